@@ -1,0 +1,171 @@
+# shellcheck shell=bash
+# Settings and helpers shared by up.sh and down.sh. Sourced, never run.
+#
+# Every knob is an environment variable with a default. The default ports are
+# chosen so this cluster can run beside the shared recipe in
+# /work/shared/tools/real-slurm (6820, 16817, 17001+, 16819, 33306):
+#
+#   REAL_SLURM_STATE             state dir (default /tmp/slurm-otel-real-slurm); holds
+#                                config, keys, logs, pid files, spool, env file
+#   REAL_SLURM_PORT_OFFSET       added to every default port below (default 0); the
+#                                vitest helper uses 100*VITEST_POOL_ID so parallel
+#                                workers each get their own cluster
+#   REAL_SLURM_REST_PORT         slurmrestd on 127.0.0.1 (default 16820)
+#   REAL_SLURM_CTLD_PORT         slurmctld (default 26817)
+#   REAL_SLURM_SLURMD_BASE_PORT  slurmd of node1; nodeN gets base+N-1 (default 27001)
+#   REAL_SLURM_DBD_PORT          slurmdbd, only with REAL_SLURM_DBD=1 (default 26819)
+#   REAL_SLURM_DB_PORT           mariadbd, only with REAL_SLURM_DBD=1 (default 23306)
+#   REAL_SLURM_NODES             node count, 2..16 (default 4): cpu = first half, gpu = rest
+#   REAL_SLURM_DBD               1 = also run mariadb + slurmdbd (accounting, /slurmdb/*)
+#   REAL_SLURM_SLURMD_TIMEOUT    SlurmdTimeout seconds (default 10)
+#   REAL_SLURM_MIN_JOB_AGE       MinJobAge seconds (default 30)
+#   REAL_SLURM_TOKEN_LIFESPAN    lifespan of the token in the env file (default 7 days)
+#   REAL_SLURM_TIMEOUT           seconds up.sh waits for readiness (default 60)
+#   REAL_SLURM_INSTALL           1 (default) = apt-get install missing packages; 0 = fail instead
+#   REAL_SLURM_EXTRA_CONF        extra lines appended to slurm.conf before the node lines
+
+RS_STATE=${REAL_SLURM_STATE:-/tmp/slurm-otel-real-slurm}
+RS_OFFSET=${REAL_SLURM_PORT_OFFSET:-0}
+RS_REST_PORT=${REAL_SLURM_REST_PORT:-$((16820 + RS_OFFSET))}
+RS_CTLD_PORT=${REAL_SLURM_CTLD_PORT:-$((26817 + RS_OFFSET))}
+RS_SLURMD_BASE=${REAL_SLURM_SLURMD_BASE_PORT:-$((27001 + RS_OFFSET))}
+RS_DBD_PORT=${REAL_SLURM_DBD_PORT:-$((26819 + RS_OFFSET))}
+RS_DB_PORT=${REAL_SLURM_DB_PORT:-$((23306 + RS_OFFSET))}
+RS_NODES=${REAL_SLURM_NODES:-4}
+RS_DBD=${REAL_SLURM_DBD:-0}
+RS_SLURMD_TIMEOUT=${REAL_SLURM_SLURMD_TIMEOUT:-10}
+RS_MIN_JOB_AGE=${REAL_SLURM_MIN_JOB_AGE:-30}
+RS_TOKEN_LIFESPAN=${REAL_SLURM_TOKEN_LIFESPAN:-604800}
+RS_TIMEOUT=${REAL_SLURM_TIMEOUT:-60}
+# The unprivileged account slurmrestd runs as (it refuses root and SlurmUser).
+RS_REST_ACCOUNT=slurmotel-rest
+
+RS_ETC=$RS_STATE/etc
+RS_RUN=$RS_STATE/run
+RS_LOG=$RS_STATE/log
+RS_CONF=$RS_ETC/slurm.conf
+# Marker file: up.sh only ever wipes a directory that carries it (or is empty),
+# so a mistyped REAL_SLURM_STATE cannot delete someone's data.
+RS_MARKER=$RS_STATE/.slurm-otel-real-slurm
+# Every daemon is started with this variable in its (otherwise empty)
+# environment. down.sh checks it in /proc/<pid>/environ before signalling a pid
+# from a pid file, so a recycled pid that now belongs to something else is
+# never killed, and it finds slurmstepd processes of *this* cluster by it.
+RS_TAG="SLURM_OTEL_REAL_SLURM=$RS_STATE"
+
+rs_die() { echo "[real-slurm] ERROR: $*" >&2; exit 1; }
+
+rs_validate() {
+  # Paths go unquoted into slurm.conf and the env file: allow only plain characters.
+  [[ $RS_STATE =~ ^/[A-Za-z0-9._/-]+$ ]] || rs_die "REAL_SLURM_STATE must be an absolute path of [A-Za-z0-9._/-] (got '$RS_STATE')"
+  case $RS_STATE in /|/tmp|/tmp/|/var|/root|/home|/etc|/usr) rs_die "refusing REAL_SLURM_STATE=$RS_STATE";; esac
+  local v
+  for v in RS_OFFSET RS_REST_PORT RS_CTLD_PORT RS_SLURMD_BASE RS_DBD_PORT RS_DB_PORT RS_NODES \
+           RS_SLURMD_TIMEOUT RS_MIN_JOB_AGE RS_TOKEN_LIFESPAN RS_TIMEOUT; do
+    [[ ${!v} =~ ^[0-9]+$ ]] || rs_die "$v must be a non-negative integer (got '${!v}')"
+  done
+  # >= 2 so both partitions have a node; <= 16 so the port ranges of instances
+  # that differ by a multiple of 100 in REAL_SLURM_PORT_OFFSET never overlap.
+  { [ "$RS_NODES" -ge 2 ] && [ "$RS_NODES" -le 16 ]; } || rs_die "REAL_SLURM_NODES must be 2..16"
+}
+
+# Run a command with a clean environment: nothing from the caller leaks into the
+# daemons or the clients we use. The big one is SLURM_JWT: if set, every Slurm
+# daemon and client switches to auth/jwt, slurmctld then rejects munge-signed
+# RPCs and a second run breaks in confusing ways. SLURM_CLUSTERS, SQUEUE_FORMAT,
+# SLURM_TIME_FORMAT etc. would change client output we parse, so drop them all.
+RS_ENV=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "SLURM_CONF=$RS_CONF" "$RS_TAG")
+rs_env() { "${RS_ENV[@]}" "$@"; }
+
+# A pid from a pid file is ours only if it is alive and carries our tag.
+rs_is_ours() {
+  local pid=$1
+  [[ $pid =~ ^[0-9]+$ ]] || return 1
+  # environ is NUL-separated: grep -z treats NUL as the line end.
+  grep -qzxF -- "$RS_TAG" "/proc/$pid/environ" 2>/dev/null
+}
+
+# True if something already listens on 127.0.0.1:$1 (bash /dev/tcp, no ss needed).
+rs_port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# Kill $1 and all its descendants with SIGKILL (children first). Parent pids
+# come from /proc/<pid>/stat (no procps needed); the command name there may
+# contain spaces or ')', so the fields are taken after the last ')'.
+rs_kill_tree() {
+  local root=$1 p st kids=()
+  for p in /proc/[0-9]*; do
+    read -r st <"$p/stat" 2>/dev/null || continue
+    st=${st##*) }            # "S <ppid> <pgrp> ..."
+    st=${st#* }; st=${st%% *}
+    [ "$st" = "$root" ] && kids+=("${p#/proc/}")
+  done
+  for p in "${kids[@]}"; do rs_kill_tree "$p"; done
+  kill -KILL "$root" 2>/dev/null && echo "[real-slurm] killed leftover pid $root" >&2
+  return 0
+}
+
+# Stop the daemon recorded in pid file $1: SIGTERM, up to 10 s, then SIGKILL.
+rs_stop_pidfile() {
+  local f=$1 name pid i
+  [ -f "$f" ] || return 0
+  name=$(basename "$f" .pid)
+  pid=$(cat "$f" 2>/dev/null || true)
+  if rs_is_ours "$pid"; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < 50; i++)); do rs_is_ours "$pid" || break; sleep 0.2; done
+    if rs_is_ours "$pid"; then
+      echo "[real-slurm] $name (pid $pid) ignored SIGTERM for 10 s, sending SIGKILL" >&2
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+    echo "[real-slurm] stopped $name (pid $pid)" >&2
+  fi
+  rm -f "$f"
+}
+
+# Stop everything this state dir's cluster started. Only pids recorded in
+# $RS_RUN/*.pid and processes that carry our tag (or run a batch script from
+# our spool) are touched; nothing is found by process name.
+rs_stop() {
+  [ -d "$RS_RUN" ] || return 0
+  local f p pid out i comm
+  # 1. Cancel jobs while slurmctld still runs, so slurmstepd ends them cleanly
+  #    (KillWait is 2 s) instead of leaving orphaned job processes behind.
+  if [ -f "$RS_RUN/slurmctld.pid" ] && rs_is_ours "$(cat "$RS_RUN/slurmctld.pid")"; then
+    out=$(rs_env timeout 10 squeue -h -o %A 2>/dev/null || true)
+    if [ -n "$out" ]; then
+      # shellcheck disable=SC2086  # one id per word
+      rs_env timeout 10 scancel $out >/dev/null 2>&1 || true
+      for ((i = 0; i < 30; i++)); do
+        out=$(rs_env timeout 5 squeue -h -t running,completing,configuring -o %A 2>/dev/null || echo busy)
+        [ -z "$out" ] && break
+        sleep 0.3
+      done
+    fi
+  fi
+  # 2. Clients-facing daemon first, then the compute daemons.
+  rs_stop_pidfile "$RS_RUN/slurmrestd.pid"
+  for f in "$RS_RUN"/slurmd-*.pid; do [ -e "$f" ] && rs_stop_pidfile "$f"; done
+  # 3. Leftovers: slurmd execs slurmstepd with its own environment, so every
+  #    step daemon of this cluster carries our tag; job processes are its
+  #    descendants. A batch script orphaned by a dead slurmstepd is recognised
+  #    by its path under our spool dir.
+  for p in /proc/[0-9]*; do
+    pid=${p#/proc/}
+    [ "$pid" = "$$" ] && continue
+    comm=; read -r comm <"$p/comm" 2>/dev/null || continue
+    if [ "$comm" = slurmstepd ] && rs_is_ours "$pid"; then
+      rs_kill_tree "$pid"
+    elif grep -qzE -- "^$RS_STATE/spool/.*/slurm_script\$" "$p/cmdline" 2>/dev/null; then
+      rs_kill_tree "$pid"
+    fi
+  done
+  # 4. Controller, accounting, database, munge last (everything above needs it).
+  for f in slurmctld slurmdbd mariadbd munged; do rs_stop_pidfile "$RS_RUN/$f.pid"; done
+  # 5. Anything else still carrying our tag (e.g. a slurmd a test restarted by hand).
+  for p in /proc/[0-9]*; do
+    pid=${p#/proc/}
+    [ "$pid" = "$$" ] && continue
+    rs_is_ours "$pid" && rs_kill_tree "$pid"
+  done
+  return 0
+}

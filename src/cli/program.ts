@@ -1,0 +1,39 @@
+/**
+ * `slurm-otel`: one command, two agents. Options are read in cli/ and nowhere
+ * else; bad usage exits with code 2 and a message naming the option.
+ */
+import { Command, CommanderError } from 'commander';
+import { VERSION } from './common.js';
+import { demoCommand } from './demo.js';
+import { nodeCommand } from './node.js';
+import { ConfigError, type Env } from './otel.js';
+
+export function program(env: Env): Command {
+  const prog = new Command('slurm-otel')
+    .description('OpenTelemetry metrics for Slurm clusters with InfiniBand/RoCE fabrics')
+    .version(VERSION)
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+  for (const cmd of [nodeCommand(env), demoCommand(env)]) prog.addCommand(cmd.exitOverride().showHelpAfterError('(run with --help for usage)'));
+  return prog;
+}
+
+export async function main(argv: string[], env: Env): Promise<number> {
+  try {
+    await program(env).parseAsync(argv, { from: 'user' });
+    return 0;
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
+    if (err instanceof ConfigError) {
+      process.stderr.write(`slurm-otel: ${err.message}\n`);
+      return 2;
+    }
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+      process.stderr.write(`slurm-otel: cannot listen: ${(err as Error).message}\n`);
+      return 1;
+    }
+    process.stderr.write(`slurm-otel: ${(err as Error).stack ?? String(err)}\n`);
+    return 1;
+  }
+}

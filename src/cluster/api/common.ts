@@ -1,0 +1,230 @@
+/**
+ * Fields that have the same name and meaning in every API version, v0.0.36 to v0.0.45. The
+ * decoder families add the fields that changed (state shapes, renamed memory and CPU fields,
+ * exit codes, array ids) on top of these.
+ *
+ * Numbers go through the tolerant readers, which accept plain numbers and no-val structs alike:
+ * that is what lets one reader serve v0.0.39 and v0.0.40, which disagree on which fields are
+ * structs.
+ */
+import type { Decoded, ItemResult, RpcByMessageType, RpcByUser, SlurmDiag } from '../model.js';
+import { ItemCollector, notAnObject } from './envelope.js';
+import { bool, count, field, idString, isRecord, num, strList, unixTime } from './read.js';
+import type { JsonRecord } from './read.js';
+import { arrayTaskExpression, cpuListCount, nodeListString, text, timeLimit } from './states.js';
+import { tresListToString } from '../tres.js';
+
+export const NOT_AN_OBJECT = { ok: false, reason: 'element is not an object' } as const;
+
+/** Node fields common to all versions (v0.0.36 lacks some of them: they read as undefined). */
+export function nodeCommon(v: JsonRecord) {
+  const specialized = v['specialized_cpus'];
+  return {
+    address: text(v['address']),
+    hostname: text(v['hostname']),
+    reason: text(v['reason']),
+    reason_set_by_user: text(v['reason_set_by_user']),
+    reason_changed_at: unixTime(v['reason_changed_at']),
+    comment: text(v['comment']),
+    reservation: text(v['reservation']),
+    partitions: strList(v['partitions']),
+    features: strList(v['features']),
+    cpus: count(v['cpus']),
+    alloc_cpus: count(v['alloc_cpus']),
+    specialized_cores: count(v['specialized_cores']),
+    specialized_cpus: text(specialized),
+    specialized_cpus_count: typeof specialized === 'string' ? cpuListCount(specialized) : undefined,
+    cpu_load: num(v['cpu_load']),
+    real_memory: count(v['real_memory']),
+    alloc_memory: count(v['alloc_memory']),
+    specialized_memory: count(v['specialized_memory']),
+    tres: text(v['tres']),
+    tres_used: text(v['tres_used']),
+    gres: text(v['gres']),
+    gres_used: text(v['gres_used']),
+    boot_time: unixTime(v['boot_time']),
+    last_busy: unixTime(v['last_busy']),
+    slurmd_start_time: unixTime(v['slurmd_start_time']),
+  };
+}
+
+/** Controller job fields common to all versions. */
+export function jobCommon(v: JsonRecord) {
+  return {
+    name: text(v['name']),
+    state_reason: text(v['state_reason']),
+    partition: text(v['partition']),
+    account: text(v['account']),
+    qos: text(v['qos']),
+    user_name: text(v['user_name']),
+    user_id: count(v['user_id']),
+    group_name: text(v['group_name']),
+    mail_user: text(v['mail_user']),
+    standard_error: text(v['standard_error']),
+    standard_output: text(v['standard_output']),
+    restart_cnt: count(v['restart_cnt']),
+    submit_time: unixTime(v['submit_time']),
+    eligible_time: unixTime(v['eligible_time']),
+    start_time: unixTime(v['start_time']),
+    end_time: unixTime(v['end_time']),
+    ...timeLimit(v['time_limit']),
+    nodes: nodeListString(v['nodes']),
+    cpus: count(v['cpus'], { u32: true }),
+    node_count: count(v['node_count'], { u32: true }),
+    memory_per_node: count(v['memory_per_node']),
+    memory_per_cpu: count(v['memory_per_cpu']),
+    tres_alloc_str: text(v['tres_alloc_str']),
+    tres_req_str: text(v['tres_req_str']),
+  };
+}
+
+/**
+ * Controller array identity: a running task has its own `array_task_id`; the pending master
+ * record has none and lists its remaining tasks in `array_task_string` (`4-7%4`).
+ */
+export function jobArray(v: JsonRecord): { array_job_id?: string; array_task_id?: string } {
+  const arrayJobId = count(v['array_job_id'], { u32: true });
+  if (arrayJobId === undefined || arrayJobId === 0) return {};
+  const taskId = count(v['array_task_id'], { u32: true });
+  return { array_job_id: String(arrayJobId), array_task_id: taskId !== undefined ? String(taskId) : text(v['array_task_string']) };
+}
+
+/**
+ * slurmdbd array identity: a task row has `task_id`; a pending master record has none and holds
+ * its tasks in `task` (a range expression; older slurmdbd a hex bitmap, converted).
+ */
+export function accountingArray(array: unknown): { array_job_id?: string; array_task_id?: string } {
+  const arrayJobId = count(field(array, 'job_id'), { u32: true });
+  if (arrayJobId === undefined || arrayJobId === 0) return {};
+  const taskId = count(field(array, 'task_id'), { u32: true });
+  const task = text(field(array, 'task'));
+  const taskExpr = task === undefined ? undefined : arrayTaskExpression(task);
+  return { array_job_id: String(arrayJobId), array_task_id: taskId !== undefined ? String(taskId) : taskExpr };
+}
+
+/** slurmdbd job fields common to all versions. */
+export function accountingCommon(v: JsonRecord) {
+  const time = v['time'];
+  const tres = v['tres'];
+  return {
+    name: text(v['name']),
+    // slurmdbd keeps the reason of the last transition, not the live pending reason.
+    state_reason: text(field(v['state'], 'reason')),
+    partition: text(v['partition']),
+    account: text(v['account']),
+    qos: text(v['qos']),
+    user_name: text(v['user']),
+    group_name: text(v['group']),
+    restart_cnt: count(v['restart_cnt']),
+    submit_time: unixTime(field(time, 'submission')),
+    eligible_time: unixTime(field(time, 'eligible')),
+    start_time: unixTime(field(time, 'start')),
+    end_time: unixTime(field(time, 'end')),
+    ...timeLimit(field(time, 'limit')),
+    nodes: nodeListString(v['nodes']),
+    node_count: count(v['allocation_nodes'], { u32: true }),
+    tres_alloc_str: tresListToString(field(tres, 'allocated')),
+    tres_req_str: tresListToString(field(tres, 'requested')),
+  };
+}
+
+function decodeRpcType(v: unknown): ItemResult<RpcByMessageType> {
+  if (!isRecord(v)) return NOT_AN_OBJECT;
+  const messageType = text(v['message_type']);
+  const n = count(v['count']);
+  const total = count(v['total_time']);
+  if (messageType === undefined || n === undefined || total === undefined) {
+    return { ok: false, reason: 'RPC type row without message_type, count or total_time' };
+  }
+  const row = { message_type: messageType, type_id: count(v['type_id']), count: n, total_time_us: total, average_time_us: count(v['average_time']) };
+  return { ok: true, item: row };
+}
+
+function decodeRpcUser(v: unknown): ItemResult<RpcByUser> {
+  if (!isRecord(v)) return NOT_AN_OBJECT;
+  const user = text(v['user']) ?? idString(v['user_id']);
+  const n = count(v['count']);
+  const total = count(v['total_time']);
+  if (user === undefined || n === undefined || total === undefined) {
+    return { ok: false, reason: 'RPC user row without user, count or total_time' };
+  }
+  const row = { user, user_id: count(v['user_id']), count: n, total_time_us: total, average_time_us: count(v['average_time']) };
+  return { ok: true, item: row };
+}
+
+const DIAG_SCALARS = [
+  'server_thread_count',
+  'agent_queue_size',
+  'agent_count',
+  'agent_thread_count',
+  'dbd_agent_queue_size',
+  'jobs_submitted',
+  'jobs_started',
+  'jobs_completed',
+  'jobs_canceled',
+  'jobs_failed',
+  'jobs_pending',
+  'jobs_running',
+  'schedule_cycle_max',
+  'schedule_cycle_last',
+  'schedule_cycle_sum',
+  'schedule_cycle_total',
+  'schedule_cycle_mean',
+  'schedule_cycle_mean_depth',
+  'schedule_cycle_per_minute',
+  'schedule_queue_length',
+  'bf_backfilled_jobs',
+  'bf_cycle_counter',
+  'bf_cycle_mean',
+  'bf_cycle_last',
+  'bf_cycle_max',
+  'bf_queue_len',
+] as const satisfies readonly (keyof SlurmDiag)[];
+
+type DiagScalars = { -readonly [K in (typeof DIAG_SCALARS)[number]]?: number };
+
+function diagScalars(stats: JsonRecord): DiagScalars {
+  const out: DiagScalars = {};
+  for (const k of DIAG_SCALARS) {
+    const n = count(stats[k]);
+    if (n !== undefined) out[k] = n;
+  }
+  return out;
+}
+
+function rows<T>(v: unknown, decode: (e: unknown) => ItemResult<T>, where: string, skipped: string[]): T[] {
+  const out: T[] = [];
+  if (!Array.isArray(v)) return out;
+  v.forEach((e, i) => {
+    const r = decode(e);
+    if (r.ok) out.push(r.item);
+    else skipped.push(`${where}[${i}]: ${r.reason}`);
+  });
+  return out;
+}
+
+/**
+ * A diag response. Its shape is the same in every version apart from number forms (`average_time`
+ * and the times became structs in v0.0.41) and fields added over time (`schedule_cycle_sum`,
+ * 64-bit from v0.0.44), which the tolerant readers absorb. v0.0.36/v0.0.37 have no RPC tables.
+ * Skipped RPC rows are counted like skipped list elements; the one diag is the single item.
+ */
+export function decodeDiag(body: unknown): Decoded<SlurmDiag> {
+  if (!isRecord(body)) return notAnObject(body, 'diag');
+  const stats = body['statistics'];
+  const collector = new ItemCollector<SlurmDiag>();
+  if (isRecord(stats)) {
+    const skipped: string[] = [];
+    const diag: SlurmDiag = {
+      ...diagScalars(stats),
+      req_time: unixTime(stats['req_time']),
+      req_time_start: unixTime(stats['req_time_start']),
+      bf_active: bool(stats['bf_active']),
+      rpcs_by_message_type: rows(stats['rpcs_by_message_type'], decodeRpcType, 'rpcs_by_message_type', skipped),
+      rpcs_by_user: rows(stats['rpcs_by_user'], decodeRpcUser, 'rpcs_by_user', skipped),
+    };
+    for (const reason of skipped) collector.skip(reason);
+    collector.add({ ok: true, item: diag });
+  }
+  return collector.finish(body, isRecord(stats), 'diag');
+}

@@ -1,0 +1,84 @@
+/**
+ * Decoders for the data_parser API family v0.0.39–v0.0.45 (Slurm 23.02–26.05).
+ *
+ * What this family changed from v0.0.38: node `state` and `job_state` are arrays (base state
+ * first) and `state_flags` is gone; many numbers are `{set, infinite, number}` structs (which ones
+ * differs between v0.0.39/v0.0.40 and later, so every number is read in either form);
+ * `free_memory` became `free_mem`, `idle_cpus` became `alloc_idle_cpus`, `slurmd_version`
+ * became `version`; exit codes are `{status[], return_code, signal{id,name}}`. slurmdbd jobs carry
+ * `state.current[]`, `time.*` plain ints with a no-val `time.limit`, `required.memory_per_node`
+ * / `memory_per_cpu`, stdout/stderr (v0.0.41+), and TRES as `{type,name,id,count}` arrays.
+ *
+ * Every function takes an already parsed JSON value of unknown shape and never throws.
+ */
+import type { Decoded, ItemResult, SlurmJob, SlurmNode } from '../model.js';
+import { accountingArray, accountingCommon, jobArray, jobCommon, nodeCommon, NOT_AN_OBJECT } from './common.js';
+import { decodeList } from './envelope.js';
+import { count, field, idString, isRecord } from './read.js';
+import { exitCode, jobState, nodeState, text } from './states.js';
+
+export { decodeDiag } from './common.js';
+
+export function decodeNode(v: unknown): ItemResult<SlurmNode> {
+  if (!isRecord(v)) return NOT_AN_OBJECT;
+  const name = text(v['name']);
+  if (name === undefined) return { ok: false, reason: 'node without a name' };
+  const node: SlurmNode = {
+    name,
+    ...nodeCommon(v),
+    state: nodeState(v['state']),
+    alloc_idle_cpus: count(v['alloc_idle_cpus']),
+    effective_cpus: count(v['effective_cpus']),
+    free_mem: count(v['free_mem']),
+    slurmd_version: text(v['version']),
+  };
+  return { ok: true, item: node };
+}
+
+export function decodeJob(v: unknown): ItemResult<SlurmJob> {
+  if (!isRecord(v)) return NOT_AN_OBJECT;
+  const jobId = idString(v['job_id']);
+  if (jobId === undefined) return { ok: false, reason: 'job without a job_id' };
+  const job: SlurmJob = {
+    source: 'controller',
+    job_id: jobId,
+    ...jobCommon(v),
+    ...jobArray(v),
+    state: jobState(v['job_state']),
+    exit_code: exitCode(v['exit_code']),
+  };
+  return { ok: true, item: job };
+}
+
+/** One slurmdbd job record (`/slurmdb/vX/jobs/`). */
+export function decodeAccountingJob(v: unknown): ItemResult<SlurmJob> {
+  if (!isRecord(v)) return NOT_AN_OBJECT;
+  const jobId = idString(v['job_id']);
+  if (jobId === undefined) return { ok: false, reason: 'job without a job_id' };
+  const required = v['required'];
+  const job: SlurmJob = {
+    source: 'accounting',
+    job_id: jobId,
+    ...accountingCommon(v),
+    ...accountingArray(v['array']),
+    state: jobState(field(v['state'], 'current')),
+    standard_error: text(v['stderr']) ?? text(v['stderr_expanded']),
+    standard_output: text(v['stdout']) ?? text(v['stdout_expanded']),
+    memory_per_node: count(field(required, 'memory_per_node')),
+    memory_per_cpu: count(field(required, 'memory_per_cpu')),
+    exit_code: exitCode(v['exit_code']),
+  };
+  return { ok: true, item: job };
+}
+
+export function decodeNodes(body: unknown): Decoded<SlurmNode> {
+  return decodeList(body, 'nodes', decodeNode);
+}
+
+export function decodeJobs(body: unknown): Decoded<SlurmJob> {
+  return decodeList(body, 'jobs', decodeJob);
+}
+
+export function decodeAccountingJobs(body: unknown): Decoded<SlurmJob> {
+  return decodeList(body, 'jobs', decodeAccountingJob);
+}

@@ -1,0 +1,390 @@
+/**
+ * Streaming splitter for huge slurmrestd responses.
+ *
+ * A `/jobs/` body for 100k jobs is ~540 MB, beyond V8's maximum string length, so it can neither
+ * be read as one string nor given to JSON.parse. This splitter scans the body's bytes as they
+ * arrive, finds the elements of one named top-level array (`jobs`, `nodes`) and hands each
+ * element's bytes to a callback, which parses that element alone. The other top-level members
+ * (`meta`, `errors`, `warnings`, `last_update`, ...) are small: they are collected and parsed
+ * normally, so the caller can read `meta` and `errors` at the end.
+ *
+ * The scanner only tracks what delimits values: string state (quotes and backslash escapes) and
+ * bracket depth. It does not validate element contents; the caller's JSON.parse does that, per
+ * element, so one bad element costs one element. Structural errors at the top level (not an
+ * object, a missing colon, a truncated body) throw JsonStreamError.
+ *
+ * Chunk boundaries may fall anywhere, including inside a multi-byte UTF-8 character or an
+ * escape sequence: an element split across chunks is reassembled from bytes before anything is
+ * decoded, and only ASCII bytes are ever structural in UTF-8.
+ */
+
+export class JsonStreamError extends Error {
+  override readonly name = 'JsonStreamError';
+}
+
+export interface JsonArraySplitterOptions {
+  /** Name of the top-level array to stream, e.g. `jobs`. */
+  readonly arrayKey: string;
+  /**
+   * Receives each element's UTF-8 JSON text, in order. The buffer may be a view into the chunk
+   * given to write(): parse it during the call, do not keep it.
+   */
+  readonly onElement: (bytes: Buffer, index: number) => void;
+  /** Refuse a single element larger than this (default 256 MiB). */
+  readonly maxElementBytes?: number;
+  /** Refuse other top-level members larger than this in total (default 16 MiB). */
+  readonly maxMemberBytes?: number;
+}
+
+export interface SplitResult {
+  /** The other top-level members, parsed (a null-prototype object). */
+  readonly members: Readonly<Record<string, unknown>>;
+  /** Whether the named member was present and was an array. */
+  readonly arrayFound: boolean;
+  readonly elements: number;
+  readonly bytes: number;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+
+function isWhitespace(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+}
+
+/** Where the top-level scanner is. */
+const enum Mode {
+  BeforeRoot,
+  KeyOrEnd,
+  Key,
+  InKey,
+  Colon,
+  Value,
+  InMember,
+  AfterMember,
+  ElementOrEnd,
+  Element,
+  InElement,
+  AfterElement,
+  Done,
+}
+
+/** What kind of value is being scanned. */
+const enum ValueKind {
+  Container,
+  String,
+  Scalar,
+}
+
+export class JsonArraySplitter {
+  private readonly arrayKey: string;
+  private readonly onElement: (bytes: Buffer, index: number) => void;
+  private readonly maxElementBytes: number;
+  private readonly maxMemberBytes: number;
+
+  private mode: Mode = Mode.BeforeRoot;
+  private members: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+  private memberBytes = 0;
+  private key = '';
+  private arrayFound = false;
+  private elements = 0;
+  private bytes = 0;
+  private sawBom = 0;
+
+  // Value scanner state, kept across chunks.
+  private kind: ValueKind = ValueKind.Container;
+  private depth = 0;
+  private inString = false;
+  private escape = false;
+  /** Pieces of a value that spans chunks (copied, so the caller may reuse its chunk buffers). */
+  private pieces: Buffer[] = [];
+  private pieceBytes = 0;
+
+  constructor(opts: JsonArraySplitterOptions) {
+    this.arrayKey = opts.arrayKey;
+    this.onElement = opts.onElement;
+    this.maxElementBytes = opts.maxElementBytes ?? 256 * 1024 * 1024;
+    this.maxMemberBytes = opts.maxMemberBytes ?? 16 * 1024 * 1024;
+  }
+
+  write(chunk: Uint8Array): void {
+    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    this.bytes += buf.length;
+    let i = 0;
+    const n = buf.length;
+    while (i < n) i = this.step(buf, i, n);
+  }
+
+  /** Declares the body complete; throws when it ended before the root object closed. */
+  end(): SplitResult {
+    if (this.mode !== Mode.Done) {
+      const where = this.mode === Mode.BeforeRoot ? 'before any JSON' : `inside the response (${this.describeMode()})`;
+      throw new JsonStreamError(`truncated JSON: body ended ${where} after ${this.bytes} bytes`);
+    }
+    return { members: this.members, arrayFound: this.arrayFound, elements: this.elements, bytes: this.bytes };
+  }
+
+  private describeMode(): string {
+    if (this.mode === Mode.InElement || this.mode === Mode.Element || this.mode === Mode.AfterElement || this.mode === Mode.ElementOrEnd) {
+      return `in "${this.arrayKey}" after ${this.elements} elements`;
+    }
+    return this.key === '' ? 'in the top-level object' : `near member "${this.key}"`;
+  }
+
+  /** Consumes some bytes from position i in the current mode; returns the new position. */
+  private step(buf: Buffer, i: number, n: number): number {
+    switch (this.mode) {
+      case Mode.BeforeRoot:
+        return this.beforeRoot(buf, i);
+      case Mode.KeyOrEnd:
+      case Mode.Key:
+        return this.expectKey(buf, i);
+      case Mode.InKey:
+        return this.continueValue(buf, i, n, false);
+      case Mode.Colon:
+        return this.expect(buf, i, COLON, Mode.Value, 'a ":" after a member name');
+      case Mode.Value:
+        return this.startMemberValue(buf, i);
+      case Mode.InMember:
+        return this.continueValue(buf, i, n, false);
+      case Mode.AfterMember:
+        return this.afterMember(buf, i);
+      case Mode.ElementOrEnd:
+      case Mode.Element:
+        return this.startElement(buf, i);
+      case Mode.InElement:
+        return this.continueValue(buf, i, n, true);
+      case Mode.AfterElement:
+        return this.afterElement(buf, i);
+      case Mode.Done:
+        if (!isWhitespace(buf[i] as number)) throw this.unexpected(buf, i, 'nothing after the top-level object');
+        return i + 1;
+    }
+  }
+
+  private unexpected(buf: Buffer, i: number, expected: string): JsonStreamError {
+    const c = buf[i] as number;
+    const shown = c >= 0x20 && c < 0x7f ? `"${String.fromCharCode(c)}"` : `byte 0x${c.toString(16)}`;
+    const offset = this.bytes - buf.length + i;
+    return new JsonStreamError(`unexpected ${shown} at byte ${offset}: expected ${expected}`);
+  }
+
+  private beforeRoot(buf: Buffer, i: number): number {
+    const c = buf[i] as number;
+    // A UTF-8 byte order mark is allowed before the root.
+    const bom = [0xef, 0xbb, 0xbf];
+    if (this.sawBom < 3 && c === bom[this.sawBom] && this.bytes - buf.length + i === this.sawBom) {
+      this.sawBom++;
+      return i + 1;
+    }
+    if (isWhitespace(c)) return i + 1;
+    if (c !== OPEN_BRACE) throw this.unexpected(buf, i, 'a JSON object ("{")');
+    this.mode = Mode.KeyOrEnd;
+    return i + 1;
+  }
+
+  private expectKey(buf: Buffer, i: number): number {
+    const c = buf[i] as number;
+    if (isWhitespace(c)) return i + 1;
+    if (c === CLOSE_BRACE && this.mode === Mode.KeyOrEnd) {
+      this.mode = Mode.Done;
+      return i + 1;
+    }
+    if (c !== QUOTE) throw this.unexpected(buf, i, 'a member name');
+    this.mode = Mode.InKey;
+    this.beginValue(ValueKind.String, true);
+    return this.continueValue(buf, i + 1, buf.length, false, i);
+  }
+
+  private expect(buf: Buffer, i: number, want: number, next: Mode, what: string): number {
+    const c = buf[i] as number;
+    if (isWhitespace(c)) return i + 1;
+    if (c !== want) throw this.unexpected(buf, i, what);
+    this.mode = next;
+    return i + 1;
+  }
+
+  private startMemberValue(buf: Buffer, i: number): number {
+    const c = buf[i] as number;
+    if (isWhitespace(c)) return i + 1;
+    if (c === OPEN_BRACKET && this.key === this.arrayKey) {
+      this.arrayFound = true;
+      this.mode = Mode.ElementOrEnd;
+      return i + 1;
+    }
+    this.mode = Mode.InMember;
+    return this.startValue(buf, i, false);
+  }
+
+  private afterMember(buf: Buffer, i: number): number {
+    const c = buf[i] as number;
+    if (isWhitespace(c)) return i + 1;
+    if (c === COMMA) this.mode = Mode.Key;
+    else if (c === CLOSE_BRACE) this.mode = Mode.Done;
+    else throw this.unexpected(buf, i, '"," or "}" after a member');
+    return i + 1;
+  }
+
+  private startElement(buf: Buffer, i: number): number {
+    const c = buf[i] as number;
+    if (isWhitespace(c)) return i + 1;
+    if (c === CLOSE_BRACKET && this.mode === Mode.ElementOrEnd) {
+      this.mode = Mode.AfterMember;
+      return i + 1;
+    }
+    if (c === COMMA || c === CLOSE_BRACKET || c === CLOSE_BRACE || c === COLON) {
+      throw this.unexpected(buf, i, `an element of "${this.arrayKey}"`);
+    }
+    this.mode = Mode.InElement;
+    return this.startValue(buf, i, true);
+  }
+
+  private afterElement(buf: Buffer, i: number): number {
+    const c = buf[i] as number;
+    if (isWhitespace(c)) return i + 1;
+    if (c === COMMA) this.mode = Mode.Element;
+    else if (c === CLOSE_BRACKET) this.mode = Mode.AfterMember;
+    else throw this.unexpected(buf, i, `"," or "]" in "${this.arrayKey}"`);
+    return i + 1;
+  }
+
+  private beginValue(kind: ValueKind, inString: boolean): void {
+    this.kind = kind;
+    this.depth = 0;
+    this.inString = inString;
+    this.escape = false;
+    this.pieces = [];
+    this.pieceBytes = 0;
+  }
+
+  /** Starts scanning the value whose first byte is at i. */
+  private startValue(buf: Buffer, i: number, isElement: boolean): number {
+    const c = buf[i] as number;
+    if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      this.beginValue(ValueKind.Container, false);
+      this.depth = 1;
+    } else if (c === QUOTE) {
+      this.beginValue(ValueKind.String, true);
+    } else {
+      this.beginValue(ValueKind.Scalar, false);
+    }
+    return this.continueValue(buf, i + 1, buf.length, isElement, i);
+  }
+
+  /**
+   * Scans the current value from i. `from` is where its bytes start in this chunk (the value's
+   * first byte when it started here, else 0). Returns the position after the value, or n.
+   */
+  private continueValue(buf: Buffer, i: number, n: number, isElement: boolean, from = i): number {
+    const end = this.kind === ValueKind.Scalar ? this.scanScalar(buf, i, n) : this.scanQuotedOrContainer(buf, i, n);
+    if (end < 0) {
+      this.keepPiece(buf.subarray(from, n), isElement);
+      return n;
+    }
+    this.finishValue(buf, from, end, isElement);
+    return end;
+  }
+
+  /**
+   * The hot loop: tracks string and escape state and bracket depth only. Returns the index just
+   * past the value's closing byte, or -1 when the chunk ends first.
+   */
+  private scanQuotedOrContainer(buf: Buffer, i: number, n: number): number {
+    let depth = this.depth;
+    let inString = this.inString;
+    let escape = this.escape;
+    const containerDone = this.kind === ValueKind.String ? -1 : 0;
+    for (; i < n; i++) {
+      const c = buf[i] as number;
+      if (inString) {
+        if (escape) escape = false;
+        else if (c === BACKSLASH) escape = true;
+        else if (c === QUOTE) {
+          inString = false;
+          if (depth === containerDone + 1 && containerDone < 0) {
+            this.inString = false;
+            return i + 1;
+          }
+        }
+        continue;
+      }
+      if (c === QUOTE) inString = true;
+      else if (c === OPEN_BRACE || c === OPEN_BRACKET) depth++;
+      else if ((c === CLOSE_BRACE || c === CLOSE_BRACKET) && --depth === 0) {
+        this.depth = 0;
+        return i + 1;
+      }
+    }
+    this.depth = depth;
+    this.inString = inString;
+    this.escape = escape;
+    return -1;
+  }
+
+  /** A number, true, false or null ends at the first delimiter (which is not part of it). */
+  private scanScalar(buf: Buffer, i: number, n: number): number {
+    for (; i < n; i++) {
+      const c = buf[i] as number;
+      if (c === COMMA || c === CLOSE_BRACKET || c === CLOSE_BRACE || isWhitespace(c)) return i;
+    }
+    return -1;
+  }
+
+  private keepPiece(piece: Buffer, isElement: boolean): void {
+    this.pieceBytes += piece.length;
+    this.checkSize(this.pieceBytes, isElement);
+    this.pieces.push(Buffer.from(piece));
+  }
+
+  private checkSize(size: number, isElement: boolean): void {
+    if (isElement && size > this.maxElementBytes) {
+      throw new JsonStreamError(`element ${this.elements} of "${this.arrayKey}" exceeds ${this.maxElementBytes} bytes`);
+    }
+    if (!isElement && this.memberBytes + size > this.maxMemberBytes) {
+      throw new JsonStreamError(`top-level members exceed ${this.maxMemberBytes} bytes`);
+    }
+  }
+
+  private finishValue(buf: Buffer, from: number, end: number, isElement: boolean): void {
+    const tail = buf.subarray(from, end);
+    const bytes = this.pieces.length === 0 ? tail : Buffer.concat([...this.pieces, tail]);
+    this.pieces = [];
+    this.pieceBytes = 0;
+    this.checkSize(bytes.length, isElement);
+    if (isElement) {
+      this.mode = Mode.AfterElement;
+      this.onElement(bytes, this.elements++);
+    } else if (this.mode === Mode.InKey) {
+      this.key = this.parse(bytes) as string;
+      this.mode = Mode.Colon;
+    } else {
+      this.memberBytes += bytes.length;
+      this.members[this.key] = this.parse(bytes);
+      this.mode = Mode.AfterMember;
+    }
+  }
+
+  private parse(bytes: Buffer): unknown {
+    try {
+      return JSON.parse(bytes.toString('utf8'));
+    } catch (err) {
+      throw new JsonStreamError(`bad JSON in top-level member "${this.key}": ${(err as Error).message}`);
+    }
+  }
+}
+
+/**
+ * Convenience wrapper: feeds an async byte source (an HTTP response body, a file stream) through
+ * a splitter and returns the top-level members once the body is complete.
+ */
+export async function splitJsonArray(source: AsyncIterable<Uint8Array>, opts: JsonArraySplitterOptions): Promise<SplitResult> {
+  const splitter = new JsonArraySplitter(opts);
+  for await (const chunk of source) splitter.write(chunk);
+  return splitter.end();
+}

@@ -1,0 +1,144 @@
+/**
+ * Trackable resources (TRES).
+ *
+ * Slurm prints TRES as `cpu=4,mem=8G,node=1,billing=4,gres/gpu=2,gres/gpu:tesla=2` (controller
+ * `tres`, `tres_alloc_str`, `tres_req_str`), and slurmdbd returns them as arrays of
+ * `{type, name, id, count}`. This module parses the string form and renders the array form into
+ * it, so the rest of the agent deals with one representation.
+ */
+import type { SlurmJob } from './model.js';
+import { field, isRecord, num, str } from './api/read.js';
+
+export interface Tres {
+  /** Every `key=value` pair as written, keys lower-cased (e.g. `gres/gpu:tesla` → `2`). */
+  readonly entries: ReadonlyMap<string, string>;
+  readonly cpus?: number;
+  readonly memory_bytes?: number;
+  readonly nodes?: number;
+  readonly billing?: number;
+  /** GPUs: the untyped `gres/gpu` total, or the sum of typed `gres/gpu:<type>` entries. */
+  readonly gpus?: number;
+}
+
+const MIB = 1024 * 1024;
+const SIZE_UNITS: Readonly<Record<string, number>> = {
+  K: 1024,
+  M: MIB,
+  G: MIB * 1024,
+  T: MIB * 1024 * 1024,
+  P: MIB * 1024 * 1024 * 1024,
+};
+const SIZE_RE = /^(\d+(?:\.\d+)?)([KMGTP])?$/i;
+const COUNT_RE = /^\d+(?:\.\d+)?$/;
+
+/**
+ * A TRES memory value in bytes. Suffixes K/M/G/T/P are powers of 1024; a bare number is MiB,
+ * because Slurm stores memory TRES in megabytes and prints them without a unit when it cannot
+ * scale them.
+ */
+export function parseTresMemory(raw: string): number | undefined {
+  const m = SIZE_RE.exec(raw.trim());
+  if (m === null) return undefined;
+  const unit = m[2] === undefined ? MIB : SIZE_UNITS[m[2].toUpperCase()];
+  if (unit === undefined) return undefined;
+  return Math.round(Number(m[1]) * unit);
+}
+
+/** A plain TRES count (`cpu`, `node`, `billing`, `gres/...`). */
+export function parseTresCount(raw: string): number | undefined {
+  const t = raw.trim();
+  return COUNT_RE.test(t) ? Number(t) : undefined;
+}
+
+export function parseTresEntries(s: string | null | undefined): Map<string, string> {
+  const out = new Map<string, string>();
+  if (typeof s !== 'string') return out;
+  for (const part of s.split(',')) {
+    const eq = part.indexOf('=');
+    if (eq <= 0) continue;
+    const key = part.slice(0, eq).trim().toLowerCase();
+    // The first occurrence wins: Slurm never repeats a key, and a repeat is not worth guessing at.
+    if (key !== '' && !out.has(key)) out.set(key, part.slice(eq + 1).trim());
+  }
+  return out;
+}
+
+/**
+ * GPU count. Slurm lists both the untyped total and each typed share (`gres/gpu=2`,
+ * `gres/gpu:tesla=2`): the typed entries repeat the total, so they are summed only when the
+ * total is missing.
+ */
+export function tresGpuCount(entries: ReadonlyMap<string, string>): number | undefined {
+  const total = entries.get('gres/gpu');
+  if (total !== undefined) return parseTresCount(total);
+  let sum: number | undefined;
+  for (const [k, v] of entries) {
+    if (!k.startsWith('gres/gpu:')) continue;
+    const n = parseTresCount(v);
+    if (n !== undefined) sum = (sum ?? 0) + n;
+  }
+  return sum;
+}
+
+export function parseTres(s: string | null | undefined): Tres {
+  const entries = parseTresEntries(s);
+  const get = (k: string): number | undefined => {
+    const v = entries.get(k);
+    return v === undefined ? undefined : parseTresCount(v);
+  };
+  const mem = entries.get('mem');
+  const memory = mem === undefined ? undefined : parseTresMemory(mem);
+  const gpus = tresGpuCount(entries);
+  const cpus = get('cpu');
+  const nodes = get('node');
+  const billing = get('billing');
+  return {
+    entries,
+    ...(cpus !== undefined ? { cpus } : {}),
+    ...(memory !== undefined ? { memory_bytes: memory } : {}),
+    ...(nodes !== undefined ? { nodes } : {}),
+    ...(billing !== undefined ? { billing } : {}),
+    ...(gpus !== undefined ? { gpus } : {}),
+  };
+}
+
+/**
+ * Renders slurmdbd's TRES array (`[{type:"cpu",count:4},{type:"gres",name:"gpu",count:2}]`) in
+ * the controller's string form (`cpu=4,gres/gpu=2`). Memory counts are MiB and get an `M`
+ * suffix, as slurmctld prints them. Entries without a usable count (energy is often null) are
+ * left out. Undefined when nothing usable remains, so callers can fall back to another source.
+ */
+export function tresListToString(list: unknown): string | undefined {
+  if (!Array.isArray(list)) return undefined;
+  const parts: string[] = [];
+  for (const t of list) {
+    if (!isRecord(t)) continue;
+    const type = str(field(t, 'type'));
+    const n = num(field(t, 'count'));
+    if (type === undefined || type === '' || n === undefined || n < 0) continue;
+    const name = str(field(t, 'name'));
+    const key = name !== undefined && name !== '' ? `${type}/${name}` : type;
+    parts.push(`${key}=${n}${type.toLowerCase() === 'mem' ? 'M' : ''}`);
+  }
+  return parts.length > 0 ? parts.join(',') : undefined;
+}
+
+/**
+ * CPUs of a job, the way Soperator's exporter counts them: allocated TRES, else requested TRES,
+ * else the job's `cpus` field.
+ */
+export function jobCpuCount(job: Pick<SlurmJob, 'tres_alloc_str' | 'tres_req_str' | 'cpus'>): number | undefined {
+  return parseTres(job.tres_alloc_str).cpus ?? parseTres(job.tres_req_str).cpus ?? job.cpus;
+}
+
+/**
+ * Memory of a job in bytes: allocated TRES, else requested TRES, else memory_per_node × node_count.
+ */
+export function jobMemoryBytes(
+  job: Pick<SlurmJob, 'tres_alloc_str' | 'tres_req_str' | 'memory_per_node' | 'node_count'>,
+): number | undefined {
+  const fromTres = parseTres(job.tres_alloc_str).memory_bytes ?? parseTres(job.tres_req_str).memory_bytes;
+  if (fromTres !== undefined) return fromTres;
+  if (job.memory_per_node === undefined || job.node_count === undefined) return undefined;
+  return job.memory_per_node * job.node_count * MIB;
+}

@@ -1,0 +1,178 @@
+/**
+ * Synthetic node trees: sysfs (HCAs, counters, uverbs), procfs (stat,
+ * cmdline, fd links) and a cgroup tree in any Slurm layout. Used by the demo,
+ * the tests and the benchmarks, so all three exercise the same shapes.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Roots } from '../node/roots.js';
+
+export type TreeLayout = 'v1' | 'v2' | 'v2-sluid';
+
+export interface PortSpec {
+  readonly linkLayer: 'InfiniBand' | 'Ethernet';
+  readonly rate: string;
+  readonly state?: string;
+  readonly counters: Readonly<Record<string, string | number | bigint>>;
+  readonly hwCounters?: Readonly<Record<string, string | number | bigint>>;
+}
+
+export interface HcaSpec {
+  readonly name: string;
+  /** The uverbs index that maps to this HCA (independent of the HCA's own number). */
+  readonly uverbs: number;
+  readonly boardId?: string;
+  readonly firmware?: string;
+  readonly hcaType?: string;
+  readonly ports: readonly PortSpec[];
+}
+
+export interface ProcSpec {
+  readonly pid: number;
+  readonly comm: string;
+  /** uverbs indexes this process holds fds on. */
+  readonly uverbs?: readonly number[];
+  /** Total fds, uverbs ones included (the rest are sockets, pipes, files). */
+  readonly fds?: number;
+  readonly cmdline?: string;
+  readonly startTime?: number;
+}
+
+export interface StepSpec {
+  readonly name: string;
+  readonly tasks: readonly ProcSpec[];
+  /** The step's slurmstepd (v2: in step_<S>/slurm); its title carries the job id. */
+  readonly stepd?: ProcSpec;
+}
+
+export interface JobSpec {
+  readonly jobId: string;
+  /** 26.05 SLUID; the v2-sluid layout names the job directory after it. */
+  readonly sluid?: string;
+  readonly uid: number;
+  readonly steps: readonly StepSpec[];
+}
+
+export interface TreeSpec {
+  readonly layout: TreeLayout;
+  readonly hcas: readonly HcaSpec[];
+  readonly jobs: readonly JobSpec[];
+  /** Processes outside every job (daemons, storage clients, the stepd "infinity" process). */
+  readonly others: readonly ProcSpec[];
+  /** v2 slice path and scope name. */
+  readonly slice?: string;
+  readonly scope?: string;
+}
+
+export function rootsUnder(dir: string): Roots {
+  return { sysfs: path.join(dir, 'sys'), procfs: path.join(dir, 'proc'), cgroupfs: path.join(dir, 'cgroup') };
+}
+
+/** Writes the whole tree under `dir` (which must be empty or absent). */
+export function writeTree(dir: string, spec: TreeSpec): Roots {
+  const roots = rootsUnder(dir);
+  for (const hca of spec.hcas) writeHca(roots.sysfs, hca);
+  for (const job of spec.jobs) for (const step of job.steps) for (const p of [...step.tasks, ...(step.stepd ? [step.stepd] : [])]) writeProcess(roots.procfs, p);
+  for (const p of spec.others) writeProcess(roots.procfs, p);
+  writeCgroups(roots.cgroupfs, spec);
+  return roots;
+}
+
+function put(file: string, content: string): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, content);
+}
+
+export function writeHca(sysfs: string, hca: HcaSpec): void {
+  const dev = path.join(sysfs, 'class', 'infiniband', hca.name);
+  put(path.join(dev, 'board_id'), `${hca.boardId ?? 'MT_0000000223'}\n`);
+  put(path.join(dev, 'fw_ver'), `${hca.firmware ?? '28.39.1002'}\n`);
+  put(path.join(dev, 'hca_type'), `${hca.hcaType ?? 'MT4129'}\n`);
+  put(path.join(dev, 'node_guid'), '0c42:a103:0001:0001\n');
+  hca.ports.forEach((p, i) => writePort(sysfs, hca.name, i + 1, p));
+  put(path.join(sysfs, 'class', 'infiniband_verbs', `uverbs${hca.uverbs}`, 'ibdev'), `${hca.name}\n`);
+}
+
+function writePort(sysfs: string, device: string, n: number, p: PortSpec): void {
+  const dir = path.join(sysfs, 'class', 'infiniband', device, 'ports', String(n));
+  put(path.join(dir, 'state'), `${p.state ?? '4: ACTIVE'}\n`);
+  put(path.join(dir, 'phys_state'), `${p.state?.includes('DOWN') ? '3: Disabled' : '5: LinkUp'}\n`);
+  put(path.join(dir, 'rate'), `${p.rate}\n`);
+  put(path.join(dir, 'link_layer'), `${p.linkLayer}\n`);
+  writeCounters(sysfs, device, n, p.counters, 'counters');
+  if (p.hwCounters) writeCounters(sysfs, device, n, p.hwCounters, 'hw_counters');
+}
+
+export function writeCounters(sysfs: string, device: string, port: number, values: Readonly<Record<string, string | number | bigint>>, group: 'counters' | 'hw_counters'): void {
+  const dir = path.join(sysfs, 'class', 'infiniband', device, 'ports', String(port), group);
+  fs.mkdirSync(dir, { recursive: true });
+  for (const [name, v] of Object.entries(values)) fs.writeFileSync(path.join(dir, name), `${v}\n`);
+}
+
+export function writeProcess(procfs: string, p: ProcSpec): void {
+  const dir = path.join(procfs, String(p.pid));
+  const start = p.startTime ?? 1000 + p.pid;
+  // Fields 3..52 after "(comm)"; field 22 is the start time in clock ticks.
+  const rest = Array.from({ length: 50 }, (_, i) => (i === 0 ? 'S' : i === 19 ? String(start) : '0'));
+  put(path.join(dir, 'stat'), `${p.pid} (${p.comm}) ${rest.join(' ')}\n`);
+  put(path.join(dir, 'cmdline'), `${p.cmdline ?? p.comm}\0`);
+  const fdDir = path.join(dir, 'fd');
+  fs.mkdirSync(fdDir, { recursive: true });
+  const uverbs = p.uverbs ?? [];
+  const total = Math.max(p.fds ?? 3 + uverbs.length, 3 + uverbs.length);
+  for (let fd = 0; fd < total; fd++) {
+    const u = fd - 3;
+    const target = fd < 3 ? '/dev/null' : u < uverbs.length ? `/dev/infiniband/uverbs${uverbs[u]}` : `socket:[${p.pid * 1000 + fd}]`;
+    fs.symlinkSync(target, path.join(fdDir, String(fd)));
+  }
+}
+
+export function removeProcess(procfs: string, pid: number): void {
+  fs.rmSync(path.join(procfs, String(pid)), { recursive: true, force: true });
+}
+
+function writeCgroups(cgroupfs: string, spec: TreeSpec): void {
+  fs.mkdirSync(cgroupfs, { recursive: true });
+  if (spec.layout === 'v1') {
+    for (const ctrl of ['freezer', 'memory', 'cpuset']) for (const job of spec.jobs) writeJobV1(cgroupfs, ctrl, job);
+    fs.mkdirSync(path.join(cgroupfs, 'freezer', 'slurm', 'system'), { recursive: true });
+    return;
+  }
+  put(path.join(cgroupfs, 'cgroup.controllers'), 'cpuset cpu io memory pids\n');
+  const scope = path.join(cgroupfs, spec.slice ?? 'system.slice', spec.scope ?? 'slurmstepd.scope');
+  put(path.join(scope, 'system', 'cgroup.procs'), '');
+  for (const job of spec.jobs) writeJobV2(scope, job, spec.layout);
+}
+
+export function jobDirName(job: JobSpec, layout: TreeLayout): string {
+  return layout === 'v2-sluid' && job.sluid ? job.sluid : `job_${job.jobId}`;
+}
+
+function writeJobV2(scope: string, job: JobSpec, layout: TreeLayout): void {
+  const jobDir = path.join(scope, jobDirName(job, layout));
+  put(path.join(jobDir, 'cgroup.procs'), '');
+  for (const step of job.steps) {
+    const stepDir = path.join(jobDir, step.name);
+    put(path.join(stepDir, 'cgroup.procs'), '');
+    put(path.join(stepDir, 'user', 'cgroup.procs'), '');
+    step.tasks.forEach((t, i) => put(path.join(stepDir, 'user', `task_${i}`, 'cgroup.procs'), `${t.pid}\n`));
+    put(path.join(stepDir, 'slurm', 'cgroup.procs'), step.stepd ? `${step.stepd.pid}\n` : '');
+  }
+}
+
+function writeJobV1(cgroupfs: string, ctrl: string, job: JobSpec): void {
+  const jobDir = path.join(cgroupfs, ctrl, 'slurm', `uid_${job.uid}`, `job_${job.jobId}`);
+  put(path.join(jobDir, 'cgroup.procs'), '');
+  for (const step of job.steps) {
+    const stepDir = path.join(jobDir, step.name);
+    // v1 keeps slurmstepd outside the step's task cgroups but inside the step.
+    put(path.join(stepDir, 'cgroup.procs'), step.stepd ? `${step.stepd.pid}\n` : '');
+    step.tasks.forEach((t, i) => put(path.join(stepDir, `task_${i}`, 'cgroup.procs'), `${t.pid}\n`));
+  }
+}
+
+/** The stepd of a job step, titled as Slurm titles it. */
+export function stepd(pid: number, jobId: string, step: string): ProcSpec {
+  const stepId = step.replace(/^step_/, '');
+  return { pid, comm: 'slurmstepd', cmdline: `slurmstepd: [${jobId}.${stepId}]` };
+}

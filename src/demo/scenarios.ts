@@ -1,0 +1,128 @@
+/**
+ * Named node trees: the demo's four-job node and the benchmark's heavy node.
+ * Counter values move with `drift` so rates are visible.
+ */
+import { writeCounters, stepd, type HcaSpec, type JobSpec, type PortSpec, type ProcSpec, type TreeLayout, type TreeSpec } from './nodetree.js';
+
+const PMA = {
+  port_xmit_data: 0, port_rcv_data: 0, port_xmit_packets: 0, port_rcv_packets: 0, port_xmit_discards: 0,
+  port_rcv_errors: 0, symbol_error: 0, link_downed: 0, link_error_recovery: 0, port_xmit_wait: 0,
+  local_link_integrity_errors: 0, excessive_buffer_overrun_errors: 0, VL15_dropped: 0,
+} as const;
+const HW = {
+  packet_seq_err: 0, out_of_sequence: 0, local_ack_timeout_err: 0, rnr_nak_retry_err: 0, out_of_buffer: 0,
+  implied_nak_seq_err: 0, req_transport_retries_exceeded: 0, np_cnp_sent: 0, rp_cnp_handled: 0, lifespan: 10,
+} as const;
+
+function port(linkLayer: PortSpec['linkLayer'], rate: string): PortSpec {
+  return { linkLayer, rate, counters: { ...PMA }, hwCounters: { ...HW } };
+}
+
+export interface DemoOptions {
+  readonly layout: TreeLayout;
+  /** A storage client outside Slurm holding mlx5_3. */
+  readonly nonJobHolder: boolean;
+}
+
+/** SLUIDs of the demo jobs (26.05 form), used by the v2-sluid layout. */
+const SLUIDS = ['sEKNKTV3WPV500', 's5K1KKYAYG5D00', 's0A1B2C3D4E5F6', 's7G8H9J0K1M2N3'];
+
+/**
+ * Four jobs: 918001 alone on mlx5_0; 918002 and 918003 share mlx5_1, whose
+ * packet_seq_err climbs; 918004 alone on mlx5_2, a RoCE port; mlx5_3 idle or
+ * held by a process outside Slurm. uverbs numbers deliberately differ from
+ * the HCA numbers.
+ */
+export function demoTree(opts: DemoOptions): TreeSpec {
+  const hcas: HcaSpec[] = [
+    { name: 'mlx5_0', uverbs: 2, ports: [port('InfiniBand', '400 Gb/sec (4X NDR)')] },
+    { name: 'mlx5_1', uverbs: 0, ports: [port('InfiniBand', '400 Gb/sec (4X NDR)')] },
+    { name: 'mlx5_2', uverbs: 3, ports: [port('Ethernet', '200 Gb/sec (4X HDR)')] },
+    { name: 'mlx5_3', uverbs: 1, ports: [port('InfiniBand', '400 Gb/sec (4X NDR)')] },
+  ];
+  const jobs: JobSpec[] = [
+    job('918001', SLUIDS[0], 41000, [2]),
+    job('918002', SLUIDS[1], 42000, [0]),
+    job('918003', SLUIDS[2], 43000, [0]),
+    job('918004', SLUIDS[3], 44000, [3]),
+  ];
+  const others: ProcSpec[] = [
+    { pid: 1, comm: 'systemd', fds: 40 },
+    { pid: 900, comm: 'slurmd', fds: 12 },
+    { pid: 901, comm: 'slurmstepd', cmdline: 'slurmstepd: [infinity]' },
+  ];
+  if (opts.nonJobHolder) others.push({ pid: 950, comm: 'weka-client', uverbs: [1], fds: 20 });
+  return { layout: opts.layout, hcas, jobs, others };
+}
+
+function job(jobId: string, sluid: string | undefined, basePid: number, uverbs: number[]): JobSpec {
+  const tasks: ProcSpec[] = [0, 1].map((i) => ({ pid: basePid + 10 + i, comm: 'python', uverbs, fds: 64 }));
+  const s = sluid === undefined ? {} : { sluid };
+  return { jobId, ...s, uid: 1000, steps: [{ name: 'step_0', tasks, stepd: stepd(basePid, jobId, 'step_0') }] };
+}
+
+/** Per-second rates of the demo counters, by HCA; packet_seq_err climbs on the shared mlx5_1. */
+const DEMO_RATES: Record<string, Record<string, number>> = {
+  mlx5_0: { port_xmit_data: 2_500_000_000, port_rcv_data: 2_400_000_000, port_xmit_packets: 2_400_000, port_rcv_packets: 2_300_000 },
+  mlx5_1: { port_xmit_data: 600_000_000, port_rcv_data: 580_000_000, port_xmit_packets: 600_000, port_rcv_packets: 590_000, packet_seq_err: 350, out_of_sequence: 120, local_ack_timeout_err: 4 },
+  mlx5_2: { port_xmit_data: 1_200_000_000, port_rcv_data: 1_100_000_000, port_xmit_packets: 1_100_000, port_rcv_packets: 1_000_000, np_cnp_sent: 40, rp_cnp_handled: 35 },
+  mlx5_3: { port_xmit_data: 5_000_000, port_rcv_data: 4_000_000, port_xmit_packets: 5_000, port_rcv_packets: 4_000 },
+};
+
+/** Counter state kept by the demo so each tick rewrites exact values. */
+export class CounterDrift {
+  private readonly values = new Map<string, bigint>();
+
+  constructor(private readonly sysfs: string) {}
+
+  /** Advances every demo counter by `seconds` of traffic and rewrites the files. */
+  tick(seconds: number): void {
+    for (const [device, rates] of Object.entries(DEMO_RATES)) {
+      const pma: Record<string, bigint> = {};
+      const hw: Record<string, bigint> = {};
+      for (const [name, rate] of Object.entries(rates)) {
+        const key = `${device} ${name}`;
+        const v = (this.values.get(key) ?? 0n) + BigInt(Math.round(rate * seconds * (0.8 + Math.random() * 0.4)));
+        this.values.set(key, v);
+        (name in PMA ? pma : hw)[name] = v;
+      }
+      writeCounters(this.sysfs, device, 1, pma, 'counters');
+      writeCounters(this.sysfs, device, 1, hw, 'hw_counters');
+    }
+  }
+}
+
+export interface HeavyOptions {
+  readonly layout: TreeLayout;
+  readonly hcas: number;
+  readonly portsPerHca: number;
+  readonly jobs: number;
+  readonly jobProcesses: number;
+  readonly fdsPerProcess: number;
+  readonly otherProcesses: number;
+}
+
+export const HEAVY_NODE: HeavyOptions = { layout: 'v2', hcas: 8, portsPerHca: 2, jobs: 64, jobProcesses: 600, fdsPerProcess: 256, otherProcesses: 200 };
+
+/** The benchmark node: many jobs and processes, every job process holding one HCA. */
+export function heavyTree(o: HeavyOptions): TreeSpec {
+  const hcas: HcaSpec[] = Array.from({ length: o.hcas }, (_, i) => ({
+    name: `mlx5_${i}`,
+    uverbs: (i * 5 + 3) % o.hcas,
+    ports: Array.from({ length: o.portsPerHca }, () => port('InfiniBand', '400 Gb/sec (4X NDR)')),
+  }));
+  const perJob = Math.ceil(o.jobProcesses / o.jobs);
+  const jobs: JobSpec[] = Array.from({ length: o.jobs }, (_, j) => {
+    const jobId = String(1_000_000 + j);
+    const count = Math.max(0, Math.min(perJob, o.jobProcesses - j * perJob));
+    const tasks: ProcSpec[] = Array.from({ length: count }, (_, t) => ({
+      pid: 100_000 + j * 100 + t + 1,
+      comm: 'trainer',
+      uverbs: [j % o.hcas],
+      fds: o.fdsPerProcess,
+    }));
+    return { jobId, uid: 1000 + j, steps: [{ name: 'step_0', tasks, stepd: stepd(100_000 + j * 100, jobId, 'step_0') }] };
+  });
+  const others: ProcSpec[] = Array.from({ length: o.otherProcesses }, (_, i) => ({ pid: 10 + i, comm: `daemon${i}`, fds: 16 }));
+  return { layout: o.layout, hcas, jobs, others };
+}

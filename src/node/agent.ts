@@ -1,0 +1,137 @@
+/** The node agent: cycles on its own timer, publishes each snapshot, serves the last one. */
+import type { Logger } from '../log.js';
+import type { BindAddress } from '../telemetry/http.js';
+import { Pipeline, type OtlpOptions } from '../telemetry/pipeline.js';
+import type { ResourceOptions } from '../telemetry/resource.js';
+import { every, serveAgent, type Served } from '../telemetry/runtime.js';
+import { SelfMonitor } from '../telemetry/selfmon.js';
+import { NodeCollector, type CollectorOptions, type Cycle } from './collector.js';
+import { NODE_SELF_METRICS } from './metrics.js';
+import { SqueueTable, type SqueueOptions } from './squeue.js';
+
+export const SCOPE = { name: 'slurm-otel/node', version: '0.1.0' };
+
+export interface NodeAgentOptions {
+  readonly collector: Omit<CollectorOptions, 'jobIdTable'>;
+  readonly squeue?: Omit<SqueueOptions, 'logger' | 'onError'>;
+  readonly collectionIntervalMs: number;
+  readonly metrics: BindAddress;
+  readonly monitoring: BindAddress;
+  readonly resource: ResourceOptions;
+  readonly otlp?: OtlpOptions;
+  readonly logger: Logger;
+}
+
+export interface NodeAgent {
+  readonly metricsUrl: string;
+  readonly monitoringUrl: string;
+  /** The last completed cycle (explain views and tests read it). */
+  readonly last: () => Cycle | undefined;
+  /** Runs a cycle now and publishes it (tests; the timer does this on its own). */
+  cycleNow(): Promise<Cycle>;
+  stop(): Promise<void>;
+}
+
+/** Wires collector, pipeline and self-monitoring; used by both the daemon and `--once`. */
+export class NodeRunner {
+  readonly pipeline: Pipeline;
+  readonly self: SelfMonitor<typeof NODE_SELF_METRICS>;
+  private readonly collector: NodeCollector;
+  private readonly seen = new Set<string>();
+  private lastCycle: Cycle | undefined;
+
+  constructor(private readonly opts: NodeAgentOptions) {
+    const { logger } = opts;
+    this.self = new SelfMonitor(opts.resource, SCOPE, NODE_SELF_METRICS);
+    this.pipeline = new Pipeline({
+      resource: opts.resource,
+      scope: SCOPE,
+      otlp: opts.otlp,
+      logger,
+      onExport: (ok) => this.self.m.otlpExports.record(1, { result: ok ? 'success' : 'failure' }),
+    });
+    const jobIdTable = opts.squeue
+      ? new SqueueTable({ ...opts.squeue, logger, onError: () => this.self.m.cycleErrors.record(1, { source: 'jobid', kind: 'io' }) })
+      : undefined;
+    this.collector = new NodeCollector({ ...opts.collector, jobIdTable });
+  }
+
+  get last(): Cycle | undefined {
+    return this.lastCycle;
+  }
+
+  async cycle(): Promise<Cycle> {
+    const c = this.collector.cycle();
+    await this.pipeline.publish(c.families, c.snapshot.atMs);
+    this.lastCycle = c;
+    this.record(c);
+    return c;
+  }
+
+  private record(c: Cycle): void {
+    const { m } = this.self;
+    m.cycles.record(1);
+    m.cycleDuration.record(c.durationMs / 1000);
+    m.seriesExported.record(this.pipeline.producer.size);
+    m.fdLinksRead.record(c.snapshot.stats.fdLinksRead);
+    for (const p of c.snapshot.problems) {
+      m.cycleErrors.record(p.count, { source: p.source, kind: p.kind });
+      this.once(`${p.source}/${p.kind}`, 'warn', { source: p.source, kind: p.kind, count: p.count, example: p.example }, 'read problems this cycle (logged once per kind; counted in ib_slurm_exporter_cycle_errors_total)');
+    }
+    if (!c.snapshot.hca.present) this.once('no-hca', 'warn', { sysfs: this.opts.collector.roots.sysfs }, 'no InfiniBand class in sysfs: no HCA on this node, exporting no device or job series');
+    if (c.snapshot.unreadablePids.length > 0) {
+      this.once('unreadable', 'warn', { count: c.snapshot.unreadablePids.length }, 'cannot read some /proc/<pid>/fd: run as root or with CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH; attribution is suppressed meanwhile');
+    }
+  }
+
+  private once(key: string, level: 'warn' | 'info', fields: object, msg: string): void {
+    if (this.seen.has(key)) return;
+    this.seen.add(key);
+    this.opts.logger[level](fields, msg);
+  }
+
+  async shutdown(): Promise<void> {
+    await this.pipeline.flush().catch(() => undefined);
+    await Promise.all([this.pipeline.shutdown(), this.self.shutdown()]);
+  }
+}
+
+export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent> {
+  const runner = new NodeRunner(opts);
+  let served: Served;
+  try {
+    served = await serveAgent({
+      metrics: opts.metrics,
+      monitoring: opts.monitoring,
+      pipeline: runner.pipeline,
+      selfMetrics: () => runner.self.exposition(),
+      onRequest: (path) => runner.self.m.scrapeRequests.record(1, { path }),
+      healthy: () => (runner.last ? { ok: true, detail: `last cycle ${new Date(runner.last.snapshot.atMs).toISOString()}` } : { ok: false, detail: 'no cycle yet' }),
+    });
+  } catch (err) {
+    await runner.shutdown();
+    throw err;
+  }
+  const loop = every(opts.collectionIntervalMs, async () => void (await runner.cycle()), opts.logger);
+  opts.logger.info({ metrics: served.metrics.url, monitoring: served.monitoring.url, otlp: opts.otlp?.url ?? 'off' }, 'node agent started');
+  return {
+    metricsUrl: served.metrics.url,
+    monitoringUrl: served.monitoring.url,
+    last: () => runner.last,
+    cycleNow: () => runner.cycle(),
+    async stop() {
+      await loop.stop();
+      await served.close();
+      await runner.shutdown();
+    },
+  };
+}
+
+/** `slurm-otel node --once`: one cycle, rendered through the same producer and serializer. */
+export async function runNodeOnce(opts: NodeAgentOptions): Promise<string> {
+  const runner = new NodeRunner({ ...opts, otlp: undefined });
+  await runner.cycle();
+  const text = runner.pipeline.exposition.text;
+  await runner.shutdown();
+  return text;
+}

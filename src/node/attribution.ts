@@ -1,0 +1,146 @@
+/**
+ * Attribution rules: pure functions over a snapshot and the previous state.
+ *
+ * A job gets series on a (device, port) only when it is the only holder of
+ * the device and the agent saw everything; any doubt suppresses and says why.
+ * Job counters start at 0 when the job becomes the sole user and add only the
+ * increases seen between consecutive cycles in which it stayed sole user.
+ */
+import { saturated, WRAPS_32 } from './hca.js';
+import type { NodeSnapshot } from './snapshot.js';
+
+export type PortStatus = 'sole' | 'shared' | 'idle' | 'nonjob' | 'incomplete';
+export const PORT_STATUSES: readonly PortStatus[] = ['sole', 'shared', 'idle', 'nonjob', 'incomplete'];
+
+export interface PortVerdict {
+  readonly device: string;
+  readonly port: string;
+  readonly status: PortStatus;
+  /** Job ids holding the device (allocation ids for unresolved ones). */
+  readonly jobs: readonly string[];
+  readonly jobPids: readonly number[];
+  readonly nonJobPids: readonly number[];
+  /** The attributed job, when status is sole. */
+  readonly soleJobId?: string;
+  readonly why: string;
+}
+
+/** One job's accumulated counters on one port. */
+export interface JobSeries {
+  readonly jobId: string;
+  readonly device: string;
+  readonly port: string;
+  readonly startMs: number;
+  readonly values: ReadonlyMap<string, bigint>;
+  /** Raw readings at the last cycle the job was sole user; absent while suppressed. */
+  readonly last?: ReadonlyMap<string, bigint>;
+}
+
+export interface AttributionState {
+  /** Keyed by `jobId device port`; kept while the job lives, even when suppressed. */
+  readonly jobs: ReadonlyMap<string, JobSeries>;
+  /** Device counter start times: a counter that goes down starts a new series. */
+  readonly deviceStarts: ReadonlyMap<string, { readonly startMs: number; readonly last: bigint }>;
+}
+
+export const EMPTY_STATE: AttributionState = { jobs: new Map(), deviceStarts: new Map() };
+
+export interface Attribution {
+  readonly verdicts: readonly PortVerdict[];
+  readonly state: AttributionState;
+}
+
+export function attribute(snap: NodeSnapshot, prev: AttributionState): Attribution {
+  const verdicts = judgePorts(snap);
+  return { verdicts, state: { jobs: accumulate(snap, verdicts, prev.jobs), deviceStarts: deviceStarts(snap, prev.deviceStarts) } };
+}
+
+export function judgePorts(snap: NodeSnapshot): PortVerdict[] {
+  const byKey = new Map(snap.allocations.map((a) => [a.key, a]));
+  const out: PortVerdict[] = [];
+  for (const hca of snap.hca.hcas) {
+    const h = snap.holders.get(hca.device);
+    const allocs = (h?.allocations ?? []).map((k) => byKey.get(k));
+    const jobs = allocs.map((a) => a?.jobId ?? a?.id ?? '?');
+    const base = { device: hca.device, jobs, jobPids: h?.jobPids ?? [], nonJobPids: h?.nonJobPids ?? [] };
+    const sole = allocs.length === 1 ? allocs[0] : undefined;
+    const [status, why] = decide(snap.gaps, allocs.length, base.nonJobPids.length, sole?.jobId, sole?.unresolved);
+    for (const p of hca.ports) {
+      out.push(status === 'sole' ? { ...base, port: p.port, status, why, soleJobId: sole?.jobId } : { ...base, port: p.port, status, why });
+    }
+  }
+  return out;
+}
+
+function decide(gaps: readonly string[], jobs: number, nonJob: number, soleJobId?: string, unresolved?: string): [PortStatus, string] {
+  if (gaps.length > 0) return ['incomplete', `${gaps.length} gap(s) in what the agent could see, e.g. ${gaps[0]}`];
+  if (jobs > 1) return ['shared', `${jobs} jobs hold the device`];
+  if (nonJob > 0) return ['nonjob', `${nonJob} process(es) outside Slurm jobs hold the device`];
+  if (jobs === 0) return ['idle', 'no process holds the device'];
+  if (soleJobId === undefined) return ['incomplete', `the only holder's job id is unresolved: ${unresolved ?? 'unknown'}`];
+  return ['sole', `job ${soleJobId} is the only holder`];
+}
+
+function accumulate(snap: NodeSnapshot, verdicts: readonly PortVerdict[], prev: ReadonlyMap<string, JobSeries>): Map<string, JobSeries> {
+  const next = new Map<string, JobSeries>();
+  const alive = new Set(snap.allocations.map((a) => a.jobId).filter((j): j is string => j !== undefined));
+  // Series of living jobs survive suppression (the value never goes down while the job lives).
+  for (const [key, s] of prev) if (alive.has(s.jobId)) next.set(key, { ...s, last: undefined });
+  const counters = portCounters(snap);
+  for (const v of verdicts) {
+    if (v.status !== 'sole' || v.soleJobId === undefined) continue;
+    const key = `${v.soleJobId} ${v.device} ${v.port}`;
+    const raw = counters.get(`${v.device} ${v.port}`) ?? new Map<string, bigint>();
+    const before = prev.get(key);
+    next.set(key, before ? advance(before, raw) : { jobId: v.soleJobId, device: v.device, port: v.port, startMs: snap.atMs, values: zeroes(raw), last: raw });
+  }
+  return next;
+}
+
+function advance(s: JobSeries, raw: ReadonlyMap<string, bigint>): JobSeries {
+  const values = new Map(s.values);
+  for (const [name, cur] of raw) {
+    const before = s.last?.get(name);
+    const add = before === undefined ? 0n : increase(name, before, cur);
+    values.set(name, (values.get(name) ?? 0n) + add);
+  }
+  return { ...s, values, last: raw };
+}
+
+function zeroes(raw: ReadonlyMap<string, bigint>): Map<string, bigint> {
+  return new Map([...raw.keys()].map((k) => [k, 0n]));
+}
+
+const TWO_32 = 1n << 32n;
+
+/**
+ * What a counter added between two readings: a saturated PMA counter adds
+ * nothing; a 32-bit wrapping driver counter adds the wrapped difference; any
+ * other decrease is a reset, after which the counter counted `cur`.
+ */
+export function increase(counter: string, prev: bigint, cur: bigint): bigint {
+  if (saturated(counter, cur)) return 0n;
+  if (cur >= prev) return cur - prev;
+  if (WRAPS_32.has(counter) && prev < TWO_32) return cur + TWO_32 - prev;
+  return cur;
+}
+
+function portCounters(snap: NodeSnapshot): Map<string, ReadonlyMap<string, bigint>> {
+  const out = new Map<string, ReadonlyMap<string, bigint>>();
+  for (const hca of snap.hca.hcas) for (const p of hca.ports) out.set(`${hca.device} ${p.port}`, p.counters);
+  return out;
+}
+
+function deviceStarts(snap: NodeSnapshot, prev: AttributionState['deviceStarts']): Map<string, { startMs: number; last: bigint }> {
+  const next = new Map<string, { startMs: number; last: bigint }>();
+  for (const hca of snap.hca.hcas) {
+    for (const p of hca.ports) {
+      for (const [name, value] of p.counters) {
+        const key = `${hca.device} ${p.port} ${name}`;
+        const before = prev.get(key);
+        next.set(key, { startMs: before && value >= before.last ? before.startMs : snap.atMs, last: value });
+      }
+    }
+  }
+  return next;
+}

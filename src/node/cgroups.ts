@@ -1,0 +1,205 @@
+/**
+ * Slurm job allocations from the cgroup tree, in every layout Slurm writes
+ * (REFERENCE.md §1): v1 per-controller trees, v2 `job_<id>` directories and
+ * 26.05's bare SLUID directories, under any slice and scope name.
+ */
+import { join, listSubdirs, readSmall, type Read } from './roots.js';
+import type { Problems } from './problems.js';
+
+export type Layout = 'v1' | 'v2' | 'v2-sluid';
+export type IdKind = 'jobid' | 'sluid' | 'unknown';
+
+export interface Allocation {
+  /** Unique on the node: the scope (or v1 root) and directory name. */
+  readonly key: string;
+  /** As found in the path: a numeric job id, a SLUID, or an unrecognised name. */
+  readonly id: string;
+  readonly idKind: IdKind;
+  readonly layout: Layout;
+  readonly scope: string;
+  /** Job processes, every step; deduplicated. */
+  readonly pids: readonly number[];
+  /** slurmstepd processes (v2 `step_<S>/slurm`): used to resolve SLUIDs, also count as the job's. */
+  readonly stepdPids: readonly number[];
+  /** Every cgroup.procs read, to tell an exited PID from an invisible one. */
+  readonly procsFiles: readonly string[];
+  /** Subtrees that could not be read: the PID list may be incomplete. */
+  readonly gaps: readonly string[];
+}
+
+export interface ScopeInfo {
+  readonly layout: Layout;
+  readonly scope: string;
+}
+
+export interface CgroupScan {
+  readonly allocations: readonly Allocation[];
+  readonly scopes: readonly ScopeInfo[];
+  /** Problems above the job level (an unreadable scope): every attribution is in doubt. */
+  readonly gaps: readonly string[];
+}
+
+export const SLUID_RE = /^s[0-9A-HJKMNP-TV-Z]{13}$/;
+const JOB_DIR_RE = /^job_(\d+)$/;
+const SCOPE_RE = /^(?:.+_)?slurmstepd\.scope$/;
+const V1_ROOT_RE = /^slurm(?:_.+)?$/;
+// Directories under the scope that are Slurm's own, not jobs.
+const NOT_JOBS = new Set(['system', 'slurmd']);
+const MAX_SLICE_DEPTH = 8;
+const MAX_JOB_DEPTH = 6;
+
+export function scanCgroups(cgroupfs: string, problems: Problems): CgroupScan {
+  const acc = new ScanAccumulator();
+  const unified = readSmall(join(cgroupfs, 'cgroup.controllers')).ok;
+  if (unified) scanV2(cgroupfs, '', 0, acc, problems);
+  else {
+    scanV1(cgroupfs, acc, problems);
+    scanV2(join(cgroupfs, 'unified'), 'unified', 0, acc, problems);
+  }
+  return acc.result();
+}
+
+class ScanAccumulator {
+  readonly allocations = new Map<string, MutableAllocation>();
+  readonly scopes = new Map<string, ScopeInfo>();
+  readonly gaps: string[] = [];
+
+  scope(layout: Layout, scope: string): void {
+    this.scopes.set(`${layout} ${scope}`, { layout, scope });
+  }
+
+  result(): CgroupScan {
+    const allocations = [...this.allocations.values()].map((a) => ({ ...a, pids: [...a.pids], stepdPids: [...a.stepdPids] }));
+    return { allocations, scopes: [...this.scopes.values()], gaps: this.gaps };
+  }
+}
+
+interface MutableAllocation {
+  key: string;
+  id: string;
+  idKind: IdKind;
+  layout: Layout;
+  scope: string;
+  pids: Set<number>;
+  stepdPids: Set<number>;
+  procsFiles: string[];
+  gaps: string[];
+}
+
+function noteGap(r: Read<unknown>, where: string, gaps: string[], problems: Problems): void {
+  if (r.ok || r.kind === 'gone') return;
+  gaps.push(r.detail);
+  problems.add('cgroup', r.kind, `${where}: ${r.detail}`);
+}
+
+/** Walks `*.slice` directories (any depth, bounded) for Slurm's stepd scopes. */
+function scanV2(dir: string, rel: string, depth: number, acc: ScanAccumulator, problems: Problems): void {
+  const subs = listSubdirs(dir);
+  if (!subs.ok) {
+    if (depth > 0) noteGap(subs, 'slice', acc.gaps, problems);
+    return;
+  }
+  for (const name of subs.value) {
+    const childRel = rel ? `${rel}/${name}` : name;
+    if (SCOPE_RE.test(name)) scanScope(join(dir, name), childRel, acc, problems);
+    else if (name.endsWith('.slice') && depth < MAX_SLICE_DEPTH) scanV2(join(dir, name), childRel, depth + 1, acc, problems);
+  }
+}
+
+function scanScope(dir: string, scope: string, acc: ScanAccumulator, problems: Problems): void {
+  const subs = listSubdirs(dir);
+  if (!subs.ok) return noteGap(subs, 'scope', acc.gaps, problems);
+  acc.scope('v2', scope);
+  for (const name of subs.value) {
+    if (NOT_JOBS.has(name)) continue;
+    const numeric = JOB_DIR_RE.exec(name);
+    const idKind: IdKind = numeric ? 'jobid' : SLUID_RE.test(name) ? 'sluid' : 'unknown';
+    const layout: Layout = idKind === 'sluid' ? 'v2-sluid' : 'v2';
+    if (idKind === 'sluid') acc.scope('v2-sluid', scope);
+    const alloc = newAllocation(`${scope}/${name}`, numeric?.[1] ?? name, idKind, layout, scope);
+    walkJob(join(dir, name), [], alloc, problems);
+    acc.allocations.set(alloc.key, alloc);
+  }
+}
+
+/** v1: `<controller>/slurm[_<node>]/uid_<U>/job_<J>/...`; one job under several controllers counts once. */
+function scanV1(cgroupfs: string, acc: ScanAccumulator, problems: Problems): void {
+  const controllers = listSubdirs(cgroupfs);
+  if (!controllers.ok) return noteGap(controllers, 'cgroupfs', acc.gaps, problems);
+  for (const ctrl of controllers.value) {
+    if (ctrl === 'unified') continue;
+    const roots = listSubdirs(join(cgroupfs, ctrl));
+    if (!roots.ok) {
+      noteGap(roots, 'controller', acc.gaps, problems);
+      continue;
+    }
+    for (const root of roots.value.filter((r) => V1_ROOT_RE.test(r))) scanV1Root(join(cgroupfs, ctrl, root), root, acc, problems);
+  }
+}
+
+function scanV1Root(dir: string, root: string, acc: ScanAccumulator, problems: Problems): void {
+  acc.scope('v1', root);
+  const uids = listSubdirs(dir);
+  if (!uids.ok) return noteGap(uids, 'v1 root', acc.gaps, problems);
+  for (const uid of uids.value.filter((u) => u.startsWith('uid_'))) {
+    const jobs = listSubdirs(join(dir, uid));
+    if (!jobs.ok) {
+      noteGap(jobs, 'v1 uid', acc.gaps, problems);
+      continue;
+    }
+    for (const name of jobs.value) {
+      const numeric = JOB_DIR_RE.exec(name);
+      if (!numeric) continue;
+      const key = `${root}/${name}`;
+      let alloc = acc.allocations.get(key);
+      if (!alloc) {
+        alloc = newAllocation(key, numeric[1] as string, 'jobid', 'v1', root);
+        acc.allocations.set(key, alloc);
+      }
+      walkJob(join(dir, uid, name), [], alloc, problems);
+    }
+  }
+}
+
+function newAllocation(key: string, id: string, idKind: IdKind, layout: Layout, scope: string): MutableAllocation {
+  return { key, id, idKind, layout, scope, pids: new Set(), stepdPids: new Set(), procsFiles: [], gaps: [] };
+}
+
+/** Reads cgroup.procs at every level below the job: processes live in leaves, not at the job level. */
+function walkJob(dir: string, rel: string[], alloc: MutableAllocation, problems: Problems): void {
+  const procsPath = join(dir, 'cgroup.procs');
+  const procs = readSmall(procsPath);
+  if (!procs.ok) {
+    noteGap(procs, `job ${alloc.id}`, alloc.gaps, problems);
+    if (procs.kind === 'gone') return;
+  } else {
+    alloc.procsFiles.push(procsPath);
+    // v2 puts each step's slurmstepd in step_<S>/slurm.
+    const into = rel.length === 2 && rel[1] === 'slurm' && rel[0]?.startsWith('step_') ? alloc.stepdPids : alloc.pids;
+    for (const pid of parsePids(procs.value)) into.add(pid);
+  }
+  if (rel.length >= MAX_JOB_DEPTH) return;
+  const subs = listSubdirs(dir);
+  if (!subs.ok) return noteGap(subs, `job ${alloc.id}`, alloc.gaps, problems);
+  for (const name of subs.value) walkJob(join(dir, name), [...rel, name], alloc, problems);
+}
+
+export function parsePids(text: string): number[] {
+  const out: number[] = [];
+  for (const line of text.split('\n')) {
+    const t = line.trim();
+    if (t === '') continue;
+    const n = Number(t);
+    if (Number.isInteger(n) && n > 0) out.push(n);
+  }
+  return out;
+}
+
+/** Re-reads an allocation's cgroup.procs: true when `pid` is no longer listed (it exited). */
+export function pidLeft(alloc: Allocation, pid: number): boolean {
+  for (const file of alloc.procsFiles) {
+    const r = readSmall(file);
+    if (r.ok && parsePids(r.value).includes(pid)) return false;
+  }
+  return true;
+}

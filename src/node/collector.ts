@@ -1,0 +1,43 @@
+/** One node-agent cycle: read, join, attribute, observe. Keeps the state between cycles. */
+import type { Family } from '../telemetry/spec.js';
+import { attribute, EMPTY_STATE, type Attribution, type AttributionState } from './attribution.js';
+import { JobIdResolver, type JobIdTable } from './jobids.js';
+import { observe } from './observe.js';
+import { FdScanner } from './owners.js';
+import type { Roots } from './roots.js';
+import { takeSnapshot, type NodeSnapshot } from './snapshot.js';
+
+export interface CollectorOptions {
+  readonly roots: Roots;
+  readonly fdRescanIntervalMs: number;
+  readonly jobIdTable?: JobIdTable;
+}
+
+export interface Cycle {
+  readonly snapshot: NodeSnapshot;
+  readonly attribution: Attribution;
+  readonly families: Family[];
+  readonly durationMs: number;
+}
+
+export class NodeCollector {
+  private readonly readers;
+  private state: AttributionState = EMPTY_STATE;
+
+  constructor(opts: CollectorOptions) {
+    this.readers = {
+      roots: opts.roots,
+      fds: new FdScanner(opts.roots.procfs, opts.fdRescanIntervalMs),
+      jobIds: new JobIdResolver(opts.roots.procfs, opts.jobIdTable),
+    };
+  }
+
+  cycle(nowMs: number = Date.now()): Cycle {
+    const t0 = performance.now();
+    const snapshot = takeSnapshot(this.readers, nowMs);
+    const attribution = attribute(snapshot, this.state);
+    this.state = attribution.state;
+    const families = observe(snapshot, attribution);
+    return { snapshot, attribution, families, durationMs: performance.now() - t0 };
+  }
+}

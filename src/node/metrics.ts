@@ -1,0 +1,46 @@
+/**
+ * The node agent's metric families, declared once. The README tables and the
+ * tests are checked against this list; the exposition is built from it.
+ */
+import { checkCatalogue, defineMetric as spec } from '../telemetry/spec.js';
+
+const DP = ['device', 'port'] as const;
+
+
+export const NODE_METRICS = {
+  deviceCounters: spec('counter', 'ib_slurm_device_counters', '', [...DP, 'counter'],
+    'Raw value of every HCA port counter in sysfs counters/ and hw_counters/ (port_xmit_data and port_rcv_data count 4-octet words).'),
+  deviceTransmitBytes: spec('counter', 'ib_slurm_device_transmit_bytes', 'By', DP, 'Bytes transmitted by the port: port_xmit_data × 4.'),
+  deviceReceiveBytes: spec('counter', 'ib_slurm_device_receive_bytes', 'By', DP, 'Bytes received by the port: port_rcv_data × 4.'),
+  jobCounters: spec('counter', 'ib_slurm_job_counters', '', ['job_id', ...DP, 'counter'],
+    'Increase of each port counter while the job was the sole user of the device, from 0 when it became the sole user.'),
+  jobTransmitBytes: spec('counter', 'ib_slurm_job_transmit_bytes', 'By', ['job_id', ...DP], 'Bytes transmitted by the port while the job was its sole user.'),
+  jobReceiveBytes: spec('counter', 'ib_slurm_job_receive_bytes', 'By', ['job_id', ...DP], 'Bytes received by the port while the job was its sole user.'),
+  deviceJobs: spec('gauge', 'ib_slurm_device_jobs', '', DP, 'Number of Slurm jobs holding the device (resolved or not); 0 is a real zero.'),
+  portAttribution: spec('gauge', 'ib_slurm_port_attribution', '', [...DP, 'status'],
+    'Why a port has or lacks job series: status is sole, shared, idle, nonjob (a process outside Slurm holds it) or incomplete (the agent could not see everything).'),
+  jobDeviceAttributed: spec('gauge', 'ib_slurm_job_device_attributed', '', ['job_id', ...DP], '1 when the job is attributed the port, 0 when it holds the device but attribution is suppressed.'),
+  portUp: spec('gauge', 'ib_slurm_device_port_up', '', [...DP, 'link_layer', 'rate'], '1 when the port state is ACTIVE, else 0.'),
+  deviceInfo: spec('gauge', 'ib_slurm_device_info', '', ['device', 'board_id', 'firmware_version', 'hca_type'], 'HCA identity; value is always 1.'),
+  counterSaturated: spec('gauge', 'ib_slurm_device_counter_saturated', '', [...DP, 'counter'],
+    '1 when a fixed-width PMA counter has reached its maximum and stopped counting, else 0.'),
+  jobProcesses: spec('gauge', 'ib_slurm_job_processes', '', ['job_id'], 'Processes in the job cgroups on this node, slurmstepd included.'),
+  unresolvedAllocations: spec('gauge', 'ib_slurm_unresolved_allocations', '', [], 'Job cgroups whose job id could not be resolved (e.g. a SLUID with no stepd title): they get no job series.'),
+  unattributedJobs: spec('gauge', 'ib_slurm_unattributed_jobs', '', [], 'Jobs holding at least one HCA port that is not attributed to them.'),
+  pidFdUnreadable: spec('gauge', 'ib_slurm_pid_fd_unreadable', '', [], 'Processes whose fd table could not be read this cycle; any makes every port incomplete.'),
+  cgroupLayout: spec('gauge', 'ib_slurm_cgroup_layout_info', '', ['layout', 'scope'], 'cgroup layouts found: v1, v2 or v2-sluid, and where; value is always 1.'),
+} as const;
+
+/** Self-monitoring, served on the monitoring endpoint. */
+export const NODE_SELF_METRICS = {
+  cycleDuration: spec('gauge', 'ib_slurm_exporter_cycle_duration_seconds', 's', [], 'Duration of the last collection cycle.'),
+  cycles: spec('counter', 'ib_slurm_exporter_cycles', '', [], 'Collection cycles run.'),
+  cycleErrors: spec('counter', 'ib_slurm_exporter_cycle_errors', '', ['source', 'kind'],
+    'Read errors by source (cgroup, proc, sysfs, jobid) and kind (denied, malformed, io); vanished files are normal and not counted.'),
+  seriesExported: spec('gauge', 'ib_slurm_exporter_series_exported', '', [], 'Points in the last published snapshot.'),
+  scrapeRequests: spec('counter', 'ib_slurm_exporter_scrape_requests', '', ['path'], 'HTTP requests served by the metrics endpoint.'),
+  otlpExports: spec('counter', 'ib_slurm_exporter_otlp_exports', '', ['result'], 'OTLP push attempts by result (success, failure).'),
+  fdLinksRead: spec('counter', 'ib_slurm_exporter_fd_links_read', '', [], 'fd symlinks read with readlink (the fd cache avoids most).'),
+} as const;
+
+checkCatalogue([...Object.values(NODE_METRICS), ...Object.values(NODE_SELF_METRICS)]);

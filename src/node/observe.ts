@@ -1,0 +1,102 @@
+/** Snapshot + attribution → the node families of the catalogue, as points. */
+import type { Family, Point } from '../telemetry/spec.js';
+import { PORT_STATUSES, type Attribution } from './attribution.js';
+import { PMA_WIDTH, saturated } from './hca.js';
+import { NODE_METRICS as M } from './metrics.js';
+import type { NodeSnapshot } from './snapshot.js';
+
+export function observe(snap: NodeSnapshot, attr: Attribution): Family[] {
+  return [...deviceFamilies(snap, attr), ...jobFamilies(snap, attr), ...summaryFamilies(snap, attr)];
+}
+
+function deviceFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
+  const counters: Point[] = [];
+  const tx: Point[] = [];
+  const rx: Point[] = [];
+  const up: Point[] = [];
+  const info: Point[] = [];
+  const sat: Point[] = [];
+  for (const hca of snap.hca.hcas) {
+    info.push({ attributes: { device: hca.device, board_id: hca.boardId ?? '', firmware_version: hca.firmware ?? '', hca_type: hca.hcaType ?? '' }, value: 1 });
+    for (const p of hca.ports) {
+      const dp = { device: hca.device, port: p.port };
+      up.push({ attributes: { ...dp, link_layer: p.linkLayer ?? '', rate: p.rate ?? '' }, value: /\bACTIVE\b/.test(p.state ?? '') ? 1 : 0 });
+      for (const [counter, value] of p.counters) {
+        const startTimeMs = attr.state.deviceStarts.get(`${hca.device} ${p.port} ${counter}`)?.startMs;
+        counters.push({ attributes: { ...dp, counter }, value, startTimeMs });
+        if (counter in PMA_WIDTH) sat.push({ attributes: { ...dp, counter }, value: saturated(counter, value) ? 1 : 0 });
+      }
+      const xmit = p.counters.get('port_xmit_data');
+      const rcv = p.counters.get('port_rcv_data');
+      if (xmit !== undefined) tx.push({ attributes: dp, value: xmit * 4n, startTimeMs: attr.state.deviceStarts.get(`${hca.device} ${p.port} port_xmit_data`)?.startMs });
+      if (rcv !== undefined) rx.push({ attributes: dp, value: rcv * 4n, startTimeMs: attr.state.deviceStarts.get(`${hca.device} ${p.port} port_rcv_data`)?.startMs });
+    }
+  }
+  return [
+    { spec: M.deviceCounters, points: counters },
+    { spec: M.deviceTransmitBytes, points: tx },
+    { spec: M.deviceReceiveBytes, points: rx },
+    { spec: M.portUp, points: up },
+    { spec: M.deviceInfo, points: info },
+    { spec: M.counterSaturated, points: sat },
+  ];
+}
+
+function jobFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
+  const counters: Point[] = [];
+  const tx: Point[] = [];
+  const rx: Point[] = [];
+  const attributed: Point[] = [];
+  const sole = new Set(attr.verdicts.filter((v) => v.status === 'sole').map((v) => `${v.soleJobId} ${v.device} ${v.port}`));
+  for (const s of attr.state.jobs.values()) {
+    // Series exist only while the job is sole user; suppressed ones keep their state, unexported.
+    if (!sole.has(`${s.jobId} ${s.device} ${s.port}`)) continue;
+    const base = { job_id: s.jobId, device: s.device, port: s.port };
+    for (const [counter, value] of s.values) counters.push({ attributes: { ...base, counter }, value, startTimeMs: s.startMs });
+    const xmit = s.values.get('port_xmit_data');
+    const rcv = s.values.get('port_rcv_data');
+    if (xmit !== undefined) tx.push({ attributes: base, value: xmit * 4n, startTimeMs: s.startMs });
+    if (rcv !== undefined) rx.push({ attributes: base, value: rcv * 4n, startTimeMs: s.startMs });
+  }
+  for (const v of attr.verdicts) {
+    for (const job of jobIdsOf(snap, v.device)) {
+      attributed.push({ attributes: { job_id: job, device: v.device, port: v.port }, value: v.status === 'sole' && v.soleJobId === job ? 1 : 0 });
+    }
+  }
+  const processes = snap.allocations
+    .filter((a) => a.jobId !== undefined)
+    .map((a) => ({ attributes: { job_id: a.jobId as string }, value: new Set([...a.pids, ...a.stepdPids]).size }));
+  return [
+    { spec: M.jobCounters, points: counters },
+    { spec: M.jobTransmitBytes, points: tx },
+    { spec: M.jobReceiveBytes, points: rx },
+    { spec: M.jobDeviceAttributed, points: attributed },
+    { spec: M.jobProcesses, points: processes },
+  ];
+}
+
+/** Resolved job ids holding a device. */
+function jobIdsOf(snap: NodeSnapshot, device: string): string[] {
+  const keys = new Set(snap.holders.get(device)?.allocations ?? []);
+  return snap.allocations.filter((a) => keys.has(a.key) && a.jobId !== undefined).map((a) => a.jobId as string);
+}
+
+function summaryFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
+  const status: Point[] = [];
+  const jobs: Point[] = [];
+  const unattributed = new Set<string>();
+  for (const v of attr.verdicts) {
+    const dp = { device: v.device, port: v.port };
+    for (const s of PORT_STATUSES) status.push({ attributes: { ...dp, status: s }, value: s === v.status ? 1 : 0 });
+    jobs.push({ attributes: dp, value: v.jobs.length });
+    if (v.status !== 'sole') for (const j of jobIdsOf(snap, v.device)) unattributed.add(j);
+  }
+  return [
+    { spec: M.portAttribution, points: status },
+    { spec: M.deviceJobs, points: jobs },
+    { spec: M.unresolvedAllocations, points: [{ attributes: {}, value: snap.allocations.filter((a) => a.jobId === undefined).length }] },
+    { spec: M.unattributedJobs, points: [{ attributes: {}, value: unattributed.size }] },
+    { spec: M.pidFdUnreadable, points: [{ attributes: {}, value: snap.unreadablePids.length }] },
+    { spec: M.cgroupLayout, points: snap.scopes.map((s) => ({ attributes: { layout: s.layout, scope: s.scope }, value: 1 })) },
+  ];
+}

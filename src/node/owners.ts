@@ -1,0 +1,134 @@
+/**
+ * Which processes hold which uverbs device, for every process on the node.
+ *
+ * Cache per process (pid + start time): the sorted fd listing of a process is
+ * kept as one string, so a steady process costs one readdir and one string
+ * compare; only fd numbers not seen before are read with readlink. Every link
+ * is read again at least every `rescanIntervalMs`.
+ *
+ * The window this leaves: an fd closed and reopened under the same number
+ * between two cycles (e.g. a socket replaced by a uverbs device) is not seen
+ * until the next full rescan.
+ */
+import { join, listDir, readLink, readSmall } from './roots.js';
+import type { Problems } from './problems.js';
+
+export interface OwnerScan {
+  /** uverbs device name (`uverbs3`) → PIDs holding an fd on it. */
+  readonly holders: ReadonlyMap<string, readonly number[]>;
+  /** PIDs whose fd table could not be read (EACCES and the like): they may hold anything. */
+  readonly unreadable: readonly number[];
+  /** Every PID listed in /proc this cycle. */
+  readonly present: ReadonlySet<number>;
+  readonly stats: { processes: number; fdLinksRead: number; fullRescan: boolean };
+}
+
+interface ProcEntry {
+  start: string;
+  /** The fd names at the last read, joined: the fast path compares against it. */
+  listing: string;
+  /** fd name → uverbs device, only for fds that are uverbs links. */
+  uverbs: Map<string, string>;
+}
+
+const UVERBS_RE = /^\/dev\/infiniband\/(uverbs\d+)$/;
+
+export class FdScanner {
+  private cache = new Map<number, ProcEntry>();
+  private lastFullMs = -Infinity;
+
+  constructor(
+    private readonly procfs: string,
+    private readonly rescanIntervalMs: number,
+  ) {}
+
+  scan(nowMs: number, problems: Problems): OwnerScan {
+    const full = nowMs - this.lastFullMs >= this.rescanIntervalMs;
+    if (full) this.lastFullMs = nowMs;
+    const listing = listDir(this.procfs);
+    if (!listing.ok) {
+      problems.add('proc', listing.kind, listing.detail);
+      return { holders: new Map(), unreadable: [], present: new Set(), stats: { processes: 0, fdLinksRead: 0, fullRescan: full } };
+    }
+    const next = new Map<number, ProcEntry>();
+    const holders = new Map<string, number[]>();
+    const unreadable: number[] = [];
+    const present = new Set<number>();
+    let linksRead = 0;
+    for (const name of listing.value) {
+      const c = name.charCodeAt(0);
+      if (c < 48 || c > 57) continue;
+      const pid = Number(name);
+      present.add(pid);
+      const r = this.scanProcess(pid, full, problems);
+      if (r === 'gone') continue;
+      if (r === 'unreadable') {
+        unreadable.push(pid);
+        continue;
+      }
+      next.set(pid, r.entry);
+      linksRead += r.linksRead;
+      for (const dev of new Set(r.entry.uverbs.values())) {
+        const list = holders.get(dev);
+        if (list) list.push(pid);
+        else holders.set(dev, [pid]);
+      }
+    }
+    this.cache = next;
+    return { holders, unreadable, present, stats: { processes: present.size, fdLinksRead: linksRead, fullRescan: full } };
+  }
+
+  private scanProcess(pid: number, full: boolean, problems: Problems): { entry: ProcEntry; linksRead: number } | 'gone' | 'unreadable' {
+    const base = join(this.procfs, String(pid));
+    const stat = readSmall(join(base, 'stat'));
+    if (!stat.ok) {
+      if (stat.kind === 'gone') return 'gone';
+      problems.add('proc', stat.kind, stat.detail);
+      return 'unreadable';
+    }
+    const start = startTime(stat.value);
+    const fds = listDir(join(base, 'fd'));
+    if (!fds.ok) {
+      if (fds.kind === 'gone') return 'gone';
+      problems.add('proc', fds.kind, fds.detail);
+      return 'unreadable';
+    }
+    const names = fds.value;
+    const joined = names.join(',');
+    let prev = this.cache.get(pid);
+    if (prev && (prev.start !== start || full)) prev = undefined;
+    if (prev && prev.listing === joined) return { entry: prev, linksRead: 0 };
+    return this.readLinks(base, start, names, joined, prev, problems);
+  }
+
+  /** Reads the links of fds not seen before (all of them for a new process or a full rescan). */
+  private readLinks(base: string, start: string, names: string[], joined: string, prev: ProcEntry | undefined, problems: Problems) {
+    const known = prev ? new Set(prev.listing.split(',')) : undefined;
+    const uverbs = new Map<string, string>();
+    let linksRead = 0;
+    for (const fd of names) {
+      if (known?.has(fd)) {
+        const dev = prev?.uverbs.get(fd);
+        if (dev) uverbs.set(fd, dev);
+        continue;
+      }
+      linksRead++;
+      const link = readLink(join(base, 'fd', fd));
+      if (!link.ok) {
+        if (link.kind === 'gone') continue; // closed since the listing
+        problems.add('proc', link.kind, link.detail);
+        return 'unreadable' as const;
+      }
+      const m = UVERBS_RE.exec(link.value);
+      if (m) uverbs.set(fd, m[1] as string);
+    }
+    return { entry: { start, listing: joined, uverbs }, linksRead };
+  }
+}
+
+/** Field 22 of /proc/<pid>/stat (after the parenthesised comm, which may contain spaces). */
+export function startTime(stat: string): string {
+  const close = stat.lastIndexOf(')');
+  const fields = stat.slice(close + 2).split(' ');
+  return fields[19] ?? '';
+}

@@ -1,0 +1,143 @@
+/**
+ * One export pipeline per agent: the snapshot producer and the agent's event
+ * instruments feed a Prometheus rendering (made once per collection, served
+ * from cache) and, when configured, an OTLP/HTTP push reader.
+ */
+import { diag, DiagLogLevel, type Meter } from '@opentelemetry/api';
+import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
+import { OTLPMetricExporter as OtlpJsonExporter } from '@opentelemetry/exporter-metrics-otlp-http';
+import { OTLPMetricExporter as OtlpProtoExporter } from '@opentelemetry/exporter-metrics-otlp-proto';
+import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
+import {
+  AggregationTemporality,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+  type MetricReader,
+  type PushMetricExporter,
+  type ResourceMetrics,
+} from '@opentelemetry/sdk-metrics';
+import type { Logger } from '../log.js';
+import type { Body } from './http.js';
+import { SnapshotProducer, type Scope } from './producer.js';
+import { buildResource, type ResourceOptions } from './resource.js';
+import type { Family } from './spec.js';
+
+export type OtlpProtocol = 'http/json' | 'http/protobuf';
+
+export interface OtlpOptions {
+  /** Full URL of the metrics endpoint, e.g. http://127.0.0.1:4318/v1/metrics. */
+  readonly url: string;
+  readonly protocol: OtlpProtocol;
+  readonly intervalMs: number;
+  readonly timeoutMs: number;
+  /** Extra headers; the SDK also honours OTEL_EXPORTER_OTLP_HEADERS itself. */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export interface PipelineOptions {
+  readonly resource: ResourceOptions;
+  readonly scope: Scope;
+  readonly otlp?: OtlpOptions;
+  readonly logger: Logger;
+  /** Called after every OTLP export attempt: for the self-monitoring counters. */
+  readonly onExport?: (ok: boolean) => void;
+}
+
+export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
+export class Pipeline {
+  readonly producer: SnapshotProducer;
+  /** For event instruments (counters and histograms recorded by the agent). */
+  readonly meter: Meter;
+  private readonly provider: MeterProvider;
+  private readonly prometheus: PrometheusExporter;
+  private readonly serializer = new PrometheusSerializer(undefined, false, undefined, false, true);
+  private rendered: Body = { contentType: PROMETHEUS_CONTENT_TYPE, text: '', status: 503 };
+
+  constructor(private readonly opts: PipelineOptions) {
+    this.producer = new SnapshotProducer(opts.scope);
+    this.prometheus = new PrometheusExporter({ preventServerStart: true, metricProducers: [this.producer], withoutScopeInfo: true });
+    const readers: MetricReader[] = [this.prometheus];
+    if (opts.otlp) readers.push(this.pushReader(opts.otlp));
+    this.provider = new MeterProvider({ resource: buildResource(opts.resource), readers });
+    this.meter = this.provider.getMeter(opts.scope.name, opts.scope.version);
+    routeSdkDiagnostics(opts.logger);
+  }
+
+  /** Publishes one collection and renders its exposition once, for every scrape until the next. */
+  async publish(families: readonly Family[], atMs: number = Date.now()): Promise<void> {
+    this.producer.publish(families, atMs);
+    this.rendered = { contentType: PROMETHEUS_CONTENT_TYPE, text: await this.render() };
+  }
+
+  /** The exposition of the last publish (503 until the first). */
+  get exposition(): Body {
+    return this.rendered;
+  }
+
+  async render(): Promise<string> {
+    const { resourceMetrics, errors } = await this.prometheus.collect();
+    for (const err of errors) this.opts.logger.warn({ err }, 'metric collection reported an error');
+    return this.serializer.serialize(resourceMetrics as ResourceMetrics);
+  }
+
+  /** Pushes the latest snapshot now (OTLP only); used on shutdown and by tests. */
+  async flush(): Promise<void> {
+    await this.provider.forceFlush();
+  }
+
+  async shutdown(): Promise<void> {
+    await this.provider.shutdown();
+  }
+
+  private pushReader(otlp: OtlpOptions): MetricReader {
+    const config = {
+      url: otlp.url,
+      headers: { ...otlp.headers },
+      timeoutMillis: otlp.timeoutMs,
+      temporalityPreference: AggregationTemporality.CUMULATIVE,
+    };
+    const inner = otlp.protocol === 'http/protobuf' ? new OtlpProtoExporter(config) : new OtlpJsonExporter(config);
+    return new PeriodicExportingMetricReader({
+      exporter: observed(inner, this.opts.logger, otlp.url, this.opts.onExport),
+      exportIntervalMillis: otlp.intervalMs,
+      exportTimeoutMillis: Math.min(otlp.timeoutMs, otlp.intervalMs),
+      metricProducers: [this.producer],
+    });
+  }
+}
+
+/** Wraps an exporter so that every failed push is logged and counted, never fatal. */
+function observed(inner: PushMetricExporter, logger: Logger, url: string, onExport?: (ok: boolean) => void): PushMetricExporter {
+  return {
+    export(metrics, done) {
+      inner.export(metrics, (result: ExportResult) => {
+        const ok = result.code === ExportResultCode.SUCCESS;
+        onExport?.(ok);
+        if (!ok) logger.warn({ url, err: result.error?.message }, 'OTLP export failed');
+        done(result);
+      });
+    },
+    forceFlush: () => inner.forceFlush(),
+    shutdown: () => inner.shutdown(),
+    selectAggregationTemporality: inner.selectAggregationTemporality?.bind(inner),
+    selectAggregation: inner.selectAggregation?.bind(inner),
+  };
+}
+
+let diagRouted = false;
+/** The SDK reports failures through `diag`; without a logger they vanish (REFERENCE §4). */
+function routeSdkDiagnostics(logger: Logger): void {
+  if (diagRouted) return;
+  diagRouted = true;
+  diag.setLogger(
+    {
+      error: (msg, ...args) => logger.error({ args }, `otel: ${msg}`),
+      warn: (msg, ...args) => logger.warn({ args }, `otel: ${msg}`),
+      info: () => undefined,
+      debug: () => undefined,
+      verbose: () => undefined,
+    },
+    DiagLogLevel.WARN,
+  );
+}

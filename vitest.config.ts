@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    // Integration tests start real daemons on loopback ports; keep files apart.
+    fileParallelism: true,
+    pool: 'forks',
+  },
+});
