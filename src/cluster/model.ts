@@ -241,7 +241,9 @@ export type DecodeFailureKind =
   /** Slurm answered with a non-empty `errors[]` and no data. */
   | 'api_errors'
   /** A JSON object without the expected member (e.g. no `nodes` array). */
-  | 'missing_data';
+  | 'missing_data'
+  /** A streamed body that is not well-formed JSON at the top level, or was cut short. */
+  | 'malformed_json';
 
 export interface DecodedOk<T> {
   readonly ok: true;

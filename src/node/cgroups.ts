@@ -169,10 +169,8 @@ function newAllocation(key: string, id: string, idKind: IdKind, layout: Layout, 
 function walkJob(dir: string, rel: string[], alloc: MutableAllocation, problems: Problems): void {
   const procsPath = join(dir, 'cgroup.procs');
   const procs = readSmall(procsPath);
-  if (!procs.ok) {
-    noteGap(procs, `job ${alloc.id}`, alloc.gaps, problems);
-    if (procs.kind === 'gone') return;
-  } else {
+  if (!procs.ok) noteGap(procs, `job ${alloc.id}`, alloc.gaps, problems);
+  else {
     alloc.procsFiles.push(procsPath);
     // v2 puts each step's slurmstepd in step_<S>/slurm.
     const into = rel.length === 2 && rel[1] === 'slurm' && rel[0]?.startsWith('step_') ? alloc.stepdPids : alloc.pids;

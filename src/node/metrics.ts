@@ -22,7 +22,7 @@ export const NODE_METRICS = {
   jobDeviceAttributed: spec('gauge', 'ib_slurm_job_device_attributed', '', ['job_id', ...DP], '1 when the job is attributed the port, 0 when it holds the device but attribution is suppressed.'),
   portUp: spec('gauge', 'ib_slurm_device_port_up', '', [...DP, 'link_layer', 'rate'], '1 when the port state is ACTIVE, else 0.'),
   deviceInfo: spec('gauge', 'ib_slurm_device_info', '', ['device', 'board_id', 'firmware_version', 'hca_type'], 'HCA identity; value is always 1.'),
-  counterSaturated: spec('gauge', 'ib_slurm_device_counter_saturated', '', [...DP, 'counter'],
+  counterSaturated: spec('gauge', 'ib_slurm_device_counters_saturated', '', [...DP, 'counter'],
     '1 when a fixed-width PMA counter has reached its maximum and stopped counting, else 0.'),
   jobProcesses: spec('gauge', 'ib_slurm_job_processes', '', ['job_id'], 'Processes in the job cgroups on this node, slurmstepd included.'),
   unresolvedAllocations: spec('gauge', 'ib_slurm_unresolved_allocations', '', [], 'Job cgroups whose job id could not be resolved (e.g. a SLUID with no stepd title): they get no job series.'),

@@ -299,27 +299,22 @@ export class JsonArraySplitter {
     let depth = this.depth;
     let inString = this.inString;
     let escape = this.escape;
-    const containerDone = this.kind === ValueKind.String ? -1 : 0;
+    // A string value ends at its first unescaped quote; a container when its depth returns to 0.
+    const isString = this.kind === ValueKind.String;
     for (; i < n; i++) {
       const c = buf[i] as number;
       if (inString) {
         if (escape) escape = false;
         else if (c === BACKSLASH) escape = true;
         else if (c === QUOTE) {
+          if (isString) return i + 1;
           inString = false;
-          if (depth === containerDone + 1 && containerDone < 0) {
-            this.inString = false;
-            return i + 1;
-          }
         }
         continue;
       }
       if (c === QUOTE) inString = true;
       else if (c === OPEN_BRACE || c === OPEN_BRACKET) depth++;
-      else if ((c === CLOSE_BRACE || c === CLOSE_BRACKET) && --depth === 0) {
-        this.depth = 0;
-        return i + 1;
-      }
+      else if ((c === CLOSE_BRACE || c === CLOSE_BRACKET) && --depth === 0) return i + 1;
     }
     this.depth = depth;
     this.inString = inString;

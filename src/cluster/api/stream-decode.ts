@@ -1,0 +1,49 @@
+/**
+ * Glue between the byte-level splitter and the element decoders: decodes a list response
+ * (`/jobs/`, `/nodes/`) from a byte stream without ever holding the whole body, and returns the
+ * same `Decoded<T>` as the whole-body decoders.
+ */
+import type { Decoded, ItemResult } from '../model.js';
+import { guarded, ItemCollector } from './envelope.js';
+import { JsonArraySplitter, JsonStreamError } from './json-array-stream.js';
+
+export interface StreamDecodeOptions {
+  /** Refuse a single element larger than this many bytes (see JsonArraySplitterOptions). */
+  readonly maxElementBytes?: number;
+}
+
+/**
+ * Feeds `source` through a splitter on `arrayKey`, parses and decodes each element as it
+ * arrives. An element that is not valid JSON is skipped and counted, like a malformed one; a body
+ * that is broken at the top level (not an object, truncated) gives a `malformed_json` error.
+ */
+export async function decodeListStream<T>(
+  source: AsyncIterable<Uint8Array>,
+  arrayKey: string,
+  decodeItem: (element: unknown) => ItemResult<T>,
+  opts: StreamDecodeOptions = {},
+): Promise<Decoded<T>> {
+  const collector = new ItemCollector<T>();
+  const splitter = new JsonArraySplitter({
+    arrayKey,
+    ...(opts.maxElementBytes !== undefined ? { maxElementBytes: opts.maxElementBytes } : {}),
+    onElement: (bytes) => {
+      let value: unknown;
+      try {
+        value = JSON.parse(bytes.toString('utf8'));
+      } catch (err) {
+        collector.skip(`element is not valid JSON: ${(err as Error).message}`);
+        return;
+      }
+      collector.add(guarded(decodeItem, value));
+    },
+  });
+  try {
+    for await (const chunk of source) splitter.write(chunk);
+    const result = splitter.end();
+    return collector.finish(result.members, result.arrayFound, arrayKey);
+  } catch (err) {
+    if (!(err instanceof JsonStreamError)) throw err;
+    return { ok: false, kind: 'malformed_json', message: `${arrayKey}: ${err.message}`, errors: [], meta: {} };
+  }
+}

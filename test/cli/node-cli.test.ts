@@ -1,0 +1,70 @@
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { demoTree } from '../../src/demo/scenarios.js';
+import { writeTree } from '../../src/demo/nodetree.js';
+import { tmpDir } from '../support/tmp.js';
+
+// The built command, exactly as users run it (npm test builds first).
+const BIN = path.resolve('dist/src/cli/main.js');
+
+function cli(args: string[], env: Record<string, string> = {}) {
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', ...env }, timeout: 20_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function rootArgs(): string[] {
+  const roots = writeTree(tmpDir(), demoTree({ layout: 'v2-sluid', nonJobHolder: false }));
+  return ['--sysfs-root', roots.sysfs, '--procfs-root', roots.procfs, '--cgroup-root', roots.cgroupfs];
+}
+
+describe('slurm-otel node (command line)', () => {
+  it('--once prints the exposition of one cycle and exits 0', () => {
+    const r = cli(['node', '--once', ...rootArgs(), '--log-level', 'error']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^ib_slurm_port_attribution\{device="mlx5_0",port="1",status="sole"\} 1$/m);
+    expect(r.stdout).toMatch(/^ib_slurm_job_processes\{job_id="918002"\} 3$/m);
+  });
+
+  it.each([
+    [['node', '--bogus'], /unknown option '--bogus'/],
+    [['node', '--collection-interval', '5x'], /'5x' is invalid.*not a duration/],
+    [['node', '--collection-interval', '0s'], /must be longer than zero/],
+    [['node', '--metrics-bind-address', 'nowhere'], /invalid bind address "nowhere"/],
+    [['node', '--log-level', 'loud'], /"loud" is not one of debug, info, warn, error/],
+    [['node', '--otlp-protocol', 'grpc'], /"grpc" is not one of http\/json, http\/protobuf/],
+    [['frobnicate'], /unknown command 'frobnicate'/],
+  ])('%j → exit 2 with a message naming the problem', (args, message) => {
+    const r = cli(args);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(message);
+  });
+
+  it('takes options from IB_SLURM_EXPORTER_* and lets a flag win over them', () => {
+    const bad = cli(['node', '--once'], { IB_SLURM_EXPORTER_COLLECTION_INTERVAL: 'soon' });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/from env 'IB_SLURM_EXPORTER_COLLECTION_INTERVAL'/);
+    const roots = rootArgs();
+    const env = { IB_SLURM_EXPORTER_SYSFS_ROOT: '/nonexistent', IB_SLURM_EXPORTER_LOG_LEVEL: 'error' };
+    const flagWins = cli(['node', '--once', ...roots], env);
+    expect(flagWins.stdout).toContain('ib_slurm_device_counters_total{device="mlx5_0"');
+    const envOnly = cli(['node', '--once', ...roots.slice(2)], env);
+    expect(envOnly.code).toBe(0);
+    expect(envOnly.stdout).not.toContain('ib_slurm_device_counters_total{');
+  });
+
+  it('rejects bad OTEL_* values with exit 2', () => {
+    expect(cli(['node', '--once'], { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }).stderr).toMatch(/grpc is not supported/);
+    const r = cli(['node', '--once'], { OTEL_RESOURCE_ATTRIBUTES: 'novalue' });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/OTEL_RESOURCE_ATTRIBUTES/);
+  });
+
+  it('--help lists every option with its environment variable and default', () => {
+    const r = cli(['node', '--help']);
+    expect(r.code).toBe(0);
+    const help = r.stdout.replace(/\s+/g, ' ');
+    expect(help).toContain('--collection-interval <duration> how often a cycle reads the node (default: 15s, env: IB_SLURM_EXPORTER_COLLECTION_INTERVAL)');
+  });
+});

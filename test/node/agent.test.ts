@@ -1,0 +1,99 @@
+import { gunzipSync } from 'node:zlib';
+import http from 'node:http';
+import { afterEach, describe, expect, it } from 'vitest';
+import { silentLogger } from '../../src/log.js';
+import { startNodeAgent, type NodeAgent, type NodeAgentOptions } from '../../src/node/agent.js';
+import { NODE_METRICS, NODE_SELF_METRICS } from '../../src/node/metrics.js';
+import { demoTree } from '../../src/demo/scenarios.js';
+import { writeTree } from '../../src/demo/nodetree.js';
+import { prometheusName } from '../../src/telemetry/spec.js';
+import { startReceiver, type Receiver } from '../support/otlp-receiver.js';
+import { tmpDir } from '../support/tmp.js';
+
+const LOOPBACK = { host: '127.0.0.1', port: 0 };
+let agent: NodeAgent | undefined;
+let receiver: Receiver | undefined;
+
+afterEach(async () => {
+  await agent?.stop();
+  await receiver?.close();
+  agent = receiver = undefined;
+});
+
+function options(extra: Partial<NodeAgentOptions> = {}): NodeAgentOptions {
+  const roots = writeTree(tmpDir(), demoTree({ layout: 'v2-sluid', nonJobHolder: true }));
+  return {
+    collector: { roots, fdRescanIntervalMs: 60_000 },
+    collectionIntervalMs: 3_600_000,
+    metrics: LOOPBACK,
+    monitoring: LOOPBACK,
+    resource: { serviceName: 'slurm-otel-node', serviceVersion: 'test', hostName: 'node1' },
+    logger: silentLogger(),
+    ...extra,
+  };
+}
+
+function get(url: string, headers: Record<string, string> = {}, method = 'GET'): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('node agent over HTTP', () => {
+  it('serves the last cycle on /metrics, with gzip when asked, and /health', async () => {
+    agent = await startNodeAgent(options());
+    await expect.poll(() => agent?.last() !== undefined).toBe(true);
+    const plain = await get(`${agent.metricsUrl}/metrics`);
+    expect(plain.status).toBe(200);
+    expect(plain.headers['content-type']).toContain('text/plain; version=0.0.4');
+    const text = plain.body.toString();
+    for (const spec of Object.values(NODE_METRICS)) expect(text, spec.name).toContain(`# TYPE ${prometheusName(spec)} `);
+    expect(text).toMatch(/ib_slurm_port_attribution\{device="mlx5_1",port="1",status="shared"\} 1/);
+    expect(text).toMatch(/ib_slurm_port_attribution\{device="mlx5_3",port="1",status="nonjob"\} 1/);
+    expect(text).toMatch(/ib_slurm_job_counters_total\{job_id="918001",device="mlx5_0",port="1",counter="packet_seq_err"\} 0/);
+    const zipped = await get(`${agent.metricsUrl}/metrics`, { 'accept-encoding': 'gzip' });
+    expect(zipped.headers['content-encoding']).toBe('gzip');
+    expect(gunzipSync(zipped.body).toString()).toBe(text);
+    expect((await get(`${agent.metricsUrl}/health`)).status).toBe(200);
+  });
+
+  it('refuses anything but GET and HEAD, and unknown paths', async () => {
+    agent = await startNodeAgent(options());
+    expect((await get(`${agent.metricsUrl}/metrics`, {}, 'POST')).status).toBe(405);
+    expect((await get(`${agent.metricsUrl}/nope`)).status).toBe(404);
+    const head = await get(`${agent.metricsUrl}/metrics`, {}, 'HEAD');
+    expect(head.body.length).toBe(0);
+  });
+
+  it('serves self-monitoring on its own endpoint, counting scrapes', async () => {
+    agent = await startNodeAgent(options());
+    await expect.poll(() => agent?.last() !== undefined).toBe(true);
+    await get(`${agent.metricsUrl}/metrics`);
+    const self = (await get(`${agent.monitoringUrl}/metrics`)).body.toString();
+    expect(self).toContain(`${prometheusName(NODE_SELF_METRICS.cycleDuration)} `);
+    expect(self).toMatch(/ib_slurm_exporter_scrape_requests_total\{path="\/metrics"\} [1-9]/);
+    expect(self).toMatch(/ib_slurm_exporter_series_exported [1-9]\d*/);
+    expect(self).not.toContain('ib_slurm_job_counters');
+  });
+
+  it('pushes the same families over OTLP when an endpoint is configured', async () => {
+    receiver = await startReceiver();
+    agent = await startNodeAgent(options({ otlp: { url: `${receiver.url}/v1/metrics`, protocol: 'http/protobuf', intervalMs: 200, timeoutMs: 2000 } }));
+    await expect.poll(() => receiver?.requests.some((r) => r.points.some((p) => p.metric === 'ib_slurm_job_counters')), { timeout: 10_000 }).toBe(true);
+    const req = receiver.requests.find((r) => r.points.some((p) => p.metric === 'ib_slurm_job_counters'));
+    expect(req?.resource['host.name']).toBe('node1');
+    expect(req?.points.filter((p) => p.metric === 'ib_slurm_job_counters').every((p) => p.attributes.device !== 'mlx5_1')).toBe(true);
+  });
+
+  it('fails to start with a clear error when the port is taken, and releases what it opened', async () => {
+    agent = await startNodeAgent(options());
+    const port = Number(new URL(agent.metricsUrl).port);
+    await expect(startNodeAgent(options({ metrics: { host: '127.0.0.1', port } }))).rejects.toThrow(/EADDRINUSE/);
+  });
+});

@@ -1,0 +1,129 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { scanCgroups, pidLeft, parsePids } from '../../src/node/cgroups.js';
+import { Problems } from '../../src/node/problems.js';
+import { demoTree } from '../../src/demo/scenarios.js';
+import { writeTree, jobDirName, type TreeLayout } from '../../src/demo/nodetree.js';
+import { asUnprivileged, deny, tmpDir } from '../support/tmp.js';
+
+function put(file: string, content: string): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, content);
+}
+
+describe('scanCgroups', () => {
+  for (const layout of ['v1', 'v2', 'v2-sluid'] as TreeLayout[]) {
+    it(`finds every demo job and its processes in the ${layout} layout`, () => {
+      const spec = demoTree({ layout, nonJobHolder: false });
+      const roots = writeTree(tmpDir(), spec);
+      const scan = scanCgroups(roots.cgroupfs, new Problems());
+      expect(scan.gaps).toEqual([]);
+      expect(scan.allocations).toHaveLength(spec.jobs.length);
+      for (const job of spec.jobs) {
+        const id = layout === 'v2-sluid' ? job.sluid : job.jobId;
+        const alloc = scan.allocations.find((a) => a.id === id);
+        expect(alloc, `job ${id}`).toBeDefined();
+        expect(alloc?.layout).toBe(layout);
+        expect(alloc?.idKind).toBe(layout === 'v2-sluid' ? 'sluid' : 'jobid');
+        const tasks = job.steps.flatMap((s) => s.tasks.map((t) => t.pid));
+        const stepds = job.steps.flatMap((s) => (s.stepd ? [s.stepd.pid] : []));
+        if (layout === 'v1') expect([...(alloc?.pids ?? [])].sort()).toEqual([...tasks, ...stepds].sort());
+        else {
+          expect([...(alloc?.pids ?? [])].sort()).toEqual(tasks.sort());
+          expect(alloc?.stepdPids).toEqual(stepds);
+        }
+      }
+      expect(scan.scopes.map((s) => s.layout)).toContain(layout);
+    });
+  }
+
+  it('counts a v1 job once across controllers, with the union of its PIDs', () => {
+    const root = tmpDir();
+    put(path.join(root, 'freezer/slurm/uid_5/job_77/step_0/task_0/cgroup.procs'), '10\n11\n');
+    put(path.join(root, 'memory/slurm/uid_5/job_77/step_0/task_0/cgroup.procs'), '11\n12\n');
+    put(path.join(root, 'cpuset/slurm_nodeA/uid_5/job_78/step_batch/cgroup.procs'), '20\n');
+    fs.symlinkSync('freezer', path.join(root, 'freezer_alias'));
+    const scan = scanCgroups(root, new Problems());
+    expect(scan.allocations.map((a) => a.id).sort()).toEqual(['77', '78']);
+    expect([...(scan.allocations.find((a) => a.id === '77')?.pids ?? [])].sort()).toEqual([10, 11, 12]);
+    expect(scan.scopes).toEqual(expect.arrayContaining([{ layout: 'v1', scope: 'slurm' }, { layout: 'v1', scope: 'slurm_nodeA' }]));
+  });
+
+  it('finds scopes under nested slices and node-prefixed scope names, skipping system/ and slurmd/', () => {
+    const root = tmpDir();
+    put(path.join(root, 'cgroup.controllers'), 'cpu memory\n');
+    const scope = path.join(root, 'a.slice/b.slice/nodeA_slurmstepd.scope');
+    put(path.join(scope, 'system/cgroup.procs'), '5\n');
+    put(path.join(scope, 'slurmd/cgroup.procs'), '6\n');
+    put(path.join(scope, 'job_42/step_0/user/task_0/cgroup.procs'), '100\n');
+    put(path.join(scope, 'job_42/step_0/user/task_special/cgroup.procs'), '101\n');
+    put(path.join(scope, 'job_42/step_extern/slurm/cgroup.procs'), '99\n');
+    put(path.join(scope, 'job_42/step_1+0/user/task_0/cgroup.procs'), '102\n');
+    put(path.join(root, 'user.slice/user-0.slice/session-1.scope/cgroup.procs'), '7\n');
+    const scan = scanCgroups(root, new Problems());
+    expect(scan.allocations).toHaveLength(1);
+    const [a] = scan.allocations;
+    expect(a?.scope).toBe('a.slice/b.slice/nodeA_slurmstepd.scope');
+    expect([...(a?.pids ?? [])].sort()).toEqual([100, 101, 102]);
+    expect(a?.stepdPids).toEqual([99]);
+  });
+
+  it('keeps an unrecognised job directory as an unresolvable allocation rather than dropping it', () => {
+    const root = tmpDir();
+    put(path.join(root, 'cgroup.controllers'), '');
+    put(path.join(root, 'system.slice/slurmstepd.scope/job_abc/step_0/user/task_0/cgroup.procs'), '300\n');
+    const [a] = scanCgroups(root, new Problems()).allocations;
+    expect(a?.idKind).toBe('unknown');
+    expect(a?.pids).toEqual([300]);
+  });
+
+  it('reports an unreadable job subtree as a gap, not as an empty job', () => {
+    const spec = demoTree({ layout: 'v2', nonJobHolder: false });
+    const roots = writeTree(tmpDir(), spec);
+    const job = spec.jobs[1];
+    if (!job) throw new Error('demo has jobs');
+    const step = path.join(roots.cgroupfs, 'system.slice/slurmstepd.scope', jobDirName(job, 'v2'), 'step_0');
+    deny(path.join(step, 'user'));
+    const problems = new Problems();
+    const scan = asUnprivileged(() => scanCgroups(roots.cgroupfs, problems));
+    const alloc = scan.allocations.find((a) => a.id === job.jobId);
+    expect(alloc?.gaps.length).toBeGreaterThan(0);
+    expect(problems.list()).toEqual([expect.objectContaining({ source: 'cgroup', kind: 'denied' })]);
+  });
+
+  it('treats a job directory vanishing mid-scan as normal (no gap, no problem)', () => {
+    const root = tmpDir();
+    put(path.join(root, 'cgroup.controllers'), '');
+    const scope = path.join(root, 'system.slice/slurmstepd.scope');
+    fs.mkdirSync(path.join(scope, 'job_1'), { recursive: true });
+    const problems = new Problems();
+    const scan = scanCgroups(root, problems);
+    expect(scan.allocations[0]?.gaps).toEqual([]);
+    expect(problems.list()).toEqual([]);
+  });
+
+  it('returns nothing, without error, on a node with no Slurm cgroups', () => {
+    const root = tmpDir();
+    put(path.join(root, 'cgroup.controllers'), '');
+    const problems = new Problems();
+    expect(scanCgroups(root, problems)).toEqual({ allocations: [], scopes: [], gaps: [] });
+    expect(problems.list()).toEqual([]);
+  });
+});
+
+describe('parsePids and pidLeft', () => {
+  it('parses cgroup.procs and ignores junk lines', () => {
+    expect(parsePids('1\n 22 \n\nx\n-3\n4')).toEqual([1, 22, 4]);
+  });
+
+  it('tells an exited PID (no longer listed) from a listed one', () => {
+    const root = tmpDir();
+    const file = path.join(root, 'cgroup.procs');
+    put(file, '5\n6\n');
+    const alloc = { key: 'k', id: '1', idKind: 'jobid', layout: 'v2', scope: 's', pids: [5, 6], stepdPids: [], procsFiles: [file], gaps: [] } as const;
+    expect(pidLeft(alloc, 5)).toBe(false);
+    put(file, '6\n');
+    expect(pidLeft(alloc, 5)).toBe(true);
+  });
+});

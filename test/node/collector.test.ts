@@ -1,0 +1,139 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { NodeCollector, type Cycle } from '../../src/node/collector.js';
+import { NODE_METRICS } from '../../src/node/metrics.js';
+import { CounterDrift, demoTree } from '../../src/demo/scenarios.js';
+import { jobDirName, removeProcess, writeProcess, writeTree, type TreeLayout } from '../../src/demo/nodetree.js';
+import type { Roots } from '../../src/node/roots.js';
+import type { Point } from '../../src/telemetry/spec.js';
+import { asUnprivileged, deny, tmpDir } from '../support/tmp.js';
+
+function points(c: Cycle, name: string): Point[] {
+  return (c.families.find((f) => f.spec.name === name)?.points ?? []) as Point[];
+}
+
+function value(c: Cycle, name: string, attrs: Record<string, string>): number | bigint | undefined {
+  return points(c, name).find((p) => Object.entries(attrs).every(([k, v]) => p.attributes[k] === v))?.value;
+}
+
+const statusOf = (c: Cycle, device: string) => c.attribution.verdicts.find((v) => v.device === device)?.status;
+
+function demo(layout: TreeLayout = 'v2', nonJobHolder = false): { roots: Roots; collector: NodeCollector; drift: CounterDrift } {
+  const roots = writeTree(tmpDir(), demoTree({ layout, nonJobHolder }));
+  const drift = new CounterDrift(roots.sysfs);
+  drift.tick(10);
+  return { roots, collector: new NodeCollector({ roots, fdRescanIntervalMs: 60_000 }), drift };
+}
+
+describe('node collector on the demo node', () => {
+  for (const layout of ['v1', 'v2', 'v2-sluid'] as TreeLayout[]) {
+    it(`attributes sole ports and suppresses the shared one (${layout})`, () => {
+      const { collector } = demo(layout);
+      const c = collector.cycle(1000);
+      expect(c.snapshot.gaps).toEqual([]);
+      expect(Object.fromEntries(c.attribution.verdicts.map((v) => [v.device, [v.status, ...v.jobs]]))).toEqual({
+        mlx5_0: ['sole', '918001'],
+        mlx5_1: ['shared', '918002', '918003'],
+        mlx5_2: ['sole', '918004'],
+        mlx5_3: ['idle'],
+      });
+      expect(value(c, NODE_METRICS.cgroupLayout.name, { layout })).toBe(1);
+    });
+  }
+
+  it('gives a job exactly the increase the device saw while it was sole user', () => {
+    const { collector, drift } = demo();
+    const first = collector.cycle(1000);
+    const dev0 = value(first, NODE_METRICS.deviceCounters.name, { device: 'mlx5_0', counter: 'port_xmit_data' }) as bigint;
+    drift.tick(3);
+    const second = collector.cycle(2000);
+    const dev1 = value(second, NODE_METRICS.deviceCounters.name, { device: 'mlx5_0', counter: 'port_xmit_data' }) as bigint;
+    expect(dev1 > dev0).toBe(true);
+    expect(value(second, NODE_METRICS.jobCounters.name, { job_id: '918001', device: 'mlx5_0', counter: 'port_xmit_data' })).toBe(dev1 - dev0);
+    expect(value(second, NODE_METRICS.jobTransmitBytes.name, { job_id: '918001', device: 'mlx5_0' })).toBe((dev1 - dev0) * 4n);
+    expect(value(second, NODE_METRICS.deviceTransmitBytes.name, { device: 'mlx5_0' })).toBe(dev1 * 4n);
+  });
+
+  it('never gives the shared port a job series, but keeps its device series', () => {
+    const { collector } = demo();
+    const c = collector.cycle(1000);
+    expect(points(c, NODE_METRICS.jobCounters.name).filter((p) => p.attributes.device === 'mlx5_1')).toEqual([]);
+    expect(value(c, NODE_METRICS.deviceCounters.name, { device: 'mlx5_1', counter: 'packet_seq_err' })).toBeGreaterThan(0n);
+    expect(value(c, NODE_METRICS.deviceJobs.name, { device: 'mlx5_1' })).toBe(2);
+    expect(value(c, NODE_METRICS.deviceJobs.name, { device: 'mlx5_3' })).toBe(0);
+    expect(value(c, NODE_METRICS.jobDeviceAttributed.name, { job_id: '918002', device: 'mlx5_1' })).toBe(0);
+    expect(value(c, NODE_METRICS.jobDeviceAttributed.name, { job_id: '918001', device: 'mlx5_0' })).toBe(1);
+    expect(value(c, NODE_METRICS.portAttribution.name, { device: 'mlx5_1', status: 'shared' })).toBe(1);
+    expect(value(c, NODE_METRICS.portAttribution.name, { device: 'mlx5_1', status: 'sole' })).toBe(0);
+    expect(value(c, NODE_METRICS.unattributedJobs.name, {})).toBe(2);
+  });
+
+  it('marks a port held by a process outside Slurm as nonjob', () => {
+    const { collector } = demo('v2', true);
+    expect(statusOf(collector.cycle(1000), 'mlx5_3')).toBe('nonjob');
+  });
+
+  it("drops a job's series at the next collection after it ends", () => {
+    const { roots, collector } = demo();
+    expect(points(collector.cycle(1000), NODE_METRICS.jobCounters.name).some((p) => p.attributes.job_id === '918004')).toBe(true);
+    const spec = demoTree({ layout: 'v2', nonJobHolder: false });
+    const job = spec.jobs.find((j) => j.jobId === '918004');
+    if (!job) throw new Error('demo job');
+    fs.rmSync(path.join(roots.cgroupfs, 'system.slice/slurmstepd.scope', jobDirName(job, 'v2')), { recursive: true });
+    for (const step of job.steps) for (const p of [...step.tasks, ...(step.stepd ? [step.stepd] : [])]) removeProcess(roots.procfs, p.pid);
+    const after = collector.cycle(2000);
+    expect(points(after, NODE_METRICS.jobCounters.name).some((p) => p.attributes.job_id === '918004')).toBe(false);
+    expect(points(after, NODE_METRICS.jobProcesses.name).some((p) => p.attributes.job_id === '918004')).toBe(false);
+    expect(statusOf(after, 'mlx5_2')).toBe('idle');
+  });
+
+  it('suppresses every port when a PID of a job cgroup is invisible in /proc', () => {
+    const { roots, collector } = demo();
+    removeProcess(roots.procfs, 41010); // still listed in its cgroup: hidden, not exited
+    const c = collector.cycle(1000);
+    expect(c.attribution.verdicts.every((v) => v.status === 'incomplete')).toBe(true);
+    expect(c.snapshot.gaps.join()).toContain('41010');
+    expect(points(c, NODE_METRICS.jobCounters.name)).toEqual([]);
+  });
+
+  it('suppresses every port when any fd table is unreadable, and says how many', () => {
+    const { roots, collector } = demo();
+    deny(path.join(roots.procfs, '900', 'fd'));
+    const c = asUnprivileged(() => collector.cycle(1000));
+    expect(c.attribution.verdicts.every((v) => v.status === 'incomplete')).toBe(true);
+    expect(value(c, NODE_METRICS.pidFdUnreadable.name, {})).toBe(1);
+    expect(points(c, NODE_METRICS.deviceCounters.name).length).toBeGreaterThan(0);
+  });
+
+  it('suppresses every port when a held uverbs device has no resolvable HCA', () => {
+    const { roots, collector } = demo();
+    writeProcess(roots.procfs, { pid: 960, comm: 'odd', uverbs: [9] });
+    const c = collector.cycle(1000);
+    expect(c.snapshot.gaps).toEqual(['uverbs9: HCA unknown (no readable ibdev)']);
+    expect(c.attribution.verdicts.every((v) => v.status === 'incomplete')).toBe(true);
+  });
+
+  it('leaves an unresolvable SLUID without job series but counts it and its device use', () => {
+    const { roots, collector } = demo('v2-sluid');
+    const spec = demoTree({ layout: 'v2-sluid', nonJobHolder: false });
+    const job = spec.jobs.find((j) => j.jobId === '918001');
+    const stepdPid = job?.steps[0]?.stepd?.pid as number;
+    fs.writeFileSync(path.join(roots.procfs, String(stepdPid), 'cmdline'), 'slurmstepd: [infinity]\0');
+    const c = collector.cycle(1000);
+    expect(value(c, NODE_METRICS.unresolvedAllocations.name, {})).toBe(1);
+    expect(statusOf(c, 'mlx5_0')).toBe('incomplete');
+    expect(value(c, NODE_METRICS.deviceJobs.name, { device: 'mlx5_0' })).toBe(1);
+    expect(points(c, NODE_METRICS.jobCounters.name).some((p) => p.attributes.device === 'mlx5_0')).toBe(false);
+  });
+
+  it('runs on a node without InfiniBand and exports no device or job series', () => {
+    const dir = tmpDir();
+    const roots = { sysfs: path.join(dir, 'sys'), procfs: path.join(dir, 'proc'), cgroupfs: path.join(dir, 'cg') };
+    for (const d of Object.values(roots)) fs.mkdirSync(d);
+    const c = new NodeCollector({ roots, fdRescanIntervalMs: 60_000 }).cycle(0);
+    expect(c.snapshot.hca.present).toBe(false);
+    expect(points(c, NODE_METRICS.deviceCounters.name)).toEqual([]);
+    expect(points(c, NODE_METRICS.jobCounters.name)).toEqual([]);
+  });
+});

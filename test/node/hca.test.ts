@@ -1,0 +1,101 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { readHcas, saturated, UverbsMap } from '../../src/node/hca.js';
+import { Problems } from '../../src/node/problems.js';
+import { parseCounter } from '../../src/node/roots.js';
+import { writeHca } from '../../src/demo/nodetree.js';
+import { asUnprivileged, deny, tmpDir } from '../support/tmp.js';
+
+function sysfs(): string {
+  const dir = path.join(tmpDir(), 'sys');
+  writeHca(dir, {
+    name: 'mlx5_4',
+    uverbs: 1,
+    ports: [
+      { linkLayer: 'InfiniBand', rate: '400 Gb/sec (4X NDR)', counters: { port_xmit_data: 10, symbol_error: 65535 }, hwCounters: { packet_seq_err: 7, lifespan: 10 } },
+      { linkLayer: 'Ethernet', rate: '200 Gb/sec (4X HDR)', state: '1: DOWN', counters: { port_rcv_data: 3 } },
+    ],
+  });
+  return dir;
+}
+
+const counterFile = (root: string, port: number, group: string, name: string) => path.join(root, 'class/infiniband/mlx5_4/ports', String(port), group, name);
+
+describe('readHcas', () => {
+  it('reads identity, port state and every counter of counters/ and hw_counters/, lifespan excluded', () => {
+    const scan = readHcas(sysfs(), new Problems());
+    expect(scan.present).toBe(true);
+    const [hca] = scan.hcas;
+    expect(hca).toMatchObject({ device: 'mlx5_4', boardId: 'MT_0000000223', firmware: '28.39.1002', hcaType: 'MT4129' });
+    expect(hca?.ports.map((p) => [p.port, p.linkLayer, p.state, p.rate])).toEqual([
+      ['1', 'InfiniBand', '4: ACTIVE', '400 Gb/sec (4X NDR)'],
+      ['2', 'Ethernet', '1: DOWN', '200 Gb/sec (4X HDR)'],
+    ]);
+    expect(Object.fromEntries(hca?.ports[0]?.counters ?? [])).toEqual({ port_xmit_data: 10n, symbol_error: 65535n, packet_seq_err: 7n });
+  });
+
+  it('treats N/A, unsupported and unreadable counters as absent, never 0, and counts garbage as malformed', () => {
+    const root = sysfs();
+    fs.writeFileSync(counterFile(root, 1, 'counters', 'port_rcv_data'), 'N/A (no PMA)\n');
+    fs.writeFileSync(counterFile(root, 1, 'counters', 'port_rcv_packets'), 'garbage\n');
+    fs.writeFileSync(counterFile(root, 1, 'counters', 'port_xmit_packets'), '\n');
+    fs.writeFileSync(counterFile(root, 1, 'hw_counters', 'out_of_buffer'), '12\n');
+    deny(counterFile(root, 1, 'hw_counters', 'out_of_buffer'));
+    const problems = new Problems();
+    const counters = asUnprivileged(() => readHcas(root, problems)).hcas[0]?.ports[0]?.counters;
+    expect(counters?.has('port_rcv_data')).toBe(false);
+    expect(counters?.has('port_rcv_packets')).toBe(false);
+    expect(counters?.has('port_xmit_packets')).toBe(false);
+    expect(counters?.has('out_of_buffer')).toBe(false);
+    expect(counters?.get('port_xmit_data')).toBe(10n);
+    const kinds = problems.list().map((p) => `${p.source}/${p.kind}:${p.count}`).sort();
+    expect(kinds).toEqual(['sysfs/denied:1', 'sysfs/malformed:2']);
+  });
+
+  it('keeps counters beyond 2^53 exact', () => {
+    const root = sysfs();
+    fs.writeFileSync(counterFile(root, 1, 'counters', 'port_xmit_data'), '18446744073709551615\n');
+    expect(readHcas(root, new Problems()).hcas[0]?.ports[0]?.counters.get('port_xmit_data')).toBe(18446744073709551615n);
+  });
+
+  it('prefers the 64-bit counters_ext of old kernels', () => {
+    const root = sysfs();
+    fs.mkdirSync(path.join(root, 'class/infiniband/mlx5_4/ports/1/counters_ext'));
+    fs.writeFileSync(counterFile(root, 1, 'counters_ext', 'port_xmit_data_64'), '5000000000\n');
+    expect(readHcas(root, new Problems()).hcas[0]?.ports[0]?.counters.get('port_xmit_data')).toBe(5000000000n);
+  });
+
+  it('says plainly when the node has no InfiniBand class at all', () => {
+    const problems = new Problems();
+    expect(readHcas(path.join(tmpDir(), 'sys'), problems)).toEqual({ present: false, hcas: [] });
+    expect(problems.list()).toEqual([]);
+  });
+});
+
+describe('UverbsMap', () => {
+  it('resolves uverbs through sysfs, never by number', () => {
+    const root = sysfs();
+    const map = new UverbsMap(root, new Problems());
+    expect(map.device('uverbs1')).toBe('mlx5_4');
+    expect(map.device('uverbs4')).toBeUndefined();
+  });
+});
+
+describe('counter parsing and widths', () => {
+  it('rejects values that do not fit 64 bits and anything not decimal', () => {
+    expect(parseCounter('18446744073709551616').ok).toBe(false);
+    expect(parseCounter('-1').ok).toBe(false);
+    expect(parseCounter('0x10').ok).toBe(false);
+    expect(parseCounter(' 42\n')).toEqual({ ok: true, value: 42n });
+  });
+
+  it('knows which PMA counters saturate, and at what value', () => {
+    expect(saturated('symbol_error', 65535n)).toBe(true);
+    expect(saturated('symbol_error', 65534n)).toBe(false);
+    expect(saturated('link_downed', 255n)).toBe(true);
+    expect(saturated('local_link_integrity_errors', 15n)).toBe(true);
+    expect(saturated('port_xmit_wait', 4294967295n)).toBe(true);
+    expect(saturated('port_xmit_data', 4294967295n)).toBe(false);
+  });
+});

@@ -1,0 +1,105 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { Allocation } from '../../src/node/cgroups.js';
+import { JobIdResolver, parseStepdTitle } from '../../src/node/jobids.js';
+import { Problems } from '../../src/node/problems.js';
+import { parseSqueue, SqueueTable } from '../../src/node/squeue.js';
+import { writeProcess } from '../../src/demo/nodetree.js';
+import { silentLogger } from '../../src/log.js';
+import { tmpDir } from '../support/tmp.js';
+
+const SLUID = 'sEKNKTV3WPV500';
+
+function alloc(id: string, stepdPids: number[], idKind: Allocation['idKind'] = 'sluid'): Allocation {
+  return { key: `scope/${id}`, id, idKind, layout: 'v2-sluid', scope: 'scope', pids: [], stepdPids, procsFiles: [], gaps: [] };
+}
+
+describe('parseStepdTitle', () => {
+  it.each([
+    ['slurmstepd: [918001.0]', '918001'],
+    ['slurmstepd: [918001.batch]\0\0\0', '918001'],
+    ['slurmstepd: [42.extern stepmgr]', '42'],
+    ['slurmstepd: [7.1+0]', '7'],
+  ])('%j → %s', (title, id) => expect(parseStepdTitle(title)).toBe(id));
+
+  it.each(['slurmstepd: [infinity]', 'python train.py', '', 'slurmstepd: [abc.0]'])('rejects %j', (title) => {
+    expect(parseStepdTitle(title)).toBeUndefined();
+  });
+});
+
+describe('JobIdResolver', () => {
+  function proc(): string {
+    const dir = path.join(tmpDir(), 'proc');
+    fs.mkdirSync(dir);
+    return dir;
+  }
+
+  it('passes numeric ids through and resolves a SLUID from its stepd titles', () => {
+    const p = proc();
+    writeProcess(p, { pid: 5, comm: 'slurmstepd', cmdline: 'slurmstepd: [918001.0]' });
+    writeProcess(p, { pid: 6, comm: 'slurmstepd', cmdline: 'slurmstepd: [918001.extern]' });
+    const r = new JobIdResolver(p).resolve([alloc('123', [], 'jobid'), alloc(SLUID, [5, 6])], new Problems());
+    expect(r.get('scope/123')).toEqual({ jobId: '123' });
+    expect(r.get(`scope/${SLUID}`)).toEqual({ jobId: '918001' });
+  });
+
+  it('refuses to guess when the stepd titles disagree', () => {
+    const p = proc();
+    writeProcess(p, { pid: 5, comm: 'slurmstepd', cmdline: 'slurmstepd: [1.0]' });
+    writeProcess(p, { pid: 6, comm: 'slurmstepd', cmdline: 'slurmstepd: [2.0]' });
+    const problems = new Problems();
+    const r = new JobIdResolver(p).resolve([alloc(SLUID, [5, 6])], problems);
+    expect(r.get(`scope/${SLUID}`)).toHaveProperty('unresolved');
+    expect(problems.list()[0]).toMatchObject({ source: 'jobid', kind: 'malformed' });
+  });
+
+  it('leaves a SLUID unresolved when no stepd is readable, and never parses it as a number', () => {
+    const r = new JobIdResolver(proc()).resolve([alloc(SLUID, [99])], new Problems());
+    expect(r.get(`scope/${SLUID}`)).toEqual({ unresolved: 'no readable slurmstepd title' });
+  });
+
+  it('keeps a resolved SLUID cached after the stepd exits, and forgets it when the job ends', () => {
+    const p = proc();
+    writeProcess(p, { pid: 5, comm: 'slurmstepd', cmdline: 'slurmstepd: [77.0]' });
+    const resolver = new JobIdResolver(p);
+    resolver.resolve([alloc(SLUID, [5])], new Problems());
+    fs.rmSync(path.join(p, '5'), { recursive: true });
+    expect(resolver.resolve([alloc(SLUID, [5])], new Problems()).get(`scope/${SLUID}`)).toEqual({ jobId: '77' });
+    resolver.resolve([], new Problems());
+    expect(resolver.resolve([alloc(SLUID, [5])], new Problems()).get(`scope/${SLUID}`)).toHaveProperty('unresolved');
+  });
+
+  it('falls back to the squeue table and asks it to refresh while SLUIDs wait', () => {
+    const asked: string[][] = [];
+    const table = { lookup: (s: string) => (s === SLUID ? '555' : undefined), want: (s: readonly string[]) => void asked.push([...s]) };
+    const other = 's0A1B2C3D4E5F6';
+    const r = new JobIdResolver(proc(), table).resolve([alloc(SLUID, []), alloc(other, [])], new Problems());
+    expect(r.get(`scope/${SLUID}`)).toEqual({ jobId: '555' });
+    expect(r.get(`scope/${other}`)).toHaveProperty('unresolved');
+    expect(asked).toEqual([[other]]);
+  });
+});
+
+describe('squeue', () => {
+  it('parses padded and unpadded lines, ignoring anything else', () => {
+    const t = parseSqueue(`918001              |${SLUID}\n42|s5K1KKYAYG5D00\nbad line\n43|notasluid\n`);
+    expect(Object.fromEntries(t)).toEqual({ [SLUID]: '918001', s5K1KKYAYG5D00: '42' });
+  });
+
+  it('runs a real squeue-like program in the background and keeps its table when it later fails', async () => {
+    const dir = tmpDir();
+    const script = path.join(dir, 'squeue');
+    const argsFile = path.join(dir, 'args');
+    fs.writeFileSync(script, `#!/bin/sh\necho "$@" > ${argsFile}\n[ -e ${dir}/fail ] && exit 1\necho "918001|${SLUID}"\n`, { mode: 0o755 });
+    const errors: number[] = [];
+    const table = new SqueueTable({ path: script, nodeName: 'n1', minIntervalMs: 0, timeoutMs: 5000, logger: silentLogger(), onError: () => errors.push(1) });
+    table.want([SLUID]);
+    await expect.poll(() => table.lookup(SLUID), { timeout: 5000 }).toBe('918001');
+    expect(fs.readFileSync(argsFile, 'utf8').trim()).toBe('--noheader --nodelist=n1 --Format=JobID:|,Sluid:');
+    fs.writeFileSync(path.join(dir, 'fail'), '');
+    table.want([SLUID]);
+    await expect.poll(() => errors.length, { timeout: 5000 }).toBe(1);
+    expect(table.lookup(SLUID)).toBe('918001');
+  });
+});

@@ -1,0 +1,47 @@
+/** A real Prometheus (Debian package) on loopback, scraping the given targets. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { freePort, stopChild } from './tools.js';
+
+export interface PrometheusServer {
+  readonly url: string;
+  query(expr: string): Promise<{ metric: Record<string, string>; value: [number, string] }[]>;
+  /** Polls until the query returns data (bounded). */
+  waitFor(expr: string, timeoutMs?: number): Promise<{ metric: Record<string, string>; value: [number, string] }[]>;
+  stop(): Promise<void>;
+}
+
+export async function startPrometheus(binary: string, dir: string, jobs: Record<string, string[]>): Promise<PrometheusServer> {
+  const port = await freePort();
+  const scrape = Object.entries(jobs)
+    .map(([job, targets]) => `  - job_name: ${job}\n    scrape_interval: 1s\n    static_configs:\n      - targets: [${targets.map((t) => `'${t}'`).join(', ')}]`)
+    .join('\n');
+  const config = path.join(dir, 'prometheus.yml');
+  fs.writeFileSync(config, `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n${scrape}\n`);
+  const child: ChildProcess = spawn(binary, [`--config.file=${config}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  child.stderr?.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
+  const url = `http://127.0.0.1:${port}`;
+  const query = async (expr: string) => {
+    const res = await fetch(`${url}/api/v1/query?query=${encodeURIComponent(expr)}`);
+    const body = (await res.json()) as { status: string; data?: { result: { metric: Record<string, string>; value: [number, string] }[] }; error?: string };
+    if (body.status !== 'success') throw new Error(`query ${expr}: ${body.error}`);
+    return body.data?.result ?? [];
+  };
+  const waitFor = async (expr: string, timeoutMs = 20_000) => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      try {
+        const r = await query(expr);
+        if (r.length > 0) return r;
+      } catch (err) {
+        if (Date.now() > deadline) throw err;
+      }
+      if (Date.now() > deadline) throw new Error(`no data for ${expr} within ${timeoutMs} ms; prometheus log tail:\n${log}`);
+      if (child.exitCode !== null) throw new Error(`prometheus exited (${child.exitCode}):\n${log}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  };
+  return { url, query, waitFor, stop: () => stopChild(child) };
+}

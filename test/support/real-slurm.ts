@@ -1,0 +1,292 @@
+/**
+ * A real Slurm 22.05 (Debian 12 packages) on loopback for integration tests.
+ *
+ *   const gate = realSlurmGate();               // at module level
+ *   describe.skipIf(gate.skip)('…', () => {
+ *     let slurm: RealSlurm;
+ *     beforeAll(async () => { slurm = await startRealSlurm(); }, REAL_SLURM_START_TIMEOUT_MS);
+ *     afterAll(() => slurm?.stop(), 60_000);
+ *     // fetch(`${slurm.restUrl}/slurm/v0.0.38/nodes`, { headers: slurm.restHeaders() })
+ *     // await slurm.run(['sbatch', '--parsable', '--wrap', 'sleep 60'])
+ *   });
+ *
+ * Policy: in CI (`CI` set) a Slurm that cannot run here is a test FAILURE
+ * (realSlurmGate throws), never a skip; elsewhere the suite is skipped with a
+ * loud message naming the Debian packages to install.
+ *
+ * The scripts live in scripts/real-slurm/ (up.sh, down.sh, lib.sh: knobs and
+ * the reasons behind each setting). Each vitest worker gets its own cluster
+ * (state dir and ports derived from VITEST_POOL_ID), so test files running in
+ * parallel never stop each other's cluster.
+ */
+import { execFile, spawnSync } from 'node:child_process';
+import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Debian packages up.sh installs (plus mariadb-server and slurmdbd with `dbd`). */
+export const REAL_SLURM_PACKAGES = [
+  'slurm-wlm',
+  'slurmctld',
+  'slurmd',
+  'slurmrestd',
+  'slurm-wlm-jwt-plugin',
+  'munge',
+  'slurm-client',
+] as const;
+
+/** Bound for startRealSlurm when packages may still need installing; use as beforeAll timeout. */
+export const REAL_SLURM_START_TIMEOUT_MS = 330_000;
+
+export interface RealSlurmOptions {
+  /** State dir; default `${REAL_SLURM_STATE ?? '/tmp/slurm-otel-real-slurm'}-w<VITEST_POOL_ID>`. */
+  stateDir?: string;
+  /** Added to every default port; default 100 * VITEST_POOL_ID (rest 16820 + offset, …). */
+  portOffset?: number;
+  /** Node count 2..16, default 4 (cpu = first half, gpu = second half with 2 fake GPUs each). */
+  nodes?: number;
+  /** Also run mariadb + slurmdbd (accounting, /slurmdb/* endpoints, GPU TRES). */
+  dbd?: boolean;
+  /** Bound on up.sh (includes apt-get install on a fresh machine). Default 300 s. */
+  timeoutMs?: number;
+  /** Extra REAL_SLURM_* knobs for up.sh/down.sh (see scripts/real-slurm/lib.sh). */
+  env?: Record<string, string>;
+}
+
+export interface RunOptions {
+  /** Default 30 s; the child is killed after it. */
+  timeoutMs?: number;
+  /** Reject when the exit code is not 0 (default true). */
+  check?: boolean;
+  /** Extra environment for this command. */
+  env?: Record<string, string>;
+  /** Working directory; default the cluster's scratch dir (jobs write slurm-<id>.out there). */
+  cwd?: string;
+}
+
+export interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface RealSlurm {
+  /** e.g. http://127.0.0.1:16920 */
+  restUrl: string;
+  /** `scontrol token username=root` with a long lifespan (default 7 days). */
+  token: string;
+  /** User the token is for ("root"). */
+  user: string;
+  /** The cluster's HS256 key, readable by this process: sign your own tokens with it. */
+  jwtKeyPath: string;
+  /** slurm.conf of this cluster (what SLURM_CONF must point at). */
+  slurmConf: string;
+  stateDir: string;
+  /** Everything up.sh wrote to `<state>/env`. */
+  env: Readonly<Record<string, string>>;
+  /**
+   * Auth headers for slurmrestd. Slurm 22.05 rejects a token without
+   * X-SLURM-USER-NAME (401 "missing header user name").
+   */
+  restHeaders(token?: string): Record<string, string>;
+  /** Run a Slurm client (sbatch, squeue, sinfo, scontrol, scancel, …) against this cluster. */
+  run(cmd: string[], opts?: RunOptions): Promise<RunResult>;
+  /** Stop every daemon of this cluster (down.sh). Idempotent. */
+  stop(): Promise<void>;
+}
+
+export type Availability = { ok: true } | { ok: false; why: string };
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+/** scripts/real-slurm, found upwards from this file (works from test/ and from dist/test/). */
+function scriptsDir(): string {
+  let dir = here;
+  for (let i = 0; i < 6; i++) {
+    const candidate = join(dir, 'scripts', 'real-slurm');
+    if (existsSync(join(candidate, 'up.sh'))) return candidate;
+    dir = dirname(dir);
+  }
+  throw new Error(`scripts/real-slurm/up.sh not found above ${here}`);
+}
+
+export function isCI(): boolean {
+  const ci = process.env.CI;
+  return ci !== undefined && ci !== '' && ci !== '0' && ci.toLowerCase() !== 'false';
+}
+
+/**
+ * Can a real Slurm run here? Needs Linux, root (slurmctld/slurmd run as
+ * SlurmUser=root; apt-get needs it) and the Debian packages installed or
+ * installable with apt-get. Cheap (one dpkg-query), synchronous.
+ */
+export function realSlurmAvailability(): Availability {
+  if (process.platform !== 'linux') return { ok: false, why: `needs Linux (this is ${process.platform})` };
+  if (process.getuid?.() !== 0) {
+    return { ok: false, why: 'needs root: up.sh starts slurmctld/slurmd as root and may apt-get install' };
+  }
+  for (const tool of ['/bin/bash', '/usr/bin/flock']) {
+    if (!existsSync(tool)) return { ok: false, why: `${tool} is missing` };
+  }
+  const q = spawnSync('dpkg-query', ['-W', '-f=${Package} ${db:Status-Status}\\n', ...REAL_SLURM_PACKAGES], {
+    encoding: 'utf8',
+    timeout: 10_000,
+  });
+  if (q.error) return { ok: false, why: `not a Debian system (dpkg-query: ${q.error.message})` };
+  const installed = new Set(
+    q.stdout
+      .split('\n')
+      .map((l) => l.trim().split(/\s+/))
+      .filter((f) => f[1] === 'installed')
+      .map((f) => f[0]),
+  );
+  const missing = REAL_SLURM_PACKAGES.filter((p) => !installed.has(p));
+  if (missing.length === 0) return { ok: true };
+  if (process.env.REAL_SLURM_INSTALL === '0') {
+    return { ok: false, why: `missing Debian packages ${missing.join(' ')} and REAL_SLURM_INSTALL=0` };
+  }
+  if (!existsSync('/usr/bin/apt-get')) {
+    return { ok: false, why: `missing Debian packages ${missing.join(' ')} and no apt-get to install them` };
+  }
+  return { ok: true }; // up.sh will apt-get install them
+}
+
+/**
+ * The skip/fail policy for real-Slurm suites. Call at module level:
+ * `describe.skipIf(realSlurmGate().skip)(…)`. In CI an unavailable Slurm
+ * throws here, so the test file fails instead of silently skipping.
+ */
+export function realSlurmGate(): { skip: boolean; why?: string } {
+  const a = realSlurmAvailability();
+  if (a.ok) return { skip: false };
+  const install = `apt-get install -y ${REAL_SLURM_PACKAGES.join(' ')}`;
+  if (isCI()) {
+    throw new Error(`real Slurm is required in CI (CI=${process.env.CI}) but cannot run here: ${a.why}. ` +
+      `Run the tests as root on Debian 12 (packages: ${install}).`);
+  }
+  const bar = '!'.repeat(78);
+  console.warn(`\n${bar}\n!! SKIPPING real-Slurm tests: ${a.why}\n!! To run them: as root on Debian 12, ${install}\n${bar}\n`);
+  return { skip: true, why: a.why };
+}
+
+/** Parse `export K=V` lines (values are plain: up.sh only writes [A-Za-z0-9._/:=-] text). */
+export function parseEnvFile(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const raw of text.split('\n')) {
+    const line = raw.trim().replace(/^export\s+/, '');
+    const eq = line.indexOf('=');
+    if (line === '' || line.startsWith('#') || eq <= 0) continue;
+    out[line.slice(0, eq)] = line.slice(eq + 1);
+  }
+  return out;
+}
+
+/**
+ * Environment for Slurm commands run by tests: the caller's environment minus
+ * every SLURM_* and client-format variable. SLURM_JWT above all: when set,
+ * sbatch/scontrol use auth/jwt with that token instead of munge, which this
+ * cluster's slurmctld may reject (another cluster's or an expired token), and
+ * vars like SQUEUE_FORMAT or SLURM_TIME_FORMAT would change output we parse.
+ */
+function slurmClientEnv(slurmConf: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (/^(SLURM_|SBATCH_|SALLOC_|SRUN_|SQUEUE_|SINFO_|SCONTROL_|SACCT_|SACCTMGR_|SCANCEL_)/.test(k)) continue;
+    env[k] = v;
+  }
+  return { ...env, SLURM_CONF: slurmConf, ...extra };
+}
+
+interface ExecOutcome extends RunResult {
+  error?: Error;
+}
+
+function exec(file: string, args: string[], opts: { env: NodeJS.ProcessEnv; timeoutMs: number; cwd?: string }) {
+  return new Promise<ExecOutcome>((resolve) => {
+    execFile(
+      file,
+      args,
+      { env: opts.env, timeout: opts.timeoutMs, killSignal: 'SIGKILL', maxBuffer: 64 * 1024 * 1024, cwd: opts.cwd },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+        resolve({ code, stdout: String(stdout), stderr: String(stderr), ...(error ? { error } : {}) });
+      },
+    );
+  });
+}
+
+function tail(text: string, lines = 30): string {
+  return text.trimEnd().split('\n').slice(-lines).join('\n');
+}
+
+/** Start (or restart) this worker's cluster with up.sh and describe it. */
+export async function startRealSlurm(opts: RealSlurmOptions = {}): Promise<RealSlurm> {
+  const pool = Number.parseInt(process.env.VITEST_POOL_ID ?? '1', 10) || 1;
+  const stateDir = opts.stateDir ?? `${process.env.REAL_SLURM_STATE ?? '/tmp/slurm-otel-real-slurm'}-w${pool}`;
+  // 100 per worker: the scripts keep each instance's ports within 100 of its offset.
+  const portOffset = opts.portOffset ?? 100 * pool;
+  const dir = scriptsDir();
+  const scriptEnv: NodeJS.ProcessEnv = {
+    ...slurmClientEnv(join(stateDir, 'etc', 'slurm.conf')),
+    REAL_SLURM_STATE: stateDir,
+    REAL_SLURM_PORT_OFFSET: String(portOffset),
+    ...(opts.nodes !== undefined ? { REAL_SLURM_NODES: String(opts.nodes) } : {}),
+    ...(opts.dbd ? { REAL_SLURM_DBD: '1' } : {}),
+    ...(opts.env ?? {}),
+  };
+  const down = () => exec('/bin/bash', [join(dir, 'down.sh')], { env: scriptEnv, timeoutMs: 90_000 });
+
+  const up = await exec('/bin/bash', [join(dir, 'up.sh')], { env: scriptEnv, timeoutMs: opts.timeoutMs ?? 300_000 });
+  if (up.code !== 0) {
+    // A timeout kills bash only; down.sh stops whatever daemons it had started.
+    await down();
+    const killed = (up.error as { killed?: boolean } | undefined)?.killed;
+    const reason = killed ? `killed after ${opts.timeoutMs ?? 300_000} ms` : `exit ${up.code}`;
+    throw new Error(`real-slurm up.sh failed: ${reason}; logs in ${stateDir}/log/\n${tail(up.stderr)}`);
+  }
+
+  const envFile = join(stateDir, 'env');
+  const env = parseEnvFile(readFileSync(envFile, 'utf8'));
+  const need = (k: string): string => {
+    const v = env[k];
+    if (!v) throw new Error(`${envFile} lacks ${k}`);
+    return v;
+  };
+  const slurmConf = need('SLURM_CONF');
+  const jwtKeyPath = need('SLURM_JWT_KEY');
+  accessSync(jwtKeyPath, constants.R_OK); // fail early and clearly if the key is not readable
+  const workDir = env.REAL_SLURM_WORKDIR ?? stateDir;
+  const user = need('SLURM_REST_USER');
+  const token = need('SLURM_REST_TOKEN');
+  let stopped = false;
+
+  return {
+    restUrl: need('SLURM_REST_URL'),
+    token,
+    user,
+    jwtKeyPath,
+    slurmConf,
+    stateDir,
+    env,
+    restHeaders: (t = token) => ({ 'X-SLURM-USER-NAME': user, 'X-SLURM-USER-TOKEN': t }),
+    async run(cmd, runOpts = {}) {
+      const [file, ...args] = cmd;
+      if (!file) throw new Error('run: empty command');
+      const r = await exec(file, args, {
+        env: slurmClientEnv(slurmConf, runOpts.env),
+        timeoutMs: runOpts.timeoutMs ?? 30_000,
+        cwd: runOpts.cwd ?? workDir,
+      });
+      if ((runOpts.check ?? true) && r.code !== 0) {
+        throw new Error(`${cmd.join(' ')} failed (${r.error?.message ?? `exit ${r.code}`}):\n${tail(r.stderr, 10)}`);
+      }
+      return { code: r.code, stdout: r.stdout, stderr: r.stderr };
+    },
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      const r = await down();
+      if (r.code !== 0) throw new Error(`real-slurm down.sh failed (exit ${r.code}):\n${tail(r.stderr)}`);
+    },
+  };
+}

@@ -1,0 +1,41 @@
+/** Temporary trees and real permission failures for tests. */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach } from 'vitest';
+
+const made: string[] = [];
+
+/** A fresh temporary directory, removed after the test. */
+export function tmpDir(prefix = 'slurm-otel-test-'): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  fs.chmodSync(dir, 0o755);
+  made.push(dir);
+  return dir;
+}
+
+afterEach(() => {
+  for (const dir of made.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const NOBODY = 65534;
+
+/**
+ * Runs `fn` with an unprivileged effective uid so that mode 000 really denies
+ * (root ignores permission bits). Real EACCES from the kernel, no mocks.
+ */
+export function asUnprivileged<T>(fn: () => T): T {
+  const euid = process.geteuid?.();
+  if (euid !== 0 || !process.seteuid) return fn();
+  process.seteuid(NOBODY);
+  try {
+    return fn();
+  } finally {
+    process.seteuid(0);
+  }
+}
+
+/** Makes a file or directory unreadable (for a non-root reader). */
+export function deny(p: string): void {
+  fs.chmodSync(p, 0o000);
+}

@@ -1,0 +1,67 @@
+/**
+ * External tools the integration tests need. Under CI a missing tool fails
+ * the run; elsewhere the test is skipped with a message naming the package.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+
+export interface Tool {
+  readonly name: string;
+  readonly path: string | undefined;
+  readonly debianPackage: string;
+}
+
+export function findTool(name: string, debianPackage: string): Tool {
+  let path: string | undefined;
+  try {
+    path = execFileSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' }).trim() || undefined;
+  } catch {
+    path = undefined;
+  }
+  if (!path && !process.env.CI) {
+    process.stderr.write(`\n!!! SKIPPING tests that need ${name}: install it with 'apt-get install -y ${debianPackage}' !!!\n\n`);
+  }
+  return { name, path, debianPackage };
+}
+
+/** Whether tests needing the tool should run: always under CI (they then fail if it is missing). */
+export function shouldRun(tool: Tool): boolean {
+  return tool.path !== undefined || Boolean(process.env.CI);
+}
+
+export function toolPath(tool: Tool): string {
+  if (!tool.path) throw new Error(`${tool.name} is not installed (CI is set, so this fails instead of skipping): apt-get install -y ${tool.debianPackage}`);
+  return tool.path;
+}
+
+/** A free loopback port (released before returning; fine for tests). */
+export async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as net.AddressInfo).port;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
+}
+
+/** Runs a command and gives back its exit code and output. */
+export function run(cmd: string, args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    child.stdin.end(input ?? '');
+  });
+}
+
+export function stopChild(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+    setTimeout(() => child.kill('SIGKILL'), 5000).unref();
+  });
+}
