@@ -13,6 +13,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
 rs_validate
+rs_trace
 
 wipe=0
 case "${1:-}" in

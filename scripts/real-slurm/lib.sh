@@ -23,6 +23,7 @@
 #   REAL_SLURM_TIMEOUT           seconds up.sh waits for readiness (default 60)
 #   REAL_SLURM_INSTALL           1 (default) = apt-get install missing packages; 0 = fail instead
 #   REAL_SLURM_EXTRA_CONF        extra lines appended to slurm.conf before the node lines
+#   REAL_SLURM_TRACE             file: append a timestamped `set -x` trace of up.sh/down.sh
 
 RS_STATE=${REAL_SLURM_STATE:-/tmp/slurm-otel-real-slurm}
 RS_OFFSET=${REAL_SLURM_PORT_OFFSET:-0}
@@ -69,6 +70,13 @@ rs_validate() {
   { [ "$RS_NODES" -ge 2 ] && [ "$RS_NODES" -le 16 ]; } || rs_die "REAL_SLURM_NODES must be 2..16"
 }
 
+rs_trace() {
+  [ -n "${REAL_SLURM_TRACE:-}" ] || return 0
+  PS4='+ $EPOCHREALTIME '
+  exec 2>>"$REAL_SLURM_TRACE"
+  set -x
+}
+
 # Run a command with a clean environment: nothing from the caller leaks into the
 # daemons or the clients we use. The big one is SLURM_JWT: if set, every Slurm
 # daemon and client switches to auth/jwt, slurmctld then rejects munge-signed
@@ -94,7 +102,7 @@ rs_port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 rs_kill_tree() {
   local root=$1 p st kids=()
   for p in /proc/[0-9]*; do
-    read -r st <"$p/stat" 2>/dev/null || continue
+    read -r st 2>/dev/null <"$p/stat" || continue
     st=${st##*) }            # "S <ppid> <pgrp> ..."
     st=${st#* }; st=${st%% *}
     [ "$st" = "$root" ] && kids+=("${p#/proc/}")
@@ -142,8 +150,12 @@ rs_stop() {
       done
     fi
   fi
-  # 2. Clients-facing daemon first, then the compute daemons.
+  # 2. Clients-facing daemon first, then the controller, then the compute
+  #    daemons. slurmctld goes before the slurmd: stopped the other way round,
+  #    an agent thread of slurmctld often still talks to a vanished slurmd and
+  #    its shutdown hangs ~3 s ("Dropped 1 hung communications to shutdown").
   rs_stop_pidfile "$RS_RUN/slurmrestd.pid"
+  rs_stop_pidfile "$RS_RUN/slurmctld.pid"
   for f in "$RS_RUN"/slurmd-*.pid; do [ -e "$f" ] && rs_stop_pidfile "$f"; done
   # 3. Leftovers: slurmd execs slurmstepd with its own environment, so every
   #    step daemon of this cluster carries our tag; job processes are its
@@ -152,15 +164,15 @@ rs_stop() {
   for p in /proc/[0-9]*; do
     pid=${p#/proc/}
     [ "$pid" = "$$" ] && continue
-    comm=; read -r comm <"$p/comm" 2>/dev/null || continue
+    comm=; read -r comm 2>/dev/null <"$p/comm" || continue
     if [ "$comm" = slurmstepd ] && rs_is_ours "$pid"; then
       rs_kill_tree "$pid"
     elif grep -qzE -- "^$RS_STATE/spool/.*/slurm_script\$" "$p/cmdline" 2>/dev/null; then
       rs_kill_tree "$pid"
     fi
   done
-  # 4. Controller, accounting, database, munge last (everything above needs it).
-  for f in slurmctld slurmdbd mariadbd munged; do rs_stop_pidfile "$RS_RUN/$f.pid"; done
+  # 4. Accounting, database, munge last (everything above needs it).
+  for f in slurmdbd mariadbd munged; do rs_stop_pidfile "$RS_RUN/$f.pid"; done
   # 5. Anything else still carrying our tag (e.g. a slurmd a test restarted by hand).
   for p in /proc/[0-9]*; do
     pid=${p#/proc/}

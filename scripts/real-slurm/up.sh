@@ -10,7 +10,8 @@
 # Must run as root. Safe to run again: a cluster started earlier from the same
 # state dir is stopped first (by its pid files) and the state dir is recreated.
 # On success writes $REAL_SLURM_STATE/env (shell syntax, `export K=V` lines):
-#   SLURM_CONF SLURM_REST_URL SLURM_REST_USER SLURM_REST_TOKEN SLURM_JWT_KEY REAL_SLURM_STATE
+#   SLURM_CONF SLURM_REST_URL SLURM_REST_USER SLURM_REST_TOKEN SLURM_JWT_KEY
+#   REAL_SLURM_STATE REAL_SLURM_WORKDIR
 # Knobs: see lib.sh. Stop with down.sh.
 set -euo pipefail
 # A SLURM_JWT in our own environment would make the slurm clients used below
@@ -22,6 +23,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
 rs_validate
+rs_trace
 
 T_START=$(date +%s%N)
 say() { printf '[real-slurm up +%5.1fs] %s\n' "$(( ($(date +%s%N) - T_START) / 1000000 ))e-3" "$*" >&2; }
@@ -119,7 +121,7 @@ ports=("$RS_REST_PORT" "$RS_CTLD_PORT")
 for ((i = 0; i < RS_NODES; i++)); do ports+=("$((RS_SLURMD_BASE + i))"); done
 [ "$RS_DBD" = 1 ] && ports+=("$RS_DBD_PORT" "$RS_DB_PORT")
 for p in "${ports[@]}"; do
-  rs_port_busy "$p" && rs_die "127.0.0.1:$p is already in use (another cluster? set REAL_SLURM_PORT_OFFSET=100 or the REAL_SLURM_*_PORT variables)"
+  rs_port_busy "$p" && rs_die "127.0.0.1:$p is already in use (another cluster? pick other ports with REAL_SLURM_PORT_OFFSET, a multiple of 100, or REAL_SLURM_*_PORT)"
 done
 
 # ---------------------------------------------------------------- munge
@@ -387,6 +389,7 @@ export SLURM_REST_URL=$REST_URL
 export SLURM_REST_USER=root
 export SLURM_REST_TOKEN=$TOKEN
 export SLURM_JWT_KEY=$JWT_KEY
+export REAL_SLURM_WORKDIR=$RS_STATE/work
 EOF
 chgrp "$READ_GROUP" "$RS_STATE/env.tmp"
 mv -f "$RS_STATE/env.tmp" "$RS_STATE/env"

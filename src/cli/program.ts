@@ -8,6 +8,11 @@ import { demoCommand } from './demo.js';
 import { nodeCommand } from './node.js';
 import { ConfigError, type Env } from './otel.js';
 
+/** Commands whose options the README documents, by README section. */
+export function documentedCommands(env: Env): Record<string, Command> {
+  return { 'node-options': nodeCommand(env) };
+}
+
 export function program(env: Env): Command {
   const prog = new Command('slurm-otel')
     .description('OpenTelemetry metrics for Slurm clusters with InfiniBand/RoCE fabrics')

@@ -1,0 +1,8 @@
+/** Every agent's catalogue, by README section: the docs generator and the docs test read this. */
+import { NODE_METRICS, NODE_SELF_METRICS } from './node/metrics.js';
+import type { MetricSpec } from './telemetry/spec.js';
+
+export const DOC_TABLES: Readonly<Record<string, readonly MetricSpec[]>> = {
+  'node-metrics': Object.values(NODE_METRICS),
+  'node-self-metrics': Object.values(NODE_SELF_METRICS),
+};
