@@ -110,6 +110,11 @@ export interface SlurmJob {
   readonly state: readonly string[];
   /** Why the job is in its state (`Resources`, `Priority`, `None`, ...). */
   readonly state_reason?: string;
+  /**
+   * Slurm's longer explanation when it has one (e.g. "Nodes required for job are DOWN, DRAINED
+   * ..." while `state_reason` says `Resources`); squeue prints this instead of the reason.
+   */
+  readonly state_description?: string;
   readonly partition?: string;
   readonly account?: string;
   readonly qos?: string;

@@ -53,6 +53,7 @@ export function jobCommon(v: JsonRecord) {
   return {
     name: text(v['name']),
     state_reason: text(v['state_reason']),
+    state_description: text(v['state_description']),
     partition: text(v['partition']),
     account: text(v['account']),
     qos: text(v['qos']),

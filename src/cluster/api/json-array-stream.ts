@@ -295,30 +295,45 @@ export class JsonArraySplitter {
    * The hot loop: tracks string and escape state and bracket depth only. Returns the index just
    * past the value's closing byte, or -1 when the chunk ends first.
    */
-  private scanQuotedOrContainer(buf: Buffer, i: number, n: number): number {
+  private scanQuotedOrContainer(buf: Uint8Array, start: number, n: number): number {
+    let i = start;
     let depth = this.depth;
     let inString = this.inString;
-    let escape = this.escape;
     // A string value ends at its first unescaped quote; a container when its depth returns to 0.
     const isString = this.kind === ValueKind.String;
-    for (; i < n; i++) {
-      const c = buf[i] as number;
+    if (inString && this.escape) {
+      // The previous chunk ended on a backslash: this byte is escaped.
+      this.escape = false;
+      i++;
+    }
+    while (i < n) {
       if (inString) {
-        if (escape) escape = false;
-        else if (c === BACKSLASH) escape = true;
-        else if (c === QUOTE) {
-          if (isString) return i + 1;
-          inString = false;
+        // Inside a string only a quote or a backslash matters.
+        let c = 0;
+        while (i < n) {
+          c = buf[i++] as number;
+          if (c === QUOTE || c === BACKSLASH) break;
         }
+        if (c === BACKSLASH) {
+          if (i >= n) {
+            this.escape = true;
+            break;
+          }
+          i++;
+          continue;
+        }
+        if (c !== QUOTE) break;
+        if (isString) return i;
+        inString = false;
         continue;
       }
+      const c = buf[i++] as number;
       if (c === QUOTE) inString = true;
       else if (c === OPEN_BRACE || c === OPEN_BRACKET) depth++;
-      else if ((c === CLOSE_BRACE || c === CLOSE_BRACKET) && --depth === 0) return i + 1;
+      else if ((c === CLOSE_BRACE || c === CLOSE_BRACKET) && --depth === 0) return i;
     }
     this.depth = depth;
     this.inString = inString;
-    this.escape = escape;
     return -1;
   }
 
