@@ -3,24 +3,29 @@
  * instruments feed a Prometheus rendering (made once per collection, served
  * from cache) and, when configured, an OTLP/HTTP push reader.
  */
-import { diag, DiagLogLevel, type Meter } from '@opentelemetry/api';
+import { diag, DiagLogLevel, type Counter, type Histogram } from '@opentelemetry/api';
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import { OTLPMetricExporter as OtlpJsonExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { OTLPMetricExporter as OtlpProtoExporter } from '@opentelemetry/exporter-metrics-otlp-proto';
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import {
   AggregationTemporality,
+  AggregationType,
   MeterProvider,
   PeriodicExportingMetricReader,
   type MetricReader,
   type PushMetricExporter,
   type ResourceMetrics,
+  type ViewOptions,
 } from '@opentelemetry/sdk-metrics';
 import type { Logger } from '../log.js';
 import type { Body } from './http.js';
 import { SnapshotProducer, type Scope } from './producer.js';
 import { buildResource, type ResourceOptions } from './resource.js';
-import type { Family } from './spec.js';
+import type { Family, MetricEvent, MetricSpec } from './spec.js';
+
+/** Series per event instrument before the SDK folds the rest into an overflow series. */
+const EVENT_CARDINALITY_LIMIT = 1_000_000;
 
 export type OtlpProtocol = 'http/json' | 'http/protobuf';
 
@@ -39,6 +44,8 @@ export interface PipelineOptions {
   readonly scope: Scope;
   readonly otlp?: OtlpOptions;
   readonly logger: Logger;
+  /** Families fed by events (SDK synchronous instruments) rather than by the snapshot producer. */
+  readonly eventSpecs?: readonly (MetricSpec & { kind: 'counter' | 'histogram' })[];
   /** Called after every OTLP export attempt: for the self-monitoring counters. */
   readonly onExport?: (ok: boolean) => void;
 }
@@ -47,9 +54,8 @@ export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8
 
 export class Pipeline {
   readonly producer: SnapshotProducer;
-  /** For event instruments (counters and histograms recorded by the agent). */
-  readonly meter: Meter;
   private readonly provider: MeterProvider;
+  private readonly instruments = new Map<string, Counter | Histogram>();
   private readonly prometheus: PrometheusExporter;
   private readonly serializer = new PrometheusSerializer(undefined, false, undefined, false, true);
   private rendered: Body = { contentType: PROMETHEUS_CONTENT_TYPE, text: '', status: 503 };
@@ -59,9 +65,32 @@ export class Pipeline {
     this.prometheus = new PrometheusExporter({ preventServerStart: true, metricProducers: [this.producer], withoutScopeInfo: true });
     const readers: MetricReader[] = [this.prometheus];
     if (opts.otlp) readers.push(this.pushReader(opts.otlp));
-    this.provider = new MeterProvider({ resource: buildResource(opts.resource), readers });
-    this.meter = this.provider.getMeter(opts.scope.name, opts.scope.version);
+    const events = opts.eventSpecs ?? [];
+    // Events are keyed by node or job: lift the SDK's default cap of 2000 series per instrument.
+    const views: ViewOptions[] = events.map((spec) => ({
+      instrumentName: spec.name,
+      aggregationCardinalityLimit: EVENT_CARDINALITY_LIMIT,
+      ...(spec.kind === 'histogram'
+        ? { aggregation: { type: AggregationType.EXPLICIT_BUCKET_HISTOGRAM as const, options: { boundaries: [...(spec.buckets ?? [])] } } }
+        : {}),
+    }));
+    this.provider = new MeterProvider({ resource: buildResource(opts.resource), readers, views });
+    const meter = this.provider.getMeter(opts.scope.name, opts.scope.version);
+    for (const spec of events) {
+      const o = { description: spec.description, unit: spec.unit };
+      this.instruments.set(spec.name, spec.kind === 'counter' ? meter.createCounter(spec.name, o) : meter.createHistogram(spec.name, o));
+    }
     routeSdkDiagnostics(opts.logger);
+  }
+
+  /** Records events into their instruments; an event of an undeclared family is a programming error. */
+  record(events: readonly MetricEvent[]): void {
+    for (const e of events) {
+      const inst = this.instruments.get(e.spec.name);
+      if (!inst) throw new Error(`event family ${e.spec.name} was not declared in eventSpecs`);
+      if ('add' in inst) inst.add(e.value, e.attributes);
+      else inst.record(e.value, e.attributes);
+    }
   }
 
   /** Publishes one collection and renders its exposition once, for every scrape until the next. */

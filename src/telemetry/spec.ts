@@ -75,3 +75,14 @@ export function checkCatalogue(specs: readonly MetricSpec[]): void {
     if (!/^[a-z_][a-z0-9_]*$/.test(spec.name)) throw new Error(`metric name ${spec.name} is not a valid Prometheus name`);
   }
 }
+
+/**
+ * Something that happened between two collections (a node failed, an outage
+ * ended after N seconds, GPU seconds accrued): recorded into SDK synchronous
+ * instruments (counter: add; histogram: observe), which accumulate it.
+ */
+export interface MetricEvent {
+  readonly spec: MetricSpec & { kind: 'counter' | 'histogram' };
+  readonly value: number;
+  readonly attributes: Attributes;
+}

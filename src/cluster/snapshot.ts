@@ -1,0 +1,25 @@
+/**
+ * What the cluster agent knows at one collection: the last good result of
+ * each sub-collector. A failed sub-collector keeps its previous result, so a
+ * slurmrestd hiccup on /jobs never blanks the node families.
+ */
+import type { SlurmDiag, SlurmJob, SlurmNode } from './model.js';
+
+export type SubCollector = 'nodes' | 'jobs' | 'diag';
+export const SUB_COLLECTORS: readonly SubCollector[] = ['nodes', 'jobs', 'diag'];
+
+export interface Collected<T> {
+  readonly value: T;
+  /** When the request that produced it started (ms since epoch). */
+  readonly atMs: number;
+  /** Increases with every request started; a result older than the stored one is dropped. */
+  readonly seq: number;
+}
+
+export interface ClusterSnapshot {
+  /** Collection time: durations of running jobs are measured to it. */
+  readonly atMs: number;
+  readonly nodes?: Collected<readonly SlurmNode[]>;
+  readonly jobs?: Collected<readonly SlurmJob[]>;
+  readonly diag?: Collected<SlurmDiag>;
+}
