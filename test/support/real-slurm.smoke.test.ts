@@ -62,11 +62,11 @@ describe.skipIf(gate.skip)('real Slurm 22.05 on loopback (smoke)', () => {
   let slurm: RealSlurm;
 
   beforeAll(async () => {
-    const t0 = Date.now(); slurm = await startRealSlurm(); console.log("UP", Date.now() - t0);
+    slurm = await startRealSlurm();
   }, REAL_SLURM_START_TIMEOUT_MS);
 
   afterAll(async () => {
-    const t0 = Date.now(); await slurm?.stop(); console.log("DOWN", Date.now() - t0);
+    await slurm?.stop();
   }, 90_000);
 
   async function rest<T>(path: string, headers = slurm.restHeaders()): Promise<{ status: number; body: T }> {
@@ -162,6 +162,20 @@ describe.skipIf(gate.skip)('real Slurm 22.05 on loopback (smoke)', () => {
       return n && !n.state_flags?.includes('DRAIN') ? n : undefined;
     }, 10_000);
   });
+
+  it('shows a node whose slurmd is stopped as NOT_RESPONDING, and back once restarted', async () => {
+    await slurm.slurmd('stop', 'node4');
+    // ~13 s with the harness's SlurmdTimeout=10 / MessageTimeout=5.
+    await waitFor('node4 NOT_RESPONDING', async () => {
+      const n = (await nodes()).find((x) => x.name === 'node4');
+      return n?.state_flags?.includes('NOT_RESPONDING') ? n : undefined;
+    }, 45_000);
+    await slurm.slurmd('start', 'node4');
+    await waitFor('node4 responding again', async () => {
+      const n = (await nodes()).find((x) => x.name === 'node4');
+      return n && !n.state_flags?.includes('NOT_RESPONDING') && n.state !== 'down' ? n : undefined;
+    }, 30_000);
+  }, 90_000);
 
   it('cancels everything and is back to idle', async () => {
     await slurm.run(['scancel', '--user=root']);

@@ -16,11 +16,11 @@
  *
  * The scripts live in scripts/real-slurm/ (up.sh, down.sh, lib.sh: knobs and
  * the reasons behind each setting). Each vitest worker gets its own cluster
- * (state dir and ports derived from VITEST_POOL_ID), so test files running in
- * parallel never stop each other's cluster.
+ * (state dir and ports from a leased slot, see claimSlot), so test files
+ * running in parallel never stop each other's cluster.
  */
 import { execFile, spawnSync } from 'node:child_process';
-import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -39,9 +39,12 @@ export const REAL_SLURM_PACKAGES = [
 export const REAL_SLURM_START_TIMEOUT_MS = 330_000;
 
 export interface RealSlurmOptions {
-  /** State dir; default `${REAL_SLURM_STATE ?? '/tmp/slurm-otel-real-slurm'}-w<VITEST_POOL_ID>`. */
+  /**
+   * State dir; default `${REAL_SLURM_STATE ?? '/tmp/slurm-otel-real-slurm'}-w<slot>`, the slot
+   * claimed with a lease file, starting at VITEST_POOL_ID (see claimSlot).
+   */
   stateDir?: string;
-  /** Added to every default port; default 100 * VITEST_POOL_ID (rest 16820 + offset, …). */
+  /** Added to every default port; default 100 * slot (rest 16820 + offset, …). */
   portOffset?: number;
   /** Node count 2..16, default 4 (cpu = first half, gpu = second half with 2 fake GPUs each). */
   nodes?: number;
@@ -91,6 +94,12 @@ export interface RealSlurm {
   restHeaders(token?: string): Record<string, string>;
   /** Run a Slurm client (sbatch, squeue, sinfo, scontrol, scancel, …) against this cluster. */
   run(cmd: string[], opts?: RunOptions): Promise<RunResult>;
+  /**
+   * Stop or start one node's slurmd (scripts/real-slurm/slurmd.sh): a stopped
+   * slurmd shows NOT_RESPONDING after ~13 s and DOWN after ~21 s; started
+   * again, the node returns to service by itself (ReturnToService=2).
+   */
+  slurmd(action: 'start' | 'stop', node: string): Promise<void>;
   /** Stop every daemon of this cluster (down.sh). Idempotent. */
   stop(): Promise<void>;
 }
@@ -219,12 +228,77 @@ function tail(text: string, lines = 30): string {
   return text.trimEnd().split('\n').slice(-lines).join('\n');
 }
 
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Claim an instance slot (state dir `<base>-w<slot>`, ports +100*slot) with a
+ * lease file holding our pid. Starts at VITEST_POOL_ID, so the workers of one
+ * vitest run never share a cluster, and skips slots whose lease belongs to a
+ * live process, so two vitest runs on one machine (several engineers, a watch
+ * mode plus a CI-like run) do not restart each other's clusters either.
+ * A lease of a dead process is taken over; one of our own pid is reused (the
+ * next test file in the same worker).
+ */
+function claimSlot(base: string, pool: number): { slot: number; release: () => void } {
+  const ageMs = (f: string) => {
+    try {
+      return Date.now() - statSync(f).mtimeMs;
+    } catch {
+      return 0;
+    }
+  };
+  for (let k = 0; k < 4; k++) {
+    const slot = pool + 16 * k;
+    const lease = `${base}-w${slot}.lease`;
+    const release = () => {
+      try {
+        if (readFileSync(lease, 'utf8').trim() === String(process.pid)) unlinkSync(lease);
+      } catch {
+        /* already gone */
+      }
+    };
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        const fd = openSync(lease, 'wx', 0o644);
+        writeSync(fd, String(process.pid));
+        closeSync(fd);
+        return { slot, release };
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      }
+      let owner = Number.NaN;
+      try {
+        owner = Number.parseInt(readFileSync(lease, 'utf8'), 10);
+      } catch {
+        continue; // removed meanwhile: try again
+      }
+      if (owner === process.pid) return { slot, release };
+      if (Number.isInteger(owner) && owner > 0 ? alive(owner) : ageMs(lease) < 10_000) break; // taken: next slot
+      try {
+        unlinkSync(lease); // stale: its owner died (or it was left half-written); race for it again
+      } catch {
+        /* someone else removed it */
+      }
+    }
+  }
+  throw new Error(`no free real-slurm instance slot (${base}-w*.lease all held by live processes)`);
+}
+
 /** Start (or restart) this worker's cluster with up.sh and describe it. */
 export async function startRealSlurm(opts: RealSlurmOptions = {}): Promise<RealSlurm> {
   const pool = Number.parseInt(process.env.VITEST_POOL_ID ?? '1', 10) || 1;
-  const stateDir = opts.stateDir ?? `${process.env.REAL_SLURM_STATE ?? '/tmp/slurm-otel-real-slurm'}-w${pool}`;
-  // 100 per worker: the scripts keep each instance's ports within 100 of its offset.
-  const portOffset = opts.portOffset ?? 100 * pool;
+  const base = process.env.REAL_SLURM_STATE ?? '/tmp/slurm-otel-real-slurm';
+  const claim = opts.stateDir === undefined ? claimSlot(base, pool) : { slot: pool, release: () => {} };
+  const stateDir = opts.stateDir ?? `${base}-w${claim.slot}`;
+  // 100 per slot: the scripts keep each instance's ports within 100 of its offset.
+  const portOffset = opts.portOffset ?? 100 * claim.slot;
   const dir = scriptsDir();
   const scriptEnv: NodeJS.ProcessEnv = {
     ...slurmClientEnv(join(stateDir, 'etc', 'slurm.conf')),
@@ -240,6 +314,7 @@ export async function startRealSlurm(opts: RealSlurmOptions = {}): Promise<RealS
   if (up.code !== 0) {
     // A timeout kills bash only; down.sh stops whatever daemons it had started.
     await down();
+    claim.release();
     const killed = (up.error as { killed?: boolean } | undefined)?.killed;
     const reason = killed ? `killed after ${opts.timeoutMs ?? 300_000} ms` : `exit ${up.code}`;
     throw new Error(`real-slurm up.sh failed: ${reason}; logs in ${stateDir}/log/\n${tail(up.stderr)}`);
@@ -282,10 +357,15 @@ export async function startRealSlurm(opts: RealSlurmOptions = {}): Promise<RealS
       }
       return { code: r.code, stdout: r.stdout, stderr: r.stderr };
     },
+    async slurmd(action, node) {
+      const r = await exec('/bin/bash', [join(dir, 'slurmd.sh'), action, node], { env: scriptEnv, timeoutMs: 60_000 });
+      if (r.code !== 0) throw new Error(`slurmd.sh ${action} ${node} failed (exit ${r.code}):\n${tail(r.stderr)}`);
+    },
     async stop() {
       if (stopped) return;
       stopped = true;
       const r = await down();
+      claim.release();
       if (r.code !== 0) throw new Error(`real-slurm down.sh failed (exit ${r.code}):\n${tail(r.stderr)}`);
     },
   };

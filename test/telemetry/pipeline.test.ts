@@ -89,3 +89,36 @@ describe('Pipeline (producer → OTLP push)', () => {
     await rx.close();
   });
 });
+
+describe('Pipeline events (SDK synchronous instruments)', () => {
+  const fails = defineMetric('counter', 'test_fails', '', ['node_name'], 'Failures.');
+  const outage = defineMetric('histogram', 'test_outage_seconds', 's', ['node_name'], 'Outages.', [30, 60, 300]);
+
+  it('accumulates counter events beyond 2000 series without overflow', async () => {
+    const p = new Pipeline({ resource, scope: { name: 't', version: '0' }, logger: silentLogger(), eventSpecs: [fails, outage] });
+    const nodes = Array.from({ length: 3000 }, (_, i) => `n${i}`);
+    p.record(nodes.map((n) => ({ spec: fails, value: 1, attributes: { node_name: n } })));
+    p.record([{ spec: fails, value: 2, attributes: { node_name: 'n0' } }]);
+    await p.publish([]);
+    const rows = lines(p.exposition.text, 'test_fails_total{');
+    expect(rows).toHaveLength(3000);
+    expect(rows).toContain('test_fails_total{node_name="n0"} 3');
+    expect(p.exposition.text).not.toContain('otel_metric_overflow');
+    await p.shutdown();
+  });
+
+  it('observes histogram events into the buckets the catalogue declares', async () => {
+    const p = new Pipeline({ resource, scope: { name: 't', version: '0' }, logger: silentLogger(), eventSpecs: [fails, outage] });
+    p.record([45, 100, 4000].map((v) => ({ spec: outage, value: v, attributes: { node_name: 'a' } })));
+    await p.publish([]);
+    const buckets = lines(p.exposition.text, 'test_outage_seconds_bucket');
+    expect(buckets).toEqual([
+      'test_outage_seconds_bucket{node_name="a",le="30"} 0',
+      'test_outage_seconds_bucket{node_name="a",le="60"} 1',
+      'test_outage_seconds_bucket{node_name="a",le="300"} 2',
+      'test_outage_seconds_bucket{node_name="a",le="+Inf"} 3',
+    ]);
+    expect(() => p.record([{ spec: defineMetric('counter', 'undeclared', '', [], 'x'), value: 1, attributes: {} }])).toThrow(/not declared/);
+    await p.shutdown();
+  });
+});

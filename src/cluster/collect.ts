@@ -1,0 +1,108 @@
+/**
+ * The cluster agent's collection loop. Each sub-collector (nodes, jobs, diag)
+ * runs on every tick in isolation: a failure keeps its last good data and is
+ * counted; an in-flight limit skips a run rather than pile requests onto a
+ * slow slurmrestd; a result older than the one stored (runs overlapping when
+ * the limit is above 1) is dropped. Scrapes never reach this code.
+ */
+import type { Logger } from '../log.js';
+import type { SlurmDiag, SlurmJob, SlurmNode } from './model.js';
+import type { ClusterSnapshot, Collected, SubCollector } from './snapshot.js';
+
+export interface Fetchers {
+  readonly nodes: (signal: AbortSignal) => Promise<readonly SlurmNode[]>;
+  readonly jobs: (signal: AbortSignal) => Promise<readonly SlurmJob[]>;
+  readonly diag: (signal: AbortSignal) => Promise<SlurmDiag>;
+}
+
+/** What the loop reports, for self-monitoring. */
+export interface LoopHooks {
+  runFinished(name: SubCollector, durationMs: number, error?: unknown): void;
+  skipped(name: SubCollector): void;
+  stale(name: SubCollector): void;
+  inflight(name: SubCollector, count: number): void;
+}
+
+export interface LoopOptions {
+  readonly fetchers: Fetchers;
+  readonly maxInflight: number;
+  readonly hooks: LoopHooks;
+  readonly logger: Logger;
+  readonly now?: () => number;
+}
+
+export interface TickResult {
+  readonly snapshot: ClusterSnapshot;
+  readonly durationMs: number;
+  /** Sub-collectors that failed in this tick. */
+  readonly failed: readonly SubCollector[];
+}
+
+type Stored = { nodes?: Collected<readonly SlurmNode[]>; jobs?: Collected<readonly SlurmJob[]>; diag?: Collected<SlurmDiag> };
+
+export class CollectionLoop {
+  private readonly stored: Stored = {};
+  private readonly seq: Record<SubCollector, number> = { nodes: 0, jobs: 0, diag: 0 };
+  private readonly running: Record<SubCollector, number> = { nodes: 0, jobs: 0, diag: 0 };
+  private readonly aborts = new Set<AbortController>();
+  private readonly now: () => number;
+
+  constructor(private readonly opts: LoopOptions) {
+    this.now = opts.now ?? Date.now;
+  }
+
+  /** Starts every sub-collector that is under its in-flight limit and waits for those runs. */
+  async tick(): Promise<TickResult> {
+    const t0 = this.now();
+    const names: SubCollector[] = ['nodes', 'jobs', 'diag'];
+    const runs = names.map((name) => this.start(name));
+    const outcomes = await Promise.all(runs);
+    const failed = names.filter((_, i) => outcomes[i] === 'failed');
+    return { snapshot: this.snapshot(), durationMs: this.now() - t0, failed };
+  }
+
+  snapshot(): ClusterSnapshot {
+    return { atMs: this.now(), ...this.stored };
+  }
+
+  /** Aborts the requests in flight (shutdown). */
+  abort(): void {
+    for (const a of this.aborts) a.abort();
+  }
+
+  private async start(name: SubCollector): Promise<'ok' | 'failed' | 'skipped'> {
+    const { hooks } = this.opts;
+    if (this.running[name] >= this.opts.maxInflight) {
+      hooks.skipped(name);
+      this.opts.logger.warn({ collector: name, inflight: this.running[name] }, 'previous run still in flight; skipping this one');
+      return 'skipped';
+    }
+    const seq = ++this.seq[name];
+    const atMs = this.now();
+    const abort = new AbortController();
+    this.aborts.add(abort);
+    hooks.inflight(name, ++this.running[name]);
+    try {
+      const value = await this.opts.fetchers[name](abort.signal);
+      hooks.runFinished(name, this.now() - atMs);
+      this.store(name, { value, atMs, seq } as Collected<never>);
+      return 'ok';
+    } catch (err) {
+      hooks.runFinished(name, this.now() - atMs, err);
+      this.opts.logger.error({ collector: name, err: (err as Error).message }, 'sub-collector failed; keeping its last good data');
+      return 'failed';
+    } finally {
+      this.aborts.delete(abort);
+      hooks.inflight(name, --this.running[name]);
+    }
+  }
+
+  private store(name: SubCollector, result: Collected<never>): void {
+    const current = this.stored[name];
+    if (current && current.seq > result.seq) {
+      this.opts.hooks.stale(name);
+      return;
+    }
+    this.stored[name] = result;
+  }
+}
