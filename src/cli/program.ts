@@ -5,6 +5,7 @@
 import { Command, CommanderError } from 'commander';
 import { VERSION } from './common.js';
 import { demoCommand } from './demo.js';
+import { explainCommand } from './explain.js';
 import { nodeCommand } from './node.js';
 import { ConfigError, type Env } from './otel.js';
 
@@ -19,7 +20,7 @@ export function program(env: Env): Command {
     .version(VERSION)
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
-  for (const cmd of [nodeCommand(env), demoCommand(env)]) prog.addCommand(cmd.exitOverride().showHelpAfterError('(run with --help for usage)'));
+  for (const cmd of [nodeCommand(env), demoCommand(env), explainCommand()]) prog.addCommand(cmd.exitOverride().showHelpAfterError('(run with --help for usage)'));
   return prog;
 }
 

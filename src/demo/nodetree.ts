@@ -116,6 +116,7 @@ export function writeProcess(procfs: string, p: ProcSpec): void {
   const rest = Array.from({ length: 50 }, (_, i) => (i === 0 ? 'S' : i === 19 ? String(start) : '0'));
   put(path.join(dir, 'stat'), `${p.pid} (${p.comm}) ${rest.join(' ')}\n`);
   put(path.join(dir, 'cmdline'), `${p.cmdline ?? p.comm}\0`);
+  put(path.join(dir, 'comm'), `${p.comm}\n`);
   const fdDir = path.join(dir, 'fd');
   fs.mkdirSync(fdDir, { recursive: true });
   const uverbs = p.uverbs ?? [];

@@ -1,11 +1,13 @@
 /** The node agent: cycles on its own timer, publishes each snapshot, serves the last one. */
 import type { Logger } from '../log.js';
-import type { BindAddress } from '../telemetry/http.js';
+import { htmlBody, type BindAddress, type Body } from '../telemetry/http.js';
 import { Pipeline, type OtlpOptions } from '../telemetry/pipeline.js';
 import type { ResourceOptions } from '../telemetry/resource.js';
 import { every, serveAgent, type Served } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
 import { NodeCollector, type CollectorOptions, type Cycle } from './collector.js';
+import { attributionRows } from './explain.js';
+import { renderLanding } from './landing.js';
 import { NODE_SELF_METRICS } from './metrics.js';
 import { SqueueTable, type SqueueOptions } from './squeue.js';
 
@@ -39,6 +41,7 @@ export class NodeRunner {
   private readonly collector: NodeCollector;
   private readonly seen = new Set<string>();
   private lastCycle: Cycle | undefined;
+  private landingPage: Body = htmlBody('<!doctype html><title>slurm-otel</title><p>No cycle has completed yet.</p>', 503);
 
   constructor(private readonly opts: NodeAgentOptions) {
     const { logger } = opts;
@@ -56,6 +59,10 @@ export class NodeRunner {
     this.collector = new NodeCollector({ ...opts.collector, jobIdTable });
   }
 
+  get landing(): Body {
+    return this.landingPage;
+  }
+
   get last(): Cycle | undefined {
     return this.lastCycle;
   }
@@ -64,6 +71,10 @@ export class NodeRunner {
     const c = this.collector.cycle();
     await this.pipeline.publish(c.families, c.snapshot.atMs);
     this.lastCycle = c;
+    this.landingPage = htmlBody(renderLanding(attributionRows(c), {
+      host: this.opts.resource.hostName, version: this.opts.resource.serviceVersion, atMs: c.snapshot.atMs,
+      refreshSeconds: this.opts.collectionIntervalMs / 1000, gaps: c.snapshot.gaps,
+    }));
     this.record(c);
     return c;
   }
@@ -105,6 +116,7 @@ export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent>
       monitoring: opts.monitoring,
       pipeline: runner.pipeline,
       selfMetrics: () => runner.self.exposition(),
+      routes: { '/': () => runner.landing },
       onRequest: (path) => runner.self.m.scrapeRequests.record(1, { path }),
       healthy: () => (runner.last ? { ok: true, detail: `last cycle ${new Date(runner.last.snapshot.atMs).toISOString()}` } : { ok: false, detail: 'no cycle yet' }),
     });

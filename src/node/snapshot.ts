@@ -7,7 +7,7 @@ import { readHcas, UverbsMap, type HcaScan } from './hca.js';
 import type { JobIdResolver } from './jobids.js';
 import type { FdScanner } from './owners.js';
 import { Problems, type Problem } from './problems.js';
-import type { Roots } from './roots.js';
+import { join, readSmall, type Roots } from './roots.js';
 
 export interface JobAllocation extends Allocation {
   /** Resolved job id; undefined when it could not be resolved (then `unresolved` says why). */
@@ -34,6 +34,8 @@ export interface NodeSnapshot {
   /** Why no port's attribution can be trusted this cycle (empty when knowledge is complete). */
   readonly gaps: readonly string[];
   readonly unreadablePids: readonly number[];
+  /** Command names of the processes holding a device (for the explain views). */
+  readonly holderNames: ReadonlyMap<number, string>;
   readonly problems: readonly Problem[];
   readonly stats: { readonly processes: number; readonly fdLinksRead: number };
 }
@@ -86,6 +88,13 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
       }
     }
   }
+  const holderNames = new Map<number, string>();
+  for (const pids of owners.holders.values()) {
+    for (const pid of pids) {
+      const comm = readSmall(join(roots.procfs, String(pid), 'comm'));
+      if (comm.ok) holderNames.set(pid, comm.value.trim());
+    }
+  }
   return {
     atMs: nowMs,
     hca,
@@ -94,6 +103,7 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
     holders: new Map([...holders].map(([d, h]) => [d, { ...h, allocations: [...h.allocations] }])),
     gaps,
     unreadablePids: owners.unreadable,
+    holderNames,
     problems: problems.list(),
     stats: { processes: owners.stats.processes, fdLinksRead: owners.stats.fdLinksRead },
   };

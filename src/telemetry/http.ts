@@ -108,3 +108,7 @@ function acceptsGzip(req: http.IncomingMessage): boolean {
 export function textBody(text: string, status = 200): Body {
   return { contentType: 'text/plain; charset=utf-8', text, status };
 }
+
+export function htmlBody(text: string, status = 200): Body {
+  return { contentType: 'text/html; charset=utf-8', text, status };
+}

@@ -22,7 +22,7 @@ function snap(s: Setup): NodeSnapshot {
   return {
     atMs: s.atMs ?? 0,
     hca: { present: true, hcas: DEVICES.map((device) => ({ device, ports: [{ port: '1', counters: new Map(Object.entries(s.counters?.[device] ?? {})) }] })) },
-    allocations, scopes: [], holders, gaps: s.gaps ?? [], unreadablePids: [], problems: [], stats: { processes: 0, fdLinksRead: 0 },
+    allocations, scopes: [], holders, gaps: s.gaps ?? [], unreadablePids: [], holderNames: new Map(), problems: [], stats: { processes: 0, fdLinksRead: 0 },
   };
 }
 

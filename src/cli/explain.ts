@@ -1,0 +1,43 @@
+/** `slurm-otel explain`: one cycle, then the attribution table in the terminal (or JSON). */
+import { Command, Option } from 'commander';
+import Table from 'cli-table3';
+import { NodeCollector } from '../node/collector.js';
+import { attributionRows, type PortRow } from '../node/explain.js';
+import { addRootOptions } from './node.js';
+import { parseDuration } from './values.js';
+
+interface ExplainFlags {
+  sysfsRoot: string;
+  procfsRoot: string;
+  cgroupRoot: string;
+  json?: boolean;
+}
+
+export function explainCommand(): Command {
+  return addRootOptions(new Command('explain').description('why each HCA port is (or is not) attributed to a job, on this node'))
+    .option('--json', 'print the rows as JSON (for scripts)')
+    .addOption(new Option('--fd-rescan-interval <duration>').hideHelp().default(0).argParser(parseDuration))
+    .action((f: ExplainFlags) => {
+      const c = new NodeCollector({ roots: { sysfs: f.sysfsRoot, procfs: f.procfsRoot, cgroupfs: f.cgroupRoot }, fdRescanIntervalMs: 0 }).cycle();
+      const rows = attributionRows(c);
+      if (f.json) {
+        process.stdout.write(JSON.stringify({ at: new Date(c.snapshot.atMs).toISOString(), gaps: c.snapshot.gaps, ports: rows }, null, 2) + '\n');
+        return;
+      }
+      if (!c.snapshot.hca.present) process.stdout.write(`no InfiniBand devices under ${f.sysfsRoot}/class/infiniband\n`);
+      process.stdout.write(renderTable(rows) + '\n');
+      for (const gap of c.snapshot.gaps.slice(0, 10)) process.stdout.write(`gap: ${gap}\n`);
+    });
+}
+
+export function renderTable(rows: readonly PortRow[]): string {
+  const table = new Table({ head: ['device', 'port', 'link', 'holders', 'status', 'why'], style: { head: [], border: [] }, wordWrap: true, colWidths: [null, null, 22, 40, null, 44] });
+  for (const r of rows) {
+    const holders = [
+      ...r.jobs.map((j) => `job ${j.jobId}: ${j.holders.map((h) => `${h.pid} ${h.comm}`).join(', ')}`),
+      ...r.nonJob.map((h) => `non-job: ${h.pid} ${h.comm}`),
+    ];
+    table.push([r.device, r.port, `${r.linkLayer} ${r.rate}`.trim(), holders.join('\n') || '—', r.status, r.why]);
+  }
+  return table.toString();
+}

@@ -1,0 +1,57 @@
+/**
+ * The attribution table, as plain rows: one per port, with its holders,
+ * status and why. The terminal (`slurm-otel explain`) and the landing page
+ * render the same rows.
+ */
+import type { Cycle } from './collector.js';
+import type { PortStatus } from './attribution.js';
+
+/** Counters an operator looks at first during a fabric incident. */
+export const KEY_COUNTERS = ['packet_seq_err', 'out_of_sequence', 'local_ack_timeout_err', 'port_xmit_discards', 'symbol_error', 'link_downed'] as const;
+
+export interface Holder {
+  readonly pid: number;
+  readonly comm: string;
+}
+
+export interface PortRow {
+  readonly device: string;
+  readonly port: string;
+  readonly linkLayer: string;
+  readonly rate: string;
+  readonly state: string;
+  readonly status: PortStatus;
+  readonly why: string;
+  /** Jobs holding the device, each with its holding processes. */
+  readonly jobs: readonly { readonly jobId: string; readonly holders: readonly Holder[] }[];
+  readonly nonJob: readonly Holder[];
+  /** The attributed job (status sole). */
+  readonly attributedTo?: string;
+  readonly counters: Readonly<Record<string, string>>;
+}
+
+export function attributionRows(c: Cycle): PortRow[] {
+  const { snapshot: snap } = c;
+  const byKey = new Map(snap.allocations.map((a) => [a.key, a]));
+  const ports = new Map(snap.hca.hcas.flatMap((h) => h.ports.map((p) => [`${h.device} ${p.port}`, p] as const)));
+  const holder = (pid: number): Holder => ({ pid, comm: snap.holderNames.get(pid) ?? '?' });
+  return c.attribution.verdicts.map((v) => {
+    const p = ports.get(`${v.device} ${v.port}`);
+    const held = snap.holders.get(v.device);
+    const jobs = (held?.allocations ?? []).map((key) => {
+      const a = byKey.get(key);
+      const pids = new Set([...(a?.pids ?? []), ...(a?.stepdPids ?? [])]);
+      return { jobId: a?.jobId ?? `${a?.id ?? key} (unresolved)`, holders: (held?.jobPids ?? []).filter((pid) => pids.has(pid)).map(holder) };
+    });
+    const counters: Record<string, string> = {};
+    for (const name of KEY_COUNTERS) {
+      const value = p?.counters.get(name);
+      if (value !== undefined) counters[name] = value.toString();
+    }
+    const row = {
+      device: v.device, port: v.port, linkLayer: p?.linkLayer ?? '', rate: p?.rate ?? '', state: p?.state ?? '',
+      status: v.status, why: v.why, jobs, nonJob: (held?.nonJobPids ?? []).map(holder), counters,
+    };
+    return v.soleJobId === undefined ? row : { ...row, attributedTo: v.soleJobId };
+  });
+}

@@ -1,0 +1,62 @@
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { NodeCollector } from '../../src/node/collector.js';
+import { attributionRows } from '../../src/node/explain.js';
+import { renderLanding } from '../../src/node/landing.js';
+import { CounterDrift, demoTree } from '../../src/demo/scenarios.js';
+import { writeTree } from '../../src/demo/nodetree.js';
+import { tmpDir } from '../support/tmp.js';
+
+const BIN = path.resolve('dist/src/cli/main.js');
+
+function demoRoots(nonJobHolder = true) {
+  const roots = writeTree(tmpDir(), demoTree({ layout: 'v2-sluid', nonJobHolder }));
+  new CounterDrift(roots.sysfs).tick(2);
+  return roots;
+}
+
+describe('attribution rows', () => {
+  it('name every holder, job or not, with the reason for the status', () => {
+    const rows = attributionRows(new NodeCollector({ roots: demoRoots(), fdRescanIntervalMs: 60_000 }).cycle());
+    const shared = rows.find((r) => r.device === 'mlx5_1');
+    expect(shared?.status).toBe('shared');
+    expect(shared?.jobs.map((j) => [j.jobId, j.holders.map((h) => `${h.pid} ${h.comm}`)])).toEqual([
+      ['918002', ['42010 python', '42011 python']],
+      ['918003', ['43010 python', '43011 python']],
+    ]);
+    expect(Number(shared?.counters.packet_seq_err)).toBeGreaterThan(0);
+    const nonjob = rows.find((r) => r.device === 'mlx5_3');
+    expect(nonjob).toMatchObject({ status: 'nonjob', nonJob: [{ pid: 950, comm: 'weka-client' }] });
+    expect(rows.find((r) => r.device === 'mlx5_0')?.attributedTo).toBe('918001');
+  });
+
+  it('escape what they show in HTML', () => {
+    const rows = attributionRows(new NodeCollector({ roots: demoRoots(), fdRescanIntervalMs: 60_000 }).cycle());
+    const html = renderLanding([{ ...(rows[0] as (typeof rows)[0]), why: '<script>alert(1)</script>' }], { host: 'n<1>', version: '1', atMs: 0, refreshSeconds: 15, gaps: [] });
+    expect(html).not.toContain('<script>');
+    expect(html).toContain('&#60;script&#62;');
+    expect(html).toContain('n&#60;1&#62;');
+  });
+});
+
+describe('slurm-otel explain', () => {
+  it('prints one row per port with holders, status and why', () => {
+    const roots = demoRoots();
+    const r = spawnSync(process.execPath, [BIN, 'explain', '--sysfs-root', roots.sysfs, '--procfs-root', roots.procfs, '--cgroup-root', roots.cgroupfs], { encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    const text = r.stdout.replace(/\s+/g, ' ');
+    expect(text).toMatch(/mlx5_1 │ 1 │ .*job 918002: 42010 python, 42011 python/);
+    expect(text).toMatch(/│ shared │ 2 jobs hold the device/);
+    expect(text).toContain('non-job: 950 weka-client');
+  });
+
+  it('--json gives the same rows for scripts', () => {
+    const roots = demoRoots(false);
+    const r = spawnSync(process.execPath, [BIN, 'explain', '--json', '--sysfs-root', roots.sysfs, '--procfs-root', roots.procfs, '--cgroup-root', roots.cgroupfs], { encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    const out = JSON.parse(r.stdout) as { ports: { device: string; status: string }[]; gaps: string[] };
+    expect(out.gaps).toEqual([]);
+    expect(out.ports.map((p) => `${p.device}:${p.status}`)).toEqual(['mlx5_0:sole', 'mlx5_1:shared', 'mlx5_2:sole', 'mlx5_3:idle']);
+  });
+});
