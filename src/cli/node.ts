@@ -6,7 +6,8 @@ import { runNodeOnce, startNodeAgent, type NodeAgentOptions } from '../node/agen
 import { DEFAULT_ROOTS } from '../node/roots.js';
 import type { BindAddress } from '../telemetry/http.js';
 import type { OtlpProtocol } from '../telemetry/pipeline.js';
-import { resolveOtlp, resolveResource, type Env } from './otel.js';
+import { ConfigError, resolveOtlp, resolveResource, type Env } from './otel.js';
+import { loadWebConfig, WebConfigError, type WebConfig } from '../telemetry/webconfig.js';
 import { bindAddress, oneOf, parseDuration, positiveDuration } from './values.js';
 import { VERSION, waitForSignal } from './common.js';
 
@@ -29,6 +30,7 @@ export interface NodeFlags {
   otlpTimeout?: number;
   logLevel: LogLevel;
   logFormat: LogFormat;
+  webConfigFile?: string;
   once?: boolean;
 }
 
@@ -68,6 +70,7 @@ export function addNodeOptions(cmd: Command, defaults: NodeDefaults = NODE_DEFAU
     .addOption(opt('--otlp-protocol <protocol>', 'http/protobuf or http/json (else OTEL_EXPORTER_OTLP_[METRICS_]PROTOCOL; default http/protobuf)', 'OTLP_PROTOCOL').argParser(oneOf(['http/json', 'http/protobuf'] as const)))
     .addOption(opt('--otlp-interval <duration>', 'OTLP push interval (else OTEL_METRIC_EXPORT_INTERVAL ms; default 60s)', 'OTLP_INTERVAL').argParser(positiveDuration))
     .addOption(opt('--otlp-timeout <duration>', 'OTLP push timeout (else OTEL_EXPORTER_OTLP_[METRICS_]TIMEOUT ms; default 10s)', 'OTLP_TIMEOUT').argParser(positiveDuration))
+    .addOption(opt('--web-config-file <path>', 'TLS and basic-auth settings for both endpoints (Prometheus web config format)', 'WEB_CONFIG_FILE'))
     .addOption(opt('--log-level <level>', 'debug, info, warn or error', 'LOG_LEVEL').default('info').argParser(oneOf(LOG_LEVELS)))
     .addOption(opt('--log-format <format>', 'json or plain', 'LOG_FORMAT').default(d.logFormat).argParser(oneOf(['json', 'plain'] as const)));
 }
@@ -82,6 +85,7 @@ export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {
     monitoring: f.monitoringBindAddress,
     resource: resolveResource(env, { serviceName: 'slurm-otel-node', hostName: f.nodeName, version: VERSION }),
     otlp: resolveOtlp(f, env),
+    security: f.webConfigFile ? loadWebConfigOption(f.webConfigFile) : undefined,
     logger,
   };
 }
@@ -99,4 +103,14 @@ export function nodeCommand(env: Env): Command {
       await waitForSignal();
       await agent.stop();
     });
+}
+
+/** A bad web config file is a configuration error (exit 2), not a crash. */
+export function loadWebConfigOption(file: string): WebConfig {
+  try {
+    return loadWebConfig(file);
+  } catch (err) {
+    if (err instanceof WebConfigError) throw new ConfigError(err.message);
+    throw err;
+  }
 }

@@ -3,6 +3,7 @@ import type { Logger } from '../log.js';
 import { htmlBody, type BindAddress, type Body } from '../telemetry/http.js';
 import { Pipeline, type OtlpOptions } from '../telemetry/pipeline.js';
 import type { ResourceOptions } from '../telemetry/resource.js';
+import type { WebConfig } from '../telemetry/webconfig.js';
 import { every, serveAgent, type Served } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
 import { NodeCollector, type CollectorOptions, type Cycle } from './collector.js';
@@ -21,6 +22,8 @@ export interface NodeAgentOptions {
   readonly monitoring: BindAddress;
   readonly resource: ResourceOptions;
   readonly otlp?: OtlpOptions;
+  /** TLS and basic auth for the endpoints (--web-config-file). */
+  readonly security?: WebConfig;
   readonly logger: Logger;
 }
 
@@ -117,6 +120,7 @@ export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent>
       pipeline: runner.pipeline,
       selfMetrics: () => runner.self.exposition(),
       routes: { '/': () => runner.landing },
+      security: opts.security,
       onRequest: (path) => runner.self.m.scrapeRequests.record(1, { path }),
       healthy: () => (runner.last ? { ok: true, detail: `last cycle ${new Date(runner.last.snapshot.atMs).toISOString()}` } : { ok: false, detail: 'no cycle yet' }),
     });

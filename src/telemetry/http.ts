@@ -4,8 +4,10 @@
  * metrics: they serve what the last collection rendered.
  */
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
+import { BasicAuth, type WebConfig } from './webconfig.js';
 
 export interface Body {
   readonly contentType: string;
@@ -37,10 +39,24 @@ export interface Endpoint {
   close(): Promise<void>;
 }
 
-export async function serve(bind: BindAddress, routes: Readonly<Record<string, Route>>, onRequest?: (path: string) => void): Promise<Endpoint> {
-  const server = http.createServer((req, res) => {
+export async function serve(
+  bind: BindAddress,
+  routes: Readonly<Record<string, Route>>,
+  onRequest?: (path: string) => void,
+  security: WebConfig = { users: new Map() },
+): Promise<Endpoint> {
+  const auth = new BasicAuth(security.users);
+  const listener = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    if (!auth.check(req.headers.authorization)) {
+      res.writeHead(401, { 'www-authenticate': 'Basic realm="slurm-otel"', 'content-type': 'text/plain' }).end('unauthorized\n');
+      return;
+    }
     void handle(routes, req, res, onRequest);
-  });
+  };
+  const tls = security.tls;
+  const server = tls
+    ? https.createServer({ cert: tls.cert, key: tls.key, ca: tls.ca, requestCert: tls.requireClientCert || tls.ca !== undefined, rejectUnauthorized: tls.requireClientCert }, listener)
+    : http.createServer(listener);
   server.requestTimeout = 10_000;
   server.headersTimeout = 5_000;
   server.keepAliveTimeout = 5_000;
@@ -54,7 +70,7 @@ export async function serve(bind: BindAddress, routes: Readonly<Record<string, R
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   return {
-    url: `http://${host}:${addr.port}`,
+    url: `${tls ? 'https' : 'http'}://${host}:${addr.port}`,
     port: addr.port,
     close: () =>
       new Promise<void>((resolve) => {

@@ -7,6 +7,7 @@
 import type { Logger } from '../log.js';
 import { serve, textBody, type BindAddress, type Endpoint, type Route } from './http.js';
 import type { Pipeline } from './pipeline.js';
+import type { WebConfig } from './webconfig.js';
 
 export interface ServeOptions {
   readonly metrics: BindAddress;
@@ -16,6 +17,8 @@ export interface ServeOptions {
   /** Extra routes on the metrics endpoint (landing page, JSON views). */
   readonly routes?: Readonly<Record<string, Route>>;
   readonly onRequest?: (path: string) => void;
+  /** TLS and basic auth for both endpoints (web config file). */
+  readonly security?: WebConfig;
   /** Whether the agent is healthy enough for /health to answer 200. */
   readonly healthy: () => { ok: boolean; detail: string };
 }
@@ -31,10 +34,10 @@ export async function serveAgent(opts: ServeOptions): Promise<Served> {
     const h = opts.healthy();
     return textBody(`${h.ok ? 'ok' : 'unhealthy'}: ${h.detail}\n`, h.ok ? 200 : 503);
   };
-  const metrics = await serve(opts.metrics, { '/metrics': () => opts.pipeline.exposition, '/health': health, ...opts.routes }, opts.onRequest);
+  const metrics = await serve(opts.metrics, { '/metrics': () => opts.pipeline.exposition, '/health': health, ...opts.routes }, opts.onRequest, opts.security);
   let monitoring: Endpoint;
   try {
-    monitoring = await serve(opts.monitoring, { '/metrics': opts.selfMetrics, '/health': health });
+    monitoring = await serve(opts.monitoring, { '/metrics': opts.selfMetrics, '/health': health }, undefined, opts.security);
   } catch (err) {
     await metrics.close();
     throw err;

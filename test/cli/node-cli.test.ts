@@ -35,6 +35,7 @@ describe('slurm-otel node (command line)', () => {
     [['node', '--log-level', 'loud'], /"loud" is not one of debug, info, warn, error/],
     [['node', '--otlp-protocol', 'grpc'], /"grpc" is not one of http\/json, http\/protobuf/],
     [['frobnicate'], /unknown command 'frobnicate'/],
+    [['node', '--once', '--web-config-file', '/nonexistent/web.yml'], /web config \/nonexistent\/web.yml: ENOENT/],
   ])('%j → exit 2 with a message naming the problem', (args, message) => {
     const r = cli(args);
     expect(r.code).toBe(2);
