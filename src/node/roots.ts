@@ -116,3 +116,21 @@ export function parseCounter(text: string): Read<bigint> {
   if (v > 0xffff_ffff_ffff_ffffn) return failed('malformed', `${t} exceeds 64 bits`);
   return ok(v);
 }
+
+/**
+ * Whether procfs is mounted with `hidepid` (1, 2, invisible, noaccess): then an
+ * unprivileged reader does not see other users' processes at all, and a
+ * process outside Slurm holding a device would be invisible.
+ */
+export function procHidesProcesses(procfs: string): boolean {
+  const info = readSmall(join(procfs, 'self', 'mountinfo'));
+  if (!info.ok) return false;
+  for (const line of info.value.split('\n')) {
+    const fields = line.split(' ');
+    if (fields[4] !== procfs) continue;
+    const superOptions = fields[fields.indexOf('-') + 3] ?? '';
+    const m = /(?:^|,)hidepid=([^,]+)/.exec(superOptions);
+    if (m && m[1] !== '0' && m[1] !== 'off') return true;
+  }
+  return false;
+}

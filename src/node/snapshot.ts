@@ -7,7 +7,7 @@ import { readHcas, UverbsMap, type HcaScan } from './hca.js';
 import type { JobIdResolver } from './jobids.js';
 import type { FdScanner } from './owners.js';
 import { Problems, type Problem } from './problems.js';
-import { join, readSmall, type Roots } from './roots.js';
+import { join, procHidesProcesses, readSmall, type Roots } from './roots.js';
 
 export interface JobAllocation extends Allocation {
   /** Resolved job id; undefined when it could not be resolved (then `unresolved` says why). */
@@ -68,6 +68,7 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
     return r && 'jobId' in r ? { ...a, jobId: r.jobId } : { ...a, unresolved: r?.unresolved ?? 'not resolved' };
   });
   for (const pid of owners.unreadable) gaps.push(`PID ${pid}: fd table unreadable`);
+  if (process.geteuid?.() !== 0 && procHidesProcesses(roots.procfs)) gaps.push(`${roots.procfs} is mounted with hidepid and the agent is not root: other users' processes are invisible`);
 
   const uverbs = new UverbsMap(roots.sysfs, problems);
   const holders = new Map<string, { allocations: Set<string>; nonJobPids: number[]; jobPids: number[] }>();

@@ -106,6 +106,16 @@ describe('node collector on the demo node', () => {
     expect(points(c, NODE_METRICS.deviceCounters.name).length).toBeGreaterThan(0);
   });
 
+  it('suppresses every port when /proc hides other users and the agent is not root', () => {
+    const { roots, collector } = demo();
+    fs.mkdirSync(path.join(roots.procfs, 'self'));
+    fs.writeFileSync(path.join(roots.procfs, 'self', 'mountinfo'), `22 27 0:21 / ${roots.procfs} rw,relatime - proc proc rw,hidepid=invisible\n`);
+    expect(collector.cycle(1000).attribution.verdicts.map((v) => v.status)).toContain('sole');
+    const c = asUnprivileged(() => collector.cycle(2000));
+    expect(c.attribution.verdicts.every((v) => v.status === 'incomplete')).toBe(true);
+    expect(c.snapshot.gaps.join()).toContain('hidepid');
+  });
+
   it('suppresses every port when a held uverbs device has no resolvable HCA', () => {
     const { roots, collector } = demo();
     writeProcess(roots.procfs, { pid: 960, comm: 'odd', uverbs: [9] });
