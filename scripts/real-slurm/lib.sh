@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034  # the RS_* settings are used by the scripts that source this
 # Settings and helpers shared by up.sh and down.sh. Sourced, never run.
 #
 # Every knob is an environment variable with a default. The default ports are
@@ -18,6 +18,7 @@
 #   REAL_SLURM_NODES             node count, 2..16 (default 4): cpu = first half, gpu = rest
 #   REAL_SLURM_DBD               1 = also run mariadb + slurmdbd (accounting, /slurmdb/*)
 #   REAL_SLURM_SLURMD_TIMEOUT    SlurmdTimeout seconds (default 10)
+#   REAL_SLURM_MESSAGE_TIMEOUT   MessageTimeout seconds (default 5)
 #   REAL_SLURM_MIN_JOB_AGE       MinJobAge seconds (default 30)
 #   REAL_SLURM_TOKEN_LIFESPAN    lifespan of the token in the env file (default 7 days)
 #   REAL_SLURM_TIMEOUT           seconds up.sh waits for readiness (default 60)
@@ -35,6 +36,7 @@ RS_DB_PORT=${REAL_SLURM_DB_PORT:-$((23306 + RS_OFFSET))}
 RS_NODES=${REAL_SLURM_NODES:-4}
 RS_DBD=${REAL_SLURM_DBD:-0}
 RS_SLURMD_TIMEOUT=${REAL_SLURM_SLURMD_TIMEOUT:-10}
+RS_MESSAGE_TIMEOUT=${REAL_SLURM_MESSAGE_TIMEOUT:-5}
 RS_MIN_JOB_AGE=${REAL_SLURM_MIN_JOB_AGE:-30}
 RS_TOKEN_LIFESPAN=${REAL_SLURM_TOKEN_LIFESPAN:-604800}
 RS_TIMEOUT=${REAL_SLURM_TIMEOUT:-60}
@@ -62,7 +64,7 @@ rs_validate() {
   case $RS_STATE in /|/tmp|/tmp/|/var|/root|/home|/etc|/usr) rs_die "refusing REAL_SLURM_STATE=$RS_STATE";; esac
   local v
   for v in RS_OFFSET RS_REST_PORT RS_CTLD_PORT RS_SLURMD_BASE RS_DBD_PORT RS_DB_PORT RS_NODES \
-           RS_SLURMD_TIMEOUT RS_MIN_JOB_AGE RS_TOKEN_LIFESPAN RS_TIMEOUT; do
+           RS_SLURMD_TIMEOUT RS_MESSAGE_TIMEOUT RS_MIN_JOB_AGE RS_TOKEN_LIFESPAN RS_TIMEOUT; do
     [[ ${!v} =~ ^[0-9]+$ ]] || rs_die "$v must be a non-negative integer (got '${!v}')"
   done
   # >= 2 so both partitions have a node; <= 16 so the port ranges of instances
@@ -84,6 +86,24 @@ rs_trace() {
 # SLURM_TIME_FORMAT etc. would change client output we parse, so drop them all.
 RS_ENV=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "SLURM_CONF=$RS_CONF" "$RS_TAG")
 rs_env() { "${RS_ENV[@]}" "$@"; }
+
+# rs_launch NAME CMD...: start a daemon in the foreground mode of its own (-D,
+# --foreground), detached into its own session (a Ctrl-C of the test runner
+# does not hit it), with a clean environment, stdin from /dev/null and output
+# in $RS_LOG/NAME.out (a daemon holding our stdout pipe would keep the
+# caller's child_process.execFile waiting forever), and its pid in run/NAME.pid.
+rs_launch() {
+  local name=$1; shift
+  # A simple command (not a shell function, whose subshell would stay the
+  # parent) and setsid execing in place (a background job of a non-interactive
+  # shell is no process-group leader): $! is the daemon's own pid.
+  "${RS_ENV[@]}" setsid "$@" </dev/null >>"$RS_LOG/$name.out" 2>&1 9>&- &
+  local pid=$! i
+  echo "$pid" >"$RS_RUN/$name.pid"
+  # Until the forked shell has exec'd env, the pid lacks our tag and
+  # rs_is_ours would call it "not ours / exited": wait for the exec (<= 1 s).
+  for ((i = 0; i < 50; i++)); do rs_is_ours "$pid" && break; sleep 0.02; done
+}
 
 # A pid from a pid file is ours only if it is alive and carries our tag.
 rs_is_ours() {

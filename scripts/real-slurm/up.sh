@@ -59,7 +59,7 @@ T_START=$(date +%s%N)   # the timings below exclude package installation
 
 # ---------------------------------------------------------------- state dir + lock
 mkdir -p "$RS_STATE"
-if [ ! -e "$RS_MARKER" ] && [ -n "$(ls -A "$RS_STATE" 2>/dev/null | grep -vx '\.lock' || true)" ]; then
+if [ ! -e "$RS_MARKER" ] && [ -n "$(find "$RS_STATE" -mindepth 1 -maxdepth 1 ! -name .lock -print -quit)" ]; then
   rs_die "$RS_STATE exists, is not empty and was not created by these scripts; refusing to use it"
 fi
 touch "$RS_MARKER"
@@ -82,22 +82,15 @@ chmod 755 "$RS_STATE" "$RS_ETC"
 chmod 1777 "$RS_STATE/work"
 
 # From here on, any failure stops what this run started; the logs stay.
-trap 'rc=$?; if [ $rc -ne 0 ]; then echo "[real-slurm up] FAILED (exit $rc); logs: $RS_LOG/; stopping what was started" >&2; rs_stop; fi' EXIT
+on_exit() {
+  local rc=$?
+  [ "$rc" -eq 0 ] && return 0
+  echo "[real-slurm up] FAILED (exit $rc); logs: $RS_LOG/; stopping what was started" >&2
+  rs_stop
+}
+trap on_exit EXIT
 
 deadline() { echo $(( $(date +%s) + $1 )); }
-# launch NAME CMD...: start a daemon in the foreground mode of its own (-D,
-# --foreground), detached into its own session (a Ctrl-C of the test runner
-# does not hit it), with a clean environment, stdin from /dev/null and output
-# in $RS_LOG/NAME.out (a daemon holding our stdout pipe would keep the
-# caller's child_process.execFile waiting forever), and its pid in run/NAME.pid.
-launch() {
-  local name=$1; shift
-  # A simple command (not a shell function, whose subshell would stay the
-  # parent) and setsid execing in place (a background job of a non-interactive
-  # shell is no process-group leader): $! is the daemon's own pid.
-  "${RS_ENV[@]}" setsid "$@" </dev/null >>"$RS_LOG/$name.out" 2>&1 9>&- &
-  echo $! >"$RS_RUN/$name.pid"
-}
 # Explain and fail, naming the log files to read.
 fail_with_logs() {
   local msg=$1 f; shift
@@ -110,10 +103,10 @@ fail_with_logs() {
 }
 
 # ---------------------------------------------------------------- preflight
-# slurmctld only runs where `hostname -s` equals the SlurmctldHost name, and
-# Slurm resolves that name; a CI container whose hostname is not in /etc/hosts
-# (or DNS) fails later with an obscure "not a valid controller"/"Unable to
-# resolve" message, so check here and say what to do.
+# slurmctld only runs where `hostname -s` equals the SlurmctldHost name
+# ("This host not a valid controller" otherwise), and Slurm resolves that name;
+# a CI container whose hostname is in neither /etc/hosts nor DNS fails later in
+# obscure ways, so check here and say what to do.
 SHORT=$(hostname -s)
 [ -n "$SHORT" ] || rs_die "hostname -s is empty"
 getent hosts "$SHORT" >/dev/null || rs_die "the short hostname '$SHORT' does not resolve; add '127.0.0.1 $SHORT' to /etc/hosts"
@@ -135,7 +128,7 @@ mungekey --create --keyfile="$MUNGE/munge.key" >/dev/null 2>&1 \
 chmod 400 "$MUNGE/munge.key"
 # --force: munged otherwise refuses to start as root / with a socket dir it
 # considers insecure; this key and socket are private to this test cluster.
-launch munged munged --foreground --force --key-file="$MUNGE/munge.key" \
+rs_launch munged munged --foreground --force --key-file="$MUNGE/munge.key" \
   --socket="$MUNGE/munge.socket" --pid-file="$RS_RUN/own/munged.pid" \
   --seed-file="$MUNGE/munged.seed" --log-file="$RS_LOG/munged.log"
 dl=$(deadline 10)
@@ -167,7 +160,7 @@ if [ "$RS_DBD" = 1 ]; then
     || fail_with_logs "mariadb-install-db failed" "$RS_LOG/mariadb-install.log"
   # --no-defaults: ignore /etc/mysql (the host's server, if any, keeps its own
   # socket/port); a small buffer pool keeps the footprint CI-friendly.
-  launch mariadbd mariadbd --no-defaults --user=root --datadir="$DB/data" \
+  rs_launch mariadbd mariadbd --no-defaults --user=root --datadir="$DB/data" \
     --socket="$DB/mysqld.sock" --port="$RS_DB_PORT" --bind-address=127.0.0.1 --skip-name-resolve \
     --pid-file="$RS_RUN/own/mariadbd.pid" --innodb-buffer-pool-size=32M --log-error="$RS_LOG/mariadbd.log"
   dl=$(deadline "$RS_TIMEOUT")
@@ -199,7 +192,7 @@ StoragePass=slurm-otel-test
 StorageLoc=slurm_acct_db
 EOF
   chmod 600 "$RS_ETC/slurmdbd.conf"
-  launch slurmdbd slurmdbd -D
+  rs_launch slurmdbd slurmdbd -D
   say "mariadbd + slurmdbd started"
   ACCOUNTING="AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=127.0.0.1
@@ -257,8 +250,13 @@ SchedulerParameters=sched_interval=2,bf_interval=2
 # A node that was DOWN (e.g. its slurmd was killed by a test) returns to
 # service as soon as its slurmd registers again.
 ReturnToService=2
-# A killed slurmd is NOT_RESPONDING after ~SlurmdTimeout/3 and DOWN after SlurmdTimeout.
+# How fast a killed slurmd shows: slurmctld's pings to it fail only after
+# MessageTimeout (connect retries), so both matter. Measured with 10 / 5:
+# NOT_RESPONDING ("idle*") after ~13 s, DOWN after ~21 s (with 10 / 10:
+# ~18 s / ~31 s; Slurm's defaults 300 / 10: minutes). Loopback RPCs need far
+# less than 5 s unless the machine is badly overloaded.
 SlurmdTimeout=$RS_SLURMD_TIMEOUT
+MessageTimeout=$RS_MESSAGE_TIMEOUT
 SlurmctldTimeout=120
 # Finished jobs stay visible in squeue / REST /jobs for MinJobAge seconds.
 MinJobAge=$RS_MIN_JOB_AGE
@@ -285,7 +283,8 @@ EOF
   echo "PartitionName=gpu Nodes=$GPU_NODES MaxTime=INFINITE State=UP"
 } >"$RS_CONF"
 # Slurm 22.05 ignores GPUs without File= (Count= only), so each fake GPU is a
-# plain file; the digit in its name is the device index. AutoDetect=off: never
+# plain file; the digit in its name is the device index. slurmd logs "is not a
+# valid character or block device" for them: harmless with TaskPlugin=task/none. AutoDetect=off: never
 # probe NVML on the host.
 touch "$RS_STATE/dev/nvidia0" "$RS_STATE/dev/nvidia1"
 cat >"$RS_ETC/gres.conf" <<EOF
@@ -306,7 +305,7 @@ fi
 
 # ---------------------------------------------------------------- slurmctld
 # -i: start even if (absent) state files cannot be read.
-launch slurmctld slurmctld -D -i -f "$RS_CONF"
+rs_launch slurmctld slurmctld -D -i -f "$RS_CONF"
 dl=$(deadline "$RS_TIMEOUT")
 # NB: no `scontrol ping | grep -q` under pipefail: grep -q exits early and
 # the SIGPIPE of scontrol would make the test fail even on a match.
@@ -321,7 +320,7 @@ say "slurmctld up on 127.0.0.1:$RS_CTLD_PORT"
 # -N gives each slurmd its node name, so N of them share this one host.
 for ((i = 1; i <= RS_NODES; i++)); do
   mkdir -p "$RS_STATE/spool/node$i"
-  launch "slurmd-node$i" slurmd -D -N "node$i" -f "$RS_CONF"
+  rs_launch "slurmd-node$i" slurmd -D -N "node$i" -f "$RS_CONF"
 done
 say "slurmd started for node1..node$RS_NODES"
 
@@ -341,7 +340,7 @@ fi
 # The /slurmdb/* plugins abort slurmrestd unless accounting uses slurmdbd.
 PLUGINS=openapi/v0.0.36,openapi/v0.0.37,openapi/v0.0.38
 [ "$RS_DBD" = 1 ] && PLUGINS+=,openapi/dbv0.0.36,openapi/dbv0.0.37,openapi/dbv0.0.38
-launch slurmrestd env SLURM_JWT=daemon slurmrestd -f "$RS_CONF" -u "$RS_REST_ACCOUNT" -g "$RS_REST_ACCOUNT" \
+rs_launch slurmrestd env SLURM_JWT=daemon slurmrestd -f "$RS_CONF" -u "$RS_REST_ACCOUNT" -g "$RS_REST_ACCOUNT" \
   -a rest_auth/jwt -s "$PLUGINS" "127.0.0.1:$RS_REST_PORT"
 
 # ---------------------------------------------------------------- readiness

@@ -2,10 +2,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../src/log.js';
-import { startNodeAgent, type NodeAgent } from '../../src/node/agent.js';
+import type { NodeAgent } from '../../src/node/agent.js';
 import { CounterDrift, demoTree } from '../../src/demo/scenarios.js';
 import { writeTree } from '../../src/demo/nodetree.js';
+import { startTestNodeAgent } from '../support/agents.js';
 import { tmpDir } from '../support/tmp.js';
 import { findTool, shouldRun, toolPath } from '../support/tools.js';
 
@@ -19,14 +19,7 @@ describe.runIf(shouldRun(chromiumTool))('landing page in headless Chromium', () 
   beforeAll(async () => {
     const roots = writeTree(tmpDir(), demoTree({ layout: 'v2-sluid', nonJobHolder: true }));
     new CounterDrift(roots.sysfs).tick(5);
-    agent = await startNodeAgent({
-      collector: { roots, fdRescanIntervalMs: 60_000 },
-      collectionIntervalMs: 3_600_000,
-      metrics: { host: '127.0.0.1', port: 0 },
-      monitoring: { host: '127.0.0.1', port: 0 },
-      resource: { serviceName: 'slurm-otel-node', serviceVersion: 'test', hostName: 'node1' },
-      logger: silentLogger(),
-    });
+    agent = await startTestNodeAgent(roots);
     await agent.cycleNow();
     browser = await chromium.launch({
       executablePath: toolPath(chromiumTool),

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../src/log.js';
-import { startNodeAgent, type NodeAgent } from '../../src/node/agent.js';
+import type { NodeAgent } from '../../src/node/agent.js';
 import { CounterDrift, demoTree } from '../../src/demo/scenarios.js';
 import { writeTree } from '../../src/demo/nodetree.js';
 import { startPrometheus, type PrometheusServer } from '../support/prometheus.js';
+import { startTestNodeAgent } from '../support/agents.js';
 import { tmpDir } from '../support/tmp.js';
 import { findTool, run, shouldRun, toolPath } from '../support/tools.js';
 
@@ -21,14 +21,7 @@ describe.runIf(shouldRun(prometheus))('node agent scraped by a real Prometheus',
     const drift = new CounterDrift(roots.sysfs);
     drift.tick(5);
     timer = setInterval(() => drift.tick(0.5), 500);
-    agent = await startNodeAgent({
-      collector: { roots, fdRescanIntervalMs: 60_000 },
-      collectionIntervalMs: 500,
-      metrics: { host: '127.0.0.1', port: 0 },
-      monitoring: { host: '127.0.0.1', port: 0 },
-      resource: { serviceName: 'slurm-otel-node', serviceVersion: 'test', hostName: 'node1' },
-      logger: silentLogger(),
-    });
+    agent = await startTestNodeAgent(roots, { collectionIntervalMs: 500 });
     const target = (u: string) => new URL(u).host;
     prom = await startPrometheus(toolPath(prometheus), dir, { node: [target(agent.metricsUrl)], self: [target(agent.monitoringUrl)] });
   });
@@ -65,14 +58,7 @@ describe.runIf(shouldRun(promtool))('exposition lint', () => {
   it('passes promtool check metrics with no warnings', async () => {
     const roots = writeTree(tmpDir(), demoTree({ layout: 'v2', nonJobHolder: true }));
     new CounterDrift(roots.sysfs).tick(3);
-    const agent = await startNodeAgent({
-      collector: { roots, fdRescanIntervalMs: 60_000 },
-      collectionIntervalMs: 3_600_000,
-      metrics: { host: '127.0.0.1', port: 0 },
-      monitoring: { host: '127.0.0.1', port: 0 },
-      resource: { serviceName: 'slurm-otel-node', serviceVersion: 'test', hostName: 'node1' },
-      logger: silentLogger(),
-    });
+    const agent = await startTestNodeAgent(roots);
     try {
       await agent.cycleNow();
       for (const url of [`${agent.metricsUrl}/metrics`, `${agent.monitoringUrl}/metrics`]) {

@@ -1,16 +1,15 @@
 import { gunzipSync } from 'node:zlib';
 import http from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../src/log.js';
 import { startNodeAgent, type NodeAgent, type NodeAgentOptions } from '../../src/node/agent.js';
 import { NODE_METRICS, NODE_SELF_METRICS } from '../../src/node/metrics.js';
 import { demoTree } from '../../src/demo/scenarios.js';
 import { writeTree } from '../../src/demo/nodetree.js';
 import { prometheusName } from '../../src/telemetry/spec.js';
 import { startReceiver, type Receiver } from '../support/otlp-receiver.js';
+import { nodeAgentOptions } from '../support/agents.js';
 import { tmpDir } from '../support/tmp.js';
 
-const LOOPBACK = { host: '127.0.0.1', port: 0 };
 let agent: NodeAgent | undefined;
 let receiver: Receiver | undefined;
 
@@ -21,16 +20,7 @@ afterEach(async () => {
 });
 
 function options(extra: Partial<NodeAgentOptions> = {}): NodeAgentOptions {
-  const roots = writeTree(tmpDir(), demoTree({ layout: 'v2-sluid', nonJobHolder: true }));
-  return {
-    collector: { roots, fdRescanIntervalMs: 60_000 },
-    collectionIntervalMs: 3_600_000,
-    metrics: LOOPBACK,
-    monitoring: LOOPBACK,
-    resource: { serviceName: 'slurm-otel-node', serviceVersion: 'test', hostName: 'node1' },
-    logger: silentLogger(),
-    ...extra,
-  };
+  return nodeAgentOptions(writeTree(tmpDir(), demoTree({ layout: 'v2-sluid', nonJobHolder: true })), { collectionIntervalMs: 3_600_000, ...extra });
 }
 
 function get(url: string, headers: Record<string, string> = {}, method = 'GET'): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
