@@ -39,6 +39,8 @@ export interface SlurmNode {
   readonly name: string;
   readonly address?: string;
   readonly hostname?: string;
+  /** Cloud instance behind the node (v0.0.40+, e.g. `computeinstance-…` on Soperator). */
+  readonly instance_id?: string;
   readonly state: NodeState;
   /** Reason set with the last DOWN/DRAIN; empty or undefined when none. */
   readonly reason?: string;

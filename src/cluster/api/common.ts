@@ -22,6 +22,7 @@ export function nodeCommon(v: JsonRecord) {
   return {
     address: text(v['address']),
     hostname: text(v['hostname']),
+    instance_id: text(v['instance_id']),
     reason: text(v['reason']),
     reason_set_by_user: text(v['reason_set_by_user']),
     reason_changed_at: unixTime(v['reason_changed_at']),

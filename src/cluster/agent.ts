@@ -1,0 +1,144 @@
+/**
+ * The cluster agent: a collection loop on its own timer (never on the scrape
+ * path), transitions turned into events, the snapshot into families, both
+ * published through the shared telemetry pipeline.
+ */
+import type { Logger } from '../log.js';
+import type { BindAddress } from '../telemetry/http.js';
+import { Pipeline, type OtlpOptions } from '../telemetry/pipeline.js';
+import type { ResourceOptions } from '../telemetry/resource.js';
+import { every, serveAgent, type Served } from '../telemetry/runtime.js';
+import { SelfMonitor } from '../telemetry/selfmon.js';
+import type { WebConfig } from '../telemetry/webconfig.js';
+import { CollectionLoop, type Fetchers, type TickResult } from './collect.js';
+import { CLUSTER_EVENT_SPECS, CLUSTER_SELF_METRICS } from './metrics.js';
+import { observe } from './rules.js';
+import { advance, INITIAL_CLUSTER_STATE, type ClusterState } from './state.js';
+
+export const SCOPE = { name: 'slurm-otel/cluster', version: '0.1.0' };
+
+export interface ClusterAgentOptions {
+  readonly fetchers: Fetchers;
+  readonly collectionIntervalMs: number;
+  readonly maxInflight: number;
+  readonly metrics: BindAddress;
+  readonly monitoring: BindAddress;
+  readonly resource: ResourceOptions;
+  readonly otlp?: OtlpOptions;
+  readonly security?: WebConfig;
+  readonly logger: Logger;
+  /** Called before the first tick (version negotiation); a failure is logged and retried next tick. */
+  readonly prepare?: () => Promise<void>;
+}
+
+export interface ClusterAgent {
+  readonly metricsUrl: string;
+  readonly monitoringUrl: string;
+  readonly last: () => TickResult | undefined;
+  collectNow(): Promise<TickResult>;
+  stop(): Promise<void>;
+}
+
+export class ClusterRunner {
+  readonly pipeline: Pipeline;
+  readonly self: SelfMonitor<typeof CLUSTER_SELF_METRICS>;
+  private readonly loop: CollectionLoop;
+  private state: ClusterState = INITIAL_CLUSTER_STATE;
+  private lastTick: TickResult | undefined;
+
+  constructor(private readonly opts: ClusterAgentOptions) {
+    this.self = new SelfMonitor(opts.resource, SCOPE, CLUSTER_SELF_METRICS);
+    this.pipeline = new Pipeline({ resource: opts.resource, scope: SCOPE, otlp: opts.otlp, logger: opts.logger, eventSpecs: CLUSTER_EVENT_SPECS });
+    const m = this.self.m;
+    this.loop = new CollectionLoop({
+      fetchers: opts.fetchers,
+      maxInflight: opts.maxInflight,
+      logger: opts.logger,
+      hooks: {
+        runFinished: (collector, ms, err) => {
+          m.collectorDuration.record(ms / 1000, { collector });
+          if (err !== undefined) m.collectorErrors.record(1, { collector });
+        },
+        skipped: (collector) => m.collectorSkipped.record(1, { collector }),
+        stale: (collector) => m.collectorStaleResults.record(1, { collector }),
+        inflight: (collector, n) => m.collectorInflight.record(n, { collector }),
+      },
+    });
+  }
+
+  get last(): TickResult | undefined {
+    return this.lastTick;
+  }
+
+  async collect(): Promise<TickResult> {
+    const m = this.self.m;
+    m.collectionAttempts.record(1);
+    await this.opts.prepare?.();
+    const tick = await this.loop.tick();
+    const next = advance(this.state, tick.snapshot);
+    this.state = next.state;
+    this.pipeline.record(next.events);
+    await this.pipeline.publish(observe(tick.snapshot, tick.snapshot.atMs), tick.snapshot.atMs);
+    m.collectionDuration.record(tick.durationMs / 1000);
+    if (tick.failed.length > 0) m.collectionFailures.record(1);
+    m.metricsExported.record(this.pipeline.producer.size);
+    this.lastTick = tick;
+    return tick;
+  }
+
+  abort(): void {
+    this.loop.abort();
+  }
+
+  async shutdown(): Promise<void> {
+    this.loop.abort();
+    await this.pipeline.flush().catch(() => undefined);
+    await Promise.all([this.pipeline.shutdown(), this.self.shutdown()]);
+  }
+}
+
+export async function startClusterAgent(opts: ClusterAgentOptions): Promise<ClusterAgent> {
+  const runner = new ClusterRunner(opts);
+  let served: Served;
+  try {
+    served = await serveAgent({
+      metrics: opts.metrics,
+      monitoring: opts.monitoring,
+      pipeline: runner.pipeline,
+      selfMetrics: () => runner.self.exposition(),
+      onRequest: (path) => {
+        if (path === '/metrics') runner.self.m.metricsRequests.record(1);
+      },
+      security: opts.security,
+      healthy: () => (runner.last ? { ok: true, detail: `last collection ${runner.last.snapshot.atMs}` } : { ok: false, detail: 'no collection yet' }),
+    });
+  } catch (err) {
+    await runner.shutdown();
+    throw err;
+  }
+  const loop = every(opts.collectionIntervalMs, async () => void (await runner.collect()), opts.logger);
+  opts.logger.info({ metrics: served.metrics.url, monitoring: served.monitoring.url, otlp: opts.otlp?.url ?? 'off' }, 'cluster agent started');
+  return {
+    metricsUrl: served.metrics.url,
+    monitoringUrl: served.monitoring.url,
+    last: () => runner.last,
+    collectNow: () => runner.collect(),
+    async stop() {
+      // Abort requests in flight first, so a hung slurmrestd cannot hold stop() up.
+      const stopping = loop.stop();
+      runner.abort();
+      await stopping;
+      await served.close();
+      await runner.shutdown();
+    },
+  };
+}
+
+/** `slurm-otel cluster --once`: one collection, rendered through the same pipeline. */
+export async function runClusterOnce(opts: ClusterAgentOptions): Promise<string> {
+  const runner = new ClusterRunner({ ...opts, otlp: undefined });
+  await runner.collect();
+  const text = runner.pipeline.exposition.text;
+  await runner.shutdown();
+  return text;
+}

@@ -1,0 +1,288 @@
+/**
+ * Snapshot → the cluster's snapshot families, with Soperator's label conventions: every label of
+ * a family on every point, empty string for "unset" (never "undefined"), times as Unix-second
+ * strings. A sub-collector that has not succeeded yet contributes no family at all, so a failing
+ * /jobs never blanks the node families and vice versa.
+ */
+import type { Attributes, Family, MetricSpec, Point } from '../telemetry/spec.js';
+import { expandHostlist, isEmptyHostlist } from './hostlist.js';
+import { CLUSTER_METRICS as M } from './metrics.js';
+import type { SlurmDiag, SlurmJob, SlurmNode } from './model.js';
+import { JOB_TERMINAL_STATES } from './model.js';
+import { flagValue, isUnavailable, legacyStateLabels, stateFlagLabels } from './node-state.js';
+import type { ClusterSnapshot } from './snapshot.js';
+import { nodesByName, uniqueJobs } from './state.js';
+import { jobCpuCount, jobMemoryBytes, parseTres } from './tres.js';
+
+const MIB = 1024 * 1024;
+export const RESERVATION_NAME_MAX = 50;
+/** Pending accounting rows older than this that never started nor ended are dropped as zombies. */
+export const ZOMBIE_PENDING_AGE_MS = 30 * 24 * 3600 * 1000;
+
+type PointSpec = MetricSpec & { kind: 'counter' | 'gauge' | 'updowncounter' };
+
+
+export function observe(snap: ClusterSnapshot, nowMs: number): Family[] {
+  return [
+    ...(snap.nodes ? nodeFamilies(snap.nodes.value) : []),
+    ...(snap.jobs ? jobFamilies(snap.jobs.value, nowMs) : []),
+    ...(snap.diag ? diagFamilies(snap.diag.value) : []),
+  ];
+}
+
+/**
+ * Builds a family, keeping the first point of any repeated attribute set: Prometheus rejects an
+ * exposition with duplicate series, and a repeated partition or host name is not worth failing on.
+ */
+function family(spec: PointSpec, points: readonly Point[]): Family {
+  const seen = new Set<string>();
+  const unique = points.filter((p) => {
+    const key = JSON.stringify(spec.attributes.map((k) => p.attributes[k]));
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+  return { spec, points: unique };
+}
+
+/** A point when the value is known; nothing otherwise (a missing value is not a zero). */
+function maybe(out: Point[], attributes: Attributes, value: number | undefined, startTimeMs?: number): void {
+  if (value === undefined || !Number.isFinite(value)) return;
+  out.push(startTimeMs === undefined ? { attributes, value } : { attributes, value, startTimeMs });
+}
+
+/** Unix seconds as a label; empty when unset or 0. */
+export function timeLabel(t: number | undefined): string {
+  return t === undefined || !(t > 0) ? '' : String(Math.trunc(t));
+}
+
+/** Trimmed by code points, so a multi-byte name is never cut in half. */
+export function trimReservation(name: string | undefined): string {
+  const chars = Array.from(name ?? '');
+  return chars.length <= RESERVATION_NAME_MAX ? (name ?? '') : chars.slice(0, RESERVATION_NAME_MAX).join('');
+}
+
+// ---- nodes ----
+
+export function nodeInfoLabels(node: SlurmNode): Attributes {
+  return {
+    node_name: node.name,
+    instance_id: node.instance_id ?? '',
+    ...legacyStateLabels(node.state),
+    ...stateFlagLabels(node.state),
+    is_unavailable: flagValue(isUnavailable(node.state)),
+    reservation_name: trimReservation(node.reservation),
+    address: node.address ?? '',
+    reason: node.reason ?? '',
+    comment: node.comment ?? '',
+  };
+}
+
+interface NodeResources {
+  readonly cpusTotal?: number;
+  readonly cpusAllocated?: number;
+  readonly cpusIdle?: number;
+  readonly cpusEffective?: number;
+  readonly memTotal?: number;
+  readonly memAllocated?: number;
+  readonly memFree?: number;
+  readonly memEffective?: number;
+}
+
+/** Slurm's MiB → bytes; configured TRES stand in when the node does not report its totals. */
+export function nodeResources(node: SlurmNode): NodeResources {
+  const tres = parseTres(node.tres);
+  const realBytes = node.real_memory === undefined ? undefined : node.real_memory * MIB;
+  const effective = realBytes === undefined ? tres.memory_bytes : Math.max(0, realBytes - (node.specialized_memory ?? 0) * MIB);
+  return {
+    cpusTotal: node.cpus ?? tres.cpus,
+    cpusAllocated: node.alloc_cpus,
+    cpusIdle: node.alloc_idle_cpus,
+    cpusEffective: node.effective_cpus,
+    memTotal: realBytes ?? tres.memory_bytes,
+    memAllocated: node.alloc_memory === undefined ? undefined : node.alloc_memory * MIB,
+    memFree: node.free_mem === undefined ? undefined : node.free_mem * MIB,
+    memEffective: effective,
+  };
+}
+
+const NODE_RESOURCE_FAMILIES: readonly [PointSpec, keyof NodeResources][] = [
+  [M.nodeCpusTotal, 'cpusTotal'],
+  [M.nodeCpusAllocated, 'cpusAllocated'],
+  [M.nodeCpusIdle, 'cpusIdle'],
+  [M.nodeCpusEffective, 'cpusEffective'],
+  [M.nodeMemoryTotal, 'memTotal'],
+  [M.nodeMemoryAllocated, 'memAllocated'],
+  [M.nodeMemoryFree, 'memFree'],
+  [M.nodeMemoryEffective, 'memEffective'],
+];
+
+function nodeFamilies(list: readonly SlurmNode[]): Family[] {
+  const nodes = [...nodesByName(list).values()];
+  const info = nodes.map((n) => ({ attributes: nodeInfoLabels(n), value: 1 }));
+  const resources = nodes.map((n) => [n.name, nodeResources(n)] as const);
+  const perResource = NODE_RESOURCE_FAMILIES.map(([spec, key]) => {
+    const points: Point[] = [];
+    for (const [name, r] of resources) maybe(points, { node_name: name }, r[key]);
+    return family(spec, points);
+  });
+  const partitions = nodes.flatMap((n) => n.partitions.map((partition) => ({ attributes: { node_name: n.name, partition }, value: 1 })));
+  return [family(M.nodeInfo, info), ...perResource, family(M.nodePartition, partitions)];
+}
+
+// ---- jobs ----
+
+function isTerminal(job: SlurmJob): boolean {
+  return JOB_TERMINAL_STATES.has(job.state[0] ?? '');
+}
+
+/** Slurm echoes user_name into mail_user when none was given; only a real address is a label value. */
+function userMail(job: SlurmJob): string {
+  const user = job.user_name ?? '';
+  return job.mail_user !== undefined && user !== '' && job.mail_user !== user ? job.mail_user : '';
+}
+
+export function jobInfoLabels(job: SlurmJob): Attributes {
+  return {
+    job_id: job.job_id,
+    job_state: job.state[0] ?? '',
+    job_state_reason: job.state_reason ?? '',
+    slurm_partition: job.partition ?? '',
+    job_name: job.name ?? '',
+    user_name: job.user_name ?? '',
+    user_mail: userMail(job),
+    user_id: job.user_id === undefined ? '' : String(job.user_id),
+    standard_error: job.standard_error ?? '',
+    standard_output: job.standard_output ?? '',
+    array_job_id: job.array_job_id ?? '',
+    array_task_id: job.array_task_id ?? '',
+    submit_time: timeLabel(job.submit_time),
+    start_time: timeLabel(job.start_time),
+    end_time: timeLabel(job.end_time),
+    finished_time: isTerminal(job) ? timeLabel(job.end_time) : '',
+  };
+}
+
+/**
+ * Seconds the job has run: to now while it runs, to its end once terminal (only with a real end).
+ * A pending job's start_time is the scheduler's forecast, not a start, so it has no duration.
+ */
+export function jobDurationSeconds(job: SlurmJob, nowMs: number): number | undefined {
+  if (job.start_time === undefined || !(job.start_time > 0) || (job.state[0] ?? '') === 'PENDING') return undefined;
+  if (isTerminal(job)) {
+    return job.end_time !== undefined && job.end_time >= job.start_time ? job.end_time - job.start_time : undefined;
+  }
+  const seconds = nowMs / 1000 - job.start_time;
+  return seconds >= 0 ? seconds : undefined;
+}
+
+/** A pending job's tres_alloc_str is a tentative plan (seen on BeginTime jobs), not an allocation. */
+export function jobGpuCount(job: SlurmJob): number | undefined {
+  if ((job.state[0] ?? '') === 'PENDING') return undefined;
+  const gpus = parseTres(job.tres_alloc_str).gpus;
+  return gpus !== undefined && gpus > 0 ? gpus : undefined;
+}
+
+/** Host names of the job; a malformed hostlist gives none rather than failing the snapshot. */
+function jobHosts(job: SlurmJob): string[] {
+  try {
+    return expandHostlist(job.nodes);
+  } catch {
+    return [];
+  }
+}
+
+function jobFamilies(list: readonly SlurmJob[], nowMs: number): Family[] {
+  const info: Point[] = [];
+  const nodeJob: Point[] = [];
+  const duration: Point[] = [];
+  const cpus: Point[] = [];
+  const memory: Point[] = [];
+  const gpus: Point[] = [];
+  for (const job of uniqueJobs(list)) {
+    const id = { job_id: job.job_id };
+    info.push({ attributes: jobInfoLabels(job), value: 1 });
+    for (const host of jobHosts(job)) nodeJob.push({ attributes: { job_id: job.job_id, node_name: host }, value: 1 });
+    maybe(duration, id, jobDurationSeconds(job, nowMs));
+    maybe(cpus, id, jobCpuCount(job));
+    maybe(memory, id, jobMemoryBytes(job));
+    maybe(gpus, id, jobGpuCount(job));
+  }
+  return [
+    family(M.jobInfo, info),
+    family(M.nodeJob, nodeJob),
+    family(M.jobDuration, duration),
+    family(M.jobCpus, cpus),
+    family(M.jobMemory, memory),
+    family(M.jobGpus, gpus),
+  ];
+}
+
+// ---- controller ----
+
+/**
+ * The RPC totals are slurmctld's own counters: their start time is when its statistics were last
+ * reset (req_time_start), so a controller restart shows up as a counter reset, not a drop.
+ */
+function diagFamilies(diag: SlurmDiag): Family[] {
+  const start = diag.req_time_start === undefined ? undefined : diag.req_time_start * 1000;
+  const calls: Point[] = [];
+  const time: Point[] = [];
+  const userCalls: Point[] = [];
+  const userTime: Point[] = [];
+  for (const r of diag.rpcs_by_message_type) {
+    maybe(calls, { message_type: r.message_type }, r.count, start);
+    maybe(time, { message_type: r.message_type }, r.total_time_us / 1e6, start);
+  }
+  for (const r of diag.rpcs_by_user) {
+    const attributes = { user: r.user, user_id: r.user_id === undefined ? '' : String(r.user_id) };
+    maybe(userCalls, attributes, r.count, start);
+    maybe(userTime, attributes, r.total_time_us / 1e6, start);
+  }
+  const threads: Point[] = [];
+  maybe(threads, {}, diag.server_thread_count);
+  return [
+    family(M.rpcCalls, calls),
+    family(M.rpcDuration, time),
+    family(M.rpcUserCalls, userCalls),
+    family(M.rpcUserDuration, userTime),
+    family(M.serverThreadCount, threads),
+  ];
+}
+
+// ---- accounting adjustments ----
+
+/**
+ * What Soperator does to slurmdbd rows so accounting-mode series match controller-mode ones (see
+ * the seed's "Accounting response is not exposed as-is"). Controller rows pass through unchanged.
+ * The tres_req fallback for CPUs and memory needs nothing here: jobCpuCount/jobMemoryBytes apply
+ * it to every job, as Soperator's exporter does.
+ */
+export function adjustAccountingJobs(jobs: readonly SlurmJob[], nowMs: number): SlurmJob[] {
+  const out: SlurmJob[] = [];
+  for (const job of jobs) {
+    if (job.source !== 'accounting') out.push(job);
+    else if (!isZombiePending(job, nowMs)) out.push(adjustAccountingJob(job));
+  }
+  return out;
+}
+
+/** Never started, never ended, submitted over 30 days ago: a lost scancel, not a queued job. */
+function isZombiePending(job: SlurmJob, nowMs: number): boolean {
+  return job.start_time === undefined && job.end_time === undefined && job.submit_time !== undefined && job.submit_time * 1000 < nowMs - ZOMBIE_PENDING_AGE_MS;
+}
+
+function adjustAccountingJob(job: SlurmJob): SlurmJob {
+  let out = job;
+  // slurmdbd stores end 0 for running jobs; slurmctld forecasts start + limit, so mirror that.
+  if ((job.state[0] ?? '') === 'RUNNING' && job.end_time === undefined && job.start_time !== undefined && job.time_limit !== undefined) {
+    out = { ...out, end_time: job.start_time + job.time_limit * 60 };
+  }
+  if (job.nodes !== '' && isEmptyHostlist(job.nodes)) out = { ...out, nodes: '' };
+  // slurmdbd reports 0 allocated nodes for pending jobs; memory_per_node × 0 would claim 0 bytes.
+  if (job.node_count === 0) {
+    const { node_count: _zero, ...rest } = out;
+    out = rest;
+  }
+  return out;
+}

@@ -1,0 +1,167 @@
+/**
+ * Transitions across successive successful refreshes: what only this process can know, because
+ * it needs two observations of the same node or job. Emitted as MetricEvent records, which
+ * telemetry/ accumulates in SDK synchronous instruments.
+ *
+ * All time comes from the snapshot (`Collected.atMs`, when each request started), so a test drives
+ * the clock by building snapshots. Nothing survives a restart: the first refresh after one only
+ * starts tracking (an outage in progress is then measured from that refresh, not from its start).
+ */
+import type { MetricEvent } from '../telemetry/spec.js';
+import { CLUSTER_EVENT_METRICS as E } from './metrics.js';
+import type { SlurmJob, SlurmNode } from './model.js';
+import { JOB_TERMINAL_STATES } from './model.js';
+import { isDraining, isFailed, isUnavailable, legacyStateLabels } from './node-state.js';
+import type { ClusterSnapshot, Collected } from './snapshot.js';
+import { parseTres } from './tres.js';
+
+/** The last node refresh acted on, and the outages and drains in progress at that time. */
+export interface NodeTracking {
+  readonly seq: number;
+  readonly atMs: number;
+  readonly byName: ReadonlyMap<string, SlurmNode>;
+  /** node name → ms since epoch when the current outage was first seen. */
+  readonly unavailableSince: ReadonlyMap<string, number>;
+  /** node name → ms since epoch when the current draining period was first seen. */
+  readonly drainingSince: ReadonlyMap<string, number>;
+}
+
+/** Job GPU seconds need no memory of jobs: each job record carries its own start and end. */
+export interface JobTracking {
+  readonly seq: number;
+  readonly atMs: number;
+}
+
+export interface ClusterState {
+  readonly nodes?: NodeTracking;
+  readonly jobs?: JobTracking;
+}
+
+export const INITIAL_CLUSTER_STATE: ClusterState = {};
+
+export interface Advance {
+  readonly state: ClusterState;
+  readonly events: MetricEvent[];
+}
+
+/** Moves the state to the snapshot, acting only on sub-collector results it has not seen yet. */
+export function advance(prev: ClusterState, snap: ClusterSnapshot): Advance {
+  const events: MetricEvent[] = [];
+  const nodes = isNew(prev.nodes, snap.nodes) ? advanceNodes(prev.nodes, snap.nodes, events) : prev.nodes;
+  const jobs = isNew(prev.jobs, snap.jobs) ? advanceJobs(prev.jobs, snap.jobs, events) : prev.jobs;
+  return { state: { ...(nodes ? { nodes } : {}), ...(jobs ? { jobs } : {}) }, events };
+}
+
+function isNew<T>(seen: { readonly seq: number } | undefined, got: Collected<T> | undefined): got is Collected<T> {
+  return got !== undefined && (seen === undefined || got.seq > seen.seq);
+}
+
+/** Last record per name: a name listed twice is a slurmrestd glitch, and the last is the freshest. */
+export function nodesByName(nodes: readonly SlurmNode[]): Map<string, SlurmNode> {
+  return new Map(nodes.map((n) => [n.name, n]));
+}
+
+/** Last record per job id, for the same reason. */
+export function uniqueJobs(jobs: readonly SlurmJob[]): SlurmJob[] {
+  return [...new Map(jobs.map((j) => [j.job_id, j])).values()];
+}
+
+function advanceNodes(prev: NodeTracking | undefined, got: Collected<readonly SlurmNode[]>, events: MetricEvent[]): NodeTracking {
+  const byName = nodesByName(got.value);
+  const before = prev?.byName ?? new Map<string, SlurmNode>();
+  if (prev) {
+    nodeFails(before, byName, events);
+    nodeGpuSeconds(before, byName, (got.atMs - prev.atMs) / 1000, events);
+  }
+  const unavailableSince = trackPeriods(before, byName, prev?.unavailableSince, got.atMs, isUnavailable, (d, n) =>
+    events.push({ spec: E.nodeUnavailability, value: d, attributes: { node_name: n } }),
+  );
+  const drainingSince = trackPeriods(before, byName, prev?.drainingSince, got.atMs, isDraining, (d, n) =>
+    events.push({ spec: E.nodeDraining, value: d, attributes: { node_name: n } }),
+  );
+  return { seq: got.seq, atMs: got.atMs, byName, unavailableSince, drainingSince };
+}
+
+/** One increment per node that went from healthy to DOWN/DRAIN, with the state and reason now. */
+function nodeFails(before: ReadonlyMap<string, SlurmNode>, now: ReadonlyMap<string, SlurmNode>, events: MetricEvent[]): void {
+  for (const [name, node] of now) {
+    const was = before.get(name);
+    if (was === undefined || isFailed(was.state) || !isFailed(node.state)) continue;
+    events.push({ spec: E.nodeFails, value: 1, attributes: { node_name: name, ...legacyStateLabels(node.state), reason: node.reason ?? '' } });
+  }
+}
+
+/**
+ * Elapsed × configured GPUs for nodes seen at both refreshes. The interval is attributed to the
+ * state the node had at its start (Soperator uses the state at its end): a node that failed
+ * mid-interval was still serving when last seen. Nodes without GPUs add nothing, so get no series.
+ */
+function nodeGpuSeconds(before: ReadonlyMap<string, SlurmNode>, now: ReadonlyMap<string, SlurmNode>, elapsedS: number, events: MetricEvent[]): void {
+  if (!(elapsedS > 0)) return;
+  for (const [name, was] of before) {
+    if (!now.has(name)) continue;
+    const gpus = parseTres(was.tres).gpus ?? 0;
+    if (gpus <= 0) continue;
+    events.push({ spec: E.nodeGpuSeconds, value: elapsedS * gpus, attributes: { node_name: name, ...legacyStateLabels(was.state) } });
+  }
+}
+
+/**
+ * Start/stop bookkeeping for one condition: a period starts at the refresh that first sees the
+ * node in it, and its length is reported at the refresh that first sees the node out of it.
+ * Nodes no longer listed are forgotten with their open periods.
+ */
+function trackPeriods(
+  before: ReadonlyMap<string, SlurmNode>,
+  now: ReadonlyMap<string, SlurmNode>,
+  since: ReadonlyMap<string, number> | undefined,
+  atMs: number,
+  inPeriod: (s: SlurmNode['state']) => boolean,
+  ended: (durationS: number, name: string) => void,
+): Map<string, number> {
+  const next = new Map<string, number>();
+  for (const [name, node] of now) {
+    const was = before.get(name);
+    const wasIn = was !== undefined && inPeriod(was.state);
+    const start = since?.get(name);
+    if (inPeriod(node.state)) {
+      next.set(name, wasIn && start !== undefined ? start : atMs);
+    } else if (wasIn && start !== undefined) {
+      ended(Math.max(0, (atMs - start) / 1000), name);
+    }
+  }
+  return next;
+}
+
+function advanceJobs(prev: JobTracking | undefined, got: Collected<readonly SlurmJob[]>, events: MetricEvent[]): JobTracking {
+  if (prev) jobGpuSeconds(got.value, prev.atMs, got.atMs, events);
+  return { seq: got.seq, atMs: got.atMs };
+}
+
+/**
+ * For each job, the part of its run that falls inside (fromMs, toMs], × its allocated GPUs.
+ * Clipping to the job's own start and end credits jobs that started or ended between refreshes
+ * for exactly their share, and never counts an interval twice.
+ */
+function jobGpuSeconds(jobs: readonly SlurmJob[], fromMs: number, toMs: number, events: MetricEvent[]): void {
+  if (!(toMs > fromMs)) return;
+  for (const job of uniqueJobs(jobs)) {
+    const run = runWindowMs(job, toMs);
+    if (run === undefined) continue;
+    const gpus = parseTres(job.tres_alloc_str).gpus ?? 0;
+    const seconds = (Math.min(toMs, run.endMs) - Math.max(fromMs, run.startMs)) / 1000;
+    if (gpus > 0 && seconds > 0) events.push({ spec: E.jobGpuSeconds, value: seconds * gpus, attributes: { job_id: job.job_id } });
+  }
+}
+
+/**
+ * When a job held its allocation: from its start to its real end (terminal) or to now (RUNNING).
+ * Pending and suspended jobs hold nothing we count; a terminal job without an end is unknowable.
+ */
+export function runWindowMs(job: SlurmJob, nowMs: number): { startMs: number; endMs: number } | undefined {
+  if (job.start_time === undefined) return undefined;
+  const base = job.state[0] ?? '';
+  if (base === 'RUNNING') return { startMs: job.start_time * 1000, endMs: nowMs };
+  if (JOB_TERMINAL_STATES.has(base) && job.end_time !== undefined) return { startMs: job.start_time * 1000, endMs: job.end_time * 1000 };
+  return undefined;
+}
