@@ -1,0 +1,58 @@
+/**
+ * A fake Kubernetes API server on loopback (plain http) that serves Secrets: enough of
+ * `GET /api/v1/namespaces/<ns>/secrets/<name>` to test the Secret key source, with bearer-token
+ * checks, a forbidden mode and key rotation.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface FakeKubeOptions {
+  /** Bearer token the server accepts. */
+  readonly bearer: string;
+  /** namespace/name → data (values are raw bytes; the server base64-encodes them). */
+  readonly secrets: Record<string, Record<string, Buffer>>;
+}
+
+export class FakeKube {
+  readonly requests: { path: string; authorization: string | undefined }[] = [];
+  /** When set, every request is answered 403 (RBAC without `get secrets`). */
+  forbidden = false;
+
+  private constructor(
+    private readonly server: http.Server,
+    readonly url: string,
+    readonly opts: FakeKubeOptions,
+  ) {}
+
+  static async start(opts: FakeKubeOptions): Promise<FakeKube> {
+    let self: FakeKube | undefined;
+    const server = http.createServer((req, res) => self?.handle(req, res));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    self = new FakeKube(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, opts);
+    return self;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const path = req.url ?? '/';
+    this.requests.push({ path, authorization: req.headers.authorization });
+    if (req.headers.authorization !== `Bearer ${this.opts.bearer}`) return status(res, 401, 'Unauthorized');
+    if (this.forbidden) return status(res, 403, 'Forbidden');
+    const m = /^\/api\/v1\/namespaces\/([^/]+)\/secrets\/([^/?]+)$/.exec(path);
+    const secret = m ? this.opts.secrets[`${decodeURIComponent(m[1] as string)}/${decodeURIComponent(m[2] as string)}`] : undefined;
+    if (secret === undefined) return status(res, 404, 'NotFound');
+    const data = Object.fromEntries(Object.entries(secret).map(([k, v]) => [k, v.toString('base64')]));
+    const body = JSON.stringify({ kind: 'Secret', apiVersion: 'v1', metadata: { name: m?.[2], namespace: m?.[1] }, type: 'Opaque', data });
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(body);
+  }
+}
+
+function status(res: http.ServerResponse, code: number, reason: string): void {
+  res.writeHead(code, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason, code }));
+}
