@@ -4,6 +4,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { VERSION } from './common.js';
+import { clusterCommand } from './cluster.js';
 import { demoCommand } from './demo.js';
 import { explainCommand } from './explain.js';
 import { nodeCommand } from './node.js';
@@ -11,7 +12,7 @@ import { ConfigError, type Env } from './otel.js';
 
 /** Commands whose options the README documents, by README section. */
 export function documentedCommands(env: Env): Record<string, Command> {
-  return { 'node-options': nodeCommand(env) };
+  return { 'node-options': nodeCommand(env), 'cluster-options': clusterCommand(env) };
 }
 
 export function program(env: Env): Command {
@@ -20,7 +21,7 @@ export function program(env: Env): Command {
     .version(VERSION)
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
-  for (const cmd of [nodeCommand(env), demoCommand(env), explainCommand()]) prog.addCommand(cmd.exitOverride().showHelpAfterError('(run with --help for usage)'));
+  for (const cmd of [nodeCommand(env), clusterCommand(env), demoCommand(env), explainCommand()]) prog.addCommand(cmd.exitOverride().showHelpAfterError('(run with --help for usage)'));
   return prog;
 }
 

@@ -44,3 +44,13 @@ export function oneOf<T extends string>(choices: readonly T[]): (value: string) 
     throw new InvalidArgumentError(`"${value}" is not one of ${choices.join(', ')}.`);
   };
 }
+
+const SIZE_UNITS: Record<string, number> = { '': 1, B: 1, KB: 1e3, MB: 1e6, GB: 1e9, KIB: 2 ** 10, MIB: 2 ** 20, GIB: 2 ** 30 };
+
+/** Byte sizes: `512MiB`, `2GiB`, `1000000`. */
+export function parseSize(value: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*([a-zA-Z]*)$/.exec(value.trim());
+  const unit = SIZE_UNITS[(m?.[2] ?? '').toUpperCase()];
+  if (!m || unit === undefined || Number(m[1]) <= 0) throw new InvalidArgumentError(`"${value}" is not a size (examples: 512MiB, 2GiB).`);
+  return Math.floor(Number(m[1]) * unit);
+}

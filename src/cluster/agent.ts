@@ -10,7 +10,8 @@ import type { ResourceOptions } from '../telemetry/resource.js';
 import { every, serveAgent, type Served } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
 import type { WebConfig } from '../telemetry/webconfig.js';
-import { CollectionLoop, type Fetchers, type TickResult } from './collect.js';
+import { CollectionLoop, type TickResult } from './collect.js';
+import { makeFetchers, type FetcherOptions } from './fetchers.js';
 import { CLUSTER_EVENT_SPECS, CLUSTER_SELF_METRICS } from './metrics.js';
 import { observe } from './rules.js';
 import { advance, INITIAL_CLUSTER_STATE, type ClusterState } from './state.js';
@@ -18,7 +19,8 @@ import { advance, INITIAL_CLUSTER_STATE, type ClusterState } from './state.js';
 export const SCOPE = { name: 'slurm-otel/cluster', version: '0.1.0' };
 
 export interface ClusterAgentOptions {
-  readonly fetchers: Fetchers;
+  /** Where data comes from: the slurmrestd client and the job source. */
+  readonly source: Omit<FetcherOptions, 'logger' | 'onSkipped'>;
   readonly collectionIntervalMs: number;
   readonly maxInflight: number;
   readonly metrics: BindAddress;
@@ -27,8 +29,8 @@ export interface ClusterAgentOptions {
   readonly otlp?: OtlpOptions;
   readonly security?: WebConfig;
   readonly logger: Logger;
-  /** Called before the first tick (version negotiation); a failure is logged and retried next tick. */
-  readonly prepare?: () => Promise<void>;
+  /** Called on shutdown (closes the client's connections). */
+  readonly close?: () => void;
 }
 
 export interface ClusterAgent {
@@ -51,7 +53,7 @@ export class ClusterRunner {
     this.pipeline = new Pipeline({ resource: opts.resource, scope: SCOPE, otlp: opts.otlp, logger: opts.logger, eventSpecs: CLUSTER_EVENT_SPECS });
     const m = this.self.m;
     this.loop = new CollectionLoop({
-      fetchers: opts.fetchers,
+      fetchers: makeFetchers({ ...opts.source, logger: opts.logger, onSkipped: (collector, n) => m.skippedItems.record(n, { collector }) }),
       maxInflight: opts.maxInflight,
       logger: opts.logger,
       hooks: {
@@ -73,7 +75,6 @@ export class ClusterRunner {
   async collect(): Promise<TickResult> {
     const m = this.self.m;
     m.collectionAttempts.record(1);
-    await this.opts.prepare?.();
     const tick = await this.loop.tick();
     const next = advance(this.state, tick.snapshot);
     this.state = next.state;
@@ -92,6 +93,7 @@ export class ClusterRunner {
 
   async shutdown(): Promise<void> {
     this.loop.abort();
+    this.opts.close?.();
     await this.pipeline.flush().catch(() => undefined);
     await Promise.all([this.pipeline.shutdown(), this.self.shutdown()]);
   }

@@ -134,6 +134,8 @@ export const CLUSTER_SELF_METRICS = {
     'Runs of each sub-collector skipped because its in-flight limit was reached.'),
   collectorStaleResults: spec('counter', 'slurm_exporter_collector_stale_results', '', COLLECTOR,
     'Results of each sub-collector dropped because a newer result was already stored.'),
+  skippedItems: spec('counter', 'slurm_exporter_skipped_items', '', COLLECTOR,
+    'Malformed nodes or jobs skipped while decoding a response (the rest of the response is kept).'),
   metricsRequests: spec('counter', 'slurm_exporter_metrics_requests', '', [], 'Requests served by the /metrics endpoint.'),
   metricsExported: spec('gauge', 'slurm_exporter_metrics_exported', '', [], 'Points in the last published snapshot.'),
 } as const;

@@ -1,0 +1,173 @@
+/**
+ * `slurm-otel cluster`: Soperator's options (flag > SLURM_EXPORTER_* > default)
+ * plus API version, timeouts and token sources → the cluster agent.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import { Command } from 'commander';
+import { SlurmClient } from '../cluster/api/client.js';
+import { keyFileSigner, noAuth, scontrolToken, staticToken, tokenFile, type TokenSource } from '../cluster/api/auth.js';
+import { kubernetesSecretSigner } from '../cluster/api/auth-kubernetes.js';
+import { runClusterOnce, startClusterAgent, type ClusterAgentOptions } from '../cluster/agent.js';
+import type { JobSource } from '../cluster/fetchers.js';
+import type { Logger } from '../log.js';
+import { waitForSignal } from './common.js';
+import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
+import { ConfigError, type Env } from './otel.js';
+import { oneOf, parseSize, positiveDuration, positiveInt } from './values.js';
+
+const PREFIX = 'SLURM_EXPORTER_';
+const opt = envOption(PREFIX);
+
+const TOKEN_SOURCES = ['auto', 'none', 'static', 'file', 'jwt-key', 'scontrol', 'kubernetes'] as const;
+type TokenSourceName = (typeof TOKEN_SOURCES)[number];
+
+export interface ClusterFlags extends ExportFlags {
+  clusterName: string;
+  clusterNamespace: string;
+  slurmApiServer: string;
+  collectionInterval: number;
+  maxCollectorInflight: number;
+  jobSource: JobSource;
+  accountingJobsLookback: number;
+  slurmApiVersion: string;
+  requestTimeout: number;
+  requestRetries: number;
+  maxResponseSize: number;
+  slurmApiCaFile?: string;
+  tokenSource: TokenSourceName;
+  token?: string;
+  tokenFile?: string;
+  slurmUserName?: string;
+  jwtKeyFile?: string;
+  jwtUser: string;
+  jwtLifetime: number;
+  scontrolPath: string;
+  kubeconfigPath?: string;
+}
+
+export interface ClusterDefaults {
+  readonly metricsBind: string;
+  readonly monitoringBind: string;
+  readonly logFormat: 'json' | 'plain';
+}
+
+const CLUSTER_DEFAULTS: ClusterDefaults = { metricsBind: ':8080', monitoringBind: ':8081', logFormat: 'json' };
+
+export function addClusterOptions(cmd: Command, d: ClusterDefaults = CLUSTER_DEFAULTS): Command {
+  cmd
+    .addOption(opt('--cluster-name <name>', 'the name of the Slurm cluster (required)', 'CLUSTER_NAME').makeOptionMandatory())
+    .addOption(opt('--cluster-namespace <namespace>', 'Kubernetes namespace of the cluster (token source kubernetes)', 'CLUSTER_NAMESPACE').default('soperator'))
+    .addOption(opt('--slurm-api-server <url>', 'slurmrestd address: http(s)://host:port or unix:/path', 'SLURM_API_SERVER').default('http://localhost:6820'))
+    .addOption(opt('--collection-interval <duration>', 'how often to collect from the Slurm APIs', 'COLLECTION_INTERVAL').default(30_000, '30s').argParser(positiveDuration))
+    .addOption(opt('--max-collector-inflight <n>', 'maximum in-flight runs per sub-collector', 'MAX_COLLECTOR_INFLIGHT').default(1).argParser(positiveInt))
+    .addOption(opt('--job-source <source>', 'controller (slurmctld) or accounting (slurmdbd)', 'JOB_SOURCE').default('controller').argParser(oneOf(['controller', 'accounting'] as const)))
+    .addOption(opt('--accounting-jobs-lookback <duration>', 'accounting window: [now - lookback, now + 5m]', 'ACCOUNTING_JOBS_LOOKBACK').default(3_600_000, '1h').argParser(positiveDuration))
+    .addOption(opt('--slurm-api-version <version>', 'auto (newest both sides know) or a version such as v0.0.44', 'SLURM_API_VERSION').default('auto'))
+    .addOption(opt('--request-timeout <duration>', 'timeout of one request, body included', 'REQUEST_TIMEOUT').default(60_000, '60s').argParser(positiveDuration))
+    .addOption(opt('--request-retries <n>', 'retries after a timeout, network error or 502/503/504', 'REQUEST_RETRIES').default(2).argParser((v) => (v === '0' ? 0 : positiveInt(v))))
+    .addOption(opt('--max-response-size <size>', 'refuse a response larger than this', 'MAX_RESPONSE_SIZE').default(2 ** 31, '2GiB').argParser(parseSize))
+    .addOption(opt('--slurm-api-ca-file <path>', 'PEM CA bundle for an https slurmrestd', 'SLURM_API_CA_FILE'))
+    .addOption(opt('--token-source <source>', `${TOKEN_SOURCES.join(', ')}; auto picks from what is configured`, 'TOKEN_SOURCE').default('auto').argParser(oneOf(TOKEN_SOURCES)))
+    .addOption(opt('--token <jwt>', 'static token (prefer the environment variable: flags show in ps)', 'TOKEN'))
+    .addOption(opt('--token-file <path>', 'token file, re-read when it changes (a JWT or SLURM_JWT=...)', 'TOKEN_FILE'))
+    .addOption(opt('--slurm-user-name <user>', 'X-SLURM-USER-NAME for static and file tokens (default: the token\'s sun claim)', 'SLURM_USER_NAME'))
+    .addOption(opt('--jwt-key-file <path>', 'sign HS256 tokens with the cluster\'s jwt_hs256.key', 'JWT_KEY_FILE'))
+    .addOption(opt('--jwt-user <user>', 'user (sun claim) of signed and scontrol tokens', 'JWT_USER').default('root'))
+    .addOption(opt('--jwt-lifetime <duration>', 'lifetime of signed and scontrol tokens (renewed before expiry)', 'JWT_LIFETIME').default(1_800_000, '30m').argParser(positiveDuration))
+    .addOption(opt('--scontrol-path <path>', 'scontrol for token renewal (token source scontrol)', 'SCONTROL_PATH').default('scontrol'))
+    .addOption(opt('--kubeconfig-path <path>', 'kubeconfig for the Secret <cluster-name>-rest-jwt-key (else in-cluster service account)', 'KUBECONFIG_PATH'));
+  return addExportOptions(cmd, PREFIX, { ...d, logLevel: 'debug' });
+}
+
+export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOptions {
+  const settings = exportSettings(f, env, { serviceName: 'slurm-otel-cluster', hostName: os.hostname(), attributes: { 'slurm.cluster': f.clusterName } });
+  const tokenSource = buildTokenSource(f, env, settings.logger);
+  const client = new SlurmClient({
+    server: f.slurmApiServer,
+    tokenSource,
+    apiVersion: f.slurmApiVersion,
+    requestTimeoutMs: f.requestTimeout,
+    retries: f.requestRetries,
+    maxResponseBytes: f.maxResponseSize,
+    tls: f.slurmApiCaFile ? { ca: readFile(f.slurmApiCaFile, '--slurm-api-ca-file') } : undefined,
+    logger: settings.logger,
+  });
+  settings.logger.info({ server: f.slurmApiServer, auth: tokenSource.describe(), jobSource: f.jobSource }, 'slurmrestd client configured');
+  return {
+    ...settings,
+    source: { api: client, jobSource: f.jobSource, accountingLookbackMs: f.accountingJobsLookback, clusterName: f.clusterName },
+    collectionIntervalMs: f.collectionInterval,
+    maxInflight: f.maxCollectorInflight,
+    close: () => client.close(),
+  };
+}
+
+function readFile(path: string, what: string): Buffer {
+  try {
+    return fs.readFileSync(path);
+  } catch (err) {
+    throw new ConfigError(`${what} ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+}
+
+/** `auto` picks the first configured: token, token file, key file, Kubernetes (in-cluster or kubeconfig); else none. */
+export function chooseTokenSource(f: ClusterFlags, env: Env): Exclude<TokenSourceName, 'auto'> {
+  if (f.tokenSource !== 'auto') return f.tokenSource;
+  if (f.token) return 'static';
+  if (f.tokenFile) return 'file';
+  if (f.jwtKeyFile) return 'jwt-key';
+  if (f.kubeconfigPath || env.KUBERNETES_SERVICE_HOST) return 'kubernetes';
+  return 'none';
+}
+
+function buildTokenSource(f: ClusterFlags, env: Env, logger: Logger): TokenSource {
+  const lifetimeSec = Math.round(f.jwtLifetime / 1000);
+  const need = (v: string | undefined, flag: string): string => {
+    if (!v) throw new ConfigError(`token source ${f.tokenSource} needs ${flag}`);
+    return v;
+  };
+  switch (chooseTokenSource(f, env)) {
+    case 'none':
+      if (!f.slurmApiServer.startsWith('unix:')) logger.warn('no Slurm token configured: slurmrestd with auth/jwt will answer 401');
+      return noAuth();
+    case 'static':
+      return staticToken({ token: need(f.token, '--token or SLURM_EXPORTER_TOKEN'), userName: f.slurmUserName });
+    case 'file':
+      return tokenFile({ path: need(f.tokenFile, '--token-file'), userName: f.slurmUserName });
+    case 'jwt-key':
+      return keyFileSigner({ keyFile: need(f.jwtKeyFile, '--jwt-key-file'), user: f.jwtUser, lifetimeSec });
+    case 'scontrol':
+      return scontrolToken({ user: f.jwtUser, lifespanSec: lifetimeSec, command: f.scontrolPath });
+    case 'kubernetes':
+      return kubernetesSecretSigner({
+        access: f.kubeconfigPath ? { kind: 'kubeconfig', path: f.kubeconfigPath } : { kind: 'in-cluster', apiServer: inClusterApiServer(env) },
+        namespace: f.clusterNamespace,
+        clusterName: f.clusterName,
+        user: f.jwtUser,
+        lifetimeSec,
+      });
+  }
+}
+
+function inClusterApiServer(env: Env): string {
+  const host = env.KUBERNETES_SERVICE_HOST;
+  if (!host) throw new ConfigError('token source kubernetes needs --kubeconfig-path or an in-cluster environment (KUBERNETES_SERVICE_HOST)');
+  const port = env.KUBERNETES_SERVICE_PORT || '443';
+  return `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+export function clusterCommand(env: Env): Command {
+  return addClusterOptions(new Command('cluster').description('cluster agent: Slurm node, job and controller metrics from slurmrestd'))
+    .option('--once', 'run one collection, print the Prometheus exposition to stdout and exit')
+    .action(async (f: ClusterFlags) => {
+      const opts = clusterAgentOptions(f, env);
+      if (f.once) {
+        process.stdout.write(await runClusterOnce(opts));
+        return;
+      }
+      const agent = await startClusterAgent(opts);
+      await waitForSignal();
+      await agent.stop();
+    });
+}

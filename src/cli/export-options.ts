@@ -1,0 +1,82 @@
+/**
+ * Options both agents share: where they serve, where they push, how they log
+ * and secure their endpoints. Each agent passes its own environment prefix.
+ */
+import { Command, Option } from 'commander';
+import { createLogger, LOG_LEVELS, type LogFormat, type LogLevel, type Logger } from '../log.js';
+import type { BindAddress } from '../telemetry/http.js';
+import type { OtlpOptions, OtlpProtocol } from '../telemetry/pipeline.js';
+import type { ResourceOptions } from '../telemetry/resource.js';
+import { loadWebConfig, WebConfigError, type WebConfig } from '../telemetry/webconfig.js';
+import { VERSION } from './common.js';
+import { ConfigError, resolveOtlp, resolveResource, type Env } from './otel.js';
+import { bindAddress, oneOf, positiveDuration } from './values.js';
+
+export interface ExportFlags {
+  metricsBindAddress: BindAddress;
+  monitoringBindAddress: BindAddress;
+  otlpEndpoint?: string;
+  otlpProtocol?: OtlpProtocol;
+  otlpInterval?: number;
+  otlpTimeout?: number;
+  logLevel: LogLevel;
+  logFormat: LogFormat;
+  webConfigFile?: string;
+  once?: boolean;
+}
+
+export interface ExportDefaults {
+  readonly metricsBind: string;
+  readonly monitoringBind: string;
+  readonly logFormat: LogFormat;
+  readonly logLevel: LogLevel;
+}
+
+/** An option whose environment variable is the agent's prefix + NAME. */
+export function envOption(prefix: string): (flags: string, description: string, name: string) => Option {
+  return (flags, description, name) => new Option(flags, description).env(prefix + name);
+}
+
+export function addExportOptions(cmd: Command, prefix: string, d: ExportDefaults): Command {
+  const opt = envOption(prefix);
+  return cmd
+    .addOption(opt('--metrics-bind-address <addr>', 'Prometheus endpoint ([host]:port)', 'METRICS_BIND_ADDRESS').default(bindAddress(d.metricsBind), d.metricsBind).argParser(bindAddress))
+    .addOption(opt('--monitoring-bind-address <addr>', 'self-monitoring endpoint ([host]:port)', 'MONITORING_BIND_ADDRESS').default(bindAddress(d.monitoringBind), d.monitoringBind).argParser(bindAddress))
+    .addOption(opt('--otlp-endpoint <url>', 'push OTLP/HTTP here (else OTEL_EXPORTER_OTLP_[METRICS_]ENDPOINT; off when none)', 'OTLP_ENDPOINT'))
+    .addOption(opt('--otlp-protocol <protocol>', 'http/protobuf or http/json (else OTEL_EXPORTER_OTLP_[METRICS_]PROTOCOL; default http/protobuf)', 'OTLP_PROTOCOL').argParser(oneOf(['http/json', 'http/protobuf'] as const)))
+    .addOption(opt('--otlp-interval <duration>', 'OTLP push interval (else OTEL_METRIC_EXPORT_INTERVAL ms; default 60s)', 'OTLP_INTERVAL').argParser(positiveDuration))
+    .addOption(opt('--otlp-timeout <duration>', 'OTLP push timeout (else OTEL_EXPORTER_OTLP_[METRICS_]TIMEOUT ms; default 10s)', 'OTLP_TIMEOUT').argParser(positiveDuration))
+    .addOption(opt('--web-config-file <path>', 'TLS and basic-auth settings for both endpoints (Prometheus web config format)', 'WEB_CONFIG_FILE'))
+    .addOption(opt('--log-level <level>', 'debug, info, warn or error', 'LOG_LEVEL').default(d.logLevel).argParser(oneOf(LOG_LEVELS)))
+    .addOption(opt('--log-format <format>', 'json or plain', 'LOG_FORMAT').default(d.logFormat).argParser(oneOf(['json', 'plain'] as const)));
+}
+
+export interface ExportSettings {
+  readonly logger: Logger;
+  readonly resource: ResourceOptions;
+  readonly otlp?: OtlpOptions;
+  readonly security?: WebConfig;
+  readonly metrics: BindAddress;
+  readonly monitoring: BindAddress;
+}
+
+export function exportSettings(f: ExportFlags, env: Env, resource: { serviceName: string; hostName: string; attributes?: Record<string, string> }): ExportSettings {
+  return {
+    logger: createLogger({ level: f.logLevel, format: f.logFormat }),
+    resource: resolveResource(env, { ...resource, version: VERSION }, resource.attributes),
+    otlp: resolveOtlp(f, env),
+    security: f.webConfigFile ? loadWebConfigOption(f.webConfigFile) : undefined,
+    metrics: f.metricsBindAddress,
+    monitoring: f.monitoringBindAddress,
+  };
+}
+
+/** A bad web config file is a configuration error (exit 2), not a crash. */
+function loadWebConfigOption(file: string): WebConfig {
+  try {
+    return loadWebConfig(file);
+  } catch (err) {
+    if (err instanceof WebConfigError) throw new ConfigError(err.message);
+    throw err;
+  }
+}

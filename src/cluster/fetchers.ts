@@ -1,0 +1,61 @@
+/**
+ * The three sub-collectors' requests, from the client's typed results to the
+ * plain lists the collection loop stores. Malformed elements are skipped and
+ * counted here; a whole failed response becomes an error the loop counts.
+ */
+import type { Logger } from '../log.js';
+import { orThrow, type AccountingQuery, type CallOptions, type CallResult } from './api/client.js';
+import type { Fetchers } from './collect.js';
+import type { SlurmDiag, SlurmJob, SlurmNode } from './model.js';
+import { adjustAccountingJobs } from './rules.js';
+import type { SubCollector } from './snapshot.js';
+
+/** What the fetchers need of the client (the real SlurmClient, or a test double). */
+export interface SlurmApi {
+  nodes(opts?: CallOptions): Promise<CallResult<SlurmNode>>;
+  jobs(opts?: CallOptions): Promise<CallResult<SlurmJob>>;
+  diag(opts?: CallOptions): Promise<CallResult<SlurmDiag>>;
+  accountingJobs(q: AccountingQuery, opts?: CallOptions): Promise<CallResult<SlurmJob>>;
+}
+
+export type JobSource = 'controller' | 'accounting';
+
+export interface FetcherOptions {
+  readonly api: SlurmApi;
+  readonly jobSource: JobSource;
+  /** Accounting window: [now − lookback, now + skew]. */
+  readonly accountingLookbackMs: number;
+  readonly clusterName?: string;
+  readonly logger: Logger;
+  readonly onSkipped?: (collector: SubCollector, count: number) => void;
+  readonly now?: () => number;
+}
+
+/** Clock drift between slurmrestd, slurmctld and slurmdbd (Soperator uses the same 5 minutes). */
+export const ACCOUNTING_SKEW_MS = 5 * 60_000;
+
+export function makeFetchers(o: FetcherOptions): Fetchers {
+  const now = o.now ?? Date.now;
+  const items = <T>(collector: SubCollector, result: CallResult<T>): readonly T[] => {
+    const data = orThrow(result);
+    if (data.skipped > 0) {
+      o.onSkipped?.(collector, data.skipped);
+      o.logger.warn({ collector, skipped: data.skipped, reasons: data.skip_reasons.slice(0, 3) }, 'malformed elements skipped');
+    }
+    return data.items;
+  };
+  return {
+    nodes: async (signal) => items('nodes', await o.api.nodes({ signal })),
+    diag: async (signal) => {
+      const [diag] = items('diag', await o.api.diag({ signal }));
+      if (!diag) throw new Error('diag response carried no statistics');
+      return diag;
+    },
+    jobs: async (signal) => {
+      if (o.jobSource === 'controller') return items('jobs', await o.api.jobs({ signal }));
+      const t = now();
+      const query = { cluster: o.clusterName, startTime: new Date(t - o.accountingLookbackMs), endTime: new Date(t + ACCOUNTING_SKEW_MS) };
+      return adjustAccountingJobs(items('jobs', await o.api.accountingJobs(query, { signal })), t);
+    },
+  };
+}
