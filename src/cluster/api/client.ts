@@ -146,7 +146,8 @@ type Outcome<T> = { readonly ok: true; readonly value: T } | { readonly ok: fals
 interface Endpoint<T> {
   readonly api: 'slurm' | 'slurmdb';
   readonly name: string;
-  readonly query?: Readonly<Record<string, string>>;
+  /** Query parameters for the negotiated version (they differ between API families). */
+  query?(version: SupportedVersion): Readonly<Record<string, string>>;
   decode(res: HttpResponse, version: SupportedVersion): Promise<Decoded<T>>;
 }
 
@@ -207,14 +208,14 @@ export class SlurmClient {
 
   /** Jobs from slurmdbd that were active in [startTime, endTime]. */
   accountingJobs(q: AccountingQuery, opts: CallOptions = {}): Promise<CallResult<SlurmJob>> {
-    const query = {
+    const query = (v: SupportedVersion) => ({
       ...(q.cluster !== undefined && q.cluster !== '' ? { cluster: q.cluster } : {}),
       // Slurm's parse_time rejects bare integers: `uts<epoch>` is its "Unix timestamp" form.
       start_time: `uts${unixSeconds(q.startTime)}`,
       end_time: `uts${unixSeconds(q.endTime)}`,
-      skip_steps: 'true',
-      disable_truncate_usage_time: 'true',
-    };
+      // dbv0.0.38 (22.05) rejects parameters it does not know ("Unknown Query field"); these came with v0.0.40.
+      ...(familyOf(v) === 'v004x' ? { skip_steps: 'true', disable_truncate_usage_time: 'true' } : {}),
+    });
     const decode = (res: HttpResponse, v: SupportedVersion): Promise<Decoded<SlurmJob>> =>
       decodeListStream(res.body, 'jobs', decoderFor(v).decodeAccountingJob);
     return this.call({ api: 'slurmdb', name: 'jobs', query, decode }, opts);
@@ -257,7 +258,7 @@ export class SlurmClient {
       const path = endpointPath(ep.api, version, ep.name);
       const v = version;
       try {
-        const decoded = await this.authed(path, ep.query, (res) => ep.decode(res, v).then((d) => explainDecoded(d, res)), stats, signal);
+        const decoded = await this.authed(path, ep.query?.(v), (res) => ep.decode(res, v).then((d) => explainDecoded(d, res)), stats, signal);
         return { outcome: fromDecoded(decoded, path), version };
       } catch (err) {
         if (round === 1 && err instanceof SlurmHttpError && err.status === 404) {
@@ -272,7 +273,7 @@ export class SlurmClient {
   }
 
   /** Runs one request with the current credentials; a rejected token is renewed and tried once more. */
-  private async authed<T>(path: string, query: Endpoint<unknown>['query'], handle: (res: HttpResponse) => Promise<T>, stats: RequestStats, signal: AbortSignal): Promise<T> {
+  private async authed<T>(path: string, query: Readonly<Record<string, string>> | undefined, handle: (res: HttpResponse) => Promise<T>, stats: RequestStats, signal: AbortSignal): Promise<T> {
     let rejection: unknown;
     for (let round = 1; round <= 2; round++) {
       const headers = await this.tokens.headers();

@@ -1,0 +1,167 @@
+/**
+ * The cluster agent against a real Slurm 22.05 (Debian packages, slurmdbd
+ * included for GPU TRES and the accounting source) on loopback: what it
+ * exports is checked against sinfo and squeue, and node transitions made with
+ * scontrol show up as fails and duration observations.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keyFileSigner } from '../../src/cluster/api/auth.js';
+import { SlurmClient } from '../../src/cluster/api/client.js';
+import { ClusterRunner } from '../../src/cluster/agent.js';
+import type { JobSource } from '../../src/cluster/fetchers.js';
+import { Writable } from 'node:stream';
+import { createLogger } from '../../src/log.js';
+import { parseExposition, select, valueOf, type Sample } from '../support/exposition.js';
+import { REAL_SLURM_START_TIMEOUT_MS, realSlurmGate, startRealSlurm, type RealSlurm } from '../support/real-slurm.js';
+
+const gate = realSlurmGate();
+
+async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 300));
+  }
+}
+
+describe.skipIf(gate.skip)('cluster agent on a real Slurm 22.05', () => {
+  let slurm: RealSlurm;
+  let controller: ClusterRunner;
+  const jobs: Record<string, string> = {};
+
+  const logs: string[] = [];
+  function runner(jobSource: JobSource): ClusterRunner {
+    const logger = createLogger({ level: 'warn', format: 'json', destination: new Writable({ write: (c: Buffer, _e, done) => { logs.push(c.toString()); done(); } }) });
+    const api = new SlurmClient({ server: slurm.restUrl, tokenSource: keyFileSigner({ keyFile: slurm.jwtKeyPath, user: 'root' }), requestTimeoutMs: 15_000, logger });
+    return new ClusterRunner({
+      source: { api, jobSource, accountingLookbackMs: 3_600_000, clusterName: 'slurmotel' },
+      collectionIntervalMs: 3_600_000,
+      maxInflight: 1,
+      metrics: { host: '127.0.0.1', port: 0 },
+      monitoring: { host: '127.0.0.1', port: 0 },
+      resource: { serviceName: 'slurm-otel-cluster', serviceVersion: 'test', hostName: 'test' },
+      logger,
+      close: () => api.close(),
+    });
+  }
+
+  async function collect(r: ClusterRunner): Promise<Sample[]> {
+    const tick = await r.collect();
+    expect(tick.failed, logs.slice(-5).join('')).toEqual([]);
+    return parseExposition(r.pipeline.exposition.text);
+  }
+
+  async function sbatch(...args: string[]): Promise<string> {
+    const { stdout } = await slurm.run(['sbatch', '--parsable', '-o', '/dev/null', '-e', '/dev/null', '--mem=100', ...args]);
+    return stdout.trim().split(';')[0] as string;
+  }
+
+  const squeue = async (format: string) => (await slurm.run(['squeue', '-h', '-o', format])).stdout.trim().split('\n').filter(Boolean).map((l) => l.split('|'));
+  const sinfoNodes = async () => new Map((await slurm.run(['sinfo', '-h', '-N', '-o', '%N|%T'])).stdout.trim().split('\n').map((l) => l.split('|') as [string, string]));
+
+  beforeAll(async () => {
+    slurm = await startRealSlurm({ dbd: true });
+    jobs.running = await sbatch('-p', 'cpu', '-J', 'otel-run', '--wrap', 'sleep 600');
+    jobs.held = await sbatch('-p', 'cpu', '-J', 'otel-held', '--hold', '--wrap', 'sleep 1');
+    jobs.array = await sbatch('-p', 'cpu', '-J', 'otel-array', '--array=0-3', '--wrap', 'sleep 600');
+    jobs.gpu = await sbatch('-p', 'gpu', '-J', 'otel-gpu', '--gres=gpu:1', '--wrap', 'sleep 600');
+    await until('every job but the held one running', async () => {
+      const states = (await squeue('%A|%T')).map(([, s]) => s);
+      return states.filter((s) => s === 'RUNNING').length === 6 ? true : undefined;
+    });
+    controller = runner('controller');
+  }, REAL_SLURM_START_TIMEOUT_MS);
+
+  afterAll(async () => {
+    await controller?.shutdown();
+    await slurm?.stop();
+  }, 90_000);
+
+  it('exports every node with the state sinfo reports', async () => {
+    const samples = await collect(controller);
+    const sinfo = await sinfoNodes();
+    const info = select(samples, 'slurm_node_info');
+    expect(info.map((s) => s.labels.node_name).sort()).toEqual([...sinfo.keys()].sort());
+    for (const s of info) expect(s.labels.state_base, s.labels.node_name).toBe(sinfo.get(s.labels.node_name as string)?.toUpperCase());
+    expect(valueOf(samples, 'slurm_node_cpus_total', { node_name: 'node1' })).toBe(4);
+    expect(valueOf(samples, 'slurm_node_memory_total_bytes', { node_name: 'node1' })).toBe(8000 * 2 ** 20);
+    expect(select(samples, 'slurm_node_partition', { node_name: 'node3' }).map((s) => s.labels.partition)).toEqual(['gpu']);
+  });
+
+  it('exports every job squeue lists, with its state, partition, name, user and array identity', async () => {
+    const samples = await collect(controller);
+    const rows = await squeue('%A|%T|%P|%j|%u|%F|%K|%C|%r');
+    const info = select(samples, 'slurm_job_info');
+    expect(info.map((s) => s.labels.job_id).sort()).toEqual(rows.map((r) => r[0]).sort());
+    for (const [id, state, partition, name, user, arrayJob, arrayTask, cpus, reason] of rows) {
+      const labels = info.find((s) => s.labels.job_id === id)?.labels;
+      expect(labels, `job ${id}`).toMatchObject({ job_state: state, slurm_partition: partition, job_name: name, user_name: user });
+      if (arrayTask !== 'N/A') expect(labels).toMatchObject({ array_job_id: arrayJob, array_task_id: arrayTask });
+      if (state === 'PENDING') expect(labels?.job_state_reason).toBe(reason);
+      if (state === 'RUNNING') expect(valueOf(samples, 'slurm_job_cpus', { job_id: id as string })).toBe(Number(cpus));
+    }
+    expect(select(samples, 'slurm_job_info', { job_id: jobs.held as string })[0]?.labels.job_state_reason).toBe('JobHeldUser');
+  });
+
+  it('maps running jobs to the nodes squeue shows and counts allocated GPUs from TRES', async () => {
+    const samples = await collect(controller);
+    for (const [id, nodes] of await squeue('%A|%N')) {
+      if (!nodes) continue;
+      expect(select(samples, 'slurm_node_job', { job_id: id as string }).map((s) => s.labels.node_name), `job ${id}`).toEqual([nodes]);
+    }
+    expect(valueOf(samples, 'slurm_job_gpus', { job_id: jobs.gpu as string })).toBe(1);
+  });
+
+  it('exports controller RPC statistics from /diag', async () => {
+    const samples = await collect(controller);
+    expect(valueOf(samples, 'slurm_controller_server_thread_count')).toBeGreaterThan(0);
+    expect(valueOf(samples, 'slurm_controller_rpc_calls_total', { message_type: 'REQUEST_JOB_INFO' })).toBeGreaterThan(0);
+    expect(select(samples, 'slurm_controller_rpc_user_calls_total', { user: 'root' }).length).toBe(1);
+  });
+
+  it('counts a fail for each drained node and observes outage and draining durations after resume', async () => {
+    await collect(controller);
+    const states = await sinfoNodes();
+    const idle = [...states].find(([, s]) => s === 'idle')?.[0] as string;
+    const busy = [...states].find(([, s]) => s === 'mixed' || s === 'allocated')?.[0] as string;
+    expect(idle && busy).toBeTruthy();
+    await slurm.run(['scontrol', 'update', `nodename=${idle}`, 'state=drain', 'reason=otel-idle-drain']);
+    await slurm.run(['scontrol', 'update', `nodename=${busy}`, 'state=drain', 'reason=otel-busy-drain']);
+    const drained = await collect(controller);
+    expect(select(drained, 'slurm_node_fails_total'), JSON.stringify(select(drained, 'slurm_node_info').map((s) => s.labels))).toHaveLength(2);
+    expect(valueOf(drained, 'slurm_node_fails_total', { node_name: idle, reason: 'otel-idle-drain', state_is_drain: 'true' })).toBe(1);
+    expect(valueOf(drained, 'slurm_node_fails_total', { node_name: busy, reason: 'otel-busy-drain' })).toBe(1);
+    expect(select(drained, 'slurm_node_info', { node_name: idle })[0]?.labels.is_unavailable).toBe('true');
+    expect(select(drained, 'slurm_node_info', { node_name: busy })[0]?.labels.is_unavailable).toBe('');
+    await new Promise((r) => setTimeout(r, 1100));
+    await slurm.run(['scontrol', 'update', `nodename=${idle},${busy}`, 'state=resume']);
+    // A resumed node is NOT_RESPONDING until its slurmd re-registers: still unavailable until then.
+    const resumed = await until('both nodes available again', async () => {
+      const now = await collect(controller);
+      return [idle, busy].every((n) => select(now, 'slurm_node_info', { node_name: n })[0]?.labels.is_unavailable === '') ? now : undefined;
+    });
+    expect(valueOf(resumed, 'slurm_node_unavailability_duration_seconds_count', { node_name: idle })).toBe(1);
+    expect(valueOf(resumed, 'slurm_node_unavailability_duration_seconds_sum', { node_name: idle })).toBeGreaterThan(0);
+    expect(valueOf(resumed, 'slurm_node_draining_duration_seconds_count', { node_name: busy })).toBe(1);
+    expect(valueOf(resumed, 'slurm_node_fails_total', { node_name: idle, reason: 'otel-idle-drain' })).toBe(1);
+    expect(select(resumed, 'slurm_node_gpu_seconds_total').reduce((a, s) => a + s.value, 0)).toBeGreaterThan(0);
+  });
+
+  it('reads the same running jobs from slurmdbd with the accounting source', async () => {
+    const accounting = runner('accounting');
+    try {
+      const samples = await until('slurmdbd to know the running jobs', async () => {
+        const s = await collect(accounting);
+        return select(s, 'slurm_job_info', { job_id: jobs.running as string }).length ? s : undefined;
+      });
+      const running = (await squeue('%A|%T')).filter(([, s]) => s === 'RUNNING').map(([id]) => id);
+      for (const id of running) expect(select(samples, 'slurm_job_info', { job_id: id as string, job_state: 'RUNNING' }), `job ${id}`).toHaveLength(1);
+      expect(valueOf(samples, 'slurm_job_gpus', { job_id: jobs.gpu as string })).toBe(1);
+      expect(select(samples, 'slurm_job_info', { job_id: jobs.running as string })[0]?.labels.user_id).toBe('');
+    } finally {
+      await accounting.shutdown();
+    }
+  });
+});
