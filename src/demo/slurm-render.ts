@@ -1,0 +1,244 @@
+/**
+ * Renders the fake cluster as slurmrestd answers: `/slurm/vX/{nodes,jobs,diag}/`,
+ * `/slurmdb/vX/jobs/` and `/openapi/v3`, for API versions v0.0.38 and v0.0.40–v0.0.45.
+ *
+ * Bodies are produced as a stream of JSON text, element by element, never as one string: 100k
+ * jobs are ~0.5 GB, more than V8's maximum string length. `bodyParts` yields the pieces,
+ * `renderChunks` groups them into chunks for a socket, `renderText` joins them for small clusters.
+ */
+import type { ClusterTruth, FakeCluster } from './fake-cluster.js';
+import type { ClusterView, FakeJob } from './fake-cluster-types.js';
+import { isTerminal } from './fake-cluster-types.js';
+import type { SlurmDiag, SlurmJob, SlurmNode } from '../cluster/model.js';
+import { dbJob38, diagStats38, job38, meta38, node38 } from './slurm-render-v0038.js';
+import type { Ctx38 } from './slurm-render-v0038.js';
+import { dbJob4x, diagStats4x, job4x, meta4x, node4x, nv } from './slurm-render-v004x.js';
+import type { Ctx4x, Minor } from './slurm-render-v004x.js';
+
+export const RENDER_VERSIONS = ['v0.0.38', 'v0.0.40', 'v0.0.41', 'v0.0.42', 'v0.0.43', 'v0.0.44', 'v0.0.45'] as const;
+export type RenderVersion = (typeof RENDER_VERSIONS)[number];
+
+export type Endpoint = 'nodes' | 'jobs' | 'diag' | 'slurmdb-jobs';
+export const ENDPOINTS: readonly Endpoint[] = ['nodes', 'jobs', 'diag', 'slurmdb-jobs'];
+
+/** The Slurm release a slurmrestd reports when this is the newest version it serves. */
+export const DEFAULT_RELEASES: Readonly<Record<RenderVersion, string>> = {
+  'v0.0.38': '22.05.8',
+  'v0.0.40': '23.11.10',
+  'v0.0.41': '24.05.8',
+  'v0.0.42': '24.11.6',
+  'v0.0.43': '25.05.5',
+  'v0.0.44': '25.11.2',
+  'v0.0.45': '26.05.0',
+};
+
+/** `/slurmdb/vX/jobs/` filters (times in Unix seconds). */
+export interface AccountingQuery {
+  readonly cluster?: string;
+  readonly startTime?: number;
+  readonly endTime?: number;
+}
+
+export interface RenderOptions {
+  /** `meta.slurm.release`; default DEFAULT_RELEASES[version]. */
+  readonly release?: string;
+  readonly query?: AccountingQuery;
+  /** Minimum chunk size of `renderChunks`, in characters (all output is ASCII). */
+  readonly chunkChars?: number;
+}
+
+export function isRenderVersion(v: string): v is RenderVersion {
+  return (RENDER_VERSIONS as readonly string[]).includes(v);
+}
+
+/** ESLURM_REST_EMPTY_RESULT, as slurmdbd 22.05 reports a query that matched nothing. */
+const NOTHING_FOUND = { description: 'Nothing found', error_number: 9003, error: 'Nothing found with query', source: 'slurmdb_jobs_get' };
+const DEFAULT_CHUNK_CHARS = 64 * 1024;
+
+/** A body is one object (diag) or a list with envelope members before and after it. */
+type BodyPlan =
+  | { readonly kind: 'object'; readonly body: Readonly<Record<string, unknown>> }
+  | {
+      readonly kind: 'list';
+      readonly key: string;
+      readonly items: readonly unknown[];
+      readonly render: (item: unknown) => unknown;
+      /** Members before the list (v0.0.38 puts meta and errors first, as 22.05 does). */
+      readonly head: Readonly<Record<string, unknown>>;
+      readonly tail: Readonly<Record<string, unknown>>;
+    };
+
+type Members = Readonly<Record<string, unknown>>;
+
+function list<T>(key: string, items: readonly T[], render: (item: T) => unknown, head: Members, tail: Members): BodyPlan {
+  return { kind: 'list', key, items, render: render as (item: unknown) => unknown, head, tail };
+}
+
+function minorOf(version: RenderVersion): number {
+  return Number(version.slice(version.lastIndexOf('.') + 1));
+}
+
+function accountingJobs(view: ClusterView, q: AccountingQuery | undefined): readonly FakeJob[] {
+  if (q === undefined) return view.accounting;
+  if (q.cluster !== undefined && q.cluster !== '' && q.cluster !== view.clusterName) return [];
+  return view.accounting.filter(
+    (j) => (q.endTime === undefined || j.submitTime <= q.endTime) && (q.startTime === undefined || !isTerminal(j) || j.endTime >= q.startTime),
+  );
+}
+
+function plan38(view: ClusterView, endpoint: Endpoint, opts: RenderOptions): BodyPlan {
+  const c: Ctx38 = { release: opts.release ?? DEFAULT_RELEASES['v0.0.38'], view };
+  const ctld = { meta: meta38(c, 'slurmctld'), errors: [] };
+  switch (endpoint) {
+    case 'nodes':
+      return list('nodes', view.nodes, (n) => node38(n, c), ctld, {});
+    case 'jobs':
+      return list('jobs', view.jobs, (j) => job38(j, c), ctld, {});
+    case 'diag':
+      return { kind: 'object', body: { ...ctld, statistics: diagStats38(view.diag, c) } };
+    case 'slurmdb-jobs': {
+      const items = accountingJobs(view, opts.query);
+      const head = { meta: meta38(c, 'slurmdbd'), errors: items.length === 0 ? [NOTHING_FOUND] : [] };
+      return list('jobs', items, (j) => dbJob38(j, c), head, {});
+    }
+  }
+}
+
+function plan4x(view: ClusterView, version: RenderVersion, endpoint: Endpoint, opts: RenderOptions): BodyPlan {
+  const c: Ctx4x = { minor: minorOf(version) as Minor, release: opts.release ?? DEFAULT_RELEASES[version], view };
+  const envelope = (daemon: 'slurmctld' | 'slurmdbd') => ({ meta: meta4x(c, daemon), errors: [], warnings: [] });
+  switch (endpoint) {
+    case 'nodes':
+      return list('nodes', view.nodes, (n) => node4x(n, c), {}, { last_update: nv(view.nodesUpdatedAt), ...envelope('slurmctld') });
+    case 'jobs': {
+      const tail = { last_backfill: nv(view.diag.bfWhenLastCycle), last_update: nv(view.jobsUpdatedAt), ...envelope('slurmctld') };
+      return list('jobs', view.jobs, (j) => job4x(j, c), {}, tail);
+    }
+    case 'diag':
+      return { kind: 'object', body: { statistics: diagStats4x(view.diag, c), ...envelope('slurmctld') } };
+    case 'slurmdb-jobs':
+      return list('jobs', accountingJobs(view, opts.query), (j) => dbJob4x(j, c), {}, envelope('slurmdbd'));
+  }
+}
+
+/** `{"a":1}` → `"a":1`, for splicing members around a streamed array. */
+function members(obj: Readonly<Record<string, unknown>>): string {
+  const s = JSON.stringify(obj);
+  return s.length > 2 ? s.slice(1, -1) : '';
+}
+
+/** The body as JSON text pieces: envelope head, then one piece per element, then the tail. */
+export function* bodyParts(view: ClusterView, version: RenderVersion, endpoint: Endpoint, opts: RenderOptions = {}): Generator<string> {
+  const p = version === 'v0.0.38' ? plan38(view, endpoint, opts) : plan4x(view, version, endpoint, opts);
+  if (p.kind === 'object') {
+    yield JSON.stringify(p.body);
+    return;
+  }
+  const head = members(p.head);
+  yield `{${head}${head === '' ? '' : ','}"${p.key}":[`;
+  let first = true;
+  for (const item of p.items) {
+    yield (first ? '' : ',') + JSON.stringify(p.render(item));
+    first = false;
+  }
+  const tail = members(p.tail);
+  yield `]${tail === '' ? '' : ','}${tail}}`;
+}
+
+function viewOf(source: FakeCluster | ClusterView): ClusterView {
+  return 'view' in source && typeof source.view === 'function' ? source.view() : (source as ClusterView);
+}
+
+/**
+ * The body in chunks of at least `chunkChars` characters (the last may be shorter). The snapshot
+ * is taken on the first `next()`, so the cluster may move on while a long body streams.
+ */
+export async function* renderChunks(source: FakeCluster | ClusterView, version: RenderVersion, endpoint: Endpoint, opts: RenderOptions = {}): AsyncGenerator<string> {
+  const min = opts.chunkChars ?? DEFAULT_CHUNK_CHARS;
+  let buf = '';
+  for (const part of bodyParts(viewOf(source), version, endpoint, opts)) {
+    buf += part;
+    if (buf.length >= min) {
+      yield buf;
+      buf = '';
+    }
+  }
+  if (buf !== '') yield buf;
+}
+
+/** The whole body as one string: for small clusters (tests, fixtures), never for 100k jobs. */
+export function renderText(source: FakeCluster | ClusterView, version: RenderVersion, endpoint: Endpoint, opts: RenderOptions = {}): string {
+  return [...bodyParts(viewOf(source), version, endpoint, opts)].join('');
+}
+
+/** Newest first, like the agent's negotiation expects to find them. */
+function newestFirst(versions: readonly RenderVersion[]): RenderVersion[] {
+  return [...new Set(versions)].sort((a, b) => minorOf(b) - minorOf(a));
+}
+
+/**
+ * A small `GET /openapi/v3` document: its `paths` are exactly the endpoints served, under each
+ * served version's prefix (22.05 printed them without the trailing slash).
+ */
+export function openapiDocument(versions: readonly RenderVersion[], opts: { readonly slurmdbd?: boolean; readonly release?: string } = {}): Record<string, unknown> {
+  const sorted = newestFirst(versions);
+  const newest = sorted[0];
+  const release = opts.release ?? (newest !== undefined ? DEFAULT_RELEASES[newest] : '');
+  const paths: Record<string, unknown> = {};
+  const get = (summary: string) => ({ get: { summary, responses: { '200': { description: summary } } } });
+  for (const v of sorted) {
+    const slash = v === 'v0.0.38' ? '' : '/';
+    paths[`/slurm/${v}/diag${slash}`] = get('get diagnostics');
+    paths[`/slurm/${v}/jobs${slash}`] = get('get list of jobs');
+    paths[`/slurm/${v}/nodes${slash}`] = get('get node(s) info');
+    if (opts.slurmdbd ?? true) paths[`/slurmdb/${v}/jobs${slash}`] = get('get job list');
+  }
+  const plugins = (opts.slurmdbd ?? true) ? 'openapi/slurmdbd&openapi/slurmctld' : 'openapi/slurmctld';
+  return { openapi: '3.0.3', info: { title: 'Slurm REST API', version: `Slurm-${release}&${plugins}` }, servers: [{ url: '/' }], paths };
+}
+
+// ------------------------------------------------------------------ what each version can carry
+
+const UINT32 = 2 ** 32;
+
+function nodeSeen(n: SlurmNode, version: RenderVersion): SlurmNode {
+  if (version !== 'v0.0.38') return n;
+  // No specialized resources and no effective CPU count in the 22.05 node.
+  return { ...n, effective_cpus: undefined, specialized_cpus: undefined, specialized_cpus_count: undefined, specialized_memory: undefined };
+}
+
+function jobSeen(j: SlurmJob, version: RenderVersion): SlurmJob {
+  const minor = minorOf(version);
+  let out: SlurmJob = j;
+  if (version === 'v0.0.38') {
+    const pending = j.exit_code?.status[0] === 'PENDING';
+    const exit = pending ? { status: ['SUCCESS'], return_code: 0 } : j.source === 'controller' && j.exit_code ? { ...j.exit_code, signal_name: undefined } : j.exit_code;
+    // 22.05 has no mail_user in its job record.
+    out = { ...out, time_limit_unlimited: undefined, mail_user: undefined, exit_code: exit };
+  }
+  if (j.source === 'accounting' && minor < 41) out = { ...out, standard_output: undefined, standard_error: undefined };
+  if (j.source === 'accounting' && minor < 42) out = { ...out, restart_cnt: undefined };
+  return out;
+}
+
+function diagSeen(d: SlurmDiag, version: RenderVersion): SlurmDiag {
+  const minor = minorOf(version);
+  if (minor >= 44) return d;
+  const sum = minor >= 41 && d.schedule_cycle_sum !== undefined ? d.schedule_cycle_sum % UINT32 : undefined;
+  return { ...d, schedule_cycle_sum: sum, bf_cycle_max: minor === 40 ? undefined : d.bf_cycle_max };
+}
+
+/**
+ * The truth as a reader of `version` can know it: the members that version does not carry are
+ * removed, and the ones it carries differently (a 32-bit scheduler sum, 22.05's exit codes) are
+ * shown as that version shows them.
+ */
+export function truthSeenThrough(version: RenderVersion, truth: ClusterTruth): ClusterTruth {
+  return {
+    nowMs: truth.nowMs,
+    nodes: truth.nodes.map((n) => nodeSeen(n, version)),
+    jobs: truth.jobs.map((j) => jobSeen(j, version)),
+    accountingJobs: truth.accountingJobs.map((j) => jobSeen(j, version)),
+    diag: diagSeen(truth.diag, version),
+  };
+}

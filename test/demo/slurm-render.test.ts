@@ -1,0 +1,163 @@
+/**
+ * Every body the fake slurmrestd can render, for every version and endpoint, at moments that
+ * together hold every shape (see moments.ts): it must validate against that version's OpenAPI
+ * schema, define no member the version does not, decode with the agent's own decoder without a
+ * skipped element, and decode to exactly what the fake cluster holds (as that version can carry it).
+ */
+import { describe, expect, it } from 'vitest';
+import { decoderFor } from '../../src/cluster/api/versions.js';
+import type { Decoded } from '../../src/cluster/model.js';
+import { DEFAULT_RELEASES, ENDPOINTS, RENDER_VERSIONS, renderText, truthSeenThrough } from '../../src/demo/slurm-render.js';
+import type { Endpoint, RenderVersion } from '../../src/demo/slurm-render.js';
+import { recorded } from '../cluster/fixtures.js';
+import { coverage, interestingMoments } from './moments.js';
+import { errorsOf, unknownMembers, V0038_PATCHES, validatorFor } from './schema.js';
+
+const moments = interestingMoments(7);
+
+function decode(version: RenderVersion, endpoint: Endpoint, body: unknown): Decoded<unknown> {
+  const d = decoderFor(version);
+  if (endpoint === 'nodes') return d.decodeNodes(body);
+  if (endpoint === 'jobs') return d.decodeJobs(body);
+  if (endpoint === 'diag') return d.decodeDiag(body);
+  return d.decodeAccountingJobs(body);
+}
+
+/** The decoded item restricted to the truth's members (undefined members must decode as absent). */
+function pick(decoded: unknown, truth: object): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(truth)) out[k] = (decoded as Record<string, unknown>)[k];
+  return out;
+}
+
+function expectedItems(version: RenderVersion, endpoint: Endpoint, m: (typeof moments)[number]): readonly object[] {
+  const t = truthSeenThrough(version, m.truth);
+  if (endpoint === 'nodes') return t.nodes;
+  if (endpoint === 'jobs') return t.jobs;
+  if (endpoint === 'diag') return [t.diag];
+  return t.accountingJobs;
+}
+
+describe('the moments cover every shape', () => {
+  it('has a drained, a draining and a down node, arrays, GPU, unlimited, pending and finished jobs', () => {
+    const c = coverage(moments);
+    expect(Object.entries(c).filter(([, ok]) => !ok).map(([k]) => k)).toEqual([]);
+  });
+});
+
+for (const version of RENDER_VERSIONS) {
+  describe(`${version}`, () => {
+    for (const endpoint of ENDPOINTS) {
+      it(`${endpoint} validates against the ${version} schema at every moment`, () => {
+        const fn = validatorFor(version, endpoint);
+        for (const m of moments) {
+          const body = JSON.parse(renderText(m.view, version, endpoint)) as unknown;
+          expect(fn(body), `${m.label}: ${errorsOf(fn)}`).toBe(true);
+          if (version !== 'v0.0.38') expect(unknownMembers(version, endpoint, body), m.label).toEqual([]);
+        }
+      });
+
+      it(`${endpoint} decodes to what the cluster holds, nothing skipped`, () => {
+        for (const m of moments) {
+          const decoded = decode(version, endpoint, JSON.parse(renderText(m.view, version, endpoint)));
+          if (!decoded.ok) throw new Error(`${m.label}: ${decoded.message}`);
+          expect(decoded.skipped, m.label).toBe(0);
+          expect(decoded.meta.slurm_release).toBe(DEFAULT_RELEASES[version]);
+          const expected = expectedItems(version, endpoint, m);
+          expect(decoded.items.length, m.label).toBe(expected.length);
+          decoded.items.forEach((item, i) => {
+            const want = expected[i] as object;
+            expect(pick(item, want), `${m.label} #${i}`).toEqual(want);
+          });
+        }
+      });
+    }
+  });
+}
+
+describe('version-specific details', () => {
+  const start = moments[0];
+  const body = (version: RenderVersion, endpoint: Endpoint): Record<string, unknown> =>
+    JSON.parse(renderText(start!.view, version, endpoint)) as Record<string, unknown>;
+
+  it('v0.0.38 speaks 22.05: lower-case node state, flags apart, string job state, meta.Slurm', () => {
+    const nodes = body('v0.0.38', 'nodes')['nodes'] as { state: unknown; state_flags: unknown }[];
+    expect(nodes.every((n) => typeof n.state === 'string' && n.state === n.state.toLowerCase())).toBe(true);
+    expect(nodes.some((n) => (n.state_flags as string[]).includes('DRAIN'))).toBe(true);
+    const jobs = body('v0.0.38', 'jobs');
+    expect(typeof (jobs['jobs'] as { job_state: unknown }[])[0]?.job_state).toBe('string');
+    expect(jobs['meta']).toMatchObject({ plugin: { type: 'openapi/v0.0.38' }, Slurm: { release: '22.05.8', version: { major: 22, minor: 5, micro: 8 } } });
+  });
+
+  it('a pending array master reads 4-7%4 on the controller and a hex bitmap in dbv0.0.38', () => {
+    const jobs = body('v0.0.38', 'jobs')['jobs'] as { array_task_string: string; job_id: number }[];
+    const master = jobs.find((j) => j.array_task_string === '4-7%4');
+    expect(master).toBeDefined();
+    const db = body('v0.0.38', 'slurmdb-jobs')['jobs'] as { job_id: number; array: { task?: string } }[];
+    expect(db.find((j) => j.job_id === master?.job_id)?.array.task).toBe('0xF0');
+  });
+
+  it('v0.0.44+ carry schedule_cycle_sum above 2^32; v0.0.41–43 carry it wrapped to 32 bits', () => {
+    const sum = (v: RenderVersion) => (body(v, 'diag')['statistics'] as { schedule_cycle_sum?: number }).schedule_cycle_sum;
+    expect(sum('v0.0.44')).toBeGreaterThan(2 ** 32);
+    expect(sum('v0.0.45')).toBe(sum('v0.0.44'));
+    expect(sum('v0.0.43')).toBe((sum('v0.0.44') as number) % 2 ** 32);
+    expect(sum('v0.0.40')).toBeUndefined();
+  });
+
+  it('no-val structs from v0.0.40: an unlimited time limit is INFINITE, an unset array task is not set', () => {
+    const jobs = body('v0.0.44', 'jobs')['jobs'] as { time_limit: unknown; array_task_id: unknown; array_job_id: unknown }[];
+    expect(jobs.some((j) => JSON.stringify(j.time_limit) === '{"set":false,"infinite":true,"number":0}')).toBe(true);
+    expect(jobs.some((j) => JSON.stringify(j.array_task_id) === '{"set":false,"infinite":false,"number":0}')).toBe(true);
+  });
+
+  it('slurmdbd jobs: state.current array, None assigned for pending, TRES arrays; SLUIDs in v0.0.45', () => {
+    const db = body('v0.0.45', 'slurmdb-jobs')['jobs'] as { state: { current: unknown }; nodes: string; tres: { requested: unknown[] }; sluid: string }[];
+    expect(db.every((j) => Array.isArray(j.state.current))).toBe(true);
+    expect(db.some((j) => j.nodes === 'None assigned')).toBe(true);
+    expect(db.every((j) => j.tres.requested.length >= 4)).toBe(true);
+    expect(db.every((j) => /^s[0-9A-HJKMNP-TV-Z]{13}$/.test(j.sluid))).toBe(true);
+  });
+
+  it('a realistic job object with job_resources is ~5 KB of compact JSON', () => {
+    const jobs = body('v0.0.44', 'jobs')['jobs'] as { job_resources?: unknown }[];
+    const sizes = jobs.filter((j) => j.job_resources !== undefined).map((j) => JSON.stringify(j).length);
+    const mean = sizes.reduce((a, b) => a + b, 0) / sizes.length;
+    expect(mean).toBeGreaterThan(4000);
+    expect(mean).toBeLessThan(8000);
+  });
+});
+
+describe('the schema checks can fail', () => {
+  const start = moments[0];
+  const parsed = (version: RenderVersion, endpoint: Endpoint): Record<string, unknown> =>
+    JSON.parse(renderText(start!.view, version, endpoint)) as Record<string, unknown>;
+
+  it('rejects a 22.05-style string node state in v0.0.44, and flags a member v0.0.44 does not define', () => {
+    const body = parsed('v0.0.44', 'nodes');
+    const nodes = body['nodes'] as Record<string, unknown>[];
+    (nodes[0] as Record<string, unknown>)['state'] = 'idle';
+    expect(validatorFor('v0.0.44', 'nodes')(body)).toBe(false);
+    (nodes[1] as Record<string, unknown>)['suspend_time'] = { set: false, infinite: false, number: 0 };
+    expect(unknownMembers('v0.0.44', 'nodes', body)).toEqual(['nodes[].suspend_time']);
+  });
+
+  it('rejects a v0.0.4x state array in v0.0.38', () => {
+    const body = parsed('v0.0.38', 'jobs');
+    (body['jobs'] as Record<string, unknown>[])[0]!['job_state'] = ['RUNNING'];
+    expect(validatorFor('v0.0.38', 'jobs')(body)).toBe(false);
+  });
+
+  it('each v0.0.38 spec patch is what the recorded 22.05.8 responses send', () => {
+    const samples: Record<string, unknown> = {
+      v0: (recorded('v0.0.38', '01-jobs-jobs.json') as { meta: unknown }).meta,
+      dbv0: (recorded('v0.0.38', '01-jobs-slurmdb-jobs.json') as { meta: unknown }).meta,
+      dbjob: (recorded('v0.0.38', '01-jobs-slurmdb-jobs.json') as { jobs: unknown[] }).jobs[0],
+    };
+    for (const p of V0038_PATCHES) {
+      let v = samples[p.schema === 'v0.0.38_meta' ? 'v0' : p.schema === 'dbv0.0.38_meta' ? 'dbv0' : 'dbjob'];
+      for (const k of p.path) v = (v as Record<string, unknown>)[k];
+      expect(Number.isInteger(v), `${p.schema}.${p.path.join('.')}`).toBe(p.type === 'integer');
+    }
+  });
+});

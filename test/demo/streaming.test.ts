@@ -1,0 +1,70 @@
+/**
+ * A 100k-job `/jobs/` body (~540 MB, more than V8's longest string) goes out of the fake
+ * slurmrestd with bounded memory: the renderer yields element by element and the server waits for
+ * the socket to drain. A client that stops reading must stop the rendering too.
+ */
+import { get as httpGet } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bigCluster } from '../../src/demo/fake-cluster.js';
+import { startFakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
+import type { FakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
+
+const MB = 1e6;
+
+function request(url: string): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => httpGet(url, resolve).on('error', reject));
+}
+
+describe('streaming a 100k-job body', () => {
+  let server: FakeSlurmrestd;
+
+  beforeAll(async () => {
+    const cluster = bigCluster({ nodes: 20_000, jobs: 100_000, seed: 1 });
+    server = await startFakeSlurmrestd({ cluster, versions: ['v0.0.44'] });
+  }, 60_000);
+  afterAll(async () => server.close());
+
+  it('holds back while the client does not read, then streams it all with bounded RSS growth', async () => {
+    const base = process.memoryUsage().rss;
+    const res = await request(`${server.url}/slurm/v0.0.44/jobs/`);
+    expect(res.statusCode).toBe(200);
+    const chunks = res[Symbol.asyncIterator]();
+    const first = await chunks.next();
+    const head = Buffer.from(first.value as Buffer).subarray(0, 9).toString();
+    res.pause();
+    await sleep(1000);
+    // Unthrottled, the renderer would have queued ~250 MB into the socket by now.
+    const whilePaused = process.memoryUsage().rss - base;
+    let bytes = (first.value as Buffer).length;
+    let peak = process.memoryUsage().rss;
+    let last: Buffer = Buffer.alloc(0);
+    let n = 0;
+    const started = performance.now();
+    for (let r = await chunks.next(); r.done !== true; r = await chunks.next()) {
+      const chunk = r.value as Buffer;
+      bytes += chunk.length;
+      last = chunk;
+      if (++n % 256 === 0) peak = Math.max(peak, process.memoryUsage().rss);
+    }
+    const seconds = (performance.now() - started) / 1000;
+    expect(head).toBe('{"jobs":[');
+    expect(last.toString().endsWith('"errors":[],"warnings":[]}')).toBe(true);
+    expect(bytes).toBeGreaterThan(450 * MB);
+    expect(whilePaused).toBeLessThan(100 * MB);
+    expect(peak - base).toBeLessThan(300 * MB);
+    expect(bytes / MB / seconds).toBeGreaterThan(20);
+  }, 120_000);
+
+  it('stops rendering for a client that goes away, and keeps serving', async () => {
+    const res = await request(`${server.url}/slurm/v0.0.44/jobs/`);
+    await res[Symbol.asyncIterator]().next();
+    res.destroy();
+    const started = performance.now();
+    const diag = await request(`${server.url}/slurm/v0.0.44/diag/`);
+    expect(diag.statusCode).toBe(200);
+    diag.resume();
+    expect(performance.now() - started).toBeLessThan(1000);
+  }, 60_000);
+});
