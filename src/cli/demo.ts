@@ -1,55 +1,150 @@
-/** `slurm-otel demo`: a synthetic node (no Slurm, no InfiniBand, no root) served by the real agent. */
+/**
+ * `slurm-otel demo`: both agents on synthetic inputs, no Slurm, no InfiniBand,
+ * no root. The node agent reads a synthetic node whose counters move; the
+ * cluster agent reads a fake slurmrestd serving a small moving cluster in the
+ * newest API version. The demo node's jobs run in the fake cluster under the
+ * same ids, so the two agents' series join on job_id.
+ */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Command, Option } from 'commander';
-import { CounterDrift, demoTree } from '../demo/scenarios.js';
+import { staticToken } from '../cluster/api/auth.js';
+import { SlurmClient } from '../cluster/api/client.js';
+import { startClusterAgent, type ClusterAgent } from '../cluster/agent.js';
+import { FakeCluster } from '../demo/fake-cluster.js';
+import { startFakeSlurmrestd, type FakeSlurmrestd } from '../demo/fake-slurmrestd.js';
 import { writeTree, type TreeLayout } from '../demo/nodetree.js';
-import { startNodeAgent } from '../node/agent.js';
+import { CounterDrift, DEMO_JOBS, DEMO_NODE, demoTree } from '../demo/scenarios.js';
+import { startNodeAgent, type NodeAgent, type NodeAgentOptions } from '../node/agent.js';
 import type { Cycle } from '../node/collector.js';
+import type { BindAddress } from '../telemetry/http.js';
+import { waitForSignal } from './common.js';
 import { addNodeOptions, nodeAgentOptions, type NodeFlags } from './node.js';
 import type { Env } from './otel.js';
-import { oneOf, positiveDuration } from './values.js';
-import { waitForSignal } from './common.js';
+import { bindAddress, positiveDuration } from './values.js';
 
 interface DemoFlags extends NodeFlags {
   layout: TreeLayout;
   nonJobHolder?: boolean;
   dir?: string;
   tick: number;
+  cluster: boolean;
+  clusterMetricsBindAddress: BindAddress;
+  clusterMonitoringBindAddress: BindAddress;
+}
+
+export interface DemoOptions {
+  readonly node: NodeAgentOptions;
+  readonly layout: TreeLayout;
+  readonly nonJobHolder: boolean;
+  /** Where to write the synthetic tree; a temporary directory (removed on stop) when undefined. */
+  readonly dir?: string;
+  readonly tickMs: number;
+  /** The cluster agent's endpoints; no cluster agent when undefined. */
+  readonly cluster?: { readonly metrics: BindAddress; readonly monitoring: BindAddress };
+}
+
+export interface DemoStack {
+  readonly dir: string;
+  readonly node: NodeAgent;
+  readonly firstCycle: Cycle;
+  readonly cluster?: ClusterAgent;
+  readonly slurmrestd?: FakeSlurmrestd;
+  stop(): Promise<void>;
+}
+
+const DEMO_TOKEN = 'demo-token';
+
+/** Starts the whole demo; the tests and `npm run demo` share it. */
+export async function startDemo(o: DemoOptions): Promise<DemoStack> {
+  const dir = o.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-demo-'));
+  const roots = writeTree(dir, demoTree({ layout: o.layout, nonJobHolder: o.nonJobHolder }));
+  const drift = new CounterDrift(roots.sysfs);
+  drift.tick(60);
+  const timer = setInterval(() => drift.tick(o.tickMs / 1000), o.tickMs);
+  const node = await startNodeAgent({ ...o.node, collector: { ...o.node.collector, roots } });
+  await node.ready();
+  const firstCycle = node.last() as Cycle;
+  const cluster = o.cluster ? await startClusterSide(o, o.cluster) : undefined;
+  return {
+    dir,
+    node,
+    firstCycle,
+    cluster: cluster?.agent,
+    slurmrestd: cluster?.server,
+    async stop() {
+      clearInterval(timer);
+      await Promise.all([node.stop(), cluster?.agent.stop()]);
+      await cluster?.server.close();
+      if (!o.dir) fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function startClusterSide(o: DemoOptions, binds: NonNullable<DemoOptions['cluster']>) {
+  const fake = new FakeCluster({ startMs: Date.now(), pinned: { node: DEMO_NODE, jobs: DEMO_JOBS } });
+  const server = await startFakeSlurmrestd({ cluster: fake, versions: ['v0.0.45', 'v0.0.44'], host: '127.0.0.1', port: 0, token: DEMO_TOKEN, clock: Date.now });
+  const { logger } = o.node;
+  const api = new SlurmClient({ server: server.url, tokenSource: staticToken({ token: DEMO_TOKEN, userName: 'root' }), requestTimeoutMs: 10_000, logger });
+  const agent = await startClusterAgent({
+    source: { api, jobSource: 'controller', accountingLookbackMs: 3_600_000, clusterName: fake.clusterName },
+    collectionIntervalMs: o.node.collectionIntervalMs,
+    maxInflight: 1,
+    metrics: binds.metrics,
+    monitoring: binds.monitoring,
+    resource: { ...o.node.resource, serviceName: 'slurm-otel-cluster', attributes: { 'slurm.cluster': fake.clusterName } },
+    otlp: o.node.otlp,
+    security: o.node.security,
+    logger,
+    close: () => api.close(),
+  });
+  await agent.ready();
+  return { agent, server };
 }
 
 export function demoCommand(env: Env): Command {
-  const cmd = new Command('demo').description('serve real metrics from a synthetic node tree whose counters move');
-  addNodeOptions(cmd, { collectionInterval: [5_000, '5s'], metricsBind: '127.0.0.1:9836', monitoringBind: '127.0.0.1:9837', logFormat: 'plain' });
+  const cmd = new Command('demo').description('both agents on a synthetic node and a fake slurmrestd, with moving counters');
+  addNodeOptions(cmd, { collectionInterval: [5_000, '5s'], metricsBind: '127.0.0.1:9836', monitoringBind: '127.0.0.1:9837', logFormat: 'plain', nodeName: DEMO_NODE });
   return cmd
     .addOption(new Option('--layout <layout>', 'cgroup layout of the synthetic node').choices(['v1', 'v2', 'v2-sluid']).default('v2-sluid'))
     .option('--non-job-holder', 'a storage client outside Slurm holds mlx5_3')
     .option('--dir <dir>', 'where to write the synthetic tree (default: a new temporary directory)')
     .addOption(new Option('--tick <duration>', 'how often the demo counters move').default(1_000, '1s').argParser(positiveDuration))
+    .option('--no-cluster', 'run the node agent only')
+    .addOption(new Option('--cluster-metrics-bind-address <addr>', "the cluster agent's Prometheus endpoint").default(bindAddress('127.0.0.1:8080'), '127.0.0.1:8080').argParser(bindAddress))
+    .addOption(new Option('--cluster-monitoring-bind-address <addr>', "the cluster agent's self-monitoring endpoint").default(bindAddress('127.0.0.1:8081'), '127.0.0.1:8081').argParser(bindAddress))
     .action(async (f: DemoFlags) => {
-      const dir = f.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-demo-'));
-      const roots = writeTree(dir, demoTree({ layout: f.layout, nonJobHolder: f.nonJobHolder ?? false }));
-      const drift = new CounterDrift(roots.sysfs);
-      drift.tick(60);
-      const timer = setInterval(() => drift.tick(f.tick / 1000), f.tick);
-      const agent = await startNodeAgent(nodeAgentOptions({ ...f, sysfsRoot: roots.sysfs, procfsRoot: roots.procfs, cgroupRoot: roots.cgroupfs }, env));
-      const first = await agent.cycleNow();
-      process.stdout.write(summary(dir, f.layout, agent.metricsUrl, agent.monitoringUrl, first));
+      const demo = await startDemo({
+        node: nodeAgentOptions(f, env),
+        layout: f.layout,
+        nonJobHolder: f.nonJobHolder ?? false,
+        dir: f.dir,
+        tickMs: f.tick,
+        cluster: f.cluster ? { metrics: f.clusterMetricsBindAddress, monitoring: f.clusterMonitoringBindAddress } : undefined,
+      });
+      process.stdout.write(summary(demo, f.layout));
       await waitForSignal();
-      clearInterval(timer);
-      await agent.stop();
-      if (!f.dir) fs.rmSync(dir, { recursive: true, force: true });
+      await demo.stop();
     });
 }
 
-function summary(dir: string, layout: string, metricsUrl: string, monitoringUrl: string, c: Cycle): string {
-  const rows = c.attribution.verdicts.map((v) => `  ${v.device}/${v.port}  ${v.status.padEnd(10)} jobs=[${v.jobs.join(',')}]  ${v.why}`);
+function summary(demo: DemoStack, layout: string): string {
+  const rows = demo.firstCycle.attribution.verdicts.map((v) => `  ${v.device}/${v.port}  ${v.status.padEnd(10)} jobs=[${v.jobs.join(',')}]  ${v.why}`);
+  const cluster = demo.cluster
+    ? [
+        `cluster agent (fake slurmrestd at ${demo.slurmrestd?.url}, API v0.0.45):`,
+        `  metrics:          ${demo.cluster.metricsUrl}/metrics`,
+        `  self-monitoring:  ${demo.cluster.monitoringUrl}/metrics`,
+      ]
+    : [];
   return [
-    `slurm-otel demo: synthetic node (${layout} cgroups) in ${dir}`,
-    `  metrics:          ${metricsUrl}/metrics`,
-    `  self-monitoring:  ${monitoringUrl}/metrics`,
-    `  try: curl -s ${metricsUrl}/metrics | grep -E 'ib_slurm_(job_counters_total|port_attribution)'`,
+    `node agent (synthetic ${DEMO_NODE}, ${layout} cgroups, tree in ${demo.dir}):`,
+    `  landing page:     ${demo.node.metricsUrl}/`,
+    `  metrics:          ${demo.node.metricsUrl}/metrics`,
+    `  self-monitoring:  ${demo.node.monitoringUrl}/metrics`,
+    ...cluster,
+    `try: curl -s ${demo.node.metricsUrl}/metrics | grep -E 'ib_slurm_(job_counters_total|port_attribution)'`,
     'attribution (first cycle):',
     ...rows,
     'Ctrl-C to stop.',

@@ -36,6 +36,7 @@ export interface NodeDefaults {
   readonly metricsBind: string;
   readonly monitoringBind: string;
   readonly logFormat: LogFormat;
+  readonly nodeName?: string;
 }
 
 const NODE_DEFAULTS: NodeDefaults = { collectionInterval: [15_000, '15s'], metricsBind: ':9836', monitoringBind: ':9837', logFormat: 'json' };
@@ -44,7 +45,7 @@ export function addNodeOptions(cmd: Command, d: NodeDefaults = NODE_DEFAULTS): C
   addRootOptions(cmd)
     .addOption(opt('--collection-interval <duration>', 'how often a cycle reads the node', 'COLLECTION_INTERVAL').default(...d.collectionInterval).argParser(positiveDuration))
     .addOption(opt('--fd-rescan-interval <duration>', 'every fd link is read again at least this often', 'FD_RESCAN_INTERVAL').default(60_000, '60s').argParser(parseDuration))
-    .addOption(opt('--node-name <name>', 'Slurm node name (squeue --nodelist, host.name)', 'NODE_NAME').default(os.hostname().split('.')[0]))
+    .addOption(opt('--node-name <name>', 'Slurm node name (squeue --nodelist, host.name)', 'NODE_NAME').default(d.nodeName ?? os.hostname().split('.')[0]))
     .addOption(opt('--squeue-path <path>', 'resolve SLUIDs with a background squeue (off by default)', 'SQUEUE_PATH'))
     .addOption(opt('--squeue-timeout <duration>', 'timeout of one squeue run', 'SQUEUE_TIMEOUT').default(10_000, '10s').argParser(positiveDuration));
   return addExportOptions(cmd, 'IB_SLURM_EXPORTER_', { ...d, logLevel: 'info' });

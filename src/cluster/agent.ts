@@ -38,6 +38,8 @@ export interface ClusterAgent {
   readonly monitoringUrl: string;
   readonly last: () => TickResult | undefined;
   collectNow(): Promise<TickResult>;
+  /** Resolves when the first collection has been published (or has failed and been logged). */
+  ready(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -125,6 +127,7 @@ export async function startClusterAgent(opts: ClusterAgentOptions): Promise<Clus
     monitoringUrl: served.monitoring.url,
     last: () => runner.last,
     collectNow: () => runner.collect(),
+    ready: () => loop.first,
     async stop() {
       // Abort requests in flight first, so a hung slurmrestd cannot hold stop() up.
       const stopping = loop.stop();

@@ -85,6 +85,18 @@ export interface FakeClusterOptions {
   readonly clusterName?: string;
   /** `demo` (default) starts with a scripted set of jobs and one drained node; `none` starts empty. */
   readonly workload?: 'demo' | 'none';
+  /** Jobs that run on one node for the cluster's whole life (see PinnedJobs). */
+  readonly pinned?: PinnedJobs;
+}
+
+/**
+ * Jobs with fixed ids running on one node that stays healthy: the demo gives
+ * the node agent's synthetic node the same job ids, so the two agents' series
+ * join on job_id.
+ */
+export interface PinnedJobs {
+  readonly node: string;
+  readonly jobs: readonly { readonly id: number; readonly name: string; readonly gpus: number }[];
 }
 
 export interface ClusterTruth {
@@ -132,6 +144,8 @@ export class FakeCluster {
   private nowMs: number;
   private nextTick: number;
   private nextJobId = 2000;
+  /** Nodes that random drains and outages leave alone (they carry pinned jobs). */
+  private readonly steady = new Set<number>();
   private nodesChangedAt: number;
   private jobsUpdatedAt: number;
 
@@ -147,6 +161,7 @@ export class FakeCluster {
     this.nodeList = buildNodes(specs, t0);
     this.parts = buildPartitions(specs, this.nodeList);
     this.stats = new ControllerStats(this.rng, USERS, t0);
+    if (opts.pinned) this.pin(opts.pinned, t0);
     if ((opts.workload ?? 'demo') === 'demo') this.seedDemoWorkload(t0);
     this.schedule(t0);
   }
@@ -272,11 +287,11 @@ export class FakeCluster {
     }
   }
 
-  /** A random node that is neither drained, down nor silent (a few tries, then none). */
+  /** A random node that is neither drained, down, silent nor steady (a few tries, then none). */
   private healthyNode(): FakeNode | undefined {
     for (let i = 0; i < 8; i++) {
       const n = this.rng.pick(this.nodeList);
-      if (!n.drain && n.downUntil === 0 && n.notRespondingSince === 0) return n;
+      if (!n.drain && n.downUntil === 0 && n.notRespondingSince === 0 && !this.steady.has(n.index)) return n;
     }
     return undefined;
   }
@@ -334,6 +349,26 @@ export class FakeCluster {
   }
 
   // ---------------------------------------------------------------- jobs
+
+  private pin(p: PinnedJobs, t0: number): void {
+    const node = this.nodeList.find((n) => n.name === p.node);
+    if (node === undefined) throw new RangeError(`pinned node ${p.node} is not in the cluster`);
+    this.steady.add(node.index);
+    const share = Math.max(1, p.jobs.length);
+    for (const pj of p.jobs) {
+      if (pj.gpus > node.gpus) throw new RangeError(`pinned job ${pj.id} wants ${pj.gpus} GPUs; ${p.node} has ${node.gpus}`);
+      const job: FakeJob = {
+        id: pj.id, name: pj.name, user: USERS[0] as FakeUser, partition: node.partition, state: 'RUNNING', reason: 'None',
+        submitTime: t0 - 900, eligibleTime: t0 - 900, startTime: t0 - 600, endTime: t0 - 600 + YEAR_SECONDS, timeLimitMin: 'UNLIMITED',
+        nodeCount: 1, cpusPerNode: Math.floor(node.cpus / share), memPerNodeMiB: Math.floor(usableMemory(node) / share), gpusPerNode: pj.gpus,
+        nodeIdx: [node.index], nodeList: node.name, runSeconds: Infinity, outcome: 'COMPLETED', exitStatus: 0, restartCnt: 0, allocTres: '', priority: 5000,
+      };
+      this.allocate(job.nodeIdx, job, 1, t0);
+      this.stats.jobSubmitted(job.user.name);
+      this.stats.jobStarted();
+      this.setJob({ ...job, allocTres: jobAllocTres(job, node.gpuType) }, t0);
+    }
+  }
 
   private setJob(j: FakeJob, t: number): FakeJob {
     this.ctld.set(j.id, j);

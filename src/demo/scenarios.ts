@@ -27,6 +27,15 @@ export interface DemoOptions {
 /** SLUIDs of the demo jobs (26.05 form), used by the v2-sluid layout. */
 const SLUIDS = ['sEKNKTV3WPV500', 's5K1KKYAYG5D00', 's0A1B2C3D4E5F6', 's7G8H9J0K1M2N3'];
 
+/** The demo node's jobs; the demo's fake cluster runs the same ids on the same node, so series join on job_id. */
+export const DEMO_NODE = 'gpu-001';
+export const DEMO_JOBS = [
+  { id: 918001, name: 'llm-pretrain', gpus: 2 },
+  { id: 918002, name: 'allreduce-bench', gpus: 2 },
+  { id: 918003, name: 'moe-finetune', gpus: 2 },
+  { id: 918004, name: 'rag-index', gpus: 2 },
+] as const;
+
 /**
  * Four jobs: 918001 alone on mlx5_0; 918002 and 918003 share mlx5_1, whose
  * packet_seq_err climbs; 918004 alone on mlx5_2, a RoCE port; mlx5_3 idle or
@@ -41,10 +50,10 @@ export function demoTree(opts: DemoOptions): TreeSpec {
     { name: 'mlx5_3', uverbs: 1, ports: [port('InfiniBand', '400 Gb/sec (4X NDR)')] },
   ];
   const jobs: JobSpec[] = [
-    job('918001', SLUIDS[0], 41000, [2]),
-    job('918002', SLUIDS[1], 42000, [0]),
-    job('918003', SLUIDS[2], 43000, [0]),
-    job('918004', SLUIDS[3], 44000, [3]),
+    job(String(DEMO_JOBS[0].id), SLUIDS[0], 41000, [2]),
+    job(String(DEMO_JOBS[1].id), SLUIDS[1], 42000, [0]),
+    job(String(DEMO_JOBS[2].id), SLUIDS[2], 43000, [0]),
+    job(String(DEMO_JOBS[3].id), SLUIDS[3], 44000, [3]),
   ];
   const others: ProcSpec[] = [
     { pid: 1, comm: 'systemd', fds: 40 },

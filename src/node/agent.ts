@@ -34,6 +34,8 @@ export interface NodeAgent {
   readonly last: () => Cycle | undefined;
   /** Runs a cycle now and publishes it (tests; the timer does this on its own). */
   cycleNow(): Promise<Cycle>;
+  /** Resolves when the first cycle has been published (or has failed and been logged). */
+  ready(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -135,6 +137,7 @@ export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent>
     monitoringUrl: served.monitoring.url,
     last: () => runner.last,
     cycleNow: () => runner.cycle(),
+    ready: () => loop.first,
     async stop() {
       await loop.stop();
       await served.close();

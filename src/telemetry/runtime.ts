@@ -46,7 +46,7 @@ export async function serveAgent(opts: ServeOptions): Promise<Served> {
 }
 
 /** Runs `task` now and then every `intervalMs` after the previous run ended. */
-export function every(intervalMs: number, task: () => Promise<void>, logger: Logger): { stop(): Promise<void> } {
+export function every(intervalMs: number, task: () => Promise<void>, logger: Logger): { first: Promise<void>; stop(): Promise<void> } {
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
   let running: Promise<void> = Promise.resolve();
@@ -58,7 +58,9 @@ export function every(intervalMs: number, task: () => Promise<void>, logger: Log
       });
   };
   tick();
+  const first = running;
   return {
+    first,
     async stop() {
       stopped = true;
       clearTimeout(timer);
