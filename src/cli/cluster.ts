@@ -13,7 +13,7 @@ import type { JobSource } from '../cluster/fetchers.js';
 import type { Logger } from '../log.js';
 import { waitForSignal } from './common.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
-import { ConfigError, type Env } from './otel.js';
+import { CollectionIncomplete, ConfigError, type Env } from './otel.js';
 import { oneOf, parseSize, positiveDuration, positiveInt } from './values.js';
 
 const PREFIX = 'SLURM_EXPORTER_';
@@ -163,7 +163,10 @@ export function clusterCommand(env: Env): Command {
     .action(async (f: ClusterFlags) => {
       const opts = clusterAgentOptions(f, env);
       if (f.once) {
-        process.stdout.write(await runClusterOnce(opts));
+        const once = await runClusterOnce(opts);
+        process.stdout.write(once.text);
+        // Scripts can tell a partial collection from a full one.
+        if (once.failed.length > 0) throw new CollectionIncomplete(`collection incomplete: ${once.failed.join(', ')} failed (see the log)`);
         return;
       }
       const agent = await startClusterAgent(opts);

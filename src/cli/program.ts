@@ -8,7 +8,7 @@ import { clusterCommand } from './cluster.js';
 import { demoCommand } from './demo.js';
 import { explainCommand } from './explain.js';
 import { nodeCommand } from './node.js';
-import { ConfigError, type Env } from './otel.js';
+import { CollectionIncomplete, ConfigError, type Env } from './otel.js';
 
 /** Commands whose options the README documents, by README section. */
 export function documentedCommands(env: Env): Record<string, Command> {
@@ -34,6 +34,10 @@ export async function main(argv: string[], env: Env): Promise<number> {
     if (err instanceof ConfigError) {
       process.stderr.write(`slurm-otel: ${err.message}\n`);
       return 2;
+    }
+    if (err instanceof CollectionIncomplete) {
+      process.stderr.write(`slurm-otel: ${err.message}\n`);
+      return 1;
     }
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {

@@ -140,10 +140,10 @@ export async function startClusterAgent(opts: ClusterAgentOptions): Promise<Clus
 }
 
 /** `slurm-otel cluster --once`: one collection, rendered through the same pipeline. */
-export async function runClusterOnce(opts: ClusterAgentOptions): Promise<string> {
+export async function runClusterOnce(opts: ClusterAgentOptions): Promise<{ text: string; failed: readonly string[] }> {
   const runner = new ClusterRunner({ ...opts, otlp: undefined });
-  await runner.collect();
+  const tick = await runner.collect();
   const text = runner.pipeline.exposition.text;
   await runner.shutdown();
-  return text;
+  return { text, failed: tick.failed };
 }

@@ -1,0 +1,83 @@
+import path from 'node:path';
+import { spawn, spawnSync } from 'node:child_process';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FakeCluster } from '../../src/demo/fake-cluster.js';
+import { startFakeSlurmrestd, type FakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
+import { parseExposition, select } from '../support/exposition.js';
+
+const BIN = path.resolve('dist/src/cli/main.js');
+let server: FakeSlurmrestd | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+function cli(args: string[], env: Record<string, string> = {}) {
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', ...env }, timeout: 20_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Async: the fake server lives in this process, so the child must not block it. */
+function cliAsync(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env: { PATH: process.env.PATH ?? '', ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const kill = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.on('close', (code) => {
+      clearTimeout(kill);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe('slurm-otel cluster (command line)', () => {
+  it.each([
+    [['cluster'], /required option '--cluster-name <name>' not specified/],
+    [['cluster', '--cluster-name', 'c', '--job-source', 'sacct'], /"sacct" is not one of controller, accounting/],
+    [['cluster', '--cluster-name', 'c', '--collection-interval', 'often'], /not a duration/],
+    [['cluster', '--cluster-name', 'c', '--max-collector-inflight', '0'], /not a positive integer/],
+    [['cluster', '--cluster-name', 'c', '--max-response-size', 'big'], /not a size/],
+    [['cluster', '--cluster-name', 'c', '--token-source', 'file', '--once'], /token source file needs --token-file/],
+    [['cluster', '--cluster-name', 'c', '--token-source', 'kubernetes', '--once'], /needs --kubeconfig-path or an in-cluster environment/],
+    [['cluster', '--cluster-name', 'c', '--slurm-api-ca-file', '/nonexistent.pem', '--once'], /--slurm-api-ca-file \/nonexistent.pem: ENOENT/],
+  ])('%j → exit 2 naming the problem', (args, message) => {
+    const r = cli(args);
+    expect(r.stderr).toMatch(message);
+    expect(r.code).toBe(2);
+  });
+
+  it('--once collects from slurmrestd with SLURM_EXPORTER_* settings and prints the exposition', async () => {
+    const cluster = new FakeCluster({ nodes: 6, seed: 3 });
+    server = await startFakeSlurmrestd({ cluster, versions: ['v0.0.45', 'v0.0.44'], host: '127.0.0.1', port: 0, token: 'sekret-token-value' });
+    const r = await cliAsync(['cluster', '--once', '--log-level', 'error'], {
+      SLURM_EXPORTER_CLUSTER_NAME: cluster.clusterName,
+      SLURM_EXPORTER_SLURM_API_SERVER: server.url,
+      SLURM_EXPORTER_TOKEN: 'sekret-token-value',
+      SLURM_EXPORTER_SLURM_USER_NAME: 'root',
+    });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const samples = parseExposition(r.stdout);
+    expect(select(samples, 'slurm_node_info')).toHaveLength(6);
+    expect(select(samples, 'target_info')[0]?.labels.slurm_cluster).toBe(cluster.clusterName);
+  });
+
+  it('reports an auth failure clearly, exits 1, and never prints the token', async () => {
+    const cluster = new FakeCluster({ nodes: 2, seed: 3 });
+    server = await startFakeSlurmrestd({ cluster, versions: ['v0.0.44'], host: '127.0.0.1', port: 0, token: 'right-token' });
+    const r = await cliAsync(['cluster', '--once', '--log-format', 'plain', '--request-retries', '0'], {
+      SLURM_EXPORTER_CLUSTER_NAME: 'c',
+      SLURM_EXPORTER_SLURM_API_SERVER: server.url,
+      SLURM_EXPORTER_TOKEN: 'wrong-token-value',
+    });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/collection incomplete: nodes, jobs, diag failed/);
+    expect(r.stderr).toMatch(/sub-collector failed/);
+    expect(r.stderr).toMatch(/auth|401|token/i);
+    expect(r.stderr + r.stdout).not.toContain('wrong-token-value');
+    expect(select(parseExposition(r.stdout), 'slurm_node_info')).toHaveLength(0);
+  });
+});
