@@ -7,7 +7,7 @@ import type { Logger } from '../log.js';
 import type { BindAddress } from '../telemetry/http.js';
 import { Pipeline, type OtlpOptions } from '../telemetry/pipeline.js';
 import type { ResourceOptions } from '../telemetry/resource.js';
-import { every, serveAgent, type Served } from '../telemetry/runtime.js';
+import { startAgent, type RunningAgent } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
 import type { WebConfig } from '../telemetry/webconfig.js';
 import { CollectionLoop, type TickResult } from './collect.js';
@@ -33,14 +33,9 @@ export interface ClusterAgentOptions {
   readonly close?: () => void;
 }
 
-export interface ClusterAgent {
-  readonly metricsUrl: string;
-  readonly monitoringUrl: string;
+export interface ClusterAgent extends RunningAgent {
   readonly last: () => TickResult | undefined;
   collectNow(): Promise<TickResult>;
-  /** Resolves when the first collection has been published (or has failed and been logged). */
-  ready(): Promise<void>;
-  stop(): Promise<void>;
 }
 
 export class ClusterRunner {
@@ -103,40 +98,29 @@ export class ClusterRunner {
 
 export async function startClusterAgent(opts: ClusterAgentOptions): Promise<ClusterAgent> {
   const runner = new ClusterRunner(opts);
-  let served: Served;
-  try {
-    served = await serveAgent({
+  const running = await startAgent(
+    {
+      pipeline: runner.pipeline,
+      selfExposition: () => runner.self.exposition(),
+      collect: () => runner.collect(),
+      lastAtMs: () => runner.last?.snapshot.atMs,
+      abort: () => runner.abort(),
+      shutdown: () => runner.shutdown(),
+    },
+    {
+      name: 'cluster agent',
       metrics: opts.metrics,
       monitoring: opts.monitoring,
-      pipeline: runner.pipeline,
-      selfMetrics: () => runner.self.exposition(),
+      intervalMs: opts.collectionIntervalMs,
+      security: opts.security,
       onRequest: (path) => {
         if (path === '/metrics') runner.self.m.metricsRequests.record(1);
       },
-      security: opts.security,
-      healthy: () => (runner.last ? { ok: true, detail: `last collection ${runner.last.snapshot.atMs}` } : { ok: false, detail: 'no collection yet' }),
-    });
-  } catch (err) {
-    await runner.shutdown();
-    throw err;
-  }
-  const loop = every(opts.collectionIntervalMs, async () => void (await runner.collect()), opts.logger);
-  opts.logger.info({ metrics: served.metrics.url, monitoring: served.monitoring.url, otlp: opts.otlp?.url ?? 'off' }, 'cluster agent started');
-  return {
-    metricsUrl: served.metrics.url,
-    monitoringUrl: served.monitoring.url,
-    last: () => runner.last,
-    collectNow: () => runner.collect(),
-    ready: () => loop.first,
-    async stop() {
-      // Abort requests in flight first, so a hung slurmrestd cannot hold stop() up.
-      const stopping = loop.stop();
-      runner.abort();
-      await stopping;
-      await served.close();
-      await runner.shutdown();
+      logger: opts.logger,
+      otlpUrl: opts.otlp?.url,
     },
-  };
+  );
+  return { ...running, last: () => runner.last, collectNow: () => runner.collect() };
 }
 
 /** `slurm-otel cluster --once`: one collection, rendered through the same pipeline. */

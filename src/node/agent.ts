@@ -4,7 +4,7 @@ import { htmlBody, type BindAddress, type Body } from '../telemetry/http.js';
 import { Pipeline, type OtlpOptions } from '../telemetry/pipeline.js';
 import type { ResourceOptions } from '../telemetry/resource.js';
 import type { WebConfig } from '../telemetry/webconfig.js';
-import { every, serveAgent, type Served } from '../telemetry/runtime.js';
+import { startAgent, type RunningAgent } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
 import { NodeCollector, type CollectorOptions, type Cycle } from './collector.js';
 import { attributionRows } from './explain.js';
@@ -27,16 +27,11 @@ export interface NodeAgentOptions {
   readonly logger: Logger;
 }
 
-export interface NodeAgent {
-  readonly metricsUrl: string;
-  readonly monitoringUrl: string;
+export interface NodeAgent extends RunningAgent {
   /** The last completed cycle (explain views and tests read it). */
   readonly last: () => Cycle | undefined;
   /** Runs a cycle now and publishes it (tests; the timer does this on its own). */
   cycleNow(): Promise<Cycle>;
-  /** Resolves when the first cycle has been published (or has failed and been logged). */
-  ready(): Promise<void>;
-  stop(): Promise<void>;
 }
 
 /** Wires collector, pipeline and self-monitoring; used by both the daemon and `--once`. */
@@ -114,36 +109,27 @@ export class NodeRunner {
 
 export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent> {
   const runner = new NodeRunner(opts);
-  let served: Served;
-  try {
-    served = await serveAgent({
+  const running = await startAgent(
+    {
+      pipeline: runner.pipeline,
+      selfExposition: () => runner.self.exposition(),
+      collect: () => runner.cycle(),
+      lastAtMs: () => runner.last?.snapshot.atMs,
+      shutdown: () => runner.shutdown(),
+    },
+    {
+      name: 'node agent',
       metrics: opts.metrics,
       monitoring: opts.monitoring,
-      pipeline: runner.pipeline,
-      selfMetrics: () => runner.self.exposition(),
-      routes: { '/': () => runner.landing },
+      intervalMs: opts.collectionIntervalMs,
       security: opts.security,
+      routes: { '/': () => runner.landing },
       onRequest: (path) => runner.self.m.scrapeRequests.record(1, { path }),
-      healthy: () => (runner.last ? { ok: true, detail: `last cycle ${new Date(runner.last.snapshot.atMs).toISOString()}` } : { ok: false, detail: 'no cycle yet' }),
-    });
-  } catch (err) {
-    await runner.shutdown();
-    throw err;
-  }
-  const loop = every(opts.collectionIntervalMs, async () => void (await runner.cycle()), opts.logger);
-  opts.logger.info({ metrics: served.metrics.url, monitoring: served.monitoring.url, otlp: opts.otlp?.url ?? 'off' }, 'node agent started');
-  return {
-    metricsUrl: served.metrics.url,
-    monitoringUrl: served.monitoring.url,
-    last: () => runner.last,
-    cycleNow: () => runner.cycle(),
-    ready: () => loop.first,
-    async stop() {
-      await loop.stop();
-      await served.close();
-      await runner.shutdown();
+      logger: opts.logger,
+      otlpUrl: opts.otlp?.url,
     },
-  };
+  );
+  return { ...running, last: () => runner.last, cycleNow: () => runner.cycle() };
 }
 
 /** `slurm-otel node --once`: one cycle, rendered through the same producer and serializer. */

@@ -5,7 +5,7 @@
  * stop the agent.
  */
 import type { Logger } from '../log.js';
-import { serve, textBody, type BindAddress, type Endpoint, type Route } from './http.js';
+import { serve, textBody, type BindAddress, type Body, type Endpoint, type Route } from './http.js';
 import type { Pipeline } from './pipeline.js';
 import type { WebConfig } from './webconfig.js';
 
@@ -13,7 +13,7 @@ export interface ServeOptions {
   readonly metrics: BindAddress;
   readonly monitoring: BindAddress;
   readonly pipeline: Pipeline;
-  readonly selfMetrics: () => Promise<import('./http.js').Body>;
+  readonly selfMetrics: () => Promise<Body>;
   /** Extra routes on the metrics endpoint (landing page, JSON views). */
   readonly routes?: Readonly<Record<string, Route>>;
   readonly onRequest?: (path: string) => void;
@@ -65,6 +65,76 @@ export function every(intervalMs: number, task: () => Promise<void>, logger: Log
       stopped = true;
       clearTimeout(timer);
       await running;
+    },
+  };
+}
+
+/** What an agent hands the runtime: its pipeline, its self-monitoring and one collection step. */
+export interface Collecting {
+  readonly pipeline: Pipeline;
+  selfExposition(): Promise<Body>;
+  /** Runs one collection and publishes it. */
+  collect(): Promise<unknown>;
+  /** When the last collection was published (ms), undefined before the first. */
+  lastAtMs(): number | undefined;
+  /** Aborts work in flight (requests to a hung server) so stop() is prompt. */
+  abort?(): void;
+  shutdown(): Promise<void>;
+}
+
+export interface AgentRuntimeOptions {
+  readonly name: string;
+  readonly metrics: BindAddress;
+  readonly monitoring: BindAddress;
+  readonly intervalMs: number;
+  readonly security?: WebConfig;
+  readonly routes?: Readonly<Record<string, Route>>;
+  readonly onRequest?: (path: string) => void;
+  readonly logger: Logger;
+  readonly otlpUrl?: string;
+}
+
+export interface RunningAgent {
+  readonly metricsUrl: string;
+  readonly monitoringUrl: string;
+  /** Resolves when the first collection has been published (or has failed and been logged). */
+  ready(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Serves an agent and runs its collections on the interval until stop(). */
+export async function startAgent(agent: Collecting, o: AgentRuntimeOptions): Promise<RunningAgent> {
+  let served: Served;
+  try {
+    served = await serveAgent({
+      metrics: o.metrics,
+      monitoring: o.monitoring,
+      pipeline: agent.pipeline,
+      selfMetrics: () => agent.selfExposition(),
+      routes: o.routes,
+      security: o.security,
+      onRequest: o.onRequest,
+      healthy: () => {
+        const at = agent.lastAtMs();
+        return at === undefined ? { ok: false, detail: 'no collection yet' } : { ok: true, detail: `last collection ${new Date(at).toISOString()}` };
+      },
+    });
+  } catch (err) {
+    await agent.shutdown();
+    throw err;
+  }
+  const loop = every(o.intervalMs, async () => void (await agent.collect()), o.logger);
+  o.logger.info({ metrics: served.metrics.url, monitoring: served.monitoring.url, otlp: o.otlpUrl ?? 'off' }, `${o.name} started`);
+  return {
+    metricsUrl: served.metrics.url,
+    monitoringUrl: served.monitoring.url,
+    ready: () => loop.first,
+    async stop() {
+      const stopping = loop.stop();
+      agent.abort?.();
+      await stopping;
+      await served.close();
+      await agent.shutdown();
     },
   };
 }
