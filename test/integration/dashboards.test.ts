@@ -1,0 +1,179 @@
+/**
+ * The Grafana dashboards in otel-config/grafana/dashboards: their JSON has what Grafana 11
+ * provisioning needs, and every PromQL expression of every panel returns data from a real
+ * Prometheus scraping the demo (both agents, all four endpoints) at 1 s.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDemo, type DemoStack } from '../../src/cli/demo.js';
+import { DEMO_NODE } from '../../src/demo/scenarios.js';
+import { nodeAgentOptions } from '../support/agents.js';
+import { ALL, loadDashboards, panelQueries, structureProblems, substitute, variableQuery, variableValues, templateVariables, type Choice, type Dashboard } from '../support/dashboards.js';
+import { startPrometheus, type PrometheusServer } from '../support/prometheus.js';
+import { findTool, shouldRun, toolPath } from '../support/tools.js';
+
+const DIR = fileURLToPath(new URL('../../otel-config/grafana/dashboards/', import.meta.url));
+const dashboards = loadDashboards(DIR);
+const byFile = (file: string): Dashboard => dashboards.find((d) => d.file === file) as Dashboard;
+
+/**
+ * The values the test gives template variables. mlx5_1 is the demo's shared port, where the
+ * errors climb; 918001 holds mlx5_0 alone, so it has job series. Filters are left at All.
+ */
+const CHOICES: Readonly<Record<string, Choice>> = { cluster: ALL, instance: ALL, device: 'mlx5_1', job_id: '918001' };
+
+/**
+ * Grafana's macros. The rate window spans 20 scrapes at 1 s and two 10 s ticks of the fake
+ * slurmctld's RPC counters, so per-RPC averages are not 0/0; $__range needs only 2 samples.
+ */
+const MACROS: Readonly<Record<string, string>> = { __rate_interval: '20s', __interval: '5s', __range: '1m', __range_s: '60', __range_ms: '60000', __interval_ms: '5000' };
+
+const values = (d: Dashboard) => ({ ...MACROS, ...variableValues(d.json, CHOICES) });
+
+describe('Grafana dashboards (JSON)', () => {
+  it('are the two dashboards, with distinct uids', () => {
+    expect(dashboards.map((d) => [d.file, d.json.title])).toEqual([
+      ['fabric-by-job.json', 'Fabric by job'],
+      ['slurm-cluster.json', 'Slurm cluster'],
+    ]);
+    expect(new Set(dashboards.map((d) => d.json.uid)).size).toBe(dashboards.length);
+  });
+
+  it.each(dashboards.map((d) => [d.file, d] as const))('%s has what Grafana provisioning needs', (_, d) => {
+    expect(structureProblems(d.json)).toEqual([]);
+  });
+
+  it.each(dashboards.map((d) => [d.file, d] as const))('%s: every panel has targets, every target PromQL with known variables', (_, d) => {
+    const queries = panelQueries(d.json);
+    expect(queries.length).toBeGreaterThan(10);
+    for (const q of queries) expect(() => substitute(q.expr, values(d)), `${q.panel} ${q.refId}`).not.toThrow();
+  });
+});
+
+describe('the dashboard checker itself', () => {
+  const ds = { type: 'prometheus', uid: 'prometheus' };
+  const panel = (targets: unknown[]) => ({ id: 2, type: 'timeseries', title: 'p', datasource: ds, gridPos: { h: 8, w: 12, x: 0, y: 1 }, targets });
+  const inRow = (p: unknown) => ({ panels: [{ id: 1, type: 'row', title: 'r', collapsed: true, gridPos: { h: 1, w: 24, x: 0, y: 0 }, panels: [p] }] });
+
+  it('finds panels inside collapsed rows and rejects one without targets or with an empty expression', () => {
+    expect(panelQueries(inRow(panel([{ refId: 'A', expr: 'up' }])))).toEqual([{ panel: 'p', refId: 'A', expr: 'up' }]);
+    expect(() => panelQueries(inRow(panel([])))).toThrow(/has no target/);
+    expect(() => panelQueries(inRow(panel([{ refId: 'A', expr: '  ' }])))).toThrow(/empty expression/);
+  });
+
+  it('rejects unknown variables and macros, and an All choice without a .* All value', () => {
+    expect(substitute('rate(x{d=~"${device}"}[$__rate_interval])', { device: 'mlx5_1', __rate_interval: '20s' })).toBe('rate(x{d=~"mlx5_1"}[20s])');
+    expect(() => substitute('x{d=~"$node"}', { device: 'mlx5_1' })).toThrow(/unknown template variable \$node/);
+    expect(() => substitute('rate(x[$__rate_interval])', {})).toThrow(/unknown template variable/);
+    const dash = { templating: { list: [{ name: 'cluster', type: 'query', includeAll: true }] } };
+    expect(() => variableValues(dash, { cluster: ALL })).toThrow(/All value/);
+    expect(() => variableValues(dash, {})).toThrow(/no value/);
+  });
+
+  it('reports a bad gridPos and a foreign datasource', () => {
+    const p = { ...panel([{ refId: 'A', expr: 'up' }]), gridPos: { h: 8, w: 12, x: 16, y: 1 }, datasource: { type: 'prometheus', uid: 'other' } };
+    const problems = structureProblems({ uid: 'u', title: 't', schemaVersion: 39, panels: [p] });
+    expect(problems).toEqual([expect.stringMatching(/gridPos/), expect.stringMatching(/datasource/), expect.stringMatching(/datasource/)]);
+  });
+});
+
+const prometheus = findTool('prometheus', 'prometheus');
+
+describe.runIf(shouldRun(prometheus))('dashboards against the demo scraped by a real Prometheus', () => {
+  let demo: DemoStack;
+  let prom: PrometheusServer;
+  let dir: string;
+
+  beforeAll(async () => {
+    // Not tmpDir(): its afterEach would delete Prometheus's storage after the first test.
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-dashboards-'));
+    const loopback = { host: '127.0.0.1', port: 0 };
+    // startDemo replaces these roots with its synthetic tree.
+    const unused = { sysfs: '/nonexistent', procfs: '/nonexistent', cgroupfs: '/nonexistent' };
+    const node = nodeAgentOptions(unused, { collectionIntervalMs: 500, resource: { serviceName: 'slurm-otel-node', serviceVersion: 'test', hostName: DEMO_NODE } });
+    demo = await startDemo({ node, layout: 'v2-sluid', nonJobHolder: false, tickMs: 250, cluster: { metrics: loopback, monitoring: loopback } });
+    if (!demo.cluster) throw new Error('the demo started no cluster agent');
+    const host = (url: string) => new URL(url).host;
+    // Job names as in otel-config/prometheus.yml, so up{job=~"slurm-otel.*"} matches as it does there.
+    prom = await startPrometheus(toolPath(prometheus), dir, {
+      'slurm-otel-node': [host(demo.node.metricsUrl)],
+      'slurm-otel-node-self': [host(demo.node.monitoringUrl)],
+      'slurm-otel-cluster': [host(demo.cluster.metricsUrl)],
+      'slurm-otel-cluster-self': [host(demo.cluster.monitoringUrl)],
+    });
+    await prom.waitFor('count(up == 1) == 4', 30_000);
+  });
+
+  afterAll(async () => {
+    await prom?.stop();
+    await demo?.stop();
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it.each(dashboards.map((d) => [d.file, d] as const))('%s: every panel expression returns data', async (_, d) => {
+    const checks = panelQueries(d.json).map((q) => ({ name: `${q.panel} [${q.refId}]`, expr: substitute(q.expr, values(d)), accept: hasData }));
+    const missing = await pollUntilData(prom, checks, 30_000);
+    expect(missing, missing.join('\n')).toEqual([]);
+  }, 60_000);
+
+  it.each(dashboards.map((d) => [d.file, d] as const))('%s: variable queries list the values the test picks', async (_, d) => {
+    const vals = values(d);
+    const checks = templateVariables(d.json)
+      .filter((v) => v.type === 'query')
+      .map((v) => {
+        const { label, expr } = variableQuery(v);
+        const choice = CHOICES[String(v.name)];
+        const accept = choice === ALL ? hasData : (rows: Row[]) => rows.some((r) => r.metric[label] === choice);
+        return { name: `$${String(v.name)}`, expr: substitute(expr, vals), accept };
+      });
+    const missing = await pollUntilData(prom, checks, 10_000);
+    expect(missing, missing.join('\n')).toEqual([]);
+  });
+
+  it('names the jobs sharing a port and the top jobs through slurm_job_info', async () => {
+    const d = byFile('fabric-by-job.json');
+    const expr = (title: string) => substitute(panelQueries(d.json).find((q) => q.panel === title)?.expr ?? 'absent_panel', values(d));
+    const shared = await prom.waitFor(expr('Shared ports and the jobs sharing them'), 10_000);
+    expect(shared.map((r) => [r.metric.device, r.metric.job_id, r.metric.job_name]).sort()).toEqual([
+      ['mlx5_1', '918002', 'allreduce-bench'],
+      ['mlx5_1', '918003', 'moe-finetune'],
+    ]);
+    const top = await prom.waitFor(expr('Top jobs by traffic in range'), 10_000);
+    expect(top.map((r) => [r.metric.job_id, r.metric.job_name]).sort()).toEqual([
+      ['918001', 'llm-pretrain'],
+      ['918004', 'rag-index'],
+    ]);
+  });
+});
+
+type Row = { metric: Record<string, string>; value: [number, string] };
+interface Check {
+  readonly name: string;
+  readonly expr: string;
+  readonly accept: (rows: Row[]) => boolean;
+}
+
+/** At least one sample that is a number: NaN (0/0) draws nothing in Grafana. */
+function hasData(rows: Row[]): boolean {
+  return rows.some((r) => r.value[1] !== 'NaN');
+}
+
+/**
+ * Queries every pending check each round until all are accepted or the deadline passes; gives
+ * back what never was, with the last answer or error, so one run reports every failure.
+ */
+async function pollUntilData(prom: PrometheusServer, checks: Check[], timeoutMs: number): Promise<string[]> {
+  const deadline = Date.now() + timeoutMs;
+  let pending = checks.map((c) => ({ ...c, last: 'not queried' }));
+  while (pending.length > 0 && Date.now() < deadline) {
+    const answers = await Promise.all(pending.map((c) => prom.query(c.expr).then((rows) => ({ rows, error: '' }), (err: Error) => ({ rows: [], error: err.message }))));
+    pending = pending
+      .map((c, i) => ({ ...c, ok: c.accept(answers[i]?.rows ?? []), last: answers[i]?.error || `${answers[i]?.rows.length ?? 0} rows` }))
+      .filter((c) => !c.ok);
+    if (pending.length > 0) await new Promise((r) => setTimeout(r, 500));
+  }
+  return pending.map((c) => `${c.name}: ${c.last}: ${c.expr}`);
+}
