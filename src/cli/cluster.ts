@@ -99,8 +99,14 @@ export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOpti
     source: { api: client, jobSource: f.jobSource, accountingLookbackMs: f.accountingJobsLookback, clusterName: f.clusterName },
     collectionIntervalMs: f.collectionInterval,
     maxInflight: f.maxCollectorInflight,
+    serverLabel: withoutCredentials(f.slurmApiServer),
     close: () => client.close(),
   };
+}
+
+/** A server address fit for a web page: any user:password@ is dropped. */
+function withoutCredentials(server: string): string {
+  return server.replace(/^([a-z]+:\/\/)[^/@]*@/i, '$1');
 }
 
 function readFile(path: string, what: string): Buffer {

@@ -97,6 +97,7 @@ async function startClusterSide(o: DemoOptions, binds: NonNullable<DemoOptions['
     otlp: o.node.otlp,
     security: o.node.security,
     logger,
+    serverLabel: `${server.url} (fake slurmrestd)`,
     close: () => api.close(),
   });
   await agent.ready();
@@ -134,6 +135,7 @@ function summary(demo: DemoStack, layout: string): string {
   const cluster = demo.cluster
     ? [
         `cluster agent (fake slurmrestd at ${demo.slurmrestd?.url}, API v0.0.45):`,
+        `  landing page:     ${demo.cluster.metricsUrl}/`,
         `  metrics:          ${demo.cluster.metricsUrl}/metrics`,
         `  self-monitoring:  ${demo.cluster.monitoringUrl}/metrics`,
       ]

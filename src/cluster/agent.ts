@@ -4,7 +4,7 @@
  * published through the shared telemetry pipeline.
  */
 import type { Logger } from '../log.js';
-import type { BindAddress } from '../telemetry/http.js';
+import { htmlBody, type BindAddress, type Body } from '../telemetry/http.js';
 import { Pipeline, type OtlpOptions } from '../telemetry/pipeline.js';
 import type { ResourceOptions } from '../telemetry/resource.js';
 import { startAgent, type RunningAgent } from '../telemetry/runtime.js';
@@ -12,6 +12,7 @@ import { SelfMonitor } from '../telemetry/selfmon.js';
 import type { WebConfig } from '../telemetry/webconfig.js';
 import { CollectionLoop, type TickResult } from './collect.js';
 import { makeFetchers, type FetcherOptions } from './fetchers.js';
+import { renderClusterLanding } from './landing.js';
 import { CLUSTER_EVENT_SPECS, CLUSTER_SELF_METRICS } from './metrics.js';
 import { observe } from './rules.js';
 import { advance, INITIAL_CLUSTER_STATE, type ClusterState } from './state.js';
@@ -29,6 +30,8 @@ export interface ClusterAgentOptions {
   readonly otlp?: OtlpOptions;
   readonly security?: WebConfig;
   readonly logger: Logger;
+  /** Shown on the landing page: where the agent reads from (never a credential). */
+  readonly serverLabel?: string;
   /** Called on shutdown (closes the client's connections). */
   readonly close?: () => void;
 }
@@ -67,6 +70,17 @@ export class ClusterRunner {
 
   get last(): TickResult | undefined {
     return this.lastTick;
+  }
+
+  /** Rendered per request: it is small and reads only the last tick. */
+  get landing(): Body {
+    const meta = {
+      clusterName: this.opts.source.clusterName ?? '',
+      server: this.opts.serverLabel ?? '',
+      version: this.opts.resource.serviceVersion,
+      refreshSeconds: this.opts.collectionIntervalMs / 1000,
+    };
+    return htmlBody(renderClusterLanding(this.lastTick, meta), this.lastTick ? 200 : 503);
   }
 
   async collect(): Promise<TickResult> {
@@ -116,6 +130,7 @@ export async function startClusterAgent(opts: ClusterAgentOptions): Promise<Clus
       onRequest: (path) => {
         if (path === '/metrics') runner.self.m.metricsRequests.record(1);
       },
+      routes: { '/': () => runner.landing },
       logger: opts.logger,
       otlpUrl: opts.otlp?.url,
     },

@@ -33,16 +33,34 @@ export function observe(snap: ClusterSnapshot, nowMs: number): Family[] {
 /**
  * Builds a family, keeping the first point of any repeated attribute set: Prometheus rejects an
  * exposition with duplicate series, and a repeated partition or host name is not worth failing on.
+ * Points are told apart by their first attribute (a job id, a node name: distinct almost always),
+ * and compared attribute by attribute only with the earlier points that share it.
  */
 function family(spec: PointSpec, points: readonly Point[]): Family {
-  const seen = new Set<string>();
-  const unique = points.filter((p) => {
-    const key = JSON.stringify(spec.attributes.map((k) => p.attributes[k]));
-    if (seen.has(key)) return false;
-    seen.add(key);
-    return true;
-  });
+  const keys = spec.attributes;
+  if (keys.length === 0) return { spec, points: points.slice(0, 1) };
+  const first = keys[0] as string;
+  const byFirst = new Map<string | undefined, Point | Point[]>();
+  const unique: Point[] = [];
+  for (const p of points) {
+    const f = p.attributes[first];
+    const seen = byFirst.get(f);
+    if (seen === undefined) {
+      byFirst.set(f, p);
+    } else {
+      const same = Array.isArray(seen) ? seen : [seen];
+      if (same.some((q) => sameAttributes(keys, q.attributes, p.attributes))) continue;
+      same.push(p);
+      if (same !== seen) byFirst.set(f, same);
+    }
+    unique.push(p);
+  }
   return { spec, points: unique };
+}
+
+function sameAttributes(keys: readonly string[], a: Attributes, b: Attributes): boolean {
+  for (const k of keys) if ((a[k] ?? null) !== (b[k] ?? null)) return false;
+  return true;
 }
 
 /** A point when the value is known; nothing otherwise (a missing value is not a zero). */

@@ -1,11 +1,10 @@
 /**
- * The node agent's landing page: plain HTML, no assets, rendered once per
- * cycle from the same rows as `slurm-otel explain`.
+ * The node agent's landing page: rendered once per cycle from the same rows
+ * as `slurm-otel explain`.
  */
+import { escapeHtml as esc, page } from '../telemetry/page.js';
 import type { PortRow } from './explain.js';
 import { KEY_COUNTERS } from './explain.js';
-
-const esc = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 export interface LandingMeta {
   readonly host: string;
@@ -15,31 +14,20 @@ export interface LandingMeta {
   readonly gaps: readonly string[];
 }
 
+const STATUS_STYLE = 'table{width:100%}.sole{background:#e7f6e7}.shared{background:#fdecea}.nonjob{background:#fff4e0}.incomplete{background:#fdf7d2}';
+
 export function renderLanding(rows: readonly PortRow[], meta: LandingMeta): string {
-  const body = rows.map(renderRow).join('\n');
   const gaps = meta.gaps.length ? `<p class="warn">Attribution suppressed on every port: ${meta.gaps.slice(0, 5).map(esc).join('; ')}</p>` : '';
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="${Math.max(5, Math.round(meta.refreshSeconds))}">
-<title>slurm-otel node agent · ${esc(meta.host)}</title>
-<style>
-body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
-table{border-collapse:collapse;width:100%}th,td{border:1px solid #ccc;padding:.3em .5em;text-align:left;vertical-align:top}
-th{background:#f3f3f3}.sole{background:#e7f6e7}.shared{background:#fdecea}.nonjob{background:#fff4e0}.incomplete{background:#fdf7d2}
-code{font-size:12px}.warn{color:#a40}
-</style></head>
-<body>
-<h1>slurm-otel node agent</h1>
-<p>Node <b>${esc(meta.host)}</b>, version ${esc(meta.version)}. Last cycle ${esc(new Date(meta.atMs).toISOString())}.
+  const body = `<p>Node <b>${esc(meta.host)}</b>, version ${esc(meta.version)}. Last cycle ${esc(new Date(meta.atMs).toISOString())}.
 Endpoints: <a href="/metrics">/metrics</a> · <a href="/health">/health</a>.</p>
 <p>A job gets series on a port only when it is the only holder of the device and nothing was left unseen.</p>
 ${gaps}
 <table id="ports">
 <thead><tr><th>device</th><th>port</th><th>link</th><th>jobs (PIDs)</th><th>non-job processes</th><th>status</th><th>why</th><th>counters</th></tr></thead>
 <tbody>
-${body}
-</tbody></table>
-</body></html>
-`;
+${rows.map(renderRow).join('\n')}
+</tbody></table>`;
+  return page({ title: `slurm-otel node agent · ${meta.host}`, refreshSeconds: meta.refreshSeconds, body, style: STATUS_STYLE });
 }
 
 function renderRow(r: PortRow): string {

@@ -12,8 +12,12 @@ import { BasicAuth, type WebConfig } from './webconfig.js';
 export interface Body {
   readonly contentType: string;
   readonly text: string;
+  /** The text as UTF-8, when the owner holds it that way (a large rendering): served as is. */
+  readonly chunks?: readonly Buffer[];
   /** Lazily computed and cached by the owner of the body. */
   gzip?: Buffer;
+  /** A gzip the owner is computing off the event loop; a scrape that wants gzip waits for it. */
+  gzipping?: Promise<Buffer | undefined>;
   readonly status?: number;
 }
 
@@ -105,15 +109,23 @@ async function handle(
     return;
   }
   const headers: http.OutgoingHttpHeaders = { 'content-type': body.contentType, vary: 'Accept-Encoding' };
-  let payload: Buffer | string = body.text;
-  if (acceptsGzip(req) && body.text.length > 1024) {
-    body.gzip ??= gzipSync(body.text, { level: 1 });
-    payload = body.gzip;
+  const chunks = body.chunks;
+  let payload: readonly Buffer[] | string = chunks ?? body.text;
+  const size = chunks ? chunks.reduce((n, c) => n + c.length, 0) : body.text.length;
+  if (acceptsGzip(req) && size > 1024) {
+    if (body.gzip === undefined && body.gzipping !== undefined) await body.gzipping;
+    body.gzip ??= gzipSync(chunks ? Buffer.concat(chunks as Buffer[]) : body.text, { level: 1 });
+    payload = [body.gzip];
     headers['content-encoding'] = 'gzip';
   }
-  headers['content-length'] = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length;
+  headers['content-length'] = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.reduce((n, c) => n + c.length, 0);
   res.writeHead(body.status ?? 200, headers);
-  res.end(req.method === 'HEAD' ? undefined : payload);
+  if (req.method === 'HEAD' || typeof payload === 'string') {
+    res.end(req.method === 'HEAD' ? undefined : payload);
+    return;
+  }
+  for (const chunk of payload) res.write(chunk);
+  res.end();
 }
 
 function acceptsGzip(req: http.IncomingMessage): boolean {

@@ -22,29 +22,42 @@ export interface Scope {
   readonly version: string;
 }
 
-export class SnapshotProducer implements MetricProducer {
-  private scopeMetrics: ScopeMetrics;
-  private pointCount = 0;
-
+export interface SnapshotProducerOptions {
   /** Unix ms the agent started: start time of counters that do not carry their own. */
+  readonly processStartMs?: number;
+  /**
+   * Keep each published snapshot for collect() (default true). A pipeline without a reader that
+   * calls collect() (Prometheus only: it renders the families itself) turns this off, so the
+   * points of a large snapshot are not held between collections.
+   */
+  readonly retain?: boolean;
+}
+
+export class SnapshotProducer implements MetricProducer {
+  private families: readonly Family[] = [];
+  private atMs = 0;
+  /** MetricData of the current snapshot, built on the first collect() after a publish. */
+  private scopeMetrics: ScopeMetrics | undefined;
+  private pointCount = 0;
+  private readonly processStartMs: number;
+  private readonly retain: boolean;
+
   constructor(
     private readonly scope: Scope,
-    private readonly processStartMs: number = Date.now(),
+    opts: number | SnapshotProducerOptions = {},
   ) {
-    this.scopeMetrics = { scope, metrics: [] };
+    const o = typeof opts === 'number' ? { processStartMs: opts } : opts;
+    this.processStartMs = o.processStartMs ?? Date.now();
+    this.retain = o.retain ?? true;
   }
 
   /** Replaces the published snapshot. Families with no points are omitted. */
   publish(families: readonly Family[], atMs: number = Date.now()): void {
-    const end = millisToHrTime(atMs);
-    const metrics: MetricData[] = [];
     let count = 0;
-    for (const fam of families) {
-      if (fam.points.length === 0) continue;
-      metrics.push(this.toMetricData(fam, end));
-      count += fam.points.length;
-    }
-    this.scopeMetrics = { scope: this.scope, metrics };
+    for (const fam of families) count += fam.points.length;
+    this.families = this.retain ? families : [];
+    this.atMs = atMs;
+    this.scopeMetrics = undefined;
     this.pointCount = count;
   }
 
@@ -54,44 +67,53 @@ export class SnapshotProducer implements MetricProducer {
   }
 
   async collect(): Promise<CollectionResult> {
+    this.scopeMetrics ??= { scope: this.scope, metrics: toMetricData(this.families, this.atMs, this.processStartMs) };
     // The reader keeps its own resource; ours is ignored by design.
     return { resourceMetrics: { resource: emptyResource(), scopeMetrics: [this.scopeMetrics] }, errors: [] };
   }
+}
 
-  private toMetricData(fam: Family, end: HrTime): MetricData {
-    const descriptor = describe(fam.spec);
-    if (fam.spec.kind === 'histogram') {
-      const buckets = [...(fam.spec.buckets ?? [])];
-      return {
-        descriptor,
-        aggregationTemporality: AggregationTemporality.CUMULATIVE,
-        dataPointType: DataPointType.HISTOGRAM,
-        dataPoints: (fam.points as readonly HistogramPoint[]).map((p) => ({
-          attributes: p.attributes,
-          startTime: millisToHrTime(p.startTimeMs),
-          endTime: end,
-          value: { buckets: { boundaries: buckets, counts: [...p.bucketCounts] }, count: p.count, sum: p.sum },
-        })),
-      };
-    }
-    const defaultStart = millisToHrTime(this.processStartMs);
-    const dataPoints = (fam.points as readonly Point[]).map((p) => ({
-      attributes: p.attributes,
-      startTime: p.startTimeMs === undefined ? defaultStart : millisToHrTime(p.startTimeMs),
-      endTime: end,
-      value: Number(p.value),
-    }));
-    if (fam.spec.kind === 'gauge') {
-      return { descriptor, aggregationTemporality: AggregationTemporality.CUMULATIVE, dataPointType: DataPointType.GAUGE, dataPoints };
-    }
+/** Families as the SDK's MetricData, ending at `atMs`; families with no points are omitted. */
+export function toMetricData(families: readonly Family[], atMs: number, processStartMs: number): MetricData[] {
+  const end = millisToHrTime(atMs);
+  const defaultStart = millisToHrTime(processStartMs);
+  const metrics: MetricData[] = [];
+  for (const fam of families) if (fam.points.length > 0) metrics.push(familyMetricData(fam, end, defaultStart));
+  return metrics;
+}
+
+function familyMetricData(fam: Family, end: HrTime, defaultStart: HrTime): MetricData {
+  const descriptor = describe(fam.spec);
+  if (fam.spec.kind === 'histogram') {
+    const buckets = [...(fam.spec.buckets ?? [])];
     return {
       descriptor,
       aggregationTemporality: AggregationTemporality.CUMULATIVE,
-      dataPointType: DataPointType.SUM,
-      isMonotonic: fam.spec.kind === 'counter',
-      dataPoints,
+      dataPointType: DataPointType.HISTOGRAM,
+      dataPoints: (fam.points as readonly HistogramPoint[]).map((p) => ({
+        attributes: p.attributes,
+        startTime: millisToHrTime(p.startTimeMs),
+        endTime: end,
+        value: { buckets: { boundaries: buckets, counts: [...p.bucketCounts] }, count: p.count, sum: p.sum },
+      })),
     };
   }
+  const dataPoints = (fam.points as readonly Point[]).map((p) => ({
+    attributes: p.attributes,
+    startTime: p.startTimeMs === undefined ? defaultStart : millisToHrTime(p.startTimeMs),
+    endTime: end,
+    value: Number(p.value),
+  }));
+  if (fam.spec.kind === 'gauge') {
+    return { descriptor, aggregationTemporality: AggregationTemporality.CUMULATIVE, dataPointType: DataPointType.GAUGE, dataPoints };
+  }
+  return {
+    descriptor,
+    aggregationTemporality: AggregationTemporality.CUMULATIVE,
+    dataPointType: DataPointType.SUM,
+    isMonotonic: fam.spec.kind === 'counter',
+    dataPoints,
+  };
 }
 
 function describe(spec: MetricSpec) {

@@ -16,8 +16,44 @@ import { tresListToString } from '../tres.js';
 
 export const NOT_AN_OBJECT = { ok: false, reason: 'element is not an object' } as const;
 
+/**
+ * An element seen through the members a decoder reads: reading any other member does not type-check,
+ * so the member lists below (which the stream reader uses to skip everything else) cannot fall
+ * behind the decoders.
+ */
+export type Wire<K extends string> = { readonly [P in K]?: unknown };
+export type MemberOf<L extends readonly string[]> = L[number];
+
+export const NODE_COMMON_MEMBERS = [
+  'address',
+  'hostname',
+  'instance_id',
+  'reason',
+  'reason_set_by_user',
+  'reason_changed_at',
+  'comment',
+  'reservation',
+  'partitions',
+  'features',
+  'cpus',
+  'alloc_cpus',
+  'specialized_cores',
+  'specialized_cpus',
+  'cpu_load',
+  'real_memory',
+  'alloc_memory',
+  'specialized_memory',
+  'tres',
+  'tres_used',
+  'gres',
+  'gres_used',
+  'boot_time',
+  'last_busy',
+  'slurmd_start_time',
+] as const;
+
 /** Node fields common to all versions (v0.0.36 lacks some of them: they read as undefined). */
-export function nodeCommon(v: JsonRecord) {
+export function nodeCommon(v: Wire<MemberOf<typeof NODE_COMMON_MEMBERS>>) {
   const specialized = v['specialized_cpus'];
   return {
     address: text(v['address']),
@@ -49,8 +85,36 @@ export function nodeCommon(v: JsonRecord) {
   };
 }
 
+export const JOB_COMMON_MEMBERS = [
+  'name',
+  'state_reason',
+  'state_description',
+  'partition',
+  'account',
+  'qos',
+  'user_name',
+  'user_id',
+  'group_name',
+  'mail_user',
+  'standard_error',
+  'standard_output',
+  'restart_cnt',
+  'submit_time',
+  'eligible_time',
+  'start_time',
+  'end_time',
+  'time_limit',
+  'nodes',
+  'cpus',
+  'node_count',
+  'memory_per_node',
+  'memory_per_cpu',
+  'tres_alloc_str',
+  'tres_req_str',
+] as const;
+
 /** Controller job fields common to all versions. */
-export function jobCommon(v: JsonRecord) {
+export function jobCommon(v: Wire<MemberOf<typeof JOB_COMMON_MEMBERS>>) {
   return {
     name: text(v['name']),
     state_reason: text(v['state_reason']),
@@ -84,7 +148,9 @@ export function jobCommon(v: JsonRecord) {
  * Controller array identity: a running task has its own `array_task_id`; the pending master
  * record has none and lists its remaining tasks in `array_task_string` (`4-7%4`).
  */
-export function jobArray(v: JsonRecord): { array_job_id?: string; array_task_id?: string } {
+export const JOB_ARRAY_MEMBERS = ['array_job_id', 'array_task_id', 'array_task_string'] as const;
+
+export function jobArray(v: Wire<MemberOf<typeof JOB_ARRAY_MEMBERS>>): { array_job_id?: string; array_task_id?: string } {
   const arrayJobId = count(v['array_job_id'], { u32: true });
   if (arrayJobId === undefined || arrayJobId === 0) return {};
   const taskId = count(v['array_task_id'], { u32: true });
@@ -104,8 +170,23 @@ export function accountingArray(array: unknown): { array_job_id?: string; array_
   return { array_job_id: String(arrayJobId), array_task_id: taskId !== undefined ? String(taskId) : taskExpr };
 }
 
+export const ACCOUNTING_COMMON_MEMBERS = [
+  'name',
+  'state',
+  'partition',
+  'account',
+  'qos',
+  'user',
+  'group',
+  'restart_cnt',
+  'time',
+  'nodes',
+  'allocation_nodes',
+  'tres',
+] as const;
+
 /** slurmdbd job fields common to all versions. */
-export function accountingCommon(v: JsonRecord) {
+export function accountingCommon(v: Wire<MemberOf<typeof ACCOUNTING_COMMON_MEMBERS>>) {
   const time = v['time'];
   const tres = v['tres'];
   return {

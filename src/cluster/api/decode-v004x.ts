@@ -12,15 +12,38 @@
  * Every function takes an already parsed JSON value of unknown shape and never throws.
  */
 import type { Decoded, ItemResult, SlurmJob, SlurmNode } from '../model.js';
-import { accountingArray, accountingCommon, jobArray, jobCommon, nodeCommon, NOT_AN_OBJECT } from './common.js';
+import {
+  ACCOUNTING_COMMON_MEMBERS,
+  accountingArray,
+  accountingCommon,
+  JOB_ARRAY_MEMBERS,
+  JOB_COMMON_MEMBERS,
+  jobArray,
+  jobCommon,
+  NODE_COMMON_MEMBERS,
+  nodeCommon,
+  NOT_AN_OBJECT,
+  type MemberOf,
+  type Wire,
+} from './common.js';
 import { decodeList } from './envelope.js';
 import { count, field, idString, isRecord } from './read.js';
 import { exitCode, jobState, nodeState, text } from './states.js';
 
 export { decodeDiag } from './common.js';
 
-export function decodeNode(v: unknown): ItemResult<SlurmNode> {
-  if (!isRecord(v)) return NOT_AN_OBJECT;
+/**
+ * The top-level members each element decoder reads (typed: reading another one does not compile).
+ * The stream reader parses only these, so the ~100 members of a job the model does not use (and
+ * `job_resources`, the bulk of a job object) are skipped without being decoded.
+ */
+const NODE_MEMBERS = [...NODE_COMMON_MEMBERS, 'name', 'state', 'alloc_idle_cpus', 'effective_cpus', 'free_mem', 'version'] as const;
+const JOB_MEMBERS = [...JOB_COMMON_MEMBERS, ...JOB_ARRAY_MEMBERS, 'job_id', 'job_state', 'exit_code'] as const;
+const ACCOUNTING_JOB_MEMBERS = [...ACCOUNTING_COMMON_MEMBERS, 'job_id', 'array', 'stderr', 'stderr_expanded', 'stdout', 'stdout_expanded', 'required', 'exit_code'] as const;
+
+export function decodeNode(element: unknown): ItemResult<SlurmNode> {
+  if (!isRecord(element)) return NOT_AN_OBJECT;
+  const v: Wire<MemberOf<typeof NODE_MEMBERS>> = element;
   const name = text(v['name']);
   if (name === undefined) return { ok: false, reason: 'node without a name' };
   const node: SlurmNode = {
@@ -35,8 +58,11 @@ export function decodeNode(v: unknown): ItemResult<SlurmNode> {
   return { ok: true, item: node };
 }
 
-export function decodeJob(v: unknown): ItemResult<SlurmJob> {
-  if (!isRecord(v)) return NOT_AN_OBJECT;
+decodeNode.members = NODE_MEMBERS;
+
+export function decodeJob(element: unknown): ItemResult<SlurmJob> {
+  if (!isRecord(element)) return NOT_AN_OBJECT;
+  const v: Wire<MemberOf<typeof JOB_MEMBERS>> = element;
   const jobId = idString(v['job_id']);
   if (jobId === undefined) return { ok: false, reason: 'job without a job_id' };
   const job: SlurmJob = {
@@ -51,8 +77,11 @@ export function decodeJob(v: unknown): ItemResult<SlurmJob> {
 }
 
 /** One slurmdbd job record (`/slurmdb/vX/jobs/`). */
-export function decodeAccountingJob(v: unknown): ItemResult<SlurmJob> {
-  if (!isRecord(v)) return NOT_AN_OBJECT;
+decodeJob.members = JOB_MEMBERS;
+
+export function decodeAccountingJob(element: unknown): ItemResult<SlurmJob> {
+  if (!isRecord(element)) return NOT_AN_OBJECT;
+  const v: Wire<MemberOf<typeof ACCOUNTING_JOB_MEMBERS>> = element;
   const jobId = idString(v['job_id']);
   if (jobId === undefined) return { ok: false, reason: 'job without a job_id' };
   const required = v['required'];
@@ -70,6 +99,7 @@ export function decodeAccountingJob(v: unknown): ItemResult<SlurmJob> {
   };
   return { ok: true, item: job };
 }
+decodeAccountingJob.members = ACCOUNTING_JOB_MEMBERS;
 
 export function decodeNodes(body: unknown): Decoded<SlurmNode> {
   return decodeList(body, 'nodes', decodeNode);

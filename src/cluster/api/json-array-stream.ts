@@ -34,6 +34,16 @@ export interface JsonArraySplitterOptions {
   readonly maxElementBytes?: number;
   /** Refuse other top-level members larger than this in total (default 16 MiB). */
   readonly maxMemberBytes?: number;
+  /**
+   * Keep only these members of each element. When set, an element that is a JSON object is handed
+   * to onElement as an object holding just the members named here, in their original order: the
+   * others are scanned for their extent only and never decoded, so a caller that reads 30 of a
+   * job's 130 members parses about a quarter of the bytes. An element that is not an object, or
+   * whose top level does not scan cleanly, is handed on whole (the caller's JSON.parse then says
+   * what is wrong with it). Names are compared with the raw bytes of the keys; a key written with
+   * escapes is always kept.
+   */
+  readonly keepMembers?: Iterable<string>;
 }
 
 export interface SplitResult {
@@ -87,6 +97,7 @@ export class JsonArraySplitter {
   private readonly onElement: (bytes: Buffer, index: number) => void;
   private readonly maxElementBytes: number;
   private readonly maxMemberBytes: number;
+  private readonly picker: MemberPicker | undefined;
 
   private mode: Mode = Mode.BeforeRoot;
   private members: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
@@ -111,6 +122,7 @@ export class JsonArraySplitter {
     this.onElement = opts.onElement;
     this.maxElementBytes = opts.maxElementBytes ?? 256 * 1024 * 1024;
     this.maxMemberBytes = opts.maxMemberBytes ?? 16 * 1024 * 1024;
+    this.picker = opts.keepMembers === undefined ? undefined : new MemberPicker(opts.keepMembers);
   }
 
   write(chunk: Uint8Array): void {
@@ -369,7 +381,8 @@ export class JsonArraySplitter {
     this.checkSize(bytes.length, isElement);
     if (isElement) {
       this.mode = Mode.AfterElement;
-      this.onElement(bytes, this.elements++);
+      const picked = this.picker === undefined ? undefined : this.picker.pick(bytes);
+      this.onElement(picked ?? bytes, this.elements++);
     } else if (this.mode === Mode.InKey) {
       this.key = this.parse(bytes) as string;
       this.mode = Mode.Colon;
@@ -387,6 +400,146 @@ export class JsonArraySplitter {
       throw new JsonStreamError(`bad JSON in top-level member "${this.key}": ${(err as Error).message}`);
     }
   }
+}
+
+/**
+ * Copies the members of a JSON object whose names are in a fixed set into a new, smaller JSON
+ * object text. Only the object's top level is interpreted: each member's value is skipped by
+ * string state and bracket depth, like the splitter does, and copied byte for byte when kept.
+ */
+export class MemberPicker {
+  private readonly names: Buffer[] = [];
+  /** Open-addressing table: key hash → index + 1 into names (0 = empty slot). */
+  private readonly slots: Int32Array;
+  private readonly hashes: Int32Array;
+  private readonly mask: number;
+  private out: Buffer = Buffer.allocUnsafe(16 * 1024);
+
+  constructor(names: Iterable<string>) {
+    const unique = [...new Set(names)];
+    let size = 16;
+    while (size < unique.length * 4) size *= 2;
+    this.mask = size - 1;
+    this.slots = new Int32Array(size);
+    this.hashes = new Int32Array(size);
+    for (const name of unique) {
+      const b = Buffer.from(name, 'utf8');
+      let h = 0;
+      for (let i = 0; i < b.length; i++) h = (Math.imul(h, 31) + (b[i] as number)) | 0;
+      let slot = h & this.mask;
+      while (this.slots[slot] !== 0) slot = (slot + 1) & this.mask;
+      this.names.push(b);
+      this.slots[slot] = this.names.length;
+      this.hashes[slot] = h;
+    }
+  }
+
+  /**
+   * The kept members of the object in `src`, as a view into a buffer reused by the next call; or
+   * undefined when `src` is not an object that scans cleanly (hand it on whole then).
+   */
+  pick(src: Buffer): Buffer | undefined {
+    const end = src.length;
+    let i = skipWhitespace(src, 0, end);
+    if (src[i] !== OPEN_BRACE) return undefined;
+    if (this.out.length < end + 2) this.out = Buffer.allocUnsafe(Math.max(end + 2, this.out.length * 2));
+    const out = this.out;
+    out[0] = OPEN_BRACE;
+    let o = 1;
+    i = skipWhitespace(src, i + 1, end);
+    if (src[i] === CLOSE_BRACE) i++;
+    else {
+      for (;;) {
+        if (src[i] !== QUOTE) return undefined;
+        const keyStart = i++;
+        let h = 0;
+        let escaped = false;
+        for (; i < end; i++) {
+          const c = src[i] as number;
+          if (c === QUOTE) break;
+          if (c === BACKSLASH) {
+            escaped = true;
+            i++;
+          } else h = (Math.imul(h, 31) + c) | 0;
+        }
+        if (i >= end) return undefined;
+        const keyEnd = i++;
+        i = skipWhitespace(src, i, end);
+        if (src[i] !== COLON) return undefined;
+        i = skipWhitespace(src, i + 1, end);
+        const valueEnd = skipValue(src, i, end);
+        if (valueEnd < 0) return undefined;
+        if (escaped || this.has(h, src, keyStart + 1, keyEnd)) {
+          if (o > 1) out[o++] = COMMA;
+          for (let k = keyStart; k < valueEnd; k++) out[o++] = src[k] as number;
+        }
+        i = skipWhitespace(src, valueEnd, end);
+        const c = src[i];
+        if (c === COMMA) {
+          i = skipWhitespace(src, i + 1, end);
+          continue;
+        }
+        if (c !== CLOSE_BRACE) return undefined;
+        i++;
+        break;
+      }
+    }
+    if (skipWhitespace(src, i, end) !== end) return undefined;
+    out[o++] = CLOSE_BRACE;
+    return out.subarray(0, o);
+  }
+
+  private has(h: number, src: Buffer, from: number, to: number): boolean {
+    let slot = h & this.mask;
+    for (let idx = this.slots[slot] as number; idx !== 0; slot = (slot + 1) & this.mask, idx = this.slots[slot] as number) {
+      if (this.hashes[slot] !== h) continue;
+      const name = this.names[idx - 1] as Buffer;
+      if (name.length !== to - from) continue;
+      let k = 0;
+      while (k < name.length && name[k] === src[from + k]) k++;
+      if (k === name.length) return true;
+    }
+    return false;
+  }
+}
+
+function skipWhitespace(src: Buffer, i: number, end: number): number {
+  while (i < end && isWhitespace(src[i] as number)) i++;
+  return i;
+}
+
+/** The index just past the value starting at i, or -1 when it does not end before `end`. */
+function skipValue(src: Buffer, i: number, end: number): number {
+  const first = src[i];
+  if (first === QUOTE) {
+    for (i++; i < end; i++) {
+      const c = src[i] as number;
+      if (c === QUOTE) return i + 1;
+      if (c === BACKSLASH) i++;
+    }
+    return -1;
+  }
+  if (first === OPEN_BRACE || first === OPEN_BRACKET) {
+    let depth = 1;
+    for (i++; i < end; i++) {
+      const c = src[i] as number;
+      if (c === QUOTE) {
+        for (i++; i < end; i++) {
+          const s = src[i] as number;
+          if (s === QUOTE) break;
+          if (s === BACKSLASH) i++;
+        }
+      } else if (c === OPEN_BRACE || c === OPEN_BRACKET) depth++;
+      else if ((c === CLOSE_BRACE || c === CLOSE_BRACKET) && --depth === 0) return i + 1;
+    }
+    return -1;
+  }
+  const start = i;
+  for (; i < end; i++) {
+    const c = src[i] as number;
+    if (c === COMMA || c === CLOSE_BRACE || c === CLOSE_BRACKET || isWhitespace(c)) break;
+  }
+  return i > start ? i : -1;
 }
 
 /**

@@ -7,6 +7,12 @@ import type { Decoded, ItemResult } from '../model.js';
 import { guarded, ItemCollector } from './envelope.js';
 import { JsonArraySplitter, JsonStreamError } from './json-array-stream.js';
 
+/**
+ * An element decoder. One that sets `members` reads no other top-level member of an element:
+ * the stream reader then parses only those (see JsonArraySplitterOptions.keepMembers).
+ */
+export type ElementDecoder<T> = ((element: unknown) => ItemResult<T>) & { readonly members?: readonly string[] };
+
 export interface StreamDecodeOptions {
   /** Refuse a single element larger than this many bytes (see JsonArraySplitterOptions). */
   readonly maxElementBytes?: number;
@@ -20,13 +26,14 @@ export interface StreamDecodeOptions {
 export async function decodeListStream<T>(
   source: AsyncIterable<Uint8Array>,
   arrayKey: string,
-  decodeItem: (element: unknown) => ItemResult<T>,
+  decodeItem: ElementDecoder<T>,
   opts: StreamDecodeOptions = {},
 ): Promise<Decoded<T>> {
   const collector = new ItemCollector<T>();
   const splitter = new JsonArraySplitter({
     arrayKey,
     ...(opts.maxElementBytes !== undefined ? { maxElementBytes: opts.maxElementBytes } : {}),
+    ...(decodeItem.members !== undefined ? { keepMembers: decodeItem.members } : {}),
     onElement: (bytes) => {
       let value: unknown;
       try {

@@ -82,6 +82,20 @@ describe('cluster agent faults, end to end', () => {
     expect(valueOf(self, 'slurm_exporter_collection_attempts_total')).toBe(2);
   });
 
+  it('serves a landing page saying how each sub-collector fared, escaped', async () => {
+    const { runner } = await start(['v0.0.44']);
+    expect(runner.landing.status).toBe(503);
+    await runner.collect();
+    const ok = runner.landing;
+    expect(ok.status).toBe(200);
+    expect(ok.text).toContain('<a href="/metrics">/metrics</a>');
+    expect(ok.text).toMatch(/data-collector="nodes" data-ok="true"><td>nodes<\/td><td>ok<\/td>.*<td>12 items<\/td>/);
+    await server?.close();
+    server = undefined;
+    await runner.collect();
+    expect(runner.landing.text).toMatch(/data-collector="jobs" data-ok="false"><td>jobs<\/td><td><span class="warn">failed; serving the last good data/);
+  });
+
   it('follows the server to another API version when the negotiated one disappears', async () => {
     const { runner } = await start(['v0.0.44', 'v0.0.43']);
     expect((await runner.collect()).failed).toEqual([]);
