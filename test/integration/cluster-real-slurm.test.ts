@@ -62,7 +62,8 @@ describe.skipIf(gate.skip)('cluster agent on a real Slurm 22.05', () => {
   const sinfoNodes = async () => new Map((await slurm.run(['sinfo', '-h', '-N', '-o', '%N|%T'])).stdout.trim().split('\n').map((l) => l.split('|') as [string, string]));
 
   beforeAll(async () => {
-    slurm = await startRealSlurm({ dbd: true });
+    // ReturnToService=1: a node an admin sets DOWN stays down until resumed (with 2 it re-registers at once).
+    slurm = await startRealSlurm({ dbd: true, env: { REAL_SLURM_EXTRA_CONF: 'ReturnToService=1' } });
     jobs.running = await sbatch('-p', 'cpu', '-J', 'otel-run', '--wrap', 'sleep 600');
     jobs.held = await sbatch('-p', 'cpu', '-J', 'otel-held', '--hold', '--wrap', 'sleep 1');
     jobs.array = await sbatch('-p', 'cpu', '-J', 'otel-array', '--array=0-3', '--wrap', 'sleep 600');
@@ -121,29 +122,34 @@ describe.skipIf(gate.skip)('cluster agent on a real Slurm 22.05', () => {
     expect(select(samples, 'slurm_controller_rpc_user_calls_total', { user: 'root' }).length).toBe(1);
   });
 
-  it('counts a fail for each drained node and observes outage and draining durations after resume', async () => {
+  it('counts a fail for each drained or downed node and observes outage and draining durations after resume', async () => {
     await collect(controller);
-    const states = await sinfoNodes();
-    const idle = [...states].find(([, s]) => s === 'idle')?.[0] as string;
-    const busy = [...states].find(([, s]) => s === 'mixed' || s === 'allocated')?.[0] as string;
-    expect(idle && busy).toBeTruthy();
+    const states = [...(await sinfoNodes())];
+    const idle = states.find(([, s]) => s === 'idle')?.[0] as string;
+    const busy = states.find(([, s]) => s === 'mixed' || s === 'allocated')?.[0] as string;
+    const down = states.find(([n]) => n !== idle && n !== busy)?.[0] as string;
+    expect(idle && busy && down).toBeTruthy();
     await slurm.run(['scontrol', 'update', `nodename=${idle}`, 'state=drain', 'reason=otel-idle-drain']);
     await slurm.run(['scontrol', 'update', `nodename=${busy}`, 'state=drain', 'reason=otel-busy-drain']);
-    const drained = await collect(controller);
-    expect(select(drained, 'slurm_node_fails_total'), JSON.stringify(select(drained, 'slurm_node_info').map((s) => s.labels))).toHaveLength(2);
-    expect(valueOf(drained, 'slurm_node_fails_total', { node_name: idle, reason: 'otel-idle-drain', state_is_drain: 'true' })).toBe(1);
-    expect(valueOf(drained, 'slurm_node_fails_total', { node_name: busy, reason: 'otel-busy-drain' })).toBe(1);
-    expect(select(drained, 'slurm_node_info', { node_name: idle })[0]?.labels.is_unavailable).toBe('true');
-    expect(select(drained, 'slurm_node_info', { node_name: busy })[0]?.labels.is_unavailable).toBe('');
+    await slurm.run(['scontrol', 'update', `nodename=${down}`, 'state=down', 'reason=otel-down']);
+    const failed = await collect(controller);
+    expect(valueOf(failed, 'slurm_node_fails_total', { node_name: idle, reason: 'otel-idle-drain', state_is_drain: 'true' })).toBe(1);
+    expect(valueOf(failed, 'slurm_node_fails_total', { node_name: busy, reason: 'otel-busy-drain' })).toBe(1);
+    expect(valueOf(failed, 'slurm_node_fails_total', { node_name: down, reason: 'otel-down', state_base: 'DOWN' })).toBe(1);
+    expect(select(failed, 'slurm_node_info', { node_name: idle })[0]?.labels.is_unavailable).toBe('true');
+    expect(select(failed, 'slurm_node_info', { node_name: down })[0]?.labels.is_unavailable).toBe('true');
+    expect(select(failed, 'slurm_node_info', { node_name: busy })[0]?.labels.is_unavailable).toBe('');
     await new Promise((r) => setTimeout(r, 1100));
-    await slurm.run(['scontrol', 'update', `nodename=${idle},${busy}`, 'state=resume']);
+    await slurm.run(['scontrol', 'update', `nodename=${idle},${busy},${down}`, 'state=resume']);
     // A resumed node is NOT_RESPONDING until its slurmd re-registers: still unavailable until then.
-    const resumed = await until('both nodes available again', async () => {
+    const resumed = await until('the three nodes available again', async () => {
       const now = await collect(controller);
-      return [idle, busy].every((n) => select(now, 'slurm_node_info', { node_name: n })[0]?.labels.is_unavailable === '') ? now : undefined;
+      return [idle, busy, down].every((n) => select(now, 'slurm_node_info', { node_name: n })[0]?.labels.is_unavailable === '') ? now : undefined;
     });
-    expect(valueOf(resumed, 'slurm_node_unavailability_duration_seconds_count', { node_name: idle })).toBe(1);
-    expect(valueOf(resumed, 'slurm_node_unavailability_duration_seconds_sum', { node_name: idle })).toBeGreaterThan(0);
+    for (const n of [idle, down]) {
+      expect(valueOf(resumed, 'slurm_node_unavailability_duration_seconds_count', { node_name: n }), n).toBe(1);
+      expect(valueOf(resumed, 'slurm_node_unavailability_duration_seconds_sum', { node_name: n }), n).toBeGreaterThan(1);
+    }
     expect(valueOf(resumed, 'slurm_node_draining_duration_seconds_count', { node_name: busy })).toBe(1);
     expect(valueOf(resumed, 'slurm_node_fails_total', { node_name: idle, reason: 'otel-idle-drain' })).toBe(1);
     expect(select(resumed, 'slurm_node_gpu_seconds_total').reduce((a, s) => a + s.value, 0)).toBeGreaterThan(0);
