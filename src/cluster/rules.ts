@@ -63,6 +63,32 @@ function sameAttributes(keys: readonly string[], a: Attributes, b: Attributes): 
   return true;
 }
 
+/** A family whose points are distinct by construction (one per node name, or per job id). */
+function distinct(spec: PointSpec, points: readonly Point[]): Family {
+  return { spec, points };
+}
+
+/** Distinct values, order kept; the array itself when it has one value or none. */
+function uniqueValues(values: readonly string[]): readonly string[] {
+  return values.length < 2 ? values : [...new Set(values)];
+}
+
+/**
+ * `f(job)` computed once per distinct combination of `inputs(job)`: on a 100k-job snapshot the
+ * TRES strings repeat (a few shapes of allocation), so each distinct one is parsed once.
+ */
+function memoized<R>(f: (job: SlurmJob) => R, inputs: (job: SlurmJob) => readonly (string | number | undefined)[]): (job: SlurmJob) => R {
+  const cache = new Map<string, R>();
+  return (job) => {
+    let key = '';
+    for (const v of inputs(job)) key += v === undefined ? '-' : typeof v === 'number' ? `n${v};` : `s${v.length}:${v}`;
+    if (cache.has(key)) return cache.get(key) as R;
+    const r = f(job);
+    cache.set(key, r);
+    return r;
+  };
+}
+
 /** A point when the value is known; nothing otherwise (a missing value is not a zero). */
 function maybe(out: Point[], attributes: Attributes, value: number | undefined, startTimeMs?: number): void {
   if (value === undefined || !Number.isFinite(value)) return;
@@ -138,14 +164,16 @@ const NODE_RESOURCE_FAMILIES: readonly [PointSpec, keyof NodeResources][] = [
 function nodeFamilies(list: readonly SlurmNode[]): Family[] {
   const nodes = [...nodesByName(list).values()];
   const info = nodes.map((n) => ({ attributes: nodeInfoLabels(n), value: 1 }));
-  const resources = nodes.map((n) => [n.name, nodeResources(n)] as const);
+  // One attribute object per node, shared by its eight resource families.
+  const resources = nodes.map((n) => [{ node_name: n.name }, nodeResources(n)] as const);
   const perResource = NODE_RESOURCE_FAMILIES.map(([spec, key]) => {
     const points: Point[] = [];
-    for (const [name, r] of resources) maybe(points, { node_name: name }, r[key]);
-    return family(spec, points);
+    for (const [attributes, r] of resources) maybe(points, attributes, r[key]);
+    return distinct(spec, points);
   });
-  const partitions = nodes.flatMap((n) => n.partitions.map((partition) => ({ attributes: { node_name: n.name, partition }, value: 1 })));
-  return [family(M.nodeInfo, info), ...perResource, family(M.nodePartition, partitions)];
+  const partitions = nodes.flatMap((n) => uniqueValues(n.partitions).map((partition) => ({ attributes: { node_name: n.name, partition }, value: 1 })));
+  // Node names are distinct (nodesByName), and so are the partitions listed per node.
+  return [distinct(M.nodeInfo, info), ...perResource, distinct(M.nodePartition, partitions)];
 }
 
 // ---- jobs ----
@@ -161,6 +189,7 @@ function userMail(job: SlurmJob): string {
 }
 
 export function jobInfoLabels(job: SlurmJob): Attributes {
+  const end = timeLabel(job.end_time);
   return {
     job_id: job.job_id,
     job_state: job.state[0] ?? '',
@@ -176,8 +205,8 @@ export function jobInfoLabels(job: SlurmJob): Attributes {
     array_task_id: job.array_task_id ?? '',
     submit_time: timeLabel(job.submit_time),
     start_time: timeLabel(job.start_time),
-    end_time: timeLabel(job.end_time),
-    finished_time: isTerminal(job) ? timeLabel(job.end_time) : '',
+    end_time: end,
+    finished_time: isTerminal(job) ? end : '',
   };
 }
 
@@ -217,22 +246,26 @@ function jobFamilies(list: readonly SlurmJob[], nowMs: number): Family[] {
   const cpus: Point[] = [];
   const memory: Point[] = [];
   const gpus: Point[] = [];
+  const cpuCount = memoized(jobCpuCount, (j) => [j.tres_alloc_str, j.tres_req_str, j.cpus]);
+  const memoryBytes = memoized(jobMemoryBytes, (j) => [j.tres_alloc_str, j.tres_req_str, j.memory_per_node, j.node_count]);
+  const gpuCount = memoized(jobGpuCount, (j) => [j.state[0], j.tres_alloc_str]);
   for (const job of uniqueJobs(list)) {
     const id = { job_id: job.job_id };
     info.push({ attributes: jobInfoLabels(job), value: 1 });
-    for (const host of jobHosts(job)) nodeJob.push({ attributes: { job_id: job.job_id, node_name: host }, value: 1 });
+    for (const host of uniqueValues(jobHosts(job))) nodeJob.push({ attributes: { job_id: job.job_id, node_name: host }, value: 1 });
     maybe(duration, id, jobDurationSeconds(job, nowMs));
-    maybe(cpus, id, jobCpuCount(job));
-    maybe(memory, id, jobMemoryBytes(job));
-    maybe(gpus, id, jobGpuCount(job));
+    maybe(cpus, id, cpuCount(job));
+    maybe(memory, id, memoryBytes(job));
+    maybe(gpus, id, gpuCount(job));
   }
+  // Job ids are distinct (uniqueJobs), and so are the hosts listed per job.
   return [
-    family(M.jobInfo, info),
-    family(M.nodeJob, nodeJob),
-    family(M.jobDuration, duration),
-    family(M.jobCpus, cpus),
-    family(M.jobMemory, memory),
-    family(M.jobGpus, gpus),
+    distinct(M.jobInfo, info),
+    distinct(M.nodeJob, nodeJob),
+    distinct(M.jobDuration, duration),
+    distinct(M.jobCpus, cpus),
+    distinct(M.jobMemory, memory),
+    distinct(M.jobGpus, gpus),
   ];
 }
 

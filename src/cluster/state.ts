@@ -58,12 +58,20 @@ function isNew<T>(seen: { readonly seq: number } | undefined, got: Collected<T> 
 
 /** Last record per name: a name listed twice is a slurmrestd glitch, and the last is the freshest. */
 export function nodesByName(nodes: readonly SlurmNode[]): Map<string, SlurmNode> {
-  return new Map(nodes.map((n) => [n.name, n]));
+  const byName = new Map<string, SlurmNode>();
+  for (const n of nodes) byName.set(n.name, n);
+  return byName;
 }
 
 /** Last record per job id, for the same reason. */
-export function uniqueJobs(jobs: readonly SlurmJob[]): SlurmJob[] {
-  return [...new Map(jobs.map((j) => [j.job_id, j])).values()];
+export function uniqueJobs(jobs: readonly SlurmJob[]): readonly SlurmJob[] {
+  const ids = new Set<string>();
+  for (const j of jobs) ids.add(j.job_id);
+  // The usual case, no id twice: the list as it is (100k jobs need no second copy).
+  if (ids.size === jobs.length) return jobs;
+  const byId = new Map<string, SlurmJob>();
+  for (const j of jobs) byId.set(j.job_id, j);
+  return [...byId.values()];
 }
 
 function advanceNodes(prev: NodeTracking | undefined, got: Collected<readonly SlurmNode[]>, events: MetricEvent[]): NodeTracking {

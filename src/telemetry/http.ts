@@ -6,18 +6,22 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { gzipSync } from 'node:zlib';
+import { gunzip, gzipSync } from 'node:zlib';
 import { BasicAuth, type WebConfig } from './webconfig.js';
 
 export interface Body {
   readonly contentType: string;
+  /** The text (an owner holding the body compressed only inflates it on access). */
   readonly text: string;
-  /** The text as UTF-8, when the owner holds it that way (a large rendering): served as is. */
-  readonly chunks?: readonly Buffer[];
   /** Lazily computed and cached by the owner of the body. */
   gzip?: Buffer;
-  /** A gzip the owner is computing off the event loop; a scrape that wants gzip waits for it. */
-  gzipping?: Promise<Buffer | undefined>;
+  /**
+   * Set when the owner holds the body compressed only (`gzip` is then set): its length in bytes
+   * once inflated. The first client that does not accept gzip has it inflated, off the event
+   * loop, into `inflated`, which later ones are served from.
+   */
+  readonly inflatedBytes?: number;
+  inflated?: Promise<Buffer>;
   readonly status?: number;
 }
 
@@ -109,23 +113,41 @@ async function handle(
     return;
   }
   const headers: http.OutgoingHttpHeaders = { 'content-type': body.contentType, vary: 'Accept-Encoding' };
-  const chunks = body.chunks;
-  let payload: readonly Buffer[] | string = chunks ?? body.text;
-  const size = chunks ? chunks.reduce((n, c) => n + c.length, 0) : body.text.length;
-  if (acceptsGzip(req) && size > 1024) {
-    if (body.gzip === undefined && body.gzipping !== undefined) await body.gzipping;
-    body.gzip ??= gzipSync(chunks ? Buffer.concat(chunks as Buffer[]) : body.text, { level: 1 });
-    payload = [body.gzip];
-    headers['content-encoding'] = 'gzip';
-  }
-  headers['content-length'] = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.reduce((n, c) => n + c.length, 0);
-  res.writeHead(body.status ?? 200, headers);
-  if (req.method === 'HEAD' || typeof payload === 'string') {
-    res.end(req.method === 'HEAD' ? undefined : payload);
+  const head = req.method === 'HEAD';
+  if (body.inflatedBytes !== undefined && body.gzip !== undefined) {
+    const gzip = body.gzip;
+    if (acceptsGzip(req)) {
+      res.writeHead(body.status ?? 200, { ...headers, 'content-encoding': 'gzip', 'content-length': gzip.length });
+      res.end(head ? undefined : gzip);
+      return;
+    }
+    let text: Buffer;
+    try {
+      text = await (body.inflated ??= inflate(gzip, body.inflatedBytes));
+    } catch (err) {
+      body.inflated = undefined;
+      res.writeHead(500, { 'content-type': 'text/plain' }).end(`internal error: ${(err as Error).message}\n`);
+      return;
+    }
+    res.writeHead(body.status ?? 200, { ...headers, 'content-length': text.length });
+    res.end(head ? undefined : text);
     return;
   }
-  for (const chunk of payload) res.write(chunk);
-  res.end();
+  let payload: Buffer | string = body.text;
+  if (acceptsGzip(req) && body.text.length > 1024) {
+    body.gzip ??= gzipSync(body.text, { level: 1 });
+    payload = body.gzip;
+    headers['content-encoding'] = 'gzip';
+  }
+  headers['content-length'] = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.length;
+  res.writeHead(body.status ?? 200, headers);
+  res.end(head ? undefined : payload);
+}
+
+/** Inflates on the thread pool, into one buffer of the known size (no pieces to join). */
+function inflate(gzip: Buffer, bytes: number): Promise<Buffer> {
+  const chunkSize = Math.max(64 * 1024, bytes + 1);
+  return new Promise((resolve, reject) => gunzip(gzip, { chunkSize }, (err, out) => (err ? reject(err) : resolve(out))));
 }
 
 function acceptsGzip(req: http.IncomingMessage): boolean {

@@ -1,15 +1,16 @@
 /**
  * One export pipeline per agent: the snapshot producer and the agent's event
  * instruments feed a Prometheus rendering (made once per collection, served
- * from cache, gzipped once off the event loop) and, when configured, an
- * OTLP/HTTP push reader.
+ * from cache) and, when configured, an OTLP/HTTP push reader.
  *
- * The snapshot families (up to ~700k series on a 100k-job cluster) are written
- * straight to UTF-8 buffers in exactly the text PrometheusSerializer would
- * produce for them; only the event instruments, which live in the SDK, go
+ * The snapshot families (~700k series on a 100k-job cluster, a 77 MB
+ * exposition) are written in exactly the text PrometheusSerializer would
+ * produce for them, but straight into a gzip stream compressing on the libuv
+ * thread pool while the rendering goes on: the exposition is held compressed
+ * only (6 MB instead of 77), and inflated on the fly for the rare scraper that
+ * does not accept gzip. Only the event instruments, which live in the SDK, go
  * through the SDK's collect() and serializer.
  */
-import { gzip } from 'node:zlib';
 import { diag, DiagLogLevel, type Counter, type Histogram } from '@opentelemetry/api';
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import { OTLPMetricExporter as OtlpJsonExporter } from '@opentelemetry/exporter-metrics-otlp-http';
@@ -25,12 +26,13 @@ import {
   type ResourceMetrics,
   type ViewOptions,
 } from '@opentelemetry/sdk-metrics';
+import { emptyResource } from '@opentelemetry/resources';
 import type { Logger } from '../log.js';
 import type { Body } from './http.js';
-import { emptyResource } from '@opentelemetry/resources';
 import { SnapshotProducer, toMetricData, type Scope } from './producer.js';
+import { GzipWriter, gzipOnlyBody, NO_REGISTERED_METRICS, writeFamilies } from './prometheus-text.js';
 import { buildResource, type ResourceOptions } from './resource.js';
-import type { Family, MetricEvent, MetricSpec, Point } from './spec.js';
+import type { Family, MetricEvent, MetricSpec } from './spec.js';
 
 /** Series per event instrument before the SDK folds the rest into an overflow series. */
 const EVENT_CARDINALITY_LIMIT = 1_000_000;
@@ -60,9 +62,6 @@ export interface PipelineOptions {
 
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
-/** Renderings at least this large are gzipped in the background as soon as they are made. */
-const EAGER_GZIP_BYTES = 64 * 1024;
-
 export class Pipeline {
   readonly producer: SnapshotProducer;
   private readonly provider: MeterProvider;
@@ -72,6 +71,8 @@ export class Pipeline {
   /** For snapshot histograms: the same settings, without target_info. */
   private readonly familySerializer = new PrometheusSerializer(undefined, false, undefined, true, true);
   private rendered: Body = { contentType: PROMETHEUS_CONTENT_TYPE, text: '', status: 503 };
+  private publishes = 0;
+  private renderedSeq = 0;
 
   constructor(private readonly opts: PipelineOptions) {
     // Only the OTLP reader collects from the producer; Prometheus renders the families itself.
@@ -110,9 +111,12 @@ export class Pipeline {
   /** Publishes one collection and renders its exposition once, for every scrape until the next. */
   async publish(families: readonly Family[], atMs: number = Date.now()): Promise<void> {
     this.producer.publish(families, atMs);
-    const body = chunksBody(PROMETHEUS_CONTENT_TYPE, await this.render(families, atMs));
-    if (body.size >= EAGER_GZIP_BYTES) gzipInBackground(body);
-    this.rendered = body;
+    const seq = ++this.publishes;
+    const { gzip, bytes } = await this.render(families, atMs);
+    // Renderings yield to the event loop: one that started earlier must not replace a later one.
+    if (seq < this.renderedSeq) return;
+    this.renderedSeq = seq;
+    this.rendered = gzipOnlyBody(PROMETHEUS_CONTENT_TYPE, gzip, bytes);
   }
 
   /** The exposition of the last publish (503 until the first). */
@@ -124,16 +128,16 @@ export class Pipeline {
    * target_info and the event instruments (serialized by the SDK), then the snapshot families:
    * the order and the bytes PrometheusSerializer gives when the producer is one of its sources.
    */
-  private async render(families: readonly Family[], atMs: number): Promise<Buffer[]> {
+  private async render(families: readonly Family[], atMs: number): Promise<{ gzip: Buffer; bytes: number }> {
     const { resourceMetrics, errors } = await this.prometheus.collect();
     for (const err of errors) this.opts.logger.warn({ err }, 'metric collection reported an error');
     let head = this.serializer.serialize(resourceMetrics as ResourceMetrics);
     // The serializer ends with this line when the SDK had nothing; the snapshot may have something.
     const sdkEmpty = head.endsWith(NO_REGISTERED_METRICS);
     if (sdkEmpty) head = head.slice(0, -NO_REGISTERED_METRICS.length);
-    const out = new ChunkWriter();
+    const out = new GzipWriter();
     out.write(head);
-    const wrote = writeFamilies(out, families, (fam) =>
+    const wrote = await writeFamilies(out, families, (fam) =>
       this.familySerializer.serialize({ resource: emptyResource(), scopeMetrics: [{ scope: this.opts.scope, metrics: toMetricData([fam], atMs, atMs) }] }),
     );
     if (sdkEmpty && !wrote) out.write(NO_REGISTERED_METRICS);
@@ -164,159 +168,6 @@ export class Pipeline {
       metricProducers: [this.producer],
     });
   }
-}
-
-// ---- Prometheus text for snapshot families -------------------------------------------------------
-
-const NO_REGISTERED_METRICS = '# no registered metrics';
-
-/** Collects UTF-8 text in large buffers: a 75 MB exposition is never one string nor copied whole. */
-class ChunkWriter {
-  private readonly chunks: Buffer[] = [];
-  private buf: Buffer;
-  private pos = 0;
-
-  constructor(private readonly chunkBytes = 4 * 1024 * 1024) {
-    this.buf = Buffer.allocUnsafe(chunkBytes);
-  }
-
-  write(s: string): void {
-    // A UTF-16 code unit takes at most 3 bytes in UTF-8.
-    if (this.buf.length - this.pos < s.length * 3) {
-      this.flush();
-      if (s.length * 3 > this.chunkBytes) {
-        this.chunks.push(Buffer.from(s, 'utf8'));
-        return;
-      }
-      this.buf = Buffer.allocUnsafe(this.chunkBytes);
-    }
-    this.pos += this.buf.write(s, this.pos);
-  }
-
-  finish(): Buffer[] {
-    this.flush();
-    return this.chunks;
-  }
-
-  private flush(): void {
-    if (this.pos > 0) this.chunks.push(this.buf.subarray(0, this.pos));
-    this.buf = this.buf.subarray(this.pos);
-    this.pos = 0;
-  }
-}
-
-/** A body whose text is held as UTF-8 chunks; `text` decodes them on demand (tests, --once). */
-function chunksBody(contentType: string, chunks: readonly Buffer[]): Body & { readonly size: number } {
-  const size = chunks.reduce((n, c) => n + c.length, 0);
-  return {
-    contentType,
-    chunks,
-    size,
-    get text(): string {
-      return Buffer.concat(chunks as Buffer[], size).toString('utf8');
-    },
-  };
-}
-
-/** Compresses a body on the libuv thread pool; a scrape arriving meanwhile waits for it. */
-function gzipInBackground(body: Body & { readonly size: number }): void {
-  const chunks = body.chunks ?? [];
-  const whole = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks as Buffer[], body.size);
-  body.gzipping = new Promise<Buffer | undefined>((resolve) => {
-    gzip(whole, { level: 1 }, (err, out) => {
-      if (!err) body.gzip = out;
-      body.gzipping = undefined;
-      resolve(err ? undefined : out);
-    });
-  });
-}
-
-const INVALID_NAME_CHARS = /[^a-z0-9_]/gi;
-const REPEATED_UNDERSCORES = /_{2,}/g;
-const NEEDS_ESCAPE = /[\\\n"]/;
-
-/** PrometheusSerializer's name sanitizing. */
-function sanitizeName(name: string): string {
-  return name.replace(INVALID_NAME_CHARS, '_').replace(REPEATED_UNDERSCORES, '_');
-}
-
-function escapeText(s: string): string {
-  return s.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
-}
-
-/** PrometheusSerializer's label value escaping (non-strings as JSON, undefined as empty). */
-function labelValue(v: unknown): string {
-  if (typeof v === 'string') return NEEDS_ESCAPE.test(v) ? escapeText(v).replace(/"/g, '\\"') : v;
-  if (v === undefined) return '';
-  return escapeText(JSON.stringify(v)).replace(/"/g, '\\"');
-}
-
-function valueText(value: number): string {
-  return value === Infinity ? '+Inf' : value === -Infinity ? '-Inf' : `${value}`;
-}
-
-interface FamilyHeader {
-  readonly name: string;
-  readonly text: string;
-}
-
-const headers = new WeakMap<MetricSpec, FamilyHeader | null>();
-
-/** Name and HELP/UNIT/TYPE lines of a counter, gauge or up-down counter family; null when unnameable. */
-function familyHeader(spec: MetricSpec): FamilyHeader | null {
-  let h = headers.get(spec);
-  if (h !== undefined) return h;
-  let name = sanitizeName(escapeText(spec.name));
-  if (name === '' || name === '_') {
-    diag.error(`Normalization for metric "${spec.name}" resulted in an invalid name: "${name}"`);
-    h = null;
-  } else {
-    if (name[0] !== undefined && name[0] >= '0' && name[0] <= '9') name = `_${name}`;
-    if (spec.kind === 'counter' && !name.endsWith('_total')) name += '_total';
-    const type = spec.kind === 'counter' ? 'counter' : 'gauge';
-    const unit = spec.unit ? `\n# UNIT ${name} ${escapeText(spec.unit)}` : '';
-    h = { name, text: `# HELP ${name} ${escapeText(spec.description || 'description missing')}${unit}\n# TYPE ${name} ${type}\n` };
-  }
-  headers.set(spec, h);
-  return h;
-}
-
-/**
- * Writes the families as PrometheusSerializer does (no timestamps, no scope labels, attributes
- * in their objects' key order); histograms go through `histogram`. Returns whether any was written.
- */
-function writeFamilies(out: ChunkWriter, families: readonly Family[], histogram: (fam: Family) => string): boolean {
-  const labelPrefixes = new Map<string, string>();
-  let wrote = false;
-  for (const fam of families) {
-    if (fam.points.length === 0) continue;
-    if (fam.spec.kind === 'histogram') {
-      out.write(histogram(fam));
-      wrote = true;
-      continue;
-    }
-    const header = familyHeader(fam.spec);
-    if (header === null) continue;
-    out.write(header.text);
-    wrote = true;
-    const name = header.name;
-    for (const p of fam.points as readonly Point[]) {
-      let line = name;
-      let sep = '{';
-      const attributes = p.attributes;
-      for (const key in attributes) {
-        let prefix = labelPrefixes.get(key);
-        if (prefix === undefined) {
-          prefix = `${sanitizeName(key)}="`;
-          labelPrefixes.set(key, prefix);
-        }
-        line += sep + prefix + labelValue(attributes[key]) + '"';
-        sep = ',';
-      }
-      out.write(`${sep === ',' ? line + '}' : line} ${valueText(Number(p.value))}\n`);
-    }
-  }
-  return wrote;
 }
 
 /** Wraps an exporter so that every failed push is logged and counted, never fatal. */

@@ -253,6 +253,17 @@ export class JsonArraySplitter {
     if (c === COMMA || c === CLOSE_BRACKET || c === CLOSE_BRACE || c === COLON) {
       throw this.unexpected(buf, i, `an element of "${this.arrayKey}"`);
     }
+    if (this.picker !== undefined && c === OPEN_BRACE) {
+      // One pass for the usual element, an object that ends in this chunk: find its end and pick
+      // its members at once. Any other element takes the general path (and is picked when whole).
+      const end = this.picker.scan(buf, i, buf.length);
+      if (end >= 0) {
+        this.checkSize(end - i, true);
+        this.mode = Mode.AfterElement;
+        this.onElement(this.picker.picked(), this.elements++);
+        return end;
+      }
+    }
     this.mode = Mode.InElement;
     return this.startValue(buf, i, true);
   }
@@ -414,6 +425,7 @@ export class MemberPicker {
   private readonly hashes: Int32Array;
   private readonly mask: number;
   private out: Buffer = Buffer.allocUnsafe(16 * 1024);
+  private outLength = 0;
 
   constructor(names: Iterable<string>) {
     const unique = [...new Set(names)];
@@ -439,22 +451,37 @@ export class MemberPicker {
    * undefined when `src` is not an object that scans cleanly (hand it on whole then).
    */
   pick(src: Buffer): Buffer | undefined {
-    const end = src.length;
-    let i = skipWhitespace(src, 0, end);
-    if (src[i] !== OPEN_BRACE) return undefined;
-    if (this.out.length < end + 2) this.out = Buffer.allocUnsafe(Math.max(end + 2, this.out.length * 2));
-    const out = this.out;
+    const i = skipWhitespace(src, 0, src.length);
+    const end = this.scan(src, i, src.length);
+    return end >= 0 && skipWhitespace(src, end, src.length) === src.length ? this.picked() : undefined;
+  }
+
+  /** What the last successful scan() kept (a view, valid until the next scan). */
+  picked(): Buffer {
+    return this.out.subarray(0, this.outLength);
+  }
+
+  /**
+   * Scans the object starting at `start` (its "{"), keeping the wanted members for picked().
+   * Returns the index just past its closing "}", or -1 when the object does not end before
+   * `limit` or is not one this scanner reads (then nothing is kept). Where it succeeds it ends
+   * exactly where the splitter's string-and-depth scan would: scalars may not contain quotes or
+   * brackets, everything else is scanned the same way.
+   */
+  scan(src: Buffer, start: number, limit: number): number {
+    if (src[start] !== OPEN_BRACE) return -1;
+    let out = this.out;
     out[0] = OPEN_BRACE;
     let o = 1;
-    i = skipWhitespace(src, i + 1, end);
+    let i = skipWhitespace(src, start + 1, limit);
     if (src[i] === CLOSE_BRACE) i++;
     else {
       for (;;) {
-        if (src[i] !== QUOTE) return undefined;
+        if (src[i] !== QUOTE) return -1;
         const keyStart = i++;
         let h = 0;
         let escaped = false;
-        for (; i < end; i++) {
+        for (; i < limit; i++) {
           const c = src[i] as number;
           if (c === QUOTE) break;
           if (c === BACKSLASH) {
@@ -462,31 +489,36 @@ export class MemberPicker {
             i++;
           } else h = (Math.imul(h, 31) + c) | 0;
         }
-        if (i >= end) return undefined;
+        if (i >= limit) return -1;
         const keyEnd = i++;
-        i = skipWhitespace(src, i, end);
-        if (src[i] !== COLON) return undefined;
-        i = skipWhitespace(src, i + 1, end);
-        const valueEnd = skipValue(src, i, end);
-        if (valueEnd < 0) return undefined;
+        i = skipWhitespace(src, i, limit);
+        if (src[i] !== COLON) return -1;
+        i = skipWhitespace(src, i + 1, limit);
+        const valueEnd = skipValue(src, i, limit);
+        if (valueEnd < 0) return -1;
         if (escaped || this.has(h, src, keyStart + 1, keyEnd)) {
+          if (o + (valueEnd - keyStart) + 2 > out.length) {
+            const bigger = Buffer.allocUnsafe(Math.max(out.length * 2, o + (valueEnd - keyStart) + 2));
+            out.copy(bigger, 0, 0, o);
+            this.out = out = bigger;
+          }
           if (o > 1) out[o++] = COMMA;
           for (let k = keyStart; k < valueEnd; k++) out[o++] = src[k] as number;
         }
-        i = skipWhitespace(src, valueEnd, end);
+        i = skipWhitespace(src, valueEnd, limit);
         const c = src[i];
         if (c === COMMA) {
-          i = skipWhitespace(src, i + 1, end);
+          i = skipWhitespace(src, i + 1, limit);
           continue;
         }
-        if (c !== CLOSE_BRACE) return undefined;
+        if (c !== CLOSE_BRACE) return -1;
         i++;
         break;
       }
     }
-    if (skipWhitespace(src, i, end) !== end) return undefined;
     out[o++] = CLOSE_BRACE;
-    return out.subarray(0, o);
+    this.outLength = o;
+    return i;
   }
 
   private has(h: number, src: Buffer, from: number, to: number): boolean {
@@ -538,8 +570,9 @@ function skipValue(src: Buffer, i: number, end: number): number {
   for (; i < end; i++) {
     const c = src[i] as number;
     if (c === COMMA || c === CLOSE_BRACE || c === CLOSE_BRACKET || isWhitespace(c)) break;
+    if (c === QUOTE || c === OPEN_BRACE || c === OPEN_BRACKET) return -1;
   }
-  return i > start ? i : -1;
+  return i > start && i < end ? i : -1;
 }
 
 /**
