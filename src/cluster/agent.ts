@@ -14,7 +14,7 @@ import { CollectionLoop, type TickResult } from './collect.js';
 import { makeFetchers, type FetcherOptions } from './fetchers.js';
 import { renderClusterLanding } from './landing.js';
 import { CLUSTER_EVENT_SPECS, CLUSTER_SELF_METRICS } from './metrics.js';
-import { observe } from './rules.js';
+import { observe, observeState } from './rules.js';
 import { advance, INITIAL_CLUSTER_STATE, type ClusterState } from './state.js';
 
 export const SCOPE = { name: 'slurm-otel/cluster', version: '0.1.0' };
@@ -90,7 +90,7 @@ export class ClusterRunner {
     const next = advance(this.state, tick.snapshot);
     this.state = next.state;
     this.pipeline.record(next.events);
-    await this.pipeline.publish(observe(tick.snapshot, tick.snapshot.atMs), tick.snapshot.atMs);
+    await this.pipeline.publish([...observe(tick.snapshot, tick.snapshot.atMs), ...observeState(this.state)], tick.snapshot.atMs);
     m.collectionDuration.record(tick.durationMs / 1000);
     if (tick.failed.length > 0) m.collectionFailures.record(1);
     m.metricsExported.record(this.pipeline.producer.size);

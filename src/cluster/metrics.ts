@@ -103,6 +103,8 @@ export const CLUSTER_METRICS = {
   rpcUserDuration: spec('counter', 'slurm_controller_rpc_user_duration_seconds', 's', ['user', 'user_id'],
     'Time slurmctld has spent processing RPCs, by calling user, since its statistics were last reset.'),
   serverThreadCount: spec('gauge', 'slurm_controller_server_thread_count', '', [], 'Server threads slurmctld is running.'),
+  jobGpuSeconds: spec('counter', 'slurm_job_gpu_seconds', 's', JOB,
+    'GPU seconds allocated to jobs while Slurm lists them: run time between two job refreshes × GPUs allocated to the job, counted since the agent first saw the job.'),
 } as const;
 
 export const CLUSTER_EVENT_METRICS = {
@@ -116,8 +118,6 @@ export const CLUSTER_EVENT_METRICS = {
   nodeDraining: spec('histogram', 'slurm_node_draining_duration_seconds', 's', NODE,
     'Length of draining periods (DRAIN while jobs still run), observed when draining ends. Tracking starts afresh when the exporter restarts.',
     DURATION_BUCKETS),
-  jobGpuSeconds: spec('counter', 'slurm_job_gpu_seconds', 's', JOB,
-    'GPU seconds allocated to jobs: run time within each interval between two job refreshes × GPUs allocated to the job.'),
 } as const;
 
 /** Self-monitoring, served on the monitoring endpoint. */

@@ -11,7 +11,7 @@ import type { SlurmDiag, SlurmJob, SlurmNode } from './model.js';
 import { JOB_TERMINAL_STATES } from './model.js';
 import { flagValue, isUnavailable, legacyStateLabels, stateFlagLabels } from './node-state.js';
 import type { ClusterSnapshot } from './snapshot.js';
-import { nodesByName, uniqueJobs } from './state.js';
+import { nodesByName, uniqueJobs, type ClusterState } from './state.js';
 import { jobCpuCount, jobMemoryBytes, parseTres } from './tres.js';
 
 const MIB = 1024 * 1024;
@@ -336,4 +336,10 @@ function adjustAccountingJob(job: SlurmJob): SlurmJob {
     out = rest;
   }
   return out;
+}
+
+/** Families only this agent's state knows: each listed job's accumulated GPU seconds. */
+export function observeState(state: ClusterState): Family[] {
+  const points = [...(state.jobs?.gpuSeconds ?? [])].map(([job_id, g]) => ({ attributes: { job_id }, value: g.seconds, startTimeMs: g.sinceMs }));
+  return [{ spec: M.jobGpuSeconds, points }];
 }

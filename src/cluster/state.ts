@@ -26,10 +26,22 @@ export interface NodeTracking {
   readonly drainingSince: ReadonlyMap<string, number>;
 }
 
-/** Job GPU seconds need no memory of jobs: each job record carries its own start and end. */
+/** A job's allocated GPU seconds, counted since this agent first saw the job. */
+export interface JobGpuSeconds {
+  readonly seconds: number;
+  /** When counting started (the series' start time). */
+  readonly sinceMs: number;
+}
+
+/**
+ * The last job refresh acted on, and each listed GPU job's accumulated GPU seconds. Kept here,
+ * not in an SDK counter, so a job's series ends when Slurm stops listing the job: per-job SDK
+ * counters would keep every job ever seen.
+ */
 export interface JobTracking {
   readonly seq: number;
   readonly atMs: number;
+  readonly gpuSeconds: ReadonlyMap<string, JobGpuSeconds>;
 }
 
 export interface ClusterState {
@@ -48,7 +60,7 @@ export interface Advance {
 export function advance(prev: ClusterState, snap: ClusterSnapshot): Advance {
   const events: MetricEvent[] = [];
   const nodes = isNew(prev.nodes, snap.nodes) ? advanceNodes(prev.nodes, snap.nodes, events) : prev.nodes;
-  const jobs = isNew(prev.jobs, snap.jobs) ? advanceJobs(prev.jobs, snap.jobs, events) : prev.jobs;
+  const jobs = isNew(prev.jobs, snap.jobs) ? advanceJobs(prev.jobs, snap.jobs) : prev.jobs;
   return { state: { ...(nodes ? { nodes } : {}), ...(jobs ? { jobs } : {}) }, events };
 }
 
@@ -141,25 +153,25 @@ function trackPeriods(
   return next;
 }
 
-function advanceJobs(prev: JobTracking | undefined, got: Collected<readonly SlurmJob[]>, events: MetricEvent[]): JobTracking {
-  if (prev) jobGpuSeconds(got.value, prev.atMs, got.atMs, events);
-  return { seq: got.seq, atMs: got.atMs };
-}
-
 /**
- * For each job, the part of its run that falls inside (fromMs, toMs], × its allocated GPUs.
- * Clipping to the job's own start and end credits jobs that started or ended between refreshes
- * for exactly their share, and never counts an interval twice.
+ * For each listed job, adds the part of its run that falls inside (previous refresh, this one] ×
+ * its allocated GPUs. Clipping to the job's own start and end credits jobs that started or ended
+ * between refreshes for exactly their share, and never counts an interval twice. Jobs no longer
+ * listed are dropped with their totals.
  */
-function jobGpuSeconds(jobs: readonly SlurmJob[], fromMs: number, toMs: number, events: MetricEvent[]): void {
-  if (!(toMs > fromMs)) return;
-  for (const job of uniqueJobs(jobs)) {
-    const run = runWindowMs(job, toMs);
-    if (run === undefined) continue;
+function advanceJobs(prev: JobTracking | undefined, got: Collected<readonly SlurmJob[]>): JobTracking {
+  const fromMs = prev?.atMs;
+  const toMs = got.atMs;
+  const gpuSeconds = new Map<string, JobGpuSeconds>();
+  for (const job of uniqueJobs(got.value)) {
     const gpus = parseTres(job.tres_alloc_str).gpus ?? 0;
-    const seconds = (Math.min(toMs, run.endMs) - Math.max(fromMs, run.startMs)) / 1000;
-    if (gpus > 0 && seconds > 0) events.push({ spec: E.jobGpuSeconds, value: seconds * gpus, attributes: { job_id: job.job_id } });
+    const before = prev?.gpuSeconds.get(job.job_id);
+    const run = gpus > 0 ? runWindowMs(job, toMs) : undefined;
+    if (run === undefined && before === undefined) continue;
+    const added = run !== undefined && fromMs !== undefined && toMs > fromMs ? Math.max(0, (Math.min(toMs, run.endMs) - Math.max(fromMs, run.startMs)) / 1000) * gpus : 0;
+    gpuSeconds.set(job.job_id, { seconds: (before?.seconds ?? 0) + added, sinceMs: before?.sinceMs ?? toMs });
   }
+  return { seq: got.seq, atMs: got.atMs, gpuSeconds };
 }
 
 /**

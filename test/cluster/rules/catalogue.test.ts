@@ -70,7 +70,6 @@ describe('cluster catalogue', () => {
 
   it('event families are counters or histograms; only they are; the histograms use Soperator buckets', () => {
     expect(Object.keys(eventSpecs).sort()).toEqual([
-      'slurm_job_gpu_seconds_total',
       'slurm_node_draining_duration_seconds',
       'slurm_node_fails_total',
       'slurm_node_gpu_seconds_total',

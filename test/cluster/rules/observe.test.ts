@@ -4,7 +4,8 @@ import * as v0038 from '../../../src/cluster/api/decode-v0038.js';
 import * as v004x from '../../../src/cluster/api/decode-v004x.js';
 import { CLUSTER_METRICS } from '../../../src/cluster/metrics.js';
 import type { SlurmDiag, SlurmJob, SlurmNode } from '../../../src/cluster/model.js';
-import { adjustAccountingJobs, jobDurationSeconds, observe, trimReservation } from '../../../src/cluster/rules.js';
+import { adjustAccountingJobs, jobDurationSeconds, observe, observeState, trimReservation } from '../../../src/cluster/rules.js';
+import { advance, INITIAL_CLUSTER_STATE } from '../../../src/cluster/state.js';
 import type { Family } from '../../../src/telemetry/spec.js';
 import { built, readJson, recorded } from '../fixtures.js';
 import { fam, job, node, ok, points, snapshot, T0, valuesBy } from './helpers.js';
@@ -277,8 +278,9 @@ describe('snapshot coverage', () => {
     expect(observe({ atMs: T0 }, T0)).toEqual([]);
   });
 
-  it('with every sub-collector, emits each snapshot family once and no event family', () => {
-    const names = observe(snapshot({ atMs: T0, seq: 1, nodes: [n], jobs: [j], diag: { rpcs_by_message_type: [], rpcs_by_user: [] } }), T0).map((f) => f.spec.name);
+  it('with every sub-collector, emits each snapshot family once (with the state\'s) and no event family', () => {
+    const snap = snapshot({ atMs: T0, seq: 1, nodes: [n], jobs: [j], diag: { rpcs_by_message_type: [], rpcs_by_user: [] } });
+    const names = [...observe(snap, T0), ...observeState(advance(INITIAL_CLUSTER_STATE, snap).state)].map((f) => f.spec.name);
     expect([...names].sort()).toEqual(Object.values(CLUSTER_METRICS).map((s) => s.name).sort());
   });
 

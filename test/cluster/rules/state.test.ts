@@ -12,7 +12,6 @@ const FAILS = 'slurm_node_fails';
 const UNAVAIL = 'slurm_node_unavailability_duration_seconds';
 const DRAINING = 'slurm_node_draining_duration_seconds';
 const NODE_GPU = 'slurm_node_gpu_seconds';
-const JOB_GPU = 'slurm_job_gpu_seconds';
 
 /** Runs refreshes in order and returns the events of each step. */
 function run(refreshes: readonly Refresh[], from: ClusterState = INITIAL_CLUSTER_STATE): { steps: MetricEvent[][]; state: ClusterState } {
@@ -180,7 +179,18 @@ describe('refresh bookkeeping', () => {
     expect(r2.events.map((e) => e.spec.name)).toEqual([NODE_GPU]);
     const s3 = { ...s2, atMs: T0 + 60_000, jobs: { value: [running], atMs: T0 + 60_000, seq: 3 } };
     const r3 = advance(r2.state, s3);
-    expect(r3.events.map((e) => [e.spec.name, e.value])).toEqual([[JOB_GPU, 120]]);
+    expect(r3.events).toEqual([]);
+    expect(r2.state.jobs?.gpuSeconds.get('1')?.seconds).toBe(0);
+    expect(r3.state.jobs?.gpuSeconds.get('1')).toEqual({ seconds: 120, sinceMs: T0 });
+  });
+
+  it('drops a job and its GPU seconds when Slurm no longer lists it', () => {
+    const running = job('1', ['RUNNING'], { start_time: T0 / 1000 - 3600, tres_alloc_str: 'cpu=1,gres/gpu=2' });
+    const r1 = advance(INITIAL_CLUSTER_STATE, snapshot({ atMs: T0, seq: 1, jobs: [running] }));
+    const r2 = advance(r1.state, snapshot({ atMs: T0 + 30_000, seq: 2, jobs: [running] }));
+    expect(r2.state.jobs?.gpuSeconds.get('1')?.seconds).toBe(60);
+    const r3 = advance(r2.state, snapshot({ atMs: T0 + 60_000, seq: 3, jobs: [] }));
+    expect(r3.state.jobs?.gpuSeconds.size).toBe(0);
   });
 });
 
@@ -188,12 +198,18 @@ describe('job GPU seconds', () => {
   const startS = T0 / 1000;
   const gpus4 = { tres_alloc_str: 'cpu=8,mem=64G,node=1,gres/gpu=4,gres/gpu:h100=4' };
 
+  /** What each refresh added to each job's GPU seconds (jobs that added nothing left out). */
   function jobSteps(lists: readonly (readonly SlurmJob[])[], everyS = 30): Record<string, number>[] {
-    const { steps } = run(lists.map((jobs, i) => ({ atMs: T0 + i * everyS * 1000, seq: i + 1, jobs })));
-    return steps.map((s) => {
-      const sums: Record<string, number> = {};
-      for (const e of eventsOf(s, JOB_GPU)) sums[e.attributes['job_id'] ?? '?'] = (sums[e.attributes['job_id'] ?? '?'] ?? 0) + e.value;
-      return sums;
+    let state = INITIAL_CLUSTER_STATE;
+    return lists.map((jobs, i) => {
+      const before = state.jobs?.gpuSeconds;
+      state = advance(state, snapshot({ atMs: T0 + i * everyS * 1000, seq: i + 1, jobs })).state;
+      const added: Record<string, number> = {};
+      for (const [id, g] of state.jobs?.gpuSeconds ?? []) {
+        const d = g.seconds - (before?.get(id)?.seconds ?? 0);
+        if (d > 0) added[id] = d;
+      }
+      return added;
     });
   }
 
