@@ -7,7 +7,7 @@ import { DEFAULT_ROOTS } from '../node/roots.js';
 import { waitForSignal } from './common.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
 import type { Env } from './otel.js';
-import { parseDuration, positiveDuration } from './values.js';
+import { oneOf, parseDuration, positiveDuration } from './values.js';
 
 const opt = envOption('IB_SLURM_EXPORTER_');
 
@@ -20,6 +20,7 @@ export interface NodeFlags extends ExportFlags {
   nodeName: string;
   squeuePath?: string;
   squeueTimeout: number;
+  jobMetadata: 'none' | 'squeue';
 }
 
 /** Options every command reading a node takes (node, demo, explain). */
@@ -47,7 +48,8 @@ export function addNodeOptions(cmd: Command, d: NodeDefaults = NODE_DEFAULTS): C
     .addOption(opt('--fd-rescan-interval <duration>', 'every fd link is read again at least this often', 'FD_RESCAN_INTERVAL').default(60_000, '60s').argParser(parseDuration))
     .addOption(opt('--node-name <name>', 'Slurm node name (squeue --nodelist, host.name)', 'NODE_NAME').default(d.nodeName ?? os.hostname().split('.')[0]))
     .addOption(opt('--squeue-path <path>', 'resolve SLUIDs with a background squeue (off by default)', 'SQUEUE_PATH'))
-    .addOption(opt('--squeue-timeout <duration>', 'timeout of one squeue run', 'SQUEUE_TIMEOUT').default(10_000, '10s').argParser(positiveDuration));
+    .addOption(opt('--squeue-timeout <duration>', 'timeout of one squeue run', 'SQUEUE_TIMEOUT').default(10_000, '10s').argParser(positiveDuration))
+    .addOption(opt('--job-metadata <source>', 'none, or squeue: add user_name, account and slurm_partition labels to job series (squeue from --squeue-path or PATH)', 'JOB_METADATA').default('none').argParser(oneOf(['none', 'squeue'] as const)));
   return addExportOptions(cmd, 'IB_SLURM_EXPORTER_', { ...d, logLevel: 'info' });
 }
 
@@ -56,6 +58,8 @@ export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {
     ...exportSettings(f, env, { serviceName: 'slurm-otel-node', hostName: f.nodeName }),
     collector: { roots: { sysfs: f.sysfsRoot, procfs: f.procfsRoot, cgroupfs: f.cgroupRoot }, fdRescanIntervalMs: f.fdRescanInterval },
     squeue: f.squeuePath ? { path: f.squeuePath, nodeName: f.nodeName, minIntervalMs: f.collectionInterval, timeoutMs: f.squeueTimeout } : undefined,
+    jobMetadata:
+      f.jobMetadata === 'squeue' ? { path: f.squeuePath ?? 'squeue', nodeName: f.nodeName, minIntervalMs: f.collectionInterval, timeoutMs: f.squeueTimeout } : undefined,
     collectionIntervalMs: f.collectionInterval,
   };
 }

@@ -10,13 +10,16 @@ import { NodeCollector, type CollectorOptions, type Cycle } from './collector.js
 import { attributionRows } from './explain.js';
 import { renderLanding } from './landing.js';
 import { NODE_SELF_METRICS } from './metrics.js';
-import { SqueueTable, type SqueueOptions } from './squeue.js';
+import { SqueueMetadata, SqueueTable, type SqueueOptions } from './squeue.js';
 
 export const SCOPE = { name: 'slurm-otel/node', version: '0.1.0' };
 
 export interface NodeAgentOptions {
-  readonly collector: Omit<CollectorOptions, 'jobIdTable'>;
+  readonly collector: Omit<CollectorOptions, 'jobIdTable' | 'metadata'>;
+  /** squeue for SLUIDs that neither the cache nor the stepd titles resolve. */
   readonly squeue?: Omit<SqueueOptions, 'logger' | 'onError'>;
+  /** squeue for the optional user_name/account/slurm_partition labels of job series. */
+  readonly jobMetadata?: Omit<SqueueOptions, 'logger' | 'onError'>;
   readonly collectionIntervalMs: number;
   readonly metrics: BindAddress;
   readonly monitoring: BindAddress;
@@ -53,10 +56,10 @@ export class NodeRunner {
       logger,
       onExport: (ok) => this.self.m.otlpExports.record(1, { result: ok ? 'success' : 'failure' }),
     });
-    const jobIdTable = opts.squeue
-      ? new SqueueTable({ ...opts.squeue, logger, onError: () => this.self.m.cycleErrors.record(1, { source: 'jobid', kind: 'io' }) })
-      : undefined;
-    this.collector = new NodeCollector({ ...opts.collector, jobIdTable });
+    const onError = () => this.self.m.cycleErrors.record(1, { source: 'jobid', kind: 'io' });
+    const jobIdTable = opts.squeue ? new SqueueTable({ ...opts.squeue, logger, onError }) : undefined;
+    const metadata = opts.jobMetadata ? new SqueueMetadata({ ...opts.jobMetadata, logger, onError }) : undefined;
+    this.collector = new NodeCollector({ ...opts.collector, jobIdTable, metadata });
   }
 
   get landing(): Body {

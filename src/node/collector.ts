@@ -5,12 +5,15 @@ import { JobIdResolver, type JobIdTable } from './jobids.js';
 import { observe } from './observe.js';
 import { FdScanner } from './owners.js';
 import type { Roots } from './roots.js';
+import type { JobMetadataSource } from './squeue.js';
 import { takeSnapshot, type NodeSnapshot } from './snapshot.js';
 
 export interface CollectorOptions {
   readonly roots: Roots;
   readonly fdRescanIntervalMs: number;
   readonly jobIdTable?: JobIdTable;
+  /** Source of the optional user/account/partition labels on job series. */
+  readonly metadata?: JobMetadataSource;
 }
 
 export interface Cycle {
@@ -29,6 +32,7 @@ export class NodeCollector {
       roots: opts.roots,
       fds: new FdScanner(opts.roots.procfs, opts.fdRescanIntervalMs),
       jobIds: new JobIdResolver(opts.roots.procfs, opts.jobIdTable),
+      metadata: opts.metadata,
     };
   }
 

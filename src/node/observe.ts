@@ -42,6 +42,13 @@ function deviceFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
   ];
 }
 
+const NO_METADATA = { user_name: '', account: '', slurm_partition: '' };
+
+/** The job's metadata labels when a source is configured (empty values while unknown), else none. */
+function metadataOf(snap: NodeSnapshot, jobId: string): Record<string, string> {
+  return snap.metadata ? { ...(snap.metadata.get(jobId) ?? NO_METADATA) } : {};
+}
+
 function jobFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
   const counters: Point[] = [];
   const tx: Point[] = [];
@@ -51,7 +58,7 @@ function jobFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
   for (const s of attr.state.jobs.values()) {
     // Series exist only while the job is sole user; suppressed ones keep their state, unexported.
     if (!sole.has(`${s.jobId} ${s.device} ${s.port}`)) continue;
-    const base = { job_id: s.jobId, device: s.device, port: s.port };
+    const base = { job_id: s.jobId, device: s.device, port: s.port, ...metadataOf(snap, s.jobId) };
     for (const [counter, value] of s.values) counters.push({ attributes: { ...base, counter }, value, startTimeMs: s.startMs });
     const xmit = s.values.get('port_xmit_data');
     const rcv = s.values.get('port_rcv_data');
@@ -60,12 +67,12 @@ function jobFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
   }
   for (const v of attr.verdicts) {
     for (const job of jobIdsOf(snap, v.device)) {
-      attributed.push({ attributes: { job_id: job, device: v.device, port: v.port }, value: v.status === 'sole' && v.soleJobId === job ? 1 : 0 });
+      attributed.push({ attributes: { job_id: job, device: v.device, port: v.port, ...metadataOf(snap, job) }, value: v.status === 'sole' && v.soleJobId === job ? 1 : 0 });
     }
   }
   const processes = snap.allocations
     .filter((a) => a.jobId !== undefined)
-    .map((a) => ({ attributes: { job_id: a.jobId as string }, value: new Set([...a.pids, ...a.stepdPids]).size }));
+    .map((a) => ({ attributes: { job_id: a.jobId as string, ...metadataOf(snap, a.jobId as string) }, value: new Set([...a.pids, ...a.stepdPids]).size }));
   return [
     { spec: M.jobCounters, points: counters },
     { spec: M.jobTransmitBytes, points: tx },

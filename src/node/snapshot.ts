@@ -8,6 +8,7 @@ import type { JobIdResolver } from './jobids.js';
 import type { FdScanner } from './owners.js';
 import { Problems, type Problem } from './problems.js';
 import { join, procHidesProcesses, readSmall, type Roots } from './roots.js';
+import type { JobMetadata, JobMetadataSource } from './squeue.js';
 
 export interface JobAllocation extends Allocation {
   /** Resolved job id; undefined when it could not be resolved (then `unresolved` says why). */
@@ -34,6 +35,8 @@ export interface NodeSnapshot {
   /** Why no port's attribution can be trusted this cycle (empty when knowledge is complete). */
   readonly gaps: readonly string[];
   readonly unreadablePids: readonly number[];
+  /** user/account/partition per job id; undefined when no metadata source is configured. */
+  readonly metadata?: ReadonlyMap<string, JobMetadata>;
   /** Command names of the processes holding a device (for the explain views). */
   readonly holderNames: ReadonlyMap<number, string>;
   readonly problems: readonly Problem[];
@@ -44,6 +47,7 @@ export interface Readers {
   readonly roots: Roots;
   readonly fds: FdScanner;
   readonly jobIds: JobIdResolver;
+  readonly metadata?: JobMetadataSource;
 }
 
 export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
@@ -89,6 +93,7 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
       }
     }
   }
+  const metadata = readers.metadata ? jobMetadata(readers.metadata, allocations) : undefined;
   const holderNames = new Map<number, string>();
   for (const pids of owners.holders.values()) {
     for (const pid of pids) {
@@ -105,7 +110,19 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
     gaps,
     unreadablePids: owners.unreadable,
     holderNames,
+    ...(metadata ? { metadata } : {}),
     problems: problems.list(),
     stats: { processes: owners.stats.processes, fdLinksRead: owners.stats.fdLinksRead },
   };
+}
+
+/** Metadata of the jobs on the node as far as the source knows it; asks for a refresh meanwhile. */
+function jobMetadata(source: JobMetadataSource, allocations: readonly JobAllocation[]): Map<string, JobMetadata> {
+  const out = new Map<string, JobMetadata>();
+  for (const a of allocations) {
+    const m = a.jobId === undefined ? undefined : source.lookup(a.jobId);
+    if (m && a.jobId !== undefined) out.set(a.jobId, m);
+  }
+  if (allocations.length > 0) source.want();
+  return out;
 }

@@ -1,12 +1,13 @@
 /**
- * Background SLUID → job id table from squeue (26.05+ has the Sluid field).
- * Runs only when SLUIDs are waiting, at most once per interval, never on the
- * scrape path; a failed run keeps the previous table.
+ * Background squeue queries: the SLUID → job id table (the Sluid field exists
+ * in squeue 26.05+) and the optional job metadata (user, account, partition).
+ * Each runs only when asked, at most once per interval, never on the scrape
+ * path; a failed run keeps the previous table.
  */
 import { execFile } from 'node:child_process';
 import type { Logger } from '../log.js';
-import type { JobIdTable } from './jobids.js';
 import { SLUID_RE } from './cgroups.js';
+import type { JobIdTable } from './jobids.js';
 
 export interface SqueueOptions {
   readonly path: string;
@@ -17,41 +18,62 @@ export interface SqueueOptions {
   readonly onError?: () => void;
 }
 
-export class SqueueTable implements JobIdTable {
-  private table = new Map<string, string>();
+/** One squeue query whose output is parsed into a keyed table, refreshed on request. */
+class BackgroundSqueue<T> {
+  private table = new Map<string, T>();
   private running = false;
   private lastRunMs = -Infinity;
 
-  constructor(private readonly opts: SqueueOptions) {}
+  constructor(
+    private readonly opts: SqueueOptions,
+    private readonly what: string,
+    private readonly format: string,
+    private readonly parse: (stdout: string) => Map<string, T>,
+  ) {}
 
-  lookup(sluid: string): string | undefined {
-    return this.table.get(sluid);
+  get(key: string): T | undefined {
+    return this.table.get(key);
   }
 
-  want(sluids: readonly string[]): void {
+  request(): void {
     const now = Date.now();
     if (this.running || now - this.lastRunMs < this.opts.minIntervalMs) return;
     this.running = true;
     this.lastRunMs = now;
-    void this.refresh(sluids.length).finally(() => {
+    void this.refresh().finally(() => {
       this.running = false;
     });
   }
 
-  /** Resolves once the refresh finished (tests and the agent's shutdown wait on it). */
-  private async refresh(waiting: number): Promise<void> {
+  private async refresh(): Promise<void> {
     const { path, nodeName, timeoutMs, logger } = this.opts;
-    const args = ['--noheader', `--nodelist=${nodeName}`, '--Format=JobID:|,Sluid:'];
+    const args = ['--noheader', `--nodelist=${nodeName}`, `--Format=${this.format}`];
     try {
       const stdout = await new Promise<string>((resolve, reject) =>
         execFile(path, args, { timeout: timeoutMs, maxBuffer: 16 << 20 }, (err, out) => (err ? reject(err) : resolve(out))),
       );
-      this.table = parseSqueue(stdout);
-      logger.debug({ entries: this.table.size, waiting }, 'squeue SLUID table refreshed');
+      this.table = this.parse(stdout);
+      logger.debug({ entries: this.table.size }, `squeue ${this.what} table refreshed`);
     } catch (err) {
       this.opts.onError?.();
-      logger.warn({ path, err: (err as Error).message }, 'squeue refresh failed; keeping the previous SLUID table');
+      logger.warn({ path, err: (err as Error).message }, `squeue ${this.what} refresh failed; keeping the previous table`);
     }
+  }
+}
+
+export class SqueueTable implements JobIdTable {
+  private readonly q: BackgroundSqueue<string>;
+
+  constructor(opts: SqueueOptions) {
+    this.q = new BackgroundSqueue(opts, 'SLUID', 'JobID:|,Sluid:', parseSqueue);
+  }
+
+  lookup(sluid: string): string | undefined {
+    return this.q.get(sluid);
+  }
+
+  want(): void {
+    this.q.request();
   }
 }
 
@@ -61,6 +83,46 @@ export function parseSqueue(text: string): Map<string, string> {
   for (const line of text.split('\n')) {
     const [job, sluid] = line.split('|').map((s) => s.trim());
     if (job && sluid && /^\d+$/.test(job) && SLUID_RE.test(sluid)) out.set(sluid, job);
+  }
+  return out;
+}
+
+export interface JobMetadata {
+  readonly user_name: string;
+  readonly account: string;
+  readonly slurm_partition: string;
+}
+
+/** Job metadata for the job series' extra labels; asked for while jobs are on the node. */
+export interface JobMetadataSource {
+  lookup(jobId: string): JobMetadata | undefined;
+  want(): void;
+}
+
+export class SqueueMetadata implements JobMetadataSource {
+  private readonly q: BackgroundSqueue<JobMetadata>;
+
+  constructor(opts: SqueueOptions) {
+    this.q = new BackgroundSqueue(opts, 'job metadata', 'JobID:|,UserName:|,Account:|,Partition:', parseMetadata);
+  }
+
+  lookup(jobId: string): JobMetadata | undefined {
+    return this.q.get(jobId);
+  }
+
+  want(): void {
+    this.q.request();
+  }
+}
+
+/** Lines of `<jobid>|<user>|<account>|<partition>`; anything else is ignored. */
+export function parseMetadata(text: string): Map<string, JobMetadata> {
+  const out = new Map<string, JobMetadata>();
+  for (const line of text.split('\n')) {
+    const [job, user, account, partition] = line.split('|').map((s) => s.trim());
+    if (job && /^\d+$/.test(job) && user !== undefined && account !== undefined && partition !== undefined) {
+      out.set(job, { user_name: user, account, slurm_partition: partition });
+    }
   }
   return out;
 }

@@ -4,8 +4,10 @@ import { describe, expect, it } from 'vitest';
 import type { Allocation } from '../../src/node/cgroups.js';
 import { JobIdResolver, parseStepdTitle } from '../../src/node/jobids.js';
 import { Problems } from '../../src/node/problems.js';
-import { parseSqueue, SqueueTable } from '../../src/node/squeue.js';
-import { writeProcess } from '../../src/demo/nodetree.js';
+import { parseMetadata, parseSqueue, SqueueMetadata, SqueueTable } from '../../src/node/squeue.js';
+import { NodeCollector } from '../../src/node/collector.js';
+import { demoTree } from '../../src/demo/scenarios.js';
+import { writeProcess, writeTree } from '../../src/demo/nodetree.js';
 import { silentLogger } from '../../src/log.js';
 import { tmpDir } from '../support/tmp.js';
 
@@ -94,12 +96,44 @@ describe('squeue', () => {
     fs.writeFileSync(script, `#!/bin/sh\necho "$@" > ${argsFile}\n[ -e ${dir}/fail ] && exit 1\necho "918001|${SLUID}"\n`, { mode: 0o755 });
     const errors: number[] = [];
     const table = new SqueueTable({ path: script, nodeName: 'n1', minIntervalMs: 0, timeoutMs: 5000, logger: silentLogger(), onError: () => errors.push(1) });
-    table.want([SLUID]);
+    table.want();
     await expect.poll(() => table.lookup(SLUID), { timeout: 5000 }).toBe('918001');
     expect(fs.readFileSync(argsFile, 'utf8').trim()).toBe('--noheader --nodelist=n1 --Format=JobID:|,Sluid:');
     fs.writeFileSync(path.join(dir, 'fail'), '');
-    table.want([SLUID]);
+    table.want();
     await expect.poll(() => errors.length, { timeout: 5000 }).toBe(1);
     expect(table.lookup(SLUID)).toBe('918001');
+  });
+});
+
+describe('job metadata from squeue', () => {
+  it('parses user, account and partition per job', () => {
+    expect(Object.fromEntries(parseMetadata('918001|alice|ml|gpu\n  42 | bob | physics | cpu \nbad\n'))).toEqual({
+      918001: { user_name: 'alice', account: 'ml', slurm_partition: 'gpu' },
+      42: { user_name: 'bob', account: 'physics', slurm_partition: 'cpu' },
+    });
+  });
+
+  it('labels the job series of a node with them once squeue has answered', async () => {
+    const dir = tmpDir();
+    const script = path.join(dir, 'squeue');
+    fs.writeFileSync(script, `#!/bin/sh\nprintf '918001|alice|ml-research|gpu\\n918004|dave|bio|gpu\\n'\n`, { mode: 0o755 });
+    const roots = writeTree(path.join(dir, 'tree'), demoTree({ layout: 'v2', nonJobHolder: false }));
+    const metadata = new SqueueMetadata({ path: script, nodeName: 'gpu-001', minIntervalMs: 0, timeoutMs: 5000, logger: silentLogger() });
+    const collector = new NodeCollector({ roots, fdRescanIntervalMs: 60_000, metadata });
+    const first = collector.cycle(1000);
+    // Nothing known yet: the labels exist, empty, so the series keep one identity.
+    expect(first.families.find((f) => f.spec.name === 'ib_slurm_job_processes')?.points[0]?.attributes).toMatchObject({ user_name: '', account: '' });
+    await expect.poll(() => metadata.lookup('918001')?.user_name, { timeout: 5000 }).toBe('alice');
+    const c = collector.cycle(2000);
+    const counters = c.families.find((f) => f.spec.name === 'ib_slurm_job_counters')?.points ?? [];
+    expect(counters.filter((p) => p.attributes.job_id === '918001').every((p) => p.attributes.user_name === 'alice' && p.attributes.slurm_partition === 'gpu')).toBe(true);
+    expect(counters.some((p) => p.attributes.job_id === '918004' && p.attributes.account === 'bio')).toBe(true);
+  });
+
+  it('adds no metadata labels when no source is configured', () => {
+    const roots = writeTree(tmpDir(), demoTree({ layout: 'v2', nonJobHolder: false }));
+    const c = new NodeCollector({ roots, fdRescanIntervalMs: 60_000 }).cycle(1000);
+    expect(Object.keys(c.families.find((f) => f.spec.name === 'ib_slurm_job_processes')?.points[0]?.attributes ?? {})).toEqual(['job_id']);
   });
 });
