@@ -7,7 +7,7 @@ import type { Logger } from '../log.js';
 import { htmlBody, type BindAddress, type Body } from '../telemetry/http.js';
 import { Pipeline, type OtlpOptions } from '../telemetry/pipeline.js';
 import type { ResourceOptions } from '../telemetry/resource.js';
-import { startAgent, type RunningAgent } from '../telemetry/runtime.js';
+import { startAgent, type Collecting, type RunningAgent } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
 import type { WebConfig } from '../telemetry/webconfig.js';
 import { CollectionLoop, type TickResult } from './collect.js';
@@ -41,7 +41,7 @@ export interface ClusterAgent extends RunningAgent {
   collectNow(): Promise<TickResult>;
 }
 
-export class ClusterRunner {
+export class ClusterRunner implements Collecting {
   readonly pipeline: Pipeline;
   readonly self: SelfMonitor<typeof CLUSTER_SELF_METRICS>;
   private readonly loop: CollectionLoop;
@@ -102,6 +102,14 @@ export class ClusterRunner {
     this.loop.abort();
   }
 
+  lastAtMs(): number | undefined {
+    return this.lastTick?.snapshot.atMs;
+  }
+
+  selfExposition(): Promise<Body> {
+    return this.self.exposition();
+  }
+
   async shutdown(): Promise<void> {
     this.loop.abort();
     this.opts.close?.();
@@ -112,29 +120,19 @@ export class ClusterRunner {
 
 export async function startClusterAgent(opts: ClusterAgentOptions): Promise<ClusterAgent> {
   const runner = new ClusterRunner(opts);
-  const running = await startAgent(
-    {
-      pipeline: runner.pipeline,
-      selfExposition: () => runner.self.exposition(),
-      collect: () => runner.collect(),
-      lastAtMs: () => runner.last?.snapshot.atMs,
-      abort: () => runner.abort(),
-      shutdown: () => runner.shutdown(),
+  const running = await startAgent(runner, {
+    name: 'cluster agent',
+    metrics: opts.metrics,
+    monitoring: opts.monitoring,
+    intervalMs: opts.collectionIntervalMs,
+    security: opts.security,
+    onRequest: (path) => {
+      if (path === '/metrics') runner.self.m.metricsRequests.record(1);
     },
-    {
-      name: 'cluster agent',
-      metrics: opts.metrics,
-      monitoring: opts.monitoring,
-      intervalMs: opts.collectionIntervalMs,
-      security: opts.security,
-      onRequest: (path) => {
-        if (path === '/metrics') runner.self.m.metricsRequests.record(1);
-      },
-      routes: { '/': () => runner.landing },
-      logger: opts.logger,
-      otlpUrl: opts.otlp?.url,
-    },
-  );
+    routes: { '/': () => runner.landing },
+    logger: opts.logger,
+    otlpUrl: opts.otlp?.url,
+  });
   return { ...running, last: () => runner.last, collectNow: () => runner.collect() };
 }
 

@@ -4,7 +4,7 @@ import { htmlBody, type BindAddress, type Body } from '../telemetry/http.js';
 import { Pipeline, type OtlpOptions } from '../telemetry/pipeline.js';
 import type { ResourceOptions } from '../telemetry/resource.js';
 import type { WebConfig } from '../telemetry/webconfig.js';
-import { startAgent, type RunningAgent } from '../telemetry/runtime.js';
+import { startAgent, type Collecting, type RunningAgent } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
 import { NodeCollector, type CollectorOptions, type Cycle } from './collector.js';
 import { attributionRows } from './explain.js';
@@ -38,7 +38,7 @@ export interface NodeAgent extends RunningAgent {
 }
 
 /** Wires collector, pipeline and self-monitoring; used by both the daemon and `--once`. */
-export class NodeRunner {
+export class NodeRunner implements Collecting {
   readonly pipeline: Pipeline;
   readonly self: SelfMonitor<typeof NODE_SELF_METRICS>;
   private readonly collector: NodeCollector;
@@ -104,6 +104,18 @@ export class NodeRunner {
     this.opts.logger[level](fields, msg);
   }
 
+  collect(): Promise<Cycle> {
+    return this.cycle();
+  }
+
+  lastAtMs(): number | undefined {
+    return this.lastCycle?.snapshot.atMs;
+  }
+
+  selfExposition(): Promise<Body> {
+    return this.self.exposition();
+  }
+
   async shutdown(): Promise<void> {
     await this.pipeline.flush().catch(() => undefined);
     await Promise.all([this.pipeline.shutdown(), this.self.shutdown()]);
@@ -112,26 +124,17 @@ export class NodeRunner {
 
 export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent> {
   const runner = new NodeRunner(opts);
-  const running = await startAgent(
-    {
-      pipeline: runner.pipeline,
-      selfExposition: () => runner.self.exposition(),
-      collect: () => runner.cycle(),
-      lastAtMs: () => runner.last?.snapshot.atMs,
-      shutdown: () => runner.shutdown(),
-    },
-    {
-      name: 'node agent',
-      metrics: opts.metrics,
-      monitoring: opts.monitoring,
-      intervalMs: opts.collectionIntervalMs,
-      security: opts.security,
-      routes: { '/': () => runner.landing },
-      onRequest: (path) => runner.self.m.scrapeRequests.record(1, { path }),
-      logger: opts.logger,
-      otlpUrl: opts.otlp?.url,
-    },
-  );
+  const running = await startAgent(runner, {
+    name: 'node agent',
+    metrics: opts.metrics,
+    monitoring: opts.monitoring,
+    intervalMs: opts.collectionIntervalMs,
+    security: opts.security,
+    routes: { '/': () => runner.landing },
+    onRequest: (path) => runner.self.m.scrapeRequests.record(1, { path }),
+    logger: opts.logger,
+    otlpUrl: opts.otlp?.url,
+  });
   return { ...running, last: () => runner.last, cycleNow: () => runner.cycle() };
 }
 
