@@ -10,7 +10,7 @@ import { NodeCollector, type CollectorOptions, type Cycle } from './collector.js
 import { attributionRows } from './explain.js';
 import { renderLanding } from './landing.js';
 import { NODE_SELF_METRICS } from './metrics.js';
-import { SqueueMetadata, SqueueTable, type SqueueOptions } from './squeue.js';
+import { squeueJobIds, squeueMetadata, type SqueueOptions } from './squeue.js';
 
 export const SCOPE = { name: 'slurm-otel/node', version: '0.1.0' };
 
@@ -57,8 +57,8 @@ export class NodeRunner implements Collecting {
       onExport: (ok) => this.self.m.otlpExports.record(1, { result: ok ? 'success' : 'failure' }),
     });
     const onError = () => this.self.m.cycleErrors.record(1, { source: 'jobid', kind: 'io' });
-    const jobIdTable = opts.squeue ? new SqueueTable({ ...opts.squeue, logger, onError }) : undefined;
-    const metadata = opts.jobMetadata ? new SqueueMetadata({ ...opts.jobMetadata, logger, onError }) : undefined;
+    const jobIdTable = opts.squeue ? squeueJobIds({ ...opts.squeue, logger, onError }) : undefined;
+    const metadata = opts.jobMetadata ? squeueMetadata({ ...opts.jobMetadata, logger, onError }) : undefined;
     this.collector = new NodeCollector({ ...opts.collector, jobIdTable, metadata });
   }
 

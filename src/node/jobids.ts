@@ -13,7 +13,7 @@ export type Resolution = { readonly jobId: string } | { readonly unresolved: str
 export interface JobIdTable {
   lookup(sluid: string): string | undefined;
   /** Asks for a refresh because SLUIDs are waiting; never blocks. */
-  want(sluids: readonly string[]): void;
+  want(): void;
 }
 
 const TITLE_RE = /^slurmstepd: \[(\d+)\.[^\]]+\]/;
@@ -45,7 +45,7 @@ export class JobIdResolver {
     }
     // SLUIDs are unique per job: forget the ones whose allocation is gone.
     for (const sluid of this.cache.keys()) if (!live.has(sluid)) this.cache.delete(sluid);
-    if (waiting.length > 0) this.table?.want(waiting);
+    if (waiting.length > 0) this.table?.want();
     return out;
   }
 

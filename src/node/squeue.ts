@@ -31,11 +31,12 @@ class BackgroundSqueue<T> {
     private readonly parse: (stdout: string) => Map<string, T>,
   ) {}
 
-  get(key: string): T | undefined {
+  lookup(key: string): T | undefined {
     return this.table.get(key);
   }
 
-  request(): void {
+  /** Asks for a refresh; never blocks. */
+  want(): void {
     const now = Date.now();
     if (this.running || now - this.lastRunMs < this.opts.minIntervalMs) return;
     this.running = true;
@@ -61,20 +62,9 @@ class BackgroundSqueue<T> {
   }
 }
 
-export class SqueueTable implements JobIdTable {
-  private readonly q: BackgroundSqueue<string>;
-
-  constructor(opts: SqueueOptions) {
-    this.q = new BackgroundSqueue(opts, 'SLUID', 'JobID:|,Sluid:', parseSqueue);
-  }
-
-  lookup(sluid: string): string | undefined {
-    return this.q.get(sluid);
-  }
-
-  want(): void {
-    this.q.request();
-  }
+/** SLUID → job id (the `Sluid` field exists in squeue 26.05+). */
+export function squeueJobIds(opts: SqueueOptions): JobIdTable {
+  return new BackgroundSqueue(opts, 'SLUID', 'JobID:|,Sluid:', parseSqueue);
 }
 
 /** Lines of `<jobid>|<sluid>`, padded or not; anything else is ignored. */
@@ -99,20 +89,9 @@ export interface JobMetadataSource {
   want(): void;
 }
 
-export class SqueueMetadata implements JobMetadataSource {
-  private readonly q: BackgroundSqueue<JobMetadata>;
-
-  constructor(opts: SqueueOptions) {
-    this.q = new BackgroundSqueue(opts, 'job metadata', 'JobID:|,UserName:|,Account:|,Partition:', parseMetadata);
-  }
-
-  lookup(jobId: string): JobMetadata | undefined {
-    return this.q.get(jobId);
-  }
-
-  want(): void {
-    this.q.request();
-  }
+/** Job id → user, account, partition. */
+export function squeueMetadata(opts: SqueueOptions): JobMetadataSource {
+  return new BackgroundSqueue(opts, 'job metadata', 'JobID:|,UserName:|,Account:|,Partition:', parseMetadata);
 }
 
 /** Lines of `<jobid>|<user>|<account>|<partition>`; anything else is ignored. */
