@@ -10,7 +10,7 @@ import type { ResourceOptions } from '../telemetry/resource.js';
 import { startAgent, type Collecting, type RunningAgent } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
 import type { WebConfig } from '../telemetry/webconfig.js';
-import { CollectionLoop, type TickResult } from './collect.js';
+import { CollectionLoop, summarize, type TickResult, type TickSummary } from './collect.js';
 import { makeFetchers, type FetcherOptions } from './fetchers.js';
 import { renderClusterLanding } from './landing.js';
 import { CLUSTER_EVENT_SPECS, CLUSTER_SELF_METRICS } from './metrics.js';
@@ -37,7 +37,7 @@ export interface ClusterAgentOptions {
 }
 
 export interface ClusterAgent extends RunningAgent {
-  readonly last: () => TickResult | undefined;
+  readonly last: () => TickSummary | undefined;
   collectNow(): Promise<TickResult>;
 }
 
@@ -46,7 +46,7 @@ export class ClusterRunner implements Collecting {
   readonly self: SelfMonitor<typeof CLUSTER_SELF_METRICS>;
   private readonly loop: CollectionLoop;
   private state: ClusterState = INITIAL_CLUSTER_STATE;
-  private lastTick: TickResult | undefined;
+  private lastTick: TickSummary | undefined;
 
   constructor(private readonly opts: ClusterAgentOptions) {
     this.self = new SelfMonitor(opts.resource, SCOPE, CLUSTER_SELF_METRICS);
@@ -68,7 +68,7 @@ export class ClusterRunner implements Collecting {
     });
   }
 
-  get last(): TickResult | undefined {
+  get last(): TickSummary | undefined {
     return this.lastTick;
   }
 
@@ -94,7 +94,7 @@ export class ClusterRunner implements Collecting {
     m.collectionDuration.record(tick.durationMs / 1000);
     if (tick.failed.length > 0) m.collectionFailures.record(1);
     m.metricsExported.record(this.pipeline.producer.size);
-    this.lastTick = tick;
+    this.lastTick = summarize(tick);
     return tick;
   }
 
@@ -103,7 +103,7 @@ export class ClusterRunner implements Collecting {
   }
 
   lastAtMs(): number | undefined {
-    return this.lastTick?.snapshot.atMs;
+    return this.lastTick?.atMs;
   }
 
   selfExposition(): Promise<Body> {

@@ -38,6 +38,27 @@ export interface TickResult {
   readonly failed: readonly SubCollector[];
 }
 
+/**
+ * What is worth remembering of a tick after it: no data. Holding the tick itself would keep the
+ * previous jobs alive through the next collection (tens of MB on a large cluster).
+ */
+export interface TickSummary {
+  readonly atMs: number;
+  readonly durationMs: number;
+  readonly failed: readonly SubCollector[];
+  /** Per sub-collector: when its stored data was requested, and how many items it holds. */
+  readonly collectors: Readonly<Partial<Record<SubCollector, { readonly atMs: number; readonly items?: number }>>>;
+}
+
+export function summarize(t: TickResult): TickSummary {
+  const collectors: Partial<Record<SubCollector, { atMs: number; items?: number }>> = {};
+  for (const name of ['nodes', 'jobs', 'diag'] as const) {
+    const got = t.snapshot[name];
+    if (got) collectors[name] = Array.isArray(got.value) ? { atMs: got.atMs, items: got.value.length } : { atMs: got.atMs };
+  }
+  return { atMs: t.snapshot.atMs, durationMs: t.durationMs, failed: t.failed, collectors };
+}
+
 type Stored = { nodes?: Collected<readonly SlurmNode[]>; jobs?: Collected<readonly SlurmJob[]>; diag?: Collected<SlurmDiag> };
 
 export class CollectionLoop {

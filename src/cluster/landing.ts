@@ -3,7 +3,7 @@
  * how each sub-collector fared at the last collection.
  */
 import { escapeHtml as esc, page } from '../telemetry/page.js';
-import type { TickResult } from './collect.js';
+import type { TickSummary } from './collect.js';
 import { SUB_COLLECTORS } from './snapshot.js';
 
 export interface ClusterLandingMeta {
@@ -13,11 +13,10 @@ export interface ClusterLandingMeta {
   readonly refreshSeconds: number;
 }
 
-export function renderClusterLanding(tick: TickResult | undefined, meta: ClusterLandingMeta): string {
-  const snap = tick?.snapshot;
+export function renderClusterLanding(tick: TickSummary | undefined, meta: ClusterLandingMeta): string {
   const rows = SUB_COLLECTORS.map((name) => {
-    const got = snap?.[name];
-    const size = got === undefined ? '—' : Array.isArray(got.value) ? `${got.value.length} items` : 'statistics';
+    const got = tick?.collectors[name];
+    const size = got === undefined ? '—' : got.items !== undefined ? `${got.items} items` : 'statistics';
     const failed = tick?.failed.includes(name) ?? false;
     const last = got ? new Date(got.atMs).toISOString() : 'never';
     return `<tr data-collector="${name}" data-ok="${!failed && got !== undefined}"><td>${name}</td><td>${failed ? '<span class="warn">failed; serving the last good data</span>' : got ? 'ok' : 'no data yet'}</td><td>${esc(last)}</td><td>${size}</td></tr>`;
@@ -25,7 +24,7 @@ export function renderClusterLanding(tick: TickResult | undefined, meta: Cluster
   const body = `<p>Soperator's Slurm exporter metrics for cluster <b>${esc(meta.clusterName)}</b>, read from slurmrestd at
 <code>${esc(meta.server)}</code>. Version ${esc(meta.version)}.
 Endpoints: <a href="/metrics">/metrics</a> · <a href="/health">/health</a>; self-monitoring on the monitoring port.</p>
-<p>Last collection: ${snap ? esc(new Date(snap.atMs).toISOString()) : 'none yet'}.</p>
+<p>Last collection: ${tick ? esc(new Date(tick.atMs).toISOString()) : 'none yet'}.</p>
 <table id="collectors"><thead><tr><th>sub-collector</th><th>last run</th><th>data from</th><th>size</th></tr></thead>
 <tbody>
 ${rows}
