@@ -314,6 +314,3 @@ export function jobBaseState(job: Pick<SlurmJob, 'state'>): string {
   return job.state[0] ?? 'UNKNOWN';
 }
 
-export function nodeHasFlag(node: Pick<SlurmNode, 'state'>, flag: string): boolean {
-  return node.state.flags.includes(flag);
-}

@@ -94,18 +94,6 @@ export function listSubdirs(p: string): Read<string[]> {
   }
 }
 
-export function readLink(p: string): Read<string> {
-  try {
-    return ok(fs.readlinkSync(p));
-  } catch (err) {
-    return failure(err, p);
-  }
-}
-
-export function exists(p: string): boolean {
-  return fs.existsSync(p);
-}
-
 export const join = path.join;
 
 /** Parses a decimal counter exactly; anything but digits is malformed. */
