@@ -7,7 +7,7 @@ import type { Logger } from '../log.js';
 import { htmlBody, type BindAddress, type Body } from '../telemetry/http.js';
 import { Pipeline, type OtlpOptions } from '../telemetry/pipeline.js';
 import type { ResourceOptions } from '../telemetry/resource.js';
-import { startAgent, type Collecting, type RunningAgent } from '../telemetry/runtime.js';
+import { closeTelemetry, collectOnce, startAgent, type Collecting, type RunningAgent } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
 import type { WebConfig } from '../telemetry/webconfig.js';
 import { CollectionLoop, summarize, type TickResult, type TickSummary } from './collect.js';
@@ -113,8 +113,7 @@ export class ClusterRunner implements Collecting {
   async shutdown(): Promise<void> {
     this.loop.abort();
     this.opts.close?.();
-    await this.pipeline.flush().catch(() => undefined);
-    await Promise.all([this.pipeline.shutdown(), this.self.shutdown()]);
+    await closeTelemetry(this.pipeline, this.self);
   }
 }
 
@@ -138,9 +137,6 @@ export async function startClusterAgent(opts: ClusterAgentOptions): Promise<Clus
 
 /** `slurm-otel cluster --once`: one collection, rendered through the same pipeline. */
 export async function runClusterOnce(opts: ClusterAgentOptions): Promise<{ text: string; failed: readonly string[] }> {
-  const runner = new ClusterRunner({ ...opts, otlp: undefined });
-  const tick = await runner.collect();
-  const text = runner.pipeline.exposition.text;
-  await runner.shutdown();
-  return { text, failed: tick.failed };
+  const { text, result } = await collectOnce(new ClusterRunner({ ...opts, otlp: undefined }));
+  return { text, failed: result.failed };
 }

@@ -4,7 +4,7 @@ import { htmlBody, type BindAddress, type Body } from '../telemetry/http.js';
 import { Pipeline, type OtlpOptions } from '../telemetry/pipeline.js';
 import type { ResourceOptions } from '../telemetry/resource.js';
 import type { WebConfig } from '../telemetry/webconfig.js';
-import { startAgent, type Collecting, type RunningAgent } from '../telemetry/runtime.js';
+import { closeTelemetry, collectOnce, startAgent, type Collecting, type RunningAgent } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
 import { NodeCollector, type CollectorOptions, type Cycle } from './collector.js';
 import { attributionRows } from './explain.js';
@@ -116,9 +116,8 @@ export class NodeRunner implements Collecting {
     return this.self.exposition();
   }
 
-  async shutdown(): Promise<void> {
-    await this.pipeline.flush().catch(() => undefined);
-    await Promise.all([this.pipeline.shutdown(), this.self.shutdown()]);
+  shutdown(): Promise<void> {
+    return closeTelemetry(this.pipeline, this.self);
   }
 }
 
@@ -140,9 +139,5 @@ export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent>
 
 /** `slurm-otel node --once`: one cycle, rendered through the same producer and serializer. */
 export async function runNodeOnce(opts: NodeAgentOptions): Promise<string> {
-  const runner = new NodeRunner({ ...opts, otlp: undefined });
-  await runner.cycle();
-  const text = runner.pipeline.exposition.text;
-  await runner.shutdown();
-  return text;
+  return (await collectOnce(new NodeRunner({ ...opts, otlp: undefined }))).text;
 }

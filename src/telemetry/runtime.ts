@@ -70,11 +70,11 @@ export function every(intervalMs: number, task: () => Promise<void>, logger: Log
 }
 
 /** What an agent hands the runtime: its pipeline, its self-monitoring and one collection step. */
-export interface Collecting {
+export interface Collecting<T = unknown> {
   readonly pipeline: Pipeline;
   selfExposition(): Promise<Body>;
   /** Runs one collection and publishes it. */
-  collect(): Promise<unknown>;
+  collect(): Promise<T>;
   /** When the last collection was published (ms), undefined before the first. */
   lastAtMs(): number | undefined;
   /** Aborts work in flight (requests to a hung server) so stop() is prompt. */
@@ -137,4 +137,20 @@ export async function startAgent(agent: Collecting, o: AgentRuntimeOptions): Pro
       await agent.shutdown();
     },
   };
+}
+
+/** One collection rendered through the agent's own pipeline, then a clean shutdown (`--once`). */
+export async function collectOnce<T>(agent: Collecting<T>): Promise<{ text: string; result: T }> {
+  try {
+    const result = await agent.collect();
+    return { text: agent.pipeline.exposition.text, result };
+  } finally {
+    await agent.shutdown();
+  }
+}
+
+/** Pushes what is pending (OTLP), then closes the pipeline and the self-monitoring provider. */
+export async function closeTelemetry(pipeline: Pipeline, self: { shutdown(): Promise<void> }): Promise<void> {
+  await pipeline.flush().catch(() => undefined);
+  await Promise.all([pipeline.shutdown(), self.shutdown()]);
 }
