@@ -11,9 +11,9 @@ import { kubernetesSecretSigner } from '../cluster/api/auth-kubernetes.js';
 import { runClusterOnce, startClusterAgent, type ClusterAgentOptions } from '../cluster/agent.js';
 import type { JobSource } from '../cluster/fetchers.js';
 import type { Logger } from '../log.js';
-import { waitForSignal } from './common.js';
+import { CollectionIncomplete, ConfigError, waitForSignal } from './common.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
-import { CollectionIncomplete, ConfigError, type Env } from './otel.js';
+import type { Env } from './otel.js';
 import { oneOf, parseSize, positiveDuration, positiveInt } from './values.js';
 
 const PREFIX = 'SLURM_EXPORTER_';

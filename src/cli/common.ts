@@ -16,6 +16,12 @@ function findVersion(): string {
 
 export const VERSION = findVersion();
 
+/** A configuration the agent cannot run with: exit code 2. */
+export class ConfigError extends Error {}
+
+/** `--once` could not collect everything: exit code 1, after printing what it did collect. */
+export class CollectionIncomplete extends Error {}
+
 /** Resolves on the first SIGINT or SIGTERM. */
 export function waitForSignal(): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {

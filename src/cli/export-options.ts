@@ -8,8 +8,8 @@ import type { BindAddress } from '../telemetry/http.js';
 import type { OtlpOptions, OtlpProtocol } from '../telemetry/pipeline.js';
 import type { ResourceOptions } from '../telemetry/resource.js';
 import { loadWebConfig, WebConfigError, type WebConfig } from '../telemetry/webconfig.js';
-import { VERSION } from './common.js';
-import { ConfigError, resolveOtlp, resolveResource, type Env } from './otel.js';
+import { ConfigError, VERSION } from './common.js';
+import { resolveOtlp, resolveResource, type Env } from './otel.js';
 import { bindAddress, oneOf, positiveDuration } from './values.js';
 
 export interface ExportFlags {

@@ -6,6 +6,7 @@
  */
 import type { OtlpOptions, OtlpProtocol } from '../telemetry/pipeline.js';
 import { parseResourceAttributes } from '../telemetry/resource.js';
+import { ConfigError } from './common.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -18,11 +19,7 @@ export interface OtlpFlags {
 
 const PROTOCOLS: readonly OtlpProtocol[] = ['http/json', 'http/protobuf'];
 
-/** A configuration the agent cannot run with: exit code 2. */
-export class ConfigError extends Error {}
 
-/** `--once` could not collect everything: exit code 1, after printing what it did collect. */
-export class CollectionIncomplete extends Error {}
 
 /** undefined when no endpoint is configured anywhere: push is off. */
 export function resolveOtlp(flags: OtlpFlags, env: Env): OtlpOptions | undefined {

@@ -3,12 +3,12 @@
  * else; bad usage exits with code 2 and a message naming the option.
  */
 import { Command, CommanderError } from 'commander';
-import { VERSION } from './common.js';
+import { CollectionIncomplete, ConfigError, VERSION } from './common.js';
 import { clusterCommand } from './cluster.js';
 import { demoCommand } from './demo.js';
 import { explainCommand } from './explain.js';
 import { nodeCommand } from './node.js';
-import { CollectionIncomplete, ConfigError, type Env } from './otel.js';
+import type { Env } from './otel.js';
 
 /** Commands whose options the README documents, by README section. */
 export function documentedCommands(env: Env): Record<string, Command> {
