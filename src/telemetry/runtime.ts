@@ -45,8 +45,16 @@ export async function serveAgent(opts: ServeOptions): Promise<Served> {
   return { metrics, monitoring, close: async () => void (await Promise.all([metrics.close(), monitoring.close()])) };
 }
 
+/** A running collection timer. */
+export interface Schedule {
+  /** Settles when the first collection has been published (or has failed and been logged). */
+  readonly first: Promise<void>;
+  /** Stops the timer and waits for the work in progress. */
+  stop(): Promise<void>;
+}
+
 /** Runs `task` now and then every `intervalMs` after the previous run ended. */
-export function every(intervalMs: number, task: () => Promise<void>, logger: Logger): { first: Promise<void>; stop(): Promise<void> } {
+export function every(intervalMs: number, task: () => Promise<void>, logger: Logger): Schedule {
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
   let running: Promise<void> = Promise.resolve();
@@ -79,6 +87,11 @@ export interface Collecting<T = unknown> {
   lastAtMs(): number | undefined;
   /** Aborts work in flight (requests to a hung server) so stop() is prompt. */
   abort?(): void;
+  /**
+   * An agent whose work has parts on their own schedules runs its own timer; without this the
+   * runtime calls collect() every interval after the previous one ended.
+   */
+  schedule?(intervalMs: number): Schedule;
   shutdown(): Promise<void>;
 }
 
@@ -123,7 +136,7 @@ export async function startAgent(agent: Collecting, o: AgentRuntimeOptions): Pro
     await agent.shutdown();
     throw err;
   }
-  const loop = every(o.intervalMs, async () => void (await agent.collect()), o.logger);
+  const loop = agent.schedule ? agent.schedule(o.intervalMs) : every(o.intervalMs, async () => void (await agent.collect()), o.logger);
   o.logger.info({ metrics: served.metrics.url, monitoring: served.monitoring.url, otlp: o.otlpUrl ?? 'off' }, `${o.name} started`);
   return {
     metricsUrl: served.metrics.url,

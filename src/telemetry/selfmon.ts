@@ -24,7 +24,7 @@ export class SelfMonitor<T extends Record<string, MetricSpec>> {
   private readonly exporter = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true });
   private readonly serializer = new PrometheusSerializer(undefined, false, undefined, false, true);
 
-  constructor(resource: ResourceOptions, scope: Scope, specs: T) {
+  constructor(resource: ResourceOptions, scope: Scope, private readonly specs: T) {
     this.provider = new MeterProvider({ resource: buildResource(resource), readers: [this.exporter] });
     const meter = this.provider.getMeter(`${scope.name}/self`, scope.version);
     const out: Record<string, Recorder> = {};
@@ -40,6 +40,19 @@ export class SelfMonitor<T extends Record<string, MetricSpec>> {
       };
     }
     this.m = out as Recorders<T>;
+  }
+
+  /**
+   * Starts every family at 0 (counters add 0, gauges set 0) so it is exposed before its first
+   * event: families without labels once, families labelled only by `label.name` once per value.
+   */
+  zero(label: { readonly name: string; readonly values: readonly string[] }): void {
+    for (const [key, spec] of Object.entries(this.specs)) {
+      if (spec.kind === 'histogram') continue;
+      const rec = this.m[key as keyof T];
+      if (spec.attributes.length === 0) rec.record(0);
+      else if (spec.attributes.length === 1 && spec.attributes[0] === label.name) for (const v of label.values) rec.record(0, { [label.name]: v });
+    }
   }
 
   /** Rendered per request: the self-monitoring families are small. */
