@@ -122,7 +122,8 @@ export function jobCommon(v: Wire<MemberOf<typeof JOB_COMMON_MEMBERS>>) {
     partition: text(v['partition']),
     account: text(v['account']),
     qos: text(v['qos']),
-    user_name: text(v['user_name']),
+    // Soperator's fallback: the group name stands in when slurmctld sends no user name.
+    user_name: v['user_name'] == null ? text(v['group_name']) : text(v['user_name']),
     user_id: count(v['user_id']),
     group_name: text(v['group_name']),
     mail_user: text(v['mail_user']),
@@ -151,8 +152,9 @@ export function jobCommon(v: Wire<MemberOf<typeof JOB_COMMON_MEMBERS>>) {
 export const JOB_ARRAY_MEMBERS = ['array_job_id', 'array_task_id', 'array_task_string'] as const;
 
 export function jobArray(v: Wire<MemberOf<typeof JOB_ARRAY_MEMBERS>>): { array_job_id?: string; array_task_id?: string } {
+  // A job outside any array has array_job_id 0, kept as "0" as slurmctld sends it (and Soperator exports it).
   const arrayJobId = count(v['array_job_id'], { u32: true });
-  if (arrayJobId === undefined || arrayJobId === 0) return {};
+  if (arrayJobId === undefined) return {};
   const taskId = count(v['array_task_id'], { u32: true });
   return { array_job_id: String(arrayJobId), array_task_id: taskId !== undefined ? String(taskId) : text(v['array_task_string']) };
 }
@@ -163,7 +165,7 @@ export function jobArray(v: Wire<MemberOf<typeof JOB_ARRAY_MEMBERS>>): { array_j
  */
 export function accountingArray(array: unknown): { array_job_id?: string; array_task_id?: string } {
   const arrayJobId = count(field(array, 'job_id'), { u32: true });
-  if (arrayJobId === undefined || arrayJobId === 0) return {};
+  if (arrayJobId === undefined) return {};
   const taskId = count(field(array, 'task_id'), { u32: true });
   const task = text(field(array, 'task'));
   const taskExpr = task === undefined ? undefined : arrayTaskExpression(task);
@@ -177,6 +179,7 @@ export const ACCOUNTING_COMMON_MEMBERS = [
   'account',
   'qos',
   'user',
+  'association',
   'group',
   'restart_cnt',
   'time',
@@ -196,7 +199,8 @@ export function accountingCommon(v: Wire<MemberOf<typeof ACCOUNTING_COMMON_MEMBE
     partition: text(v['partition']),
     account: text(v['account']),
     qos: text(v['qos']),
-    user_name: text(v['user']),
+    // Soperator's fallback: the association's user when the row has none.
+    user_name: v['user'] == null ? text(field(v['association'], 'user')) : text(v['user']),
     group_name: text(v['group']),
     restart_cnt: count(v['restart_cnt']),
     submit_time: unixTime(field(time, 'submission')),

@@ -84,7 +84,7 @@ describe('v0.0.38 recorded (Slurm 22.05)', () => {
       user_id: '0',
       standard_error: '/dev/null',
       standard_output: '/dev/null',
-      array_job_id: '',
+      array_job_id: '0',
       array_task_id: '',
       submit_time: '1796021441',
       start_time: '1796021444',
