@@ -53,6 +53,7 @@ export class ClusterRunner implements Collecting<TickResult> {
   /** The publish in progress; `dirty` asks it for one more round with what was stored meanwhile. */
   private publishing: Promise<void> | undefined;
   private dirty = false;
+  private nextPublishAtMs = 0;
   /** Scheduled (daemon): every stored result is published at once, not after the whole tick. */
   private live = false;
 
@@ -156,12 +157,18 @@ export class ClusterRunner implements Collecting<TickResult> {
 
   private async drain(): Promise<void> {
     while (this.dirty) {
+      // Rendering takes at most half of the agent's time: on a large cluster (a second or more
+      // per render) results arriving during and just after one render share the next.
+      const wait = this.nextPublishAtMs - Date.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
       this.dirty = false;
+      const t0 = Date.now();
       try {
         await this.publish();
       } catch (err) {
         this.opts.logger.error({ err: (err as Error).message }, 'publishing failed; serving the previous exposition');
       }
+      this.nextPublishAtMs = 2 * Date.now() - t0;
     }
   }
 

@@ -1,12 +1,13 @@
 /**
  * The three sub-collectors' requests, from the client's typed results to the
- * plain lists the collection loop stores. Malformed elements are skipped and
- * counted here; a whole failed response becomes an error the loop counts.
+ * plain lists the collection loop stores, their repeated values shared. Malformed elements are
+ * skipped and counted here; a whole failed response becomes an error the loop counts.
  */
 import type { Logger } from '../log.js';
 import { orThrow, type AccountingQuery, type CallOptions, type CallResult } from './api/client.js';
 import type { Fetchers } from './collect.js';
 import type { SlurmDiag, SlurmJob, SlurmNode } from './model.js';
+import { internFields, type InternFields } from './intern.js';
 import { adjustAccountingJobs } from './rules.js';
 import type { SubCollector } from './snapshot.js';
 
@@ -34,6 +35,17 @@ export interface FetcherOptions {
 /** Clock drift between slurmrestd, slurmctld and slurmdbd (Soperator uses the same 5 minutes). */
 export const ACCOUNTING_SKEW_MS = 5 * 60_000;
 
+const JOB_FIELDS: InternFields<SlurmJob> = {
+  strings: ['source', 'name', 'state_reason', 'state_description', 'partition', 'account', 'qos', 'user_name', 'group_name', 'mail_user',
+    'standard_error', 'standard_output', 'nodes', 'tres_alloc_str', 'tres_req_str', 'array_job_id', 'array_task_id'],
+  values: ['state', 'exit_code'],
+};
+
+const NODE_FIELDS: InternFields<SlurmNode> = {
+  strings: ['reason', 'reason_set_by_user', 'comment', 'reservation', 'tres', 'tres_used', 'gres', 'gres_used', 'slurmd_version', 'specialized_cpus'],
+  values: ['state', 'partitions', 'features'],
+};
+
 export function makeFetchers(o: FetcherOptions): Fetchers {
   const now = o.now ?? Date.now;
   const items = <T>(collector: SubCollector, result: CallResult<T>): readonly T[] => {
@@ -44,18 +56,22 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
     }
     return data.items;
   };
+  const shared = <T extends object>(list: readonly T[], fields: InternFields<T>): readonly T[] => {
+    internFields(list, fields);
+    return list;
+  };
   return {
-    nodes: async (signal) => items('nodes', await o.api.nodes({ signal })),
+    nodes: async (signal) => shared(items('nodes', await o.api.nodes({ signal })), NODE_FIELDS),
     diag: async (signal) => {
       const [diag] = items('diag', await o.api.diag({ signal }));
       if (!diag) throw new Error('diag response carried no statistics');
       return diag;
     },
     jobs: async (signal) => {
-      if (o.jobSource === 'controller') return items('jobs', await o.api.jobs({ signal }));
+      if (o.jobSource === 'controller') return shared(items('jobs', await o.api.jobs({ signal })), JOB_FIELDS);
       const t = now();
       const query = { cluster: o.clusterName, startTime: new Date(t - o.accountingLookbackMs), endTime: new Date(t + ACCOUNTING_SKEW_MS) };
-      return adjustAccountingJobs(items('jobs', await o.api.accountingJobs(query, { signal })), t);
+      return adjustAccountingJobs(shared(items('jobs', await o.api.accountingJobs(query, { signal })), JOB_FIELDS), t);
     },
   };
 }
