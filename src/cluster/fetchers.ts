@@ -7,16 +7,16 @@ import type { Logger } from '../log.js';
 import { orThrow, type AccountingQuery, type CallOptions, type CallResult } from './api/client.js';
 import type { Fetchers } from './collect.js';
 import type { SlurmDiag, SlurmJob, SlurmNode } from './model.js';
-import { internFields, type InternFields } from './intern.js';
+import { Interner, type InternFields } from './intern.js';
 import { adjustAccountingJobs } from './rules.js';
 import type { SubCollector } from './snapshot.js';
 
 /** What the fetchers need of the client (the real SlurmClient, or a test double). */
 export interface SlurmApi {
-  nodes(opts?: CallOptions): Promise<CallResult<SlurmNode>>;
-  jobs(opts?: CallOptions): Promise<CallResult<SlurmJob>>;
+  nodes(opts?: CallOptions<SlurmNode>): Promise<CallResult<SlurmNode>>;
+  jobs(opts?: CallOptions<SlurmJob>): Promise<CallResult<SlurmJob>>;
   diag(opts?: CallOptions): Promise<CallResult<SlurmDiag>>;
-  accountingJobs(q: AccountingQuery, opts?: CallOptions): Promise<CallResult<SlurmJob>>;
+  accountingJobs(q: AccountingQuery, opts?: CallOptions<SlurmJob>): Promise<CallResult<SlurmJob>>;
 }
 
 export type JobSource = 'controller' | 'accounting';
@@ -56,22 +56,23 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
     }
     return data.items;
   };
-  const shared = <T extends object>(list: readonly T[], fields: InternFields<T>): readonly T[] => {
-    internFields(list, fields);
-    return list;
+  // Each element's repeated values are shared as it is decoded (see intern.ts).
+  const shared = <T extends object>(signal: AbortSignal, fields: InternFields<T>): CallOptions<T> => {
+    const interner = new Interner(fields);
+    return { signal, onItem: (item) => interner.add(item) };
   };
   return {
-    nodes: async (signal) => shared(items('nodes', await o.api.nodes({ signal })), NODE_FIELDS),
+    nodes: async (signal) => items('nodes', await o.api.nodes(shared(signal, NODE_FIELDS))),
     diag: async (signal) => {
       const [diag] = items('diag', await o.api.diag({ signal }));
       if (!diag) throw new Error('diag response carried no statistics');
       return diag;
     },
     jobs: async (signal) => {
-      if (o.jobSource === 'controller') return shared(items('jobs', await o.api.jobs({ signal })), JOB_FIELDS);
+      if (o.jobSource === 'controller') return items('jobs', await o.api.jobs(shared(signal, JOB_FIELDS)));
       const t = now();
       const query = { cluster: o.clusterName, startTime: new Date(t - o.accountingLookbackMs), endTime: new Date(t + ACCOUNTING_SKEW_MS) };
-      return adjustAccountingJobs(shared(items('jobs', await o.api.accountingJobs(query, { signal })), JOB_FIELDS), t);
+      return adjustAccountingJobs(items('jobs', await o.api.accountingJobs(query, shared(signal, JOB_FIELDS))), t);
     },
   };
 }

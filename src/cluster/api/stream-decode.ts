@@ -13,9 +13,11 @@ import { JsonArraySplitter, JsonStreamError } from './json-array-stream.js';
  */
 export type ElementDecoder<T> = ((element: unknown) => ItemResult<T>) & { readonly members?: readonly string[] };
 
-export interface StreamDecodeOptions {
+export interface StreamDecodeOptions<T> {
   /** Refuse a single element larger than this many bytes (see JsonArraySplitterOptions). */
   readonly maxElementBytes?: number;
+  /** Sees each decoded element before the next is read. */
+  readonly onItem?: (item: T) => void;
 }
 
 /**
@@ -27,7 +29,7 @@ export async function decodeListStream<T>(
   source: AsyncIterable<Uint8Array>,
   arrayKey: string,
   decodeItem: ElementDecoder<T>,
-  opts: StreamDecodeOptions = {},
+  opts: StreamDecodeOptions<T> = {},
 ): Promise<Decoded<T>> {
   const collector = new ItemCollector<T>();
   const splitter = new JsonArraySplitter({
@@ -42,7 +44,9 @@ export async function decodeListStream<T>(
         collector.skip(`element is not valid JSON: ${(err as Error).message}`);
         return;
       }
-      collector.add(guarded(decodeItem, value));
+      const decoded = guarded(decodeItem, value);
+      if (decoded.ok) opts.onItem?.(decoded.item);
+      collector.add(decoded);
     },
   });
   try {
