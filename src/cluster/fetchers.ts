@@ -36,8 +36,8 @@ export interface FetcherOptions {
 export const ACCOUNTING_SKEW_MS = 5 * 60_000;
 
 const JOB_FIELDS: InternFields<SlurmJob> = {
-  strings: ['source', 'name', 'state_reason', 'state_description', 'partition', 'account', 'qos', 'user_name', 'group_name', 'mail_user',
-    'standard_error', 'standard_output', 'nodes', 'tres_alloc_str', 'tres_req_str', 'array_job_id', 'array_task_id'],
+  strings: ['name', 'state_reason', 'partition', 'account', 'qos', 'user_name', 'group_name', 'mail_user',
+    'standard_error', 'standard_output', 'nodes', 'tres_alloc_str', 'tres_req_str'],
   values: ['state', 'exit_code'],
 };
 
