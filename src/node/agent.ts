@@ -10,7 +10,7 @@ import { NodeCollector, type CollectorOptions, type Cycle } from './collector.js
 import { attributionRows } from './explain.js';
 import { renderLanding } from './landing.js';
 import { NODE_SELF_METRICS } from './metrics.js';
-import { squeueJobIds, squeueMetadata, type SqueueOptions } from './squeue.js';
+import { squeueJobIds, squeueMetadata, type SqueueOptions, type Stoppable } from './squeue.js';
 
 export const SCOPE = { name: 'slurm-otel/node', version: '0.1.0' };
 
@@ -42,6 +42,7 @@ export class NodeRunner implements Collecting {
   readonly pipeline: Pipeline;
   readonly self: SelfMonitor<typeof NODE_SELF_METRICS>;
   private readonly collector: NodeCollector;
+  private readonly background: readonly Stoppable[];
   private readonly seen = new Set<string>();
   private lastCycle: Cycle | undefined;
   private landingPage: Body = htmlBody('<!doctype html><title>slurm-otel</title><p>No cycle has completed yet.</p>', 503);
@@ -59,6 +60,7 @@ export class NodeRunner implements Collecting {
     const onError = () => this.self.m.cycleErrors.record(1, { source: 'jobid', kind: 'io' });
     const jobIdTable = opts.squeue ? squeueJobIds({ ...opts.squeue, logger, onError }) : undefined;
     const metadata = opts.jobMetadata ? squeueMetadata({ ...opts.jobMetadata, logger, onError }) : undefined;
+    this.background = [jobIdTable, metadata].filter((b): b is NonNullable<typeof b> => b !== undefined);
     this.collector = new NodeCollector({ ...opts.collector, jobIdTable, metadata });
   }
 
@@ -72,6 +74,11 @@ export class NodeRunner implements Collecting {
 
   async cycle(): Promise<Cycle> {
     const c = this.collector.cycle();
+    if (c.failed !== undefined) {
+      this.recordFailure(c, c.failed);
+      return c;
+    }
+    this.seen.delete('cycle-failed');
     await this.pipeline.publish(c.families, c.snapshot.atMs);
     this.lastCycle = c;
     this.landingPage = htmlBody(renderLanding(attributionRows(c), {
@@ -84,17 +91,28 @@ export class NodeRunner implements Collecting {
 
   private record(c: Cycle): void {
     const { m } = this.self;
+    m.seriesExported.record(this.pipeline.producer.size);
+    this.recordRun(c);
+    if (!c.snapshot.hca.present) this.once('no-hca', 'warn', { sysfs: this.opts.collector.roots.sysfs }, 'no InfiniBand class in sysfs: no HCA on this node, exporting no device or job series');
+    if (c.snapshot.unreadablePids.length > 0) {
+      this.once('unreadable', 'warn', { count: c.snapshot.unreadablePids.length }, 'cannot read some /proc/<pid>/fd: run as root or with CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH; attribution is suppressed meanwhile');
+    }
+  }
+
+  /** A cycle whose reading cannot stand for the node: counted and logged, the last good data stays published. */
+  private recordFailure(c: Cycle, why: string): void {
+    this.recordRun(c);
+    this.once('cycle-failed', 'warn', { reason: why }, 'cycle failed; keeping the last published data and the job counters (logged once until a cycle succeeds)');
+  }
+
+  private recordRun(c: Cycle): void {
+    const { m } = this.self;
     m.cycles.record(1);
     m.cycleDuration.record(c.durationMs / 1000);
-    m.seriesExported.record(this.pipeline.producer.size);
     m.fdLinksRead.record(c.snapshot.stats.fdLinksRead);
     for (const p of c.snapshot.problems) {
       m.cycleErrors.record(p.count, { source: p.source, kind: p.kind });
       this.once(`${p.source}/${p.kind}`, 'warn', { source: p.source, kind: p.kind, count: p.count, example: p.example }, 'read problems this cycle (logged once per kind; counted in ib_slurm_exporter_cycle_errors_total)');
-    }
-    if (!c.snapshot.hca.present) this.once('no-hca', 'warn', { sysfs: this.opts.collector.roots.sysfs }, 'no InfiniBand class in sysfs: no HCA on this node, exporting no device or job series');
-    if (c.snapshot.unreadablePids.length > 0) {
-      this.once('unreadable', 'warn', { count: c.snapshot.unreadablePids.length }, 'cannot read some /proc/<pid>/fd: run as root or with CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH; attribution is suppressed meanwhile');
     }
   }
 
@@ -116,7 +134,13 @@ export class NodeRunner implements Collecting {
     return this.self.exposition();
   }
 
+  /** Kills squeue runs in flight (and whatever they started). */
+  abort(): void {
+    for (const b of this.background) b.stop();
+  }
+
   shutdown(): Promise<void> {
+    this.abort();
     return closeTelemetry(this.pipeline, this.self);
   }
 }
@@ -139,5 +163,7 @@ export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent>
 
 /** `slurm-otel node --once`: one cycle, rendered through the same producer and serializer. */
 export async function runNodeOnce(opts: NodeAgentOptions): Promise<string> {
-  return (await collectOnce(new NodeRunner({ ...opts, otlp: undefined }))).text;
+  const { text, result } = await collectOnce(new NodeRunner({ ...opts, otlp: undefined }));
+  if (result.failed !== undefined) throw new Error(`collection failed: ${result.failed}`);
+  return text;
 }
