@@ -24,10 +24,29 @@ export function explainCommand(): Command {
         process.stdout.write(JSON.stringify({ at: new Date(c.snapshot.atMs).toISOString(), gaps: c.snapshot.gaps, ports: rows }, null, 2) + '\n');
         return;
       }
-      if (!c.snapshot.hca.present) process.stdout.write(`no InfiniBand devices under ${f.sysfsRoot}/class/infiniband\n`);
+      if (c.failed !== undefined) {
+        process.stderr.write(`collection failed: ${printable(c.failed)}\n`);
+        process.exitCode = 1;
+        return;
+      }
+      if (!c.snapshot.hca.present) process.stdout.write(`no InfiniBand devices under ${printable(f.sysfsRoot)}/class/infiniband\n`);
       process.stdout.write(renderTable(rows) + '\n');
-      for (const gap of c.snapshot.gaps.slice(0, 10)) process.stdout.write(`gap: ${gap}\n`);
+      for (const gap of c.snapshot.gaps.slice(0, 10)) process.stdout.write(`gap: ${printable(gap)}\n`);
     });
+}
+
+// C0 and C1 controls, DEL, and the bidirectional overrides that can reorder what a terminal shows.
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * Text from the node (process names, firmware strings, paths) made safe for a terminal:
+ * a process can name itself with escape sequences; they are shown as \xHH or \uHHHH.
+ */
+export function printable(text: string): string {
+  return text.replace(UNPRINTABLE, (ch) => {
+    const code = ch.charCodeAt(0);
+    return code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+  });
 }
 
 export function renderTable(rows: readonly PortRow[]): string {
@@ -36,8 +55,9 @@ export function renderTable(rows: readonly PortRow[]): string {
     const holders = [
       ...r.jobs.map((j) => `job ${j.jobId}: ${j.holders.map((h) => `${h.pid} ${h.comm}`).join(', ')}`),
       ...r.nonJob.map((h) => `non-job: ${h.pid} ${h.comm}`),
-    ];
-    table.push([r.device, r.port, `${r.linkLayer} ${r.rate}`.trim(), holders.join('\n') || '—', r.status, r.why]);
+    ].map(printable);
+    const cells = [r.device, r.port, `${r.linkLayer} ${r.rate}`.trim()].map(printable);
+    table.push([...cells, holders.join('\n') || '—', r.status, printable(r.why)]);
   }
   return table.toString();
 }
