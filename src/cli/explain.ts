@@ -3,6 +3,7 @@ import { Command, Option } from 'commander';
 import Table from 'cli-table3';
 import { NodeCollector } from '../node/collector.js';
 import { attributionRows, type PortRow } from '../node/explain.js';
+import { CollectionIncomplete } from './common.js';
 import { addRootOptions } from './node.js';
 import { parseDuration } from './values.js';
 
@@ -24,11 +25,7 @@ export function explainCommand(): Command {
         process.stdout.write(JSON.stringify({ at: new Date(c.snapshot.atMs).toISOString(), gaps: c.snapshot.gaps, ports: rows }, null, 2) + '\n');
         return;
       }
-      if (c.failed !== undefined) {
-        process.stderr.write(`collection failed: ${printable(c.failed)}\n`);
-        process.exitCode = 1;
-        return;
-      }
+      if (c.failed !== undefined) throw new CollectionIncomplete(`collection failed: ${printable(c.failed)}`);
       if (!c.snapshot.hca.present) process.stdout.write(`no InfiniBand devices under ${printable(f.sysfsRoot)}/class/infiniband\n`);
       process.stdout.write(renderTable(rows) + '\n');
       for (const gap of c.snapshot.gaps.slice(0, 10)) process.stdout.write(`gap: ${printable(gap)}\n`);

@@ -161,9 +161,8 @@ export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent>
   return { ...running, last: () => runner.last, cycleNow: () => runner.cycle() };
 }
 
-/** `slurm-otel node --once`: one cycle, rendered through the same producer and serializer. */
-export async function runNodeOnce(opts: NodeAgentOptions): Promise<string> {
+/** `slurm-otel node --once`: one cycle, rendered through the same producer and serializer; `failed` says why there is none. */
+export async function runNodeOnce(opts: NodeAgentOptions): Promise<{ readonly text: string; readonly failed?: string }> {
   const { text, result } = await collectOnce(new NodeRunner({ ...opts, otlp: undefined }));
-  if (result.failed !== undefined) throw new Error(`collection failed: ${result.failed}`);
-  return text;
+  return result.failed === undefined ? { text } : { text, failed: result.failed };
 }

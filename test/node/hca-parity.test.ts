@@ -98,7 +98,7 @@ async function agentExposition(archive: string, strip: string): Promise<Sample[]
   expect(extractTtar(path.join(FIXTURES, archive), path.join(dir, 'sys'), strip)).toBeGreaterThan(50);
   for (const d of ['proc', 'cgroup']) fs.mkdirSync(path.join(dir, d));
   const roots = { sysfs: path.join(dir, 'sys'), procfs: path.join(dir, 'proc'), cgroupfs: path.join(dir, 'cgroup') };
-  return parseExposition(await runNodeOnce(nodeAgentOptions(roots)));
+  return parseExposition((await runNodeOnce(nodeAgentOptions(roots))).text);
 }
 
 function oracle(file: string): Sample[] {
