@@ -176,6 +176,7 @@ describe('the agent log', () => {
     await asUnprivileged(() => runner.cycle());
     await asUnprivileged(() => runner.cycle());
     await runner.shutdown();
+    expect(runner.landing.text).toMatch(/<tr data-pid="900" data-effect="node"><td>900<\/td><td>slurmd<\/td><td><code>\/system.slice\/slurmd.service<\/code><\/td><td>EACCES<\/td><td>outside<\/td>/);
     const named = lines.filter((l) => l.pid === 900);
     expect(named).toHaveLength(1);
     expect(named[0]).toMatchObject({ comm: 'slurmd', cgroup: '/system.slice/slurmd.service', errno: 'EACCES', scope: 'outside', effect: 'node' });
@@ -264,11 +265,14 @@ describe('on this host (real /proc and /sys/fs/cgroup)', () => {
     const explain = spawnSync(process.execPath, [BIN, 'explain', ...args], { encoding: 'utf8' });
     expect(explain.status).toBe(0);
     expect(explain.stdout).toMatch(/^unreadable: PID 1 \(.*\): fd table unreadable \(EACCES\): the agent has CAP_SYS_PTRACE/m);
+    const json = JSON.parse(spawnSync(process.execPath, [BIN, 'explain', '--json', ...args], { encoding: 'utf8' }).stdout) as { unreadable: { pid: number; effect: string }[]; slurmCgroups: { found: boolean } };
+    expect(json.unreadable.find((u) => u.pid === 1)?.effect).toBe('node');
     const trees = slurmTreesOnHost();
     if (trees.length > 0) ctx.skip(`Slurm cgroup trees exist here (${trees.join(', ')}): someone runs Slurm, so "no Slurm hierarchy" cannot be checked`);
     expect(once.stdout).toMatch(/^ib_slurm_cgroup_scan_found_slurm 0$/m);
     expect(once.stdout).not.toContain('ib_slurm_cgroup_layout_info');
     expect(once.stderr).toMatch(/no Slurm job cgroups found: looked for `slurm\*` under each cgroup v1 controller in \/sys\/fs\/cgroup/);
     expect(explain.stdout.split('\n')[0]).toMatch(/^no Slurm job cgroups found: looked for .* in \/sys\/fs\/cgroup/);
+    expect(json.slurmCgroups.found).toBe(false);
   });
 });
