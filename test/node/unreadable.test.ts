@@ -246,7 +246,9 @@ describe('on this host (real /proc and /sys/fs/cgroup)', () => {
     skipUnlessRootAndPid1Hidden(ctx);
     const c = new NodeCollector({ roots: realRoots(), fdRescanIntervalMs: 60_000, unreadableProcesses: 'ignore-outside-jobs' }).cycle();
     expect(c.snapshot.unreadable.find((u) => u.pid === 1)).toMatchObject({ scope: 'outside', effect: 'ignored' });
-    expect(c.snapshot.gaps).toEqual([]);
+    expect(c.snapshot.gaps.filter((g) => g.startsWith('PID 1 ('))).toEqual([]);
+    // A test holding stand-in /dev/infiniband files in real Slurm jobs may run at the same time.
+    if (c.snapshot.gaps.length > 0 || c.snapshot.holders.size > 0) ctx.skip(`other processes hold uverbs devices here now (${c.snapshot.gaps.join('; ')}): the port's status is theirs`);
     expect(statuses(c)).toEqual({ mlx5_0: 'idle' });
   });
 
@@ -255,19 +257,22 @@ describe('on this host (real /proc and /sys/fs/cgroup)', () => {
     const roots = realRoots();
     const args = ['--sysfs-root', roots.sysfs, '--procfs-root', '/proc', '--cgroup-root', '/sys/fs/cgroup'];
     const run = (extra: string[], env: Record<string, string> = {}) => spawnSync(process.execPath, [BIN, 'node', '--once', ...args, ...extra], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', ...env } });
+    const slurmBefore = slurmTreesOnHost();
     const once = run([]);
     expect(once.status).toBe(0);
-    const statusOf = (out: string) => /^ib_slurm_port_attribution\{device="mlx5_0",port="1",status="(\w+)"\} 1$/m.exec(out)?.[1];
-    expect(statusOf(once.stdout)).toBe('incomplete');
+    expect(once.stdout).toMatch(/^ib_slurm_port_attribution\{device="mlx5_0",port="1",status="incomplete"\} 1$/m);
+    // The policy reaches the agent from the environment, and a flag wins over it: PID 1's log line says.
+    const pid1Effect = (stderr: string) => stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { pid?: number; effect?: string }).find((l) => l.pid === 1)?.effect;
+    expect(pid1Effect(once.stderr)).toBe('node');
     const env = { IB_SLURM_EXPORTER_UNREADABLE_PROCESSES: 'ignore-outside-jobs' };
-    expect(statusOf(run([], env).stdout)).toBe('idle');
-    expect(statusOf(run(['--unreadable-processes', 'strict'], env).stdout)).toBe('incomplete');
+    expect(pid1Effect(run([], env).stderr)).toBe('ignored');
+    expect(pid1Effect(run(['--unreadable-processes', 'strict'], env).stderr)).toBe('node');
     const explain = spawnSync(process.execPath, [BIN, 'explain', ...args], { encoding: 'utf8' });
     expect(explain.status).toBe(0);
     expect(explain.stdout).toMatch(/^unreadable: PID 1 \(.*\): fd table unreadable \(EACCES\): the agent has CAP_SYS_PTRACE/m);
     const json = JSON.parse(spawnSync(process.execPath, [BIN, 'explain', '--json', ...args], { encoding: 'utf8' }).stdout) as { unreadable: { pid: number; effect: string }[]; slurmCgroups: { found: boolean } };
     expect(json.unreadable.find((u) => u.pid === 1)?.effect).toBe('node');
-    const trees = slurmTreesOnHost();
+    const trees = [...slurmBefore, ...slurmTreesOnHost()];
     if (trees.length > 0) ctx.skip(`Slurm cgroup trees exist here (${trees.join(', ')}): someone runs Slurm, so "no Slurm hierarchy" cannot be checked`);
     expect(once.stdout).toMatch(/^ib_slurm_cgroup_scan_found_slurm 0$/m);
     expect(once.stdout).not.toContain('ib_slurm_cgroup_layout_info');
