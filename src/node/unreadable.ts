@@ -12,7 +12,7 @@
  */
 import { inSlurmJob } from './cgroups.js';
 import type { UnreadableFds } from './owners.js';
-import { join, readSmall } from './roots.js';
+import { join, readSmall, type Read } from './roots.js';
 
 export type UnreadablePolicy = 'strict' | 'ignore-outside-jobs';
 export const UNREADABLE_POLICIES: readonly UnreadablePolicy[] = ['strict', 'ignore-outside-jobs'];
@@ -71,7 +71,7 @@ export function classifyUnreadable(procfs: string, fds: readonly UnreadableFds[]
     const dir = join(procfs, String(pid));
     const cg = readSmall(join(dir, 'cgroup'));
     // Exited since its fd table was tried: it holds nothing now.
-    if (!cg.ok && !readSmall(join(dir, 'stat')).ok) continue;
+    if (!cg.ok && gone(readSmall(join(dir, 'stat')))) continue;
     const paths = cg.ok ? cgroupLines(cg.value) : [];
     const job = jobOf(pid);
     const inJob = job !== undefined || paths.some((l) => inSlurmJob(l.path));
@@ -88,6 +88,10 @@ export function classifyUnreadable(procfs: string, fds: readonly UnreadableFds[]
     });
   }
   return out;
+}
+
+function gone(r: Read<unknown>): boolean {
+  return !r.ok && r.kind === 'gone';
 }
 
 export interface CgroupLine {

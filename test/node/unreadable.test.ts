@@ -97,10 +97,14 @@ describe('unreadable processes on a synthetic node', () => {
     writeProcess(roots.procfs, { pid: 970, comm: 'late', cgroup: '0::/system.slice/slurmstepd.scope/job_999/step_0/user/task_0\n' });
     writeProcess(roots.procfs, { pid: 971, comm: 'odd' });
     deny(path.join(roots.procfs, '971', 'cgroup'));
+    // Its stat denied too: unknown, not taken for exited.
+    writeProcess(roots.procfs, { pid: 972, comm: 'odder' });
+    for (const f of ['stat', 'cgroup']) deny(path.join(roots.procfs, '972', f));
     const c = cycleWith(roots, 'ignore-outside-jobs', [970, 971]);
     expect(c.snapshot.unreadable).toEqual([
       expect.objectContaining({ pid: 970, scope: 'job', effect: 'node' }),
       expect.objectContaining({ pid: 971, scope: 'outside', effect: 'node', cgroup: '?' }),
+      expect.objectContaining({ pid: 972, scope: 'outside', effect: 'node', cgroup: '?', errno: 'EACCES' }),
     ]);
     expect(Object.values(statuses(c))).toEqual(['incomplete', 'incomplete', 'incomplete', 'incomplete']);
   });
