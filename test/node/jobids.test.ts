@@ -157,6 +157,15 @@ describe('squeue runs leave no process behind', () => {
     await expect.poll(() => running(pid), { timeout: 5000 }).toBe(false);
   });
 
+  it('counts a squeue that cannot be started, and tries again at the next request', async () => {
+    const errors: number[] = [];
+    const table = squeueJobIds({ path: path.join(tmpDir(), 'missing-squeue'), nodeName: 'n1', minIntervalMs: 0, timeoutMs: 60_000, logger: silentLogger(), onError: () => errors.push(1) });
+    table.want();
+    await expect.poll(() => errors.length, { timeout: 5000 }).toBe(1);
+    table.want();
+    await expect.poll(() => errors.length, { timeout: 5000 }).toBe(2);
+  });
+
   it('kills a squeue run in flight, children included, when the agent stops', async () => {
     const dir = tmpDir();
     const fake = squeueWithChild(dir, 'sleep 300');
