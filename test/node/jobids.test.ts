@@ -166,6 +166,20 @@ describe('squeue runs leave no process behind', () => {
     await expect.poll(() => errors.length, { timeout: 5000 }).toBe(2);
   });
 
+  it('refuses squeue output beyond 16 MiB, keeping the previous table', async () => {
+    const dir = tmpDir();
+    const script = path.join(dir, 'squeue');
+    fs.writeFileSync(script, `#!/bin/sh\n[ -e ${dir}/big ] && exec head -c 17000000 /dev/zero\necho "918001|${SLUID}"\n`, { mode: 0o755 });
+    const errors: number[] = [];
+    const table = squeueJobIds({ path: script, nodeName: 'n1', minIntervalMs: 0, timeoutMs: 60_000, logger: silentLogger(), onError: () => errors.push(1) });
+    table.want();
+    await expect.poll(() => table.lookup(SLUID), { timeout: 5000 }).toBe('918001');
+    fs.writeFileSync(path.join(dir, 'big'), '');
+    table.want();
+    await expect.poll(() => errors.length, { timeout: 5000 }).toBe(1);
+    expect(table.lookup(SLUID)).toBe('918001');
+  });
+
   it('kills a squeue run in flight, children included, when the agent stops', async () => {
     const dir = tmpDir();
     const fake = squeueWithChild(dir, 'sleep 300');
