@@ -108,7 +108,7 @@ const agents: AlertGroup = {
       for: 'readErrorsFor',
       severity: 'warning',
       summary: 'node agent {{ $labels.instance }} keeps failing to read {{ $labels.source }} ({{ $labels.kind }})',
-      description: 'The node agent on {{ $labels.instance }} has counted {{ $value }} {{ $labels.kind }} read errors on {{ $labels.source }} in ' + T('rateWindow') + ', for ' + T('readErrorsFor') + '. What it could not read is missing from attribution.',
+      description: 'The node agent on {{ $labels.instance }} has counted {{ $labels.kind }} read errors on {{ $labels.source }} in every ' + T('rateWindow') + ' for ' + T('readErrorsFor') + '. What it could not read is missing from attribution.',
       runbook: {
         means: 'The agent cannot read part of cgroupfs, /proc, sysfs or the job-id source: `denied` is a missing capability, `malformed` an unexpected file format, `io` a failing read or squeue call.',
         check: 'The node\'s landing page (`http://HOST:9836/`) lists the gaps; `slurm-otel explain` on the node shows them with paths; the agent log names each path.',
@@ -217,7 +217,7 @@ const fabric: AlertGroup = {
       expr: `sum by (job, instance, device, port) (increase(ib_slurm_device_counters_total{counter="link_downed"}[${T('linkDownedWindow')}])) > 0`,
       severity: 'warning',
       summary: 'HCA port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.instance }} lost its link',
-      description: 'link_downed of {{ $labels.device }}/{{ $labels.port }} on {{ $labels.instance }} rose by {{ $value }} in ' + T('linkDownedWindow') + ': the link went down and retrained.',
+      description: 'link_downed of {{ $labels.device }}/{{ $labels.port }} on {{ $labels.instance }} rose in the last ' + T('linkDownedWindow') + ': the link went down and retrained.',
       runbook: {
         means: 'The link dropped and came back: RDMA connections over it may have failed, and jobs may have crashed or stalled.',
         check: 'The physical error counters of the same port (symbol_error, link_error_recovery); the switch side; `dmesg` on the node for mlx5 port events.',
@@ -230,7 +230,7 @@ const fabric: AlertGroup = {
       for: 'fabricErrorsFor',
       severity: 'warning',
       summary: 'physical-layer errors rising on {{ $labels.device }}/{{ $labels.port }} ({{ $labels.instance }})',
-      description: 'Symbol, link-recovery, receive or integrity errors on {{ $labels.device }}/{{ $labels.port }} of {{ $labels.instance }} run at {{ $value | humanize }}/s, over ' + T('physicalErrorsPerSecond') + '/s for ' + T('fabricErrorsFor') + '.',
+      description: 'Symbol, link-recovery, receive or integrity errors on {{ $labels.device }}/{{ $labels.port }} of {{ $labels.instance }} run at {{ $value | printf "%.3g" }}/s, over ' + T('physicalErrorsPerSecond') + '/s for ' + T('fabricErrorsFor') + '.',
       runbook: {
         means: 'The link is degraded: bit errors on the cable, transceiver or port. It may still be up, but packets are corrupted and retried.',
         check: '`ib_slurm_device_counters_total{counter=~"symbol_error|link_error_recovery|port_rcv_errors"}` by port; the switch port\'s counters; `mlxlink -d DEVICE` for the eye and BER.',
@@ -243,7 +243,7 @@ const fabric: AlertGroup = {
       for: 'fabricErrorsFor',
       severity: 'warning',
       summary: 'RDMA retransmissions rising on {{ $labels.device }}/{{ $labels.port }} ({{ $labels.instance }})',
-      description: 'Sequence errors, out-of-sequence packets and ACK timeouts on {{ $labels.device }}/{{ $labels.port }} of {{ $labels.instance }} run at {{ $value | humanize }}/s, over ' + T('rdmaErrorsPerSecond') + '/s for ' + T('fabricErrorsFor') + '.',
+      description: 'Sequence errors, out-of-sequence packets and ACK timeouts on {{ $labels.device }}/{{ $labels.port }} of {{ $labels.instance }} run at {{ $value | printf "%.3g" }}/s, over ' + T('rdmaErrorsPerSecond') + '/s for ' + T('fabricErrorsFor') + '.',
       runbook: {
         means: 'Packets are lost or reordered on the way: congestion, a bad link elsewhere in the path, or adaptive-routing reordering. Collective operations slow down.',
         check: 'Which jobs hold the port: `ib_slurm_device_jobs` and the "Fabric by job" dashboard; the physical errors of the ports on the path; congestion counters (`np_cnp_sent`, `rp_cnp_handled`, `port_xmit_wait`).',
@@ -256,7 +256,7 @@ const fabric: AlertGroup = {
       for: 'fabricErrorsFor',
       severity: 'warning',
       summary: 'job {{ $labels.job_id }}: RDMA retransmissions rising on {{ $labels.device }}/{{ $labels.port }} ({{ $labels.instance }})',
-      description: 'Job {{ $labels.job_id }} is the sole user of {{ $labels.device }}/{{ $labels.port }} on {{ $labels.instance }}, where its RDMA sequence errors and ACK timeouts run at {{ $value | humanize }}/s for ' + T('fabricErrorsFor') + '.',
+      description: 'Job {{ $labels.job_id }} is the sole user of {{ $labels.device }}/{{ $labels.port }} on {{ $labels.instance }}, where its RDMA sequence errors and ACK timeouts run at {{ $value | printf "%.3g" }}/s for ' + T('fabricErrorsFor') + '.',
       runbook: {
         means: 'The job\'s own traffic meets packet loss or reordering: the job is slowed by the fabric, or its pattern congests it.',
         check: '`slurm_job_info{job_id="..."}` for owner and name; the same counters on the job\'s other nodes (the "Fabric by job" dashboard); physical errors on this port.',
@@ -269,7 +269,7 @@ const fabric: AlertGroup = {
       for: 'fabricErrorsFor',
       severity: 'warning',
       summary: 'job {{ $labels.job_id }} runs on a bad link: {{ $labels.device }}/{{ $labels.port }} ({{ $labels.instance }})',
-      description: 'Physical-layer errors climb at {{ $value | humanize }}/s on {{ $labels.device }}/{{ $labels.port }} of {{ $labels.instance }} while job {{ $labels.job_id }} is its sole user, for ' + T('fabricErrorsFor') + '.',
+      description: 'Physical-layer errors climb at {{ $value | printf "%.3g" }}/s on {{ $labels.device }}/{{ $labels.port }} of {{ $labels.instance }} while job {{ $labels.job_id }} is its sole user, for ' + T('fabricErrorsFor') + '.',
       runbook: {
         means: 'The job is the only user of a port whose link is degrading: its performance suffers, and it is the one job to warn.',
         check: 'IbPhysicalErrors for the same port; `slurm_job_info{job_id="..."}` for the owner; how long the job still runs (`slurm_job_duration_seconds`).',
