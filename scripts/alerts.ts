@@ -111,7 +111,7 @@ const agents: AlertGroup = {
       description: 'The node agent on {{ $labels.instance }} has counted {{ $labels.kind }} read errors on {{ $labels.source }} in every ' + T('rateWindow') + ' for ' + T('readErrorsFor') + '. What it could not read is missing from attribution.',
       runbook: {
         means: 'The agent cannot read part of cgroupfs, /proc, sysfs or the job-id source: `denied` is a missing capability, `malformed` an unexpected file format, `io` a failing read or squeue call.',
-        check: 'The node\'s landing page (`http://HOST:9836/`) lists the gaps; `slurm-otel explain` on the node shows them with paths; the agent log names each path.',
+        check: 'The node\'s landing page (`http://HOST:9836/`) lists the gaps; `slurm-otel explain` on the node shows them; the agent log names each path.',
         act: '`denied`: give the agent CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (see deploy/). `malformed`: report the file content. `io`: check squeue and the filesystems.',
       },
     },
@@ -124,7 +124,7 @@ const agents: AlertGroup = {
       description: 'The {{ $labels.collector }} sub-collector of the cluster agent on {{ $labels.instance }} has failed runs for ' + T('collectorFailingFor') + ' (slurmrestd errors, timeouts or undecodable responses); its series keep the last good data.',
       runbook: {
         means: 'slurmrestd answers with errors, times out, rejects the token, or returns what the agent cannot decode. The cluster metrics of that collector are frozen at the last good run.',
-        check: 'The cluster agent log (each failure is logged with the HTTP status or error); the landing page (`http://HOST:8080/`) shows each sub-collector\'s last error; `curl` the same slurmrestd endpoint with the agent\'s token.',
+        check: 'The cluster agent log (each failure is logged with the HTTP status or error); the landing page (`http://HOST:8080/`) shows which sub-collector failed; `curl` the same slurmrestd endpoint with the agent\'s token.',
         act: 'Fix slurmrestd or the token (expired, wrong user); if slurmctld is slow, raise `--request-timeout` or read jobs from slurmdbd.',
       },
     },
@@ -195,7 +195,7 @@ const fabric: AlertGroup = {
       description: 'Ports on {{ $labels.instance }} have had status "incomplete" for ' + T('attributionIncompleteFor') + ' because of: {{ $labels.reason }}. They export device series only; no job gets their traffic.',
       runbook: {
         means: 'The agent could not see everything it needs to name a port\'s sole job (fail-safe: no job series rather than a wrong one). The reason label says what was missing.',
-        check: 'The node\'s landing page or `slurm-otel explain --node` on the node lists each gap with its path; `ib_slurm_port_attribution{status="incomplete"}` shows which ports.',
+        check: 'The node\'s landing page (`http://HOST:9836/`) or `slurm-otel explain` on the node lists the gaps; `ib_slurm_port_attribution{status="incomplete"}` shows which ports.',
         act: '`fd tables unreadable` / `processes unreadable`: grant CAP_SYS_PTRACE (and hostPID in Kubernetes). `job ids unresolved`: make squeue reachable or check the SLUID lookup. `no Slurm job cgroups found`: point `--cgroup-root` at the real cgroup mount.',
       },
     },
@@ -377,9 +377,15 @@ export function renderAlertRules(): string {
   return HEADER + stringify({ groups }, { lineWidth: 0 });
 }
 
+/** The README's threshold table, and the counter sets the fabric alerts sum. */
 export function thresholdsTable(): string {
   const rows = Object.entries(THRESHOLDS).map(([name, t]) => `| \`${name}\` | ${t.value} | ${t.meaning} |`);
-  return ['| threshold | value | meaning |', '|---|---|---|', ...rows].join('\n');
+  const list = (names: readonly string[]): string => names.map((n) => `\`${n}\``).join(', ');
+  return [
+    '| threshold | value | meaning |', '|---|---|---|', ...rows, '',
+    `Physical-layer counters: ${list(PHYSICAL_COUNTERS)}.`,
+    `RDMA retransmission and sequence counters: ${list(RDMA_COUNTERS)}.`,
+  ].join('\n');
 }
 
 export function runbook(): string {
