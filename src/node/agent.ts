@@ -7,12 +7,17 @@ import type { WebConfig } from '../telemetry/webconfig.js';
 import { closeTelemetry, collectOnce, startAgent, type Collecting, type RunningAgent } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
 import { NodeCollector, type CollectorOptions, type Cycle } from './collector.js';
-import { attributionRows } from './explain.js';
+import { attributionRows, slurmCgroupsNote } from './explain.js';
 import { renderLanding } from './landing.js';
 import { NODE_SELF_METRICS } from './metrics.js';
+import type { NodeSnapshot } from './snapshot.js';
 import { squeueJobIds, squeueMetadata, type SqueueOptions } from './squeue.js';
+import { unreadableLine, type UnreadableProcess } from './unreadable.js';
 
 export const SCOPE = { name: 'slurm-otel/node', version: '0.1.0' };
+
+/** New unreadable processes logged one by one per cycle; the rest in one line. */
+const MAX_LOGGED_UNREADABLE = 5;
 
 export interface NodeAgentOptions {
   readonly collector: Omit<CollectorOptions, 'jobIdTable' | 'metadata'>;
@@ -43,6 +48,8 @@ export class NodeRunner implements Collecting {
   readonly self: SelfMonitor<typeof NODE_SELF_METRICS>;
   private readonly collector: NodeCollector;
   private readonly seen = new Set<string>();
+  private readonly loggedUnreadable = new Set<number>();
+  private foundSlurm: boolean | undefined;
   private lastCycle: Cycle | undefined;
   private landingPage: Body = htmlBody('<!doctype html><title>slurm-otel</title><p>No cycle has completed yet.</p>', 503);
 
@@ -77,6 +84,7 @@ export class NodeRunner implements Collecting {
     this.landingPage = htmlBody(renderLanding(attributionRows(c), {
       host: this.opts.resource.hostName, version: this.opts.resource.serviceVersion, atMs: c.snapshot.atMs,
       refreshSeconds: this.opts.collectionIntervalMs / 1000, gaps: c.snapshot.gaps,
+      slurmCgroups: slurmCgroupsNote(c.snapshot), unreadable: c.snapshot.unreadable,
     }));
     this.record(c);
     return c;
@@ -93,9 +101,35 @@ export class NodeRunner implements Collecting {
       this.once(`${p.source}/${p.kind}`, 'warn', { source: p.source, kind: p.kind, count: p.count, example: p.example }, 'read problems this cycle (logged once per kind; counted in ib_slurm_exporter_cycle_errors_total)');
     }
     if (!c.snapshot.hca.present) this.once('no-hca', 'warn', { sysfs: this.opts.collector.roots.sysfs }, 'no InfiniBand class in sysfs: no HCA on this node, exporting no device or job series');
-    if (c.snapshot.unreadablePids.length > 0) {
-      this.once('unreadable', 'warn', { count: c.snapshot.unreadablePids.length }, 'cannot read some /proc/<pid>/fd: run as root or with CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH; attribution is suppressed meanwhile');
+    this.logUnreadable(c.snapshot.unreadable);
+    this.logSlurmCgroups(c.snapshot);
+  }
+
+  /** Each unreadable process is logged when it appears (a few per cycle), not every cycle. */
+  private logUnreadable(list: readonly UnreadableProcess[]): void {
+    const now = new Set(list.map((u) => u.pid));
+    for (const pid of this.loggedUnreadable) if (!now.has(pid)) this.loggedUnreadable.delete(pid);
+    const fresh = list.filter((u) => !this.loggedUnreadable.has(u.pid));
+    for (const u of fresh.slice(0, MAX_LOGGED_UNREADABLE)) {
+      const fields = { pid: u.pid, comm: u.comm, cgroup: u.cgroup, errno: u.errno, scope: u.scope, effect: u.effect };
+      this.opts.logger[u.effect === 'ignored' ? 'info' : 'warn'](fields, unreadableLine(u));
     }
+    if (fresh.length > MAX_LOGGED_UNREADABLE) {
+      this.opts.logger.warn({ count: fresh.length - MAX_LOGGED_UNREADABLE }, 'more processes with unreadable fd tables: slurm-otel explain lists them all');
+    }
+    for (const u of fresh) this.loggedUnreadable.add(u.pid);
+  }
+
+  /** Warns when the cgroup root stops holding (or from the start holds no) Slurm hierarchy; once per change. */
+  private logSlurmCgroups(snap: NodeSnapshot): void {
+    const { found } = snap.slurmCgroups;
+    if (found === this.foundSlurm) return;
+    const before = this.foundSlurm;
+    this.foundSlurm = found;
+    const root = this.opts.collector.roots.cgroupfs;
+    const note = slurmCgroupsNote(snap);
+    if (note !== undefined) this.opts.logger.warn({ cgroupRoot: root, searched: snap.slurmCgroups.searched }, note);
+    else if (before === false) this.opts.logger.info({ cgroupRoot: root }, 'Slurm cgroup hierarchy found');
   }
 
   private once(key: string, level: 'warn' | 'info', fields: object, msg: string): void {

@@ -7,10 +7,13 @@ import { FdScanner } from './owners.js';
 import type { Roots } from './roots.js';
 import type { JobMetadataSource } from './squeue.js';
 import { takeSnapshot, type NodeSnapshot } from './snapshot.js';
+import type { UnreadablePolicy } from './unreadable.js';
 
 export interface CollectorOptions {
   readonly roots: Roots;
   readonly fdRescanIntervalMs: number;
+  /** What an unreadable fd table outside every job costs (default strict: every port). */
+  readonly unreadableProcesses?: UnreadablePolicy;
   readonly jobIdTable?: JobIdTable;
   /** Source of the optional user/account/partition labels on job series. */
   readonly metadata?: JobMetadataSource;
@@ -33,6 +36,7 @@ export class NodeCollector {
       fds: new FdScanner(opts.roots.procfs, opts.fdRescanIntervalMs),
       jobIds: new JobIdResolver(opts.roots.procfs, opts.jobIdTable),
       metadata: opts.metadata,
+      unreadable: opts.unreadableProcesses ?? 'strict',
     };
   }
 

@@ -27,8 +27,10 @@ export const NODE_METRICS = {
   jobProcesses: spec('gauge', 'ib_slurm_job_processes', '', ['job_id'], 'Processes in the job cgroups on this node, slurmstepd included.'),
   unresolvedAllocations: spec('gauge', 'ib_slurm_unresolved_allocations', '', [], 'Job cgroups whose job id could not be resolved (e.g. a SLUID with no stepd title): they get no job series.'),
   unattributedJobs: spec('gauge', 'ib_slurm_unattributed_jobs', '', [], 'Jobs holding at least one HCA port that is not attributed to them.'),
-  pidFdUnreadable: spec('gauge', 'ib_slurm_pid_fd_unreadable', '', [], 'Processes whose fd table could not be read this cycle; any makes every port incomplete.'),
-  cgroupLayout: spec('gauge', 'ib_slurm_cgroup_layout_info', '', ['layout', 'scope'], 'cgroup layouts found: v1, v2 or v2-sluid, and where; value is always 1.'),
+  unreadableProcesses: spec('gauge', 'ib_slurm_unreadable_processes', '', ['scope'],
+    'Processes whose fd table could not be read this cycle, in a Slurm job (scope job: that job and every port it could share are not attributed) or outside (scope outside: every port incomplete, or ignored with --unreadable-processes ignore-outside-jobs).'),
+  cgroupLayout: spec('gauge', 'ib_slurm_cgroup_layout_info', '', ['layout', 'scope'], 'cgroup layouts found: v1, v2 or v2-sluid, and where; value is always 1. Absent when no Slurm hierarchy is found.'),
+  cgroupFoundSlurm: spec('gauge', 'ib_slurm_cgroup_scan_found_slurm', '', [], '1 when the cgroup root holds a Slurm hierarchy (a v1 slurm* tree or a v2 *slurmstepd.scope), else 0: then no job can be seen.'),
 } as const;
 
 /** Self-monitoring, served on the monitoring endpoint. */

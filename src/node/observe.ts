@@ -103,7 +103,8 @@ function summaryFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
     { spec: M.deviceJobs, points: jobs },
     { spec: M.unresolvedAllocations, points: [{ attributes: {}, value: snap.allocations.filter((a) => a.jobId === undefined).length }] },
     { spec: M.unattributedJobs, points: [{ attributes: {}, value: unattributed.size }] },
-    { spec: M.pidFdUnreadable, points: [{ attributes: {}, value: snap.unreadablePids.length }] },
+    { spec: M.unreadableProcesses, points: (['job', 'outside'] as const).map((scope) => ({ attributes: { scope }, value: snap.unreadable.filter((u) => u.scope === scope).length })) },
     { spec: M.cgroupLayout, points: snap.scopes.map((s) => ({ attributes: { layout: s.layout, scope: s.scope }, value: 1 })) },
+    { spec: M.cgroupFoundSlurm, points: [{ attributes: {}, value: snap.slurmCgroups.found ? 1 : 0 }] },
   ];
 }

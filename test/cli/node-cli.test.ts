@@ -34,6 +34,8 @@ describe('slurm-otel node (command line)', () => {
     [['node', '--metrics-bind-address', 'nowhere'], /invalid bind address "nowhere"/],
     [['node', '--log-level', 'loud'], /"loud" is not one of debug, info, warn, error/],
     [['node', '--otlp-protocol', 'grpc'], /"grpc" is not one of http\/json, http\/protobuf/],
+    [['node', '--unreadable-processes', 'lax'], /'lax' is invalid. "lax" is not one of strict, ignore-outside-jobs/],
+    [['explain', '--unreadable-processes', 'ignore'], /"ignore" is not one of strict, ignore-outside-jobs/],
     [['frobnicate'], /unknown command 'frobnicate'/],
     [['node', '--once', '--web-config-file', '/nonexistent/web.yml'], /web config \/nonexistent\/web.yml: ENOENT/],
   ])('%j → exit 2 with a message naming the problem', (args, message) => {
@@ -46,6 +48,9 @@ describe('slurm-otel node (command line)', () => {
     const bad = cli(['node', '--once'], { IB_SLURM_EXPORTER_COLLECTION_INTERVAL: 'soon' });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/from env 'IB_SLURM_EXPORTER_COLLECTION_INTERVAL'/);
+    const badPolicy = cli(['node', '--once'], { IB_SLURM_EXPORTER_UNREADABLE_PROCESSES: 'none' });
+    expect(badPolicy.code).toBe(2);
+    expect(badPolicy.stderr).toMatch(/from env 'IB_SLURM_EXPORTER_UNREADABLE_PROCESSES' is invalid. "none" is not one of strict, ignore-outside-jobs/);
     const roots = rootArgs();
     const env = { IB_SLURM_EXPORTER_SYSFS_ROOT: '/nonexistent', IB_SLURM_EXPORTER_LOG_LEVEL: 'error' };
     const flagWins = cli(['node', '--once', ...roots], env);

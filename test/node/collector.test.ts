@@ -97,12 +97,12 @@ describe('node collector on the demo node', () => {
     expect(points(c, NODE_METRICS.jobCounters.name)).toEqual([]);
   });
 
-  it('suppresses every port when any fd table is unreadable, and says how many', () => {
+  it('suppresses every port when an fd table outside the jobs is unreadable (strict), and says how many', () => {
     const { roots, collector } = demo();
     deny(path.join(roots.procfs, '900', 'fd'));
     const c = asUnprivileged(() => collector.cycle(1000));
     expect(c.attribution.verdicts.every((v) => v.status === 'incomplete')).toBe(true);
-    expect(value(c, NODE_METRICS.pidFdUnreadable.name, {})).toBe(1);
+    expect(value(c, NODE_METRICS.unreadableProcesses.name, { scope: 'outside' })).toBe(1);
     expect(points(c, NODE_METRICS.deviceCounters.name).length).toBeGreaterThan(0);
   });
 
