@@ -67,7 +67,6 @@ const rate = (selector: string): string => `rate(${selector}[${T('rateWindow')}]
 
 const INCOMPLETE = 'max by (job, instance) (ib_slurm_port_attribution{status="incomplete"}) == 1';
 const REASONS = [
-  'label_replace(ib_slurm_pid_fd_unreadable > 0, "reason", "fd tables unreadable", "", "")',
   'label_replace(ib_slurm_unreadable_processes > 0, "reason", "processes unreadable ($1)", "scope", "(.+)")',
   'label_replace(ib_slurm_unresolved_allocations > 0, "reason", "job ids unresolved", "", "")',
   'label_replace(ib_slurm_cgroup_scan_found_slurm == 0, "reason", "no Slurm job cgroups found", "", "")',
@@ -188,7 +187,7 @@ const fabric: AlertGroup = {
   rules: [
     {
       alert: 'IbAttributionIncomplete',
-      expr: `max by (job, instance, reason) (\n  ${REASONS.join('\n  or ')}\n)\n* on (job, instance) group_left () (${INCOMPLETE})\nor label_replace(\n  (${INCOMPLETE})\n  unless on (job, instance) (ib_slurm_pid_fd_unreadable > 0 or ib_slurm_unreadable_processes > 0 or ib_slurm_unresolved_allocations > 0 or ib_slurm_cgroup_scan_found_slurm == 0),\n  "reason", "other gap (see the node's landing page)", "", ""\n)`,
+      expr: `max by (job, instance, reason) (\n  ${REASONS.join('\n  or ')}\n)\n* on (job, instance) group_left () (${INCOMPLETE})\nor label_replace(\n  (${INCOMPLETE})\n  unless on (job, instance) (ib_slurm_unreadable_processes > 0 or ib_slurm_unresolved_allocations > 0 or ib_slurm_cgroup_scan_found_slurm == 0),\n  "reason", "other gap (see the node's landing page)", "", ""\n)`,
       for: 'attributionIncompleteFor',
       severity: 'warning',
       summary: 'node {{ $labels.instance }}: job attribution incomplete ({{ $labels.reason }})',
@@ -196,7 +195,7 @@ const fabric: AlertGroup = {
       runbook: {
         means: 'The agent could not see everything it needs to name a port\'s sole job (fail-safe: no job series rather than a wrong one). The reason label says what was missing.',
         check: 'The node\'s landing page (`http://HOST:9836/`) or `slurm-otel explain` on the node lists the gaps; `ib_slurm_port_attribution{status="incomplete"}` shows which ports.',
-        act: '`fd tables unreadable` / `processes unreadable`: grant CAP_SYS_PTRACE (and hostPID in Kubernetes). `job ids unresolved`: make squeue reachable or check the SLUID lookup. `no Slurm job cgroups found`: point `--cgroup-root` at the real cgroup mount.',
+        act: '`processes unreadable (job)` or `(outside)`: grant CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (and hostPID in Kubernetes); if the unreadable processes outside jobs never hold an HCA, `--unreadable-processes ignore-outside-jobs` stops them suppressing attribution. `job ids unresolved`: make squeue reachable or check the SLUID lookup. `no Slurm job cgroups found`: point `--cgroup-root` at the real cgroup mount.',
       },
     },
     {
