@@ -5,7 +5,7 @@ import type { LogFormat } from '../log.js';
 import { runNodeOnce, startNodeAgent, type NodeAgentOptions } from '../node/agent.js';
 import { DEFAULT_ROOTS } from '../node/roots.js';
 import { UNREADABLE_POLICIES, type UnreadablePolicy } from '../node/unreadable.js';
-import { waitForSignal } from './common.js';
+import { CollectionIncomplete, waitForSignal } from './common.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
 import type { Env } from './otel.js';
 import { oneOf, parseDuration, positiveDuration } from './values.js';
@@ -80,7 +80,9 @@ export function nodeCommand(env: Env): Command {
     .action(async (f: NodeFlags) => {
       const opts = nodeAgentOptions(f, env);
       if (f.once) {
-        process.stdout.write(await runNodeOnce(opts));
+        const once = await runNodeOnce(opts);
+        if (once.failed !== undefined) throw new CollectionIncomplete(`collection failed: ${once.failed}`);
+        process.stdout.write(once.text);
         return;
       }
       const agent = await startNodeAgent(opts);

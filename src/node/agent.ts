@@ -11,7 +11,7 @@ import { attributionRows, slurmCgroupsNote } from './explain.js';
 import { renderLanding } from './landing.js';
 import { NODE_SELF_METRICS } from './metrics.js';
 import type { NodeSnapshot } from './snapshot.js';
-import { squeueJobIds, squeueMetadata, type SqueueOptions } from './squeue.js';
+import { squeueJobIds, squeueMetadata, type SqueueOptions, type Stoppable } from './squeue.js';
 import { unreadableLine, type UnreadableProcess } from './unreadable.js';
 
 export const SCOPE = { name: 'slurm-otel/node', version: '0.1.0' };
@@ -47,6 +47,7 @@ export class NodeRunner implements Collecting {
   readonly pipeline: Pipeline;
   readonly self: SelfMonitor<typeof NODE_SELF_METRICS>;
   private readonly collector: NodeCollector;
+  private readonly background: readonly Stoppable[];
   private readonly seen = new Set<string>();
   private readonly loggedUnreadable = new Set<number>();
   private foundSlurm: boolean | undefined;
@@ -66,6 +67,7 @@ export class NodeRunner implements Collecting {
     const onError = () => this.self.m.cycleErrors.record(1, { source: 'jobid', kind: 'io' });
     const jobIdTable = opts.squeue ? squeueJobIds({ ...opts.squeue, logger, onError }) : undefined;
     const metadata = opts.jobMetadata ? squeueMetadata({ ...opts.jobMetadata, logger, onError }) : undefined;
+    this.background = [jobIdTable, metadata].filter((b): b is NonNullable<typeof b> => b !== undefined);
     this.collector = new NodeCollector({ ...opts.collector, jobIdTable, metadata });
   }
 
@@ -79,6 +81,11 @@ export class NodeRunner implements Collecting {
 
   async cycle(): Promise<Cycle> {
     const c = this.collector.cycle();
+    if (c.failed !== undefined) {
+      this.recordFailure(c, c.failed);
+      return c;
+    }
+    this.seen.delete('cycle-failed');
     await this.pipeline.publish(c.families, c.snapshot.atMs);
     this.lastCycle = c;
     this.landingPage = htmlBody(renderLanding(attributionRows(c), {
@@ -91,18 +98,28 @@ export class NodeRunner implements Collecting {
   }
 
   private record(c: Cycle): void {
+    this.self.m.seriesExported.record(this.pipeline.producer.size);
+    this.recordRun(c);
+    if (!c.snapshot.hca.present) this.once('no-hca', 'warn', { sysfs: this.opts.collector.roots.sysfs }, 'no InfiniBand class in sysfs: no HCA on this node, exporting no device or job series');
+    this.logUnreadable(c.snapshot.unreadable);
+    this.logSlurmCgroups(c.snapshot);
+  }
+
+  /** A cycle whose reading cannot stand for the node: counted and logged, the last good data stays published. */
+  private recordFailure(c: Cycle, why: string): void {
+    this.recordRun(c);
+    this.once('cycle-failed', 'warn', { reason: why }, 'cycle failed; keeping the last published data and the job counters (logged once until a cycle succeeds)');
+  }
+
+  private recordRun(c: Cycle): void {
     const { m } = this.self;
     m.cycles.record(1);
     m.cycleDuration.record(c.durationMs / 1000);
-    m.seriesExported.record(this.pipeline.producer.size);
     m.fdLinksRead.record(c.snapshot.stats.fdLinksRead);
     for (const p of c.snapshot.problems) {
       m.cycleErrors.record(p.count, { source: p.source, kind: p.kind });
       this.once(`${p.source}/${p.kind}`, 'warn', { source: p.source, kind: p.kind, count: p.count, example: p.example }, 'read problems this cycle (logged once per kind; counted in ib_slurm_exporter_cycle_errors_total)');
     }
-    if (!c.snapshot.hca.present) this.once('no-hca', 'warn', { sysfs: this.opts.collector.roots.sysfs }, 'no InfiniBand class in sysfs: no HCA on this node, exporting no device or job series');
-    this.logUnreadable(c.snapshot.unreadable);
-    this.logSlurmCgroups(c.snapshot);
   }
 
   /** Each unreadable process is logged when it appears (a few per cycle), not every cycle. */
@@ -150,7 +167,13 @@ export class NodeRunner implements Collecting {
     return this.self.exposition();
   }
 
+  /** Kills squeue runs in flight (and whatever they started). */
+  abort(): void {
+    for (const b of this.background) b.stop();
+  }
+
   shutdown(): Promise<void> {
+    this.abort();
     return closeTelemetry(this.pipeline, this.self);
   }
 }
@@ -171,7 +194,8 @@ export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent>
   return { ...running, last: () => runner.last, cycleNow: () => runner.cycle() };
 }
 
-/** `slurm-otel node --once`: one cycle, rendered through the same producer and serializer. */
-export async function runNodeOnce(opts: NodeAgentOptions): Promise<string> {
-  return (await collectOnce(new NodeRunner({ ...opts, otlp: undefined }))).text;
+/** `slurm-otel node --once`: one cycle, rendered through the same producer and serializer; `failed` says why there is none. */
+export async function runNodeOnce(opts: NodeAgentOptions): Promise<{ readonly text: string; readonly failed?: string }> {
+  const { text, result } = await collectOnce(new NodeRunner({ ...opts, otlp: undefined }));
+  return result.failed === undefined ? { text } : { text, failed: result.failed };
 }

@@ -4,7 +4,8 @@
  * A job gets series on a (device, port) only when it is the only holder of
  * the device and the agent saw everything; any doubt suppresses and says why.
  * Job counters start at 0 when the job becomes the sole user and add only the
- * increases seen between consecutive cycles in which it stayed sole user.
+ * increases seen while it stayed sole user: a counter missing from a few readings
+ * meanwhile is compared with the last value seen, so its increase is not lost.
  */
 import { saturated, WRAPS_32 } from './hca.js';
 import type { JobAllocation, NodeSnapshot } from './snapshot.js';
@@ -33,7 +34,10 @@ export interface JobSeries {
   readonly port: string;
   readonly startMs: number;
   readonly values: ReadonlyMap<string, bigint>;
-  /** Raw readings at the last cycle the job was sole user; absent while suppressed. */
+  /**
+   * Last raw value seen of each counter since the job last became sole user; absent after a
+   * cycle it was not (what the port counted meanwhile belongs to no one job).
+   */
   readonly last?: ReadonlyMap<string, bigint>;
 }
 
@@ -130,12 +134,15 @@ function accumulate(snap: NodeSnapshot, verdicts: readonly PortVerdict[], prev: 
 
 function advance(s: JobSeries, raw: ReadonlyMap<string, bigint>): JobSeries {
   const values = new Map(s.values);
+  // Counters missing from this reading keep their last value seen.
+  const last = new Map(s.last ?? []);
   for (const [name, cur] of raw) {
     const before = s.last?.get(name);
     const add = before === undefined ? 0n : increase(name, before, cur);
     values.set(name, (values.get(name) ?? 0n) + add);
+    last.set(name, cur);
   }
-  return { ...s, values, last: raw };
+  return { ...s, values, last };
 }
 
 function zeroes(raw: ReadonlyMap<string, bigint>): Map<string, bigint> {
@@ -164,8 +171,10 @@ function portCounters(snap: NodeSnapshot): Map<string, ReadonlyMap<string, bigin
 
 function deviceStarts(snap: NodeSnapshot, prev: AttributionState['deviceStarts']): Map<string, { startMs: number; last: bigint }> {
   const next = new Map<string, { startMs: number; last: bigint }>();
+  const ports = new Set<string>();
   for (const hca of snap.hca.hcas) {
     for (const p of hca.ports) {
+      ports.add(`${hca.device} ${p.port}`);
       for (const [name, value] of p.counters) {
         const key = `${hca.device} ${p.port} ${name}`;
         const before = prev.get(key);
@@ -173,5 +182,7 @@ function deviceStarts(snap: NodeSnapshot, prev: AttributionState['deviceStarts']
       }
     }
   }
+  // A counter missing from a few readings of a port that is still there has not restarted.
+  for (const [key, v] of prev) if (!next.has(key) && ports.has(key.slice(0, key.lastIndexOf(' ')))) next.set(key, v);
   return next;
 }

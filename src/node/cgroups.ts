@@ -3,7 +3,7 @@
  * (REFERENCE.md §1): v1 per-controller trees, v2 `job_<id>` directories and
  * 26.05's bare SLUID directories, under any slice and scope name.
  */
-import { join, listSubdirs, readSmall, type Read } from './roots.js';
+import { join, LIST_LIMIT, listSubdirs, readSmall, type Read } from './roots.js';
 import type { Problems } from './problems.js';
 
 export type Layout = 'v1' | 'v2' | 'v2-sluid';
@@ -189,7 +189,7 @@ function newAllocation(key: string, id: string, idKind: IdKind, layout: Layout, 
 /** Reads cgroup.procs at every level below the job: processes live in leaves, not at the job level. */
 function walkJob(dir: string, rel: string[], alloc: MutableAllocation, problems: Problems): void {
   const procsPath = join(dir, 'cgroup.procs');
-  const procs = readSmall(procsPath);
+  const procs = readSmall(procsPath, { limit: LIST_LIMIT });
   if (!procs.ok) noteGap(procs, `job ${alloc.id}`, alloc.gaps, problems);
   else {
     alloc.procsFiles.push(procsPath);
@@ -217,7 +217,7 @@ export function parsePids(text: string): number[] {
 /** Re-reads an allocation's cgroup.procs: true when `pid` is no longer listed (it exited). */
 export function pidLeft(alloc: Allocation, pid: number): boolean {
   for (const file of alloc.procsFiles) {
-    const r = readSmall(file);
+    const r = readSmall(file, { limit: LIST_LIMIT });
     if (r.ok && parsePids(r.value).includes(pid)) return false;
   }
   return true;

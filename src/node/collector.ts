@@ -24,6 +24,11 @@ export interface Cycle {
   readonly attribution: Attribution;
   readonly families: Family[];
   readonly durationMs: number;
+  /**
+   * Why this reading cannot stand for the node (sysfs unlistable, out of file descriptors):
+   * then it has no families, the attribution state is left as it was, and nothing is published.
+   */
+  readonly failed?: string;
 }
 
 export class NodeCollector {
@@ -43,6 +48,10 @@ export class NodeCollector {
   cycle(nowMs: number = Date.now()): Cycle {
     const t0 = performance.now();
     const snapshot = takeSnapshot(this.readers, nowMs);
+    const failed = snapshot.hca.failure;
+    if (failed !== undefined) {
+      return { snapshot, attribution: { verdicts: [], state: this.state }, families: [], durationMs: performance.now() - t0, failed };
+    }
     const attribution = attribute(snapshot, this.state);
     this.state = attribution.state;
     const families = observe(snapshot, attribution);

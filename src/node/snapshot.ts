@@ -104,7 +104,7 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
   const holderNames = new Map<number, string>();
   for (const pids of owners.holders.values()) {
     for (const pid of pids) {
-      const comm = readSmall(join(roots.procfs, String(pid), 'comm'));
+      const comm = readSmall(join(roots.procfs, String(pid), 'comm'), { utf8: true });
       if (comm.ok) holderNames.set(pid, comm.value.trim());
     }
   }

@@ -12,7 +12,7 @@
  */
 import { inSlurmJob } from './cgroups.js';
 import type { UnreadableFds } from './owners.js';
-import { join, readSmall, type Read } from './roots.js';
+import { join, LIST_LIMIT, readSmall, type Read } from './roots.js';
 
 export type UnreadablePolicy = 'strict' | 'ignore-outside-jobs';
 export const UNREADABLE_POLICIES: readonly UnreadablePolicy[] = ['strict', 'ignore-outside-jobs'];
@@ -47,7 +47,7 @@ const CAP_DAC_READ_SEARCH = 2n;
 const CAP_SYS_PTRACE = 19n;
 
 export function readPrivileges(procfs: string): Privileges | undefined {
-  const status = readSmall(join(procfs, 'self', 'status'));
+  const status = readSmall(join(procfs, 'self', 'status'), { limit: LIST_LIMIT });
   if (!status.ok) return undefined;
   const uid = /^Uid:\s+\d+\s+(\d+)/m.exec(status.value)?.[1];
   const capEff = /^CapEff:\s+([0-9a-fA-F]{1,16})\s*$/m.exec(status.value)?.[1];
@@ -69,7 +69,7 @@ export function classifyUnreadable(procfs: string, fds: readonly UnreadableFds[]
   const out: UnreadableProcess[] = [];
   for (const { pid, errno } of fds) {
     const dir = join(procfs, String(pid));
-    const cg = readSmall(join(dir, 'cgroup'));
+    const cg = readSmall(join(dir, 'cgroup'), { limit: LIST_LIMIT });
     // Exited since its fd table was tried: it holds nothing now.
     if (!cg.ok && gone(readSmall(join(dir, 'stat')))) continue;
     const paths = cg.ok ? cgroupLines(cg.value) : [];
@@ -77,7 +77,7 @@ export function classifyUnreadable(procfs: string, fds: readonly UnreadableFds[]
     const inJob = job !== undefined || paths.some((l) => inSlurmJob(l.path));
     // Outside is trusted only when its cgroup says so; a job the scan did not see costs every port.
     const effect: UnreadableEffect = job ? 'job' : !inJob && cg.ok && policy === 'ignore-outside-jobs' ? 'ignored' : 'node';
-    const comm = readSmall(join(dir, 'comm'));
+    const comm = readSmall(join(dir, 'comm'), { utf8: true });
     out.push({
       pid, errno, effect,
       comm: comm.ok ? comm.value.trim() : '?',

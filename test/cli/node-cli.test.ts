@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
@@ -65,6 +66,20 @@ describe('slurm-otel node (command line)', () => {
     const r = cli(['node', '--once'], { OTEL_RESOURCE_ATTRIBUTES: 'novalue' });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/OTEL_RESOURCE_ATTRIBUTES/);
+  });
+
+  it.runIf(process.geteuid?.() === 0)('--once and explain exit 1 naming the reason when class/infiniband cannot be listed', () => {
+    const args = rootArgs();
+    const sysfs = args[1] as string;
+    fs.chmodSync(path.join(sysfs, 'class/infiniband'), 0o000);
+    // As nobody, so that mode 000 really denies: a real EACCES from the kernel.
+    const asNobody = { encoding: 'utf8' as const, env: { PATH: process.env.PATH ?? '' }, timeout: 20_000, uid: 65534, gid: 65534 };
+    for (const cmd of [['node', '--once', '--log-level', 'error'], ['explain']]) {
+      const r = spawnSync(process.execPath, [BIN, ...cmd, ...args], asNobody);
+      expect(r.status, cmd[0]).toBe(1);
+      expect(r.stderr).toMatch(/^slurm-otel: collection failed: cannot list .*class\/infiniband: .*EACCES\n$/);
+      expect(r.stdout).toBe('');
+    }
   });
 
   it('--help lists every option with its environment variable and default', () => {

@@ -129,6 +129,28 @@ describe('job counters', () => {
     expect(value(st[2] as AttributionState, 'symbol_error')).toBe(0n);
   });
 
+  it('credits the increase made while a counter was missing from a few readings, the job staying sole', () => {
+    const st = run([
+      { counters: { port_xmit_data: 10n, packet_seq_err: 1n } },
+      { counters: { port_xmit_data: 20n } },
+      { counters: { port_xmit_data: 30n } },
+      { counters: { port_xmit_data: 40n, packet_seq_err: 9n } },
+    ]);
+    expect(st.map((s) => value(s, 'packet_seq_err'))).toEqual([0n, 0n, 0n, 8n]);
+    expect(value(st[3] as AttributionState, 'port_xmit_data')).toBe(30n);
+  });
+
+  it('credits nothing for a counter gap during which the job was not sole', () => {
+    const st = run([
+      { counters: { packet_seq_err: 1n } },
+      { counters: {} },
+      { counters: {}, sole: false },
+      { counters: { packet_seq_err: 9n } },
+      { counters: { packet_seq_err: 10n } },
+    ]);
+    expect(st.map((s) => value(s, 'packet_seq_err'))).toEqual([0n, 0n, 0n, 0n, 1n]);
+  });
+
   it('frees the state of a job that ended', () => {
     const st = run([{ counters: { port_xmit_data: 1n } }, { counters: { port_xmit_data: 2n }, alive: false }]);
     expect(st[1]?.jobs.size).toBe(0);
@@ -166,5 +188,12 @@ describe('device counter start times', () => {
     const s2 = attribute(snap({ counters: { mlx5_0: { port_xmit_data: 9n } }, atMs: 2000 }), s1).state;
     const s3 = attribute(snap({ counters: { mlx5_0: { port_xmit_data: 1n } }, atMs: 3000 }), s2).state;
     expect([s1, s2, s3].map((s) => s.deviceStarts.get('mlx5_0 1 port_xmit_data')?.startMs)).toEqual([1000, 1000, 3000]);
+  });
+
+  it('keeps the start time of a counter missing from a reading while its port is still there', () => {
+    const s1 = attribute(snap({ counters: { mlx5_0: { port_xmit_data: 5n } }, atMs: 1000 }), EMPTY_STATE).state;
+    const s2 = attribute(snap({ counters: { mlx5_0: {} }, atMs: 2000 }), s1).state;
+    const s3 = attribute(snap({ counters: { mlx5_0: { port_xmit_data: 9n } }, atMs: 3000 }), s2).state;
+    expect([s1, s2, s3].map((s) => s.deviceStarts.get('mlx5_0 1 port_xmit_data')?.startMs)).toEqual([1000, 1000, 1000]);
   });
 });
