@@ -207,7 +207,7 @@ const fabric: AlertGroup = {
       description: 'Port {{ $labels.port }} of {{ $labels.device }} on {{ $labels.instance }} has not been ACTIVE for ' + T('portDownFor') + '.',
       runbook: {
         means: 'The port lost its link or was never brought up: jobs on that node lose (or never get) fabric bandwidth through it.',
-        check: '`ibstat` / `ibv_devinfo` on the node (state, physical state); the switch port; `ib_slurm_device_counters_total{counter="link_downed"}`.',
+        check: '`ib_slurm_device_port_physical_state` of the port (2: Polling, no cable or no peer; 3: Disabled; 5: LinkUp but not ACTIVE, a subnet manager problem); `ibstat` on the node; the switch port; `ib_slurm_device_counters_total{counter="link_downed"}`.',
         act: 'Reseat or replace the cable or transceiver; drain the node (`scontrol update nodename=... state=drain reason="IB port down"`) until it is fixed. A port that is never cabled should be left out with relabeling or silenced.',
       },
     },
