@@ -83,7 +83,7 @@ export function addClusterOptions(cmd: Command, d: ClusterDefaults = CLUSTER_DEF
 export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOptions {
   const settings = exportSettings(f, env, { serviceName: 'slurm-otel-cluster', hostName: os.hostname(), attributes: { 'slurm.cluster': f.clusterName } });
   const tokenSource = buildTokenSource(f, env, settings.logger);
-  const client = new SlurmClient({
+  const client = slurmClient({
     server: f.slurmApiServer,
     tokenSource,
     apiVersion: f.slurmApiVersion,
@@ -102,6 +102,15 @@ export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOpti
     serverLabel: withoutCredentials(f.slurmApiServer),
     close: () => client.close(),
   };
+}
+
+/** The client's own checks (a server URL with credentials, a bad protocol) are configuration errors. */
+function slurmClient(o: ConstructorParameters<typeof SlurmClient>[0]): SlurmClient {
+  try {
+    return new SlurmClient(o);
+  } catch (err) {
+    throw new ConfigError(`--slurm-api-server: ${(err as Error).message}`);
+  }
 }
 
 /** A server address fit for a web page: any user:password@ is dropped. */
