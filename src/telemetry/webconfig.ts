@@ -103,6 +103,12 @@ export interface BasicAuthOptions {
 
 export type AuthVerdict = 'ok' | 'denied' | 'limited';
 
+/**
+ * Comparisons queued for the worker at most; beyond, clients are told to retry later. Many
+ * addresses guessing at once would otherwise queue minutes of bcrypt.
+ */
+const MAX_PENDING_CHECKS = 32;
+
 /** Client addresses tracked for failures at most; beyond, the oldest are forgotten. */
 const MAX_TRACKED_CLIENTS = 10_000;
 
@@ -114,7 +120,8 @@ const MAX_TRACKED_CLIENTS = 10_000;
  *   15 s pays bcrypt once;
  * - an unknown user is compared with a dummy hash of the same cost, so the answer takes as long
  *   as for a known user and does not tell which names exist;
- * - a client address with too many failures in a window is answered 429 without a comparison.
+ * - a client address with too many failures in a window is answered 429 without a comparison, and
+ *   so is everyone not yet verified while MAX_PENDING_CHECKS comparisons are queued.
  */
 export class BasicAuth {
   private readonly verified = new Map<string, Buffer>();
@@ -153,7 +160,7 @@ export class BasicAuth {
     const digest = createHash('sha256').update(`${creds.user}\0${creds.password}\0${hash ?? ''}`).digest();
     const known = this.verified.get(creds.user);
     if (hash !== undefined && known && timingSafeEqual(known, digest)) return 'ok';
-    if (this.limited(client)) return 'limited';
+    if (this.limited(client) || pending.size >= MAX_PENDING_CHECKS) return 'limited';
     const match = await this.verify(creds.password, hash ?? this.dummyHash);
     if (match && hash !== undefined) {
       this.verified.set(creds.user, digest);
@@ -218,16 +225,18 @@ let worker: Worker | undefined;
 let nextId = 0;
 const pending = new Map<number, (ok: boolean) => void>();
 
-/** One shared worker, started on first use; it does not keep the process alive. */
+/** One shared worker, started on first use; it keeps the process alive only while a comparison is pending. */
 function bcryptWorker(): Worker {
   if (worker) return worker;
   const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { bcrypt: createRequire(import.meta.url).resolve('bcryptjs') } });
-  w.unref();
   w.on('message', ({ id, ok }: { id: number; ok: boolean }) => {
     pending.get(id)?.(ok);
     pending.delete(id);
+    if (pending.size === 0) w.unref();
   });
-  // A dead worker fails the checks waiting on it (denied) and is replaced on the next one.
+  // A dead worker fails the checks waiting on it (denied) and is replaced on the next one; its
+  // error is not the agent's to die of.
+  w.on('error', () => undefined);
   w.on('exit', () => {
     if (worker === w) worker = undefined;
     for (const done of pending.values()) done(false);
@@ -241,5 +250,7 @@ export const verifyOnWorker: PasswordVerifier = (password, hash) =>
   new Promise((resolve) => {
     const id = nextId++;
     pending.set(id, resolve);
-    bcryptWorker().postMessage({ id, password, hash });
+    const w = bcryptWorker();
+    w.ref();
+    w.postMessage({ id, password, hash });
   });

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
+import net from 'node:net';
 import path from 'node:path';
 import bcrypt from 'bcryptjs';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -49,6 +50,18 @@ describe.runIf(shouldRun(openssl))('web config: TLS and basic auth', () => {
     expect(await get(`${endpoint.url}/metrics`, ca)).toMatchObject({ status: 401 });
     // A client that does not trust the certificate refuses the connection.
     await expect(get(`${endpoint.url}/metrics`, undefined, 'prom:s3cret')).rejects.toThrow(/self[- ]signed/i);
+  });
+
+  it('closes a connection that never starts its TLS handshake', async () => {
+    const dir = tmpDir();
+    selfSigned(dir);
+    fs.writeFileSync(path.join(dir, 'web.yml'), 'tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n');
+    const limits = { headersTimeoutMs: 300, requestTimeoutMs: 600, writeTimeoutMs: 500, keepAliveTimeoutMs: 300, idleTimeoutMs: 500, maxConnections: 64 };
+    endpoint = await serve({ host: '127.0.0.1', port: 0 }, { '/metrics': () => textBody('up 1\n') }, undefined, loadWebConfig(path.join(dir, 'web.yml')), limits);
+    const socket = net.connect(endpoint.port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    await new Promise((resolve) => socket.once('close', resolve));
+    expect(await endpoint.connections()).toBe(0);
   });
 });
 
@@ -137,6 +150,14 @@ describe('basic auth under attack', () => {
     expect(await auth.check(h('u:pw'), '10.0.0.1')).toBe('ok');
     now = 60_000;
     expect(await auth.check(h('u:guess10'), '10.0.0.1')).toBe('denied');
+  });
+
+  it('queues at most 32 comparisons for the worker; later clients are told to retry', async () => {
+    const auth = new BasicAuth(new Map([['u', bcrypt.hashSync('pw', 4)]]));
+    const verdicts = await Promise.all(Array.from({ length: 40 }, (_, i) => auth.check(h(`u:guess${i}`), `10.0.1.${i}`)));
+    expect(verdicts.filter((v) => v === 'denied')).toHaveLength(32);
+    expect(verdicts.filter((v) => v === 'limited')).toHaveLength(8);
+    expect(await auth.check(h('u:pw'), '10.0.2.1')).toBe('ok');
   });
 
   it('serves 429 to a client guessing passwords', async () => {
