@@ -10,7 +10,7 @@ import { keyFileSigner, noAuth, scontrolToken, staticToken, tokenFile, type Toke
 import { kubernetesSecretSigner } from '../cluster/api/auth-kubernetes.js';
 import { runClusterOnce, startClusterAgent, type ClusterAgentOptions } from '../cluster/agent.js';
 import type { JobSource } from '../cluster/fetchers.js';
-import type { Logger } from '../log.js';
+import { redactUrl, type Logger } from '../log.js';
 import { CollectionIncomplete, ConfigError, waitForSignal } from './common.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
 import type { Env } from './otel.js';
@@ -99,7 +99,7 @@ export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOpti
     source: { api: client, jobSource: f.jobSource, accountingLookbackMs: f.accountingJobsLookback, clusterName: f.clusterName },
     collectionIntervalMs: f.collectionInterval,
     maxInflight: f.maxCollectorInflight,
-    serverLabel: withoutCredentials(f.slurmApiServer),
+    serverLabel: redactUrl(f.slurmApiServer),
     close: () => client.close(),
   };
 }
@@ -111,11 +111,6 @@ function slurmClient(o: ConstructorParameters<typeof SlurmClient>[0]): SlurmClie
   } catch (err) {
     throw new ConfigError(`--slurm-api-server: ${(err as Error).message}`);
   }
-}
-
-/** A server address fit for a web page: any user:password@ is dropped. */
-function withoutCredentials(server: string): string {
-  return server.replace(/^([a-z]+:\/\/)[^/@]*@/i, '$1');
 }
 
 function readFile(path: string, what: string): Buffer {
