@@ -13,7 +13,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { gunzip, gzipSync } from 'node:zlib';
 import { redactSecrets } from '../log.js';
-import { BasicAuth, type TlsFiles, type WebConfig } from './webconfig.js';
+import { BasicAuth, type AuthVerdict, type TlsFiles, type WebConfig } from './webconfig.js';
 
 export interface Body {
   readonly contentType: string;
@@ -90,9 +90,10 @@ export async function serve(
   const auth = new BasicAuth(security.users, security.auth);
   const listener = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     boundWrite(res, limits.writeTimeoutMs);
-    void auth.check(req.headers.authorization, req.socket.remoteAddress ?? '').then((verdict) => {
-      if (verdict === 'ok') return handle(routes, req, res, onRequest);
-      if (verdict === 'limited') res.writeHead(429, { 'retry-after': String(Math.ceil(auth.retryAfterMs / 1000)), 'content-type': 'text/plain' }).end('too many failed logins\n');
+    const verdict = auth.check(req.headers.authorization, req.socket.remoteAddress ?? '').catch((): AuthVerdict => 'denied');
+    void verdict.then((v) => {
+      if (v === 'ok') return handle(routes, req, res, onRequest);
+      if (v === 'limited') res.writeHead(429, { 'retry-after': String(Math.ceil(auth.retryAfterMs / 1000)), 'content-type': 'text/plain' }).end('too many login attempts; retry later\n');
       else res.writeHead(401, { 'www-authenticate': 'Basic realm="slurm-otel"', 'content-type': 'text/plain' }).end('unauthorized\n');
     });
   };
