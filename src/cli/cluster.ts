@@ -10,7 +10,7 @@ import { keyFileSigner, noAuth, scontrolToken, staticToken, tokenFile, type Toke
 import { kubernetesSecretSigner } from '../cluster/api/auth-kubernetes.js';
 import { runClusterOnce, startClusterAgent, type ClusterAgentOptions } from '../cluster/agent.js';
 import type { JobSource } from '../cluster/fetchers.js';
-import type { Logger } from '../log.js';
+import { redactUrl, type Logger } from '../log.js';
 import { CollectionIncomplete, ConfigError, waitForSignal } from './common.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
 import type { Env } from './otel.js';
@@ -100,7 +100,7 @@ export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOpti
   const lookbackMs = accountingLookbackMs(f);
   const settings = exportSettings(f, env, { serviceName: 'slurm-otel-cluster', hostName: os.hostname(), attributes: { 'slurm.cluster': f.clusterName } });
   const tokenSource = buildTokenSource(f, env, settings.logger);
-  const client = new SlurmClient({
+  const client = slurmClient({
     server: f.slurmApiServer,
     tokenSource,
     apiVersion: f.slurmApiVersion,
@@ -116,14 +116,18 @@ export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOpti
     source: { api: client, jobSource: f.jobSource, accountingLookbackMs: lookbackMs ?? 0, clusterName: f.clusterName },
     collectionIntervalMs: f.collectionInterval,
     maxInflight: f.maxCollectorInflight,
-    serverLabel: withoutCredentials(f.slurmApiServer),
+    serverLabel: redactUrl(f.slurmApiServer),
     close: () => client.close(),
   };
 }
 
-/** A server address fit for a web page: any user:password@ is dropped. */
-function withoutCredentials(server: string): string {
-  return server.replace(/^([a-z]+:\/\/)[^/@]*@/i, '$1');
+/** The client's own checks (a server URL with credentials, a bad protocol) are configuration errors. */
+function slurmClient(o: ConstructorParameters<typeof SlurmClient>[0]): SlurmClient {
+  try {
+    return new SlurmClient(o);
+  } catch (err) {
+    throw new ConfigError(`--slurm-api-server: ${(err as Error).message}`);
+  }
 }
 
 function readFile(path: string, what: string): Buffer {

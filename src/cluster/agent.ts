@@ -23,7 +23,7 @@ export const SCOPE = { name: 'slurm-otel/cluster', version: '0.1.0' };
 
 export interface ClusterAgentOptions {
   /** Where data comes from: the slurmrestd client and the job source. */
-  readonly source: Omit<FetcherOptions, 'logger' | 'onSkipped'>;
+  readonly source: Omit<FetcherOptions, 'logger' | 'onSkipped' | 'onApiErrors' | 'onFieldsLost'>;
   readonly collectionIntervalMs: number;
   readonly maxInflight: number;
   readonly metrics: BindAddress;
@@ -62,7 +62,13 @@ export class ClusterRunner implements Collecting<TickResult> {
     this.pipeline = new Pipeline({ resource: opts.resource, scope: SCOPE, otlp: opts.otlp, logger: opts.logger, eventSpecs: CLUSTER_EVENT_SPECS });
     const m = this.self.m;
     this.loop = new CollectionLoop({
-      fetchers: makeFetchers({ ...opts.source, logger: opts.logger, onSkipped: (collector, n) => m.skippedItems.record(n, { collector }) }),
+      fetchers: makeFetchers({
+        ...opts.source,
+        logger: opts.logger,
+        onSkipped: (collector, n) => m.skippedItems.record(n, { collector }),
+        onApiErrors: (collector, n) => m.apiErrors.record(n, { collector }),
+        onFieldsLost: (collector, fields) => m.apiFieldsLost.record(fields.length, { collector }),
+      }),
       maxInflight: opts.maxInflight,
       logger: opts.logger,
       hooks: {

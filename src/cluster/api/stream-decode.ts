@@ -31,15 +31,18 @@ export async function decodeListStream<T>(
   decodeItem: ElementDecoder<T>,
   opts: StreamDecodeOptions<T> = {},
 ): Promise<Decoded<T>> {
-  const collector = new ItemCollector<T>();
+  let collector = new ItemCollector<T>();
   const splitter = new JsonArraySplitter({
     arrayKey,
     ...(opts.maxElementBytes !== undefined ? { maxElementBytes: opts.maxElementBytes } : {}),
     ...(decodeItem.members !== undefined ? { keepMembers: decodeItem.members } : {}),
+    onArrayRestart: () => {
+      collector = new ItemCollector<T>();
+    },
     onElement: (bytes) => {
       let value: unknown;
       try {
-        value = JSON.parse(bytes.toString('utf8'));
+        value = JSON.parse(quoteLargeIds(bytes.toString('utf8')));
       } catch (err) {
         collector.skip(`element is not valid JSON: ${(err as Error).message}`);
         return;
@@ -57,4 +60,16 @@ export async function decodeListStream<T>(
     if (!(err instanceof JsonStreamError)) throw err;
     return { ok: false, kind: 'malformed_json', message: `${arrayKey}: ${err.message}`, errors: [], meta: {} };
   }
+}
+
+/**
+ * A job id (`job_id`, `array_job_id`, also inside a `{set, number}` struct) of 16 digits or more,
+ * quoted before parsing: JSON.parse would round one beyond 2^53 to a neighbouring id. The
+ * decoders read ids as text. A key spelt inside a string value has escaped quotes and never
+ * matches.
+ */
+const LARGE_ID = /("(?:array_)?job_id"\s*:\s*(?:\{[^{}]*?"number"\s*:\s*)?)(\d{16,})(?![\d.eE])/g;
+
+export function quoteLargeIds(text: string): string {
+  return text.replace(LARGE_ID, '$1"$2"');
 }
