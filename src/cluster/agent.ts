@@ -54,7 +54,7 @@ export class ClusterRunner implements Collecting<TickResult> {
   private publishing: Promise<void> | undefined;
   private dirty = false;
   private nextPublishAtMs = 0;
-  /** Scheduled (daemon): every stored result is published at once, not after the whole tick. */
+  /** Scheduled (daemon): each stored result is published as it arrives, not after the whole tick. */
   private live = false;
 
   constructor(private readonly opts: ClusterAgentOptions) {
@@ -152,8 +152,8 @@ export class ClusterRunner implements Collecting<TickResult> {
   }
 
   /**
-   * Publishes the latest result of every sub-collector. Publishes never overlap: a result stored
-   * during one is taken up by one more round, so a burst of results costs at most two renders.
+   * Publishes the latest result of every sub-collector. Publishes never overlap: results stored
+   * during one are taken up together by one more round.
    */
   refresh(): Promise<void> {
     this.dirty = true;
