@@ -21,7 +21,9 @@ export interface LandingMeta {
   readonly history?: CounterHistory;
 }
 
-const STATUS_STYLE = '.spark{display:block;color:#1f5fa8}.errs .spark{color:#b03a2e}.num{white-space:nowrap}table{width:100%}.sole{background:#e7f6e7}.shared{background:#fdecea}.nonjob{background:#fff4e0}.incomplete{background:#fdf7d2}';
+const ERROR_SPARK = { width: 80, height: 16 };
+const STATUS_STYLE = '.spark{display:block;color:#1f5fa8}.err{display:flex;justify-content:space-between;gap:.5em;align-items:center;max-width:22em}'
+  + '.err .spark{color:#bbb}.err.moved .spark{color:#b03a2e}.err.moved .num{color:#a40}.num{white-space:nowrap}table{width:100%}.sole{background:#e7f6e7}.shared{background:#fdecea}.nonjob{background:#fff4e0}.incomplete{background:#fdf7d2}';
 
 export function renderLanding(rows: readonly PortRow[], meta: LandingMeta): string {
   const gaps = meta.gaps.length ? `<p class="warn">Attribution suppressed on every port: ${meta.gaps.slice(0, 5).map(esc).join('; ')}</p>` : '';
@@ -86,10 +88,18 @@ ${jobs.join('\n')}
 function portMotionRow(r: PortRow, readings: readonly Reading[]): string {
   const latest = readings.at(-1)?.values;
   const errors = ERROR_COUNTERS.filter((name) => latest?.has(name))
-    .map((name) => `<div data-counter="${name}"><span class="num">${name} ${formatRate(lastRate(readings, name))}</span>${sparkline(rates(readings, name), `${name} per second`)}</div>`)
+    .map((name) => errorLine(name, readings))
     .join('') || '—';
   return `<tr data-motion="${esc(`${r.device}/${r.port}`)}"><td>${esc(r.device)}</td><td>${esc(r.port)}</td>`
     + `${rateCell(readings, TX_BYTES, 'transmit')}${rateCell(readings, RX_BYTES, 'receive')}<td class="errs">${errors}</td></tr>`;
+}
+
+/** One error counter on one line; a counter that did not move over the whole window is drawn grey. */
+function errorLine(name: string, readings: readonly Reading[]): string {
+  const steps = rates(readings, name);
+  const moved = steps.some((v) => v !== undefined && v > 0);
+  return `<div class="err${moved ? ' moved' : ''}" data-counter="${name}"><span class="num">${name} ${formatRate(lastRate(readings, name))}</span>`
+    + `${sparkline(steps, `${name} per second`, ERROR_SPARK)}</div>`;
 }
 
 function jobMotionRow(jobId: string, r: PortRow, readings: readonly Reading[]): string {
