@@ -94,6 +94,9 @@ describe('cluster agent faults, end to end', () => {
     server = undefined;
     await runner.collect();
     expect(runner.landing.text).toMatch(/data-collector="jobs" data-ok="false"><td>jobs<\/td><td><span class="warn">failed; serving the last good data/);
+    expect(runner.landing.text).toMatch(/data-collector="jobs" .*<td class="num" data-runs>2<\/td><td class="num" data-errors>1<\/td>/);
+    expect(runner.landing.text).toMatch(/<table id="errors">[^]*<td>jobs<\/td><td><code>[^<]+<\/code>/);
+    expect(runner.landing.text).not.toContain(TOKEN);
   });
 
   it('follows the server to another API version when the negotiated one disappears', async () => {
