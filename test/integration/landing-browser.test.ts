@@ -2,16 +2,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { staticToken } from '../../src/cluster/api/auth.js';
-import { SlurmClient } from '../../src/cluster/api/client.js';
 import { startClusterAgent, type ClusterAgent } from '../../src/cluster/agent.js';
-import { FakeCluster } from '../../src/demo/fake-cluster.js';
-import { startFakeSlurmrestd, type FakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
+import type { FakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
 import type { NodeAgent } from '../../src/node/agent.js';
 import { CounterDrift, demoTree } from '../../src/demo/scenarios.js';
 import { writeTree } from '../../src/demo/nodetree.js';
-import { silentLogger } from '../../src/log.js';
-import { startTestNodeAgent } from '../support/agents.js';
+import { clusterAgentOptions, fakeSlurm, startTestNodeAgent } from '../support/agents.js';
 import { tmpDir } from '../support/tmp.js';
 import { findTool, shouldRun, toolPath } from '../support/tools.js';
 
@@ -45,21 +41,9 @@ describe.runIf(shouldRun(chromiumTool))('landing pages in headless Chromium', ()
       drift.tick(1);
       await agent.cycleNow();
     }
-    const fake = new FakeCluster({ nodes: 12, seed: 7 });
-    fake.advance(45 * 60_000);
-    server = await startFakeSlurmrestd({ cluster: fake, versions: ['v0.0.44'], host: '127.0.0.1', port: 0, token: TOKEN });
-    const api = new SlurmClient({ server: server.url, tokenSource: staticToken({ token: TOKEN, userName: 'root' }), requestTimeoutMs: 10_000, logger: silentLogger() });
-    cluster = await startClusterAgent({
-      source: { api, jobSource: 'controller', accountingLookbackMs: 3_600_000, clusterName: fake.clusterName, now: () => fake.now },
-      collectionIntervalMs: 3_600_000,
-      maxInflight: 1,
-      metrics: { host: '127.0.0.1', port: 0 },
-      monitoring: { host: '127.0.0.1', port: 0 },
-      resource: { serviceName: 'slurm-otel-cluster', serviceVersion: 'test', hostName: 'test' },
-      logger: silentLogger(),
-      serverLabel: server.url,
-      close: () => api.close(),
-    });
+    const slurm = await fakeSlurm(['v0.0.44'], TOKEN);
+    server = slurm.server;
+    cluster = await startClusterAgent(clusterAgentOptions(slurm, TOKEN));
     await cluster.ready();
     browser = await chromium.launch({
       executablePath: toolPath(chromiumTool),
