@@ -4,6 +4,7 @@
  * readings per key, and a key absent from a reading is forgotten at once.
  */
 import type { Attribution } from './attribution.js';
+import { saturated } from './hca.js';
 import { dataCounter } from './observe.js';
 import type { NodeSnapshot } from './snapshot.js';
 
@@ -25,7 +26,7 @@ export interface Reading {
   readonly values: ReadonlyMap<string, bigint>;
 }
 
-/** One step between consecutive readings: undefined when no rate can be told (reset, missing counter). */
+/** One step between consecutive readings: undefined when no rate can be told (reset, saturated or missing counter). */
 export interface RateStep {
   readonly atMs: number;
   readonly perSecond: number | undefined;
@@ -62,7 +63,10 @@ export class CounterHistory {
   }
 }
 
-/** Per-second rate of each step between consecutive readings; a decrease is a reset and has no rate. */
+/**
+ * Per-second rate of each step between consecutive readings. A decrease is a reset and has no
+ * rate; nor has a step ending on a saturated PMA counter, which stops counting at its maximum.
+ */
 export function rateSteps(readings: readonly Reading[], counter: string): RateStep[] {
   const out: RateStep[] = [];
   for (let i = 1; i < readings.length; i++) {
@@ -71,7 +75,8 @@ export function rateSteps(readings: readonly Reading[], counter: string): RateSt
     const a = prev.values.get(counter);
     const b = cur.values.get(counter);
     const seconds = (cur.atMs - prev.atMs) / 1000;
-    const perSecond = a === undefined || b === undefined || b < a || seconds <= 0 ? undefined : Number(b - a) / seconds;
+    const known = a !== undefined && b !== undefined && b >= a && seconds > 0 && !saturated(counter, b);
+    const perSecond = known ? Number((b as bigint) - (a as bigint)) / seconds : undefined;
     out.push({ atMs: cur.atMs, perSecond });
   }
   return out;

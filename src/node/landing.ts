@@ -5,6 +5,7 @@
 import { escapeHtml as esc, formatRate, formatSi, page, sparkline } from '../telemetry/page.js';
 import type { PortRow } from './explain.js';
 import { KEY_COUNTERS } from './explain.js';
+import { saturated } from './hca.js';
 import { ERROR_COUNTERS, jobKey, portKey, rateSteps, RX_BYTES, TX_BYTES, type CounterHistory, type Reading } from './history.js';
 import { unreadableEffect, type UnreadableProcess } from './unreadable.js';
 
@@ -78,6 +79,7 @@ function renderMotion(rows: readonly PortRow[], history: CounterHistory): string
 ${ports.join('\n')}
 </tbody></table>
 <h2>Jobs with their own series</h2>
+<p>Bytes counted for each job that is the only holder of a port, since it became so (its <code>ib_slurm_job_*_bytes</code> series).</p>
 ${jobs.length === 0 ? '<p id="no-sole-jobs">No job is the only holder of a port this cycle.</p>' : `<table id="jobs">
 <thead><tr><th>job</th><th>device/port</th><th>transmitted</th><th>received</th><th>transmit rate</th><th>receive rate</th></tr></thead>
 <tbody>
@@ -94,11 +96,16 @@ function portMotionRow(r: PortRow, readings: readonly Reading[]): string {
     + `${rateCell(readings, TX_BYTES, 'transmit')}${rateCell(readings, RX_BYTES, 'receive')}<td class="errs">${errors}</td></tr>`;
 }
 
-/** One error counter on one line; a counter that did not move over the whole window is drawn grey. */
+/**
+ * One error counter on one line; a counter that did not move over the whole window is drawn grey,
+ * a saturated one (stopped at its maximum, so its rate is unknown) is flagged.
+ */
 function errorLine(name: string, readings: readonly Reading[]): string {
   const steps = rates(readings, name);
-  const moved = steps.some((v) => v !== undefined && v > 0);
-  return `<div class="err${moved ? ' moved' : ''}" data-counter="${name}"><span class="num">${name} ${formatRate(lastRate(readings, name))}</span>`
+  const stuck = saturated(name, readings.at(-1)?.values.get(name) ?? 0n);
+  const moved = stuck || steps.some((v) => v !== undefined && v > 0);
+  const figure = stuck ? 'saturated' : formatRate(lastRate(readings, name));
+  return `<div class="err${moved ? ' moved' : ''}" data-counter="${name}"><span class="num">${name} ${figure}</span>`
     + `${sparkline(steps, `${name} per second`, ERROR_SPARK)}</div>`;
 }
 

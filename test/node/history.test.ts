@@ -135,3 +135,16 @@ describe('the node landing page with history', () => {
     expect(renderLanding(rows, meta)).not.toContain('id="motion"');
   });
 });
+
+describe('saturated error counters', () => {
+  it('have no rate once stuck at their maximum, and the page says so', () => {
+    // symbol_error is a 16-bit PMA counter: it stops at 65535.
+    const readings = [at(0, { symbol_error: 65_000n }), at(1_000, { symbol_error: 65_535n }), at(2_000, { symbol_error: 65_535n })];
+    expect(rateSteps(readings, 'symbol_error').map((s) => s.perSecond)).toEqual([undefined, undefined]);
+    const h = new CounterHistory();
+    for (const r of readings) h.record(r.atMs, new Map([[portKey('mlx5_0', '1'), r.values]]));
+    const row = { device: 'mlx5_0', port: '1', linkLayer: 'InfiniBand', rate: '', state: '', status: 'idle' as const, why: '', jobs: [], nonJob: [], counters: {} };
+    const html = renderLanding([row], { host: 'n1', version: '1', atMs: 2_000, refreshSeconds: 15, gaps: [], history: h });
+    expect(html).toContain('<div class="err moved" data-counter="symbol_error"><span class="num">symbol_error saturated</span>');
+  });
+});
