@@ -13,7 +13,7 @@ import { SelfMonitor } from '../telemetry/selfmon.js';
 import type { WebConfig } from '../telemetry/webconfig.js';
 import { CollectionLoop, summarize, type TickResult, type TickSummary } from './collect.js';
 import { makeFetchers, type FetcherOptions } from './fetchers.js';
-import { renderClusterLanding } from './landing.js';
+import { LandingRecord, renderClusterLanding } from './landing.js';
 import { CLUSTER_EVENT_SPECS, CLUSTER_SELF_METRICS } from './metrics.js';
 import { observe, observeState } from './rules.js';
 import { SUB_COLLECTORS } from './snapshot.js';
@@ -49,6 +49,8 @@ export class ClusterRunner implements Collecting<TickResult> {
   private readonly loop: CollectionLoop;
   private state: ClusterState = INITIAL_CLUSTER_STATE;
   private lastTick: TickSummary | undefined;
+  /** Sub-collector health, last errors and state counts for the landing page. */
+  private readonly landingRecord = new LandingRecord();
   private publishedAtMs: number | undefined;
   /** The publish in progress; `dirty` asks it for one more round with what was stored meanwhile. */
   private publishing: Promise<void> | undefined;
@@ -75,8 +77,12 @@ export class ClusterRunner implements Collecting<TickResult> {
         runFinished: (collector, ms, err) => {
           m.collectorDuration.record(ms / 1000, { collector });
           if (err !== undefined) m.collectorErrors.record(1, { collector });
+          this.landingRecord.runFinished(collector, Date.now(), ms, err);
         },
-        skipped: (collector) => m.collectorSkipped.record(1, { collector }),
+        skipped: (collector) => {
+          m.collectorSkipped.record(1, { collector });
+          this.landingRecord.skipped(collector);
+        },
         stale: (collector) => m.collectorStaleResults.record(1, { collector }),
         inflight: (collector, n) => m.collectorInflight.record(n, { collector }),
         stored: () => {
@@ -100,7 +106,7 @@ export class ClusterRunner implements Collecting<TickResult> {
       version: this.opts.resource.serviceVersion,
       refreshSeconds: this.opts.collectionIntervalMs / 1000,
     };
-    return htmlBody(renderClusterLanding(this.lastTick, meta), this.lastTick ? 200 : 503);
+    return htmlBody(renderClusterLanding(this.lastTick, meta, this.landingRecord), this.lastTick ? 200 : 503);
   }
 
   /** One tick, waiting for every run it started, then one publish (`--once`, tests). */
@@ -149,6 +155,7 @@ export class ClusterRunner implements Collecting<TickResult> {
     m.collectionDuration.record(tick.durationMs / 1000);
     if (tick.failed.length > 0) m.collectionFailures.record(1);
     this.lastTick = summarize(tick);
+    this.landingRecord.counted(tick.snapshot);
   }
 
   /**
@@ -173,6 +180,7 @@ export class ClusterRunner implements Collecting<TickResult> {
         await this.publish();
       } catch (err) {
         this.opts.logger.error({ err: (err as Error).message }, 'publishing failed; serving the previous exposition');
+        this.landingRecord.error('publish', Date.now(), err);
       }
       this.nextPublishAtMs = 2 * Date.now() - t0;
     }
