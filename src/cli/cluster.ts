@@ -14,7 +14,7 @@ import type { Logger } from '../log.js';
 import { CollectionIncomplete, ConfigError, waitForSignal } from './common.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
 import type { Env } from './otel.js';
-import { oneOf, parseSize, positiveDuration, positiveInt } from './values.js';
+import { oneOf, parseSize, positiveDuration, positiveInt, switchValue } from './values.js';
 
 const PREFIX = 'SLURM_EXPORTER_';
 const opt = envOption(PREFIX);
@@ -44,6 +44,7 @@ export interface ClusterFlags extends ExportFlags {
   jwtLifetime: number;
   scontrolPath: string;
   kubeconfigPath?: string;
+  userAccountMetrics: boolean;
 }
 
 export interface ClusterDefaults {
@@ -77,6 +78,7 @@ export function addClusterOptions(cmd: Command, d: ClusterDefaults = CLUSTER_DEF
     .addOption(opt('--jwt-user <user>', 'user (sun claim) of signed and scontrol tokens', 'JWT_USER').default('root'))
     .addOption(opt('--jwt-lifetime <duration>', 'lifetime of signed and scontrol tokens (renewed before expiry)', 'JWT_LIFETIME').default(1_800_000, '30m').argParser(positiveDuration))
     .addOption(opt('--scontrol-path <path>', 'scontrol for token renewal (token source scontrol)', 'SCONTROL_PATH').default('scontrol'))
+    .addOption(opt('--user-account-metrics [bool]', 'also export Slurm\'s per-user and per-account job families (one series per user or account and state)', 'USER_ACCOUNT_METRICS').default(false).preset('true').argParser(switchValue))
     .addOption(opt('--kubeconfig-path <path>', 'kubeconfig for the Secret <cluster-name>-rest-jwt-key (else in-cluster service account)', 'KUBECONFIG_PATH'));
   return addExportOptions(cmd, PREFIX, { ...d, logLevel: 'debug' });
 }
@@ -116,6 +118,7 @@ export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOpti
     source: { api: client, jobSource: f.jobSource, accountingLookbackMs: lookbackMs ?? 0, clusterName: f.clusterName },
     collectionIntervalMs: f.collectionInterval,
     maxInflight: f.maxCollectorInflight,
+    userAccountMetrics: f.userAccountMetrics,
     serverLabel: withoutCredentials(f.slurmApiServer),
     close: () => client.close(),
   };

@@ -1,12 +1,12 @@
 /**
- * The three sub-collectors' requests, from the client's typed results to the
+ * The sub-collectors' requests, from the client's typed results to the
  * plain lists the collection loop stores, their repeated values shared. Malformed elements are
  * skipped and counted here; a whole failed response becomes an error the loop counts.
  */
 import type { Logger } from '../log.js';
 import { orThrow, type AccountingQuery, type CallOptions, type CallResult } from './api/client.js';
 import type { Fetchers } from './collect.js';
-import type { SlurmDiag, SlurmJob, SlurmNode } from './model.js';
+import type { SlurmDiag, SlurmJob, SlurmNode, SlurmPartition } from './model.js';
 import { internFields, type InternFields } from './intern.js';
 import { adjustAccountingJobs } from './rules.js';
 import type { SubCollector } from './snapshot.js';
@@ -16,6 +16,8 @@ export interface SlurmApi {
   nodes(opts?: CallOptions): Promise<CallResult<SlurmNode>>;
   jobs(opts?: CallOptions): Promise<CallResult<SlurmJob>>;
   diag(opts?: CallOptions): Promise<CallResult<SlurmDiag>>;
+  /** Optional: without it (a test double, a bench) the partitions sub-collector is off. */
+  partitions?(opts?: CallOptions): Promise<CallResult<SlurmPartition>>;
   accountingJobs(q: AccountingQuery, opts?: CallOptions): Promise<CallResult<SlurmJob>>;
 }
 
@@ -62,6 +64,7 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
   };
   return {
     nodes: async (signal) => shared(items('nodes', await o.api.nodes({ signal })), NODE_FIELDS),
+    ...(o.api.partitions ? { partitions: async (signal: AbortSignal) => items('partitions', await (o.api.partitions as NonNullable<SlurmApi['partitions']>)({ signal })) } : {}),
     diag: async (signal) => {
       const [diag] = items('diag', await o.api.diag({ signal }));
       if (!diag) throw new Error('diag response carried no statistics');

@@ -85,6 +85,17 @@ export interface SlurmNode {
   readonly slurmd_version?: string;
 }
 
+/** One partition, as reported by `GET /slurm/vX/partitions/`. */
+export interface SlurmPartition {
+  readonly name: string;
+  /** The partition's configured hostlist (`node[1-2]`); empty when it has none. */
+  readonly nodes: string;
+  readonly total_nodes?: number;
+  readonly total_cpus?: number;
+  /** Configured TRES, e.g. `cpu=8,mem=16000M,node=2,billing=8`. */
+  readonly tres?: string;
+}
+
 /** Exit status of a job as Slurm reports it. */
 export interface JobExitCode {
   /** Slurm's verdict words, e.g. `["SUCCESS"]`, `["ERROR"]`, `["SIGNALED"]`. */
@@ -213,6 +224,30 @@ export interface SlurmDiag {
   readonly bf_cycle_max?: number;
   readonly bf_queue_len?: number;
   readonly bf_active?: boolean;
+  /** Backfill and housekeeping figures slurmctld's own metrics also serve (v0.0.38 unless noted). */
+  readonly bf_backfilled_het_jobs?: number;
+  readonly bf_last_backfilled_jobs?: number;
+  readonly bf_depth_mean?: number;
+  readonly bf_depth_mean_try?: number;
+  readonly bf_last_depth?: number;
+  readonly bf_last_depth_try?: number;
+  readonly bf_queue_len_mean?: number;
+  readonly bf_table_size?: number;
+  readonly bf_table_size_mean?: number;
+  readonly bf_when_last_cycle?: number;
+  /** Running totals: v0.0.40+ (`bf_table_size_sum`, `schedule_cycle_depth` v0.0.41+). */
+  readonly bf_cycle_sum?: number;
+  readonly bf_depth_sum?: number;
+  readonly bf_depth_try_sum?: number;
+  readonly bf_queue_len_sum?: number;
+  readonly bf_table_size_sum?: number;
+  readonly schedule_cycle_depth?: number;
+  readonly job_states_ts?: number;
+  readonly gettimeofday_latency?: number;
+  /** Why scheduling cycles ended, by Slurm's reason key (`end_job_queue`, `licenses`, ...): v0.0.40+. */
+  readonly schedule_exit?: Readonly<Record<string, number>>;
+  /** Why backfill cycles ended (`end_job_queue`, `bf_max_time`, ...): v0.0.40+. */
+  readonly bf_exit?: Readonly<Record<string, number>>;
   readonly rpcs_by_message_type: readonly RpcByMessageType[];
   readonly rpcs_by_user: readonly RpcByUser[];
 }

@@ -3,10 +3,10 @@
  * each sub-collector. A failed sub-collector keeps its previous result, so a
  * slurmrestd hiccup on /jobs never blanks the node families.
  */
-import type { SlurmDiag, SlurmJob, SlurmNode } from './model.js';
+import type { SlurmDiag, SlurmJob, SlurmNode, SlurmPartition } from './model.js';
 
-export type SubCollector = 'nodes' | 'jobs' | 'diag';
-export const SUB_COLLECTORS: readonly SubCollector[] = ['nodes', 'jobs', 'diag'];
+export type SubCollector = 'nodes' | 'jobs' | 'diag' | 'partitions';
+export const SUB_COLLECTORS: readonly SubCollector[] = ['nodes', 'jobs', 'diag', 'partitions'];
 
 export interface Collected<T> {
   readonly value: T;
@@ -22,4 +22,5 @@ export interface ClusterSnapshot {
   readonly nodes?: Collected<readonly SlurmNode[]>;
   readonly jobs?: Collected<readonly SlurmJob[]>;
   readonly diag?: Collected<SlurmDiag>;
+  readonly partitions?: Collected<readonly SlurmPartition[]>;
 }

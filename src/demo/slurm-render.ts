@@ -1,5 +1,5 @@
 /**
- * Renders the fake cluster as slurmrestd answers: `/slurm/vX/{nodes,jobs,diag}/`,
+ * Renders the fake cluster as slurmrestd answers: `/slurm/vX/{nodes,jobs,diag,partitions}/`,
  * `/slurmdb/vX/jobs/` and `/openapi/v3`, for API versions v0.0.38 and v0.0.40–v0.0.45.
  *
  * Bodies are produced as a stream of JSON text, element by element, never as one string: 100k
@@ -7,7 +7,7 @@
  * `renderChunks` groups them into chunks for a socket, `renderText` joins them for small clusters.
  */
 import type { ClusterTruth, FakeCluster } from './fake-cluster.js';
-import type { ClusterView, FakeJob } from './fake-cluster-types.js';
+import type { ClusterView, FakeJob, FakeNode } from './fake-cluster-types.js';
 import { isTerminal } from './fake-cluster-types.js';
 import type { SlurmDiag, SlurmJob, SlurmNode } from '../cluster/model.js';
 import { dbJob38, diagStats38, job38, meta38, node38 } from './slurm-render-v0038.js';
@@ -18,8 +18,8 @@ import type { Ctx4x, Minor } from './slurm-render-v004x.js';
 export const RENDER_VERSIONS = ['v0.0.38', 'v0.0.40', 'v0.0.41', 'v0.0.42', 'v0.0.43', 'v0.0.44', 'v0.0.45'] as const;
 export type RenderVersion = (typeof RENDER_VERSIONS)[number];
 
-export type Endpoint = 'nodes' | 'jobs' | 'diag' | 'slurmdb-jobs';
-export const ENDPOINTS: readonly Endpoint[] = ['nodes', 'jobs', 'diag', 'slurmdb-jobs'];
+export type Endpoint = 'nodes' | 'jobs' | 'diag' | 'partitions' | 'slurmdb-jobs';
+export const ENDPOINTS: readonly Endpoint[] = ['nodes', 'jobs', 'diag', 'partitions', 'slurmdb-jobs'];
 
 /** The Slurm release a slurmrestd reports when this is the newest version it serves. */
 export const DEFAULT_RELEASES: Readonly<Record<RenderVersion, string>> = {
@@ -96,6 +96,8 @@ function plan38(view: ClusterView, endpoint: Endpoint, opts: RenderOptions): Bod
       return list('jobs', view.jobs, (j) => job38(j, c), ctld, {});
     case 'diag':
       return { kind: 'object', body: { ...ctld, statistics: diagStats38(view.diag, c) } };
+    case 'partitions':
+      return list('partitions', partitionsOf(view), partition38, ctld, {});
     case 'slurmdb-jobs': {
       const items = accountingJobs(view, opts.query);
       const head = { meta: meta38(c, 'slurmdbd'), errors: items.length === 0 ? [NOTHING_FOUND] : [] };
@@ -116,9 +118,47 @@ function plan4x(view: ClusterView, version: RenderVersion, endpoint: Endpoint, o
     }
     case 'diag':
       return { kind: 'object', body: { statistics: diagStats4x(view.diag, c), ...envelope('slurmctld') } };
+    case 'partitions':
+      return list('partitions', partitionsOf(view), partition4x, {}, { last_update: nv(view.nodesUpdatedAt), ...envelope('slurmctld') });
     case 'slurmdb-jobs':
       return list('jobs', accountingJobs(view, opts.query), (j) => dbJob4x(j, c), {}, envelope('slurmdbd'));
   }
+}
+
+/** A partition as the fake cluster holds it: the nodes that name it, in node order. */
+export interface FakePartition {
+  readonly name: string;
+  readonly nodes: readonly FakeNode[];
+}
+
+export function partitionsOf(view: ClusterView): FakePartition[] {
+  const byName = new Map<string, FakeNode[]>();
+  for (const n of view.nodes) byName.set(n.partition, [...(byName.get(n.partition) ?? []), n]);
+  return [...byName].map(([name, nodes]) => ({ name, nodes }));
+}
+
+function partitionTres(p: FakePartition): string {
+  const cpus = p.nodes.reduce((a, n) => a + n.cpus, 0);
+  const mem = p.nodes.reduce((a, n) => a + n.realMemoryMiB, 0);
+  const gpus = p.nodes.reduce((a, n) => a + n.gpus, 0);
+  return `cpu=${cpus},mem=${mem}M,node=${p.nodes.length},billing=${cpus}${gpus > 0 ? `,gres/gpu=${gpus}` : ''}`;
+}
+
+/** 22.05's shape: hostlist and totals at the top (and its `min nodes per job` spelling). */
+function partition38(p: FakePartition): unknown {
+  const cpus = p.nodes.reduce((a, n) => a + n.cpus, 0);
+  return { flags: [], name: p.name, nodes: p.nodes.map((n) => n.name).join(','), 'min nodes per job': 0, maximum_nodes_per_job: -1, state: 'UP', total_cpus: cpus, total_nodes: p.nodes.length, tres: partitionTres(p) };
+}
+
+function partition4x(p: FakePartition): unknown {
+  const cpus = p.nodes.reduce((a, n) => a + n.cpus, 0);
+  return {
+    name: p.name,
+    nodes: { allowed_allocation: '', configured: p.nodes.map((n) => n.name).join(','), total: p.nodes.length },
+    cpus: { total: cpus },
+    tres: { billing_weights: '', configured: partitionTres(p) },
+    partition: { state: ['UP'] },
+  };
 }
 
 /** `{"a":1}` → `"a":1`, for splicing members around a streamed array. */
@@ -191,6 +231,7 @@ export function openapiDocument(versions: readonly RenderVersion[], opts: { read
     paths[`/slurm/${v}/diag${slash}`] = get('get diagnostics');
     paths[`/slurm/${v}/jobs${slash}`] = get('get list of jobs');
     paths[`/slurm/${v}/nodes${slash}`] = get('get node(s) info');
+    paths[`/slurm/${v}/partitions${slash}`] = get('get all partition info');
     if (opts.slurmdbd ?? true) paths[`/slurmdb/${v}/jobs${slash}`] = get('get job list');
   }
   const plugins = (opts.slurmdbd ?? true) ? 'openapi/slurmdbd&openapi/slurmctld' : 'openapi/slurmctld';

@@ -43,6 +43,7 @@ describe('slurm-otel cluster (command line)', () => {
     [['cluster', '--cluster-name', 'c', '--token-source', 'file', '--once'], /token source file needs --token-file/],
     [['cluster', '--cluster-name', 'c', '--token-source', 'kubernetes', '--once'], /needs --kubeconfig-path or an in-cluster environment/],
     [['cluster', '--cluster-name', 'c', '--slurm-api-ca-file', '/nonexistent.pem', '--once'], /--slurm-api-ca-file \/nonexistent.pem: ENOENT/],
+    [['cluster', '--cluster-name', 'c', '--user-account-metrics', 'maybe'], /"maybe" is not true or false/],
   ])('%j → exit 2 naming the problem', (args, message) => {
     const r = cli(args);
     expect(r.stderr).toMatch(message);
@@ -65,6 +66,27 @@ describe('slurm-otel cluster (command line)', () => {
     expect(select(samples, 'target_info')[0]?.labels.slurm_cluster).toBe(cluster.clusterName);
   });
 
+  it.each([
+    [[], {}, 0],
+    [['--user-account-metrics'], {}, 1],
+    [[], { SLURM_EXPORTER_USER_ACCOUNT_METRICS: 'true' }, 1],
+    [[], { SLURM_EXPORTER_USER_ACCOUNT_METRICS: 'false' }, 0],
+  ])('per-user and per-account job families: flags %j, environment %j → %i', async (flags, env, want) => {
+    const cluster = new FakeCluster({ nodes: 6, seed: 3 });
+    cluster.advance(30 * 60_000);
+    server = await startFakeSlurmrestd({ cluster, versions: ['v0.0.44'], host: '127.0.0.1', port: 0 });
+    const r = await cliAsync(['cluster', '--once', '--log-level', 'error', '--token-source', 'none', ...flags], {
+      SLURM_EXPORTER_CLUSTER_NAME: cluster.clusterName,
+      SLURM_EXPORTER_SLURM_API_SERVER: server.url,
+      ...env,
+    });
+    expect(r.code, r.stderr).toBe(0);
+    const samples = parseExposition(r.stdout);
+    expect(select(samples, 'slurm_jobs')).toHaveLength(1);
+    expect(select(samples, 'slurm_user_jobs').length > 0 ? 1 : 0).toBe(want);
+    expect(select(samples, 'slurm_account_jobs_running').length > 0 ? 1 : 0).toBe(want);
+  });
+
   it('reports an auth failure clearly, exits 1, and never prints the token', async () => {
     const cluster = new FakeCluster({ nodes: 2, seed: 3 });
     server = await startFakeSlurmrestd({ cluster, versions: ['v0.0.44'], host: '127.0.0.1', port: 0, token: 'right-token' });
@@ -74,7 +96,7 @@ describe('slurm-otel cluster (command line)', () => {
       SLURM_EXPORTER_TOKEN: 'wrong-token-value',
     });
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/collection incomplete: nodes, jobs, diag failed/);
+    expect(r.stderr).toMatch(/collection incomplete: nodes, jobs, diag, partitions failed/);
     expect(r.stderr).toMatch(/sub-collector failed/);
     expect(r.stderr).toMatch(/auth|401|token/i);
     expect(r.stderr + r.stdout).not.toContain('wrong-token-value');

@@ -111,6 +111,7 @@ const SCHEMA_4X: Readonly<Record<Endpoint, string>> = {
   nodes: 'openapi_nodes_resp',
   jobs: 'openapi_job_info_resp',
   diag: 'openapi_diag_resp',
+  partitions: 'openapi_partition_resp',
   'slurmdb-jobs': 'openapi_slurmdbd_jobs_resp',
 };
 
@@ -118,6 +119,7 @@ const SCHEMA_38: Readonly<Record<Endpoint, readonly [string, string]>> = {
   nodes: ['v0.0.38-slurmctld.json', 'v0.0.38_nodes_response'],
   jobs: ['v0.0.38-slurmctld.json', 'v0.0.38_jobs_response'],
   diag: ['v0.0.38-slurmctld.json', 'v0.0.38_diag'],
+  partitions: ['v0.0.38-slurmctld.json', 'v0.0.38_partitions_response'],
   'slurmdb-jobs': ['v0.0.38-slurmdbd.json', 'dbv0.0.38_job_info'],
 };
 

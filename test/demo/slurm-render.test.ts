@@ -5,8 +5,10 @@
  * skipped element, and decode to exactly what the fake cluster holds (as that version can carry it).
  */
 import { describe, expect, it } from 'vitest';
+import { decodePartition } from '../../src/cluster/api/decode-partitions.js';
+import { decodeList } from '../../src/cluster/api/envelope.js';
 import { decoderFor } from '../../src/cluster/api/versions.js';
-import type { Decoded } from '../../src/cluster/model.js';
+import type { Decoded, SlurmNode } from '../../src/cluster/model.js';
 import { DEFAULT_RELEASES, ENDPOINTS, RENDER_VERSIONS, renderText, truthSeenThrough } from '../../src/demo/slurm-render.js';
 import type { Endpoint, RenderVersion } from '../../src/demo/slurm-render.js';
 import { recorded } from '../cluster/fixtures.js';
@@ -20,6 +22,7 @@ function decode(version: RenderVersion, endpoint: Endpoint, body: unknown): Deco
   if (endpoint === 'nodes') return d.decodeNodes(body);
   if (endpoint === 'jobs') return d.decodeJobs(body);
   if (endpoint === 'diag') return d.decodeDiag(body);
+  if (endpoint === 'partitions') return decodeList(body, 'partitions', decodePartition);
   return d.decodeAccountingJobs(body);
 }
 
@@ -35,7 +38,17 @@ function expectedItems(version: RenderVersion, endpoint: Endpoint, m: (typeof mo
   if (endpoint === 'nodes') return t.nodes;
   if (endpoint === 'jobs') return t.jobs;
   if (endpoint === 'diag') return [t.diag];
+  if (endpoint === 'partitions') return partitionsFromNodes(t.nodes);
   return t.accountingJobs;
+}
+
+/** The partitions the nodes name, in node order, with their totals. */
+function partitionsFromNodes(nodes: readonly SlurmNode[]): object[] {
+  const names = [...new Set(nodes.flatMap((n) => n.partitions))];
+  return names.map((name) => {
+    const of = nodes.filter((n) => n.partitions.includes(name));
+    return { name, nodes: of.map((n) => n.name).join(','), total_nodes: of.length, total_cpus: of.reduce((a, n) => a + (n.cpus ?? 0), 0) };
+  });
 }
 
 describe('the moments cover every shape', () => {

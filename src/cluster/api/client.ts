@@ -13,10 +13,11 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../../log.js';
-import type { ApiMessage, DecodedOk, DecodeFailureKind, Decoded, ResponseMeta, SlurmDiag, SlurmJob, SlurmNode } from '../model.js';
+import type { ApiMessage, DecodedOk, DecodeFailureKind, Decoded, ResponseMeta, SlurmDiag, SlurmJob, SlurmNode, SlurmPartition } from '../model.js';
 import { AuthError, type TokenSource } from './auth.js';
 import { describeMessages, readMessages } from './envelope.js';
 import { decodeListStream } from './stream-decode.js';
+import { decodePartition } from './decode-partitions.js';
 import {
   AbortedError,
   HttpTransport,
@@ -200,6 +201,10 @@ export class SlurmClient {
 
   jobs(opts: CallOptions = {}): Promise<CallResult<SlurmJob>> {
     return this.call({ api: 'slurm', name: 'jobs', decode: (res, v) => decodeListStream(res.body, 'jobs', decoderFor(v).decodeJob) }, opts);
+  }
+
+  partitions(opts: CallOptions = {}): Promise<CallResult<SlurmPartition>> {
+    return this.call({ api: 'slurm', name: 'partitions', decode: (res) => decodeListStream(res.body, 'partitions', decodePartition) }, opts);
   }
 
   diag(opts: CallOptions = {}): Promise<CallResult<SlurmDiag>> {

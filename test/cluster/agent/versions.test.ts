@@ -63,6 +63,54 @@ describe('cluster agent against a fake slurmrestd, one API version at a time', (
   }
 });
 
+/** Scheduler families each version's /diag carries (the rest must be absent, not 0). */
+const SCHEDULER_SINCE: Readonly<Record<string, number>> = {
+  slurm_schedule_cycle_cnt: 38,
+  slurm_sched_mean_cycle: 38,
+  slurm_bf_depth_mean: 38,
+  slurm_sdiag_jobs_submitted: 38,
+  slurm_sched_exit_end: 40,
+  slurm_bf_exit_end: 40,
+  slurm_bf_cycle_tot: 40,
+  slurm_bf_queue_len_tot: 40,
+  slurm_schedule_cycle_tot: 41,
+  slurm_schedule_cycle_depth: 41,
+  slurm_bf_table_size_tot: 41,
+};
+
+describe("Slurm's native families through a fake slurmrestd, one API version at a time", () => {
+  for (const version of RENDER_VERSIONS) {
+    it(`counts nodes, jobs and partitions as the cluster holds them, and serves the scheduler fields ${version} carries (${version})`, async () => {
+      const { cluster, runner } = await start([version]);
+      expect((await runner.collect()).failed).toEqual([]);
+      const truth = truthSeenThrough(version, cluster.knownTruth());
+      const samples = parseExposition(runner.pipeline.exposition.text);
+      const minor = Number(version.slice(-2));
+      expect(valueOf(samples, 'slurm_nodes')).toBe(truth.nodes.length);
+      expect(valueOf(samples, 'slurm_jobs')).toBe(truth.jobs.length);
+      expect(valueOf(samples, 'slurm_jobs_running')).toBe(truth.jobs.filter((j) => j.state[0] === 'RUNNING').length);
+      expect(valueOf(samples, 'slurm_jobs_pending')).toBe(truth.jobs.filter((j) => j.state[0] === 'PENDING').length);
+      expect(valueOf(samples, 'slurm_nodes_drain')).toBe(truth.nodes.filter((n) => n.state.flags.includes('DRAIN')).length);
+      const partitions = [...new Set(truth.nodes.flatMap((n) => n.partitions))];
+      expect(valueOf(samples, 'slurm_partitions')).toBe(partitions.length);
+      for (const p of partitions) {
+        const nodes = truth.nodes.filter((n) => n.partitions.includes(p));
+        expect(valueOf(samples, 'slurm_partition_nodes', { partition: p }), p).toBe(nodes.length);
+        expect(valueOf(samples, 'slurm_partition_cpus', { partition: p }), p).toBe(nodes.reduce((a, n) => a + (n.cpus ?? 0), 0));
+        expect(valueOf(samples, 'slurm_partition_nodes_cpus_alloc', { partition: p }), p).toBe(nodes.reduce((a, n) => a + (n.alloc_cpus ?? 0), 0));
+        expect(valueOf(samples, 'slurm_partition_jobs', { partition: p }), p).toBe(truth.jobs.filter((j) => j.partition === p).length);
+      }
+      const first = truth.nodes[0]?.name ?? '';
+      expect(valueOf(samples, 'slurm_node_cpus', { node: first })).toBe(truth.nodes[0]?.cpus);
+      expect(select(samples, 'slurm_node_cpus_effective', { node: first }).length).toBe(minor >= 40 ? 1 : 0);
+      expect(valueOf(samples, 'slurm_schedule_cycle_cnt')).toBe(truth.diag.schedule_cycle_total);
+      for (const [name, since] of Object.entries(SCHEDULER_SINCE)) expect(select(samples, name).length, name).toBe(minor >= since ? 1 : 0);
+      expect(select(samples, 'slurm_bf_cycle_max').length).toBe(minor === 40 ? 0 : 1);
+      if (minor >= 41) expect(valueOf(samples, 'slurm_schedule_cycle_tot')).toBe(truth.diag.schedule_cycle_sum);
+    });
+  }
+});
+
 describe('cluster agent faults, end to end', () => {
   it('keeps every family from the last good collection while slurmrestd is gone, counting each failure', async () => {
     const { runner } = await start(['v0.0.44']);
@@ -72,12 +120,12 @@ describe('cluster agent faults, end to end', () => {
     await server?.close();
     server = undefined;
     const tick = await runner.collect();
-    expect([...tick.failed].sort()).toEqual(['diag', 'jobs', 'nodes']);
+    expect([...tick.failed].sort()).toEqual(['diag', 'jobs', 'nodes', 'partitions']);
     const after = parseExposition(runner.pipeline.exposition.text);
     expect(select(after, 'slurm_node_info').length).toBe(before);
     expect(select(after, 'slurm_job_info').length).toBeGreaterThan(0);
     const self = parseExposition((await runner.self.exposition()).text);
-    for (const collector of ['nodes', 'jobs', 'diag']) expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector })).toBe(1);
+    for (const collector of ['nodes', 'jobs', 'diag', 'partitions']) expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector })).toBe(1);
     expect(valueOf(self, 'slurm_exporter_collection_failures_total')).toBe(1);
     expect(valueOf(self, 'slurm_exporter_collection_attempts_total')).toBe(2);
   });
