@@ -122,6 +122,65 @@ describe.skipIf(gate.skip)('cluster agent on a real Slurm 22.05', () => {
     expect(select(samples, 'slurm_controller_rpc_user_calls_total', { user: 'root' }).length).toBe(1);
   });
 
+  it("serves Slurm's native node, job and partition families as sinfo and squeue count them", async () => {
+    const samples = await collect(controller);
+    const nodes = (await slurm.run(['sinfo', '-h', '-N', '-o', '%N|%T'])).stdout.trim().split('\n').map((l) => l.split('|') as [string, string]);
+    const distinct = new Map(nodes);
+    expect(valueOf(samples, 'slurm_nodes')).toBe(distinct.size);
+    const word: Record<string, string> = { allocated: 'alloc', mixed: 'mixed', idle: 'idle', down: 'down' };
+    for (const [sinfoState, native] of Object.entries(word)) {
+      expect(valueOf(samples, `slurm_nodes_${native}`), native).toBe([...distinct.values()].filter((s) => s === sinfoState).length);
+    }
+    // Partition, node count, CPUs allocated/idle/other/total.
+    const parts = (await slurm.run(['sinfo', '-h', '-o', '%R|%D|%C'])).stdout.trim().split('\n').map((l) => l.split('|'));
+    expect(valueOf(samples, 'slurm_partitions')).toBe(parts.length);
+    for (const [p, count, cpus] of parts) {
+      const [alloc, idle, , total] = (cpus as string).split('/').map(Number);
+      const at = { partition: p as string };
+      expect(valueOf(samples, 'slurm_partition_nodes', at), p).toBe(Number(count));
+      expect(valueOf(samples, 'slurm_partition_cpus', at), p).toBe(total);
+      expect(valueOf(samples, 'slurm_partition_nodes_cpus_alloc', at), p).toBe(alloc);
+      expect(valueOf(samples, 'slurm_partition_nodes_cpus_idle', at), p).toBe(idle);
+    }
+    const jobRows = (await slurm.run(['squeue', '-h', '-t', 'all', '-o', '%T|%P|%r'])).stdout.trim().split('\n').map((l) => l.split('|'));
+    expect(valueOf(samples, 'slurm_jobs')).toBe(jobRows.length);
+    for (const state of new Set(jobRows.map((r) => r[0] as string))) {
+      expect(valueOf(samples, `slurm_jobs_${state.toLowerCase()}`), state).toBe(jobRows.filter((r) => r[0] === state).length);
+    }
+    expect(valueOf(samples, 'slurm_jobs_hold')).toBe(jobRows.filter((r) => r[2] === 'JobHeldUser').length);
+    for (const [p] of parts) expect(valueOf(samples, 'slurm_partition_jobs', { partition: p as string }), p).toBe(jobRows.filter((r) => r[1] === p).length);
+    const cpus = (await squeue('%T|%C')).filter(([s]) => s === 'RUNNING').reduce((a, [, c]) => a + Number(c), 0);
+    expect(valueOf(samples, 'slurm_jobs_cpus_alloc')).toBe(cpus);
+    expect(valueOf(samples, 'slurm_node_cpus', { node: 'node1' })).toBe(4);
+    expect(valueOf(samples, 'slurm_node_cpus_idle', { node: 'node1', node_name: 'node1' })).toBeDefined();
+  });
+
+  it("serves Slurm's native scheduler families as sdiag shows them; those 22.05 lacks are absent", async () => {
+    const sdiag = async () => {
+      const text = (await slurm.run(['sdiag'])).stdout;
+      const [main, backfill] = text.split('Backfilling stats') as [string, string];
+      const n = (part: string, label: string) => Number(new RegExp(`${label}:\\s+(\\d+)`).exec(part)?.[1]);
+      return { cycles: n(main, 'Total cycles'), submitted: n(main, 'Jobs submitted'), started: n(main, 'Jobs started'), bfCycles: n(backfill, 'Total cycles') };
+    };
+    const before = await sdiag();
+    const samples = await collect(controller);
+    const after = await sdiag();
+    expect(Number.isInteger(before.cycles) && Number.isInteger(before.bfCycles)).toBe(true);
+    const within = (name: string, lo: number, hi: number) => {
+      const v = valueOf(samples, name) as number;
+      expect(v, name).toBeGreaterThanOrEqual(lo);
+      expect(v, name).toBeLessThanOrEqual(hi);
+    };
+    within('slurm_schedule_cycle_cnt', before.cycles, after.cycles);
+    within('slurm_bf_cycle_cnt', before.bfCycles, after.bfCycles);
+    within('slurm_sdiag_jobs_started', before.started, after.started);
+    expect(valueOf(samples, 'slurm_sdiag_jobs_submitted')).toBe(after.submitted);
+    for (const name of ['slurm_agent_queue_size', 'slurm_server_thread_cnt', 'slurm_slurmdbd_queue_size', 'slurm_bf_active', 'slurm_sched_mean_cycle', 'slurm_last_proc_req_start']) {
+      expect(select(samples, name), name).toHaveLength(1);
+    }
+    for (const name of ['slurm_sched_exit_end', 'slurm_bf_exit_end', 'slurm_schedule_cycle_tot', 'slurm_bf_cycle_tot']) expect(select(samples, name), name).toHaveLength(0);
+  });
+
   it('counts a fail for each drained or downed node and observes outage and draining durations after resume', async () => {
     await collect(controller);
     const states = [...(await sinfoNodes())];
