@@ -10,6 +10,7 @@ import { keyFileSigner, noAuth, scontrolToken, staticToken, tokenFile, type Toke
 import { kubernetesSecretSigner } from '../cluster/api/auth-kubernetes.js';
 import { runClusterOnce, startClusterAgent, type ClusterAgentOptions } from '../cluster/agent.js';
 import type { JobSource } from '../cluster/fetchers.js';
+import { OPTIONAL_SUB_COLLECTORS, type OptionalSubCollector } from '../cluster/snapshot.js';
 import type { Logger } from '../log.js';
 import { CollectionIncomplete, ConfigError, waitForSignal } from './common.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
@@ -45,6 +46,7 @@ export interface ClusterFlags extends ExportFlags {
   scontrolPath: string;
   kubeconfigPath?: string;
   userAccountMetrics: boolean;
+  disableCollectors: OptionalSubCollector[];
 }
 
 export interface ClusterDefaults {
@@ -79,8 +81,15 @@ export function addClusterOptions(cmd: Command, d: ClusterDefaults = CLUSTER_DEF
     .addOption(opt('--jwt-lifetime <duration>', 'lifetime of signed and scontrol tokens (renewed before expiry)', 'JWT_LIFETIME').default(1_800_000, '30m').argParser(positiveDuration))
     .addOption(opt('--scontrol-path <path>', 'scontrol for token renewal (token source scontrol)', 'SCONTROL_PATH').default('scontrol'))
     .addOption(opt('--user-account-metrics [bool]', 'also export Slurm\'s per-user and per-account job families (one series per user or account and state)', 'USER_ACCOUNT_METRICS').default(false).preset('true').argParser(switchValue))
+    .addOption(opt('--disable-collectors <names>', `switch off optional sub-collectors (comma-separated: ${OPTIONAL_SUB_COLLECTORS.join(', ')})`, 'DISABLE_COLLECTORS').default([], 'none').argParser(collectorList))
     .addOption(opt('--kubeconfig-path <path>', 'kubeconfig for the Secret <cluster-name>-rest-jwt-key (else in-cluster service account)', 'KUBECONFIG_PATH'));
   return addExportOptions(cmd, PREFIX, { ...d, logLevel: 'debug' });
+}
+
+/** `licenses, partitions` → the names, each checked; blank means none. */
+function collectorList(value: string): OptionalSubCollector[] {
+  const names = value.split(',').map((v) => v.trim()).filter((v) => v !== '');
+  return [...new Set(names.map(oneOf(OPTIONAL_SUB_COLLECTORS)))];
 }
 
 /** Soperator's reading: blank means the default, case and surrounding blanks do not matter. */
@@ -115,7 +124,7 @@ export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOpti
   settings.logger.info({ server: f.slurmApiServer, auth: tokenSource.describe(), jobSource: f.jobSource }, 'slurmrestd client configured');
   return {
     ...settings,
-    source: { api: client, jobSource: f.jobSource, accountingLookbackMs: lookbackMs ?? 0, clusterName: f.clusterName },
+    source: { api: client, jobSource: f.jobSource, accountingLookbackMs: lookbackMs ?? 0, clusterName: f.clusterName, disabled: f.disableCollectors },
     collectionIntervalMs: f.collectionInterval,
     maxInflight: f.maxCollectorInflight,
     userAccountMetrics: f.userAccountMetrics,

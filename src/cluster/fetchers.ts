@@ -6,10 +6,10 @@
 import type { Logger } from '../log.js';
 import { orThrow, type AccountingQuery, type CallOptions, type CallResult } from './api/client.js';
 import type { Fetchers } from './collect.js';
-import type { SlurmDiag, SlurmJob, SlurmNode, SlurmPartition } from './model.js';
+import type { SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition } from './model.js';
 import { internFields, type InternFields } from './intern.js';
 import { adjustAccountingJobs } from './rules.js';
-import type { SubCollector } from './snapshot.js';
+import type { OptionalSubCollector, SubCollector } from './snapshot.js';
 
 /** What the fetchers need of the client (the real SlurmClient, or a test double). */
 export interface SlurmApi {
@@ -18,6 +18,7 @@ export interface SlurmApi {
   diag(opts?: CallOptions): Promise<CallResult<SlurmDiag>>;
   /** Optional: without it (a test double, a bench) the partitions sub-collector is off. */
   partitions?(opts?: CallOptions): Promise<CallResult<SlurmPartition>>;
+  licenses?(opts?: CallOptions): Promise<CallResult<SlurmLicense>>;
   accountingJobs(q: AccountingQuery, opts?: CallOptions): Promise<CallResult<SlurmJob>>;
 }
 
@@ -30,6 +31,8 @@ export interface FetcherOptions {
   readonly accountingLookbackMs: number;
   readonly clusterName?: string;
   readonly logger: Logger;
+  /** Optional sub-collectors switched off. */
+  readonly disabled?: readonly OptionalSubCollector[];
   readonly onSkipped?: (collector: SubCollector, count: number) => void;
   readonly now?: () => number;
 }
@@ -62,9 +65,13 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
     internFields(list, fields);
     return list;
   };
+  /** An optional sub-collector: on when the API has its call and the operator did not switch it off. */
+  const optional = <K extends OptionalSubCollector, T>(name: K, call: ((opts?: CallOptions) => Promise<CallResult<T>>) | undefined) =>
+    call === undefined || o.disabled?.includes(name) ? {} : { [name]: async (signal: AbortSignal) => items(name, await call({ signal })) };
   return {
     nodes: async (signal) => shared(items('nodes', await o.api.nodes({ signal })), NODE_FIELDS),
-    ...(o.api.partitions ? { partitions: async (signal: AbortSignal) => items('partitions', await (o.api.partitions as NonNullable<SlurmApi['partitions']>)({ signal })) } : {}),
+    ...optional('partitions', o.api.partitions?.bind(o.api)),
+    ...optional('licenses', o.api.licenses?.bind(o.api)),
     diag: async (signal) => {
       const [diag] = items('diag', await o.api.diag({ signal }));
       if (!diag) throw new Error('diag response carried no statistics');

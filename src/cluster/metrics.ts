@@ -322,6 +322,25 @@ export const NATIVE_SPECS: readonly GaugeSpec[] = [
   ...values(NATIVE_SCHEDULER_METRICS),
 ];
 
+// ---- beyond Slurm's own set, in its naming style ----
+
+/** From /jobs (no request of their own). */
+export const JOB_EXTRA_METRICS = {
+  pendingReason: gauge('slurm_jobs_pending_reason', ['reason', 'partition'],
+    'Pending jobs by the reason slurmctld gives (Priority, Resources, JobHeldUser, ...) and partition; a job submitted to several partitions counts in each. From API v0.0.38.'),
+} as const;
+
+/** From /licenses, its own sub-collector. */
+export const LICENSE_METRICS = {
+  total: gauge('slurm_license_total', ['license'], 'Licenses configured (Total). From API v0.0.38.'),
+  used: gauge('slurm_license_used', ['license'], 'Licenses in use by jobs. From API v0.0.38.'),
+  free: gauge('slurm_license_free', ['license'], 'Licenses available to jobs now. From API v0.0.38.'),
+  reserved: gauge('slurm_license_reserved', ['license'], 'Licenses held by reservations. From API v0.0.38.'),
+} as const;
+
+/** Families beyond slurmctld's own, in README order. */
+export const EXTRA_SPECS: readonly GaugeSpec[] = [...values(JOB_EXTRA_METRICS), ...values(LICENSE_METRICS)];
+
 /** `--user-account-metrics`. */
 export const NATIVE_USER_ACCOUNT_SPECS: readonly GaugeSpec[] = [...jobSpecs(NATIVE_USER_METRICS), ...jobSpecs(NATIVE_ACCOUNT_METRICS)];
 
@@ -336,4 +355,5 @@ checkCatalogue([
   ...Object.values(CLUSTER_SELF_METRICS),
   ...NATIVE_SPECS,
   ...NATIVE_USER_ACCOUNT_SPECS,
+  ...EXTRA_SPECS,
 ]);

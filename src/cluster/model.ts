@@ -96,6 +96,17 @@ export interface SlurmPartition {
   readonly tres?: string;
 }
 
+/** One license pool, as reported by `GET /slurm/vX/licenses/` (same shape in every version). */
+export interface SlurmLicense {
+  readonly name: string;
+  readonly total?: number;
+  readonly used?: number;
+  readonly free?: number;
+  readonly reserved?: number;
+  /** Served by slurmdbd (`sacctmgr add resource`) rather than slurm.conf. */
+  readonly remote?: boolean;
+}
+
 /** Exit status of a job as Slurm reports it. */
 export interface JobExitCode {
   /** Slurm's verdict words, e.g. `["SUCCESS"]`, `["ERROR"]`, `["SIGNALED"]`. */

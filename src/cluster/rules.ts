@@ -10,6 +10,7 @@ import { CLUSTER_METRICS as M } from './metrics.js';
 import type { SlurmDiag, SlurmJob, SlurmNode } from './model.js';
 import { JOB_TERMINAL_STATES } from './model.js';
 import { flagValue, isUnavailable, legacyStateLabels, stateFlagLabels } from './node-state.js';
+import { extraFamilies } from './extra.js';
 import { nativeFamilies, type NativeOptions } from './native.js';
 import type { ClusterSnapshot } from './snapshot.js';
 import { nodesByName, uniqueJobs, type ClusterState } from './state.js';
@@ -29,6 +30,7 @@ export function observe(snap: ClusterSnapshot, nowMs: number, native: NativeOpti
     ...(snap.jobs ? jobFamilies(snap.jobs.value, nowMs) : []),
     ...(snap.diag ? diagFamilies(snap.diag.value) : []),
     ...nativeFamilies(snap, native),
+    ...extraFamilies(snap),
   ];
 }
 

@@ -3,10 +3,13 @@
  * each sub-collector. A failed sub-collector keeps its previous result, so a
  * slurmrestd hiccup on /jobs never blanks the node families.
  */
-import type { SlurmDiag, SlurmJob, SlurmNode, SlurmPartition } from './model.js';
+import type { SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition } from './model.js';
 
-export type SubCollector = 'nodes' | 'jobs' | 'diag' | 'partitions';
-export const SUB_COLLECTORS: readonly SubCollector[] = ['nodes', 'jobs', 'diag', 'partitions'];
+export type SubCollector = 'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses';
+export const SUB_COLLECTORS: readonly SubCollector[] = ['nodes', 'jobs', 'diag', 'partitions', 'licenses'];
+/** The sub-collectors an operator may switch off (the others feed Soperator's families). */
+export const OPTIONAL_SUB_COLLECTORS = ['partitions', 'licenses'] as const satisfies readonly SubCollector[];
+export type OptionalSubCollector = (typeof OPTIONAL_SUB_COLLECTORS)[number];
 
 export interface Collected<T> {
   readonly value: T;
@@ -23,4 +26,5 @@ export interface ClusterSnapshot {
   readonly jobs?: Collected<readonly SlurmJob[]>;
   readonly diag?: Collected<SlurmDiag>;
   readonly partitions?: Collected<readonly SlurmPartition[]>;
+  readonly licenses?: Collected<readonly SlurmLicense[]>;
 }

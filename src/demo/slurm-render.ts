@@ -1,5 +1,5 @@
 /**
- * Renders the fake cluster as slurmrestd answers: `/slurm/vX/{nodes,jobs,diag,partitions}/`,
+ * Renders the fake cluster as slurmrestd answers: `/slurm/vX/{nodes,jobs,diag,partitions,licenses}/`,
  * `/slurmdb/vX/jobs/` and `/openapi/v3`, for API versions v0.0.38 and v0.0.40–v0.0.45.
  *
  * Bodies are produced as a stream of JSON text, element by element, never as one string: 100k
@@ -18,8 +18,8 @@ import type { Ctx4x, Minor } from './slurm-render-v004x.js';
 export const RENDER_VERSIONS = ['v0.0.38', 'v0.0.40', 'v0.0.41', 'v0.0.42', 'v0.0.43', 'v0.0.44', 'v0.0.45'] as const;
 export type RenderVersion = (typeof RENDER_VERSIONS)[number];
 
-export type Endpoint = 'nodes' | 'jobs' | 'diag' | 'partitions' | 'slurmdb-jobs';
-export const ENDPOINTS: readonly Endpoint[] = ['nodes', 'jobs', 'diag', 'partitions', 'slurmdb-jobs'];
+export type Endpoint = 'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses' | 'slurmdb-jobs';
+export const ENDPOINTS: readonly Endpoint[] = ['nodes', 'jobs', 'diag', 'partitions', 'licenses', 'slurmdb-jobs'];
 
 /** The Slurm release a slurmrestd reports when this is the newest version it serves. */
 export const DEFAULT_RELEASES: Readonly<Record<RenderVersion, string>> = {
@@ -98,6 +98,8 @@ function plan38(view: ClusterView, endpoint: Endpoint, opts: RenderOptions): Bod
       return { kind: 'object', body: { ...ctld, statistics: diagStats38(view.diag, c) } };
     case 'partitions':
       return list('partitions', partitionsOf(view), partition38, ctld, {});
+    case 'licenses':
+      return list('licenses', licensesOf(view), (l) => l, ctld, {});
     case 'slurmdb-jobs': {
       const items = accountingJobs(view, opts.query);
       const head = { meta: meta38(c, 'slurmdbd'), errors: items.length === 0 ? [NOTHING_FOUND] : [] };
@@ -120,6 +122,8 @@ function plan4x(view: ClusterView, version: RenderVersion, endpoint: Endpoint, o
       return { kind: 'object', body: { statistics: diagStats4x(view.diag, c), ...envelope('slurmctld') } };
     case 'partitions':
       return list('partitions', partitionsOf(view), partition4x, {}, { last_update: nv(view.nodesUpdatedAt), ...envelope('slurmctld') });
+    case 'licenses':
+      return list('licenses', licensesOf(view), (l) => l, {}, { last_update: nv(view.jobsUpdatedAt), ...envelope('slurmctld') });
     case 'slurmdb-jobs':
       return list('jobs', accountingJobs(view, opts.query), (j) => dbJob4x(j, c), {}, envelope('slurmdbd'));
   }
@@ -142,6 +146,18 @@ function partitionTres(p: FakePartition): string {
   const mem = p.nodes.reduce((a, n) => a + n.realMemoryMiB, 0);
   const gpus = p.nodes.reduce((a, n) => a + n.gpus, 0);
   return `cpu=${cpus},mem=${mem}M,node=${p.nodes.length},billing=${cpus}${gpus > 0 ? `,gres/gpu=${gpus}` : ''}`;
+}
+
+/** Total of the fake cluster's one license pool. */
+export const FAKE_LICENSE_TOTAL = 16;
+
+/**
+ * One license pool, `fluent`, same shape in every version: each running job holds one, two are
+ * reserved for a maintenance window.
+ */
+export function licensesOf(view: ClusterView): Readonly<Record<string, string | number | boolean>>[] {
+  const used = Math.min(FAKE_LICENSE_TOTAL - 2, view.jobs.filter((j) => j.state === 'RUNNING').length);
+  return [{ LicenseName: 'fluent', Total: FAKE_LICENSE_TOTAL, Used: used, Free: FAKE_LICENSE_TOTAL - 2 - used, Remote: false, Reserved: 2 }];
 }
 
 /** 22.05's shape: hostlist and totals at the top (and its `min nodes per job` spelling). */
@@ -232,6 +248,7 @@ export function openapiDocument(versions: readonly RenderVersion[], opts: { read
     paths[`/slurm/${v}/jobs${slash}`] = get('get list of jobs');
     paths[`/slurm/${v}/nodes${slash}`] = get('get node(s) info');
     paths[`/slurm/${v}/partitions${slash}`] = get('get all partition info');
+    paths[`/slurm/${v}/licenses${slash}`] = get('get all Slurm tracked license info');
     if (opts.slurmdbd ?? true) paths[`/slurmdb/${v}/jobs${slash}`] = get('get job list');
   }
   const plugins = (opts.slurmdbd ?? true) ? 'openapi/slurmdbd&openapi/slurmctld' : 'openapi/slurmctld';

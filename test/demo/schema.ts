@@ -112,6 +112,7 @@ const SCHEMA_4X: Readonly<Record<Endpoint, string>> = {
   jobs: 'openapi_job_info_resp',
   diag: 'openapi_diag_resp',
   partitions: 'openapi_partition_resp',
+  licenses: 'openapi_licenses_resp',
   'slurmdb-jobs': 'openapi_slurmdbd_jobs_resp',
 };
 
@@ -120,6 +121,7 @@ const SCHEMA_38: Readonly<Record<Endpoint, readonly [string, string]>> = {
   jobs: ['v0.0.38-slurmctld.json', 'v0.0.38_jobs_response'],
   diag: ['v0.0.38-slurmctld.json', 'v0.0.38_diag'],
   partitions: ['v0.0.38-slurmctld.json', 'v0.0.38_partitions_response'],
+  licenses: ['v0.0.38-slurmctld.json', 'v0.0.38_licenses'],
   'slurmdb-jobs': ['v0.0.38-slurmdbd.json', 'dbv0.0.38_job_info'],
 };
 

@@ -5,11 +5,12 @@
  * skipped element, and decode to exactly what the fake cluster holds (as that version can carry it).
  */
 import { describe, expect, it } from 'vitest';
+import { decodeLicense } from '../../src/cluster/api/decode-licenses.js';
 import { decodePartition } from '../../src/cluster/api/decode-partitions.js';
 import { decodeList } from '../../src/cluster/api/envelope.js';
 import { decoderFor } from '../../src/cluster/api/versions.js';
-import type { Decoded, SlurmNode } from '../../src/cluster/model.js';
-import { DEFAULT_RELEASES, ENDPOINTS, RENDER_VERSIONS, renderText, truthSeenThrough } from '../../src/demo/slurm-render.js';
+import type { Decoded, SlurmJob, SlurmNode } from '../../src/cluster/model.js';
+import { DEFAULT_RELEASES, ENDPOINTS, FAKE_LICENSE_TOTAL, RENDER_VERSIONS, renderText, truthSeenThrough } from '../../src/demo/slurm-render.js';
 import type { Endpoint, RenderVersion } from '../../src/demo/slurm-render.js';
 import { recorded } from '../cluster/fixtures.js';
 import { coverage, interestingMoments } from './moments.js';
@@ -23,6 +24,7 @@ function decode(version: RenderVersion, endpoint: Endpoint, body: unknown): Deco
   if (endpoint === 'jobs') return d.decodeJobs(body);
   if (endpoint === 'diag') return d.decodeDiag(body);
   if (endpoint === 'partitions') return decodeList(body, 'partitions', decodePartition);
+  if (endpoint === 'licenses') return decodeList(body, 'licenses', decodeLicense);
   return d.decodeAccountingJobs(body);
 }
 
@@ -39,7 +41,14 @@ function expectedItems(version: RenderVersion, endpoint: Endpoint, m: (typeof mo
   if (endpoint === 'jobs') return t.jobs;
   if (endpoint === 'diag') return [t.diag];
   if (endpoint === 'partitions') return partitionsFromNodes(t.nodes);
+  if (endpoint === 'licenses') return [licenseFromJobs(t.jobs)];
   return t.accountingJobs;
+}
+
+/** The fake's one pool: a license per running job, two reserved. */
+function licenseFromJobs(jobs: readonly SlurmJob[]): object {
+  const used = Math.min(FAKE_LICENSE_TOTAL - 2, jobs.filter((j) => j.state[0] === 'RUNNING').length);
+  return { name: 'fluent', total: FAKE_LICENSE_TOTAL, used, free: FAKE_LICENSE_TOTAL - 2 - used, reserved: 2, remote: false };
 }
 
 /** The partitions the nodes name, in node order, with their totals. */

@@ -13,10 +13,11 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../../log.js';
-import type { ApiMessage, DecodedOk, DecodeFailureKind, Decoded, ResponseMeta, SlurmDiag, SlurmJob, SlurmNode, SlurmPartition } from '../model.js';
+import type { ApiMessage, DecodedOk, DecodeFailureKind, Decoded, ResponseMeta, SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition } from '../model.js';
 import { AuthError, type TokenSource } from './auth.js';
 import { describeMessages, readMessages } from './envelope.js';
 import { decodeListStream } from './stream-decode.js';
+import { decodeLicense } from './decode-licenses.js';
 import { decodePartition } from './decode-partitions.js';
 import {
   AbortedError,
@@ -205,6 +206,10 @@ export class SlurmClient {
 
   partitions(opts: CallOptions = {}): Promise<CallResult<SlurmPartition>> {
     return this.call({ api: 'slurm', name: 'partitions', decode: (res) => decodeListStream(res.body, 'partitions', decodePartition) }, opts);
+  }
+
+  licenses(opts: CallOptions = {}): Promise<CallResult<SlurmLicense>> {
+    return this.call({ api: 'slurm', name: 'licenses', decode: (res) => decodeListStream(res.body, 'licenses', decodeLicense) }, opts);
   }
 
   diag(opts: CallOptions = {}): Promise<CallResult<SlurmDiag>> {

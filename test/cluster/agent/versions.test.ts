@@ -10,7 +10,8 @@ import { ClusterRunner } from '../../../src/cluster/agent.js';
 import { baseState } from '../../../src/cluster/node-state.js';
 import { FakeCluster } from '../../../src/demo/fake-cluster.js';
 import { startFakeSlurmrestd, type FakeSlurmrestd } from '../../../src/demo/fake-slurmrestd.js';
-import { RENDER_VERSIONS, truthSeenThrough, type RenderVersion } from '../../../src/demo/slurm-render.js';
+import { FAKE_LICENSE_TOTAL, RENDER_VERSIONS, truthSeenThrough, type Endpoint, type RenderVersion } from '../../../src/demo/slurm-render.js';
+import type { OptionalSubCollector } from '../../../src/cluster/snapshot.js';
 import { silentLogger } from '../../../src/log.js';
 import { parseExposition, select, valueOf } from '../../support/exposition.js';
 
@@ -24,13 +25,18 @@ afterEach(async () => {
   runner = server = undefined;
 });
 
-async function start(versions: readonly RenderVersion[], jobSource: 'controller' | 'accounting' = 'controller') {
+interface StartOptions {
+  readonly failing?: readonly Endpoint[];
+  readonly disabled?: readonly OptionalSubCollector[];
+}
+
+async function start(versions: readonly RenderVersion[], jobSource: 'controller' | 'accounting' = 'controller', o: StartOptions = {}) {
   const cluster = new FakeCluster({ nodes: 12, seed: 7 });
   cluster.advance(45 * 60_000);
-  server = await startFakeSlurmrestd({ cluster, versions, host: '127.0.0.1', port: 0, token: TOKEN });
+  server = await startFakeSlurmrestd({ cluster, versions, host: '127.0.0.1', port: 0, token: TOKEN, ...(o.failing ? { failing: o.failing } : {}) });
   const api = new SlurmClient({ server: server.url, tokenSource: staticToken({ token: TOKEN, userName: 'root' }), requestTimeoutMs: 10_000, logger: silentLogger() });
   runner = new ClusterRunner({
-    source: { api, jobSource, accountingLookbackMs: 24 * 3_600_000, clusterName: cluster.clusterName, now: () => cluster.now },
+    source: { api, jobSource, accountingLookbackMs: 24 * 3_600_000, clusterName: cluster.clusterName, now: () => cluster.now, ...(o.disabled ? { disabled: o.disabled } : {}) },
     collectionIntervalMs: 3_600_000,
     maxInflight: 1,
     metrics: { host: '127.0.0.1', port: 0 },
@@ -108,7 +114,57 @@ describe("Slurm's native families through a fake slurmrestd, one API version at 
       expect(select(samples, 'slurm_bf_cycle_max').length).toBe(minor === 40 ? 0 : 1);
       if (minor >= 41) expect(valueOf(samples, 'slurm_schedule_cycle_tot')).toBe(truth.diag.schedule_cycle_sum);
     });
+
+    it(`counts pending jobs by reason and partition, and reads the license pools (${version})`, async () => {
+      const { cluster, runner } = await start([version]);
+      expect((await runner.collect()).failed).toEqual([]);
+      const truth = truthSeenThrough(version, cluster.knownTruth());
+      const samples = parseExposition(runner.pipeline.exposition.text);
+      const pending = truth.jobs.filter((j) => j.state[0] === 'PENDING');
+      expect(pending.length).toBeGreaterThan(0);
+      const reasons = select(samples, 'slurm_jobs_pending_reason');
+      expect(reasons.reduce((a, s) => a + s.value, 0)).toBe(pending.length);
+      for (const s of reasons) {
+        expect(s.value, JSON.stringify(s.labels)).toBe(pending.filter((j) => (j.state_reason ?? '') === s.labels.reason && j.partition === s.labels.partition).length);
+      }
+      const used = Math.min(FAKE_LICENSE_TOTAL - 2, truth.jobs.filter((j) => j.state[0] === 'RUNNING').length);
+      expect(valueOf(samples, 'slurm_license_total', { license: 'fluent' })).toBe(FAKE_LICENSE_TOTAL);
+      expect(valueOf(samples, 'slurm_license_used', { license: 'fluent' })).toBe(used);
+      expect(valueOf(samples, 'slurm_license_free', { license: 'fluent' })).toBe(FAKE_LICENSE_TOTAL - 2 - used);
+      expect(valueOf(samples, 'slurm_license_reserved', { license: 'fluent' })).toBe(2);
+    });
   }
+});
+
+describe('optional sub-collectors', () => {
+  for (const endpoint of ['licenses', 'partitions'] as const) {
+    it(`a failing /${endpoint} fails alone: counted, its families absent, every other family served`, async () => {
+      const { runner } = await start(['v0.0.44'], 'controller', { failing: [endpoint] });
+      expect((await runner.collect()).failed).toEqual([endpoint]);
+      const samples = parseExposition(runner.pipeline.exposition.text);
+      expect(select(samples, 'slurm_node_info').length).toBe(12);
+      expect(select(samples, 'slurm_jobs')).toHaveLength(1);
+      expect(select(samples, 'slurm_nodes')).toHaveLength(1);
+      expect(select(samples, 'slurm_schedule_cycle_cnt')).toHaveLength(1);
+      expect(select(samples, endpoint === 'licenses' ? 'slurm_license_total' : 'slurm_partitions')).toHaveLength(0);
+      expect(select(samples, endpoint === 'licenses' ? 'slurm_partitions' : 'slurm_license_total')).toHaveLength(1);
+      const self = parseExposition((await runner.self.exposition()).text);
+      expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: endpoint })).toBe(1);
+      expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: 'nodes' })).toBe(0);
+    });
+  }
+
+  it('a switched-off sub-collector sends no request and has no families and no self-monitoring series', async () => {
+    const { runner } = await start(['v0.0.44'], 'controller', { disabled: ['licenses'] });
+    expect((await runner.collect()).failed).toEqual([]);
+    expect(server?.requests.get('/slurm/v0.0.44/licenses/')).toBeUndefined();
+    expect(server?.requests.get('/slurm/v0.0.44/partitions/')).toBe(1);
+    const samples = parseExposition(runner.pipeline.exposition.text);
+    expect(select(samples, 'slurm_license_total')).toHaveLength(0);
+    expect(select(samples, 'slurm_partitions')).toHaveLength(1);
+    const self = parseExposition((await runner.self.exposition()).text);
+    expect(select(self, 'slurm_exporter_collector_errors_total', { collector: 'licenses' })).toHaveLength(0);
+  });
 });
 
 describe('cluster agent faults, end to end', () => {
@@ -120,12 +176,12 @@ describe('cluster agent faults, end to end', () => {
     await server?.close();
     server = undefined;
     const tick = await runner.collect();
-    expect([...tick.failed].sort()).toEqual(['diag', 'jobs', 'nodes', 'partitions']);
+    expect([...tick.failed].sort()).toEqual(['diag', 'jobs', 'licenses', 'nodes', 'partitions']);
     const after = parseExposition(runner.pipeline.exposition.text);
     expect(select(after, 'slurm_node_info').length).toBe(before);
     expect(select(after, 'slurm_job_info').length).toBeGreaterThan(0);
     const self = parseExposition((await runner.self.exposition()).text);
-    for (const collector of ['nodes', 'jobs', 'diag', 'partitions']) expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector })).toBe(1);
+    for (const collector of ['nodes', 'jobs', 'diag', 'partitions', 'licenses']) expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector })).toBe(1);
     expect(valueOf(self, 'slurm_exporter_collection_failures_total')).toBe(1);
     expect(valueOf(self, 'slurm_exporter_collection_attempts_total')).toBe(2);
   });
