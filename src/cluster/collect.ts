@@ -1,6 +1,6 @@
 /**
  * The cluster agent's collection loop. Every tick tries to start each
- * sub-collector (nodes, jobs, diag, partitions, licenses) and does not wait for it: a slow /jobs
+ * sub-collector (nodes, jobs, diag and the optional ones) and does not wait for it: a slow /jobs
  * never delays /nodes. Each run is isolated: a failure keeps its last good
  * data and is counted; an in-flight limit per sub-collector skips a run rather
  * than pile requests onto a slow slurmrestd; a result older than the one
@@ -9,7 +9,7 @@
  * reach this code.
  */
 import type { Logger } from '../log.js';
-import type { SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition } from './model.js';
+import type { SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition, SlurmReservation } from './model.js';
 import { SUB_COLLECTORS, type ClusterSnapshot, type Collected, type SubCollector } from './snapshot.js';
 
 export interface Fetchers {
@@ -19,6 +19,7 @@ export interface Fetchers {
   /** Optional sub-collectors: absent means switched off (never started, never counted). */
   readonly partitions?: (signal: AbortSignal) => Promise<readonly SlurmPartition[]>;
   readonly licenses?: (signal: AbortSignal) => Promise<readonly SlurmLicense[]>;
+  readonly reservations?: (signal: AbortSignal) => Promise<readonly SlurmReservation[]>;
 }
 
 /** What the loop reports, for self-monitoring. */
@@ -75,12 +76,13 @@ type Stored = {
   diag?: Collected<SlurmDiag>;
   partitions?: Collected<readonly SlurmPartition[]>;
   licenses?: Collected<readonly SlurmLicense[]>;
+  reservations?: Collected<readonly SlurmReservation[]>;
 };
 
 export class CollectionLoop {
   private readonly stored: Stored = {};
-  private readonly seq: Record<SubCollector, number> = { nodes: 0, jobs: 0, diag: 0, partitions: 0, licenses: 0 };
-  private readonly running: Record<SubCollector, number> = { nodes: 0, jobs: 0, diag: 0, partitions: 0, licenses: 0 };
+  private readonly seq: Record<SubCollector, number> = { nodes: 0, jobs: 0, diag: 0, partitions: 0, licenses: 0, reservations: 0 };
+  private readonly running: Record<SubCollector, number> = { nodes: 0, jobs: 0, diag: 0, partitions: 0, licenses: 0, reservations: 0 };
   private readonly aborts = new Set<AbortController>();
   private readonly now: () => number;
   /** The sub-collectors that have a fetcher, in SUB_COLLECTORS order. */

@@ -1,16 +1,22 @@
 /**
- * Families beyond slurmctld's own set: pending-reason counts (from /jobs) and license pools (from
- * /licenses). Each comes only from a sub-collector that has succeeded: a failing /licenses never
+ * Families beyond slurmctld's own set: pending-reason counts (from /jobs), license pools (from
+ * /licenses) and reservations (from /reservations, their nodes' states from /nodes). Each comes only from a sub-collector that has succeeded: a failing /licenses never
  * touches the job families, and a switched-off one leaves its families out.
  */
 import type { Family } from '../telemetry/spec.js';
-import { JOB_EXTRA_METRICS, LICENSE_METRICS } from './metrics.js';
-import type { SlurmJob, SlurmLicense } from './model.js';
+import { expandHostlist } from './hostlist.js';
+import { JOB_EXTRA_METRICS, LICENSE_METRICS, RESERVATION_METRICS as R } from './metrics.js';
+import type { SlurmJob, SlurmLicense, SlurmNode, SlurmReservation } from './model.js';
+import { nodeStateNames } from './native.js';
 import type { ClusterSnapshot } from './snapshot.js';
-import { uniqueJobs } from './state.js';
+import { nodesByName, uniqueJobs } from './state.js';
 
 export function extraFamilies(snap: ClusterSnapshot): Family[] {
-  return [...(snap.jobs ? [pendingReasons(uniqueJobs(snap.jobs.value))] : []), ...(snap.licenses ? licenseFamilies(snap.licenses.value) : [])];
+  return [
+    ...(snap.jobs ? [pendingReasons(uniqueJobs(snap.jobs.value))] : []),
+    ...(snap.licenses ? licenseFamilies(snap.licenses.value) : []),
+    ...(snap.reservations ? reservationFamilies(snap.reservations.value, snap.nodes?.value) : []),
+  ];
 }
 
 /** Pending jobs by (reason, partition); a job submitted to several partitions counts in each. */
@@ -37,4 +43,47 @@ function licenseFamilies(licenses: readonly SlurmLicense[]): Family[] {
     points: unique.flatMap((l) => (l[key] === undefined ? [] : [{ attributes: { license: l.name }, value: l[key] as number }])),
   });
   return [fam('total'), fam('used'), fam('free'), fam('reserved')];
+}
+
+function reservationFamilies(list: readonly SlurmReservation[], nodes: readonly SlurmNode[] | undefined): Family[] {
+  const unique = [...new Map(list.map((r) => [r.name, r])).values()];
+  const per = (spec: (typeof R)[keyof typeof R], value: (r: SlurmReservation) => number | undefined): Family => ({
+    spec,
+    points: unique.flatMap((r) => {
+      const v = value(r);
+      return v === undefined ? [] : [{ attributes: { reservation: r.name }, value: v }];
+    }),
+  });
+  const info = unique.map((r) => ({
+    attributes: { reservation: r.name, partition: r.partition ?? '', flags: r.flags.join(','), users: r.users ?? '', accounts: r.accounts ?? '', nodes: r.node_list },
+    value: 1,
+  }));
+  return [
+    { spec: R.info, points: info },
+    per(R.startTime, (r) => r.start_time),
+    per(R.endTime, (r) => r.end_time),
+    per(R.nodes, (r) => r.node_count),
+    per(R.cores, (r) => r.core_count),
+    ...(nodes ? [reservationNodeStates(unique, nodes)] : []),
+  ];
+}
+
+/** The states of each reservation's nodes; a reservation whose hostlist cannot be read gets none. */
+function reservationNodeStates(list: readonly SlurmReservation[], nodes: readonly SlurmNode[]): Family {
+  const byName = nodesByName(nodes);
+  const points = list.flatMap((r) => {
+    let names: string[];
+    try {
+      names = expandHostlist(r.node_list);
+    } catch {
+      return [];
+    }
+    const counts = new Map<string, number>();
+    for (const name of names) {
+      const node = byName.get(name);
+      if (node !== undefined) for (const s of nodeStateNames(node)) counts.set(s, (counts.get(s) ?? 0) + 1);
+    }
+    return [...counts].map(([state, n]) => ({ attributes: { reservation: r.name, state }, value: n }));
+  });
+  return { spec: R.nodeStates, points };
 }

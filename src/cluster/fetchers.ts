@@ -6,7 +6,7 @@
 import type { Logger } from '../log.js';
 import { orThrow, type AccountingQuery, type CallOptions, type CallResult } from './api/client.js';
 import type { Fetchers } from './collect.js';
-import type { SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition } from './model.js';
+import type { SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition, SlurmReservation } from './model.js';
 import { internFields, type InternFields } from './intern.js';
 import { adjustAccountingJobs } from './rules.js';
 import type { OptionalSubCollector, SubCollector } from './snapshot.js';
@@ -19,6 +19,7 @@ export interface SlurmApi {
   /** Optional: without it (a test double, a bench) the partitions sub-collector is off. */
   partitions?(opts?: CallOptions): Promise<CallResult<SlurmPartition>>;
   licenses?(opts?: CallOptions): Promise<CallResult<SlurmLicense>>;
+  reservations?(opts?: CallOptions): Promise<CallResult<SlurmReservation>>;
   accountingJobs(q: AccountingQuery, opts?: CallOptions): Promise<CallResult<SlurmJob>>;
 }
 
@@ -72,6 +73,7 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
     nodes: async (signal) => shared(items('nodes', await o.api.nodes({ signal })), NODE_FIELDS),
     ...optional('partitions', o.api.partitions?.bind(o.api)),
     ...optional('licenses', o.api.licenses?.bind(o.api)),
+    ...optional('reservations', o.api.reservations?.bind(o.api)),
     diag: async (signal) => {
       const [diag] = items('diag', await o.api.diag({ signal }));
       if (!diag) throw new Error('diag response carried no statistics');

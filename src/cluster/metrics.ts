@@ -338,8 +338,22 @@ export const LICENSE_METRICS = {
   reserved: gauge('slurm_license_reserved', ['license'], 'Licenses held by reservations. From API v0.0.38.'),
 } as const;
 
+const RESERVATION = ['reservation'] as const;
+
+/** From /reservations, its own sub-collector (node states joined from /nodes). */
+export const RESERVATION_METRICS = {
+  info: gauge('slurm_reservation_info', ['reservation', 'partition', 'flags', 'users', 'accounts', 'nodes'],
+    'Reservation identity: partition, flags (comma-separated), users, accounts and reserved hostlist; value is always 1. From API v0.0.38.'),
+  startTime: gauge('slurm_reservation_start_time_seconds', RESERVATION, 'When the reservation starts (Unix seconds). From API v0.0.38.', 's'),
+  endTime: gauge('slurm_reservation_end_time_seconds', RESERVATION, 'When the reservation ends (Unix seconds). From API v0.0.38.', 's'),
+  nodes: gauge('slurm_reservation_nodes', RESERVATION, 'Nodes reserved. From API v0.0.38.'),
+  cores: gauge('slurm_reservation_cores', RESERVATION, 'Cores reserved. From API v0.0.38.'),
+  nodeStates: gauge('slurm_reservation_nodes_state', ['reservation', 'state'],
+    'Reserved nodes by state, under the state names of slurm_nodes_<state> (a node counts under its base state and each flag). From API v0.0.38.'),
+} as const;
+
 /** Families beyond slurmctld's own, in README order. */
-export const EXTRA_SPECS: readonly GaugeSpec[] = [...values(JOB_EXTRA_METRICS), ...values(LICENSE_METRICS)];
+export const EXTRA_SPECS: readonly GaugeSpec[] = [...values(JOB_EXTRA_METRICS), ...values(LICENSE_METRICS), ...values(RESERVATION_METRICS)];
 
 /** `--user-account-metrics`. */
 export const NATIVE_USER_ACCOUNT_SPECS: readonly GaugeSpec[] = [...jobSpecs(NATIVE_USER_METRICS), ...jobSpecs(NATIVE_ACCOUNT_METRICS)];

@@ -107,6 +107,23 @@ export interface SlurmLicense {
   readonly remote?: boolean;
 }
 
+/** One reservation, as reported by `GET /slurm/vX/reservations/` (same members in every version). */
+export interface SlurmReservation {
+  readonly name: string;
+  readonly partition?: string;
+  /** Upper-cased, e.g. `["MAINT","IGNORE_JOBS"]`. */
+  readonly flags: readonly string[];
+  /** Unix seconds. */
+  readonly start_time?: number;
+  readonly end_time?: number;
+  /** The reserved nodes' hostlist; empty when none. */
+  readonly node_list: string;
+  readonly node_count?: number;
+  readonly core_count?: number;
+  readonly users?: string;
+  readonly accounts?: string;
+}
+
 /** Exit status of a job as Slurm reports it. */
 export interface JobExitCode {
   /** Slurm's verdict words, e.g. `["SUCCESS"]`, `["ERROR"]`, `["SIGNALED"]`. */

@@ -3,12 +3,12 @@
  * each sub-collector. A failed sub-collector keeps its previous result, so a
  * slurmrestd hiccup on /jobs never blanks the node families.
  */
-import type { SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition } from './model.js';
+import type { SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition, SlurmReservation } from './model.js';
 
-export type SubCollector = 'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses';
-export const SUB_COLLECTORS: readonly SubCollector[] = ['nodes', 'jobs', 'diag', 'partitions', 'licenses'];
+export type SubCollector = 'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses' | 'reservations';
+export const SUB_COLLECTORS: readonly SubCollector[] = ['nodes', 'jobs', 'diag', 'partitions', 'licenses', 'reservations'];
 /** The sub-collectors an operator may switch off (the others feed Soperator's families). */
-export const OPTIONAL_SUB_COLLECTORS = ['partitions', 'licenses'] as const satisfies readonly SubCollector[];
+export const OPTIONAL_SUB_COLLECTORS = ['partitions', 'licenses', 'reservations'] as const satisfies readonly SubCollector[];
 export type OptionalSubCollector = (typeof OPTIONAL_SUB_COLLECTORS)[number];
 
 export interface Collected<T> {
@@ -27,4 +27,5 @@ export interface ClusterSnapshot {
   readonly diag?: Collected<SlurmDiag>;
   readonly partitions?: Collected<readonly SlurmPartition[]>;
   readonly licenses?: Collected<readonly SlurmLicense[]>;
+  readonly reservations?: Collected<readonly SlurmReservation[]>;
 }

@@ -1,5 +1,5 @@
 /**
- * Renders the fake cluster as slurmrestd answers: `/slurm/vX/{nodes,jobs,diag,partitions,licenses}/`,
+ * Renders the fake cluster as slurmrestd answers: `/slurm/vX/{nodes,jobs,diag,partitions,licenses,reservations}/`,
  * `/slurmdb/vX/jobs/` and `/openapi/v3`, for API versions v0.0.38 and v0.0.40–v0.0.45.
  *
  * Bodies are produced as a stream of JSON text, element by element, never as one string: 100k
@@ -18,8 +18,8 @@ import type { Ctx4x, Minor } from './slurm-render-v004x.js';
 export const RENDER_VERSIONS = ['v0.0.38', 'v0.0.40', 'v0.0.41', 'v0.0.42', 'v0.0.43', 'v0.0.44', 'v0.0.45'] as const;
 export type RenderVersion = (typeof RENDER_VERSIONS)[number];
 
-export type Endpoint = 'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses' | 'slurmdb-jobs';
-export const ENDPOINTS: readonly Endpoint[] = ['nodes', 'jobs', 'diag', 'partitions', 'licenses', 'slurmdb-jobs'];
+export type Endpoint = 'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses' | 'reservations' | 'slurmdb-jobs';
+export const ENDPOINTS: readonly Endpoint[] = ['nodes', 'jobs', 'diag', 'partitions', 'licenses', 'reservations', 'slurmdb-jobs'];
 
 /** The Slurm release a slurmrestd reports when this is the newest version it serves. */
 export const DEFAULT_RELEASES: Readonly<Record<RenderVersion, string>> = {
@@ -100,6 +100,8 @@ function plan38(view: ClusterView, endpoint: Endpoint, opts: RenderOptions): Bod
       return list('partitions', partitionsOf(view), partition38, ctld, {});
     case 'licenses':
       return list('licenses', licensesOf(view), (l) => l, ctld, {});
+    case 'reservations':
+      return list('reservations', reservationsOf(view), (r) => reservationWire(r, (n) => n), ctld, {});
     case 'slurmdb-jobs': {
       const items = accountingJobs(view, opts.query);
       const head = { meta: meta38(c, 'slurmdbd'), errors: items.length === 0 ? [NOTHING_FOUND] : [] };
@@ -124,6 +126,8 @@ function plan4x(view: ClusterView, version: RenderVersion, endpoint: Endpoint, o
       return list('partitions', partitionsOf(view), partition4x, {}, { last_update: nv(view.nodesUpdatedAt), ...envelope('slurmctld') });
     case 'licenses':
       return list('licenses', licensesOf(view), (l) => l, {}, { last_update: nv(view.jobsUpdatedAt), ...envelope('slurmctld') });
+    case 'reservations':
+      return list('reservations', reservationsOf(view), (r) => reservationWire(r, nv), {}, { last_update: nv(view.nodesUpdatedAt), ...envelope('slurmctld') });
     case 'slurmdb-jobs':
       return list('jobs', accountingJobs(view, opts.query), (j) => dbJob4x(j, c), {}, envelope('slurmdbd'));
   }
@@ -158,6 +162,39 @@ export const FAKE_LICENSE_TOTAL = 16;
 export function licensesOf(view: ClusterView): Readonly<Record<string, string | number | boolean>>[] {
   const used = Math.min(FAKE_LICENSE_TOTAL - 2, view.jobs.filter((j) => j.state === 'RUNNING').length);
   return [{ LicenseName: 'fluent', Total: FAKE_LICENSE_TOTAL, Used: used, Free: FAKE_LICENSE_TOTAL - 2 - used, Remote: false, Reserved: 2 }];
+}
+
+/** The fake's one reservation: a maintenance window on the first two nodes, from in an hour for an hour. */
+export interface FakeReservation {
+  readonly name: string;
+  readonly partition: string;
+  readonly flags: readonly string[];
+  readonly nodes: readonly FakeNode[];
+  readonly start: number;
+  readonly end: number;
+}
+
+export function reservationsOf(view: ClusterView): FakeReservation[] {
+  const nodes = view.nodes.slice(0, 2);
+  const first = nodes[0];
+  if (first === undefined) return [];
+  const start = Math.floor(view.now / 3600) * 3600 + 3600;
+  return [{ name: 'maint-window', partition: first.partition, flags: ['MAINT', 'IGNORE_JOBS'], nodes, start, end: start + 3600 }];
+}
+
+function reservationWire(r: FakeReservation, time: (n: number) => unknown): unknown {
+  return {
+    name: r.name,
+    partition: r.partition,
+    flags: r.flags,
+    node_list: r.nodes.map((n) => n.name).join(','),
+    node_count: r.nodes.length,
+    core_count: r.nodes.reduce((a, n) => a + n.sockets * n.coresPerSocket, 0),
+    start_time: time(r.start),
+    end_time: time(r.end),
+    users: 'root',
+    accounts: '',
+  };
 }
 
 /** 22.05's shape: hostlist and totals at the top (and its `min nodes per job` spelling). */
@@ -249,6 +286,7 @@ export function openapiDocument(versions: readonly RenderVersion[], opts: { read
     paths[`/slurm/${v}/nodes${slash}`] = get('get node(s) info');
     paths[`/slurm/${v}/partitions${slash}`] = get('get all partition info');
     paths[`/slurm/${v}/licenses${slash}`] = get('get all Slurm tracked license info');
+    paths[`/slurm/${v}/reservations${slash}`] = get('get all reservation info');
     if (opts.slurmdbd ?? true) paths[`/slurmdb/${v}/jobs${slash}`] = get('get job list');
   }
   const plugins = (opts.slurmdbd ?? true) ? 'openapi/slurmdbd&openapi/slurmctld' : 'openapi/slurmctld';

@@ -113,6 +113,7 @@ const SCHEMA_4X: Readonly<Record<Endpoint, string>> = {
   diag: 'openapi_diag_resp',
   partitions: 'openapi_partition_resp',
   licenses: 'openapi_licenses_resp',
+  reservations: 'openapi_reservation_resp',
   'slurmdb-jobs': 'openapi_slurmdbd_jobs_resp',
 };
 
@@ -122,6 +123,7 @@ const SCHEMA_38: Readonly<Record<Endpoint, readonly [string, string]>> = {
   diag: ['v0.0.38-slurmctld.json', 'v0.0.38_diag'],
   partitions: ['v0.0.38-slurmctld.json', 'v0.0.38_partitions_response'],
   licenses: ['v0.0.38-slurmctld.json', 'v0.0.38_licenses'],
+  reservations: ['v0.0.38-slurmctld.json', 'v0.0.38_reservations_response'],
   'slurmdb-jobs': ['v0.0.38-slurmdbd.json', 'dbv0.0.38_job_info'],
 };
 

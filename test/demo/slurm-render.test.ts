@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeLicense } from '../../src/cluster/api/decode-licenses.js';
 import { decodePartition } from '../../src/cluster/api/decode-partitions.js';
+import { decodeReservation } from '../../src/cluster/api/decode-reservations.js';
 import { decodeList } from '../../src/cluster/api/envelope.js';
 import { decoderFor } from '../../src/cluster/api/versions.js';
 import type { Decoded, SlurmJob, SlurmNode } from '../../src/cluster/model.js';
@@ -25,6 +26,7 @@ function decode(version: RenderVersion, endpoint: Endpoint, body: unknown): Deco
   if (endpoint === 'diag') return d.decodeDiag(body);
   if (endpoint === 'partitions') return decodeList(body, 'partitions', decodePartition);
   if (endpoint === 'licenses') return decodeList(body, 'licenses', decodeLicense);
+  if (endpoint === 'reservations') return decodeList(body, 'reservations', decodeReservation);
   return d.decodeAccountingJobs(body);
 }
 
@@ -42,7 +44,15 @@ function expectedItems(version: RenderVersion, endpoint: Endpoint, m: (typeof mo
   if (endpoint === 'diag') return [t.diag];
   if (endpoint === 'partitions') return partitionsFromNodes(t.nodes);
   if (endpoint === 'licenses') return [licenseFromJobs(t.jobs)];
+  if (endpoint === 'reservations') return reservationFromNodes(t.nodes, t.nowMs);
   return t.accountingJobs;
+}
+
+/** The fake's maintenance window on its first two nodes, an hour from the next full hour. */
+function reservationFromNodes(nodes: readonly SlurmNode[], nowMs: number): object[] {
+  const two = nodes.slice(0, 2);
+  const start = Math.floor(nowMs / 1000 / 3600) * 3600 + 3600;
+  return [{ name: 'maint-window', partition: two[0]?.partitions[0], flags: ['MAINT', 'IGNORE_JOBS'], node_list: two.map((n) => n.name).join(','), node_count: 2, start_time: start, end_time: start + 3600 }];
 }
 
 /** The fake's one pool: a license per running job, two reserved. */

@@ -13,12 +13,13 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../../log.js';
-import type { ApiMessage, DecodedOk, DecodeFailureKind, Decoded, ResponseMeta, SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition } from '../model.js';
+import type { ApiMessage, DecodedOk, DecodeFailureKind, Decoded, ResponseMeta, SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition, SlurmReservation } from '../model.js';
 import { AuthError, type TokenSource } from './auth.js';
 import { describeMessages, readMessages } from './envelope.js';
 import { decodeListStream } from './stream-decode.js';
 import { decodeLicense } from './decode-licenses.js';
 import { decodePartition } from './decode-partitions.js';
+import { decodeReservation } from './decode-reservations.js';
 import {
   AbortedError,
   HttpTransport,
@@ -210,6 +211,10 @@ export class SlurmClient {
 
   licenses(opts: CallOptions = {}): Promise<CallResult<SlurmLicense>> {
     return this.call({ api: 'slurm', name: 'licenses', decode: (res) => decodeListStream(res.body, 'licenses', decodeLicense) }, opts);
+  }
+
+  reservations(opts: CallOptions = {}): Promise<CallResult<SlurmReservation>> {
+    return this.call({ api: 'slurm', name: 'reservations', decode: (res) => decodeListStream(res.body, 'reservations', decodeReservation) }, opts);
   }
 
   diag(opts: CallOptions = {}): Promise<CallResult<SlurmDiag>> {

@@ -133,11 +133,32 @@ describe("Slurm's native families through a fake slurmrestd, one API version at 
       expect(valueOf(samples, 'slurm_license_free', { license: 'fluent' })).toBe(FAKE_LICENSE_TOTAL - 2 - used);
       expect(valueOf(samples, 'slurm_license_reserved', { license: 'fluent' })).toBe(2);
     });
+
+    it(`reads reservations, with the states of their nodes (${version})`, async () => {
+      const { cluster, runner } = await start([version]);
+      expect((await runner.collect()).failed).toEqual([]);
+      const truth = truthSeenThrough(version, cluster.knownTruth());
+      const samples = parseExposition(runner.pipeline.exposition.text);
+      const two = truth.nodes.slice(0, 2);
+      const info = select(samples, 'slurm_reservation_info');
+      expect(info.map((s) => s.labels)).toEqual([
+        { reservation: 'maint-window', partition: two[0]?.partitions[0], flags: 'MAINT,IGNORE_JOBS', users: 'root', accounts: '', nodes: two.map((n) => n.name).join(',') },
+      ]);
+      const from = Math.floor(truth.nowMs / 1000 / 3600) * 3600 + 3600;
+      expect(valueOf(samples, 'slurm_reservation_start_time_seconds', { reservation: 'maint-window' })).toBe(from);
+      expect(valueOf(samples, 'slurm_reservation_end_time_seconds', { reservation: 'maint-window' })).toBe(from + 3600);
+      expect(valueOf(samples, 'slurm_reservation_nodes', { reservation: 'maint-window' })).toBe(2);
+      const states = select(samples, 'slurm_reservation_nodes_state', { reservation: 'maint-window' });
+      const bases = states.filter((s) => ['alloc', 'mixed', 'idle', 'down', 'future', 'unknown'].includes(s.labels.state as string));
+      expect(bases.reduce((a, s) => a + s.value, 0)).toBe(2);
+      const drained = two.filter((n) => n.state.flags.includes('DRAIN')).length;
+      expect(valueOf(samples, 'slurm_reservation_nodes_state', { reservation: 'maint-window', state: 'drain' }) ?? 0).toBe(drained);
+    });
   }
 });
 
 describe('optional sub-collectors', () => {
-  for (const endpoint of ['licenses', 'partitions'] as const) {
+  for (const endpoint of ['licenses', 'partitions', 'reservations'] as const) {
     it(`a failing /${endpoint} fails alone: counted, its families absent, every other family served`, async () => {
       const { runner } = await start(['v0.0.44'], 'controller', { failing: [endpoint] });
       expect((await runner.collect()).failed).toEqual([endpoint]);
@@ -146,8 +167,8 @@ describe('optional sub-collectors', () => {
       expect(select(samples, 'slurm_jobs')).toHaveLength(1);
       expect(select(samples, 'slurm_nodes')).toHaveLength(1);
       expect(select(samples, 'slurm_schedule_cycle_cnt')).toHaveLength(1);
-      expect(select(samples, endpoint === 'licenses' ? 'slurm_license_total' : 'slurm_partitions')).toHaveLength(0);
-      expect(select(samples, endpoint === 'licenses' ? 'slurm_partitions' : 'slurm_license_total')).toHaveLength(1);
+      const own = { licenses: 'slurm_license_total', partitions: 'slurm_partitions', reservations: 'slurm_reservation_info' };
+      for (const [other, family] of Object.entries(own)) expect(select(samples, family), family).toHaveLength(other === endpoint ? 0 : 1);
       const self = parseExposition((await runner.self.exposition()).text);
       expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: endpoint })).toBe(1);
       expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: 'nodes' })).toBe(0);
@@ -176,12 +197,12 @@ describe('cluster agent faults, end to end', () => {
     await server?.close();
     server = undefined;
     const tick = await runner.collect();
-    expect([...tick.failed].sort()).toEqual(['diag', 'jobs', 'licenses', 'nodes', 'partitions']);
+    expect([...tick.failed].sort()).toEqual(['diag', 'jobs', 'licenses', 'nodes', 'partitions', 'reservations']);
     const after = parseExposition(runner.pipeline.exposition.text);
     expect(select(after, 'slurm_node_info').length).toBe(before);
     expect(select(after, 'slurm_job_info').length).toBeGreaterThan(0);
     const self = parseExposition((await runner.self.exposition()).text);
-    for (const collector of ['nodes', 'jobs', 'diag', 'partitions', 'licenses']) expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector })).toBe(1);
+    for (const collector of ['nodes', 'jobs', 'diag', 'partitions', 'licenses', 'reservations']) expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector })).toBe(1);
     expect(valueOf(self, 'slurm_exporter_collection_failures_total')).toBe(1);
     expect(valueOf(self, 'slurm_exporter_collection_attempts_total')).toBe(2);
   });

@@ -3,8 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { decodeLicense } from '../../../src/cluster/api/decode-licenses.js';
 import { decodeList } from '../../../src/cluster/api/envelope.js';
 import { extraFamilies } from '../../../src/cluster/extra.js';
-import type { SlurmLicense } from '../../../src/cluster/model.js';
-import { job, ok, points, T0 } from './helpers.js';
+import { decodeReservation } from '../../../src/cluster/api/decode-reservations.js';
+import type { SlurmLicense, SlurmReservation } from '../../../src/cluster/model.js';
+import { job, node, ok, points, T0 } from './helpers.js';
 
 const at = <T>(value: T) => ({ value, atMs: T0, seq: 1 });
 
@@ -49,5 +50,33 @@ describe('licenses', () => {
     const f = extraFamilies({ atMs: T0, licenses: at([{ name: 'x', total: 3 }]) });
     expect(points(f, 'slurm_license_used')).toEqual([]);
     expect(extraFamilies({ atMs: T0 }).map((x) => x.spec.name)).toEqual([]);
+  });
+});
+
+describe('reservations', () => {
+  const body = {
+    reservations: [
+      { name: 'maint', partition: 'gpu', flags: ['maint', 'ignore_jobs'], node_list: 'n[1-2]', node_count: 2, core_count: 16, start_time: 1800000000, end_time: 1800003600, users: 'root', accounts: '' },
+      { name: 'broken', flags: [], node_list: 'n[3-1]', node_count: 1, start_time: { set: true, infinite: false, number: 1800000000 }, end_time: { set: false, infinite: true, number: 0 } },
+    ],
+  };
+  const list = ok(decodeList<SlurmReservation>(body, 'reservations', decodeReservation));
+  const nodes = [node('n1', ['IDLE', 'MAINTENANCE', 'RESERVED']), node('n2', ['MIXED', 'DRAIN'])];
+
+  it('exports identity, times, sizes and the states of the reserved nodes', () => {
+    const f = extraFamilies({ atMs: T0, reservations: at(list), nodes: at(nodes) });
+    expect(points(f, 'slurm_reservation_info')[0]?.attributes).toEqual({ reservation: 'maint', partition: 'gpu', flags: 'MAINT,IGNORE_JOBS', users: 'root', accounts: '', nodes: 'n[1-2]' });
+    expect(points(f, 'slurm_reservation_start_time_seconds').map((p) => p.value)).toEqual([1800000000, 1800000000]);
+    // An INFINITE end is no time at all: absent.
+    expect(points(f, 'slurm_reservation_end_time_seconds').map((p) => [p.attributes.reservation, p.value])).toEqual([['maint', 1800003600]]);
+    expect(points(f, 'slurm_reservation_cores').map((p) => p.value)).toEqual([16]);
+    const states = Object.fromEntries(points(f, 'slurm_reservation_nodes_state').map((p) => [`${p.attributes.reservation}/${p.attributes.state}`, p.value]));
+    expect(states).toEqual({ 'maint/idle': 1, 'maint/maint': 1, 'maint/resv': 1, 'maint/mixed': 1, 'maint/drain': 1, 'maint/draining': 1 });
+  });
+
+  it('without a node list yet, the reservation families are served without node states', () => {
+    const names = extraFamilies({ atMs: T0, reservations: at(list) }).map((f) => f.spec.name);
+    expect(names).toContain('slurm_reservation_info');
+    expect(names).not.toContain('slurm_reservation_nodes_state');
   });
 });
