@@ -9,7 +9,7 @@
  * reach this code.
  */
 import type { Logger } from '../log.js';
-import type { SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition, SlurmReservation } from './model.js';
+import type { SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition, SlurmReservation, SlurmShare } from './model.js';
 import { SUB_COLLECTORS, type ClusterSnapshot, type Collected, type SubCollector } from './snapshot.js';
 
 export interface Fetchers {
@@ -20,6 +20,7 @@ export interface Fetchers {
   readonly partitions?: (signal: AbortSignal) => Promise<readonly SlurmPartition[]>;
   readonly licenses?: (signal: AbortSignal) => Promise<readonly SlurmLicense[]>;
   readonly reservations?: (signal: AbortSignal) => Promise<readonly SlurmReservation[]>;
+  readonly shares?: (signal: AbortSignal) => Promise<readonly SlurmShare[]>;
 }
 
 /** What the loop reports, for self-monitoring. */
@@ -77,12 +78,13 @@ type Stored = {
   partitions?: Collected<readonly SlurmPartition[]>;
   licenses?: Collected<readonly SlurmLicense[]>;
   reservations?: Collected<readonly SlurmReservation[]>;
+  shares?: Collected<readonly SlurmShare[]>;
 };
 
 export class CollectionLoop {
   private readonly stored: Stored = {};
-  private readonly seq: Record<SubCollector, number> = { nodes: 0, jobs: 0, diag: 0, partitions: 0, licenses: 0, reservations: 0 };
-  private readonly running: Record<SubCollector, number> = { nodes: 0, jobs: 0, diag: 0, partitions: 0, licenses: 0, reservations: 0 };
+  private readonly seq: Record<SubCollector, number> = { nodes: 0, jobs: 0, diag: 0, partitions: 0, licenses: 0, reservations: 0, shares: 0 };
+  private readonly running: Record<SubCollector, number> = { nodes: 0, jobs: 0, diag: 0, partitions: 0, licenses: 0, reservations: 0, shares: 0 };
   private readonly aborts = new Set<AbortController>();
   private readonly now: () => number;
   /** The sub-collectors that have a fetcher, in SUB_COLLECTORS order. */

@@ -1,12 +1,13 @@
 /**
  * Families beyond slurmctld's own set: pending-reason counts (from /jobs), license pools (from
- * /licenses) and reservations (from /reservations, their nodes' states from /nodes). Each comes only from a sub-collector that has succeeded: a failing /licenses never
+ * /licenses), reservations (from /reservations, their nodes' states from /nodes) and fairshare
+ * (from /shares). Each comes only from a sub-collector that has succeeded: a failing /licenses never
  * touches the job families, and a switched-off one leaves its families out.
  */
 import type { Family } from '../telemetry/spec.js';
 import { expandHostlist } from './hostlist.js';
-import { JOB_EXTRA_METRICS, LICENSE_METRICS, RESERVATION_METRICS as R } from './metrics.js';
-import type { SlurmJob, SlurmLicense, SlurmNode, SlurmReservation } from './model.js';
+import { FAIRSHARE_METRICS, JOB_EXTRA_METRICS, LICENSE_METRICS, RESERVATION_METRICS as R } from './metrics.js';
+import type { SlurmJob, SlurmLicense, SlurmNode, SlurmReservation, SlurmShare } from './model.js';
 import { nodeStateNames } from './native.js';
 import type { ClusterSnapshot } from './snapshot.js';
 import { nodesByName, uniqueJobs } from './state.js';
@@ -16,6 +17,7 @@ export function extraFamilies(snap: ClusterSnapshot): Family[] {
     ...(snap.jobs ? [pendingReasons(uniqueJobs(snap.jobs.value))] : []),
     ...(snap.licenses ? licenseFamilies(snap.licenses.value) : []),
     ...(snap.reservations ? reservationFamilies(snap.reservations.value, snap.nodes?.value) : []),
+    ...(snap.shares ? fairshareFamilies(snap.shares.value) : []),
   ];
 }
 
@@ -86,4 +88,31 @@ function reservationNodeStates(list: readonly SlurmReservation[], nodes: readonl
     return [...counts].map(([state, n]) => ({ attributes: { reservation: r.name, state }, value: n }));
   });
   return { spec: R.nodeStates, points };
+}
+
+const SHARE_VALUES: readonly [keyof typeof FAIRSHARE_METRICS, keyof SlurmShare][] = [
+  ['rawShares', 'shares'],
+  ['normShares', 'shares_normalized'],
+  ['rawUsage', 'usage'],
+  ['normUsage', 'usage_normalized'],
+  ['effectiveUsage', 'effective_usage'],
+  ['factor', 'fairshare_factor'],
+  ['level', 'fairshare_level'],
+];
+
+/** An account row is labelled by the account; a user row by the user and the account it is in. */
+function fairshareFamilies(rows: readonly SlurmShare[]): Family[] {
+  const labelled = rows.map((r) => ({ r, attributes: r.kind === 'user' ? { account: r.parent, user: r.name, partition: r.partition } : { account: r.name, user: '', partition: r.partition } }));
+  const seen = new Set<string>();
+  const unique = labelled.filter(({ attributes: a }) => {
+    const key = JSON.stringify([a.account, a.user, a.partition]);
+    return seen.has(key) ? false : (seen.add(key), true);
+  });
+  return SHARE_VALUES.map(([key, field]) => ({
+    spec: FAIRSHARE_METRICS[key],
+    points: unique.flatMap(({ r, attributes }) => {
+      const v = r[field];
+      return typeof v === 'number' && Number.isFinite(v) ? [{ attributes, value: v }] : [];
+    }),
+  }));
 }

@@ -6,7 +6,7 @@
 import type { Logger } from '../log.js';
 import { orThrow, type AccountingQuery, type CallOptions, type CallResult } from './api/client.js';
 import type { Fetchers } from './collect.js';
-import type { SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition, SlurmReservation } from './model.js';
+import type { SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition, SlurmReservation, SlurmShare } from './model.js';
 import { internFields, type InternFields } from './intern.js';
 import { adjustAccountingJobs } from './rules.js';
 import type { OptionalSubCollector, SubCollector } from './snapshot.js';
@@ -20,6 +20,7 @@ export interface SlurmApi {
   partitions?(opts?: CallOptions): Promise<CallResult<SlurmPartition>>;
   licenses?(opts?: CallOptions): Promise<CallResult<SlurmLicense>>;
   reservations?(opts?: CallOptions): Promise<CallResult<SlurmReservation>>;
+  shares?(opts?: CallOptions): Promise<CallResult<SlurmShare>>;
   accountingJobs(q: AccountingQuery, opts?: CallOptions): Promise<CallResult<SlurmJob>>;
 }
 
@@ -74,6 +75,7 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
     ...optional('partitions', o.api.partitions?.bind(o.api)),
     ...optional('licenses', o.api.licenses?.bind(o.api)),
     ...optional('reservations', o.api.reservations?.bind(o.api)),
+    ...optional('shares', o.api.shares?.bind(o.api)),
     diag: async (signal) => {
       const [diag] = items('diag', await o.api.diag({ signal }));
       if (!diag) throw new Error('diag response carried no statistics');

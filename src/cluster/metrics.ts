@@ -352,8 +352,22 @@ export const RESERVATION_METRICS = {
     'Reserved nodes by state, under the state names of slurm_nodes_<state> (a node counts under its base state and each flag). From API v0.0.38.'),
 } as const;
 
+const SHARE = ['account', 'user', 'partition'] as const;
+const share = (name: string, d: string): GaugeSpec => gauge(`slurm_fairshare_${name}`, SHARE, `${d} One series per account (user empty) and per user in an account, as sshare lists them. From API v0.0.40.`);
+
+/** From /shares, its own sub-collector; nothing before v0.0.40 (Slurm 23.11), which has no /shares. */
+export const FAIRSHARE_METRICS = {
+  rawShares: share('raw_shares', 'Shares assigned (RawShares).'),
+  normShares: share('norm_shares', 'Shares normalised to the whole cluster (NormShares).'),
+  rawUsage: share('raw_usage', 'Decayed usage in CPU-seconds (RawUsage).'),
+  normUsage: share('norm_usage', 'Usage normalised to the whole cluster (NormUsage).'),
+  effectiveUsage: share('effective_usage', 'Usage including the parent account\'s (EffectvUsage).'),
+  factor: share('factor', 'Fairshare factor, 0 to 1 (FairShare).'),
+  level: share('level', 'Fairshare factor at this level of the tree (LevelFS).'),
+} as const;
+
 /** Families beyond slurmctld's own, in README order. */
-export const EXTRA_SPECS: readonly GaugeSpec[] = [...values(JOB_EXTRA_METRICS), ...values(LICENSE_METRICS), ...values(RESERVATION_METRICS)];
+export const EXTRA_SPECS: readonly GaugeSpec[] = [...values(JOB_EXTRA_METRICS), ...values(LICENSE_METRICS), ...values(RESERVATION_METRICS), ...values(FAIRSHARE_METRICS)];
 
 /** `--user-account-metrics`. */
 export const NATIVE_USER_ACCOUNT_SPECS: readonly GaugeSpec[] = [...jobSpecs(NATIVE_USER_METRICS), ...jobSpecs(NATIVE_ACCOUNT_METRICS)];

@@ -124,6 +124,23 @@ export interface SlurmReservation {
   readonly accounts?: string;
 }
 
+/** One row of sshare (`GET /slurm/vX/shares`, v0.0.40+): an account, or a user under an account. */
+export interface SlurmShare {
+  /** The account (ASSOCIATION rows) or the user (USER rows). */
+  readonly name: string;
+  /** The parent account; for a USER row, the account the user is in. */
+  readonly parent: string;
+  readonly partition: string;
+  readonly kind: 'user' | 'account';
+  readonly shares?: number;
+  readonly shares_normalized?: number;
+  readonly usage?: number;
+  readonly usage_normalized?: number;
+  readonly effective_usage?: number;
+  readonly fairshare_factor?: number;
+  readonly fairshare_level?: number;
+}
+
 /** Exit status of a job as Slurm reports it. */
 export interface JobExitCode {
   /** Slurm's verdict words, e.g. `["SUCCESS"]`, `["ERROR"]`, `["SIGNALED"]`. */

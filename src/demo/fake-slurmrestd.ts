@@ -1,6 +1,6 @@
 /**
  * A fake slurmrestd over node:http, serving a FakeCluster in the wire shapes of the versions it is
- * told to serve: `/openapi/v3` (also `/openapi.json`, `/openapi`), `/slurm/vX/{nodes,jobs,diag,partitions,licenses,reservations}/`
+ * told to serve: `/openapi/v3` (also `/openapi.json`, `/openapi`), `/slurm/vX/{nodes,jobs,diag,partitions,licenses,reservations,shares}/`
  * and `/slurmdb/vX/jobs/`, with or without the trailing slash. Large bodies are streamed chunk by
  * chunk, waiting for the socket to drain, so a 100k-job answer never sits in memory.
  *
@@ -42,7 +42,7 @@ export interface FakeSlurmrestd {
   close(): Promise<void>;
 }
 
-const ROUTE = /^\/(slurm|slurmdb)\/(v\d+\.\d+\.\d+)\/(nodes|jobs|diag|partitions|licenses|reservations)\/?$/;
+const ROUTE = /^\/(slurm|slurmdb)\/(v\d+\.\d+\.\d+)\/(nodes|jobs|diag|partitions|licenses|reservations|shares)\/?$/;
 const OPENAPI_PATHS: ReadonlySet<string> = new Set(['/openapi/v3', '/openapi.json', '/openapi', '/openapi/v3/']);
 
 interface Route {
@@ -82,9 +82,10 @@ function authStatus(req: IncomingMessage, token: string | undefined): number | n
 function route(path: string, served: ReadonlySet<RenderVersion>, slurmdbd: boolean): Route {
   const m = ROUTE.exec(path);
   if (m === null) throw new HttpError(404, `Unable to find requested URL ${path}`);
-  const [, family, version, what] = m as unknown as [string, 'slurm' | 'slurmdb', string, 'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses' | 'reservations'];
+  const [, family, version, what] = m as unknown as [string, 'slurm' | 'slurmdb', string, 'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses' | 'reservations' | 'shares'];
   if (!isRenderVersion(version) || !served.has(version)) throw new HttpError(404, `Unable to find requested URL ${path}`);
   if (family === 'slurmdb' && (!slurmdbd || what !== 'jobs')) throw new HttpError(404, `Unable to find requested URL ${path}`);
+  if (what === 'shares' && version === 'v0.0.38') throw new HttpError(404, `Unable to find requested URL ${path}`);
   return { version, endpoint: family === 'slurmdb' ? 'slurmdb-jobs' : what };
 }
 

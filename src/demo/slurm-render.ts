@@ -1,5 +1,5 @@
 /**
- * Renders the fake cluster as slurmrestd answers: `/slurm/vX/{nodes,jobs,diag,partitions,licenses,reservations}/`,
+ * Renders the fake cluster as slurmrestd answers: `/slurm/vX/{nodes,jobs,diag,partitions,licenses,reservations,shares}/`,
  * `/slurmdb/vX/jobs/` and `/openapi/v3`, for API versions v0.0.38 and v0.0.40–v0.0.45.
  *
  * Bodies are produced as a stream of JSON text, element by element, never as one string: 100k
@@ -18,8 +18,8 @@ import type { Ctx4x, Minor } from './slurm-render-v004x.js';
 export const RENDER_VERSIONS = ['v0.0.38', 'v0.0.40', 'v0.0.41', 'v0.0.42', 'v0.0.43', 'v0.0.44', 'v0.0.45'] as const;
 export type RenderVersion = (typeof RENDER_VERSIONS)[number];
 
-export type Endpoint = 'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses' | 'reservations' | 'slurmdb-jobs';
-export const ENDPOINTS: readonly Endpoint[] = ['nodes', 'jobs', 'diag', 'partitions', 'licenses', 'reservations', 'slurmdb-jobs'];
+export type Endpoint = 'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses' | 'reservations' | 'shares' | 'slurmdb-jobs';
+export const ENDPOINTS: readonly Endpoint[] = ['nodes', 'jobs', 'diag', 'partitions', 'licenses', 'reservations', 'shares', 'slurmdb-jobs'];
 
 /** The Slurm release a slurmrestd reports when this is the newest version it serves. */
 export const DEFAULT_RELEASES: Readonly<Record<RenderVersion, string>> = {
@@ -102,6 +102,8 @@ function plan38(view: ClusterView, endpoint: Endpoint, opts: RenderOptions): Bod
       return list('licenses', licensesOf(view), (l) => l, ctld, {});
     case 'reservations':
       return list('reservations', reservationsOf(view), (r) => reservationWire(r, (n) => n), ctld, {});
+    case 'shares':
+      throw new Error('v0.0.38 has no /shares');
     case 'slurmdb-jobs': {
       const items = accountingJobs(view, opts.query);
       const head = { meta: meta38(c, 'slurmdbd'), errors: items.length === 0 ? [NOTHING_FOUND] : [] };
@@ -128,6 +130,10 @@ function plan4x(view: ClusterView, version: RenderVersion, endpoint: Endpoint, o
       return list('licenses', licensesOf(view), (l) => l, {}, { last_update: nv(view.jobsUpdatedAt), ...envelope('slurmctld') });
     case 'reservations':
       return list('reservations', reservationsOf(view), (r) => reservationWire(r, nv), {}, { last_update: nv(view.nodesUpdatedAt), ...envelope('slurmctld') });
+    case 'shares': {
+      const rows = sharesOf(view);
+      return { kind: 'object', body: { shares: { shares: rows.map((r) => shareWire(r, c.minor)), total_shares: rows.length }, ...envelope('slurmctld') } };
+    }
     case 'slurmdb-jobs':
       return list('jobs', accountingJobs(view, opts.query), (j) => dbJob4x(j, c), {}, envelope('slurmdbd'));
   }
@@ -194,6 +200,54 @@ function reservationWire(r: FakeReservation, time: (n: number) => unknown): unkn
     end_time: time(r.end),
     users: 'root',
     accounts: '',
+  };
+}
+
+/** One sshare row of the fake: root, each account under it, each user under their account. */
+export interface FakeShare {
+  readonly id: number;
+  readonly name: string;
+  readonly parent: string;
+  readonly user: boolean;
+  /** Jobs listed × 100, the fake's usage. */
+  readonly usage: number;
+  readonly normUsage: number;
+}
+
+export function sharesOf(view: ClusterView): FakeShare[] {
+  const usage = new Map<string, number>();
+  const add = (key: string, n: number): void => void usage.set(key, (usage.get(key) ?? 0) + n);
+  for (const j of view.jobs) {
+    add('root', 100);
+    add(`a:${j.user.account}`, 100);
+    add(`u:${j.user.account}:${j.user.name}`, 100);
+  }
+  const total = usage.get('root') ?? 0;
+  const norm = (n: number): number => (total === 0 ? 0 : n / total);
+  const rows: FakeShare[] = [{ id: 1, name: 'root', parent: '', user: false, usage: total, normUsage: 1 }];
+  for (const [key, n] of [...usage].filter(([k]) => k !== 'root').sort()) {
+    const [kind, account, user] = key.split(':') as [string, string, string | undefined];
+    rows.push(kind === 'a' ? { id: rows.length + 1, name: account, parent: 'root', user: false, usage: n, normUsage: norm(n) } : { id: rows.length + 1, name: user as string, parent: account, user: true, usage: n, normUsage: norm(n) });
+  }
+  return rows;
+}
+
+/** v0.0.40–v0.0.41 send effective usage and the fairshare factor as plain numbers, v0.0.42+ as structs. */
+function shareWire(r: FakeShare, minor: number): unknown {
+  const f = (n: number): unknown => (minor >= 42 ? { set: true, infinite: false, number: n } : n);
+  return {
+    id: r.id,
+    cluster: 'fake',
+    name: r.name,
+    parent: r.parent,
+    partition: '',
+    shares: nv(1),
+    shares_normalized: nv(0.5),
+    usage: r.usage,
+    usage_normalized: nv(r.normUsage),
+    effective_usage: f(r.normUsage),
+    fairshare: { factor: f(1 - r.normUsage), level: f(1 - r.normUsage) },
+    type: [r.user ? 'USER' : 'ASSOCIATION'],
   };
 }
 
@@ -287,6 +341,7 @@ export function openapiDocument(versions: readonly RenderVersion[], opts: { read
     paths[`/slurm/${v}/partitions${slash}`] = get('get all partition info');
     paths[`/slurm/${v}/licenses${slash}`] = get('get all Slurm tracked license info');
     paths[`/slurm/${v}/reservations${slash}`] = get('get all reservation info');
+    if (v !== 'v0.0.38') paths[`/slurm/${v}/shares`] = get('get fairshare info');
     if (opts.slurmdbd ?? true) paths[`/slurmdb/${v}/jobs${slash}`] = get('get job list');
   }
   const plugins = (opts.slurmdbd ?? true) ? 'openapi/slurmdbd&openapi/slurmctld' : 'openapi/slurmctld';

@@ -44,7 +44,7 @@ describe('slurm-otel cluster (command line)', () => {
     [['cluster', '--cluster-name', 'c', '--token-source', 'kubernetes', '--once'], /needs --kubeconfig-path or an in-cluster environment/],
     [['cluster', '--cluster-name', 'c', '--slurm-api-ca-file', '/nonexistent.pem', '--once'], /--slurm-api-ca-file \/nonexistent.pem: ENOENT/],
     [['cluster', '--cluster-name', 'c', '--user-account-metrics', 'maybe'], /"maybe" is not true or false/],
-    [['cluster', '--cluster-name', 'c', '--disable-collectors', 'licenses,nodes'], /"nodes" is not one of partitions, licenses, reservations/],
+    [['cluster', '--cluster-name', 'c', '--disable-collectors', 'licenses,nodes'], /"nodes" is not one of partitions, licenses, reservations, shares/],
   ])('%j → exit 2 naming the problem', (args, message) => {
     const r = cli(args);
     expect(r.stderr).toMatch(message);
@@ -97,7 +97,7 @@ describe('slurm-otel cluster (command line)', () => {
       SLURM_EXPORTER_TOKEN: 'wrong-token-value',
     });
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/collection incomplete: nodes, jobs, diag, partitions, licenses, reservations failed/);
+    expect(r.stderr).toMatch(/collection incomplete: nodes, jobs, diag, partitions, licenses, reservations, shares failed/);
     expect(r.stderr).toMatch(/sub-collector failed/);
     expect(r.stderr).toMatch(/auth|401|token/i);
     expect(r.stderr + r.stdout).not.toContain('wrong-token-value');

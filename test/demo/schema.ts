@@ -114,6 +114,7 @@ const SCHEMA_4X: Readonly<Record<Endpoint, string>> = {
   partitions: 'openapi_partition_resp',
   licenses: 'openapi_licenses_resp',
   reservations: 'openapi_reservation_resp',
+  shares: 'openapi_shares_resp',
   'slurmdb-jobs': 'openapi_slurmdbd_jobs_resp',
 };
 
@@ -124,6 +125,7 @@ const SCHEMA_38: Readonly<Record<Endpoint, readonly [string, string]>> = {
   partitions: ['v0.0.38-slurmctld.json', 'v0.0.38_partitions_response'],
   licenses: ['v0.0.38-slurmctld.json', 'v0.0.38_licenses'],
   reservations: ['v0.0.38-slurmctld.json', 'v0.0.38_reservations_response'],
+  shares: ['v0.0.38-slurmctld.json', 'none: v0.0.38 has no /shares'],
   'slurmdb-jobs': ['v0.0.38-slurmdbd.json', 'dbv0.0.38_job_info'],
 };
 

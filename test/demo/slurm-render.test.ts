@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeLicense } from '../../src/cluster/api/decode-licenses.js';
 import { decodePartition } from '../../src/cluster/api/decode-partitions.js';
 import { decodeReservation } from '../../src/cluster/api/decode-reservations.js';
+import { decodeShares } from '../../src/cluster/api/decode-shares.js';
 import { decodeList } from '../../src/cluster/api/envelope.js';
 import { decoderFor } from '../../src/cluster/api/versions.js';
 import type { Decoded, SlurmJob, SlurmNode } from '../../src/cluster/model.js';
@@ -27,6 +28,7 @@ function decode(version: RenderVersion, endpoint: Endpoint, body: unknown): Deco
   if (endpoint === 'partitions') return decodeList(body, 'partitions', decodePartition);
   if (endpoint === 'licenses') return decodeList(body, 'licenses', decodeLicense);
   if (endpoint === 'reservations') return decodeList(body, 'reservations', decodeReservation);
+  if (endpoint === 'shares') return decodeShares(body);
   return d.decodeAccountingJobs(body);
 }
 
@@ -45,7 +47,23 @@ function expectedItems(version: RenderVersion, endpoint: Endpoint, m: (typeof mo
   if (endpoint === 'partitions') return partitionsFromNodes(t.nodes);
   if (endpoint === 'licenses') return [licenseFromJobs(t.jobs)];
   if (endpoint === 'reservations') return reservationFromNodes(t.nodes, t.nowMs);
+  if (endpoint === 'shares') return sharesFromJobs(t.jobs);
   return t.accountingJobs;
+}
+
+/** sshare rows of the fake: root, then accounts and users by name, each with 100 per listed job. */
+function sharesFromJobs(jobs: readonly SlurmJob[]): object[] {
+  const accounts = [...new Set(jobs.map((j) => j.account ?? ''))].sort();
+  const users = [...new Set(jobs.map((j) => `${j.account ?? ''}:${j.user_name ?? ''}`))].sort();
+  const usage = (pred: (j: SlurmJob) => boolean): number => 100 * jobs.filter(pred).length;
+  return [
+    { name: 'root', parent: '', kind: 'account', usage: 100 * jobs.length },
+    ...accounts.map((a) => ({ name: a, parent: 'root', kind: 'account', usage: usage((j) => j.account === a) })),
+    ...users.map((u) => {
+      const [a, name] = u.split(':') as [string, string];
+      return { name, parent: a, kind: 'user', usage: usage((j) => j.account === a && j.user_name === name), fairshare_factor: 1 - usage((j) => j.account === a && j.user_name === name) / (100 * jobs.length) };
+    }),
+  ];
 }
 
 /** The fake's maintenance window on its first two nodes, an hour from the next full hour. */
@@ -79,7 +97,8 @@ describe('the moments cover every shape', () => {
 
 for (const version of RENDER_VERSIONS) {
   describe(`${version}`, () => {
-    for (const endpoint of ENDPOINTS) {
+    // v0.0.38 (Slurm 22.05) has no /shares.
+    for (const endpoint of ENDPOINTS.filter((e) => version !== 'v0.0.38' || e !== 'shares')) {
       it(`${endpoint} validates against the ${version} schema at every moment`, () => {
         const fn = validatorFor(version, endpoint);
         for (const m of moments) {

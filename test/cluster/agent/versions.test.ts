@@ -134,6 +134,27 @@ describe("Slurm's native families through a fake slurmrestd, one API version at 
       expect(valueOf(samples, 'slurm_license_reserved', { license: 'fluent' })).toBe(2);
     });
 
+    it(`reads fairshare per account and user from v0.0.40, and asks nothing of an older API (${version})`, async () => {
+      const { cluster, runner } = await start([version]);
+      expect((await runner.collect()).failed).toEqual([]);
+      const truth = truthSeenThrough(version, cluster.knownTruth());
+      const samples = parseExposition(runner.pipeline.exposition.text);
+      const factors = select(samples, 'slurm_fairshare_factor');
+      if (version === 'v0.0.38') {
+        expect(factors).toHaveLength(0);
+        expect([...(server?.requests.keys() ?? [])].filter((p) => p.includes('shares'))).toEqual([]);
+        return;
+      }
+      const users = new Set(truth.jobs.map((j) => `${j.account ?? ''}/${j.user_name ?? ''}`));
+      expect(factors.filter((s) => s.labels.user !== '').map((s) => `${s.labels.account}/${s.labels.user}`).sort()).toEqual([...users].sort());
+      for (const s of factors.filter((x) => x.labels.user !== '')) {
+        const mine = truth.jobs.filter((j) => j.account === s.labels.account && j.user_name === s.labels.user).length;
+        expect(valueOf(samples, 'slurm_fairshare_raw_usage', s.labels), JSON.stringify(s.labels)).toBe(100 * mine);
+        expect(s.value).toBeCloseTo(1 - mine / truth.jobs.length, 9);
+      }
+      expect(valueOf(samples, 'slurm_fairshare_raw_usage', { account: 'root', user: '', partition: '' })).toBe(100 * truth.jobs.length);
+    });
+
     it(`reads reservations, with the states of their nodes (${version})`, async () => {
       const { cluster, runner } = await start([version]);
       expect((await runner.collect()).failed).toEqual([]);
@@ -158,7 +179,7 @@ describe("Slurm's native families through a fake slurmrestd, one API version at 
 });
 
 describe('optional sub-collectors', () => {
-  for (const endpoint of ['licenses', 'partitions', 'reservations'] as const) {
+  for (const endpoint of ['licenses', 'partitions', 'reservations', 'shares'] as const) {
     it(`a failing /${endpoint} fails alone: counted, its families absent, every other family served`, async () => {
       const { runner } = await start(['v0.0.44'], 'controller', { failing: [endpoint] });
       expect((await runner.collect()).failed).toEqual([endpoint]);
@@ -167,8 +188,8 @@ describe('optional sub-collectors', () => {
       expect(select(samples, 'slurm_jobs')).toHaveLength(1);
       expect(select(samples, 'slurm_nodes')).toHaveLength(1);
       expect(select(samples, 'slurm_schedule_cycle_cnt')).toHaveLength(1);
-      const own = { licenses: 'slurm_license_total', partitions: 'slurm_partitions', reservations: 'slurm_reservation_info' };
-      for (const [other, family] of Object.entries(own)) expect(select(samples, family), family).toHaveLength(other === endpoint ? 0 : 1);
+      const own = { licenses: 'slurm_license_total', partitions: 'slurm_partitions', reservations: 'slurm_reservation_info', shares: 'slurm_fairshare_factor' };
+      for (const [other, family] of Object.entries(own)) expect(select(samples, family).length > 0, family).toBe(other !== endpoint);
       const self = parseExposition((await runner.self.exposition()).text);
       expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: endpoint })).toBe(1);
       expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: 'nodes' })).toBe(0);
@@ -197,12 +218,12 @@ describe('cluster agent faults, end to end', () => {
     await server?.close();
     server = undefined;
     const tick = await runner.collect();
-    expect([...tick.failed].sort()).toEqual(['diag', 'jobs', 'licenses', 'nodes', 'partitions', 'reservations']);
+    expect([...tick.failed].sort()).toEqual(['diag', 'jobs', 'licenses', 'nodes', 'partitions', 'reservations', 'shares']);
     const after = parseExposition(runner.pipeline.exposition.text);
     expect(select(after, 'slurm_node_info').length).toBe(before);
     expect(select(after, 'slurm_job_info').length).toBeGreaterThan(0);
     const self = parseExposition((await runner.self.exposition()).text);
-    for (const collector of ['nodes', 'jobs', 'diag', 'partitions', 'licenses', 'reservations']) expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector })).toBe(1);
+    for (const collector of ['nodes', 'jobs', 'diag', 'partitions', 'licenses', 'reservations', 'shares']) expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector })).toBe(1);
     expect(valueOf(self, 'slurm_exporter_collection_failures_total')).toBe(1);
     expect(valueOf(self, 'slurm_exporter_collection_attempts_total')).toBe(2);
   });

@@ -4,6 +4,7 @@ import { decodeLicense } from '../../../src/cluster/api/decode-licenses.js';
 import { decodeList } from '../../../src/cluster/api/envelope.js';
 import { extraFamilies } from '../../../src/cluster/extra.js';
 import { decodeReservation } from '../../../src/cluster/api/decode-reservations.js';
+import { decodeShares } from '../../../src/cluster/api/decode-shares.js';
 import type { SlurmLicense, SlurmReservation } from '../../../src/cluster/model.js';
 import { job, node, ok, points, T0 } from './helpers.js';
 
@@ -78,5 +79,27 @@ describe('reservations', () => {
     const names = extraFamilies({ atMs: T0, reservations: at(list) }).map((f) => f.spec.name);
     expect(names).toContain('slurm_reservation_info');
     expect(names).not.toContain('slurm_reservation_nodes_state');
+  });
+});
+
+describe('fairshare', () => {
+  const v40 = { id: 2, name: 'phys', parent: 'root', partition: '', shares: { set: true, infinite: false, number: 10 }, shares_normalized: { set: true, infinite: false, number: 0.25 }, usage: 3600, usage_normalized: { set: true, infinite: false, number: 0.5 }, effective_usage: 0.5, fairshare: { factor: 0.4, level: 0.8 }, type: ['ASSOCIATION'] };
+  const v44user = { id: 3, name: 'alice', parent: 'phys', partition: '', shares: { set: true, infinite: false, number: 1 }, usage: 1800, usage_normalized: { set: false, infinite: false, number: 0 }, effective_usage: { set: true, infinite: false, number: 0.25 }, fairshare: { factor: { set: true, infinite: false, number: 0.6 }, level: { set: true, infinite: true, number: 0 } }, type: ['USER'] };
+
+  it('reads plain (v0.0.40) and struct (v0.0.42+) numbers; an account row has an empty user, a user row its account', () => {
+    const rows = ok(decodeShares({ shares: { shares: [v40, v44user, { id: 9 }], total_shares: 11 }, errors: [], warnings: [] }));
+    expect(rows).toHaveLength(2);
+    const f = extraFamilies({ atMs: T0, shares: at(rows) });
+    const by = (name: string) => points(f, name).map((p) => [p.attributes.account, p.attributes.user, p.value]);
+    expect(by('slurm_fairshare_factor')).toEqual([['phys', '', 0.4], ['phys', 'alice', 0.6]]);
+    expect(by('slurm_fairshare_raw_shares')).toEqual([['phys', '', 10], ['phys', 'alice', 1]]);
+    expect(by('slurm_fairshare_effective_usage')).toEqual([['phys', '', 0.5], ['phys', 'alice', 0.25]]);
+    // Unset and infinite values are absent, not 0.
+    expect(by('slurm_fairshare_norm_usage')).toEqual([['phys', '', 0.5]]);
+    expect(by('slurm_fairshare_level')).toEqual([['phys', '', 0.8]]);
+  });
+
+  it('a body without the shares list is a decode failure, not an empty list', () => {
+    expect(decodeShares({ errors: [] }).ok).toBe(false);
   });
 });
