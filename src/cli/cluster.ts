@@ -47,6 +47,7 @@ export interface ClusterFlags extends ExportFlags {
   kubeconfigPath?: string;
   userAccountMetrics: boolean;
   disableCollectors: OptionalSubCollector[];
+  accountingLimits: boolean;
 }
 
 export interface ClusterDefaults {
@@ -82,6 +83,7 @@ export function addClusterOptions(cmd: Command, d: ClusterDefaults = CLUSTER_DEF
     .addOption(opt('--scontrol-path <path>', 'scontrol for token renewal (token source scontrol)', 'SCONTROL_PATH').default('scontrol'))
     .addOption(opt('--user-account-metrics [bool]', 'also export Slurm\'s per-user and per-account job families (one series per user or account and state)', 'USER_ACCOUNT_METRICS').default(false).preset('true').argParser(switchValue))
     .addOption(opt('--disable-collectors <names>', `switch off optional sub-collectors (comma-separated: ${OPTIONAL_SUB_COLLECTORS.join(', ')})`, 'DISABLE_COLLECTORS').default([], 'none').argParser(collectorList))
+    .addOption(opt('--accounting-limits [bool]', 'also export QoS and association limits from slurmdbd (two requests more per cycle)', 'ACCOUNTING_LIMITS').default(false).preset('true').argParser(switchValue))
     .addOption(opt('--kubeconfig-path <path>', 'kubeconfig for the Secret <cluster-name>-rest-jwt-key (else in-cluster service account)', 'KUBECONFIG_PATH'));
   return addExportOptions(cmd, PREFIX, { ...d, logLevel: 'debug' });
 }
@@ -124,7 +126,7 @@ export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOpti
   settings.logger.info({ server: f.slurmApiServer, auth: tokenSource.describe(), jobSource: f.jobSource }, 'slurmrestd client configured');
   return {
     ...settings,
-    source: { api: client, jobSource: f.jobSource, accountingLookbackMs: lookbackMs ?? 0, clusterName: f.clusterName, disabled: f.disableCollectors },
+    source: { api: client, jobSource: f.jobSource, accountingLookbackMs: lookbackMs ?? 0, clusterName: f.clusterName, disabled: f.disableCollectors, accountingLimits: f.accountingLimits },
     collectionIntervalMs: f.collectionInterval,
     maxInflight: f.maxCollectorInflight,
     userAccountMetrics: f.userAccountMetrics,

@@ -9,7 +9,7 @@
  * reach this code.
  */
 import type { Logger } from '../log.js';
-import type { SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition, SlurmReservation, SlurmShare } from './model.js';
+import type { SlurmAccountingLimits, SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition, SlurmReservation, SlurmShare } from './model.js';
 import { SUB_COLLECTORS, type ClusterSnapshot, type Collected, type SubCollector } from './snapshot.js';
 
 export interface Fetchers {
@@ -21,6 +21,7 @@ export interface Fetchers {
   readonly licenses?: (signal: AbortSignal) => Promise<readonly SlurmLicense[]>;
   readonly reservations?: (signal: AbortSignal) => Promise<readonly SlurmReservation[]>;
   readonly shares?: (signal: AbortSignal) => Promise<readonly SlurmShare[]>;
+  readonly limits?: (signal: AbortSignal) => Promise<SlurmAccountingLimits>;
 }
 
 /** What the loop reports, for self-monitoring. */
@@ -79,12 +80,13 @@ type Stored = {
   licenses?: Collected<readonly SlurmLicense[]>;
   reservations?: Collected<readonly SlurmReservation[]>;
   shares?: Collected<readonly SlurmShare[]>;
+  limits?: Collected<SlurmAccountingLimits>;
 };
 
 export class CollectionLoop {
   private readonly stored: Stored = {};
-  private readonly seq: Record<SubCollector, number> = { nodes: 0, jobs: 0, diag: 0, partitions: 0, licenses: 0, reservations: 0, shares: 0 };
-  private readonly running: Record<SubCollector, number> = { nodes: 0, jobs: 0, diag: 0, partitions: 0, licenses: 0, reservations: 0, shares: 0 };
+  private readonly seq: Record<SubCollector, number> = { nodes: 0, jobs: 0, diag: 0, partitions: 0, licenses: 0, reservations: 0, shares: 0, limits: 0 };
+  private readonly running: Record<SubCollector, number> = { nodes: 0, jobs: 0, diag: 0, partitions: 0, licenses: 0, reservations: 0, shares: 0, limits: 0 };
   private readonly aborts = new Set<AbortController>();
   private readonly now: () => number;
   /** The sub-collectors that have a fetcher, in SUB_COLLECTORS order. */

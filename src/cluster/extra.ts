@@ -1,13 +1,13 @@
 /**
  * Families beyond slurmctld's own set: pending-reason counts (from /jobs), license pools (from
  * /licenses), reservations (from /reservations, their nodes' states from /nodes) and fairshare
- * (from /shares). Each comes only from a sub-collector that has succeeded: a failing /licenses never
+ * (from /shares), QoS and association limits (from slurmdbd). Each comes only from a sub-collector that has succeeded: a failing /licenses never
  * touches the job families, and a switched-off one leaves its families out.
  */
-import type { Family } from '../telemetry/spec.js';
+import type { Attributes, Family, Point } from '../telemetry/spec.js';
 import { expandHostlist } from './hostlist.js';
-import { FAIRSHARE_METRICS, JOB_EXTRA_METRICS, LICENSE_METRICS, RESERVATION_METRICS as R } from './metrics.js';
-import type { SlurmJob, SlurmLicense, SlurmNode, SlurmReservation, SlurmShare } from './model.js';
+import { FAIRSHARE_METRICS, JOB_EXTRA_METRICS, LICENSE_METRICS, LIMIT_METRICS, RESERVATION_METRICS as R } from './metrics.js';
+import type { SlurmAccountingLimits, SlurmJob, SlurmLimits, SlurmLicense, SlurmNode, SlurmReservation, SlurmShare } from './model.js';
 import { nodeStateNames } from './native.js';
 import type { ClusterSnapshot } from './snapshot.js';
 import { nodesByName, uniqueJobs } from './state.js';
@@ -18,6 +18,7 @@ export function extraFamilies(snap: ClusterSnapshot): Family[] {
     ...(snap.licenses ? licenseFamilies(snap.licenses.value) : []),
     ...(snap.reservations ? reservationFamilies(snap.reservations.value, snap.nodes?.value) : []),
     ...(snap.shares ? fairshareFamilies(snap.shares.value) : []),
+    ...(snap.limits ? limitFamilies(snap.limits.value) : []),
   ];
 }
 
@@ -115,4 +116,34 @@ function fairshareFamilies(rows: readonly SlurmShare[]): Family[] {
       return typeof v === 'number' && Number.isFinite(v) ? [{ attributes, value: v }] : [];
     }),
   }));
+}
+
+function limitPoints(owners: readonly { readonly attributes: Attributes; readonly limits: SlurmLimits }[]): { values: Point[]; tres: Point[] } {
+  const values: Point[] = [];
+  const tres: Point[] = [];
+  const seen = new Set<string>();
+  for (const { attributes, limits } of owners) {
+    const key = JSON.stringify(attributes);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    for (const [limit, value] of Object.entries(limits.values)) values.push({ attributes: { ...attributes, limit }, value });
+    const tresSeen = new Set<string>();
+    for (const t of limits.tres) {
+      if (tresSeen.has(`${t.limit}\0${t.tres}`)) continue;
+      tresSeen.add(`${t.limit}\0${t.tres}`);
+      tres.push({ attributes: { ...attributes, limit: t.limit, tres: t.tres }, value: t.count });
+    }
+  }
+  return { values, tres };
+}
+
+function limitFamilies(l: SlurmAccountingLimits): Family[] {
+  const qos = limitPoints(l.qos.map((q) => ({ attributes: { qos: q.qos }, limits: q })));
+  const assoc = limitPoints(l.associations.map((a) => ({ attributes: { account: a.account, user: a.user, partition: a.partition }, limits: a })));
+  return [
+    { spec: LIMIT_METRICS.qos, points: qos.values },
+    { spec: LIMIT_METRICS.qosTres, points: qos.tres },
+    { spec: LIMIT_METRICS.association, points: assoc.values },
+    { spec: LIMIT_METRICS.associationTres, points: assoc.tres },
+  ];
 }

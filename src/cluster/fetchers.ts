@@ -6,7 +6,7 @@
 import type { Logger } from '../log.js';
 import { orThrow, type AccountingQuery, type CallOptions, type CallResult } from './api/client.js';
 import type { Fetchers } from './collect.js';
-import type { SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition, SlurmReservation, SlurmShare } from './model.js';
+import type { SlurmAccountingLimits, SlurmAssociationLimits, SlurmDiag, SlurmQosLimits, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition, SlurmReservation, SlurmShare } from './model.js';
 import { internFields, type InternFields } from './intern.js';
 import { adjustAccountingJobs } from './rules.js';
 import type { OptionalSubCollector, SubCollector } from './snapshot.js';
@@ -21,6 +21,8 @@ export interface SlurmApi {
   licenses?(opts?: CallOptions): Promise<CallResult<SlurmLicense>>;
   reservations?(opts?: CallOptions): Promise<CallResult<SlurmReservation>>;
   shares?(opts?: CallOptions): Promise<CallResult<SlurmShare>>;
+  qos?(opts?: CallOptions): Promise<CallResult<SlurmQosLimits>>;
+  associations?(opts?: CallOptions): Promise<CallResult<SlurmAssociationLimits>>;
   accountingJobs(q: AccountingQuery, opts?: CallOptions): Promise<CallResult<SlurmJob>>;
 }
 
@@ -35,6 +37,8 @@ export interface FetcherOptions {
   readonly logger: Logger;
   /** Optional sub-collectors switched off. */
   readonly disabled?: readonly OptionalSubCollector[];
+  /** QoS and association limits from slurmdbd (two requests more per cycle). */
+  readonly accountingLimits?: boolean;
   readonly onSkipped?: (collector: SubCollector, count: number) => void;
   readonly now?: () => number;
 }
@@ -76,6 +80,7 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
     ...optional('licenses', o.api.licenses?.bind(o.api)),
     ...optional('reservations', o.api.reservations?.bind(o.api)),
     ...optional('shares', o.api.shares?.bind(o.api)),
+    ...(o.accountingLimits ? limitsFetcher(o.api, items) : {}),
     diag: async (signal) => {
       const [diag] = items('diag', await o.api.diag({ signal }));
       if (!diag) throw new Error('diag response carried no statistics');
@@ -86,6 +91,20 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
       const t = now();
       const query = { cluster: o.clusterName, startTime: new Date(t - o.accountingLookbackMs), endTime: new Date(t + ACCOUNTING_SKEW_MS) };
       return adjustAccountingJobs(shared(items('jobs', await o.api.accountingJobs(query, { signal })), JOB_FIELDS), t);
+    },
+  };
+}
+
+type Items = <T>(collector: SubCollector, result: CallResult<T>) => readonly T[];
+
+/** Both slurmdbd lists at once; either failing fails the run (and keeps the last good pair). */
+function limitsFetcher(api: SlurmApi, items: Items): Pick<Fetchers, 'limits'> {
+  const { qos, associations } = api;
+  if (qos === undefined || associations === undefined) return {};
+  return {
+    limits: async (signal): Promise<SlurmAccountingLimits> => {
+      const [q, a] = await Promise.all([qos.call(api, { signal }), associations.call(api, { signal })]);
+      return { qos: items('limits', q), associations: items('limits', a) };
     },
   };
 }

@@ -366,8 +366,22 @@ export const FAIRSHARE_METRICS = {
   level: share('level', 'Fairshare factor at this level of the tree (LevelFS).'),
 } as const;
 
+const ASSOC = ['account', 'user', 'partition'] as const;
+
+/** `--accounting-limits`: from slurmdbd's /qos and /associations, a sub-collector of its own. */
+export const LIMIT_METRICS = {
+  qos: gauge('slurm_qos_limit', ['qos', 'limit'],
+    'A limit set on a QoS, by sacctmgr\'s name: priority, usage_factor, grp_jobs, max_jobs_per_user, max_jobs_per_account, max_submit_jobs_per_user, max_submit_jobs_per_account, max_wall_seconds, grp_wall_seconds. Unset limits are absent. From API v0.0.38.'),
+  qosTres: gauge('slurm_qos_tres_limit', ['qos', 'limit', 'tres'],
+    'A TRES limit on a QoS (grp_tres, max_tres_per_job, max_tres_per_node, max_tres_per_user, max_tres_per_account), per TRES (cpu, mem in MiB, node, gres/gpu, ...). From API v0.0.38.'),
+  association: gauge('slurm_association_limit', [...ASSOC, 'limit'],
+    'A limit set on an association (user empty: the account\'s own): shares, priority, max_jobs, max_submit_jobs, max_wall_seconds, grp_jobs, grp_submit_jobs. Unset limits are absent. From API v0.0.38.'),
+  associationTres: gauge('slurm_association_tres_limit', [...ASSOC, 'limit', 'tres'],
+    'A TRES limit on an association (grp_tres, grp_tres_minutes, max_tres_per_job, max_tres_per_node), per TRES. From API v0.0.38.'),
+} as const;
+
 /** Families beyond slurmctld's own, in README order. */
-export const EXTRA_SPECS: readonly GaugeSpec[] = [...values(JOB_EXTRA_METRICS), ...values(LICENSE_METRICS), ...values(RESERVATION_METRICS), ...values(FAIRSHARE_METRICS)];
+export const EXTRA_SPECS: readonly GaugeSpec[] = [...values(JOB_EXTRA_METRICS), ...values(LICENSE_METRICS), ...values(RESERVATION_METRICS), ...values(FAIRSHARE_METRICS), ...values(LIMIT_METRICS)];
 
 /** `--user-account-metrics`. */
 export const NATIVE_USER_ACCOUNT_SPECS: readonly GaugeSpec[] = [...jobSpecs(NATIVE_USER_METRICS), ...jobSpecs(NATIVE_ACCOUNT_METRICS)];

@@ -141,6 +141,36 @@ export interface SlurmShare {
   readonly fairshare_level?: number;
 }
 
+/** A TRES limit: `cpu`, `mem` (MiB), `node`, `gres/gpu`, ... and its count. */
+export interface TresLimit {
+  readonly limit: string;
+  readonly tres: string;
+  readonly count: number;
+}
+
+/** The limits set on a QoS or an association (slurmdbd), by sacctmgr's names in snake case; unset ones left out. */
+export interface SlurmLimits {
+  readonly values: Readonly<Record<string, number>>;
+  readonly tres: readonly TresLimit[];
+}
+
+export interface SlurmQosLimits extends SlurmLimits {
+  readonly qos: string;
+}
+
+export interface SlurmAssociationLimits extends SlurmLimits {
+  readonly account: string;
+  /** Empty for an account's own association. */
+  readonly user: string;
+  readonly partition: string;
+}
+
+/** What the limits sub-collector reads from slurmdbd. */
+export interface SlurmAccountingLimits {
+  readonly qos: readonly SlurmQosLimits[];
+  readonly associations: readonly SlurmAssociationLimits[];
+}
+
 /** Exit status of a job as Slurm reports it. */
 export interface JobExitCode {
   /** Slurm's verdict words, e.g. `["SUCCESS"]`, `["ERROR"]`, `["SIGNALED"]`. */

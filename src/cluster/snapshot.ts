@@ -3,10 +3,10 @@
  * each sub-collector. A failed sub-collector keeps its previous result, so a
  * slurmrestd hiccup on /jobs never blanks the node families.
  */
-import type { SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition, SlurmReservation, SlurmShare } from './model.js';
+import type { SlurmAccountingLimits, SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition, SlurmReservation, SlurmShare } from './model.js';
 
-export type SubCollector = 'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses' | 'reservations' | 'shares';
-export const SUB_COLLECTORS: readonly SubCollector[] = ['nodes', 'jobs', 'diag', 'partitions', 'licenses', 'reservations', 'shares'];
+export type SubCollector = 'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses' | 'reservations' | 'shares' | 'limits';
+export const SUB_COLLECTORS: readonly SubCollector[] = ['nodes', 'jobs', 'diag', 'partitions', 'licenses', 'reservations', 'shares', 'limits'];
 /** The sub-collectors an operator may switch off (the others feed Soperator's families). */
 export const OPTIONAL_SUB_COLLECTORS = ['partitions', 'licenses', 'reservations', 'shares'] as const satisfies readonly SubCollector[];
 export type OptionalSubCollector = (typeof OPTIONAL_SUB_COLLECTORS)[number];
@@ -29,4 +29,5 @@ export interface ClusterSnapshot {
   readonly licenses?: Collected<readonly SlurmLicense[]>;
   readonly reservations?: Collected<readonly SlurmReservation[]>;
   readonly shares?: Collected<readonly SlurmShare[]>;
+  readonly limits?: Collected<SlurmAccountingLimits>;
 }

@@ -36,7 +36,7 @@ describe.skipIf(gate.skip)('cluster agent on a real Slurm 22.05', () => {
     const logger = createLogger({ level: 'warn', format: 'json', destination: new Writable({ write: (c: Buffer, _e, done) => { logs.push(c.toString()); done(); } }) });
     const api = new SlurmClient({ server: slurm.restUrl, tokenSource: keyFileSigner({ keyFile: slurm.jwtKeyPath, user: 'root' }), requestTimeoutMs: 15_000, logger });
     return new ClusterRunner({
-      source: { api, jobSource, accountingLookbackMs: 3_600_000, clusterName: 'slurmotel' },
+      source: { api, jobSource, accountingLookbackMs: 3_600_000, clusterName: 'slurmotel', accountingLimits: true },
       collectionIntervalMs: 3_600_000,
       maxInflight: 1,
       metrics: { host: '127.0.0.1', port: 0 },
@@ -63,14 +63,15 @@ describe.skipIf(gate.skip)('cluster agent on a real Slurm 22.05', () => {
 
   beforeAll(async () => {
     // ReturnToService=1: a node an admin sets DOWN stays down until resumed (with 2 it re-registers at once).
-    slurm = await startRealSlurm({ dbd: true, env: { REAL_SLURM_EXTRA_CONF: 'ReturnToService=1' } });
+    slurm = await startRealSlurm({ dbd: true, env: { REAL_SLURM_EXTRA_CONF: 'ReturnToService=1\nLicenses=fluent:8' } });
     jobs.running = await sbatch('-p', 'cpu', '-J', 'otel-run', '--wrap', 'sleep 600');
     jobs.held = await sbatch('-p', 'cpu', '-J', 'otel-held', '--hold', '--wrap', 'sleep 1');
     jobs.array = await sbatch('-p', 'cpu', '-J', 'otel-array', '--array=0-3', '--wrap', 'sleep 600');
     jobs.gpu = await sbatch('-p', 'gpu', '-J', 'otel-gpu', '--gres=gpu:1', '--wrap', 'sleep 600');
+    jobs.licensed = await sbatch('-p', 'cpu', '-J', 'otel-lic', '-L', 'fluent:2', '--wrap', 'sleep 600');
     await until('every job but the held one running', async () => {
       const states = (await squeue('%A|%T')).map(([, s]) => s);
-      return states.filter((s) => s === 'RUNNING').length === 6 ? true : undefined;
+      return states.filter((s) => s === 'RUNNING').length === 7 ? true : undefined;
     });
     controller = runner('controller');
   }, REAL_SLURM_START_TIMEOUT_MS);
@@ -179,6 +180,41 @@ describe.skipIf(gate.skip)('cluster agent on a real Slurm 22.05', () => {
       expect(select(samples, name), name).toHaveLength(1);
     }
     for (const name of ['slurm_sched_exit_end', 'slurm_bf_exit_end', 'slurm_schedule_cycle_tot', 'slurm_bf_cycle_tot']) expect(select(samples, name), name).toHaveLength(0);
+  });
+
+  it('serves license pools, reservations and QoS limits as scontrol and sacctmgr show them', async () => {
+    await slurm.run(['scontrol', 'create', 'reservation', 'reservationname=otel-maint', 'starttime=now+3600', 'duration=60', 'nodes=node4', 'users=root', 'flags=maint']);
+    await slurm.run(['sacctmgr', '-i', 'modify', 'qos', 'normal', 'set', 'MaxJobsPerUser=10', 'GrpTRES=cpu=64']);
+    try {
+      const fields = (line: string) => Object.fromEntries(line.trim().split(/\s+/).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+      const lic = fields((await slurm.run(['scontrol', '-o', 'show', 'licenses'])).stdout.split('\n')[0] as string);
+      const res = fields((await slurm.run(['scontrol', '-o', 'show', 'reservation', 'otel-maint'])).stdout);
+      const [maxJobsPU, grpTres] = (await slurm.run(['sacctmgr', '-nP', 'show', 'qos', 'normal', 'format=MaxJobsPU,GrpTRES'])).stdout.trim().split('|');
+      const samples = await until('slurmdbd to report the new QoS limit', async () => {
+        const s = await collect(controller);
+        return valueOf(s, 'slurm_qos_limit', { qos: 'normal', limit: 'max_jobs_per_user' }) !== undefined ? s : undefined;
+      });
+      expect(lic.LicenseName).toBe('fluent');
+      for (const [key, name] of [['Total', 'total'], ['Used', 'used'], ['Free', 'free'], ['Reserved', 'reserved']] as const) {
+        expect(valueOf(samples, `slurm_license_${name}`, { license: 'fluent' }), key).toBe(Number(lic[key]));
+      }
+      expect(Number(lic.Used)).toBe(2);
+      const info = select(samples, 'slurm_reservation_info', { reservation: 'otel-maint' });
+      expect(info).toHaveLength(1);
+      expect(info[0]?.labels.flags).toBe(res.Flags);
+      expect(info[0]?.labels.nodes).toBe(res.Nodes);
+      expect(valueOf(samples, 'slurm_reservation_nodes', { reservation: 'otel-maint' })).toBe(Number(res.NodeCnt));
+      expect(valueOf(samples, 'slurm_reservation_cores', { reservation: 'otel-maint' })).toBe(Number(res.CoreCnt));
+      expect(valueOf(samples, 'slurm_reservation_start_time_seconds', { reservation: 'otel-maint' })).toBe(Date.parse(`${res.StartTime}`) / 1000);
+      const states = select(samples, 'slurm_reservation_nodes_state', { reservation: 'otel-maint' });
+      expect(states.find((s) => ['idle', 'mixed', 'alloc'].includes(s.labels.state as string))?.value).toBe(1);
+      expect(valueOf(samples, 'slurm_qos_limit', { qos: 'normal', limit: 'max_jobs_per_user' })).toBe(Number(maxJobsPU));
+      expect(`cpu=${valueOf(samples, 'slurm_qos_tres_limit', { qos: 'normal', limit: 'grp_tres', tres: 'cpu' })}`).toBe(grpTres);
+      const reasons = select(samples, 'slurm_jobs_pending_reason');
+      expect(reasons.find((s) => s.labels.reason === 'JobHeldUser' && s.labels.partition === 'cpu')?.value).toBe(1);
+    } finally {
+      await slurm.run(['scontrol', 'delete', 'reservation=otel-maint']);
+    }
   });
 
   it('counts a fail for each drained or downed node and observes outage and draining durations after resume', async () => {

@@ -13,11 +13,12 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../../log.js';
-import type { ApiMessage, DecodedOk, DecodeFailureKind, Decoded, ResponseMeta, SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition, SlurmReservation, SlurmShare } from '../model.js';
+import type { ApiMessage, DecodedOk, DecodeFailureKind, Decoded, ResponseMeta, SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition, SlurmQosLimits, SlurmReservation, SlurmShare, SlurmAssociationLimits } from '../model.js';
 import { AuthError, type TokenSource } from './auth.js';
 import { describeMessages, readMessages } from './envelope.js';
 import { decodeListStream } from './stream-decode.js';
 import { decodeLicense } from './decode-licenses.js';
+import { decodeAssociations, decodeQosList } from './decode-limits.js';
 import { decodePartition } from './decode-partitions.js';
 import { decodeReservation } from './decode-reservations.js';
 import { decodeShares } from './decode-shares.js';
@@ -224,6 +225,19 @@ export class SlurmClient {
   shares(opts: CallOptions = {}): Promise<CallResult<SlurmShare>> {
     const decode = async (res: HttpResponse): Promise<Decoded<SlurmShare>> => parseWhole(await readText(res.body, MAX_TEXT_BYTES), 'shares', decodeShares);
     return this.call({ api: 'slurm', name: 'shares', since: 'v0.0.40', decode }, opts);
+  }
+
+  /** QoS limits from slurmdbd. */
+  qos(opts: CallOptions = {}): Promise<CallResult<SlurmQosLimits>> {
+    const decode = async (res: HttpResponse): Promise<Decoded<SlurmQosLimits>> => parseWhole(await readText(res.body, MAX_TEXT_BYTES), 'qos', decodeQosList);
+    return this.call({ api: 'slurmdb', name: 'qos', decode }, opts);
+  }
+
+  /** Association limits from slurmdbd. */
+  associations(opts: CallOptions = {}): Promise<CallResult<SlurmAssociationLimits>> {
+    const decode = async (res: HttpResponse): Promise<Decoded<SlurmAssociationLimits>> =>
+      parseWhole(await readText(res.body, MAX_TEXT_BYTES), 'associations', decodeAssociations);
+    return this.call({ api: 'slurmdb', name: 'associations', decode }, opts);
   }
 
   diag(opts: CallOptions = {}): Promise<CallResult<SlurmDiag>> {

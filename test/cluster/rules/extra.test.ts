@@ -1,11 +1,13 @@
 /** Pending-reason counts and license pools, from hand-made jobs and slurmrestd license elements. */
 import { describe, expect, it } from 'vitest';
 import { decodeLicense } from '../../../src/cluster/api/decode-licenses.js';
+import { decodeAssociations, decodeQosList } from '../../../src/cluster/api/decode-limits.js';
 import { decodeList } from '../../../src/cluster/api/envelope.js';
 import { extraFamilies } from '../../../src/cluster/extra.js';
 import { decodeReservation } from '../../../src/cluster/api/decode-reservations.js';
 import { decodeShares } from '../../../src/cluster/api/decode-shares.js';
 import type { SlurmLicense, SlurmReservation } from '../../../src/cluster/model.js';
+import { recorded } from '../fixtures.js';
 import { job, node, ok, points, T0 } from './helpers.js';
 
 const at = <T>(value: T) => ({ value, atMs: T0, seq: 1 });
@@ -101,5 +103,52 @@ describe('fairshare', () => {
 
   it('a body without the shares list is a decode failure, not an empty list', () => {
     expect(decodeShares({ errors: [] }).ok).toBe(false);
+  });
+});
+
+describe('QoS and association limits', () => {
+  it("reads the real 22.05 slurmdbd lists: only what is set (usage factor, shares) is exported", () => {
+    const qos = ok(decodeQosList(recorded('v0.0.38', '00-idle-slurmdb-qos.json')));
+    const assoc = ok(decodeAssociations(recorded('v0.0.38', '00-idle-slurmdb-associations.json')));
+    const f = extraFamilies({ atMs: T0, limits: at({ qos, associations: assoc }) });
+    expect(points(f, 'slurm_qos_limit').map((p) => [p.attributes.qos, p.attributes.limit, p.value])).toEqual([['normal', 'priority', 0], ['normal', 'usage_factor', 1]]);
+    expect(points(f, 'slurm_qos_tres_limit')).toEqual([]);
+    expect(points(f, 'slurm_association_limit').map((p) => p.attributes.limit)).toEqual(['shares', 'shares']);
+  });
+
+  it('reads v0.0.40+ structs: set limits in seconds and TRES, unset and infinite ones absent', () => {
+    const n = (v: number) => ({ set: true, infinite: false, number: v });
+    const unset = { set: false, infinite: false, number: 0 };
+    const qosBody = {
+      qos: [
+        {
+          name: 'high',
+          priority: n(100),
+          limits: {
+            max: {
+              active_jobs: { count: unset },
+              jobs: { active_jobs: { per: { user: n(10), account: { set: true, infinite: true, number: 0 } } }, per: { user: n(50) } },
+              wall_clock: { per: { job: n(120) } },
+              tres: { total: [{ type: 'cpu', count: 64 }, { type: 'gres', name: 'gpu', count: 8 }], per: { user: [{ type: 'mem', count: 4096 }] } },
+            },
+          },
+        },
+      ],
+    };
+    const assocBody = { associations: [{ account: 'phys', user: 'alice', partition: 'gpu', shares_raw: 5, max: { jobs: { per: { count: n(4), wall_clock: n(60) } }, tres: { per: { job: [{ type: 'node', count: 2 }] } } } }] };
+    const f = extraFamilies({ atMs: T0, limits: at({ qos: ok(decodeQosList(qosBody)), associations: ok(decodeAssociations(assocBody)) }) });
+    const q = Object.fromEntries(points(f, 'slurm_qos_limit').map((p) => [p.attributes.limit, p.value]));
+    expect(q).toEqual({ priority: 100, max_jobs_per_user: 10, max_submit_jobs_per_user: 50, max_wall_seconds: 7200 });
+    expect(points(f, 'slurm_qos_tres_limit').map((p) => [p.attributes.limit, p.attributes.tres, p.value])).toEqual([
+      ['grp_tres', 'cpu', 64],
+      ['grp_tres', 'gres/gpu', 8],
+      ['max_tres_per_user', 'mem', 4096],
+    ]);
+    expect(points(f, 'slurm_association_limit').map((p) => [p.attributes.account, p.attributes.user, p.attributes.partition, p.attributes.limit, p.value])).toEqual([
+      ['phys', 'alice', 'gpu', 'shares', 5],
+      ['phys', 'alice', 'gpu', 'max_jobs', 4],
+      ['phys', 'alice', 'gpu', 'max_wall_seconds', 3600],
+    ]);
+    expect(points(f, 'slurm_association_tres_limit').map((p) => [p.attributes.limit, p.attributes.tres, p.value])).toEqual([['max_tres_per_job', 'node', 2]]);
   });
 });
