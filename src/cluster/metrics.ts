@@ -280,8 +280,9 @@ export const NATIVE_SCHEDULER_METRICS = {
   bfDepthTot: sGauge('bf_depth_tot', 'Jobs backfill has looked at, all cycles together.', 'v0.0.40'),
   bfDepthTryTot: sGauge('bf_depth_try_tot', 'Jobs backfill has tried to start, all cycles together.', 'v0.0.40'),
   bfTryDepthMean: sGauge('bf_try_depth_mean', 'Mean jobs tried per backfill cycle.'),
-  bfLastDepth: sGauge('bf_last_depth', 'Jobs looked at in the last backfill cycle.'),
-  bfLastDepthTry: sGauge('bf_last_depth_try', 'Jobs tried in the last backfill cycle.'),
+  // The v0.0.38 spec lists these two, but Slurm 22.05 does not send them.
+  bfLastDepth: sGauge('bf_last_depth', 'Jobs looked at in the last backfill cycle (Slurm 22.05 does not send it).', 'v0.0.40'),
+  bfLastDepthTry: sGauge('bf_last_depth_try', 'Jobs tried in the last backfill cycle (Slurm 22.05 does not send it).', 'v0.0.40'),
   bfMeanCycle: sGauge('bf_mean_cycle', 'Mean backfill cycle, µs.'),
   bfMeanTableSz: sGauge('bf_mean_table_sz', 'Mean backfill table size.'),
   bfQueueLen: sGauge('bf_queue_len', 'Jobs pending in the backfill queue.'),

@@ -13,8 +13,24 @@ import { Writable } from 'node:stream';
 import { createLogger } from '../../src/log.js';
 import { parseExposition, select, valueOf, type Sample } from '../support/exposition.js';
 import { REAL_SLURM_START_TIMEOUT_MS, realSlurmGate, startRealSlurm, type RealSlurm } from '../support/real-slurm.js';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startClusterAgent } from '../../src/cluster/agent.js';
+import { EXTRA_SPECS, NATIVE_SPECS } from '../../src/cluster/metrics.js';
+import { prometheusName } from '../../src/telemetry/spec.js';
+import { readJson } from '../cluster/fixtures.js';
+import { panelQueries } from '../support/dashboards.js';
+import { startPrometheus } from '../support/prometheus.js';
+import { findTool, shouldRun, toolPath } from '../support/tools.js';
 
 const gate = realSlurmGate();
+const prometheus = findTool('prometheus', 'prometheus');
+
+/** Names whose source field API v0.0.38 (Slurm 22.05) does not carry: absent there by design. */
+const NOT_IN_V0038 = new Set([...NATIVE_SPECS, ...EXTRA_SPECS].filter((s) => /From API v0\.0\.4/.test(s.description)).map(prometheusName));
+/** Queries reading other exporters (GPU, Kubernetes) are not this agent's to answer. */
+const FOREIGN = /\b(DCGM_\w+|kube_\w+|container_\w+|node_uname_info)\b/;
 
 async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -216,6 +232,49 @@ describe.skipIf(gate.skip)('cluster agent on a real Slurm 22.05', () => {
       await slurm.run(['scontrol', 'delete', 'reservation=otel-maint']);
     }
   });
+
+  it.runIf(shouldRun(prometheus))("Soperator's slurm_controller dashboard: a real Prometheus scraping the agent has data for every name v0.0.38 carries", async () => {
+    const logger = createLogger({ level: 'error', format: 'json', destination: new Writable({ write: (_c, _e, done) => done() }) });
+    const api = new SlurmClient({ server: slurm.restUrl, tokenSource: keyFileSigner({ keyFile: slurm.jwtKeyPath, user: 'root' }), requestTimeoutMs: 15_000, logger });
+    const loopback = { host: '127.0.0.1', port: 0 };
+    const agent = await startClusterAgent({
+      source: { api, jobSource: 'controller', accountingLookbackMs: 3_600_000, clusterName: 'slurmotel' },
+      collectionIntervalMs: 1000,
+      maxInflight: 1,
+      metrics: loopback,
+      monitoring: loopback,
+      resource: { serviceName: 'slurm-otel-cluster', serviceVersion: 'test', hostName: 'test' },
+      logger,
+      close: () => api.close(),
+    });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-controller-dashboard-'));
+    const prom = await startPrometheus(toolPath(prometheus), dir, { 'slurm-exporter': [new URL(agent.metricsUrl).host] });
+    try {
+      await prom.waitFor('count(up == 1) == 1', 30_000);
+      // rate(...[5m]) needs two samples of each series.
+      await prom.waitFor('count_over_time(slurm_schedule_cycle_cnt[5m]) >= 3', 30_000);
+      const queries = panelQueries(readJson('recorded', 'soperator', 'slurm_controller.json') as Record<string, unknown>)
+        .filter((q) => q.expr.includes('slurm_') && !FOREIGN.test(q.expr))
+        .map((q) => ({ ...q, expr: q.expr.replace(/\$\{?__rate_interval\}?/g, '20s').replace(/\$\{?\w+\}?/g, '.*') }));
+      const names = new Set(queries.flatMap((q) => q.expr.match(/\bslurm_\w+/g) ?? []));
+      const answered = new Set<string>();
+      for (const q of queries) {
+        if ((await prom.query(q.expr)).length === 0) continue;
+        for (const n of q.expr.match(/\bslurm_\w+/g) ?? []) answered.add(n);
+      }
+      const carried = [...names].filter((n) => !NOT_IN_V0038.has(n)).sort();
+      expect(carried.length).toBe(20);
+      expect(carried.filter((n) => !answered.has(n)), 'names without data').toEqual([]);
+      // The scheduler exit reasons and the last backfill depths come with v0.0.40: absent on 22.05, never a made-up 0.
+      const absent = [...names].filter((n) => NOT_IN_V0038.has(n)).sort();
+      expect(absent.length).toBe(14);
+      for (const n of absent) expect(await prom.query(n), n).toEqual([]);
+    } finally {
+      await prom.stop();
+      await agent.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 
   it('counts a fail for each drained or downed node and observes outage and draining durations after resume', async () => {
     await collect(controller);

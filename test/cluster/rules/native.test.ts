@@ -128,7 +128,7 @@ describe("Slurm's native families from real Slurm 22.05 responses", () => {
     expect(scalar(f, 'slurm_slurmdbd_queue_size')).toBe(stats.statistics.dbd_agent_queue_size);
     expect(scalar(f, 'slurm_last_proc_req_start')).toBe(stats.statistics.req_time_start);
     const names = new Set(f.map((x) => x.spec.name));
-    for (const absent of ['slurm_sched_exit_end', 'slurm_bf_exit_end', 'slurm_schedule_cycle_tot', 'slurm_bf_cycle_tot', 'slurm_schedule_cycle_depth']) expect(names.has(absent), absent).toBe(false);
+    for (const absent of ['slurm_sched_exit_end', 'slurm_bf_exit_end', 'slurm_schedule_cycle_tot', 'slurm_bf_cycle_tot', 'slurm_schedule_cycle_depth', 'slurm_bf_last_depth', 'slurm_bf_last_depth_try']) expect(names.has(absent), absent).toBe(false);
   });
 
   it('the v0.0.36 nodes (no flags, no partitions) still give per-partition node counts, from the partitions\' hostlists', () => {
