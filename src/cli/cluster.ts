@@ -10,7 +10,7 @@ import { keyFileSigner, noAuth, scontrolToken, staticToken, tokenFile, type Toke
 import { kubernetesSecretSigner } from '../cluster/api/auth-kubernetes.js';
 import { runClusterOnce, startClusterAgent, type ClusterAgentOptions } from '../cluster/agent.js';
 import type { JobSource } from '../cluster/fetchers.js';
-import { OPTIONAL_SUB_COLLECTORS, type OptionalSubCollector } from '../cluster/snapshot.js';
+import { DEFAULT_OPTIONAL_SUB_COLLECTORS, OPTIONAL_SUB_COLLECTORS, type OptionalSubCollector } from '../cluster/snapshot.js';
 import type { Logger } from '../log.js';
 import { CollectionIncomplete, ConfigError, waitForSignal } from './common.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
@@ -46,7 +46,7 @@ export interface ClusterFlags extends ExportFlags {
   scontrolPath: string;
   kubeconfigPath?: string;
   userAccountMetrics: boolean;
-  disableCollectors: OptionalSubCollector[];
+  optionalCollectors: OptionalSubCollector[];
   accountingLimits: boolean;
 }
 
@@ -82,15 +82,15 @@ export function addClusterOptions(cmd: Command, d: ClusterDefaults = CLUSTER_DEF
     .addOption(opt('--jwt-lifetime <duration>', 'lifetime of signed and scontrol tokens (renewed before expiry)', 'JWT_LIFETIME').default(1_800_000, '30m').argParser(positiveDuration))
     .addOption(opt('--scontrol-path <path>', 'scontrol for token renewal (token source scontrol)', 'SCONTROL_PATH').default('scontrol'))
     .addOption(opt('--user-account-metrics [bool]', 'also export Slurm\'s per-user and per-account job families (one series per user or account and state)', 'USER_ACCOUNT_METRICS').default(false).preset('true').argParser(switchValue))
-    .addOption(opt('--disable-collectors <names>', `switch off optional sub-collectors (comma-separated: ${OPTIONAL_SUB_COLLECTORS.join(', ')})`, 'DISABLE_COLLECTORS').default([], 'none').argParser(collectorList))
+    .addOption(opt('--optional-collectors <names>', `optional sub-collectors to run, comma-separated (${OPTIONAL_SUB_COLLECTORS.join(', ')}), or none`, 'OPTIONAL_COLLECTORS').default([...DEFAULT_OPTIONAL_SUB_COLLECTORS], DEFAULT_OPTIONAL_SUB_COLLECTORS.join(',')).argParser(collectorList))
     .addOption(opt('--accounting-limits [bool]', 'also export QoS and association limits from slurmdbd (two requests more per cycle)', 'ACCOUNTING_LIMITS').default(false).preset('true').argParser(switchValue))
     .addOption(opt('--kubeconfig-path <path>', 'kubeconfig for the Secret <cluster-name>-rest-jwt-key (else in-cluster service account)', 'KUBECONFIG_PATH'));
   return addExportOptions(cmd, PREFIX, { ...d, logLevel: 'debug' });
 }
 
-/** `licenses, partitions` → the names, each checked; blank means none. */
+/** `licenses, partitions` → the names, each checked; `none` or blank means none. */
 function collectorList(value: string): OptionalSubCollector[] {
-  const names = value.split(',').map((v) => v.trim()).filter((v) => v !== '');
+  const names = value.split(',').map((v) => v.trim()).filter((v) => v !== '' && v.toLowerCase() !== 'none');
   return [...new Set(names.map(oneOf(OPTIONAL_SUB_COLLECTORS)))];
 }
 
@@ -126,7 +126,7 @@ export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOpti
   settings.logger.info({ server: f.slurmApiServer, auth: tokenSource.describe(), jobSource: f.jobSource }, 'slurmrestd client configured');
   return {
     ...settings,
-    source: { api: client, jobSource: f.jobSource, accountingLookbackMs: lookbackMs ?? 0, clusterName: f.clusterName, disabled: f.disableCollectors, accountingLimits: f.accountingLimits },
+    source: { api: client, jobSource: f.jobSource, accountingLookbackMs: lookbackMs ?? 0, clusterName: f.clusterName, optional: f.optionalCollectors, accountingLimits: f.accountingLimits },
     collectionIntervalMs: f.collectionInterval,
     maxInflight: f.maxCollectorInflight,
     userAccountMetrics: f.userAccountMetrics,

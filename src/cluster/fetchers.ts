@@ -9,7 +9,7 @@ import type { Fetchers } from './collect.js';
 import type { SlurmAccountingLimits, SlurmAssociationLimits, SlurmDiag, SlurmQosLimits, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition, SlurmReservation, SlurmShare } from './model.js';
 import { internFields, type InternFields } from './intern.js';
 import { adjustAccountingJobs } from './rules.js';
-import type { OptionalSubCollector, SubCollector } from './snapshot.js';
+import { DEFAULT_OPTIONAL_SUB_COLLECTORS, type OptionalSubCollector, type SubCollector } from './snapshot.js';
 
 /** What the fetchers need of the client (the real SlurmClient, or a test double). */
 export interface SlurmApi {
@@ -35,8 +35,8 @@ export interface FetcherOptions {
   readonly accountingLookbackMs: number;
   readonly clusterName?: string;
   readonly logger: Logger;
-  /** Optional sub-collectors switched off. */
-  readonly disabled?: readonly OptionalSubCollector[];
+  /** The optional sub-collectors to run (default DEFAULT_OPTIONAL_SUB_COLLECTORS). */
+  readonly optional?: readonly OptionalSubCollector[];
   /** QoS and association limits from slurmdbd (two requests more per cycle). */
   readonly accountingLimits?: boolean;
   readonly onSkipped?: (collector: SubCollector, count: number) => void;
@@ -71,9 +71,10 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
     internFields(list, fields);
     return list;
   };
-  /** An optional sub-collector: on when the API has its call and the operator did not switch it off. */
+  /** An optional sub-collector: on when the API has its call and the operator chose it. */
+  const chosen = o.optional ?? DEFAULT_OPTIONAL_SUB_COLLECTORS;
   const optional = <K extends OptionalSubCollector, T>(name: K, call: ((opts?: CallOptions) => Promise<CallResult<T>>) | undefined) =>
-    call === undefined || o.disabled?.includes(name) ? {} : { [name]: async (signal: AbortSignal) => items(name, await call({ signal })) };
+    call === undefined || !chosen.includes(name) ? {} : { [name]: async (signal: AbortSignal) => items(name, await call({ signal })) };
   return {
     nodes: async (signal) => shared(items('nodes', await o.api.nodes({ signal })), NODE_FIELDS),
     ...optional('partitions', o.api.partitions?.bind(o.api)),

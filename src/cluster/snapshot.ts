@@ -7,9 +7,11 @@ import type { SlurmAccountingLimits, SlurmDiag, SlurmJob, SlurmLicense, SlurmNod
 
 export type SubCollector = 'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses' | 'reservations' | 'shares' | 'limits';
 export const SUB_COLLECTORS: readonly SubCollector[] = ['nodes', 'jobs', 'diag', 'partitions', 'licenses', 'reservations', 'shares', 'limits'];
-/** The sub-collectors an operator may switch off (the others feed Soperator's families). */
+/** The sub-collectors an operator chooses (the others feed Soperator's families and always run). */
 export const OPTIONAL_SUB_COLLECTORS = ['partitions', 'licenses', 'reservations', 'shares'] as const satisfies readonly SubCollector[];
 export type OptionalSubCollector = (typeof OPTIONAL_SUB_COLLECTORS)[number];
+/** By default one request more per cycle than Soperator's three: /partitions, for Slurm's partition families. */
+export const DEFAULT_OPTIONAL_SUB_COLLECTORS: readonly OptionalSubCollector[] = ['partitions'];
 
 export interface Collected<T> {
   readonly value: T;

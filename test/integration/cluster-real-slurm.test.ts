@@ -18,6 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startClusterAgent } from '../../src/cluster/agent.js';
 import { EXTRA_SPECS, NATIVE_SPECS } from '../../src/cluster/metrics.js';
+import { OPTIONAL_SUB_COLLECTORS } from '../../src/cluster/snapshot.js';
 import { prometheusName } from '../../src/telemetry/spec.js';
 import { readJson } from '../cluster/fixtures.js';
 import { panelQueries } from '../support/dashboards.js';
@@ -52,7 +53,7 @@ describe.skipIf(gate.skip)('cluster agent on a real Slurm 22.05', () => {
     const logger = createLogger({ level: 'warn', format: 'json', destination: new Writable({ write: (c: Buffer, _e, done) => { logs.push(c.toString()); done(); } }) });
     const api = new SlurmClient({ server: slurm.restUrl, tokenSource: keyFileSigner({ keyFile: slurm.jwtKeyPath, user: 'root' }), requestTimeoutMs: 15_000, logger });
     return new ClusterRunner({
-      source: { api, jobSource, accountingLookbackMs: 3_600_000, clusterName: 'slurmotel', accountingLimits: true },
+      source: { api, jobSource, accountingLookbackMs: 3_600_000, clusterName: 'slurmotel', optional: OPTIONAL_SUB_COLLECTORS, accountingLimits: true },
       collectionIntervalMs: 3_600_000,
       maxInflight: 1,
       metrics: { host: '127.0.0.1', port: 0 },

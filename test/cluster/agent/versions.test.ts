@@ -11,7 +11,7 @@ import { baseState } from '../../../src/cluster/node-state.js';
 import { FakeCluster } from '../../../src/demo/fake-cluster.js';
 import { startFakeSlurmrestd, type FakeSlurmrestd } from '../../../src/demo/fake-slurmrestd.js';
 import { FAKE_LICENSE_TOTAL, RENDER_VERSIONS, truthSeenThrough, type Endpoint, type RenderVersion } from '../../../src/demo/slurm-render.js';
-import type { OptionalSubCollector } from '../../../src/cluster/snapshot.js';
+import { OPTIONAL_SUB_COLLECTORS, type OptionalSubCollector } from '../../../src/cluster/snapshot.js';
 import { silentLogger } from '../../../src/log.js';
 import { parseExposition, select, valueOf } from '../../support/exposition.js';
 
@@ -27,7 +27,8 @@ afterEach(async () => {
 
 interface StartOptions {
   readonly failing?: readonly Endpoint[];
-  readonly disabled?: readonly OptionalSubCollector[];
+  /** Default: every optional sub-collector. */
+  readonly optional?: readonly OptionalSubCollector[];
 }
 
 async function start(versions: readonly RenderVersion[], jobSource: 'controller' | 'accounting' = 'controller', o: StartOptions = {}) {
@@ -36,7 +37,7 @@ async function start(versions: readonly RenderVersion[], jobSource: 'controller'
   server = await startFakeSlurmrestd({ cluster, versions, host: '127.0.0.1', port: 0, token: TOKEN, ...(o.failing ? { failing: o.failing } : {}) });
   const api = new SlurmClient({ server: server.url, tokenSource: staticToken({ token: TOKEN, userName: 'root' }), requestTimeoutMs: 10_000, logger: silentLogger() });
   runner = new ClusterRunner({
-    source: { api, jobSource, accountingLookbackMs: 24 * 3_600_000, clusterName: cluster.clusterName, now: () => cluster.now, ...(o.disabled ? { disabled: o.disabled } : {}) },
+    source: { api, jobSource, accountingLookbackMs: 24 * 3_600_000, clusterName: cluster.clusterName, now: () => cluster.now, optional: o.optional ?? OPTIONAL_SUB_COLLECTORS },
     collectionIntervalMs: 3_600_000,
     maxInflight: 1,
     metrics: { host: '127.0.0.1', port: 0 },
@@ -196,8 +197,8 @@ describe('optional sub-collectors', () => {
     });
   }
 
-  it('a switched-off sub-collector sends no request and has no families and no self-monitoring series', async () => {
-    const { runner } = await start(['v0.0.44'], 'controller', { disabled: ['licenses'] });
+  it('a sub-collector not chosen sends no request and has no families and no self-monitoring series', async () => {
+    const { runner } = await start(['v0.0.44'], 'controller', { optional: ['partitions', 'reservations', 'shares'] });
     expect((await runner.collect()).failed).toEqual([]);
     expect(server?.requests.get('/slurm/v0.0.44/licenses/')).toBeUndefined();
     expect(server?.requests.get('/slurm/v0.0.44/partitions/')).toBe(1);
