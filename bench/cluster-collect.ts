@@ -250,6 +250,20 @@ function timed(api: SlurmClient, took: Map<string, number>): SlurmApi {
   };
 }
 
+/** A cluster runner on the controller source, as the agent runs by default. */
+function benchRunner(api: SlurmApi, intervalMs: number, close: () => void): ClusterRunner {
+  return new ClusterRunner({
+    source: { api, jobSource: 'controller', accountingLookbackMs: 3_600_000 },
+    collectionIntervalMs: intervalMs,
+    maxInflight: 1,
+    metrics: { host: '127.0.0.1', port: 0 },
+    monitoring: { host: '127.0.0.1', port: 0 },
+    resource: { serviceName: 'slurm-otel-cluster', serviceVersion: 'bench', hostName: 'bench' },
+    logger: silentLogger(),
+    close,
+  });
+}
+
 const cpuNow = (): number => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
@@ -294,16 +308,7 @@ async function main(): Promise<void> {
     const logger = silentLogger();
     const api = new SlurmClient({ server: url, tokenSource: noAuth(), apiVersion: VERSION, requestTimeoutMs: 300_000, retries: 0, logger });
     const took = new Map<string, number>();
-    const runner = new ClusterRunner({
-      source: { api: timed(api, took), jobSource: 'controller', accountingLookbackMs: 3_600_000 },
-      collectionIntervalMs: 3_600_000,
-      maxInflight: 1,
-      metrics: { host: '127.0.0.1', port: 0 },
-      monitoring: { host: '127.0.0.1', port: 0 },
-      resource: { serviceName: 'slurm-otel-cluster', serviceVersion: 'bench', hostName: 'bench' },
-      logger,
-      close: () => api.close(),
-    });
+    const runner = benchRunner(timed(api, took), 3_600_000, () => api.close());
     const rssBefore = process.memoryUsage().rss;
     const collectMs: number[] = [];
     const collectCpuMs: number[] = [];
@@ -449,16 +454,7 @@ async function daemonMain(url: string, runs: number, intervalMs: number): Promis
       return r;
     },
   };
-  const runner = new ClusterRunner({
-    source: { api: counted, jobSource: 'controller', accountingLookbackMs: 3_600_000 },
-    collectionIntervalMs: intervalMs,
-    maxInflight: 1,
-    metrics: { host: '127.0.0.1', port: 0 },
-    monitoring: { host: '127.0.0.1', port: 0 },
-    resource: { serviceName: 'slurm-otel-cluster', serviceVersion: 'bench', hostName: 'bench' },
-    logger,
-    close: () => api.close(),
-  });
+  const runner = benchRunner(counted, intervalMs, () => api.close());
   const sampler = rssSampler();
   const cpu0 = cpuNow();
   const schedule = runner.schedule(intervalMs);

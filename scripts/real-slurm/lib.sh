@@ -25,6 +25,16 @@
 #   REAL_SLURM_INSTALL           1 (default) = apt-get install missing packages; 0 = fail instead
 #   REAL_SLURM_EXTRA_CONF        extra lines appended to slurm.conf before the node lines
 #   REAL_SLURM_TRACE             file: append a timestamped `set -x` trace of up.sh/down.sh
+#   REAL_SLURM_NODE_PREFIX       node names are <prefix>1..N (default node); job cgroups of
+#                                cluster instances on one host are told apart by it
+#   REAL_SLURM_FIRST_JOB_ID      FirstJobId (default 1)
+#   REAL_SLURM_CLUSTER           ClusterName (default slurmotel)
+#   REAL_SLURM_CGROUP            process tracking: none (default: proctrack/linuxproc,
+#                                task/none; runs anywhere) or v1 (proctrack/cgroup +
+#                                task/cgroup with cgroup/v1: real job cgroups made by
+#                                slurmstepd; needs the v1 controllers mounted at
+#                                /sys/fs/cgroup/<controller>). v2 is refused on hybrid hosts
+#                                by Slurm itself ("Hybrid mode is not supported").
 
 RS_STATE=${REAL_SLURM_STATE:-/tmp/slurm-otel-real-slurm}
 RS_OFFSET=${REAL_SLURM_PORT_OFFSET:-0}
@@ -40,6 +50,11 @@ RS_MESSAGE_TIMEOUT=${REAL_SLURM_MESSAGE_TIMEOUT:-5}
 RS_MIN_JOB_AGE=${REAL_SLURM_MIN_JOB_AGE:-30}
 RS_TOKEN_LIFESPAN=${REAL_SLURM_TOKEN_LIFESPAN:-604800}
 RS_TIMEOUT=${REAL_SLURM_TIMEOUT:-60}
+RS_PREFIX=${REAL_SLURM_NODE_PREFIX:-node}
+RS_FIRST_JOB_ID=${REAL_SLURM_FIRST_JOB_ID:-1}
+RS_CLUSTER=${REAL_SLURM_CLUSTER:-slurmotel}
+RS_CGROUP=${REAL_SLURM_CGROUP:-none}
+RS_CGROUP_ROOT=/sys/fs/cgroup
 # The unprivileged account slurmrestd runs as (it refuses root and SlurmUser).
 RS_REST_ACCOUNT=slurmotel-rest
 
@@ -63,8 +78,11 @@ rs_validate() {
   [[ $RS_STATE =~ ^/[A-Za-z0-9._/-]+$ ]] || rs_die "REAL_SLURM_STATE must be an absolute path of [A-Za-z0-9._/-] (got '$RS_STATE')"
   case $RS_STATE in /|/tmp|/tmp/|/var|/root|/home|/etc|/usr) rs_die "refusing REAL_SLURM_STATE=$RS_STATE";; esac
   local v
+  [[ $RS_PREFIX =~ ^[a-z][a-z0-9]{0,15}$ ]] || rs_die "REAL_SLURM_NODE_PREFIX must be a lower-case letter then up to 15 of [a-z0-9] (got '$RS_PREFIX')"
+  [[ $RS_CLUSTER =~ ^[a-z][a-z0-9_]{0,31}$ ]] || rs_die "REAL_SLURM_CLUSTER must be lower-case [a-z0-9_], starting with a letter (got '$RS_CLUSTER')"
+  [[ $RS_CGROUP =~ ^(none|v1)$ ]] || rs_die "REAL_SLURM_CGROUP must be none or v1 (got '$RS_CGROUP')"
   for v in RS_OFFSET RS_REST_PORT RS_CTLD_PORT RS_SLURMD_BASE RS_DBD_PORT RS_DB_PORT RS_NODES \
-           RS_SLURMD_TIMEOUT RS_MESSAGE_TIMEOUT RS_MIN_JOB_AGE RS_TOKEN_LIFESPAN RS_TIMEOUT; do
+           RS_SLURMD_TIMEOUT RS_MESSAGE_TIMEOUT RS_MIN_JOB_AGE RS_TOKEN_LIFESPAN RS_TIMEOUT RS_FIRST_JOB_ID; do
     [[ ${!v} =~ ^[0-9]+$ ]] || rs_die "$v must be a non-negative integer (got '${!v}')"
   done
   # >= 2 so both partitions have a node; <= 16 so the port ranges of instances
@@ -191,13 +209,38 @@ rs_stop() {
       rs_kill_tree "$pid"
     fi
   done
-  # 4. Accounting, database, munge last (everything above needs it).
+  # 4. Job cgroups: slurmstepd removes a job's cgroups when the job ends, but
+  #    the per-node roots (slurm_<node>/uid_<U>) stay. Remove this cluster's,
+  #    deepest first, once no process is left in them; rmdir never removes a
+  #    cgroup that still has a process.
+  rs_remove_cgroups
+  # 5. Accounting, database, munge last (everything above needs it).
   for f in slurmdbd mariadbd munged; do rs_stop_pidfile "$RS_RUN/$f.pid"; done
-  # 5. Anything else still carrying our tag (e.g. a slurmd a test restarted by hand).
+  # 6. Anything else still carrying our tag (e.g. a slurmd a test restarted by hand).
   for p in /proc/[0-9]*; do
     pid=${p#/proc/}
     [ "$pid" = "$$" ] && continue
     rs_is_ours "$pid" && rs_kill_tree "$pid"
   done
+  return 0
+}
+
+# The v1 job cgroup roots this cluster's slurmd create: <controller>/slurm_<node>.
+rs_cgroup_roots() {
+  [ "$RS_CGROUP" = v1 ] || return 0
+  local i
+  for ((i = 1; i <= RS_NODES; i++)); do
+    compgen -G "$RS_CGROUP_ROOT/*/slurm_$RS_PREFIX$i" || true
+  done
+}
+
+rs_remove_cgroups() {
+  local root d
+  while read -r root; do
+    [ -n "$root" ] || continue
+    while read -r d; do
+      rmdir "$d" 2>/dev/null || echo "[real-slurm] could not remove cgroup $d (a process is still in it?)" >&2
+    done < <(find "$root" -depth -type d)
+  done < <(rs_cgroup_roots)
   return 0
 }

@@ -15,7 +15,7 @@ rs_validate
 rs_trace
 
 action=${1:-}; node=${2:-}
-[[ $action =~ ^(start|stop)$ && $node =~ ^node[0-9]+$ ]] || { echo "usage: $0 start|stop nodeN" >&2; exit 2; }
+[[ $action =~ ^(start|stop)$ && $node =~ ^${RS_PREFIX}[0-9]+$ ]] || { echo "usage: $0 start|stop ${RS_PREFIX}N" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || rs_die "must run as root"
 { [ -f "$RS_CONF" ] && [ -e "$RS_MARKER" ]; } || rs_die "no cluster in $RS_STATE (run up.sh)"
 grep -q "^NodeName=$node " "$RS_CONF" || rs_die "$node is not a node of $RS_CONF"

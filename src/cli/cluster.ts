@@ -11,7 +11,7 @@ import { kubernetesSecretSigner } from '../cluster/api/auth-kubernetes.js';
 import { runClusterOnce, startClusterAgent, type ClusterAgentOptions } from '../cluster/agent.js';
 import type { JobSource } from '../cluster/fetchers.js';
 import { DEFAULT_OPTIONAL_SUB_COLLECTORS, OPTIONAL_SUB_COLLECTORS, type OptionalSubCollector } from '../cluster/snapshot.js';
-import type { Logger } from '../log.js';
+import { redactUrl, type Logger } from '../log.js';
 import { CollectionIncomplete, ConfigError, waitForSignal } from './common.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
 import type { Env } from './otel.js';
@@ -113,7 +113,7 @@ export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOpti
   const lookbackMs = accountingLookbackMs(f);
   const settings = exportSettings(f, env, { serviceName: 'slurm-otel-cluster', hostName: os.hostname(), attributes: { 'slurm.cluster': f.clusterName } });
   const tokenSource = buildTokenSource(f, env, settings.logger);
-  const client = new SlurmClient({
+  const client = slurmClient({
     server: f.slurmApiServer,
     tokenSource,
     apiVersion: f.slurmApiVersion,
@@ -130,14 +130,18 @@ export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOpti
     collectionIntervalMs: f.collectionInterval,
     maxInflight: f.maxCollectorInflight,
     userAccountMetrics: f.userAccountMetrics,
-    serverLabel: withoutCredentials(f.slurmApiServer),
+    serverLabel: redactUrl(f.slurmApiServer),
     close: () => client.close(),
   };
 }
 
-/** A server address fit for a web page: any user:password@ is dropped. */
-function withoutCredentials(server: string): string {
-  return server.replace(/^([a-z]+:\/\/)[^/@]*@/i, '$1');
+/** The client's own checks (a server URL with credentials, a bad protocol) are configuration errors. */
+function slurmClient(o: ConstructorParameters<typeof SlurmClient>[0]): SlurmClient {
+  try {
+    return new SlurmClient(o);
+  } catch (err) {
+    throw new ConfigError(`--slurm-api-server: ${(err as Error).message}`);
+  }
 }
 
 function readFile(path: string, what: string): Buffer {

@@ -2,32 +2,59 @@
 import { Command, Option } from 'commander';
 import Table from 'cli-table3';
 import { NodeCollector } from '../node/collector.js';
-import { attributionRows, type PortRow } from '../node/explain.js';
-import { addRootOptions } from './node.js';
+import { attributionRows, slurmCgroupsNote, type PortRow } from '../node/explain.js';
+import { describeUnreadable, unreadableLine, type UnreadablePolicy } from '../node/unreadable.js';
+import { CollectionIncomplete } from './common.js';
+import { addRootOptions, unreadableOption } from './node.js';
 import { parseDuration } from './values.js';
 
 interface ExplainFlags {
   sysfsRoot: string;
   procfsRoot: string;
   cgroupRoot: string;
+  unreadableProcesses: UnreadablePolicy;
   json?: boolean;
 }
 
 export function explainCommand(): Command {
   return addRootOptions(new Command('explain').description('why each HCA port is (or is not) attributed to a job, on this node'))
+    .addOption(unreadableOption())
     .option('--json', 'print the rows as JSON (for scripts)')
     .addOption(new Option('--fd-rescan-interval <duration>').hideHelp().default(0).argParser(parseDuration))
     .action((f: ExplainFlags) => {
-      const c = new NodeCollector({ roots: { sysfs: f.sysfsRoot, procfs: f.procfsRoot, cgroupfs: f.cgroupRoot }, fdRescanIntervalMs: 0 }).cycle();
+      const roots = { sysfs: f.sysfsRoot, procfs: f.procfsRoot, cgroupfs: f.cgroupRoot };
+      const c = new NodeCollector({ roots, fdRescanIntervalMs: 0, unreadableProcesses: f.unreadableProcesses }).cycle();
       const rows = attributionRows(c);
+      const { snapshot: snap } = c;
+      if (c.failed !== undefined) throw new CollectionIncomplete(`collection failed: ${printable(c.failed)}`);
       if (f.json) {
-        process.stdout.write(JSON.stringify({ at: new Date(c.snapshot.atMs).toISOString(), gaps: c.snapshot.gaps, ports: rows }, null, 2) + '\n');
+        const out = { at: new Date(snap.atMs).toISOString(), slurmCgroups: snap.slurmCgroups, gaps: snap.gaps, unreadable: snap.unreadable, ports: rows };
+        process.stdout.write(JSON.stringify(out, null, 2) + '\n');
         return;
       }
-      if (!c.snapshot.hca.present) process.stdout.write(`no InfiniBand devices under ${f.sysfsRoot}/class/infiniband\n`);
+      const note = slurmCgroupsNote(snap);
+      if (note !== undefined) process.stdout.write(`${printable(note)}\n`);
+      if (!c.snapshot.hca.present) process.stdout.write(`no InfiniBand devices under ${printable(f.sysfsRoot)}/class/infiniband\n`);
       process.stdout.write(renderTable(rows) + '\n');
-      for (const gap of c.snapshot.gaps.slice(0, 10)) process.stdout.write(`gap: ${gap}\n`);
+      // Unreadable processes get their own, longer lines below.
+      const named = new Set(snap.unreadable.map(describeUnreadable));
+      for (const gap of snap.gaps.filter((g) => !named.has(g)).slice(0, 10)) process.stdout.write(`gap: ${printable(gap)}\n`);
+      for (const u of snap.unreadable) process.stdout.write(`unreadable: ${printable(unreadableLine(u))}\n`);
     });
+}
+
+// C0 and C1 controls, DEL, and the bidirectional overrides that can reorder what a terminal shows.
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * Text from the node (process names, firmware strings, paths) made safe for a terminal:
+ * a process can name itself with escape sequences; they are shown as \xHH or \uHHHH.
+ */
+export function printable(text: string): string {
+  return text.replace(UNPRINTABLE, (ch) => {
+    const code = ch.charCodeAt(0);
+    return code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+  });
 }
 
 export function renderTable(rows: readonly PortRow[]): string {
@@ -36,8 +63,9 @@ export function renderTable(rows: readonly PortRow[]): string {
     const holders = [
       ...r.jobs.map((j) => `job ${j.jobId}: ${j.holders.map((h) => `${h.pid} ${h.comm}`).join(', ')}`),
       ...r.nonJob.map((h) => `non-job: ${h.pid} ${h.comm}`),
-    ];
-    table.push([r.device, r.port, `${r.linkLayer} ${r.rate}`.trim(), holders.join('\n') || '—', r.status, r.why]);
+    ].map(printable);
+    const cells = [r.device, r.port, `${r.linkLayer} ${r.rate}`.trim()].map(printable);
+    table.push([...cells, holders.join('\n') || '—', r.status, printable(r.why)]);
   }
   return table.toString();
 }

@@ -1,10 +1,11 @@
 /** `slurm-otel node`: options (flag > IB_SLURM_EXPORTER_* > default) → the node agent. */
 import os from 'node:os';
-import { Command } from 'commander';
+import { Command, type Option } from 'commander';
 import type { LogFormat } from '../log.js';
 import { runNodeOnce, startNodeAgent, type NodeAgentOptions } from '../node/agent.js';
 import { DEFAULT_ROOTS } from '../node/roots.js';
-import { waitForSignal } from './common.js';
+import { UNREADABLE_POLICIES, type UnreadablePolicy } from '../node/unreadable.js';
+import { CollectionIncomplete, waitForSignal } from './common.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
 import type { Env } from './otel.js';
 import { oneOf, parseDuration, positiveDuration } from './values.js';
@@ -14,6 +15,7 @@ const opt = envOption('IB_SLURM_EXPORTER_');
 export interface NodeFlags extends ExportFlags {
   collectionInterval: number;
   fdRescanInterval: number;
+  unreadableProcesses: UnreadablePolicy;
   sysfsRoot: string;
   procfsRoot: string;
   cgroupRoot: string;
@@ -31,6 +33,13 @@ export function addRootOptions(cmd: Command): Command {
     .addOption(opt('--cgroup-root <dir>', 'cgroup filesystem mount point', 'CGROUP_ROOT').default(DEFAULT_ROOTS.cgroupfs));
 }
 
+/** What an unreadable fd table outside every Slurm job costs; node and explain take it. */
+export function unreadableOption(): Option {
+  return opt('--unreadable-processes <policy>', 'strict: a process outside every Slurm job whose fd table cannot be read makes every port incomplete; ignore-outside-jobs: it is assumed to hold no HCA', 'UNREADABLE_PROCESSES')
+    .default('strict')
+    .argParser(oneOf(UNREADABLE_POLICIES));
+}
+
 /** Defaults a subcommand may change (the demo listens on loopback and cycles faster). */
 export interface NodeDefaults {
   readonly collectionInterval: [number, string];
@@ -46,6 +55,7 @@ export function addNodeOptions(cmd: Command, d: NodeDefaults = NODE_DEFAULTS): C
   addRootOptions(cmd)
     .addOption(opt('--collection-interval <duration>', 'how often a cycle reads the node', 'COLLECTION_INTERVAL').default(...d.collectionInterval).argParser(positiveDuration))
     .addOption(opt('--fd-rescan-interval <duration>', 'every fd link is read again at least this often', 'FD_RESCAN_INTERVAL').default(60_000, '60s').argParser(parseDuration))
+    .addOption(unreadableOption())
     .addOption(opt('--node-name <name>', 'Slurm node name (squeue --nodelist, host.name)', 'NODE_NAME').default(d.nodeName ?? os.hostname().split('.')[0]))
     .addOption(opt('--squeue-path <path>', 'resolve SLUIDs with a background squeue (off by default)', 'SQUEUE_PATH'))
     .addOption(opt('--squeue-timeout <duration>', 'timeout of one squeue run', 'SQUEUE_TIMEOUT').default(10_000, '10s').argParser(positiveDuration))
@@ -56,7 +66,7 @@ export function addNodeOptions(cmd: Command, d: NodeDefaults = NODE_DEFAULTS): C
 export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {
   return {
     ...exportSettings(f, env, { serviceName: 'slurm-otel-node', hostName: f.nodeName }),
-    collector: { roots: { sysfs: f.sysfsRoot, procfs: f.procfsRoot, cgroupfs: f.cgroupRoot }, fdRescanIntervalMs: f.fdRescanInterval },
+    collector: { roots: { sysfs: f.sysfsRoot, procfs: f.procfsRoot, cgroupfs: f.cgroupRoot }, fdRescanIntervalMs: f.fdRescanInterval, unreadableProcesses: f.unreadableProcesses },
     squeue: f.squeuePath ? { path: f.squeuePath, nodeName: f.nodeName, minIntervalMs: f.collectionInterval, timeoutMs: f.squeueTimeout } : undefined,
     jobMetadata:
       f.jobMetadata === 'squeue' ? { path: f.squeuePath ?? 'squeue', nodeName: f.nodeName, minIntervalMs: f.collectionInterval, timeoutMs: f.squeueTimeout } : undefined,
@@ -70,7 +80,9 @@ export function nodeCommand(env: Env): Command {
     .action(async (f: NodeFlags) => {
       const opts = nodeAgentOptions(f, env);
       if (f.once) {
-        process.stdout.write(await runNodeOnce(opts));
+        const once = await runNodeOnce(opts);
+        if (once.failed !== undefined) throw new CollectionIncomplete(`collection failed: ${once.failed}`);
+        process.stdout.write(once.text);
         return;
       }
       const agent = await startNodeAgent(opts);

@@ -22,7 +22,7 @@ export const SCOPE = { name: 'slurm-otel/cluster', version: '0.1.0' };
 
 export interface ClusterAgentOptions {
   /** Where data comes from: the slurmrestd client and the job source. */
-  readonly source: Omit<FetcherOptions, 'logger' | 'onSkipped'>;
+  readonly source: Omit<FetcherOptions, 'logger' | 'onSkipped' | 'onApiErrors' | 'onFieldsLost'>;
   readonly collectionIntervalMs: number;
   readonly maxInflight: number;
   readonly metrics: BindAddress;
@@ -55,7 +55,7 @@ export class ClusterRunner implements Collecting<TickResult> {
   private publishing: Promise<void> | undefined;
   private dirty = false;
   private nextPublishAtMs = 0;
-  /** Scheduled (daemon): every stored result is published at once, not after the whole tick. */
+  /** Scheduled (daemon): each stored result is published as it arrives, not after the whole tick. */
   private live = false;
 
   constructor(private readonly opts: ClusterAgentOptions) {
@@ -63,7 +63,13 @@ export class ClusterRunner implements Collecting<TickResult> {
     this.pipeline = new Pipeline({ resource: opts.resource, scope: SCOPE, otlp: opts.otlp, logger: opts.logger, eventSpecs: CLUSTER_EVENT_SPECS });
     const m = this.self.m;
     this.loop = new CollectionLoop({
-      fetchers: makeFetchers({ ...opts.source, logger: opts.logger, onSkipped: (collector, n) => m.skippedItems.record(n, { collector }) }),
+      fetchers: makeFetchers({
+        ...opts.source,
+        logger: opts.logger,
+        onSkipped: (collector, n) => m.skippedItems.record(n, { collector }),
+        onApiErrors: (collector, n) => m.apiErrors.record(n, { collector }),
+        onFieldsLost: (collector, fields) => m.apiFieldsLost.record(fields.length, { collector }),
+      }),
       maxInflight: opts.maxInflight,
       logger: opts.logger,
       hooks: {
@@ -147,8 +153,8 @@ export class ClusterRunner implements Collecting<TickResult> {
   }
 
   /**
-   * Publishes the latest result of every sub-collector. Publishes never overlap: a result stored
-   * during one is taken up by one more round, so a burst of results costs at most two renders.
+   * Publishes the latest result of every sub-collector. Publishes never overlap: results stored
+   * during one are taken up together by one more round.
    */
   refresh(): Promise<void> {
     this.dirty = true;

@@ -5,16 +5,29 @@
  */
 import type { Logger } from '../log.js';
 import { orThrow, type AccountingQuery, type CallOptions, type CallResult } from './api/client.js';
+import { describeMessages, isBenign } from './api/envelope.js';
 import type { Fetchers } from './collect.js';
-import type { SlurmAccountingLimits, SlurmAssociationLimits, SlurmDiag, SlurmQosLimits, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition, SlurmReservation, SlurmShare } from './model.js';
-import { internFields, type InternFields } from './intern.js';
+import { Interner, type InternFields } from './intern.js';
+import type {
+  ApiMessage,
+  SlurmAccountingLimits,
+  SlurmAssociationLimits,
+  SlurmDiag,
+  SlurmJob,
+  SlurmLicense,
+  SlurmNode,
+  SlurmPartition,
+  SlurmQosLimits,
+  SlurmReservation,
+  SlurmShare,
+} from './model.js';
 import { adjustAccountingJobs } from './rules.js';
 import { DEFAULT_OPTIONAL_SUB_COLLECTORS, type OptionalSubCollector, type SubCollector } from './snapshot.js';
 
 /** What the fetchers need of the client (the real SlurmClient, or a test double). */
 export interface SlurmApi {
-  nodes(opts?: CallOptions): Promise<CallResult<SlurmNode>>;
-  jobs(opts?: CallOptions): Promise<CallResult<SlurmJob>>;
+  nodes(opts?: CallOptions<SlurmNode>): Promise<CallResult<SlurmNode>>;
+  jobs(opts?: CallOptions<SlurmJob>): Promise<CallResult<SlurmJob>>;
   diag(opts?: CallOptions): Promise<CallResult<SlurmDiag>>;
   /** Optional: without it (a test double, a bench) the partitions sub-collector is off. */
   partitions?(opts?: CallOptions): Promise<CallResult<SlurmPartition>>;
@@ -23,7 +36,7 @@ export interface SlurmApi {
   shares?(opts?: CallOptions): Promise<CallResult<SlurmShare>>;
   qos?(opts?: CallOptions): Promise<CallResult<SlurmQosLimits>>;
   associations?(opts?: CallOptions): Promise<CallResult<SlurmAssociationLimits>>;
-  accountingJobs(q: AccountingQuery, opts?: CallOptions): Promise<CallResult<SlurmJob>>;
+  accountingJobs(q: AccountingQuery, opts?: CallOptions<SlurmJob>): Promise<CallResult<SlurmJob>>;
 }
 
 export type JobSource = 'controller' | 'accounting';
@@ -40,6 +53,10 @@ export interface FetcherOptions {
   /** QoS and association limits from slurmdbd (two requests more per cycle). */
   readonly accountingLimits?: boolean;
   readonly onSkipped?: (collector: SubCollector, count: number) => void;
+  /** A successful response that also carried Slurm `errors[]` (the data is used). */
+  readonly onApiErrors?: (collector: SubCollector, count: number) => void;
+  /** Fields the items had before an API version change and lack after it. */
+  readonly onFieldsLost?: (collector: SubCollector, fields: readonly string[]) => void;
   readonly now?: () => number;
 }
 
@@ -47,8 +64,8 @@ export interface FetcherOptions {
 export const ACCOUNTING_SKEW_MS = 5 * 60_000;
 
 const JOB_FIELDS: InternFields<SlurmJob> = {
-  strings: ['source', 'name', 'state_reason', 'state_description', 'partition', 'account', 'qos', 'user_name', 'group_name', 'mail_user',
-    'standard_error', 'standard_output', 'nodes', 'tres_alloc_str', 'tres_req_str', 'array_job_id', 'array_task_id'],
+  strings: ['name', 'state_reason', 'partition', 'account', 'qos', 'user_name', 'group_name', 'mail_user',
+    'standard_error', 'standard_output', 'nodes', 'tres_alloc_str', 'tres_req_str'],
   values: ['state', 'exit_code'],
 };
 
@@ -59,24 +76,30 @@ const NODE_FIELDS: InternFields<SlurmNode> = {
 
 export function makeFetchers(o: FetcherOptions): Fetchers {
   const now = o.now ?? Date.now;
+  const watch = new ResponseWatch(o);
   const items = <T>(collector: SubCollector, result: CallResult<T>): readonly T[] => {
     const data = orThrow(result);
     if (data.skipped > 0) {
       o.onSkipped?.(collector, data.skipped);
       o.logger.warn({ collector, skipped: data.skipped, reasons: data.skip_reasons.slice(0, 3) }, 'malformed elements skipped');
     }
+    // Nothing decoded out of something sent is a broken response, not an empty cluster.
+    if (data.items.length === 0 && data.skipped > 0) throw new Error(`${collector}: all ${data.skipped} elements are malformed`);
+    watch.errors(collector, data.errors.filter((e) => !isBenign(e)));
+    watch.fields(collector, result.ok ? result.version : undefined, data.items);
     return data.items;
   };
-  const shared = <T extends object>(list: readonly T[], fields: InternFields<T>): readonly T[] => {
-    internFields(list, fields);
-    return list;
+  // Each element's repeated values are shared as it is decoded (see intern.ts).
+  const shared = <T extends object>(signal: AbortSignal, fields: InternFields<T>): CallOptions<T> => {
+    const interner = new Interner(fields);
+    return { signal, onItem: (item) => interner.add(item) };
   };
   /** An optional sub-collector: on when the API has its call and the operator chose it. */
   const chosen = o.optional ?? DEFAULT_OPTIONAL_SUB_COLLECTORS;
   const optional = <K extends OptionalSubCollector, T>(name: K, call: ((opts?: CallOptions) => Promise<CallResult<T>>) | undefined) =>
     call === undefined || !chosen.includes(name) ? {} : { [name]: async (signal: AbortSignal) => items(name, await call({ signal })) };
   return {
-    nodes: async (signal) => shared(items('nodes', await o.api.nodes({ signal })), NODE_FIELDS),
+    nodes: async (signal) => items('nodes', await o.api.nodes(shared(signal, NODE_FIELDS))),
     ...optional('partitions', o.api.partitions?.bind(o.api)),
     ...optional('licenses', o.api.licenses?.bind(o.api)),
     ...optional('reservations', o.api.reservations?.bind(o.api)),
@@ -88,10 +111,10 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
       return diag;
     },
     jobs: async (signal) => {
-      if (o.jobSource === 'controller') return shared(items('jobs', await o.api.jobs({ signal })), JOB_FIELDS);
+      if (o.jobSource === 'controller') return items('jobs', await o.api.jobs(shared(signal, JOB_FIELDS)));
       const t = now();
       const query = { cluster: o.clusterName, startTime: new Date(t - o.accountingLookbackMs), endTime: new Date(t + ACCOUNTING_SKEW_MS) };
-      return adjustAccountingJobs(shared(items('jobs', await o.api.accountingJobs(query, { signal })), JOB_FIELDS), t);
+      return adjustAccountingJobs(items('jobs', await o.api.accountingJobs(query, shared(signal, JOB_FIELDS))), t);
     },
   };
 }
@@ -108,4 +131,47 @@ function limitsFetcher(api: SlurmApi, items: Items): Pick<Fetchers, 'limits'> {
       return { qos: items('limits', q), associations: items('limits', a) };
     },
   };
+}
+
+/** At most this many distinct Slurm error messages are remembered as already logged. */
+const MAX_LOGGED_MESSAGES = 100;
+
+/**
+ * What a successful response can hide: Slurm `errors[]` next to the data, and, after slurmrestd
+ * was renegotiated to another API version, fields that the new version no longer sends (their
+ * families then vanish). Both are counted; each distinct message or loss is logged once.
+ */
+class ResponseWatch {
+  private readonly logged = new Set<string>();
+  private readonly seen = new Map<SubCollector, { version: string; fields: ReadonlySet<string> }>();
+
+  constructor(private readonly o: FetcherOptions) {}
+
+  errors(collector: SubCollector, errors: readonly ApiMessage[]): void {
+    if (errors.length === 0) return;
+    this.o.onApiErrors?.(collector, errors.length);
+    const text = describeMessages(errors);
+    if (this.logged.has(`${collector} ${text}`) || this.logged.size >= MAX_LOGGED_MESSAGES) return;
+    this.logged.add(`${collector} ${text}`);
+    this.o.logger.warn({ collector, errors: text }, 'slurmrestd answered with data and errors; using the data');
+  }
+
+  /** Field names are gathered only on the first response and when the version changes. */
+  fields(collector: SubCollector, version: string | undefined, items: readonly unknown[]): void {
+    const before = this.seen.get(collector);
+    if (version === undefined || items.length === 0 || before?.version === version) return;
+    const fields = fieldNames(items);
+    this.seen.set(collector, { version, fields });
+    if (before === undefined) return;
+    const lost = [...before.fields].filter((f) => !fields.has(f)).sort();
+    if (lost.length === 0) return;
+    this.o.onFieldsLost?.(collector, lost);
+    this.o.logger.warn({ collector, from: before.version, to: version, lost }, 'the new slurmrestd API version lacks fields the previous one sent; their metrics are gone');
+  }
+}
+
+function fieldNames(items: readonly unknown[]): Set<string> {
+  const names = new Set<string>();
+  for (const item of items) if (typeof item === 'object' && item !== null) for (const k of Object.keys(item)) names.add(k);
+  return names;
 }

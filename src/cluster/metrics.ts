@@ -138,6 +138,10 @@ export const CLUSTER_SELF_METRICS = {
     'Results of each sub-collector dropped because a newer result was already stored.'),
   skippedItems: spec('counter', 'slurm_exporter_skipped_items', '', COLLECTOR,
     'Malformed nodes or jobs skipped while decoding a response (the rest of the response is kept).'),
+  apiErrors: spec('counter', 'slurm_exporter_api_errors', '', COLLECTOR,
+    'Slurm errors[] carried by successful responses (the data in them is used; each message is logged once).'),
+  apiFieldsLost: spec('counter', 'slurm_exporter_api_fields_lost', '', COLLECTOR,
+    'Fields that responses carried before slurmrestd was renegotiated to another API version and lack after it (named in the log).'),
   metricsRequests: spec('counter', 'slurm_exporter_metrics_requests', '', [], 'Requests served by the /metrics endpoint.'),
   metricsExported: spec('gauge', 'slurm_exporter_metrics_exported', '', [], 'Points in the last published snapshot.'),
 } as const;

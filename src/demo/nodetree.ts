@@ -36,6 +36,8 @@ export interface ProcSpec {
   readonly fds?: number;
   readonly cmdline?: string;
   readonly startTime?: number;
+  /** Content of /proc/<pid>/cgroup; a systemd service of its own when absent (job processes get their job's). */
+  readonly cgroup?: string;
 }
 
 export interface StepSpec {
@@ -72,7 +74,12 @@ export function rootsUnder(dir: string): Roots {
 export function writeTree(dir: string, spec: TreeSpec): Roots {
   const roots = rootsUnder(dir);
   for (const hca of spec.hcas) writeHca(roots.sysfs, hca);
-  for (const job of spec.jobs) for (const step of job.steps) for (const p of [...step.tasks, ...(step.stepd ? [step.stepd] : [])]) writeProcess(roots.procfs, p);
+  for (const job of spec.jobs) {
+    for (const step of job.steps) {
+      step.tasks.forEach((t, i) => writeProcess(roots.procfs, { cgroup: jobCgroup(spec, job, step.name, `task_${i}`), ...t }));
+      if (step.stepd) writeProcess(roots.procfs, { cgroup: jobCgroup(spec, job, step.name), ...step.stepd });
+    }
+  }
   for (const p of spec.others) writeProcess(roots.procfs, p);
   writeCgroups(roots.cgroupfs, spec);
   return roots;
@@ -117,6 +124,7 @@ export function writeProcess(procfs: string, p: ProcSpec): void {
   put(path.join(dir, 'stat'), `${p.pid} (${p.comm}) ${rest.join(' ')}\n`);
   put(path.join(dir, 'cmdline'), `${p.cmdline ?? p.comm}\0`);
   put(path.join(dir, 'comm'), `${p.comm}\n`);
+  put(path.join(dir, 'cgroup'), p.cgroup ?? `0::/system.slice/${p.comm}.service\n`);
   const fdDir = path.join(dir, 'fd');
   fs.mkdirSync(fdDir, { recursive: true });
   const uverbs = p.uverbs ?? [];
@@ -143,6 +151,13 @@ function writeCgroups(cgroupfs: string, spec: TreeSpec): void {
   const scope = path.join(cgroupfs, spec.slice ?? 'system.slice', spec.scope ?? 'slurmstepd.scope');
   put(path.join(scope, 'system', 'cgroup.procs'), '');
   for (const job of spec.jobs) writeJobV2(scope, job, spec.layout);
+}
+
+/** /proc/<pid>/cgroup of a job process: a task's leaf, or the step's stepd cgroup when `task` is absent. */
+function jobCgroup(spec: TreeSpec, job: JobSpec, step: string, task?: string): string {
+  if (spec.layout === 'v1') return `4:freezer:/slurm/uid_${job.uid}/job_${job.jobId}/${step}${task ? `/${task}` : ''}\n0::/\n`;
+  const scope = `/${spec.slice ?? 'system.slice'}/${spec.scope ?? 'slurmstepd.scope'}/${jobDirName(job, spec.layout)}/${step}`;
+  return `0::${scope}/${task ? `user/${task}` : 'slurm'}\n`;
 }
 
 export function jobDirName(job: JobSpec, layout: TreeLayout): string {

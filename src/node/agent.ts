@@ -7,12 +7,17 @@ import type { WebConfig } from '../telemetry/webconfig.js';
 import { closeTelemetry, collectOnce, startAgent, type Collecting, type RunningAgent } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
 import { NodeCollector, type CollectorOptions, type Cycle } from './collector.js';
-import { attributionRows } from './explain.js';
+import { attributionRows, slurmCgroupsNote } from './explain.js';
 import { renderLanding } from './landing.js';
 import { NODE_SELF_METRICS } from './metrics.js';
-import { squeueJobIds, squeueMetadata, type SqueueOptions } from './squeue.js';
+import type { NodeSnapshot } from './snapshot.js';
+import { squeueJobIds, squeueMetadata, type SqueueOptions, type Stoppable } from './squeue.js';
+import { unreadableLine, type UnreadableProcess } from './unreadable.js';
 
 export const SCOPE = { name: 'slurm-otel/node', version: '0.1.0' };
+
+/** New unreadable processes logged one by one per cycle; the rest in one line. */
+const MAX_LOGGED_UNREADABLE = 5;
 
 export interface NodeAgentOptions {
   readonly collector: Omit<CollectorOptions, 'jobIdTable' | 'metadata'>;
@@ -42,7 +47,10 @@ export class NodeRunner implements Collecting {
   readonly pipeline: Pipeline;
   readonly self: SelfMonitor<typeof NODE_SELF_METRICS>;
   private readonly collector: NodeCollector;
+  private readonly background: readonly Stoppable[];
   private readonly seen = new Set<string>();
+  private readonly loggedUnreadable = new Set<number>();
+  private foundSlurm: boolean | undefined;
   private lastCycle: Cycle | undefined;
   private landingPage: Body = htmlBody('<!doctype html><title>slurm-otel</title><p>No cycle has completed yet.</p>', 503);
 
@@ -59,6 +67,7 @@ export class NodeRunner implements Collecting {
     const onError = () => this.self.m.cycleErrors.record(1, { source: 'jobid', kind: 'io' });
     const jobIdTable = opts.squeue ? squeueJobIds({ ...opts.squeue, logger, onError }) : undefined;
     const metadata = opts.jobMetadata ? squeueMetadata({ ...opts.jobMetadata, logger, onError }) : undefined;
+    this.background = [jobIdTable, metadata].filter((b): b is NonNullable<typeof b> => b !== undefined);
     this.collector = new NodeCollector({ ...opts.collector, jobIdTable, metadata });
   }
 
@@ -72,30 +81,72 @@ export class NodeRunner implements Collecting {
 
   async cycle(): Promise<Cycle> {
     const c = this.collector.cycle();
+    if (c.failed !== undefined) {
+      this.recordFailure(c, c.failed);
+      return c;
+    }
+    this.seen.delete('cycle-failed');
     await this.pipeline.publish(c.families, c.snapshot.atMs);
     this.lastCycle = c;
     this.landingPage = htmlBody(renderLanding(attributionRows(c), {
       host: this.opts.resource.hostName, version: this.opts.resource.serviceVersion, atMs: c.snapshot.atMs,
       refreshSeconds: this.opts.collectionIntervalMs / 1000, gaps: c.snapshot.gaps,
+      slurmCgroups: slurmCgroupsNote(c.snapshot), unreadable: c.snapshot.unreadable,
     }));
     this.record(c);
     return c;
   }
 
   private record(c: Cycle): void {
+    this.self.m.seriesExported.record(this.pipeline.producer.size);
+    this.recordRun(c);
+    if (!c.snapshot.hca.present) this.once('no-hca', 'warn', { sysfs: this.opts.collector.roots.sysfs }, 'no InfiniBand class in sysfs: no HCA on this node, exporting no device or job series');
+    this.logUnreadable(c.snapshot.unreadable);
+    this.logSlurmCgroups(c.snapshot);
+  }
+
+  /** A cycle whose reading cannot stand for the node: counted and logged, the last good data stays published. */
+  private recordFailure(c: Cycle, why: string): void {
+    this.recordRun(c);
+    this.once('cycle-failed', 'warn', { reason: why }, 'cycle failed; keeping the last published data and the job counters (logged once until a cycle succeeds)');
+  }
+
+  private recordRun(c: Cycle): void {
     const { m } = this.self;
     m.cycles.record(1);
     m.cycleDuration.record(c.durationMs / 1000);
-    m.seriesExported.record(this.pipeline.producer.size);
     m.fdLinksRead.record(c.snapshot.stats.fdLinksRead);
     for (const p of c.snapshot.problems) {
       m.cycleErrors.record(p.count, { source: p.source, kind: p.kind });
       this.once(`${p.source}/${p.kind}`, 'warn', { source: p.source, kind: p.kind, count: p.count, example: p.example }, 'read problems this cycle (logged once per kind; counted in ib_slurm_exporter_cycle_errors_total)');
     }
-    if (!c.snapshot.hca.present) this.once('no-hca', 'warn', { sysfs: this.opts.collector.roots.sysfs }, 'no InfiniBand class in sysfs: no HCA on this node, exporting no device or job series');
-    if (c.snapshot.unreadablePids.length > 0) {
-      this.once('unreadable', 'warn', { count: c.snapshot.unreadablePids.length }, 'cannot read some /proc/<pid>/fd: run as root or with CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH; attribution is suppressed meanwhile');
+  }
+
+  /** Each unreadable process is logged when it appears (a few per cycle), not every cycle. */
+  private logUnreadable(list: readonly UnreadableProcess[]): void {
+    const now = new Set(list.map((u) => u.pid));
+    for (const pid of this.loggedUnreadable) if (!now.has(pid)) this.loggedUnreadable.delete(pid);
+    const fresh = list.filter((u) => !this.loggedUnreadable.has(u.pid));
+    for (const u of fresh.slice(0, MAX_LOGGED_UNREADABLE)) {
+      const fields = { pid: u.pid, comm: u.comm, cgroup: u.cgroup, errno: u.errno, scope: u.scope, effect: u.effect };
+      this.opts.logger[u.effect === 'ignored' ? 'info' : 'warn'](fields, unreadableLine(u));
     }
+    if (fresh.length > MAX_LOGGED_UNREADABLE) {
+      this.opts.logger.warn({ count: fresh.length - MAX_LOGGED_UNREADABLE }, 'more processes with unreadable fd tables: slurm-otel explain lists them all');
+    }
+    for (const u of fresh) this.loggedUnreadable.add(u.pid);
+  }
+
+  /** Warns when the cgroup root stops holding (or from the start holds no) Slurm hierarchy; once per change. */
+  private logSlurmCgroups(snap: NodeSnapshot): void {
+    const { found } = snap.slurmCgroups;
+    if (found === this.foundSlurm) return;
+    const before = this.foundSlurm;
+    this.foundSlurm = found;
+    const root = this.opts.collector.roots.cgroupfs;
+    const note = slurmCgroupsNote(snap);
+    if (note !== undefined) this.opts.logger.warn({ cgroupRoot: root, searched: snap.slurmCgroups.searched }, note);
+    else if (before === false) this.opts.logger.info({ cgroupRoot: root }, 'Slurm cgroup hierarchy found');
   }
 
   private once(key: string, level: 'warn' | 'info', fields: object, msg: string): void {
@@ -116,7 +167,13 @@ export class NodeRunner implements Collecting {
     return this.self.exposition();
   }
 
+  /** Kills squeue runs in flight (and whatever they started). */
+  abort(): void {
+    for (const b of this.background) b.stop();
+  }
+
   shutdown(): Promise<void> {
+    this.abort();
     return closeTelemetry(this.pipeline, this.self);
   }
 }
@@ -137,7 +194,8 @@ export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent>
   return { ...running, last: () => runner.last, cycleNow: () => runner.cycle() };
 }
 
-/** `slurm-otel node --once`: one cycle, rendered through the same producer and serializer. */
-export async function runNodeOnce(opts: NodeAgentOptions): Promise<string> {
-  return (await collectOnce(new NodeRunner({ ...opts, otlp: undefined }))).text;
+/** `slurm-otel node --once`: one cycle, rendered through the same producer and serializer; `failed` says why there is none. */
+export async function runNodeOnce(opts: NodeAgentOptions): Promise<{ readonly text: string; readonly failed?: string }> {
+  const { text, result } = await collectOnce(new NodeRunner({ ...opts, otlp: undefined }));
+  return result.failed === undefined ? { text } : { text, failed: result.failed };
 }

@@ -4,10 +4,12 @@
  * A job gets series on a (device, port) only when it is the only holder of
  * the device and the agent saw everything; any doubt suppresses and says why.
  * Job counters start at 0 when the job becomes the sole user and add only the
- * increases seen between consecutive cycles in which it stayed sole user.
+ * increases seen while it stayed sole user: a counter missing from a few readings
+ * meanwhile is compared with the last value seen, so its increase is not lost.
  */
 import { saturated, WRAPS_32 } from './hca.js';
-import type { NodeSnapshot } from './snapshot.js';
+import type { JobAllocation, NodeSnapshot } from './snapshot.js';
+import type { UnreadableProcess } from './unreadable.js';
 
 export type PortStatus = 'sole' | 'shared' | 'idle' | 'nonjob' | 'incomplete';
 export const PORT_STATUSES: readonly PortStatus[] = ['sole', 'shared', 'idle', 'nonjob', 'incomplete'];
@@ -32,7 +34,10 @@ export interface JobSeries {
   readonly port: string;
   readonly startMs: number;
   readonly values: ReadonlyMap<string, bigint>;
-  /** Raw readings at the last cycle the job was sole user; absent while suppressed. */
+  /**
+   * Last raw value seen of each counter since the job last became sole user; absent after a
+   * cycle it was not (what the port counted meanwhile belongs to no one job).
+   */
   readonly last?: ReadonlyMap<string, bigint>;
 }
 
@@ -57,6 +62,7 @@ export function attribute(snap: NodeSnapshot, prev: AttributionState): Attributi
 
 export function judgePorts(snap: NodeSnapshot): PortVerdict[] {
   const byKey = new Map(snap.allocations.map((a) => [a.key, a]));
+  const blind = blindJobs(snap);
   const out: PortVerdict[] = [];
   for (const hca of snap.hca.hcas) {
     const h = snap.holders.get(hca.device);
@@ -64,7 +70,8 @@ export function judgePorts(snap: NodeSnapshot): PortVerdict[] {
     const jobs = allocs.map((a) => a?.jobId ?? a?.id ?? '?');
     const base = { device: hca.device, jobs, jobPids: h?.jobPids ?? [], nonJobPids: h?.nonJobPids ?? [] };
     const sole = allocs.length === 1 ? allocs[0] : undefined;
-    const [status, why] = decide(snap.gaps, allocs.length, base.nonJobPids.length, sole?.jobId, sole?.unresolved);
+    const remaining = blindWhy(blind, allocs[0]?.key) ?? (allocs.length === 1 ? soleWhy(sole) : undefined);
+    const [status, why] = decide(snap.gaps, allocs.length, base.nonJobPids.length, remaining);
     for (const p of hca.ports) {
       out.push(status === 'sole' ? { ...base, port: p.port, status, why, soleJobId: sole?.jobId } : { ...base, port: p.port, status, why });
     }
@@ -72,13 +79,41 @@ export function judgePorts(snap: NodeSnapshot): PortVerdict[] {
   return out;
 }
 
-function decide(gaps: readonly string[], jobs: number, nonJob: number, soleJobId?: string, unresolved?: string): [PortStatus, string] {
+/** What decides a port held by at most one job and nothing else: sole, or why it cannot be; idle when undefined. */
+type Remaining = ['sole' | 'incomplete', string];
+
+function decide(gaps: readonly string[], jobs: number, nonJob: number, remaining: Remaining | undefined): [PortStatus, string] {
   if (gaps.length > 0) return ['incomplete', `${gaps.length} gap(s) in what the agent could see, e.g. ${gaps[0]}`];
   if (jobs > 1) return ['shared', `${jobs} jobs hold the device`];
   if (nonJob > 0) return ['nonjob', `${nonJob} process(es) outside Slurm jobs hold the device`];
-  if (jobs === 0) return ['idle', 'no process holds the device'];
-  if (soleJobId === undefined) return ['incomplete', `the only holder's job id is unresolved: ${unresolved ?? 'unknown'}`];
-  return ['sole', `job ${soleJobId} is the only holder`];
+  return remaining ?? ['idle', 'no process holds the device'];
+}
+
+function soleWhy(sole: JobAllocation | undefined): Remaining {
+  if (sole?.jobId === undefined) return ['incomplete', `the only holder's job id is unresolved: ${sole?.unresolved ?? 'unknown'}`];
+  return ['sole', `job ${sole.jobId} is the only holder`];
+}
+
+/** Jobs with a process whose fd table is unreadable, by allocation key, with one such process each. */
+function blindJobs(snap: NodeSnapshot): Map<string, UnreadableProcess> {
+  const out = new Map<string, UnreadableProcess>();
+  for (const u of snap.unreadable) if (u.effect === 'job' && u.allocation !== undefined && !out.has(u.allocation)) out.set(u.allocation, u);
+  return out;
+}
+
+/**
+ * A job process whose fd table is unreadable may hold any device, but can
+ * only add its own job as a holder. So: a port two jobs or a non-job process
+ * hold stays shared or nonjob (certain either way); that job is never sole,
+ * since the devices it holds are not all known; and a port held by one other
+ * job, or by nobody, is incomplete, since that job may hold it too.
+ */
+function blindWhy(blind: ReadonlyMap<string, UnreadableProcess>, soleKey: string | undefined): Remaining | undefined {
+  const own = soleKey === undefined ? undefined : blind.get(soleKey);
+  if (own) return ['incomplete', `job ${own.job ?? '?'} has a process whose fd table cannot be read (PID ${own.pid} ${own.comm}): the devices it holds are not all known`];
+  const other = blind.values().next().value;
+  if (other) return ['incomplete', `job ${other.job ?? '?'} has a process whose fd table cannot be read (PID ${other.pid} ${other.comm}): it may hold this device too`];
+  return undefined;
 }
 
 function accumulate(snap: NodeSnapshot, verdicts: readonly PortVerdict[], prev: ReadonlyMap<string, JobSeries>): Map<string, JobSeries> {
@@ -99,12 +134,15 @@ function accumulate(snap: NodeSnapshot, verdicts: readonly PortVerdict[], prev: 
 
 function advance(s: JobSeries, raw: ReadonlyMap<string, bigint>): JobSeries {
   const values = new Map(s.values);
+  // Counters missing from this reading keep their last value seen.
+  const last = new Map(s.last ?? []);
   for (const [name, cur] of raw) {
     const before = s.last?.get(name);
     const add = before === undefined ? 0n : increase(name, before, cur);
     values.set(name, (values.get(name) ?? 0n) + add);
+    last.set(name, cur);
   }
-  return { ...s, values, last: raw };
+  return { ...s, values, last };
 }
 
 function zeroes(raw: ReadonlyMap<string, bigint>): Map<string, bigint> {
@@ -133,8 +171,10 @@ function portCounters(snap: NodeSnapshot): Map<string, ReadonlyMap<string, bigin
 
 function deviceStarts(snap: NodeSnapshot, prev: AttributionState['deviceStarts']): Map<string, { startMs: number; last: bigint }> {
   const next = new Map<string, { startMs: number; last: bigint }>();
+  const ports = new Set<string>();
   for (const hca of snap.hca.hcas) {
     for (const p of hca.ports) {
+      ports.add(`${hca.device} ${p.port}`);
       for (const [name, value] of p.counters) {
         const key = `${hca.device} ${p.port} ${name}`;
         const before = prev.get(key);
@@ -142,5 +182,7 @@ function deviceStarts(snap: NodeSnapshot, prev: AttributionState['deviceStarts']
       }
     }
   }
+  // A counter missing from a few readings of a port that is still there has not restarted.
+  for (const [key, v] of prev) if (!next.has(key) && ports.has(key.slice(0, key.lastIndexOf(' ')))) next.set(key, v);
   return next;
 }

@@ -3,7 +3,7 @@
  * (REFERENCE.md §1): v1 per-controller trees, v2 `job_<id>` directories and
  * 26.05's bare SLUID directories, under any slice and scope name.
  */
-import { join, listSubdirs, readSmall, type Read } from './roots.js';
+import { join, LIST_LIMIT, listSubdirs, readSmall, type Read } from './roots.js';
 import type { Problems } from './problems.js';
 
 export type Layout = 'v1' | 'v2' | 'v2-sluid';
@@ -37,6 +37,10 @@ export interface CgroupScan {
   readonly scopes: readonly ScopeInfo[];
   /** Problems above the job level (an unreadable scope): every attribution is in doubt. */
   readonly gaps: readonly string[];
+  /** Whether any Slurm hierarchy (a v1 `slurm*` tree or a v2 stepd scope) exists, readable or not. */
+  readonly foundSlurm: boolean;
+  /** What the scan looked for and where, for the warning when it found nothing. */
+  readonly searched: string;
 }
 
 export const SLUID_RE = /^s[0-9A-HJKMNP-TV-Z]{13}$/;
@@ -48,29 +52,44 @@ const NOT_JOBS = new Set(['system', 'slurmd']);
 const MAX_SLICE_DEPTH = 8;
 const MAX_JOB_DEPTH = 6;
 
+const V2_SEARCH = '`*slurmstepd.scope` under `*.slice`';
+
 export function scanCgroups(cgroupfs: string, problems: Problems): CgroupScan {
   const acc = new ScanAccumulator();
-  const unified = readSmall(join(cgroupfs, 'cgroup.controllers')).ok;
-  if (unified) scanV2(cgroupfs, '', 0, acc, problems);
-  else {
-    scanV1(cgroupfs, acc, problems);
-    scanV2(join(cgroupfs, 'unified'), 'unified', 0, acc, problems);
+  if (isUnified(cgroupfs)) {
+    scanV2(cgroupfs, '', 0, acc, problems);
+    return acc.result(`${V2_SEARCH} in the cgroup v2 tree ${cgroupfs}`);
   }
-  return acc.result();
+  scanV1(cgroupfs, acc, problems);
+  const unified = join(cgroupfs, 'unified');
+  scanV2(unified, 'unified', 0, acc, problems);
+  return acc.result(`\`slurm*\` under each cgroup v1 controller in ${cgroupfs}, and ${V2_SEARCH} in ${unified}`);
+}
+
+/**
+ * A v2 root has `cgroup.controllers`; a copied or bind-mounted v2 tree may
+ * lack it, and is then told from a v1 root (one directory per controller)
+ * by its `*.slice` directories.
+ */
+function isUnified(cgroupfs: string): boolean {
+  if (readSmall(join(cgroupfs, 'cgroup.controllers')).ok) return true;
+  const subs = listSubdirs(cgroupfs);
+  return subs.ok && subs.value.some((name) => name.endsWith('.slice'));
 }
 
 class ScanAccumulator {
   readonly allocations = new Map<string, MutableAllocation>();
   readonly scopes = new Map<string, ScopeInfo>();
   readonly gaps: string[] = [];
+  foundSlurm = false;
 
   scope(layout: Layout, scope: string): void {
     this.scopes.set(`${layout} ${scope}`, { layout, scope });
   }
 
-  result(): CgroupScan {
+  result(searched: string): CgroupScan {
     const allocations = [...this.allocations.values()].map((a) => ({ ...a, pids: [...a.pids], stepdPids: [...a.stepdPids] }));
-    return { allocations, scopes: [...this.scopes.values()], gaps: this.gaps };
+    return { allocations, scopes: [...this.scopes.values()], gaps: this.gaps, foundSlurm: this.foundSlurm, searched };
   }
 }
 
@@ -107,6 +126,7 @@ function scanV2(dir: string, rel: string, depth: number, acc: ScanAccumulator, p
 }
 
 function scanScope(dir: string, scope: string, acc: ScanAccumulator, problems: Problems): void {
+  acc.foundSlurm = true;
   const subs = listSubdirs(dir);
   if (!subs.ok) return noteGap(subs, 'scope', acc.gaps, problems);
   acc.scope('v2', scope);
@@ -138,6 +158,7 @@ function scanV1(cgroupfs: string, acc: ScanAccumulator, problems: Problems): voi
 }
 
 function scanV1Root(dir: string, root: string, acc: ScanAccumulator, problems: Problems): void {
+  acc.foundSlurm = true;
   acc.scope('v1', root);
   const uids = listSubdirs(dir);
   if (!uids.ok) return noteGap(uids, 'v1 root', acc.gaps, problems);
@@ -168,7 +189,7 @@ function newAllocation(key: string, id: string, idKind: IdKind, layout: Layout, 
 /** Reads cgroup.procs at every level below the job: processes live in leaves, not at the job level. */
 function walkJob(dir: string, rel: string[], alloc: MutableAllocation, problems: Problems): void {
   const procsPath = join(dir, 'cgroup.procs');
-  const procs = readSmall(procsPath);
+  const procs = readSmall(procsPath, { limit: LIST_LIMIT });
   if (!procs.ok) noteGap(procs, `job ${alloc.id}`, alloc.gaps, problems);
   else {
     alloc.procsFiles.push(procsPath);
@@ -196,8 +217,17 @@ export function parsePids(text: string): number[] {
 /** Re-reads an allocation's cgroup.procs: true when `pid` is no longer listed (it exited). */
 export function pidLeft(alloc: Allocation, pid: number): boolean {
   for (const file of alloc.procsFiles) {
-    const r = readSmall(file);
+    const r = readSmall(file, { limit: LIST_LIMIT });
     if (r.ok && parsePids(r.value).includes(pid)) return false;
   }
   return true;
+}
+
+// A path in /proc/<pid>/cgroup inside a Slurm job: v2 `…slurmstepd.scope/<job>/…` (Slurm's own
+// system/ and slurmd/ excluded) or v1 `…/slurm[_<node>]/uid_<U>/job_<J>…`.
+const JOB_CGROUP_RE = /(?:^|\/)(?:[^/]*_)?slurmstepd\.scope\/(?!(?:system|slurmd)(?:\/|$))[^/]+|\/slurm(?:_[^/]+)?\/uid_\d+\/job_\d+(?:\/|$)/;
+
+/** Whether a cgroup path (as in /proc/<pid>/cgroup) lies inside a Slurm job. */
+export function inSlurmJob(cgroupPath: string): boolean {
+  return JOB_CGROUP_RE.test(cgroupPath);
 }

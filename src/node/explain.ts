@@ -5,6 +5,7 @@
  */
 import type { Cycle } from './collector.js';
 import type { PortStatus } from './attribution.js';
+import type { NodeSnapshot } from './snapshot.js';
 
 /** Counters an operator looks at first during a fabric incident. */
 export const KEY_COUNTERS = ['packet_seq_err', 'out_of_sequence', 'local_ack_timeout_err', 'port_xmit_discards', 'symbol_error', 'link_downed'] as const;
@@ -54,4 +55,10 @@ export function attributionRows(c: Cycle): PortRow[] {
     };
     return v.soleJobId === undefined ? row : { ...row, attributedTo: v.soleJobId };
   });
+}
+
+/** What to say first when the cgroup root holds no Slurm hierarchy; undefined when it holds one. */
+export function slurmCgroupsNote(snap: NodeSnapshot): string | undefined {
+  if (snap.slurmCgroups.found) return undefined;
+  return `no Slurm job cgroups found: looked for ${snap.slurmCgroups.searched}; no job can be attributed on this node`;
 }

@@ -9,9 +9,11 @@ const DP = ['device', 'port'] as const;
 
 export const NODE_METRICS = {
   deviceCounters: spec('counter', 'ib_slurm_device_counters', '', [...DP, 'counter'],
-    'Raw value of every HCA port counter in sysfs counters/ and hw_counters/ (port_xmit_data and port_rcv_data count 4-octet words).'),
-  deviceTransmitBytes: spec('counter', 'ib_slurm_device_transmit_bytes', 'By', DP, 'Bytes transmitted by the port: port_xmit_data × 4.'),
-  deviceReceiveBytes: spec('counter', 'ib_slurm_device_receive_bytes', 'By', DP, 'Bytes received by the port: port_rcv_data × 4.'),
+    'Raw value of every HCA port counter in sysfs counters/, hw_counters/ and counters_ext/, named by its file (port_xmit_data and port_rcv_data count 4-octet words; counters_ext/ files such as port_rcv_data_64 keep their own names).'),
+  deviceTransmitBytes: spec('counter', 'ib_slurm_device_transmit_bytes', 'By', DP,
+    'Bytes transmitted by the port: counters/port_xmit_data × 4 (counters_ext/port_xmit_data_64 × 4 only when counters/ lacks the file).'),
+  deviceReceiveBytes: spec('counter', 'ib_slurm_device_receive_bytes', 'By', DP,
+    'Bytes received by the port: counters/port_rcv_data × 4 (counters_ext/port_rcv_data_64 × 4 only when counters/ lacks the file).'),
   jobCounters: spec('counter', 'ib_slurm_job_counters', '', ['job_id', ...DP, 'counter'],
     'Increase of each port counter while the job was the sole user of the device, from 0 when it became the sole user.'),
   jobTransmitBytes: spec('counter', 'ib_slurm_job_transmit_bytes', 'By', ['job_id', ...DP], 'Bytes transmitted by the port while the job was its sole user.'),
@@ -20,6 +22,11 @@ export const NODE_METRICS = {
   portAttribution: spec('gauge', 'ib_slurm_port_attribution', '', [...DP, 'status'],
     'Why a port has or lacks job series: status is sole, shared, idle, nonjob (a process outside Slurm holds it) or incomplete (the agent could not see everything).'),
   jobDeviceAttributed: spec('gauge', 'ib_slurm_job_device_attributed', '', ['job_id', ...DP], '1 when the job is attributed the port, 0 when it holds the device but attribution is suppressed.'),
+  portState: spec('gauge', 'ib_slurm_device_port_state', '', DP, 'Port state id from sysfs state (1: DOWN, 2: INIT, 3: ARMED, 4: ACTIVE, 5: ACTIVE_DEFER).'),
+  portPhysicalState: spec('gauge', 'ib_slurm_device_port_physical_state', '', DP,
+    'Port physical state id from sysfs phys_state (1: Sleep, 2: Polling, 3: Disabled, 4: PortConfigurationTraining, 5: LinkUp, 6: LinkErrorRecovery, 7: Phy Test).'),
+  portRate: spec('gauge', 'ib_slurm_device_port_rate_bytes_per_second', 'By/s', DP,
+    'Signalling rate of the port from sysfs rate: Gb/s × 125,000,000 (divide the bytes rates by it for utilisation).'),
   portUp: spec('gauge', 'ib_slurm_device_port_up', '', [...DP, 'link_layer', 'rate'], '1 when the port state is ACTIVE, else 0.'),
   deviceInfo: spec('gauge', 'ib_slurm_device_info', '', ['device', 'board_id', 'firmware_version', 'hca_type'], 'HCA identity; value is always 1.'),
   counterSaturated: spec('gauge', 'ib_slurm_device_counters_saturated', '', [...DP, 'counter'],
@@ -27,8 +34,10 @@ export const NODE_METRICS = {
   jobProcesses: spec('gauge', 'ib_slurm_job_processes', '', ['job_id'], 'Processes in the job cgroups on this node, slurmstepd included.'),
   unresolvedAllocations: spec('gauge', 'ib_slurm_unresolved_allocations', '', [], 'Job cgroups whose job id could not be resolved (e.g. a SLUID with no stepd title): they get no job series.'),
   unattributedJobs: spec('gauge', 'ib_slurm_unattributed_jobs', '', [], 'Jobs holding at least one HCA port that is not attributed to them.'),
-  pidFdUnreadable: spec('gauge', 'ib_slurm_pid_fd_unreadable', '', [], 'Processes whose fd table could not be read this cycle; any makes every port incomplete.'),
-  cgroupLayout: spec('gauge', 'ib_slurm_cgroup_layout_info', '', ['layout', 'scope'], 'cgroup layouts found: v1, v2 or v2-sluid, and where; value is always 1.'),
+  unreadableProcesses: spec('gauge', 'ib_slurm_unreadable_processes', '', ['scope'],
+    'Processes whose fd table could not be read this cycle, in a Slurm job (scope job: that job and every port it could share are not attributed) or outside (scope outside: every port incomplete, or ignored with --unreadable-processes ignore-outside-jobs).'),
+  cgroupLayout: spec('gauge', 'ib_slurm_cgroup_layout_info', '', ['layout', 'scope'], 'cgroup layouts found: v1, v2 or v2-sluid, and where; value is always 1. Absent when no Slurm hierarchy is found.'),
+  cgroupFoundSlurm: spec('gauge', 'ib_slurm_cgroup_scan_found_slurm', '', [], '1 when the cgroup root holds a Slurm hierarchy (a v1 slurm* tree or a v2 *slurmstepd.scope), else 0: then no job can be seen.'),
 } as const;
 
 /** Self-monitoring, served on the monitoring endpoint. */
@@ -36,7 +45,7 @@ export const NODE_SELF_METRICS = {
   cycleDuration: spec('gauge', 'ib_slurm_exporter_cycle_duration_seconds', 's', [], 'Duration of the last collection cycle.'),
   cycles: spec('counter', 'ib_slurm_exporter_cycles', '', [], 'Collection cycles run.'),
   cycleErrors: spec('counter', 'ib_slurm_exporter_cycle_errors', '', ['source', 'kind'],
-    'Read errors by source (cgroup, proc, sysfs, jobid) and kind (denied, malformed, io); vanished files are normal and not counted.'),
+    'Read errors by source (cgroup, proc, sysfs, jobid) and kind (denied, malformed: unparsable or not a regular file, too_large: over the read bound, io); vanished files are normal and not counted.'),
   seriesExported: spec('gauge', 'ib_slurm_exporter_series_exported', '', [], 'Points in the last published snapshot.'),
   scrapeRequests: spec('counter', 'ib_slurm_exporter_scrape_requests', '', ['path'], 'HTTP requests served by the metrics endpoint.'),
   otlpExports: spec('counter', 'ib_slurm_exporter_otlp_exports', '', ['result'], 'OTLP push attempts by result (success, failure).'),

@@ -14,6 +14,9 @@ function deviceFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
   const tx: Point[] = [];
   const rx: Point[] = [];
   const up: Point[] = [];
+  const state: Point[] = [];
+  const physState: Point[] = [];
+  const rate: Point[] = [];
   const info: Point[] = [];
   const sat: Point[] = [];
   for (const hca of snap.hca.hcas) {
@@ -21,15 +24,18 @@ function deviceFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
     for (const p of hca.ports) {
       const dp = { device: hca.device, port: p.port };
       up.push({ attributes: { ...dp, link_layer: p.linkLayer ?? '', rate: p.rate ?? '' }, value: /\bACTIVE\b/.test(p.state ?? '') ? 1 : 0 });
+      if (p.stateId !== undefined) state.push({ attributes: dp, value: p.stateId });
+      if (p.physStateId !== undefined) physState.push({ attributes: dp, value: p.physStateId });
+      if (p.rateBytesPerSecond !== undefined) rate.push({ attributes: dp, value: p.rateBytesPerSecond });
       for (const [counter, value] of p.counters) {
         const startTimeMs = attr.state.deviceStarts.get(`${hca.device} ${p.port} ${counter}`)?.startMs;
         counters.push({ attributes: { ...dp, counter }, value, startTimeMs });
         if (counter in PMA_WIDTH) sat.push({ attributes: { ...dp, counter }, value: saturated(counter, value) ? 1 : 0 });
       }
-      const xmit = p.counters.get('port_xmit_data');
-      const rcv = p.counters.get('port_rcv_data');
-      if (xmit !== undefined) tx.push({ attributes: dp, value: xmit * 4n, startTimeMs: attr.state.deviceStarts.get(`${hca.device} ${p.port} port_xmit_data`)?.startMs });
-      if (rcv !== undefined) rx.push({ attributes: dp, value: rcv * 4n, startTimeMs: attr.state.deviceStarts.get(`${hca.device} ${p.port} port_rcv_data`)?.startMs });
+      const xmit = dataCounter(p.counters, 'xmit');
+      const rcv = dataCounter(p.counters, 'rcv');
+      if (xmit) tx.push({ attributes: dp, value: xmit.value * 4n, startTimeMs: attr.state.deviceStarts.get(`${hca.device} ${p.port} ${xmit.name}`)?.startMs });
+      if (rcv) rx.push({ attributes: dp, value: rcv.value * 4n, startTimeMs: attr.state.deviceStarts.get(`${hca.device} ${p.port} ${rcv.name}`)?.startMs });
     }
   }
   return [
@@ -37,9 +43,24 @@ function deviceFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
     { spec: M.deviceTransmitBytes, points: tx },
     { spec: M.deviceReceiveBytes, points: rx },
     { spec: M.portUp, points: up },
+    { spec: M.portState, points: state },
+    { spec: M.portPhysicalState, points: physState },
+    { spec: M.portRate, points: rate },
     { spec: M.deviceInfo, points: info },
     { spec: M.counterSaturated, points: sat },
   ];
+}
+
+/**
+ * The 4-octet data word counter of a direction: counters/port_<dir>_data, or the 64-bit
+ * counters_ext/port_<dir>_data_64 of kernels before 4.5 only when counters/ lacks the file.
+ */
+function dataCounter(counters: ReadonlyMap<string, bigint>, dir: 'xmit' | 'rcv'): { name: string; value: bigint } | undefined {
+  for (const name of [`port_${dir}_data`, `port_${dir}_data_64`]) {
+    const value = counters.get(name);
+    if (value !== undefined) return { name, value };
+  }
+  return undefined;
 }
 
 const NO_METADATA = { user_name: '', account: '', slurm_partition: '' };
@@ -60,10 +81,10 @@ function jobFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
     if (!sole.has(`${s.jobId} ${s.device} ${s.port}`)) continue;
     const base = { job_id: s.jobId, device: s.device, port: s.port, ...metadataOf(snap, s.jobId) };
     for (const [counter, value] of s.values) counters.push({ attributes: { ...base, counter }, value, startTimeMs: s.startMs });
-    const xmit = s.values.get('port_xmit_data');
-    const rcv = s.values.get('port_rcv_data');
-    if (xmit !== undefined) tx.push({ attributes: base, value: xmit * 4n, startTimeMs: s.startMs });
-    if (rcv !== undefined) rx.push({ attributes: base, value: rcv * 4n, startTimeMs: s.startMs });
+    const xmit = dataCounter(s.values, 'xmit');
+    const rcv = dataCounter(s.values, 'rcv');
+    if (xmit) tx.push({ attributes: base, value: xmit.value * 4n, startTimeMs: s.startMs });
+    if (rcv) rx.push({ attributes: base, value: rcv.value * 4n, startTimeMs: s.startMs });
   }
   for (const v of attr.verdicts) {
     for (const job of jobIdsOf(snap, v.device)) {
@@ -103,7 +124,8 @@ function summaryFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
     { spec: M.deviceJobs, points: jobs },
     { spec: M.unresolvedAllocations, points: [{ attributes: {}, value: snap.allocations.filter((a) => a.jobId === undefined).length }] },
     { spec: M.unattributedJobs, points: [{ attributes: {}, value: unattributed.size }] },
-    { spec: M.pidFdUnreadable, points: [{ attributes: {}, value: snap.unreadablePids.length }] },
+    { spec: M.unreadableProcesses, points: (['job', 'outside'] as const).map((scope) => ({ attributes: { scope }, value: snap.unreadable.filter((u) => u.scope === scope).length })) },
     { spec: M.cgroupLayout, points: snap.scopes.map((s) => ({ attributes: { layout: s.layout, scope: s.scope }, value: 1 })) },
+    { spec: M.cgroupFoundSlurm, points: [{ attributes: {}, value: snap.slurmCgroups.found ? 1 : 0 }] },
   ];
 }

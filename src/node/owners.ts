@@ -14,11 +14,17 @@ import fs from 'node:fs';
 import { classify, listDir, readSmall } from './roots.js';
 import type { Problems } from './problems.js';
 
+/** A process whose fd table could not be read: it may hold anything. */
+export interface UnreadableFds {
+  readonly pid: number;
+  /** The error code (EACCES, EPERM, EIO …). */
+  readonly errno: string;
+}
+
 export interface OwnerScan {
   /** uverbs device name (`uverbs3`) → PIDs holding an fd on it. */
   readonly holders: ReadonlyMap<string, readonly number[]>;
-  /** PIDs whose fd table could not be read (EACCES and the like): they may hold anything. */
-  readonly unreadable: readonly number[];
+  readonly unreadable: readonly UnreadableFds[];
   /** Every PID listed in /proc this cycle. */
   readonly present: ReadonlySet<number>;
   readonly stats: { processes: number; fdLinksRead: number; fullRescan: boolean };
@@ -54,7 +60,7 @@ export class FdScanner {
     }
     const next = new Map<number, ProcEntry>();
     const holders = new Map<string, number[]>();
-    const unreadable: number[] = [];
+    const unreadable: UnreadableFds[] = [];
     const present = new Set<number>();
     let linksRead = 0;
     for (const name of listing.value) {
@@ -64,8 +70,8 @@ export class FdScanner {
       present.add(pid);
       const r = this.scanProcess(pid, full, problems);
       if (r === 'gone') continue;
-      if (r === 'unreadable') {
-        unreadable.push(pid);
+      if ('errno' in r) {
+        unreadable.push({ pid, errno: r.errno });
         continue;
       }
       next.set(pid, r.entry);
@@ -80,20 +86,20 @@ export class FdScanner {
     return { holders, unreadable, present, stats: { processes: present.size, fdLinksRead: linksRead, fullRescan: full } };
   }
 
-  private scanProcess(pid: number, full: boolean, problems: Problems): { entry: ProcEntry; linksRead: number } | 'gone' | 'unreadable' {
+  private scanProcess(pid: number, full: boolean, problems: Problems): { entry: ProcEntry; linksRead: number } | 'gone' | { errno: string } {
     const base = `${this.procfs}/${pid}/`;
     const stat = readSmall(base + 'stat');
     if (!stat.ok) {
       if (stat.kind === 'gone') return 'gone';
       problems.add('proc', stat.kind, stat.detail);
-      return 'unreadable';
+      return { errno: errnoOf(stat.detail) };
     }
     const start = startTime(stat.value);
     const fds = listDir(base + 'fd');
     if (!fds.ok) {
       if (fds.kind === 'gone') return 'gone';
       problems.add('proc', fds.kind, fds.detail);
-      return 'unreadable';
+      return { errno: errnoOf(fds.detail) };
     }
     const names = fds.value;
     const joined = names.join(',');
@@ -125,8 +131,9 @@ export class FdScanner {
       } catch (err) {
         const kind = classify(err);
         if (kind === 'gone') continue; // closed since the listing
-        problems.add('proc', kind, `${fdDir}${fd}: ${(err as NodeJS.ErrnoException).code ?? ''}`);
-        return 'unreadable' as const;
+        const errno = (err as NodeJS.ErrnoException).code ?? 'unknown';
+        problems.add('proc', kind, `${fdDir}${fd}: ${errno}`);
+        return { errno };
       }
       if (!target.startsWith(UVERBS_PREFIX)) continue;
       const m = UVERBS_RE.exec(target);
@@ -134,6 +141,11 @@ export class FdScanner {
     }
     return { entry: { start, listing: joined, uverbs }, linksRead };
   }
+}
+
+/** The error code a failed read names at the end of its detail (`<path>: EACCES`). */
+function errnoOf(detail: string): string {
+  return /: (E[A-Z0-9]+)$/.exec(detail)?.[1] ?? 'unknown';
 }
 
 /** Field 22 of /proc/<pid>/stat (after the parenthesised comm, which may contain spaces). */

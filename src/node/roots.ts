@@ -15,16 +15,27 @@ export interface Roots {
 
 export const DEFAULT_ROOTS: Roots = { sysfs: '/sys', procfs: '/proc', cgroupfs: '/sys/fs/cgroup' };
 
-/** gone: ENOENT/ESRCH (ended); denied: EACCES/EPERM; malformed: content unparsable; io: anything else. */
-export type FailureKind = 'gone' | 'denied' | 'malformed' | 'io';
+/**
+ * gone: ENOENT/ESRCH (ended); denied: EACCES/EPERM; malformed: content unparsable or not a
+ * regular file; too_large: more bytes than such a file can hold; io: anything else.
+ */
+export type FailureKind = 'gone' | 'denied' | 'malformed' | 'too_large' | 'io';
 
-export type Read<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly kind: FailureKind; readonly detail: string };
+export interface Failure {
+  readonly ok: false;
+  readonly kind: FailureKind;
+  readonly detail: string;
+  /** The errno code when the failure came from a system call (EMFILE, EINVAL, ...). */
+  readonly code?: string;
+}
+
+export type Read<T> = { readonly ok: true; readonly value: T } | Failure;
 
 export function ok<T>(value: T): Read<T> {
   return { ok: true, value };
 }
 
-export function failed(kind: FailureKind, detail: string): { ok: false; kind: FailureKind; detail: string } {
+export function failed(kind: FailureKind, detail: string): Failure {
   return { ok: false, kind, detail };
 }
 
@@ -35,31 +46,47 @@ export function classify(err: unknown): FailureKind {
   return 'io';
 }
 
-function failure(err: unknown, p: string): { ok: false; kind: FailureKind; detail: string } {
+function failure(err: unknown, p: string): Failure {
   const e = err as NodeJS.ErrnoException;
-  return failed(classify(err), `${p}: ${e.code ?? e.message}`);
+  return e.code === undefined ? failed(classify(err), `${p}: ${e.message}`) : { ...failed(classify(err), `${p}: ${e.code}`), code: e.code };
 }
 
-// sysfs and procfs files are small; one shared buffer avoids an fstat and an allocation per read.
-const SMALL = Buffer.allocUnsafe(64 * 1024);
+/** Bytes read at most from a sysfs attribute or counter, or a /proc/<pid> file (stat, comm, cmdline). */
+export const ATTRIBUTE_LIMIT = 4096;
+/** Bytes read at most from a list (cgroup.procs of a job with ~500k processes, mountinfo). */
+export const LIST_LIMIT = 4 << 20;
 
-/** Reads a small text file (sysfs attribute, /proc/<pid>/stat, cgroup.procs). */
-export function readSmall(p: string): Read<string> {
+export interface ReadOptions {
+  /** More bytes than this is `too_large`; the rest of the file is never read. */
+  readonly limit?: number;
+  /** Decode as UTF-8 (names, firmware versions); counters and lists stay latin1, which is cheaper. */
+  readonly utf8?: boolean;
+}
+
+// Non-blocking: a FIFO planted in sysfs or a cgroup tree must not hang the cycle in open().
+const OPEN_FLAGS = fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOCTTY;
+
+// One shared buffer serves the common small reads without an allocation each.
+const SHARED = Buffer.allocUnsafe(64 * 1024);
+
+/**
+ * Reads a small text file (sysfs attribute, /proc/<pid>/stat, cgroup.procs). Only regular
+ * files are read (sysfs, procfs and cgroupfs files are): a device such as /dev/zero behind a
+ * symlink is `malformed`, and no more than `limit` bytes are ever read.
+ */
+export function readSmall(p: string, opts: ReadOptions = {}): Read<string> {
   let fd: number;
   try {
-    fd = fs.openSync(p, 'r');
+    fd = fs.openSync(p, OPEN_FLAGS);
   } catch (err) {
     return failure(err, p);
   }
   try {
-    let total = 0;
-    for (;;) {
-      const n = fs.readSync(fd, SMALL, total, SMALL.length - total, null);
-      if (n === 0) break;
-      total += n;
-      if (total === SMALL.length) return readWhole(p);
-    }
-    return ok(SMALL.toString('latin1', 0, total));
+    if (!fs.fstatSync(fd).isFile()) return failed('malformed', `${p}: not a regular file`);
+    const limit = opts.limit ?? ATTRIBUTE_LIMIT;
+    const r = readBounded(fd, limit);
+    if (r === undefined) return failed('too_large', `${p}: more than ${limit} bytes`);
+    return ok(r.buf.toString(opts.utf8 ? 'utf8' : 'latin1', 0, r.length));
   } catch (err) {
     return failure(err, p);
   } finally {
@@ -67,11 +94,20 @@ export function readSmall(p: string): Read<string> {
   }
 }
 
-function readWhole(p: string): Read<string> {
-  try {
-    return ok(fs.readFileSync(p, 'latin1'));
-  } catch (err) {
-    return failure(err, p);
+/** Reads until EOF, at most `limit` bytes; undefined when the file holds more. */
+function readBounded(fd: number, limit: number): { buf: Buffer; length: number } | undefined {
+  let buf = SHARED;
+  let length = 0;
+  for (;;) {
+    if (length === buf.length) {
+      const bigger = Buffer.allocUnsafe(Math.min(buf.length * 4, limit + 1));
+      buf.copy(bigger, 0, 0, length);
+      buf = bigger;
+    }
+    const n = fs.readSync(fd, buf, length, Math.min(buf.length, limit + 1) - length, null);
+    if (n === 0) return { buf, length };
+    length += n;
+    if (length > limit) return undefined;
   }
 }
 
@@ -111,7 +147,7 @@ export function parseCounter(text: string): Read<bigint> {
  * process outside Slurm holding a device would be invisible.
  */
 export function procHidesProcesses(procfs: string): boolean {
-  const info = readSmall(join(procfs, 'self', 'mountinfo'));
+  const info = readSmall(join(procfs, 'self', 'mountinfo'), { limit: LIST_LIMIT });
   if (!info.ok) return false;
   for (const line of info.value.split('\n')) {
     const fields = line.split(' ');

@@ -9,6 +9,7 @@ import type { FdScanner } from './owners.js';
 import { Problems, type Problem } from './problems.js';
 import { join, procHidesProcesses, readSmall, type Roots } from './roots.js';
 import type { JobMetadata, JobMetadataSource } from './squeue.js';
+import { classifyUnreadable, describeUnreadable, type UnreadablePolicy, type UnreadableProcess } from './unreadable.js';
 
 export interface JobAllocation extends Allocation {
   /** Resolved job id; undefined when it could not be resolved (then `unresolved` says why). */
@@ -34,7 +35,10 @@ export interface NodeSnapshot {
   readonly holders: ReadonlyMap<string, DeviceHolders>;
   /** Why no port's attribution can be trusted this cycle (empty when knowledge is complete). */
   readonly gaps: readonly string[];
-  readonly unreadablePids: readonly number[];
+  /** Processes whose fd table could not be read, named, with their effect on attribution. */
+  readonly unreadable: readonly UnreadableProcess[];
+  /** Whether the cgroup root holds any Slurm hierarchy, and what was looked for. */
+  readonly slurmCgroups: { readonly found: boolean; readonly searched: string };
   /** user/account/partition per job id; undefined when no metadata source is configured. */
   readonly metadata?: ReadonlyMap<string, JobMetadata>;
   /** Command names of the processes holding a device (for the explain views). */
@@ -48,6 +52,7 @@ export interface Readers {
   readonly fds: FdScanner;
   readonly jobIds: JobIdResolver;
   readonly metadata?: JobMetadataSource;
+  readonly unreadable: UnreadablePolicy;
 }
 
 export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
@@ -71,7 +76,9 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
     const r = resolutions.get(a.key);
     return r && 'jobId' in r ? { ...a, jobId: r.jobId } : { ...a, unresolved: r?.unresolved ?? 'not resolved' };
   });
-  for (const pid of owners.unreadable) gaps.push(`PID ${pid}: fd table unreadable`);
+  const jobs = new Map(allocations.map((a) => [a.key, { key: a.key, label: a.jobId ?? a.id }]));
+  const unreadable = classifyUnreadable(roots.procfs, owners.unreadable, (pid) => jobs.get(allocationOf.get(pid) ?? ''), readers.unreadable);
+  for (const u of unreadable) if (u.effect === 'node') gaps.push(describeUnreadable(u));
   if (process.geteuid?.() !== 0 && procHidesProcesses(roots.procfs)) gaps.push(`${roots.procfs} is mounted with hidepid and the agent is not root: other users' processes are invisible`);
 
   const uverbs = new UverbsMap(roots.sysfs, problems);
@@ -97,7 +104,7 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
   const holderNames = new Map<number, string>();
   for (const pids of owners.holders.values()) {
     for (const pid of pids) {
-      const comm = readSmall(join(roots.procfs, String(pid), 'comm'));
+      const comm = readSmall(join(roots.procfs, String(pid), 'comm'), { utf8: true });
       if (comm.ok) holderNames.set(pid, comm.value.trim());
     }
   }
@@ -108,7 +115,8 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
     scopes: cgroups.scopes,
     holders: new Map([...holders].map(([d, h]) => [d, { ...h, allocations: [...h.allocations] }])),
     gaps,
-    unreadablePids: owners.unreadable,
+    unreadable,
+    slurmCgroups: { found: cgroups.foundSlurm, searched: cgroups.searched },
     holderNames,
     ...(metadata ? { metadata } : {}),
     problems: problems.list(),

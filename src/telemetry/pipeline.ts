@@ -27,7 +27,7 @@ import {
   type ViewOptions,
 } from '@opentelemetry/sdk-metrics';
 import { emptyResource } from '@opentelemetry/resources';
-import type { Logger } from '../log.js';
+import { redactUrl, type Logger } from '../log.js';
 import type { Body } from './http.js';
 import { SnapshotProducer, toMetricData, type Scope } from './producer.js';
 import { GzipWriter, gzipOnlyBody, NO_REGISTERED_METRICS, writeFamilies } from './prometheus-text.js';
@@ -178,7 +178,7 @@ function observed(inner: PushMetricExporter, logger: Logger, url: string, onExpo
       inner.export(metrics, (result: ExportResult) => {
         const ok = result.code === ExportResultCode.SUCCESS;
         onExport?.(ok);
-        if (!ok) logger.warn({ url, err: result.error?.message }, 'OTLP export failed');
+        if (!ok) logger.warn({ url: redactUrl(url), err: result.error?.message }, 'OTLP export failed');
         done(result);
       });
     },

@@ -4,7 +4,7 @@
  * cycle timer that never overlaps itself and never lets a cycle's failure
  * stop the agent.
  */
-import type { Logger } from '../log.js';
+import { redactUrl, type Logger } from '../log.js';
 import { serve, textBody, type BindAddress, type Body, type Endpoint, type Route } from './http.js';
 import type { Pipeline } from './pipeline.js';
 import type { WebConfig } from './webconfig.js';
@@ -137,7 +137,7 @@ export async function startAgent(agent: Collecting, o: AgentRuntimeOptions): Pro
     throw err;
   }
   const loop = agent.schedule ? agent.schedule(o.intervalMs) : every(o.intervalMs, async () => void (await agent.collect()), o.logger);
-  o.logger.info({ metrics: served.metrics.url, monitoring: served.monitoring.url, otlp: o.otlpUrl ?? 'off' }, `${o.name} started`);
+  o.logger.info({ metrics: served.metrics.url, monitoring: served.monitoring.url, otlp: o.otlpUrl !== undefined ? redactUrl(o.otlpUrl) : 'off' }, `${o.name} started`);
   return {
     metricsUrl: served.metrics.url,
     monitoringUrl: served.monitoring.url,

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
@@ -34,6 +35,8 @@ describe('slurm-otel node (command line)', () => {
     [['node', '--metrics-bind-address', 'nowhere'], /invalid bind address "nowhere"/],
     [['node', '--log-level', 'loud'], /"loud" is not one of debug, info, warn, error/],
     [['node', '--otlp-protocol', 'grpc'], /"grpc" is not one of http\/json, http\/protobuf/],
+    [['node', '--unreadable-processes', 'lax'], /'lax' is invalid. "lax" is not one of strict, ignore-outside-jobs/],
+    [['explain', '--unreadable-processes', 'ignore'], /"ignore" is not one of strict, ignore-outside-jobs/],
     [['frobnicate'], /unknown command 'frobnicate'/],
     [['node', '--once', '--web-config-file', '/nonexistent/web.yml'], /web config \/nonexistent\/web.yml: ENOENT/],
   ])('%j → exit 2 with a message naming the problem', (args, message) => {
@@ -46,6 +49,9 @@ describe('slurm-otel node (command line)', () => {
     const bad = cli(['node', '--once'], { IB_SLURM_EXPORTER_COLLECTION_INTERVAL: 'soon' });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/from env 'IB_SLURM_EXPORTER_COLLECTION_INTERVAL'/);
+    const badPolicy = cli(['node', '--once'], { IB_SLURM_EXPORTER_UNREADABLE_PROCESSES: 'none' });
+    expect(badPolicy.code).toBe(2);
+    expect(badPolicy.stderr).toMatch(/from env 'IB_SLURM_EXPORTER_UNREADABLE_PROCESSES' is invalid. "none" is not one of strict, ignore-outside-jobs/);
     const roots = rootArgs();
     const env = { IB_SLURM_EXPORTER_SYSFS_ROOT: '/nonexistent', IB_SLURM_EXPORTER_LOG_LEVEL: 'error' };
     const flagWins = cli(['node', '--once', ...roots], env);
@@ -60,6 +66,20 @@ describe('slurm-otel node (command line)', () => {
     const r = cli(['node', '--once'], { OTEL_RESOURCE_ATTRIBUTES: 'novalue' });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/OTEL_RESOURCE_ATTRIBUTES/);
+  });
+
+  it.runIf(process.geteuid?.() === 0)('--once and explain exit 1 naming the reason when class/infiniband cannot be listed', () => {
+    const args = rootArgs();
+    const sysfs = args[1] as string;
+    fs.chmodSync(path.join(sysfs, 'class/infiniband'), 0o000);
+    // As nobody, so that mode 000 really denies: a real EACCES from the kernel.
+    const asNobody = { encoding: 'utf8' as const, env: { PATH: process.env.PATH ?? '' }, timeout: 20_000, uid: 65534, gid: 65534 };
+    for (const cmd of [['node', '--once', '--log-level', 'error'], ['explain']]) {
+      const r = spawnSync(process.execPath, [BIN, ...cmd, ...args], asNobody);
+      expect(r.status, cmd[0]).toBe(1);
+      expect(r.stderr).toMatch(/^slurm-otel: collection failed: cannot list .*class\/infiniband: .*EACCES\n$/);
+      expect(r.stdout).toBe('');
+    }
   });
 
   it('--help lists every option with its environment variable and default', () => {

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import http from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -8,7 +10,7 @@ import { writeTree } from '../../src/demo/nodetree.js';
 import { prometheusName } from '../../src/telemetry/spec.js';
 import { startReceiver, type Receiver } from '../support/otlp-receiver.js';
 import { nodeAgentOptions } from '../support/agents.js';
-import { tmpDir } from '../support/tmp.js';
+import { asUnprivileged, deny, tmpDir } from '../support/tmp.js';
 
 let agent: NodeAgent | undefined;
 let receiver: Receiver | undefined;
@@ -79,6 +81,23 @@ describe('node agent over HTTP', () => {
     const req = receiver.requests.find((r) => r.points.some((p) => p.metric === 'ib_slurm_job_counters'));
     expect(req?.resource['host.name']).toBe('node1');
     expect(req?.points.filter((p) => p.metric === 'ib_slurm_job_counters').every((p) => p.attributes.device !== 'mlx5_1')).toBe(true);
+  });
+
+  it('keeps serving the last good data when a cycle fails, and counts the error', async () => {
+    const opts = options();
+    agent = await startNodeAgent(opts);
+    await expect.poll(() => agent?.last() !== undefined).toBe(true);
+    const before = (await get(`${agent.metricsUrl}/metrics`)).body.toString();
+    expect(before).toContain('ib_slurm_device_counters_total{device="mlx5_0"');
+    const classDir = path.join(opts.collector.roots.sysfs, 'class/infiniband');
+    deny(classDir);
+    const running = agent;
+    const failed = await asUnprivileged(() => running.cycleNow()).finally(() => fs.chmodSync(classDir, 0o755));
+    expect(failed.failed).toMatch(/EACCES/);
+    expect(agent.last()).not.toBe(failed);
+    expect((await get(`${agent.metricsUrl}/metrics`)).body.toString()).toBe(before);
+    const self = (await get(`${agent.monitoringUrl}/metrics`)).body.toString();
+    expect(self).toMatch(/ib_slurm_exporter_cycle_errors_total\{source="sysfs",kind="denied"\} 1/);
   });
 
   it('fails to start with a clear error when the port is taken, and releases what it opened', async () => {

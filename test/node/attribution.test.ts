@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { attribute, EMPTY_STATE, increase, judgePorts, type AttributionState } from '../../src/node/attribution.js';
 import type { DeviceHolders, JobAllocation, NodeSnapshot } from '../../src/node/snapshot.js';
+import type { UnreadableProcess } from '../../src/node/unreadable.js';
 
 interface Setup {
   jobs?: { key: string; jobId?: string }[];
@@ -9,6 +10,8 @@ interface Setup {
   gaps?: string[];
   counters?: Record<string, Record<string, bigint>>;
   atMs?: number;
+  unreadable?: UnreadableProcess[];
+  devices?: string[];
 }
 
 const DEVICES = ['mlx5_0', 'mlx5_1'];
@@ -21,8 +24,8 @@ function snap(s: Setup): NodeSnapshot {
   const holders = new Map(Object.entries(s.holders ?? {}).map(([d, h]) => [d, { allocations: h.allocations ?? [], nonJobPids: h.nonJobPids ?? [], jobPids: h.jobPids ?? [] }]));
   return {
     atMs: s.atMs ?? 0,
-    hca: { present: true, hcas: DEVICES.map((device) => ({ device, ports: [{ port: '1', counters: new Map(Object.entries(s.counters?.[device] ?? {})) }] })) },
-    allocations, scopes: [], holders, gaps: s.gaps ?? [], unreadablePids: [], holderNames: new Map(), problems: [], stats: { processes: 0, fdLinksRead: 0 },
+    hca: { present: true, hcas: (s.devices ?? DEVICES).map((device) => ({ device, ports: [{ port: '1', counters: new Map(Object.entries(s.counters?.[device] ?? {})) }] })) },
+    allocations, scopes: [], holders, gaps: s.gaps ?? [], unreadable: s.unreadable ?? [], slurmCgroups: { found: true, searched: '' }, holderNames: new Map(), problems: [], stats: { processes: 0, fdLinksRead: 0 },
   };
 }
 
@@ -55,6 +58,23 @@ describe('port verdicts', () => {
 
   it('incomplete: the sole holder is an allocation whose job id is unresolved', () => {
     expect(status(snap({ jobs: [{ key: 'u' }], holders: { mlx5_0: { allocations: ['u'] } } }), 'mlx5_0')).toBe('incomplete');
+  });
+
+  it('a job with an unreadable process is sole nowhere, and no other job is sole where it could hold the device', () => {
+    const blind: UnreadableProcess = { pid: 77, comm: 'hidden', cgroup: '/x', errno: 'EACCES', scope: 'job', allocation: 'a', job: '1', effect: 'job', cause: 'test' };
+    const s = snap({
+      jobs: [...jobs, { key: 'c', jobId: '3' }],
+      devices: ['own', 'other', 'shared', 'nonjob', 'idle'],
+      holders: { own: { allocations: ['a'] }, other: { allocations: ['b'] }, shared: { allocations: ['b', 'c'] }, nonjob: { allocations: ['b'], nonJobPids: [9] } },
+      unreadable: [blind],
+    });
+    expect(Object.fromEntries(judgePorts(s).map((v) => [v.device, v.status]))).toEqual({ own: 'incomplete', other: 'incomplete', shared: 'shared', nonjob: 'nonjob', idle: 'incomplete' });
+    const why = (d: string) => judgePorts(s).find((v) => v.device === d)?.why;
+    expect(why('own')).toMatch(/job 1 has a process whose fd table cannot be read \(PID 77 hidden\): the devices it holds are not all known/);
+    expect(why('other')).toMatch(/job 1 .*PID 77.*may hold this device too/);
+    // An outside process the policy ignored changes nothing.
+    const ignored = snap({ jobs, holders: { own: { allocations: ['a'] } }, devices: ['own', 'idle'], unreadable: [{ ...blind, scope: 'outside', effect: 'ignored' }] });
+    expect(judgePorts(ignored).map((v) => v.status)).toEqual(['sole', 'idle']);
   });
 
   it('an unresolved allocation still counts as a user: two holders are shared', () => {
@@ -109,6 +129,28 @@ describe('job counters', () => {
     expect(value(st[2] as AttributionState, 'symbol_error')).toBe(0n);
   });
 
+  it('credits the increase made while a counter was missing from a few readings, the job staying sole', () => {
+    const st = run([
+      { counters: { port_xmit_data: 10n, packet_seq_err: 1n } },
+      { counters: { port_xmit_data: 20n } },
+      { counters: { port_xmit_data: 30n } },
+      { counters: { port_xmit_data: 40n, packet_seq_err: 9n } },
+    ]);
+    expect(st.map((s) => value(s, 'packet_seq_err'))).toEqual([0n, 0n, 0n, 8n]);
+    expect(value(st[3] as AttributionState, 'port_xmit_data')).toBe(30n);
+  });
+
+  it('credits nothing for a counter gap during which the job was not sole', () => {
+    const st = run([
+      { counters: { packet_seq_err: 1n } },
+      { counters: {} },
+      { counters: {}, sole: false },
+      { counters: { packet_seq_err: 9n } },
+      { counters: { packet_seq_err: 10n } },
+    ]);
+    expect(st.map((s) => value(s, 'packet_seq_err'))).toEqual([0n, 0n, 0n, 0n, 1n]);
+  });
+
   it('frees the state of a job that ended', () => {
     const st = run([{ counters: { port_xmit_data: 1n } }, { counters: { port_xmit_data: 2n }, alive: false }]);
     expect(st[1]?.jobs.size).toBe(0);
@@ -146,5 +188,12 @@ describe('device counter start times', () => {
     const s2 = attribute(snap({ counters: { mlx5_0: { port_xmit_data: 9n } }, atMs: 2000 }), s1).state;
     const s3 = attribute(snap({ counters: { mlx5_0: { port_xmit_data: 1n } }, atMs: 3000 }), s2).state;
     expect([s1, s2, s3].map((s) => s.deviceStarts.get('mlx5_0 1 port_xmit_data')?.startMs)).toEqual([1000, 1000, 3000]);
+  });
+
+  it('keeps the start time of a counter missing from a reading while its port is still there', () => {
+    const s1 = attribute(snap({ counters: { mlx5_0: { port_xmit_data: 5n } }, atMs: 1000 }), EMPTY_STATE).state;
+    const s2 = attribute(snap({ counters: { mlx5_0: {} }, atMs: 2000 }), s1).state;
+    const s3 = attribute(snap({ counters: { mlx5_0: { port_xmit_data: 9n } }, atMs: 3000 }), s2).state;
+    expect([s1, s2, s3].map((s) => s.deviceStarts.get('mlx5_0 1 port_xmit_data')?.startMs)).toEqual([1000, 1000, 1000]);
   });
 });

@@ -5,6 +5,7 @@ import { scanCgroups, pidLeft, parsePids } from '../../src/node/cgroups.js';
 import { Problems } from '../../src/node/problems.js';
 import { demoTree } from '../../src/demo/scenarios.js';
 import { writeTree, jobDirName, type TreeLayout } from '../../src/demo/nodetree.js';
+import { HOST_CGROUP, slurmTreesOnHost } from '../support/host.js';
 import { asUnprivileged, deny, tmpDir } from '../support/tmp.js';
 
 function put(file: string, content: string): void {
@@ -103,12 +104,54 @@ describe('scanCgroups', () => {
     expect(problems.list()).toEqual([]);
   });
 
-  it('returns nothing, without error, on a node with no Slurm cgroups', () => {
+  it('returns nothing, without error, on a node with no Slurm cgroups, and says what it looked for', () => {
     const root = tmpDir();
     put(path.join(root, 'cgroup.controllers'), '');
+    fs.mkdirSync(path.join(root, 'system.slice/sshd.service'), { recursive: true });
     const problems = new Problems();
-    expect(scanCgroups(root, problems)).toEqual({ allocations: [], scopes: [], gaps: [] });
+    const scan = scanCgroups(root, problems);
+    expect(scan).toMatchObject({ allocations: [], scopes: [], gaps: [], foundSlurm: false });
+    expect(scan.searched).toBe(`\`*slurmstepd.scope\` under \`*.slice\` in the cgroup v2 tree ${root}`);
     expect(problems.list()).toEqual([]);
+  });
+
+  it('on a v1 root with no slurm* tree, names the controllers and the unified tree it searched', () => {
+    const root = tmpDir();
+    for (const d of ['freezer/user.slice', 'memory/system.slice', 'unified/system.slice']) fs.mkdirSync(path.join(root, d), { recursive: true });
+    const scan = scanCgroups(root, new Problems());
+    expect(scan.foundSlurm).toBe(false);
+    expect(scan.searched).toBe(`\`slurm*\` under each cgroup v1 controller in ${root}, and \`*slurmstepd.scope\` under \`*.slice\` in ${path.join(root, 'unified')}`);
+  });
+
+  it('counts an empty Slurm hierarchy as found: a v1 slurm_<node> root or a v2 stepd scope without jobs', () => {
+    const v1 = tmpDir();
+    fs.mkdirSync(path.join(v1, 'freezer/slurm_node7/system'), { recursive: true });
+    expect(scanCgroups(v1, new Problems())).toMatchObject({ foundSlurm: true, allocations: [], scopes: [{ layout: 'v1', scope: 'slurm_node7' }] });
+    const v2 = tmpDir();
+    put(path.join(v2, 'cgroup.controllers'), '');
+    put(path.join(v2, 'system.slice/node7_slurmstepd.scope/system/cgroup.procs'), '');
+    expect(scanCgroups(v2, new Problems())).toMatchObject({ foundSlurm: true, allocations: [] });
+  });
+
+  it('scans a copied v2 tree without cgroup.controllers as v2, recognised by its *.slice directories', () => {
+    const spec = demoTree({ layout: 'v2', nonJobHolder: false });
+    const roots = writeTree(tmpDir(), spec);
+    fs.rmSync(path.join(roots.cgroupfs, 'cgroup.controllers'));
+    const scan = scanCgroups(roots.cgroupfs, new Problems());
+    expect(scan.foundSlurm).toBe(true);
+    expect(scan.allocations.map((a) => `${a.layout} ${a.id}`).sort()).toEqual(spec.jobs.map((j) => `v2 ${j.jobId}`).sort());
+  });
+});
+
+describe('scanCgroups on this host (real /sys/fs/cgroup)', () => {
+  it('finds no Slurm hierarchy while no Slurm runs here, and says where it looked', (ctx) => {
+    if (!fs.existsSync(HOST_CGROUP)) ctx.skip(`${HOST_CGROUP} does not exist on this host`);
+    const trees = slurmTreesOnHost();
+    if (trees.length > 0) ctx.skip(`Slurm cgroup trees exist here (${trees.join(', ')}): someone runs Slurm, so "none found" cannot be checked`);
+    const scan = scanCgroups(HOST_CGROUP, new Problems());
+    expect(scan.foundSlurm).toBe(false);
+    expect(scan.allocations).toEqual([]);
+    expect(scan.searched).toContain(HOST_CGROUP);
   });
 });
 

@@ -97,12 +97,12 @@ describe('node collector on the demo node', () => {
     expect(points(c, NODE_METRICS.jobCounters.name)).toEqual([]);
   });
 
-  it('suppresses every port when any fd table is unreadable, and says how many', () => {
+  it('suppresses every port when an fd table outside the jobs is unreadable (strict), and says how many', () => {
     const { roots, collector } = demo();
     deny(path.join(roots.procfs, '900', 'fd'));
     const c = asUnprivileged(() => collector.cycle(1000));
     expect(c.attribution.verdicts.every((v) => v.status === 'incomplete')).toBe(true);
-    expect(value(c, NODE_METRICS.pidFdUnreadable.name, {})).toBe(1);
+    expect(value(c, NODE_METRICS.unreadableProcesses.name, { scope: 'outside' })).toBe(1);
     expect(points(c, NODE_METRICS.deviceCounters.name).length).toBeGreaterThan(0);
   });
 
@@ -145,5 +145,40 @@ describe('node collector on the demo node', () => {
     expect(c.snapshot.hca.present).toBe(false);
     expect(points(c, NODE_METRICS.deviceCounters.name)).toEqual([]);
     expect(points(c, NODE_METRICS.jobCounters.name)).toEqual([]);
+  });
+
+  it('fails a cycle that cannot list class/infiniband, keeping the job counters, instead of reporting no HCA', () => {
+    const { roots, collector, drift } = demo();
+    const counter = { device: 'mlx5_0', counter: 'port_xmit_data' };
+    const dev0 = value(collector.cycle(1000), NODE_METRICS.deviceCounters.name, counter) as bigint;
+    drift.tick(3);
+    const classDir = path.join(roots.sysfs, 'class/infiniband');
+    deny(classDir);
+    const failed = asUnprivileged(() => collector.cycle(2000));
+    fs.chmodSync(classDir, 0o755);
+    expect(failed.failed).toMatch(/class\/infiniband.*EACCES/);
+    expect(failed.families).toEqual([]);
+    expect(failed.snapshot.problems).toContainEqual(expect.objectContaining({ source: 'sysfs', kind: 'denied', count: 1 }));
+    drift.tick(3);
+    const third = collector.cycle(3000);
+    const dev2 = value(third, NODE_METRICS.deviceCounters.name, counter) as bigint;
+    expect(value(third, NODE_METRICS.jobCounters.name, { job_id: '918001', ...counter })).toBe(dev2 - dev0);
+  });
+
+  it('exports port state, physical state and rate, and bytes from counters_ext only when counters/ lacks the file', () => {
+    const { roots, collector } = demo();
+    const port = path.join(roots.sysfs, 'class/infiniband/mlx5_0/ports/1');
+    fs.mkdirSync(path.join(port, 'counters_ext'));
+    fs.writeFileSync(path.join(port, 'counters_ext/port_xmit_data_64'), '123456789012\n');
+    fs.writeFileSync(path.join(port, 'counters_ext/port_rcv_data_64'), '1000\n');
+    fs.rmSync(path.join(port, 'counters/port_rcv_data'));
+    const c = collector.cycle(1000);
+    const dp = { device: 'mlx5_0', port: '1' };
+    const xmit = value(c, NODE_METRICS.deviceCounters.name, { ...dp, counter: 'port_xmit_data' }) as bigint;
+    expect(value(c, NODE_METRICS.deviceTransmitBytes.name, dp)).toBe(xmit * 4n);
+    expect(value(c, NODE_METRICS.deviceCounters.name, { ...dp, counter: 'port_xmit_data_64' })).toBe(123456789012n);
+    expect(value(c, NODE_METRICS.deviceReceiveBytes.name, dp)).toBe(4000n);
+    expect(value(c, NODE_METRICS.jobReceiveBytes.name, { job_id: '918001', ...dp })).toBe(0n);
+    expect([NODE_METRICS.portState, NODE_METRICS.portPhysicalState, NODE_METRICS.portRate].map((m) => value(c, m.name, dp))).toEqual([4, 5, 50_000_000_000]);
   });
 });

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
@@ -49,6 +50,15 @@ describe('slurm-otel explain', () => {
     expect(text).toMatch(/mlx5_1 │ 1 │ .*job 918002: 42010 python, 42011 python/);
     expect(text).toMatch(/│ shared │ 2 jobs hold the device/);
     expect(text).toContain('non-job: 950 weka-client');
+  });
+
+  it('shows control characters of process names as escapes, and UTF-8 names as they are', () => {
+    const roots = demoRoots();
+    fs.writeFileSync(path.join(roots.procfs, '950', 'comm'), '\x1b]0;owned\x07\x1b[2Jwéka\u202e\n');
+    const r = spawnSync(process.execPath, [BIN, 'explain', '--sysfs-root', roots.sysfs, '--procfs-root', roots.procfs, '--cgroup-root', roots.cgroupfs], { encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    expect(r.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/);
+    expect(r.stdout).toContain('\\x1b]0;owned\\x07\\x1b[2Jwéka\\u202e');
   });
 
   it('--json gives the same rows for scripts', () => {

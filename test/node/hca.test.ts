@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readHcas, saturated, UverbsMap } from '../../src/node/hca.js';
+import { parseRate, parseStateId, readHcas, saturated, UverbsMap } from '../../src/node/hca.js';
 import { Problems } from '../../src/node/problems.js';
 import { parseCounter } from '../../src/node/roots.js';
 import { writeHca } from '../../src/demo/nodetree.js';
@@ -59,11 +59,61 @@ describe('readHcas', () => {
     expect(readHcas(root, new Problems()).hcas[0]?.ports[0]?.counters.get('port_xmit_data')).toBe(18446744073709551615n);
   });
 
-  it('prefers the 64-bit counters_ext of old kernels', () => {
+  it('keeps counters_ext of old kernels under their own names, never in place of counters/', () => {
     const root = sysfs();
     fs.mkdirSync(path.join(root, 'class/infiniband/mlx5_4/ports/1/counters_ext'));
     fs.writeFileSync(counterFile(root, 1, 'counters_ext', 'port_xmit_data_64'), '5000000000\n');
-    expect(readHcas(root, new Problems()).hcas[0]?.ports[0]?.counters.get('port_xmit_data')).toBe(5000000000n);
+    fs.writeFileSync(counterFile(root, 1, 'counters_ext', 'symbol_error'), '3\n');
+    const counters = readHcas(root, new Problems()).hcas[0]?.ports[0]?.counters;
+    expect(counters?.get('port_xmit_data')).toBe(10n);
+    expect(counters?.get('port_xmit_data_64')).toBe(5000000000n);
+    expect(counters?.get('symbol_error')).toBe(65535n);
+  });
+
+  it('reads state, physical state and rate as numbers', () => {
+    const root = sysfs();
+    fs.writeFileSync(path.join(root, 'class/infiniband/mlx5_4/ports/2/rate'), '2.5 Gb/sec (1X SDR)\n');
+    const problems = new Problems();
+    const ports = readHcas(root, problems).hcas[0]?.ports;
+    expect(ports?.map((p) => [p.stateId, p.physStateId, p.rateBytesPerSecond])).toEqual([
+      [4, 5, 50_000_000_000],
+      [1, 3, 312_500_000],
+    ]);
+    expect(problems.list()).toEqual([]);
+  });
+
+  it('counts a state or rate it cannot read as malformed, and exports no number for it', () => {
+    const root = sysfs();
+    fs.writeFileSync(path.join(root, 'class/infiniband/mlx5_4/ports/1/state'), 'ACTIVE\n');
+    fs.writeFileSync(path.join(root, 'class/infiniband/mlx5_4/ports/1/rate'), 'fast\n');
+    const problems = new Problems();
+    const port = readHcas(root, problems).hcas[0]?.ports[0];
+    expect([port?.stateId, port?.rateBytesPerSecond]).toEqual([undefined, undefined]);
+    expect(problems.list().map((p) => `${p.kind}:${p.count}`)).toEqual(['malformed:2']);
+  });
+
+  it('exports only decimal port directories and counts the others as malformed', () => {
+    const root = sysfs();
+    for (const name of ['abc', '-1', '0x10', '01', '256']) fs.mkdirSync(path.join(root, 'class/infiniband/mlx5_4/ports', name));
+    const problems = new Problems();
+    expect(readHcas(root, problems).hcas[0]?.ports.map((p) => p.port)).toEqual(['1', '2']);
+    expect(problems.list()).toMatchObject([{ source: 'sysfs', kind: 'malformed', count: 5 }]);
+  });
+
+  it('decodes text attributes as UTF-8', () => {
+    const root = sysfs();
+    fs.writeFileSync(path.join(root, 'class/infiniband/mlx5_4/fw_ver'), '28.39.1002-ü\n');
+    fs.writeFileSync(path.join(root, 'class/infiniband/mlx5_4/board_id'), 'Ωboard\n');
+    expect(readHcas(root, new Problems()).hcas[0]).toMatchObject({ firmware: '28.39.1002-ü', boardId: 'Ωboard' });
+  });
+
+  it('fails the scan, instead of reporting no HCA, when class/infiniband cannot be listed', () => {
+    const root = sysfs();
+    deny(path.join(root, 'class/infiniband'));
+    const problems = new Problems();
+    const scan = asUnprivileged(() => readHcas(root, problems));
+    expect(scan).toMatchObject({ present: true, hcas: [], failure: expect.stringMatching(/class\/infiniband.*EACCES/) });
+    expect(problems.list()).toMatchObject([{ source: 'sysfs', kind: 'denied', count: 1 }]);
   });
 
   it('says plainly when the node has no InfiniBand class at all', () => {
@@ -97,5 +147,17 @@ describe('counter parsing and widths', () => {
     expect(saturated('local_link_integrity_errors', 15n)).toBe(true);
     expect(saturated('port_xmit_wait', 4294967295n)).toBe(true);
     expect(saturated('port_xmit_data', 4294967295n)).toBe(false);
+  });
+
+  it('turns state ids and rates into numbers: Gb/s × 125,000,000 bytes/s', () => {
+    expect(parseStateId('4: ACTIVE')).toBe(4);
+    expect(parseStateId('5: LinkUp\n')).toBe(5);
+    expect(parseStateId('ACTIVE')).toBeUndefined();
+    expect(parseRate('200 Gb/sec (4X HDR)')).toBe(25_000_000_000);
+    expect(parseRate('2.5 Gb/sec (1X SDR)')).toBe(312_500_000);
+    expect(parseRate('14 Gb/sec (1X FDR)')).toBe(1_750_000_000);
+    expect(parseRate('0 GB/sec')).toBe(0);
+    expect(parseRate('Gb/sec')).toBeUndefined();
+    expect(parseRate('1e3 Gb/sec')).toBeUndefined();
   });
 });

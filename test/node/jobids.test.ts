@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { Allocation } from '../../src/node/cgroups.js';
 import { JobIdResolver, parseStepdTitle } from '../../src/node/jobids.js';
 import { Problems } from '../../src/node/problems.js';
@@ -9,6 +9,7 @@ import { NodeCollector } from '../../src/node/collector.js';
 import { demoTree } from '../../src/demo/scenarios.js';
 import { writeProcess, writeTree } from '../../src/demo/nodetree.js';
 import { silentLogger } from '../../src/log.js';
+import { startTestNodeAgent } from '../support/agents.js';
 import { tmpDir } from '../support/tmp.js';
 
 const SLUID = 'sEKNKTV3WPV500';
@@ -103,6 +104,94 @@ describe('squeue', () => {
     table.want();
     await expect.poll(() => errors.length, { timeout: 5000 }).toBe(1);
     expect(table.lookup(SLUID)).toBe('918001');
+  });
+});
+
+/** Whether a process runs (a zombie waiting for its parent counts as gone). */
+function running(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+/** A squeue stand-in that starts a long-sleeping child (as wrapper scripts do) and writes its and the child's PIDs. */
+function squeueWithChild(dir: string, then: string): { script: string; pids: () => number[] | undefined } {
+  const script = path.join(dir, 'squeue');
+  const pidFile = path.join(dir, 'pids');
+  fs.writeFileSync(script, `#!/bin/sh\nsleep 300 &\necho $$ $! > ${pidFile}.tmp && mv ${pidFile}.tmp ${pidFile}\n${then}\n`, { mode: 0o755 });
+  return { script, pids: () => (fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8').trim().split(' ').map(Number) : undefined) };
+}
+
+describe('squeue runs leave no process behind', () => {
+  const started: number[] = [];
+  afterEach(() => {
+    for (const pid of started.splice(0)) if (running(pid)) process.kill(pid, 'SIGKILL');
+  });
+
+  /** The PID of the fake squeue's child, once it runs; both are killed after the test whatever happens. */
+  async function childOf(fake: { pids: () => number[] | undefined }): Promise<number> {
+    await expect.poll(fake.pids, { timeout: 5000 }).toBeDefined();
+    const [shell, child] = fake.pids() as [number, number];
+    started.push(shell, child);
+    return child;
+  }
+
+  it('kills the children of a squeue that timed out', async () => {
+    const fake = squeueWithChild(tmpDir(), 'sleep 300');
+    const errors: number[] = [];
+    const table = squeueJobIds({ path: fake.script, nodeName: 'n1', minIntervalMs: 0, timeoutMs: 500, logger: silentLogger(), onError: () => errors.push(1) });
+    table.want();
+    const pid = await childOf(fake);
+    await expect.poll(() => errors.length, { timeout: 5000 }).toBe(1);
+    await expect.poll(() => running(pid), { timeout: 5000 }).toBe(false);
+  });
+
+  it('kills what a squeue that answered left running, and keeps its answer', async () => {
+    const fake = squeueWithChild(tmpDir(), `echo "918001|${SLUID}"`);
+    const table = squeueJobIds({ path: fake.script, nodeName: 'n1', minIntervalMs: 0, timeoutMs: 60_000, logger: silentLogger() });
+    table.want();
+    const pid = await childOf(fake);
+    await expect.poll(() => table.lookup(SLUID), { timeout: 5000 }).toBe('918001');
+    await expect.poll(() => running(pid), { timeout: 5000 }).toBe(false);
+  });
+
+  it('counts a squeue that cannot be started, and tries again at the next request', async () => {
+    const errors: number[] = [];
+    const table = squeueJobIds({ path: path.join(tmpDir(), 'missing-squeue'), nodeName: 'n1', minIntervalMs: 0, timeoutMs: 60_000, logger: silentLogger(), onError: () => errors.push(1) });
+    table.want();
+    await expect.poll(() => errors.length, { timeout: 5000 }).toBe(1);
+    table.want();
+    await expect.poll(() => errors.length, { timeout: 5000 }).toBe(2);
+  });
+
+  it('refuses squeue output beyond 16 MiB, keeping the previous table', async () => {
+    const dir = tmpDir();
+    const script = path.join(dir, 'squeue');
+    fs.writeFileSync(script, `#!/bin/sh\n[ -e ${dir}/big ] && exec head -c 17000000 /dev/zero\necho "918001|${SLUID}"\n`, { mode: 0o755 });
+    const errors: number[] = [];
+    const table = squeueJobIds({ path: script, nodeName: 'n1', minIntervalMs: 0, timeoutMs: 60_000, logger: silentLogger(), onError: () => errors.push(1) });
+    table.want();
+    await expect.poll(() => table.lookup(SLUID), { timeout: 5000 }).toBe('918001');
+    fs.writeFileSync(path.join(dir, 'big'), '');
+    table.want();
+    await expect.poll(() => errors.length, { timeout: 5000 }).toBe(1);
+    expect(table.lookup(SLUID)).toBe('918001');
+  });
+
+  it('kills a squeue run in flight, children included, when the agent stops', async () => {
+    const dir = tmpDir();
+    const fake = squeueWithChild(dir, 'sleep 300');
+    const roots = writeTree(path.join(dir, 'tree'), demoTree({ layout: 'v2', nonJobHolder: false }));
+    const agent = await startTestNodeAgent(roots, { jobMetadata: { path: fake.script, nodeName: 'n1', minIntervalMs: 0, timeoutMs: 60_000 } });
+    let pid: number;
+    try {
+      pid = await childOf(fake);
+    } finally {
+      await agent.stop();
+    }
+    await expect.poll(() => running(pid), { timeout: 5000 }).toBe(false);
   });
 });
 

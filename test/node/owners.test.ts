@@ -80,7 +80,7 @@ describe('FdScanner', () => {
     deny(path.join(proc, '30', 'fd'));
     const problems = new Problems();
     const scan = asUnprivileged(() => new FdScanner(proc, 60_000).scan(0, problems));
-    expect(scan.unreadable).toEqual([30]);
+    expect(scan.unreadable).toEqual([{ pid: 30, errno: 'EACCES' }]);
     expect(scan.holders.get('uverbs1')).toEqual([31]);
     expect(problems.list()).toEqual([expect.objectContaining({ source: 'proc', kind: 'denied', count: 1 })]);
   });

@@ -52,6 +52,21 @@ export interface RealSlurmOptions {
   dbd?: boolean;
   /** Bound on up.sh (includes apt-get install on a fresh machine). Default 300 s. */
   timeoutMs?: number;
+  /**
+   * A second cluster beside this worker's default one: its own leased state dir
+   * (`<base>-<instance>-w<slot>`) and ports (+50 within the slot's hundred).
+   */
+  instance?: string;
+  /** Process tracking: none (default) or v1, real job cgroups made by slurmstepd (see lib.sh). */
+  cgroup?: 'none' | 'v1';
+  /**
+   * Node names are <prefix>1..N. Default `node`, or `<instance><slot>n` for an
+   * instance: v1 job cgroups are named after the node (slurm_<node>), so two
+   * clusters on one host must not share node names.
+   */
+  nodePrefix?: string;
+  /** FirstJobId (default 1). */
+  firstJobId?: number;
   /** Extra REAL_SLURM_* knobs for up.sh/down.sh (see scripts/real-slurm/lib.sh). */
   env?: Record<string, string>;
 }
@@ -82,6 +97,8 @@ export interface RealSlurm {
   user: string;
   /** The cluster's HS256 key, readable by this process: sign your own tokens with it. */
   jwtKeyPath: string;
+  /** Node names, first half in partition cpu (default), second half in gpu. */
+  nodes: readonly string[];
   /** slurm.conf of this cluster (what SLURM_CONF must point at). */
   slurmConf: string;
   stateDir: string;
@@ -294,18 +311,25 @@ function claimSlot(base: string, pool: number): { slot: number; release: () => v
 /** Start (or restart) this worker's cluster with up.sh and describe it. */
 export async function startRealSlurm(opts: RealSlurmOptions = {}): Promise<RealSlurm> {
   const pool = Number.parseInt(process.env.VITEST_POOL_ID ?? '1', 10) || 1;
-  const base = process.env.REAL_SLURM_STATE ?? '/tmp/slurm-otel-real-slurm';
+  const root = process.env.REAL_SLURM_STATE ?? '/tmp/slurm-otel-real-slurm';
+  const base = opts.instance === undefined ? root : `${root}-${opts.instance}`;
   const claim = opts.stateDir === undefined ? claimSlot(base, pool) : { slot: pool, release: () => {} };
   const stateDir = opts.stateDir ?? `${base}-w${claim.slot}`;
-  // 100 per slot: the scripts keep each instance's ports within 100 of its offset.
-  const portOffset = opts.portOffset ?? 100 * claim.slot;
+  // 100 per slot: one instance uses at most 16 + 4 ports, so a second instance
+  // at +50 never meets the first one's ports.
+  const portOffset = opts.portOffset ?? 100 * claim.slot + (opts.instance === undefined ? 0 : 50);
+  const prefix = opts.nodePrefix ?? (opts.instance === undefined ? 'node' : `${opts.instance}${claim.slot}n`);
+  const nodeCount = opts.nodes ?? 4;
   const dir = scriptsDir();
   const scriptEnv: NodeJS.ProcessEnv = {
     ...slurmClientEnv(join(stateDir, 'etc', 'slurm.conf')),
     REAL_SLURM_STATE: stateDir,
     REAL_SLURM_PORT_OFFSET: String(portOffset),
-    ...(opts.nodes !== undefined ? { REAL_SLURM_NODES: String(opts.nodes) } : {}),
+    REAL_SLURM_NODES: String(nodeCount),
     ...(opts.dbd ? { REAL_SLURM_DBD: '1' } : {}),
+    ...(opts.cgroup ? { REAL_SLURM_CGROUP: opts.cgroup } : {}),
+    REAL_SLURM_NODE_PREFIX: prefix,
+    ...(opts.firstJobId !== undefined ? { REAL_SLURM_FIRST_JOB_ID: String(opts.firstJobId) } : {}),
     ...(opts.env ?? {}),
   };
   const down = () => exec('/bin/bash', [join(dir, 'down.sh')], { env: scriptEnv, timeoutMs: 90_000 });
@@ -340,6 +364,7 @@ export async function startRealSlurm(opts: RealSlurmOptions = {}): Promise<RealS
     token,
     user,
     jwtKeyPath,
+    nodes: Array.from({ length: nodeCount }, (_, i) => `${prefix}${i + 1}`),
     slurmConf,
     stateDir,
     env,

@@ -60,7 +60,7 @@ async function self(r: ClusterRunner) {
 
 describe('sub-collectors on their own schedules', () => {
   it('a slow /jobs never delays /nodes or /diag, and the ticks it cannot take are counted', async () => {
-    const { server, runner } = await scheduled({ jobsDelayMs: 600, intervalMs: 100, maxInflight: 1 });
+    const { server, runner } = await scheduled({ jobsDelayMs: 1500, intervalMs: 100, maxInflight: 1 });
     await until('five node refreshes while the first /jobs is pending', () => server.count(NODES) >= 5);
     expect(server.count(JOBS)).toBe(1);
     expect(server.count(DIAG)).toBeGreaterThanOrEqual(5);
@@ -83,7 +83,7 @@ describe('sub-collectors on their own schedules', () => {
   });
 
   it('overlaps two runs of one sub-collector with --max-collector-inflight 2, and skips the third', async () => {
-    const { server, runner } = await scheduled({ jobsDelayMs: 600, intervalMs: 100, maxInflight: 2 });
+    const { server, runner } = await scheduled({ jobsDelayMs: 1500, intervalMs: 100, maxInflight: 2 });
     await until('two /jobs in flight', () => (server.active.get(JOBS) ?? 0) >= 2);
     await until('a skipped /jobs tick', async () => valueOf(await self(runner), 'slurm_exporter_collector_skipped_total', { collector: 'jobs' }) === 1);
     expect(server.peak.get(JOBS)).toBe(2);
@@ -91,7 +91,7 @@ describe('sub-collectors on their own schedules', () => {
   });
 
   it('exposes every self-monitoring series at 0 before the first run ends', async () => {
-    const { runner } = await scheduled({ jobsDelayMs: 600, intervalMs: 60_000, maxInflight: 1 });
+    const { runner } = await scheduled({ jobsDelayMs: 5000, intervalMs: 60_000, maxInflight: 1 });
     const samples = await self(runner);
     for (const collector of ['nodes', 'jobs', 'diag']) {
       for (const name of ['slurm_exporter_collector_errors_total', 'slurm_exporter_collector_skipped_total', 'slurm_exporter_collector_stale_results_total']) {

@@ -1,0 +1,156 @@
+/**
+ * Processes whose fd table the agent cannot read: who they are (PID, comm,
+ * cgroup), why the kernel refused, and what that costs attribution.
+ *
+ * Such a process may hold any HCA. Inside a Slurm job it can only add its own
+ * job as a holder; outside every job it would make a port `nonjob`. Policies:
+ * - strict: an unreadable process outside every job makes every port incomplete.
+ * - ignore-outside-jobs: it is assumed to hold no HCA. The risk: a storage
+ *   daemon hidden that way makes a port it shares with one job look sole.
+ * An unreadable job process suppresses that job and every port it could share
+ * under both policies (the rule itself is in attribution.ts).
+ */
+import { inSlurmJob } from './cgroups.js';
+import type { UnreadableFds } from './owners.js';
+import { join, LIST_LIMIT, readSmall, type Read } from './roots.js';
+
+export type UnreadablePolicy = 'strict' | 'ignore-outside-jobs';
+export const UNREADABLE_POLICIES: readonly UnreadablePolicy[] = ['strict', 'ignore-outside-jobs'];
+
+/** job: suppresses its job and every port that job could share; node: every port; ignored: assumed to hold no HCA. */
+export type UnreadableEffect = 'job' | 'node' | 'ignored';
+
+export interface UnreadableProcess {
+  readonly pid: number;
+  readonly comm: string;
+  /** Its cgroup from the world-readable /proc/<pid>/cgroup; '?' when even that cannot be read. */
+  readonly cgroup: string;
+  readonly errno: string;
+  readonly scope: 'job' | 'outside';
+  /** Allocation key and job id (or allocation id) of its job, when the cgroup scan found that job. */
+  readonly allocation?: string;
+  readonly job?: string;
+  readonly effect: UnreadableEffect;
+  /** Why the kernel refused, and what to do about it. */
+  readonly cause: string;
+}
+
+/** The agent's own privileges, from <procfs>/self/status. */
+export interface Privileges {
+  /** Effective uid. */
+  readonly uid: number;
+  readonly ptrace: boolean;
+  readonly dacReadSearch: boolean;
+}
+
+const CAP_DAC_READ_SEARCH = 2n;
+const CAP_SYS_PTRACE = 19n;
+
+export function readPrivileges(procfs: string): Privileges | undefined {
+  const status = readSmall(join(procfs, 'self', 'status'), { limit: LIST_LIMIT });
+  if (!status.ok) return undefined;
+  const uid = /^Uid:\s+\d+\s+(\d+)/m.exec(status.value)?.[1];
+  const capEff = /^CapEff:\s+([0-9a-fA-F]{1,16})\s*$/m.exec(status.value)?.[1];
+  if (uid === undefined || capEff === undefined) return undefined;
+  const caps = BigInt(`0x${capEff}`);
+  const has = (bit: bigint) => ((caps >> bit) & 1n) === 1n;
+  return { uid: Number(uid), ptrace: has(CAP_SYS_PTRACE), dacReadSearch: has(CAP_DAC_READ_SEARCH) };
+}
+
+export interface JobOf {
+  readonly key: string;
+  readonly label: string;
+}
+
+/** Names each unreadable process and decides its effect under the policy. */
+export function classifyUnreadable(procfs: string, fds: readonly UnreadableFds[], jobOf: (pid: number) => JobOf | undefined, policy: UnreadablePolicy): UnreadableProcess[] {
+  if (fds.length === 0) return [];
+  const privileges = readPrivileges(procfs);
+  const out: UnreadableProcess[] = [];
+  for (const { pid, errno } of fds) {
+    const dir = join(procfs, String(pid));
+    const cg = readSmall(join(dir, 'cgroup'), { limit: LIST_LIMIT });
+    // Exited since its fd table was tried: it holds nothing now.
+    if (!cg.ok && gone(readSmall(join(dir, 'stat')))) continue;
+    const paths = cg.ok ? cgroupLines(cg.value) : [];
+    const job = jobOf(pid);
+    const inJob = job !== undefined || paths.some((l) => inSlurmJob(l.path));
+    // Outside is trusted only when its cgroup says so; a job the scan did not see costs every port.
+    const effect: UnreadableEffect = job ? 'job' : !inJob && cg.ok && policy === 'ignore-outside-jobs' ? 'ignored' : 'node';
+    const comm = readSmall(join(dir, 'comm'), { utf8: true });
+    out.push({
+      pid, errno, effect,
+      comm: comm.ok ? comm.value.trim() : '?',
+      cgroup: cg.ok ? displayCgroup(paths) : '?',
+      scope: inJob ? 'job' : 'outside',
+      ...(job ? { allocation: job.key, job: job.label } : {}),
+      cause: unreadableCause(errno, privileges, !inJob && policy === 'strict'),
+    });
+  }
+  return out;
+}
+
+function gone(r: Read<unknown>): boolean {
+  return !r.ok && r.kind === 'gone';
+}
+
+export interface CgroupLine {
+  /** Empty for the v2 line (`0::/path`). */
+  readonly controllers: string;
+  readonly path: string;
+}
+
+export function cgroupLines(text: string): CgroupLine[] {
+  const out: CgroupLine[] = [];
+  for (const line of text.split('\n')) {
+    const m = /^\d+:([^:]*):(.*)$/.exec(line.trim());
+    if (m) out.push({ controllers: m[1] as string, path: m[2] as string });
+  }
+  return out;
+}
+
+/**
+ * One line out of /proc/<pid>/cgroup: a Slurm job path if any, else the v2
+ * path, else the v1 freezer or pids path (where Slurm and systemd place
+ * tasks), else the first; v1 paths carry their controller.
+ */
+export function displayCgroup(lines: readonly CgroupLine[]): string {
+  const v1 = (c: string) => lines.find((l) => l.controllers.split(',').includes(c) && l.path !== '/');
+  const v2 = lines.find((l) => l.controllers === '');
+  const pick = lines.find((l) => inSlurmJob(l.path)) ?? (v2 && v2.path !== '/' ? v2 : undefined) ?? v1('freezer') ?? v1('pids') ?? v2 ?? lines[0];
+  if (!pick) return '?';
+  return pick.controllers === '' ? pick.path : `${pick.controllers}:${pick.path}`;
+}
+
+const NEEDS = 'CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH';
+
+/** Why the kernel refused, given the agent's privileges; `hint` adds the policy that lets attribution proceed. */
+export function unreadableCause(errno: string, p: Privileges | undefined, hint: boolean): string {
+  if (errno !== 'EACCES' && errno !== 'EPERM') return `unexpected ${errno} reading the fd table`;
+  if (!p) return `the agent cannot read its own privileges (/proc/self/status); it needs root or ${NEEDS}`;
+  const missing = [...(p.ptrace ? [] : ['CAP_SYS_PTRACE']), ...(p.dacReadSearch ? [] : ['CAP_DAC_READ_SEARCH'])];
+  if (missing.length > 0) {
+    return p.uid === 0
+      ? `the agent runs as root but without ${missing.join(' and ')} (dropped by its unit or container): grant ${NEEDS}`
+      : `the agent runs as uid ${p.uid} without ${missing.join(' and ')}: run it as root or grant it ${NEEDS}`;
+  }
+  const lsm = `the agent has ${NEEDS}, so a security module (SELinux deny_ptrace, Yama ptrace_scope 3, AppArmor) or a protected process made the kernel refuse`;
+  return hint ? `${lsm}; --unreadable-processes ignore-outside-jobs assumes such processes outside Slurm jobs hold no HCA` : lsm;
+}
+
+/** One line naming the process, for gaps and logs. */
+export function describeUnreadable(u: UnreadableProcess): string {
+  return `PID ${u.pid} (${u.comm}, cgroup ${u.cgroup}): fd table unreadable (${u.errno})`;
+}
+
+/** What the process costs attribution, in words. */
+export function unreadableEffect(u: UnreadableProcess): string {
+  if (u.effect === 'ignored') return 'ignored: assumed to hold no HCA (--unreadable-processes ignore-outside-jobs)';
+  if (u.effect === 'job') return `job ${u.job ?? '?'} and every port it could share are not attributed`;
+  return u.scope === 'job' ? 'in a job cgroup the scan did not see: every port is incomplete' : 'every port is incomplete';
+}
+
+/** The whole story of one process: who, why, and what it costs. */
+export function unreadableLine(u: UnreadableProcess): string {
+  return `${describeUnreadable(u)}: ${u.cause}; ${unreadableEffect(u)}`;
+}

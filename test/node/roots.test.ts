@@ -1,0 +1,84 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { writeHca } from '../../src/demo/nodetree.js';
+import { ATTRIBUTE_LIMIT, LIST_LIMIT, readSmall } from '../../src/node/roots.js';
+import { tmpDir } from '../support/tmp.js';
+
+const HCA_JS = path.resolve('dist/src/node/hca.js');
+const PROBLEMS_JS = path.resolve('dist/src/node/problems.js');
+
+/**
+ * Reads the HCAs of `sysfs` in a child process with a deadline: a read that blocks
+ * forever (a FIFO opened for reading) must fail the test, not hang the test runner.
+ */
+function readHcasInChild(sysfs: string): { counters: Record<string, string>; problems: string[] } {
+  const script = `
+    import { readHcas } from ${JSON.stringify(HCA_JS)};
+    import { Problems } from ${JSON.stringify(PROBLEMS_JS)};
+    const problems = new Problems();
+    const scan = readHcas(${JSON.stringify(sysfs)}, problems);
+    const counters = Object.fromEntries([...scan.hcas[0].ports[0].counters].map(([k, v]) => [k, String(v)]));
+    process.stdout.write(JSON.stringify({ counters, problems: problems.list().map((p) => p.kind + ':' + p.count) }));`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 15_000 });
+  expect(r.error, 'the HCA read did not finish within 15 s').toBeUndefined();
+  expect(r.status, r.stderr).toBe(0);
+  return JSON.parse(r.stdout) as { counters: Record<string, string>; problems: string[] };
+}
+
+function hcaTree(): { sysfs: string; counters: string } {
+  const sysfs = path.join(tmpDir(), 'sys');
+  writeHca(sysfs, { name: 'mlx5_0', uverbs: 0, ports: [{ linkLayer: 'InfiniBand', rate: '200 Gb/sec (4X HDR)', counters: { port_xmit_data: 7, port_rcv_data: 8, port_xmit_packets: 9, symbol_error: 1 } }] });
+  return { sysfs, counters: path.join(sysfs, 'class/infiniband/mlx5_0/ports/1/counters') };
+}
+
+describe('hostile files in sysfs', () => {
+  it('neither blocks on a FIFO, nor reads a device or a 1 GB file: malformed and too_large are counted', () => {
+    const { sysfs, counters } = hcaTree();
+    fs.rmSync(path.join(counters, 'port_rcv_data'));
+    execFileSync('mkfifo', [path.join(counters, 'port_rcv_data')]);
+    fs.rmSync(path.join(counters, 'port_xmit_data'));
+    fs.symlinkSync('/dev/zero', path.join(counters, 'port_xmit_data'));
+    fs.truncateSync(path.join(counters, 'port_xmit_packets'), 1 << 30);
+    const t0 = performance.now();
+    const r = readHcasInChild(sysfs);
+    expect(r.counters).toEqual({ symbol_error: '1' });
+    expect(r.problems.sort()).toEqual(['malformed:2', 'too_large:1']);
+    // Reading 4 KiB of the 1 GB file, not all of it (a whole read takes seconds).
+    expect(performance.now() - t0).toBeLessThan(5_000);
+  });
+});
+
+describe('readSmall', () => {
+  it(`reads at most ${ATTRIBUTE_LIMIT} bytes of an attribute`, () => {
+    const dir = tmpDir();
+    fs.writeFileSync(path.join(dir, 'fits'), 'x'.repeat(ATTRIBUTE_LIMIT));
+    fs.writeFileSync(path.join(dir, 'over'), 'x'.repeat(ATTRIBUTE_LIMIT + 1));
+    expect(readSmall(path.join(dir, 'fits'))).toMatchObject({ ok: true, value: 'x'.repeat(ATTRIBUTE_LIMIT) });
+    expect(readSmall(path.join(dir, 'over'))).toMatchObject({ ok: false, kind: 'too_large' });
+  });
+
+  it('reads a long cgroup.procs whole with the list bound, and no further', () => {
+    const dir = tmpDir();
+    const pids = Array.from({ length: 200_000 }, (_, i) => String(1_000_000 + i)).join('\n') + '\n';
+    fs.writeFileSync(path.join(dir, 'cgroup.procs'), pids);
+    expect(readSmall(path.join(dir, 'cgroup.procs'), { limit: LIST_LIMIT })).toEqual({ ok: true, value: pids });
+    expect(readSmall(path.join(dir, 'cgroup.procs'))).toMatchObject({ ok: false, kind: 'too_large' });
+    fs.truncateSync(path.join(dir, 'cgroup.procs'), LIST_LIMIT + 1);
+    expect(readSmall(path.join(dir, 'cgroup.procs'), { limit: LIST_LIMIT })).toMatchObject({ ok: false, kind: 'too_large' });
+  });
+
+  it('decodes UTF-8 when asked and keeps bytes as latin1 otherwise', () => {
+    const file = path.join(tmpDir(), 'comm');
+    fs.writeFileSync(file, 'trainé\n');
+    expect(readSmall(file, { utf8: true })).toEqual({ ok: true, value: 'trainé\n' });
+    expect(readSmall(file)).toEqual({ ok: true, value: Buffer.from('trainé\n').toString('latin1') });
+  });
+
+  it('classifies a directory as malformed and keeps the errno of a failed open', () => {
+    const dir = tmpDir();
+    expect(readSmall(dir)).toMatchObject({ ok: false, kind: 'malformed' });
+    expect(readSmall(path.join(dir, 'missing'))).toMatchObject({ ok: false, kind: 'gone', code: 'ENOENT' });
+  });
+});
