@@ -14,6 +14,8 @@ import { FAKE_LICENSE_TOTAL, RENDER_VERSIONS, truthSeenThrough, type Endpoint, t
 import { OPTIONAL_SUB_COLLECTORS, type OptionalSubCollector } from '../../../src/cluster/snapshot.js';
 import { silentLogger } from '../../../src/log.js';
 import { parseExposition, select, valueOf } from '../../support/exposition.js';
+import { startReceiver } from '../../support/otlp-receiver.js';
+import { EXTRA_SPECS, NATIVE_SPECS, NATIVE_USER_ACCOUNT_SPECS } from '../../../src/cluster/metrics.js';
 
 const TOKEN = 'test-token';
 let server: FakeSlurmrestd | undefined;
@@ -29,6 +31,8 @@ interface StartOptions {
   readonly failing?: readonly Endpoint[];
   /** Default: every optional sub-collector. */
   readonly optional?: readonly OptionalSubCollector[];
+  readonly otlpUrl?: string;
+  readonly userAccountMetrics?: boolean;
 }
 
 async function start(versions: readonly RenderVersion[], jobSource: 'controller' | 'accounting' = 'controller', o: StartOptions = {}) {
@@ -43,6 +47,8 @@ async function start(versions: readonly RenderVersion[], jobSource: 'controller'
     metrics: { host: '127.0.0.1', port: 0 },
     monitoring: { host: '127.0.0.1', port: 0 },
     resource: { serviceName: 'slurm-otel-cluster', serviceVersion: 'test', hostName: 'test' },
+    ...(o.otlpUrl ? { otlp: { url: o.otlpUrl, protocol: 'http/protobuf' as const, intervalMs: 3_600_000, timeoutMs: 5000 } } : {}),
+    userAccountMetrics: o.userAccountMetrics ?? false,
     logger: silentLogger(),
     close: () => api.close(),
   });
@@ -177,6 +183,31 @@ describe("Slurm's native families through a fake slurmrestd, one API version at 
       expect(valueOf(samples, 'slurm_reservation_nodes_state', { reservation: 'maint-window', state: 'drain' }) ?? 0).toBe(drained);
     });
   }
+});
+
+describe("Slurm's native families over OTLP", () => {
+  it('every native and beyond family on /metrics is pushed under the same name, as a gauge, with the same points', async () => {
+    const rx = await startReceiver();
+    try {
+      const { runner } = await start(['v0.0.44'], 'controller', { otlpUrl: `${rx.url}/v1/metrics`, userAccountMetrics: true });
+      expect((await runner.collect()).failed).toEqual([]);
+      await runner.pipeline.flush();
+      const pushed = rx.requests.flatMap((r) => r.points);
+      const samples = parseExposition(runner.pipeline.exposition.text);
+      const ours = new Set([...NATIVE_SPECS, ...NATIVE_USER_ACCOUNT_SPECS, ...EXTRA_SPECS].map((s) => s.name));
+      const exposed = [...new Set(samples.map((s) => s.name))].filter((n) => ours.has(n));
+      expect(exposed.length).toBeGreaterThan(250);
+      for (const name of exposed) {
+        const points = pushed.filter((p) => p.metric === name);
+        expect(points.length, name).toBe(select(samples, name).length);
+        expect(new Set(points.map((p) => p.kind)), name).toEqual(new Set(['gauge']));
+      }
+      const running = pushed.find((p) => p.metric === 'slurm_jobs_running');
+      expect(running?.value).toBe(valueOf(samples, 'slurm_jobs_running'));
+    } finally {
+      await rx.close();
+    }
+  });
 });
 
 describe('optional sub-collectors', () => {
