@@ -33,6 +33,7 @@ interface StartOptions {
   readonly optional?: readonly OptionalSubCollector[];
   readonly otlpUrl?: string;
   readonly userAccountMetrics?: boolean;
+  readonly accountingLimits?: boolean;
 }
 
 async function start(versions: readonly RenderVersion[], jobSource: 'controller' | 'accounting' = 'controller', o: StartOptions = {}) {
@@ -41,7 +42,7 @@ async function start(versions: readonly RenderVersion[], jobSource: 'controller'
   server = await startFakeSlurmrestd({ cluster, versions, host: '127.0.0.1', port: 0, token: TOKEN, ...(o.failing ? { failing: o.failing } : {}) });
   const api = new SlurmClient({ server: server.url, tokenSource: staticToken({ token: TOKEN, userName: 'root' }), requestTimeoutMs: 10_000, logger: silentLogger() });
   runner = new ClusterRunner({
-    source: { api, jobSource, accountingLookbackMs: 24 * 3_600_000, clusterName: cluster.clusterName, now: () => cluster.now, optional: o.optional ?? OPTIONAL_SUB_COLLECTORS },
+    source: { api, jobSource, accountingLookbackMs: 24 * 3_600_000, clusterName: cluster.clusterName, now: () => cluster.now, optional: o.optional ?? OPTIONAL_SUB_COLLECTORS, accountingLimits: o.accountingLimits ?? false },
     collectionIntervalMs: 3_600_000,
     maxInflight: 1,
     metrics: { host: '127.0.0.1', port: 0 },
@@ -227,6 +228,18 @@ describe('optional sub-collectors', () => {
       expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: 'nodes' })).toBe(0);
     });
   }
+
+  it('the limits sub-collector fails alone when slurmdbd has no /qos (the fake serves none): every other family is served', async () => {
+    const { runner } = await start(['v0.0.44'], 'controller', { accountingLimits: true });
+    expect((await runner.collect()).failed).toEqual(['limits']);
+    const samples = parseExposition(runner.pipeline.exposition.text);
+    for (const name of ['slurm_node_info', 'slurm_jobs', 'slurm_partitions', 'slurm_license_total', 'slurm_reservation_info', 'slurm_fairshare_factor']) {
+      expect(select(samples, name).length, name).toBeGreaterThan(0);
+    }
+    expect(select(samples, 'slurm_qos_limit')).toHaveLength(0);
+    const self = parseExposition((await runner.self.exposition()).text);
+    expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: 'limits' })).toBe(1);
+  });
 
   it('a sub-collector not chosen sends no request and has no families and no self-monitoring series', async () => {
     const { runner } = await start(['v0.0.44'], 'controller', { optional: ['partitions', 'reservations', 'shares'] });
