@@ -128,7 +128,7 @@ export const CLUSTER_SELF_METRICS = {
   collectionAttempts: spec('counter', 'slurm_exporter_collection_attempts', '', [], 'Collection ticks that started at least one sub-collector run, counted when those runs have ended.'),
   collectionFailures: spec('counter', 'slurm_exporter_collection_failures', '', [], 'Collection ticks in which at least one sub-collector run failed.'),
   collectorDuration: spec('gauge', 'slurm_exporter_collector_duration_seconds', 's', COLLECTOR,
-    'Duration of the last run of each sub-collector (nodes, jobs, diag, partitions).'),
+    'Duration of the last run of each sub-collector (nodes, jobs, diag, and partitions, licenses, reservations, shares, limits when on).'),
   collectorErrors: spec('counter', 'slurm_exporter_collector_errors', '', COLLECTOR,
     'Failed runs of each sub-collector; a failed sub-collector keeps exporting its last good data.'),
   collectorInflight: spec('gauge', 'slurm_exporter_collector_inflight', '', COLLECTOR, 'Runs of each sub-collector in progress.'),
