@@ -190,7 +190,7 @@ function observed(inner: PushMetricExporter, logger: Logger, url: string, onExpo
 }
 
 let diagRouted = false;
-/** The SDK reports failures through `diag`; without a logger they vanish (REFERENCE §4). */
+/** The SDK reports failures through `diag`: a failed export is retried, then dropped silently unless a diag logger is set. */
 function routeSdkDiagnostics(logger: Logger): void {
   if (diagRouted) return;
   diagRouted = true;

@@ -1,8 +1,9 @@
 /**
  * SnapshotProducer: hands the OpenTelemetry readers exactly the points of the
  * latest snapshot. SDK observable instruments would keep every attribute set
- * ever seen under cumulative temporality and cap each instrument at 2000
- * series; a producer has neither problem (REFERENCE.md §4).
+ * ever seen under cumulative temporality (ended jobs would be exported
+ * forever) and cap each instrument at 2000 series; a producer has neither
+ * problem: the readers serialize exactly what it returns.
  */
 import { ValueType, type HrTime } from '@opentelemetry/api';
 import { millisToHrTime } from '@opentelemetry/core';
