@@ -40,7 +40,7 @@ export function nativeFamilies(snap: ClusterSnapshot, opts: NativeOptions = {}):
   const jobs = snap.jobs ? uniqueJobs(snap.jobs.value) : undefined;
   const tres = tresCache();
   return [
-    ...(nodes ? nodeFamilies(nodes) : []),
+    ...(nodes ? nodeFamilies(nodes, tres) : []),
     ...(jobs ? jobFamilies(jobs, tres, opts) : []),
     ...(snap.partitions ? partitionFamilies(snap.partitions.value, nodes, jobs, tres) : []),
     ...(snap.diag ? schedulerFamilies(snap.diag.value) : []),
@@ -111,7 +111,7 @@ function perNode(spec: GaugeSpec, nodes: readonly SlurmNode[], value: (n: SlurmN
   };
 }
 
-function nodeFamilies(nodes: readonly SlurmNode[]): Array<Family | LazyFamily> {
+function nodeFamilies(nodes: readonly SlurmNode[], tres: TresOf): Array<Family | LazyFamily> {
   const mib = (v: number | undefined): number | undefined => (v === undefined ? undefined : v * MIB);
   const states = countStates(NATIVE_NODE_STATES, nodes.map(nodeStateNames));
   return [
@@ -119,9 +119,9 @@ function nodeFamilies(nodes: readonly SlurmNode[]): Array<Family | LazyFamily> {
     perNode(N.cpusAlloc, nodes, (n) => n.alloc_cpus),
     perNode(N.memory, nodes, (n) => mib(n.real_memory)),
     perNode(N.memoryAlloc, nodes, (n) => mib(n.alloc_memory)),
-    perNode(N.gpus, nodes, (n) => parseTres(n.tres).gpus),
+    perNode(N.gpus, nodes, (n) => tres(n.tres).gpus),
     // An idle node has no used TRES at all (null): none of its GPUs is allocated.
-    perNode(N.gpusAlloc, nodes, (n) => (parseTres(n.tres).gpus === undefined ? undefined : (parseTres(n.tres_used).gpus ?? 0))),
+    perNode(N.gpusAlloc, nodes, (n) => (tres(n.tres).gpus === undefined ? undefined : (tres(n.tres_used).gpus ?? 0))),
     gaugeOf(N.nodes, nodes.length),
     ...NATIVE_NODE_STATES.map((s) => gaugeOf(N.states[s], states[s])),
   ];
@@ -161,7 +161,7 @@ export function jobStateNames(job: SlurmJob): NativeJobState[] {
 
 type TresOf = (s: string | undefined) => Tres;
 
-/** Allocation TRES repeat across jobs (a few shapes): each distinct string is parsed once per render. */
+/** TRES strings repeat across jobs and nodes (a few shapes): each distinct one is parsed once per render. */
 function tresCache(): TresOf {
   const cache = new Map<string, Tres>();
   return (s) => {
