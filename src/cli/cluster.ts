@@ -10,11 +10,12 @@ import { keyFileSigner, noAuth, scontrolToken, staticToken, tokenFile, type Toke
 import { kubernetesSecretSigner } from '../cluster/api/auth-kubernetes.js';
 import { runClusterOnce, startClusterAgent, type ClusterAgentOptions } from '../cluster/agent.js';
 import type { JobSource } from '../cluster/fetchers.js';
+import { DEFAULT_OPTIONAL_SUB_COLLECTORS, OPTIONAL_SUB_COLLECTORS, type OptionalSubCollector } from '../cluster/snapshot.js';
 import { redactUrl, type Logger } from '../log.js';
 import { CollectionIncomplete, ConfigError, waitForSignal } from './common.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
 import type { Env } from './otel.js';
-import { oneOf, parseSize, positiveDuration, positiveInt } from './values.js';
+import { oneOf, parseSize, positiveDuration, positiveInt, switchValue } from './values.js';
 
 const PREFIX = 'SLURM_EXPORTER_';
 const opt = envOption(PREFIX);
@@ -44,6 +45,9 @@ export interface ClusterFlags extends ExportFlags {
   jwtLifetime: number;
   scontrolPath: string;
   kubeconfigPath?: string;
+  userAccountMetrics: boolean;
+  optionalCollectors: OptionalSubCollector[];
+  accountingLimits: boolean;
 }
 
 export interface ClusterDefaults {
@@ -77,8 +81,17 @@ export function addClusterOptions(cmd: Command, d: ClusterDefaults = CLUSTER_DEF
     .addOption(opt('--jwt-user <user>', 'user (sun claim) of signed and scontrol tokens', 'JWT_USER').default('root'))
     .addOption(opt('--jwt-lifetime <duration>', 'lifetime of signed and scontrol tokens (renewed before expiry)', 'JWT_LIFETIME').default(1_800_000, '30m').argParser(positiveDuration))
     .addOption(opt('--scontrol-path <path>', 'scontrol for token renewal (token source scontrol)', 'SCONTROL_PATH').default('scontrol'))
+    .addOption(opt('--user-account-metrics [bool]', 'also export Slurm\'s per-user and per-account job families (one series per user or account and state)', 'USER_ACCOUNT_METRICS').default(false).preset('true').argParser(switchValue))
+    .addOption(opt('--optional-collectors <names>', `optional sub-collectors to run, comma-separated (${OPTIONAL_SUB_COLLECTORS.join(', ')}), or none`, 'OPTIONAL_COLLECTORS').default([...DEFAULT_OPTIONAL_SUB_COLLECTORS], DEFAULT_OPTIONAL_SUB_COLLECTORS.join(',')).argParser(collectorList))
+    .addOption(opt('--accounting-limits [bool]', 'also export QoS and association limits from slurmdbd (two requests more per cycle)', 'ACCOUNTING_LIMITS').default(false).preset('true').argParser(switchValue))
     .addOption(opt('--kubeconfig-path <path>', 'kubeconfig for the Secret <cluster-name>-rest-jwt-key (else in-cluster service account)', 'KUBECONFIG_PATH'));
   return addExportOptions(cmd, PREFIX, { ...d, logLevel: 'debug' });
+}
+
+/** `licenses, partitions` → the names, each checked; `none` or blank means none. */
+function collectorList(value: string): OptionalSubCollector[] {
+  const names = value.split(',').map((v) => v.trim()).filter((v) => v !== '' && v.toLowerCase() !== 'none');
+  return [...new Set(names.map(oneOf(OPTIONAL_SUB_COLLECTORS)))];
 }
 
 /** Soperator's reading: blank means the default, case and surrounding blanks do not matter. */
@@ -113,9 +126,10 @@ export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOpti
   settings.logger.info({ server: f.slurmApiServer, auth: tokenSource.describe(), jobSource: f.jobSource }, 'slurmrestd client configured');
   return {
     ...settings,
-    source: { api: client, jobSource: f.jobSource, accountingLookbackMs: lookbackMs ?? 0, clusterName: f.clusterName },
+    source: { api: client, jobSource: f.jobSource, accountingLookbackMs: lookbackMs ?? 0, clusterName: f.clusterName, optional: f.optionalCollectors, accountingLimits: f.accountingLimits },
     collectionIntervalMs: f.collectionInterval,
     maxInflight: f.maxCollectorInflight,
+    userAccountMetrics: f.userAccountMetrics,
     serverLabel: redactUrl(f.slurmApiServer),
     close: () => client.close(),
   };

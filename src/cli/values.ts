@@ -68,3 +68,11 @@ export function parseSize(value: string): number {
   if (!m || unit === undefined || Number(m[1]) <= 0) throw new InvalidArgumentError(`"${value}" is not a size (examples: 512MiB, 2GiB).`);
   return Math.floor(Number(m[1]) * unit);
 }
+
+/** A switch that may also be set from the environment: `true`/`false` (also 1/0, yes/no, on/off). */
+export function switchValue(value: string): boolean {
+  const v = value.trim().toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(v)) return true;
+  if (['false', '0', 'no', 'off', ''].includes(v)) return false;
+  throw new InvalidArgumentError(`"${value}" is not true or false`);
+}

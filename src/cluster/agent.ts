@@ -16,7 +16,6 @@ import { makeFetchers, type FetcherOptions } from './fetchers.js';
 import { LandingRecord, renderClusterLanding } from './landing.js';
 import { CLUSTER_EVENT_SPECS, CLUSTER_SELF_METRICS } from './metrics.js';
 import { observe, observeState } from './rules.js';
-import { SUB_COLLECTORS } from './snapshot.js';
 import { advance, INITIAL_CLUSTER_STATE, type ClusterState } from './state.js';
 
 export const SCOPE = { name: 'slurm-otel/cluster', version: '0.1.0' };
@@ -34,6 +33,8 @@ export interface ClusterAgentOptions {
   readonly logger: Logger;
   /** Shown on the landing page: where the agent reads from (never a credential). */
   readonly serverLabel?: string;
+  /** Slurm's per-user and per-account job families (`--user-account-metrics`). */
+  readonly userAccountMetrics?: boolean;
   /** Called on shutdown (closes the client's connections). */
   readonly close?: () => void;
 }
@@ -91,7 +92,7 @@ export class ClusterRunner implements Collecting<TickResult> {
       },
     });
     // Every self-monitoring series exists from the start, at 0, as Soperator registers them.
-    this.self.zero({ name: 'collector', values: SUB_COLLECTORS });
+    this.self.zero({ name: 'collector', values: this.loop.enabled });
   }
 
   get last(): TickSummary | undefined {
@@ -192,7 +193,8 @@ export class ClusterRunner implements Collecting<TickResult> {
     const next = advance(this.state, snapshot);
     this.state = next.state;
     this.pipeline.record(next.events);
-    await this.pipeline.publish([...observe(snapshot, snapshot.atMs), ...observeState(this.state)], snapshot.atMs);
+    const native = { userAccountMetrics: this.opts.userAccountMetrics ?? false };
+    await this.pipeline.publish([...observe(snapshot, snapshot.atMs, native), ...observeState(this.state)], snapshot.atMs);
     this.self.m.metricsExported.record(this.pipeline.producer.size);
     this.publishedAtMs = snapshot.atMs;
   }

@@ -1,6 +1,6 @@
 /**
  * The cluster agent's collection loop. Every tick tries to start each
- * sub-collector (nodes, jobs, diag) and does not wait for it: a slow /jobs
+ * sub-collector (nodes, jobs, diag and the optional ones) and does not wait for it: a slow /jobs
  * never delays /nodes. Each run is isolated: a failure keeps its last good
  * data and is counted; an in-flight limit per sub-collector skips a run rather
  * than pile requests onto a slow slurmrestd; a result older than the one
@@ -9,13 +9,19 @@
  * reach this code.
  */
 import type { Logger } from '../log.js';
-import type { SlurmDiag, SlurmJob, SlurmNode } from './model.js';
+import type { SlurmAccountingLimits, SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition, SlurmReservation, SlurmShare } from './model.js';
 import { SUB_COLLECTORS, type ClusterSnapshot, type Collected, type SubCollector } from './snapshot.js';
 
 export interface Fetchers {
   readonly nodes: (signal: AbortSignal) => Promise<readonly SlurmNode[]>;
   readonly jobs: (signal: AbortSignal) => Promise<readonly SlurmJob[]>;
   readonly diag: (signal: AbortSignal) => Promise<SlurmDiag>;
+  /** Optional sub-collectors: absent means switched off (never started, never counted). */
+  readonly partitions?: (signal: AbortSignal) => Promise<readonly SlurmPartition[]>;
+  readonly licenses?: (signal: AbortSignal) => Promise<readonly SlurmLicense[]>;
+  readonly reservations?: (signal: AbortSignal) => Promise<readonly SlurmReservation[]>;
+  readonly shares?: (signal: AbortSignal) => Promise<readonly SlurmShare[]>;
+  readonly limits?: (signal: AbortSignal) => Promise<SlurmAccountingLimits>;
 }
 
 /** What the loop reports, for self-monitoring. */
@@ -66,17 +72,29 @@ export function summarize(t: TickResult): TickSummary {
   return { atMs: t.snapshot.atMs, durationMs: t.durationMs, failed: t.failed, collectors };
 }
 
-type Stored = { nodes?: Collected<readonly SlurmNode[]>; jobs?: Collected<readonly SlurmJob[]>; diag?: Collected<SlurmDiag> };
+type Stored = {
+  nodes?: Collected<readonly SlurmNode[]>;
+  jobs?: Collected<readonly SlurmJob[]>;
+  diag?: Collected<SlurmDiag>;
+  partitions?: Collected<readonly SlurmPartition[]>;
+  licenses?: Collected<readonly SlurmLicense[]>;
+  reservations?: Collected<readonly SlurmReservation[]>;
+  shares?: Collected<readonly SlurmShare[]>;
+  limits?: Collected<SlurmAccountingLimits>;
+};
 
 export class CollectionLoop {
   private readonly stored: Stored = {};
-  private readonly seq: Record<SubCollector, number> = { nodes: 0, jobs: 0, diag: 0 };
-  private readonly running: Record<SubCollector, number> = { nodes: 0, jobs: 0, diag: 0 };
+  private readonly seq: Record<SubCollector, number> = { nodes: 0, jobs: 0, diag: 0, partitions: 0, licenses: 0, reservations: 0, shares: 0, limits: 0 };
+  private readonly running: Record<SubCollector, number> = { nodes: 0, jobs: 0, diag: 0, partitions: 0, licenses: 0, reservations: 0, shares: 0, limits: 0 };
   private readonly aborts = new Set<AbortController>();
   private readonly now: () => number;
+  /** The sub-collectors that have a fetcher, in SUB_COLLECTORS order. */
+  readonly enabled: readonly SubCollector[];
 
   constructor(private readonly opts: LoopOptions) {
     this.now = opts.now ?? Date.now;
+    this.enabled = SUB_COLLECTORS.filter((name) => opts.fetchers[name] !== undefined);
   }
 
   /**
@@ -85,10 +103,10 @@ export class CollectionLoop {
    */
   async tick(): Promise<TickResult> {
     const t0 = this.now();
-    const runs = SUB_COLLECTORS.map((name) => this.start(name));
+    const runs = this.enabled.map((name) => this.start(name));
     const outcomes = await Promise.all(runs);
-    const started = SUB_COLLECTORS.filter((_, i) => outcomes[i] !== 'skipped');
-    const failed = SUB_COLLECTORS.filter((_, i) => outcomes[i] === 'failed');
+    const started = this.enabled.filter((_, i) => outcomes[i] !== 'skipped');
+    const failed = this.enabled.filter((_, i) => outcomes[i] === 'failed');
     return { snapshot: this.snapshot(), durationMs: this.now() - t0, started, failed };
   }
 
@@ -114,7 +132,7 @@ export class CollectionLoop {
     this.aborts.add(abort);
     hooks.inflight(name, ++this.running[name]);
     try {
-      const value = await this.opts.fetchers[name](abort.signal);
+      const value = await (this.opts.fetchers[name] as (signal: AbortSignal) => Promise<unknown>)(abort.signal);
       hooks.runFinished(name, this.now() - atMs);
       this.store(name, { value, atMs, seq } as Collected<never>);
       return 'ok';

@@ -1,5 +1,5 @@
 /**
- * The three sub-collectors' requests, from the client's typed results to the
+ * The sub-collectors' requests, from the client's typed results to the
  * plain lists the collection loop stores, their repeated values shared. Malformed elements are
  * skipped and counted here; a whole failed response becomes an error the loop counts.
  */
@@ -8,15 +8,34 @@ import { orThrow, type AccountingQuery, type CallOptions, type CallResult } from
 import { describeMessages, isBenign } from './api/envelope.js';
 import type { Fetchers } from './collect.js';
 import { Interner, type InternFields } from './intern.js';
-import type { ApiMessage, SlurmDiag, SlurmJob, SlurmNode } from './model.js';
+import type {
+  ApiMessage,
+  SlurmAccountingLimits,
+  SlurmAssociationLimits,
+  SlurmDiag,
+  SlurmJob,
+  SlurmLicense,
+  SlurmNode,
+  SlurmPartition,
+  SlurmQosLimits,
+  SlurmReservation,
+  SlurmShare,
+} from './model.js';
 import { adjustAccountingJobs } from './rules.js';
-import type { SubCollector } from './snapshot.js';
+import { DEFAULT_OPTIONAL_SUB_COLLECTORS, type OptionalSubCollector, type SubCollector } from './snapshot.js';
 
 /** What the fetchers need of the client (the real SlurmClient, or a test double). */
 export interface SlurmApi {
   nodes(opts?: CallOptions<SlurmNode>): Promise<CallResult<SlurmNode>>;
   jobs(opts?: CallOptions<SlurmJob>): Promise<CallResult<SlurmJob>>;
   diag(opts?: CallOptions): Promise<CallResult<SlurmDiag>>;
+  /** Optional: without it (a test double, a bench) the partitions sub-collector is off. */
+  partitions?(opts?: CallOptions): Promise<CallResult<SlurmPartition>>;
+  licenses?(opts?: CallOptions): Promise<CallResult<SlurmLicense>>;
+  reservations?(opts?: CallOptions): Promise<CallResult<SlurmReservation>>;
+  shares?(opts?: CallOptions): Promise<CallResult<SlurmShare>>;
+  qos?(opts?: CallOptions): Promise<CallResult<SlurmQosLimits>>;
+  associations?(opts?: CallOptions): Promise<CallResult<SlurmAssociationLimits>>;
   accountingJobs(q: AccountingQuery, opts?: CallOptions<SlurmJob>): Promise<CallResult<SlurmJob>>;
 }
 
@@ -29,6 +48,10 @@ export interface FetcherOptions {
   readonly accountingLookbackMs: number;
   readonly clusterName?: string;
   readonly logger: Logger;
+  /** The optional sub-collectors to run (default DEFAULT_OPTIONAL_SUB_COLLECTORS). */
+  readonly optional?: readonly OptionalSubCollector[];
+  /** QoS and association limits from slurmdbd (two requests more per cycle). */
+  readonly accountingLimits?: boolean;
   readonly onSkipped?: (collector: SubCollector, count: number) => void;
   /** A successful response that also carried Slurm `errors[]` (the data is used). */
   readonly onApiErrors?: (collector: SubCollector, count: number) => void;
@@ -71,8 +94,17 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
     const interner = new Interner(fields);
     return { signal, onItem: (item) => interner.add(item) };
   };
+  /** An optional sub-collector: on when the API has its call and the operator chose it. */
+  const chosen = o.optional ?? DEFAULT_OPTIONAL_SUB_COLLECTORS;
+  const optional = <K extends OptionalSubCollector, T>(name: K, call: ((opts?: CallOptions) => Promise<CallResult<T>>) | undefined) =>
+    call === undefined || !chosen.includes(name) ? {} : { [name]: async (signal: AbortSignal) => items(name, await call({ signal })) };
   return {
     nodes: async (signal) => items('nodes', await o.api.nodes(shared(signal, NODE_FIELDS))),
+    ...optional('partitions', o.api.partitions?.bind(o.api)),
+    ...optional('licenses', o.api.licenses?.bind(o.api)),
+    ...optional('reservations', o.api.reservations?.bind(o.api)),
+    ...optional('shares', o.api.shares?.bind(o.api)),
+    ...(o.accountingLimits ? limitsFetcher(o.api, items) : {}),
     diag: async (signal) => {
       const [diag] = items('diag', await o.api.diag({ signal }));
       if (!diag) throw new Error('diag response carried no statistics');
@@ -83,6 +115,20 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
       const t = now();
       const query = { cluster: o.clusterName, startTime: new Date(t - o.accountingLookbackMs), endTime: new Date(t + ACCOUNTING_SKEW_MS) };
       return adjustAccountingJobs(items('jobs', await o.api.accountingJobs(query, shared(signal, JOB_FIELDS))), t);
+    },
+  };
+}
+
+type Items = <T>(collector: SubCollector, result: CallResult<T>) => readonly T[];
+
+/** Both slurmdbd lists at once; either failing fails the run (and keeps the last good pair). */
+function limitsFetcher(api: SlurmApi, items: Items): Pick<Fetchers, 'limits'> {
+  const { qos, associations } = api;
+  if (qos === undefined || associations === undefined) return {};
+  return {
+    limits: async (signal): Promise<SlurmAccountingLimits> => {
+      const [q, a] = await Promise.all([qos.call(api, { signal }), associations.call(api, { signal })]);
+      return { qos: items('limits', q), associations: items('limits', a) };
     },
   };
 }

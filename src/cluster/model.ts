@@ -85,6 +85,92 @@ export interface SlurmNode {
   readonly slurmd_version?: string;
 }
 
+/** One partition, as reported by `GET /slurm/vX/partitions/`. */
+export interface SlurmPartition {
+  readonly name: string;
+  /** The partition's configured hostlist (`node[1-2]`); empty when it has none. */
+  readonly nodes: string;
+  readonly total_nodes?: number;
+  readonly total_cpus?: number;
+  /** Configured TRES, e.g. `cpu=8,mem=16000M,node=2,billing=8`. */
+  readonly tres?: string;
+}
+
+/** One license pool, as reported by `GET /slurm/vX/licenses/` (same shape in every version). */
+export interface SlurmLicense {
+  readonly name: string;
+  readonly total?: number;
+  readonly used?: number;
+  readonly free?: number;
+  readonly reserved?: number;
+  /** Served by slurmdbd (`sacctmgr add resource`) rather than slurm.conf. */
+  readonly remote?: boolean;
+}
+
+/** One reservation, as reported by `GET /slurm/vX/reservations/` (same members in every version). */
+export interface SlurmReservation {
+  readonly name: string;
+  readonly partition?: string;
+  /** Upper-cased, e.g. `["MAINT","IGNORE_JOBS"]`. */
+  readonly flags: readonly string[];
+  /** Unix seconds. */
+  readonly start_time?: number;
+  readonly end_time?: number;
+  /** The reserved nodes' hostlist; empty when none. */
+  readonly node_list: string;
+  readonly node_count?: number;
+  readonly core_count?: number;
+  readonly users?: string;
+  readonly accounts?: string;
+}
+
+/** One row of sshare (`GET /slurm/vX/shares`, v0.0.40+): an account, or a user under an account. */
+export interface SlurmShare {
+  /** The account (ASSOCIATION rows) or the user (USER rows). */
+  readonly name: string;
+  /** The parent account; for a USER row, the account the user is in. */
+  readonly parent: string;
+  readonly partition: string;
+  readonly kind: 'user' | 'account';
+  readonly shares?: number;
+  readonly shares_normalized?: number;
+  readonly usage?: number;
+  readonly usage_normalized?: number;
+  readonly effective_usage?: number;
+  readonly fairshare_factor?: number;
+  readonly fairshare_level?: number;
+}
+
+/** A TRES limit: `cpu`, `mem` (MiB), `node`, `gres/gpu`, ... and its count. */
+export interface TresLimit {
+  readonly limit: string;
+  readonly tres: string;
+  readonly count: number;
+}
+
+/** The limits set on a QoS or an association (slurmdbd), by sacctmgr's names in snake case; unset ones left out. */
+export interface SlurmLimits {
+  readonly values: Readonly<Record<string, number>>;
+  readonly tres: readonly TresLimit[];
+}
+
+export interface SlurmQosLimits extends SlurmLimits {
+  readonly qos: string;
+}
+
+export interface SlurmAssociationLimits extends SlurmLimits {
+  readonly account: string;
+  /** Empty for an account's own association. */
+  readonly user: string;
+  readonly partition: string;
+}
+
+/** What the limits sub-collector reads from slurmdbd. */
+export interface SlurmAccountingLimits {
+  readonly qos: readonly SlurmQosLimits[];
+  readonly associations: readonly SlurmAssociationLimits[];
+}
+
 /** Exit status of a job as Slurm reports it. */
 export interface JobExitCode {
   /** Slurm's verdict words, e.g. `["SUCCESS"]`, `["ERROR"]`, `["SIGNALED"]`. */
@@ -213,6 +299,30 @@ export interface SlurmDiag {
   readonly bf_cycle_max?: number;
   readonly bf_queue_len?: number;
   readonly bf_active?: boolean;
+  /** Backfill and housekeeping figures slurmctld's own metrics also serve (v0.0.38 unless noted). */
+  readonly bf_backfilled_het_jobs?: number;
+  readonly bf_last_backfilled_jobs?: number;
+  readonly bf_depth_mean?: number;
+  readonly bf_depth_mean_try?: number;
+  readonly bf_last_depth?: number;
+  readonly bf_last_depth_try?: number;
+  readonly bf_queue_len_mean?: number;
+  readonly bf_table_size?: number;
+  readonly bf_table_size_mean?: number;
+  readonly bf_when_last_cycle?: number;
+  /** Running totals: v0.0.40+ (`bf_table_size_sum`, `schedule_cycle_depth` v0.0.41+). */
+  readonly bf_cycle_sum?: number;
+  readonly bf_depth_sum?: number;
+  readonly bf_depth_try_sum?: number;
+  readonly bf_queue_len_sum?: number;
+  readonly bf_table_size_sum?: number;
+  readonly schedule_cycle_depth?: number;
+  readonly job_states_ts?: number;
+  readonly gettimeofday_latency?: number;
+  /** Why scheduling cycles ended, by Slurm's reason key (`end_job_queue`, `licenses`, ...): v0.0.40+. */
+  readonly schedule_exit?: Readonly<Record<string, number>>;
+  /** Why backfill cycles ended (`end_job_queue`, `bf_max_time`, ...): v0.0.40+. */
+  readonly bf_exit?: Readonly<Record<string, number>>;
   readonly rpcs_by_message_type: readonly RpcByMessageType[];
   readonly rpcs_by_user: readonly RpcByUser[];
 }

@@ -10,6 +10,8 @@ import { CLUSTER_METRICS as M } from './metrics.js';
 import type { SlurmDiag, SlurmJob, SlurmNode } from './model.js';
 import { JOB_TERMINAL_STATES } from './model.js';
 import { flagValue, isUnavailable, legacyStateLabels, stateFlagLabels } from './node-state.js';
+import { extraFamilies } from './extra.js';
+import { nativeFamilies, type NativeOptions } from './native.js';
 import type { ClusterSnapshot } from './snapshot.js';
 import { nodesByName, uniqueJobs, type ClusterState } from './state.js';
 import { jobCpuCount, jobMemoryBytes, parseTres } from './tres.js';
@@ -22,11 +24,13 @@ export const ZOMBIE_PENDING_AGE_MS = 30 * 24 * 3600 * 1000;
 type PointSpec = MetricSpec & { kind: 'counter' | 'gauge' | 'updowncounter' };
 
 
-export function observe(snap: ClusterSnapshot, nowMs: number): AnyFamily[] {
+export function observe(snap: ClusterSnapshot, nowMs: number, native: NativeOptions = {}): AnyFamily[] {
   return [
     ...(snap.nodes ? nodeFamilies(snap.nodes.value) : []),
     ...(snap.jobs ? jobFamilies(snap.jobs.value, nowMs) : []),
     ...(snap.diag ? diagFamilies(snap.diag.value) : []),
+    ...nativeFamilies(snap, native),
+    ...extraFamilies(snap),
   ];
 }
 
@@ -178,7 +182,11 @@ function nodeFamilies(list: readonly SlurmNode[]): LazyFamily[] {
   // Node names are distinct (nodesByName), and so are the partitions listed per node.
   const nodes = [...nodesByName(list).values()];
   const name = (n: SlurmNode): Attributes => ({ node_name: n.name });
-  const perResource = NODE_RESOURCE_FAMILIES.map(([spec, key]) => lazy(spec, perItem(nodes, name, (n) => nodeResources(n)[key])));
+  // The families slurmctld also serves carry its `node` label as well.
+  const both = (n: SlurmNode): Attributes => ({ node_name: n.name, node: n.name });
+  const perResource = NODE_RESOURCE_FAMILIES.map(([spec, key]) =>
+    lazy(spec, perItem(nodes, spec.attributes.includes('node') ? both : name, (n) => nodeResources(n)[key])),
+  );
   return [
     lazy(M.nodeInfo, perItem(nodes, nodeInfoLabels, () => 1)),
     ...perResource,

@@ -1,6 +1,6 @@
 /**
  * A fake slurmrestd over node:http, serving a FakeCluster in the wire shapes of the versions it is
- * told to serve: `/openapi/v3` (also `/openapi.json`, `/openapi`), `/slurm/vX/{nodes,jobs,diag}/`
+ * told to serve: `/openapi/v3` (also `/openapi.json`, `/openapi`), `/slurm/vX/{nodes,jobs,diag,partitions,licenses,reservations,shares}/`
  * and `/slurmdb/vX/jobs/`, with or without the trailing slash. Large bodies are streamed chunk by
  * chunk, waiting for the socket to drain, so a 100k-job answer never sits in memory.
  *
@@ -28,6 +28,8 @@ export interface FakeSlurmrestdOptions {
   readonly slurmdbd?: boolean;
   /** `meta.slurm.release`; default: the release that introduced the newest served version. */
   readonly release?: string;
+  /** Endpoints answered with an HTTP 500 (a slurmctld-side failure), to test isolation. */
+  readonly failing?: readonly Endpoint[];
 }
 
 export interface FakeSlurmrestd {
@@ -40,7 +42,7 @@ export interface FakeSlurmrestd {
   close(): Promise<void>;
 }
 
-const ROUTE = /^\/(slurm|slurmdb)\/(v\d+\.\d+\.\d+)\/(nodes|jobs|diag)\/?$/;
+const ROUTE = /^\/(slurm|slurmdb)\/(v\d+\.\d+\.\d+)\/(nodes|jobs|diag|partitions|licenses|reservations|shares)\/?$/;
 const OPENAPI_PATHS: ReadonlySet<string> = new Set(['/openapi/v3', '/openapi.json', '/openapi', '/openapi/v3/']);
 
 interface Route {
@@ -80,9 +82,10 @@ function authStatus(req: IncomingMessage, token: string | undefined): number | n
 function route(path: string, served: ReadonlySet<RenderVersion>, slurmdbd: boolean): Route {
   const m = ROUTE.exec(path);
   if (m === null) throw new HttpError(404, `Unable to find requested URL ${path}`);
-  const [, family, version, what] = m as unknown as [string, 'slurm' | 'slurmdb', string, 'nodes' | 'jobs' | 'diag'];
+  const [, family, version, what] = m as unknown as [string, 'slurm' | 'slurmdb', string, 'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses' | 'reservations' | 'shares'];
   if (!isRenderVersion(version) || !served.has(version)) throw new HttpError(404, `Unable to find requested URL ${path}`);
   if (family === 'slurmdb' && (!slurmdbd || what !== 'jobs')) throw new HttpError(404, `Unable to find requested URL ${path}`);
+  if (what === 'shares' && version === 'v0.0.38') throw new HttpError(404, `Unable to find requested URL ${path}`);
   return { version, endpoint: family === 'slurmdb' ? 'slurmdb-jobs' : what };
 }
 
@@ -151,6 +154,7 @@ export async function startFakeSlurmrestd(opts: FakeSlurmrestdOptions): Promise<
       return sendJson(res, 200, openapiDocument([...served], { slurmdbd, ...(opts.release !== undefined ? { release: opts.release } : {}) }));
     }
     const r = route(url.pathname, served, slurmdbd);
+    if (opts.failing?.includes(r.endpoint)) return sendError(res, 500, `${r.endpoint}: injected failure`);
     const since = updateTime(url.searchParams);
     if (r.endpoint === 'nodes' && r.version === 'v0.0.45' && since !== undefined && opts.cluster.nodesUpdatedAt <= since) {
       res.writeHead(304).end();

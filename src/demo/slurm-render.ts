@@ -1,5 +1,5 @@
 /**
- * Renders the fake cluster as slurmrestd answers: `/slurm/vX/{nodes,jobs,diag}/`,
+ * Renders the fake cluster as slurmrestd answers: `/slurm/vX/{nodes,jobs,diag,partitions,licenses,reservations,shares}/`,
  * `/slurmdb/vX/jobs/` and `/openapi/v3`, for API versions v0.0.38 and v0.0.40–v0.0.45.
  *
  * Bodies are produced as a stream of JSON text, element by element, never as one string: 100k
@@ -7,7 +7,7 @@
  * `renderChunks` groups them into chunks for a socket, `renderText` joins them for small clusters.
  */
 import type { ClusterTruth, FakeCluster } from './fake-cluster.js';
-import type { ClusterView, FakeJob } from './fake-cluster-types.js';
+import type { ClusterView, FakeJob, FakeNode } from './fake-cluster-types.js';
 import { isTerminal } from './fake-cluster-types.js';
 import type { SlurmDiag, SlurmJob, SlurmNode } from '../cluster/model.js';
 import { dbJob38, diagStats38, job38, meta38, node38 } from './slurm-render-v0038.js';
@@ -18,8 +18,8 @@ import type { Ctx4x, Minor } from './slurm-render-v004x.js';
 export const RENDER_VERSIONS = ['v0.0.38', 'v0.0.40', 'v0.0.41', 'v0.0.42', 'v0.0.43', 'v0.0.44', 'v0.0.45'] as const;
 export type RenderVersion = (typeof RENDER_VERSIONS)[number];
 
-export type Endpoint = 'nodes' | 'jobs' | 'diag' | 'slurmdb-jobs';
-export const ENDPOINTS: readonly Endpoint[] = ['nodes', 'jobs', 'diag', 'slurmdb-jobs'];
+export type Endpoint = 'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses' | 'reservations' | 'shares' | 'slurmdb-jobs';
+export const ENDPOINTS: readonly Endpoint[] = ['nodes', 'jobs', 'diag', 'partitions', 'licenses', 'reservations', 'shares', 'slurmdb-jobs'];
 
 /** The Slurm release a slurmrestd reports when this is the newest version it serves. */
 export const DEFAULT_RELEASES: Readonly<Record<RenderVersion, string>> = {
@@ -96,6 +96,14 @@ function plan38(view: ClusterView, endpoint: Endpoint, opts: RenderOptions): Bod
       return list('jobs', view.jobs, (j) => job38(j, c), ctld, {});
     case 'diag':
       return { kind: 'object', body: { ...ctld, statistics: diagStats38(view.diag, c) } };
+    case 'partitions':
+      return list('partitions', partitionsOf(view), partition38, ctld, {});
+    case 'licenses':
+      return list('licenses', licensesOf(view), (l) => l, ctld, {});
+    case 'reservations':
+      return list('reservations', reservationsOf(view), (r) => reservationWire(r, (n) => n), ctld, {});
+    case 'shares':
+      throw new Error('v0.0.38 has no /shares');
     case 'slurmdb-jobs': {
       const items = accountingJobs(view, opts.query);
       const head = { meta: meta38(c, 'slurmdbd'), errors: items.length === 0 ? [NOTHING_FOUND] : [] };
@@ -116,9 +124,148 @@ function plan4x(view: ClusterView, version: RenderVersion, endpoint: Endpoint, o
     }
     case 'diag':
       return { kind: 'object', body: { statistics: diagStats4x(view.diag, c), ...envelope('slurmctld') } };
+    case 'partitions':
+      return list('partitions', partitionsOf(view), partition4x, {}, { last_update: nv(view.nodesUpdatedAt), ...envelope('slurmctld') });
+    case 'licenses':
+      return list('licenses', licensesOf(view), (l) => l, {}, { last_update: nv(view.jobsUpdatedAt), ...envelope('slurmctld') });
+    case 'reservations':
+      return list('reservations', reservationsOf(view), (r) => reservationWire(r, nv), {}, { last_update: nv(view.nodesUpdatedAt), ...envelope('slurmctld') });
+    case 'shares': {
+      const rows = sharesOf(view);
+      return { kind: 'object', body: { shares: { shares: rows.map((r) => shareWire(r, c.minor)), total_shares: rows.length }, ...envelope('slurmctld') } };
+    }
     case 'slurmdb-jobs':
       return list('jobs', accountingJobs(view, opts.query), (j) => dbJob4x(j, c), {}, envelope('slurmdbd'));
   }
+}
+
+/** A partition as the fake cluster holds it: the nodes that name it, in node order. */
+export interface FakePartition {
+  readonly name: string;
+  readonly nodes: readonly FakeNode[];
+}
+
+export function partitionsOf(view: ClusterView): FakePartition[] {
+  const byName = new Map<string, FakeNode[]>();
+  for (const n of view.nodes) byName.set(n.partition, [...(byName.get(n.partition) ?? []), n]);
+  return [...byName].map(([name, nodes]) => ({ name, nodes }));
+}
+
+function partitionTres(p: FakePartition): string {
+  const cpus = p.nodes.reduce((a, n) => a + n.cpus, 0);
+  const mem = p.nodes.reduce((a, n) => a + n.realMemoryMiB, 0);
+  const gpus = p.nodes.reduce((a, n) => a + n.gpus, 0);
+  return `cpu=${cpus},mem=${mem}M,node=${p.nodes.length},billing=${cpus}${gpus > 0 ? `,gres/gpu=${gpus}` : ''}`;
+}
+
+/** Total of the fake cluster's one license pool. */
+export const FAKE_LICENSE_TOTAL = 16;
+
+/**
+ * One license pool, `fluent`, same shape in every version: each running job holds one, two are
+ * reserved for a maintenance window.
+ */
+export function licensesOf(view: ClusterView): Readonly<Record<string, string | number | boolean>>[] {
+  const used = Math.min(FAKE_LICENSE_TOTAL - 2, view.jobs.filter((j) => j.state === 'RUNNING').length);
+  return [{ LicenseName: 'fluent', Total: FAKE_LICENSE_TOTAL, Used: used, Free: FAKE_LICENSE_TOTAL - 2 - used, Remote: false, Reserved: 2 }];
+}
+
+/** The fake's one reservation: a maintenance window on the first two nodes, from in an hour for an hour. */
+export interface FakeReservation {
+  readonly name: string;
+  readonly partition: string;
+  readonly flags: readonly string[];
+  readonly nodes: readonly FakeNode[];
+  readonly start: number;
+  readonly end: number;
+}
+
+export function reservationsOf(view: ClusterView): FakeReservation[] {
+  const nodes = view.nodes.slice(0, 2);
+  const first = nodes[0];
+  if (first === undefined) return [];
+  const start = Math.floor(view.now / 3600) * 3600 + 3600;
+  return [{ name: 'maint-window', partition: first.partition, flags: ['MAINT', 'IGNORE_JOBS'], nodes, start, end: start + 3600 }];
+}
+
+function reservationWire(r: FakeReservation, time: (n: number) => unknown): unknown {
+  return {
+    name: r.name,
+    partition: r.partition,
+    flags: r.flags,
+    node_list: r.nodes.map((n) => n.name).join(','),
+    node_count: r.nodes.length,
+    core_count: r.nodes.reduce((a, n) => a + n.sockets * n.coresPerSocket, 0),
+    start_time: time(r.start),
+    end_time: time(r.end),
+    users: 'root',
+    accounts: '',
+  };
+}
+
+/** One sshare row of the fake: root, each account under it, each user under their account. */
+export interface FakeShare {
+  readonly id: number;
+  readonly name: string;
+  readonly parent: string;
+  readonly user: boolean;
+  /** Jobs listed × 100, the fake's usage. */
+  readonly usage: number;
+  readonly normUsage: number;
+}
+
+export function sharesOf(view: ClusterView): FakeShare[] {
+  const usage = new Map<string, number>();
+  const add = (key: string, n: number): void => void usage.set(key, (usage.get(key) ?? 0) + n);
+  for (const j of view.jobs) {
+    add('root', 100);
+    add(`a:${j.user.account}`, 100);
+    add(`u:${j.user.account}:${j.user.name}`, 100);
+  }
+  const total = usage.get('root') ?? 0;
+  const norm = (n: number): number => (total === 0 ? 0 : n / total);
+  const rows: FakeShare[] = [{ id: 1, name: 'root', parent: '', user: false, usage: total, normUsage: 1 }];
+  for (const [key, n] of [...usage].filter(([k]) => k !== 'root').sort()) {
+    const [kind, account, user] = key.split(':') as [string, string, string | undefined];
+    rows.push(kind === 'a' ? { id: rows.length + 1, name: account, parent: 'root', user: false, usage: n, normUsage: norm(n) } : { id: rows.length + 1, name: user as string, parent: account, user: true, usage: n, normUsage: norm(n) });
+  }
+  return rows;
+}
+
+/** v0.0.40–v0.0.41 send effective usage and the fairshare factor as plain numbers, v0.0.42+ as structs. */
+function shareWire(r: FakeShare, minor: number): unknown {
+  const f = (n: number): unknown => (minor >= 42 ? { set: true, infinite: false, number: n } : n);
+  return {
+    id: r.id,
+    cluster: 'fake',
+    name: r.name,
+    parent: r.parent,
+    partition: '',
+    shares: nv(1),
+    shares_normalized: nv(0.5),
+    usage: r.usage,
+    usage_normalized: nv(r.normUsage),
+    effective_usage: f(r.normUsage),
+    fairshare: { factor: f(1 - r.normUsage), level: f(1 - r.normUsage) },
+    type: [r.user ? 'USER' : 'ASSOCIATION'],
+  };
+}
+
+/** 22.05's shape: hostlist and totals at the top (and its `min nodes per job` spelling). */
+function partition38(p: FakePartition): unknown {
+  const cpus = p.nodes.reduce((a, n) => a + n.cpus, 0);
+  return { flags: [], name: p.name, nodes: p.nodes.map((n) => n.name).join(','), 'min nodes per job': 0, maximum_nodes_per_job: -1, state: 'UP', total_cpus: cpus, total_nodes: p.nodes.length, tres: partitionTres(p) };
+}
+
+function partition4x(p: FakePartition): unknown {
+  const cpus = p.nodes.reduce((a, n) => a + n.cpus, 0);
+  return {
+    name: p.name,
+    nodes: { allowed_allocation: '', configured: p.nodes.map((n) => n.name).join(','), total: p.nodes.length },
+    cpus: { total: cpus },
+    tres: { billing_weights: '', configured: partitionTres(p) },
+    partition: { state: ['UP'] },
+  };
 }
 
 /** `{"a":1}` → `"a":1`, for splicing members around a streamed array. */
@@ -191,6 +338,10 @@ export function openapiDocument(versions: readonly RenderVersion[], opts: { read
     paths[`/slurm/${v}/diag${slash}`] = get('get diagnostics');
     paths[`/slurm/${v}/jobs${slash}`] = get('get list of jobs');
     paths[`/slurm/${v}/nodes${slash}`] = get('get node(s) info');
+    paths[`/slurm/${v}/partitions${slash}`] = get('get all partition info');
+    paths[`/slurm/${v}/licenses${slash}`] = get('get all Slurm tracked license info');
+    paths[`/slurm/${v}/reservations${slash}`] = get('get all reservation info');
+    if (v !== 'v0.0.38') paths[`/slurm/${v}/shares`] = get('get fairshare info');
     if (opts.slurmdbd ?? true) paths[`/slurmdb/${v}/jobs${slash}`] = get('get job list');
   }
   const plugins = (opts.slurmdbd ?? true) ? 'openapi/slurmdbd&openapi/slurmctld' : 'openapi/slurmctld';

@@ -3,7 +3,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeCluster } from '../../src/demo/fake-cluster.js';
 import { startFakeSlurmrestd, type FakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
-import { parseExposition, select } from '../support/exposition.js';
+import { parseExposition, select, type Sample } from '../support/exposition.js';
 
 const BIN = path.resolve('dist/src/cli/main.js');
 let server: FakeSlurmrestd | undefined;
@@ -33,6 +33,20 @@ function cliAsync(args: string[], env: Record<string, string>): Promise<{ code: 
   });
 }
 
+/** `cluster --once` against a moving fake cluster (v0.0.44, no auth); the exposition it printed. */
+async function onceAgainstFake(flags: readonly string[], env: Record<string, string> = {}): Promise<Sample[]> {
+  const cluster = new FakeCluster({ nodes: 6, seed: 3 });
+  cluster.advance(30 * 60_000);
+  server = await startFakeSlurmrestd({ cluster, versions: ['v0.0.44'], host: '127.0.0.1', port: 0 });
+  const r = await cliAsync(['cluster', '--once', '--log-level', 'error', '--token-source', 'none', ...flags], {
+    SLURM_EXPORTER_CLUSTER_NAME: cluster.clusterName,
+    SLURM_EXPORTER_SLURM_API_SERVER: server.url,
+    ...env,
+  });
+  expect(r.code, r.stderr).toBe(0);
+  return parseExposition(r.stdout);
+}
+
 describe('slurm-otel cluster (command line)', () => {
   it.each([
     [['cluster'], /required option '--cluster-name <name>' not specified/],
@@ -43,6 +57,8 @@ describe('slurm-otel cluster (command line)', () => {
     [['cluster', '--cluster-name', 'c', '--token-source', 'file', '--once'], /token source file needs --token-file/],
     [['cluster', '--cluster-name', 'c', '--token-source', 'kubernetes', '--once'], /needs --kubeconfig-path or an in-cluster environment/],
     [['cluster', '--cluster-name', 'c', '--slurm-api-ca-file', '/nonexistent.pem', '--once'], /--slurm-api-ca-file \/nonexistent.pem: ENOENT/],
+    [['cluster', '--cluster-name', 'c', '--user-account-metrics', 'maybe'], /"maybe" is not true or false/],
+    [['cluster', '--cluster-name', 'c', '--optional-collectors', 'licenses,nodes'], /"nodes" is not one of partitions, licenses, reservations, shares/],
   ])('%j → exit 2 naming the problem', (args, message) => {
     const r = cli(args);
     expect(r.stderr).toMatch(message);
@@ -73,6 +89,29 @@ describe('slurm-otel cluster (command line)', () => {
     expect(select(samples, 'target_info')[0]?.labels.slurm_cluster).toBe(cluster.clusterName);
   });
 
+  it.each([
+    [[], {}, 0],
+    [['--user-account-metrics'], {}, 1],
+    [[], { SLURM_EXPORTER_USER_ACCOUNT_METRICS: 'true' }, 1],
+    [[], { SLURM_EXPORTER_USER_ACCOUNT_METRICS: 'false' }, 0],
+  ])('per-user and per-account job families: flags %j, environment %j → %i', async (flags, env, want) => {
+    const samples = await onceAgainstFake(flags, env);
+    expect(select(samples, 'slurm_jobs')).toHaveLength(1);
+    expect(select(samples, 'slurm_user_jobs').length > 0 ? 1 : 0).toBe(want);
+    expect(select(samples, 'slurm_account_jobs_running').length > 0 ? 1 : 0).toBe(want);
+  });
+
+  it.each([
+    [[], ['slurm_partitions'], ['slurm_license_total', 'slurm_reservation_info', 'slurm_fairshare_factor']],
+    [['--optional-collectors', 'licenses, shares'], ['slurm_license_total', 'slurm_fairshare_factor'], ['slurm_partitions', 'slurm_reservation_info']],
+    [['--optional-collectors', 'none'], [], ['slurm_partitions', 'slurm_license_total']],
+  ])('optional sub-collectors: %j → families %j, none of %j', async (flags, present, absent) => {
+    const samples = await onceAgainstFake(flags);
+    for (const name of present) expect(select(samples, name).length, name).toBeGreaterThan(0);
+    for (const name of absent) expect(select(samples, name), name).toHaveLength(0);
+    expect([...(server?.requests.keys() ?? [])].filter((p) => /licenses|reservations|shares/.test(p)).length).toBe(present.filter((n) => !n.includes('partitions')).length);
+  });
+
   it('reports an auth failure clearly, exits 1, and never prints the token', async () => {
     const cluster = new FakeCluster({ nodes: 2, seed: 3 });
     server = await startFakeSlurmrestd({ cluster, versions: ['v0.0.44'], host: '127.0.0.1', port: 0, token: 'right-token' });
@@ -82,7 +121,7 @@ describe('slurm-otel cluster (command line)', () => {
       SLURM_EXPORTER_TOKEN: 'wrong-token-value',
     });
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/collection incomplete: nodes, jobs, diag failed/);
+    expect(r.stderr).toMatch(/collection incomplete: nodes, jobs, diag, partitions failed/);
     expect(r.stderr).toMatch(/sub-collector failed/);
     expect(r.stderr).toMatch(/auth|401|token/i);
     expect(r.stderr + r.stdout).not.toContain('wrong-token-value');

@@ -57,7 +57,7 @@ describe('fake slurmrestd', () => {
   });
 
   it('404 for versions not served and unknown paths; 405 for other methods', async () => {
-    for (const p of ['/slurm/v0.0.42/jobs/', '/slurm/v0.0.99/jobs/', '/slurm/v0.0.44/partitions/', '/slurmdb/v0.0.44/diag/', '/']) {
+    for (const p of ['/slurm/v0.0.42/jobs/', '/slurm/v0.0.99/jobs/', '/slurm/v0.0.44/ping/', '/slurmdb/v0.0.44/diag/', '/']) {
       expect((await get(server, p)).status, p).toBe(404);
     }
     expect((await fetch(`${server.url}/slurm/v0.0.44/jobs/`, { method: 'POST', headers: auth })).status).toBe(405);

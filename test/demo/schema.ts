@@ -111,6 +111,10 @@ const SCHEMA_4X: Readonly<Record<Endpoint, string>> = {
   nodes: 'openapi_nodes_resp',
   jobs: 'openapi_job_info_resp',
   diag: 'openapi_diag_resp',
+  partitions: 'openapi_partition_resp',
+  licenses: 'openapi_licenses_resp',
+  reservations: 'openapi_reservation_resp',
+  shares: 'openapi_shares_resp',
   'slurmdb-jobs': 'openapi_slurmdbd_jobs_resp',
 };
 
@@ -118,6 +122,10 @@ const SCHEMA_38: Readonly<Record<Endpoint, readonly [string, string]>> = {
   nodes: ['v0.0.38-slurmctld.json', 'v0.0.38_nodes_response'],
   jobs: ['v0.0.38-slurmctld.json', 'v0.0.38_jobs_response'],
   diag: ['v0.0.38-slurmctld.json', 'v0.0.38_diag'],
+  partitions: ['v0.0.38-slurmctld.json', 'v0.0.38_partitions_response'],
+  licenses: ['v0.0.38-slurmctld.json', 'v0.0.38_licenses'],
+  reservations: ['v0.0.38-slurmctld.json', 'v0.0.38_reservations_response'],
+  shares: ['v0.0.38-slurmctld.json', 'none: v0.0.38 has no /shares'],
   'slurmdb-jobs': ['v0.0.38-slurmdbd.json', 'dbv0.0.38_job_info'],
 };
 

@@ -37,10 +37,11 @@ const MACROS: Readonly<Record<string, string>> = { __rate_interval: '20s', __int
 const values = (d: Dashboard) => ({ ...MACROS, ...variableValues(d.json, CHOICES) });
 
 describe('Grafana dashboards (JSON)', () => {
-  it('are the two dashboards, with distinct uids', () => {
+  it('are the three dashboards, with distinct uids', () => {
     expect(dashboards.map((d) => [d.file, d.json.title])).toEqual([
       ['fabric-by-job.json', 'Fabric by job'],
       ['slurm-cluster.json', 'Slurm cluster'],
+      ['slurm-scheduler.json', 'Slurm scheduler & partitions'],
     ]);
     expect(new Set(dashboards.map((d) => d.json.uid)).size).toBe(dashboards.length);
   });

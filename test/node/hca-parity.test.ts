@@ -1,8 +1,9 @@
 /**
- * Parity with node_exporter and prometheus/procfs on their own InfiniBand sysfs fixtures
- * (fixtures/sysfs/*.ttar, copied from their repositories): every value they state for
- * counters/, hw_counters/ and counters_ext/, both bytes families, port state, physical state,
- * rate and identity must come out of the agent's exposition unchanged.
+ * Parity with node_exporter and prometheus/procfs on the InfiniBand sysfs trees their own
+ * tests use (fixtures/sysfs/*.json: each tree's files and the values those projects expect from
+ * it): every value they state for counters/, hw_counters/ and counters_ext/, both bytes
+ * families, port state, physical state, rate and identity must come out of the agent's
+ * exposition unchanged.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,7 +12,6 @@ import { runNodeOnce } from '../../src/node/agent.js';
 import { nodeAgentOptions } from '../support/agents.js';
 import { parseExposition, select, type Sample } from '../support/exposition.js';
 import { tmpDir } from '../support/tmp.js';
-import { extractTtar } from '../support/ttar.js';
 
 const FIXTURES = path.resolve('fixtures/sysfs');
 
@@ -93,16 +93,43 @@ const BYTES: Readonly<Record<string, string>> = {
   port_data_transmitted_bytes_total: 'ib_slurm_device_transmit_bytes_total',
 };
 
-async function agentExposition(archive: string, strip: string): Promise<Sample[]> {
+/** A directory tree as plain data: an object is a directory, a string a file's content. */
+interface Tree {
+  readonly [name: string]: Tree | string;
+}
+
+interface Fixture {
+  readonly infiniband: Tree;
+  /** node_exporter's series names without `node_infiniband_`. */
+  readonly expected: readonly { readonly series: string; readonly labels: Readonly<Record<string, string>>; readonly value: number }[];
+}
+
+function load(file: string): Fixture {
+  return JSON.parse(fs.readFileSync(path.join(FIXTURES, file), 'utf8')) as Fixture;
+}
+
+function writeTree(dir: string, tree: Tree): number {
+  fs.mkdirSync(dir, { recursive: true });
+  let files = 0;
+  for (const [name, v] of Object.entries(tree)) {
+    if (typeof v === 'string') {
+      fs.writeFileSync(path.join(dir, name), v);
+      files++;
+    } else files += writeTree(path.join(dir, name), v);
+  }
+  return files;
+}
+
+async function agentExposition(f: Fixture): Promise<Sample[]> {
   const dir = tmpDir();
-  expect(extractTtar(path.join(FIXTURES, archive), path.join(dir, 'sys'), strip)).toBeGreaterThan(50);
+  expect(writeTree(path.join(dir, 'sys', 'class', 'infiniband'), f.infiniband)).toBeGreaterThan(50);
   for (const d of ['proc', 'cgroup']) fs.mkdirSync(path.join(dir, d));
   const roots = { sysfs: path.join(dir, 'sys'), procfs: path.join(dir, 'proc'), cgroupfs: path.join(dir, 'cgroup') };
   return parseExposition((await runNodeOnce(nodeAgentOptions(roots))).text);
 }
 
-function oracle(file: string): Sample[] {
-  return parseExposition(fs.readFileSync(path.join(FIXTURES, file), 'utf8')).filter((s) => s.name.startsWith('node_infiniband_'));
+function oracle(f: Fixture): Sample[] {
+  return f.expected.map((e) => ({ name: `node_infiniband_${e.series}`, labels: e.labels, value: e.value }));
 }
 
 function one(samples: readonly Sample[], name: string, match: Record<string, string>): number | undefined {
@@ -149,9 +176,10 @@ function nothingExtra(expected: readonly Sample[], ours: readonly Sample[]): voi
 }
 
 describe('InfiniBand parity with node_exporter and procfs fixtures', () => {
-  it("matches node_exporter's expected output on its sys.ttar (counters_ext never replaces counters/)", async () => {
-    const ours = await agentExposition('node_exporter-infiniband.ttar', 'sys/');
-    const expected = oracle('node_exporter-infiniband.prom').filter((s) => s.name !== 'node_infiniband_lifespan_seconds');
+  it("matches node_exporter's expected output on its sysfs tree (counters_ext never replaces counters/)", async () => {
+    const fixture = load('node_exporter-infiniband.json');
+    const ours = await agentExposition(fixture);
+    const expected = oracle(fixture).filter((s) => s.name !== 'node_infiniband_lifespan_seconds');
     expect(compare(expected, ours)).toBe(expected.length + 4);
     nothingExtra(expected, ours);
     // The mlx4 port where counters_ext/port_rcv_packets_64 reads 0 beside counters/port_rcv_packets.
@@ -159,9 +187,10 @@ describe('InfiniBand parity with node_exporter and procfs fixtures', () => {
     expect(one(ours, 'ib_slurm_device_counters_total', { device: 'mlx4_0', port: '1', counter: 'port_rcv_packets_64' })).toBe(0);
   });
 
-  it("matches the values procfs's own test states for its fixtures.ttar", async () => {
-    const ours = await agentExposition('procfs-infiniband.ttar', 'fixtures/sys/');
-    const expected = oracle('procfs-infiniband.prom');
+  it("matches the values procfs's own test states for its sysfs tree", async () => {
+    const fixture = load('procfs-infiniband.json');
+    const ours = await agentExposition(fixture);
+    const expected = oracle(fixture);
     expect(compare(expected, ours)).toBe(expected.length + 8);
     nothingExtra(expected, ours);
   });

@@ -5,7 +5,8 @@ import type { ClusterAgentOptions } from '../../src/cluster/agent.js';
 import type { JobSource } from '../../src/cluster/model.js';
 import { FakeCluster } from '../../src/demo/fake-cluster.js';
 import { startFakeSlurmrestd, type FakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
-import type { RenderVersion } from '../../src/demo/slurm-render.js';
+import type { Endpoint, RenderVersion } from '../../src/demo/slurm-render.js';
+import type { OptionalSubCollector } from '../../src/cluster/snapshot.js';
 import { silentLogger } from '../../src/log.js';
 import { startNodeAgent, type NodeAgent, type NodeAgentOptions } from '../../src/node/agent.js';
 import type { Roots } from '../../src/node/roots.js';
@@ -27,24 +28,38 @@ export function startTestNodeAgent(roots: Roots, extra: Partial<NodeAgentOptions
 }
 
 /** A fake cluster of 12 nodes, 45 minutes into its workload, behind a fake slurmrestd that wants `token`. */
-export async function fakeSlurm(versions: readonly RenderVersion[], token: string): Promise<{ cluster: FakeCluster; server: FakeSlurmrestd }> {
+export async function fakeSlurm(versions: readonly RenderVersion[], token: string, failing?: readonly Endpoint[]): Promise<{ cluster: FakeCluster; server: FakeSlurmrestd }> {
   const cluster = new FakeCluster({ nodes: 12, seed: 7 });
   cluster.advance(45 * 60_000);
-  const server = await startFakeSlurmrestd({ cluster, versions, host: '127.0.0.1', port: 0, token });
+  const server = await startFakeSlurmrestd({ cluster, versions, host: '127.0.0.1', port: 0, token, ...(failing ? { failing } : {}) });
   return { cluster, server };
 }
 
+export interface TestClusterOptions {
+  readonly jobSource?: JobSource;
+  /** Optional sub-collectors; default the agent's default. */
+  readonly optional?: readonly OptionalSubCollector[];
+  readonly accountingLimits?: boolean;
+  readonly userAccountMetrics?: boolean;
+  readonly otlpUrl?: string;
+}
+
 /** Options for a cluster agent reading the fake slurmrestd on loopback, collecting only when asked. */
-export function clusterAgentOptions(slurm: { cluster: FakeCluster; server: FakeSlurmrestd }, token: string, jobSource: JobSource = 'controller'): ClusterAgentOptions {
+export function clusterAgentOptions(slurm: { cluster: FakeCluster; server: FakeSlurmrestd }, token: string, o: TestClusterOptions = {}): ClusterAgentOptions {
   const { cluster, server } = slurm;
   const api = new SlurmClient({ server: server.url, tokenSource: staticToken({ token, userName: 'root' }), requestTimeoutMs: 10_000, logger: silentLogger() });
   return {
-    source: { api, jobSource, accountingLookbackMs: 24 * 3_600_000, clusterName: cluster.clusterName, now: () => cluster.now },
+    source: {
+      api, jobSource: o.jobSource ?? 'controller', accountingLookbackMs: 24 * 3_600_000, clusterName: cluster.clusterName, now: () => cluster.now,
+      ...(o.optional ? { optional: o.optional } : {}), accountingLimits: o.accountingLimits ?? false,
+    },
     collectionIntervalMs: 3_600_000,
     maxInflight: 1,
     metrics: { host: '127.0.0.1', port: 0 },
     monitoring: { host: '127.0.0.1', port: 0 },
     resource: { serviceName: 'slurm-otel-cluster', serviceVersion: 'test', hostName: 'test' },
+    ...(o.otlpUrl ? { otlp: { url: o.otlpUrl, protocol: 'http/protobuf' as const, intervalMs: 3_600_000, timeoutMs: 5000 } } : {}),
+    userAccountMetrics: o.userAccountMetrics ?? false,
     logger: silentLogger(),
     serverLabel: server.url,
     close: () => api.close(),

@@ -67,7 +67,7 @@ export function stopChild(child: ChildProcess): Promise<void> {
 }
 
 /** Polls `fn` until it gives a value (not undefined) or the deadline passes; a throw counts as "not yet". */
-export async function waitFor<T>(what: string, fn: () => T | undefined | Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+export async function waitFor<T>(what: string, fn: () => T | undefined | Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {

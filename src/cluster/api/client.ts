@@ -13,10 +13,15 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../../log.js';
-import type { ApiMessage, DecodedOk, DecodeFailureKind, Decoded, ResponseMeta, SlurmDiag, SlurmJob, SlurmNode } from '../model.js';
+import type { ApiMessage, DecodedOk, DecodeFailureKind, Decoded, ResponseMeta, SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition, SlurmQosLimits, SlurmReservation, SlurmShare, SlurmAssociationLimits } from '../model.js';
 import { AuthError, type TokenSource } from './auth.js';
 import { describeMessages, readMessages } from './envelope.js';
 import { decodeListStream } from './stream-decode.js';
+import { decodeLicense } from './decode-licenses.js';
+import { decodeAssociations, decodeQosList } from './decode-limits.js';
+import { decodePartition } from './decode-partitions.js';
+import { decodeReservation } from './decode-reservations.js';
+import { decodeShares } from './decode-shares.js';
 import {
   AbortedError,
   HttpTransport,
@@ -30,7 +35,7 @@ import {
   type RequestStats,
   type TlsOptions,
 } from './transport.js';
-import { decoderFor, familyOf, parseServedVersions, pickVersion, SUPPORTED_VERSIONS, type ServedVersions, type SupportedVersion } from './versions.js';
+import { compareVersionsDesc, decoderFor, familyOf, parseServedVersions, pickVersion, SUPPORTED_VERSIONS, type ServedVersions, type SupportedVersion } from './versions.js';
 
 /** Discovery documents, in the order slurmrestd releases added them (newest first). */
 export const OPENAPI_PATHS = ['/openapi/v3', '/openapi.json', '/openapi'] as const;
@@ -148,6 +153,8 @@ type Outcome<T> = { readonly ok: true; readonly value: T } | { readonly ok: fals
 interface Endpoint<T> {
   readonly api: 'slurm' | 'slurmdb';
   readonly name: string;
+  /** The first API version serving the endpoint; an older one answers empty without a request. */
+  readonly since?: SupportedVersion;
   /** Query parameters for the negotiated version (they differ between API families). */
   query?(version: SupportedVersion): Readonly<Record<string, string>>;
   decode(res: HttpResponse, version: SupportedVersion): Promise<Decoded<T>>;
@@ -204,6 +211,37 @@ export class SlurmClient {
     return this.call({ api: 'slurm', name: 'jobs', decode: (res, v) => decodeListStream(res.body, 'jobs', decoderFor(v).decodeJob, opts) }, opts);
   }
 
+  partitions(opts: CallOptions = {}): Promise<CallResult<SlurmPartition>> {
+    return this.call({ api: 'slurm', name: 'partitions', decode: (res) => decodeListStream(res.body, 'partitions', decodePartition) }, opts);
+  }
+
+  licenses(opts: CallOptions = {}): Promise<CallResult<SlurmLicense>> {
+    return this.call({ api: 'slurm', name: 'licenses', decode: (res) => decodeListStream(res.body, 'licenses', decodeLicense) }, opts);
+  }
+
+  reservations(opts: CallOptions = {}): Promise<CallResult<SlurmReservation>> {
+    return this.call({ api: 'slurm', name: 'reservations', decode: (res) => decodeListStream(res.body, 'reservations', decodeReservation) }, opts);
+  }
+
+  /** sshare's rows; an API older than v0.0.40 has no /shares: an empty answer, without a request. */
+  shares(opts: CallOptions = {}): Promise<CallResult<SlurmShare>> {
+    const decode = async (res: HttpResponse): Promise<Decoded<SlurmShare>> => parseWhole(await readText(res.body, MAX_TEXT_BYTES), 'shares', decodeShares);
+    return this.call({ api: 'slurm', name: 'shares', since: 'v0.0.40', decode }, opts);
+  }
+
+  /** QoS limits from slurmdbd. */
+  qos(opts: CallOptions = {}): Promise<CallResult<SlurmQosLimits>> {
+    const decode = async (res: HttpResponse): Promise<Decoded<SlurmQosLimits>> => parseWhole(await readText(res.body, MAX_TEXT_BYTES), 'qos', decodeQosList);
+    return this.call({ api: 'slurmdb', name: 'qos', decode }, opts);
+  }
+
+  /** Association limits from slurmdbd. */
+  associations(opts: CallOptions = {}): Promise<CallResult<SlurmAssociationLimits>> {
+    const decode = async (res: HttpResponse): Promise<Decoded<SlurmAssociationLimits>> =>
+      parseWhole(await readText(res.body, MAX_TEXT_BYTES), 'associations', decodeAssociations);
+    return this.call({ api: 'slurmdb', name: 'associations', decode }, opts);
+  }
+
   diag(opts: CallOptions = {}): Promise<CallResult<SlurmDiag>> {
     return this.call({ api: 'slurm', name: 'diag', decode: (res, v) => decodeDiagBody(res, v) }, opts);
   }
@@ -257,6 +295,7 @@ export class SlurmClient {
       if (!neg.ok) return { outcome: neg };
       version = ep.api === 'slurm' ? neg.value.version : neg.value.slurmdbVersion;
       if (version === undefined) return { outcome: failure('version', noSlurmdbMessage(neg.value.served, this.pinned)) };
+      if (ep.since !== undefined && compareVersionsDesc(version, ep.since) > 0) return { outcome: { ok: true, value: emptyResult<T>() }, version };
       const path = endpointPath(ep.api, version, ep.name);
       const v = version;
       try {
@@ -443,15 +482,20 @@ function isAuthFailure(err: SlurmHttpError): boolean {
   return err.status === 403 || isTokenRejection(err);
 }
 
-async function decodeDiagBody(res: HttpResponse, version: SupportedVersion): Promise<Decoded<SlurmDiag>> {
-  const text = await readText(res.body, MAX_TEXT_BYTES);
-  let body: unknown;
+function emptyResult<T>(): DecodedOk<T> {
+  return { ok: true, items: [], skipped: 0, skip_reasons: [], meta: {}, errors: [], warnings: [] };
+}
+
+function parseWhole<T>(text: string, what: string, decode: (body: unknown) => Decoded<T>): Decoded<T> {
   try {
-    body = JSON.parse(text);
+    return decode(JSON.parse(text) as unknown);
   } catch (err) {
-    return { ok: false, kind: 'malformed_json', message: `diag: response is not valid JSON (${(err as Error).message})`, errors: [], meta: {} };
+    return { ok: false, kind: 'malformed_json', message: `${what}: response is not valid JSON (${(err as Error).message})`, errors: [], meta: {} };
   }
-  return decoderFor(version).decodeDiag(body);
+}
+
+async function decodeDiagBody(res: HttpResponse, version: SupportedVersion): Promise<Decoded<SlurmDiag>> {
+  return parseWhole(await readText(res.body, MAX_TEXT_BYTES), 'diag', decoderFor(version).decodeDiag);
 }
 
 /** Says what the server sent when a body did not decode (an HTML page from a proxy, typically). */

@@ -278,6 +278,24 @@ const DIAG_SCALARS = [
   'bf_cycle_last',
   'bf_cycle_max',
   'bf_queue_len',
+  'bf_backfilled_het_jobs',
+  'bf_last_backfilled_jobs',
+  'bf_depth_mean',
+  'bf_depth_mean_try',
+  'bf_last_depth',
+  'bf_last_depth_try',
+  'bf_queue_len_mean',
+  'bf_table_size',
+  'bf_table_size_mean',
+  'bf_when_last_cycle',
+  'bf_cycle_sum',
+  'bf_depth_sum',
+  'bf_depth_try_sum',
+  'bf_queue_len_sum',
+  'bf_table_size_sum',
+  'schedule_cycle_depth',
+  'job_states_ts',
+  'gettimeofday_latency',
 ] as const satisfies readonly (keyof SlurmDiag)[];
 
 type DiagScalars = { -readonly [K in (typeof DIAG_SCALARS)[number]]?: number };
@@ -289,6 +307,17 @@ function diagScalars(stats: JsonRecord): DiagScalars {
     if (n !== undefined) out[k] = n;
   }
   return out;
+}
+
+/** A `schedule_exit` / `bf_exit` block (v0.0.40+) as reason → count; nothing when absent. */
+function exitCounts(key: 'schedule_exit' | 'bf_exit', v: unknown): { schedule_exit?: Record<string, number>; bf_exit?: Record<string, number> } {
+  if (!isRecord(v)) return {};
+  const out: Record<string, number> = {};
+  for (const [reason, n] of Object.entries(v)) {
+    const c = count(n);
+    if (c !== undefined) out[reason] = c;
+  }
+  return { [key]: out };
 }
 
 function rows<T>(v: unknown, decode: (e: unknown) => ItemResult<T>, where: string, skipped: string[]): T[] {
@@ -319,6 +348,8 @@ export function decodeDiag(body: unknown): Decoded<SlurmDiag> {
       req_time: unixTime(stats['req_time']),
       req_time_start: unixTime(stats['req_time_start']),
       bf_active: bool(stats['bf_active']),
+      ...exitCounts('schedule_exit', stats['schedule_exit']),
+      ...exitCounts('bf_exit', stats['bf_exit']),
       rpcs_by_message_type: rows(stats['rpcs_by_message_type'], decodeRpcType, 'rpcs_by_message_type', skipped),
       rpcs_by_user: rows(stats['rpcs_by_user'], decodeRpcUser, 'rpcs_by_user', skipped),
     };

@@ -7,9 +7,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ClusterRunner } from '../../../src/cluster/agent.js';
 import { baseState } from '../../../src/cluster/node-state.js';
 import type { FakeSlurmrestd } from '../../../src/demo/fake-slurmrestd.js';
-import { RENDER_VERSIONS, truthSeenThrough, type RenderVersion } from '../../../src/demo/slurm-render.js';
+import { FAKE_LICENSE_TOTAL, RENDER_VERSIONS, truthSeenThrough, type Endpoint, type RenderVersion } from '../../../src/demo/slurm-render.js';
+import { OPTIONAL_SUB_COLLECTORS, type OptionalSubCollector } from '../../../src/cluster/snapshot.js';
 import { clusterAgentOptions, fakeSlurm } from '../../support/agents.js';
 import { parseExposition, select, valueOf } from '../../support/exposition.js';
+import { startReceiver } from '../../support/otlp-receiver.js';
+import { EXTRA_SPECS, NATIVE_SPECS, NATIVE_USER_ACCOUNT_SPECS } from '../../../src/cluster/metrics.js';
 
 const TOKEN = 'test-token';
 let server: FakeSlurmrestd | undefined;
@@ -21,10 +24,19 @@ afterEach(async () => {
   runner = server = undefined;
 });
 
-async function start(versions: readonly RenderVersion[], jobSource: 'controller' | 'accounting' = 'controller') {
-  const slurm = await fakeSlurm(versions, TOKEN);
+interface StartOptions {
+  readonly failing?: readonly Endpoint[];
+  /** Default: every optional sub-collector. */
+  readonly optional?: readonly OptionalSubCollector[];
+  readonly otlpUrl?: string;
+  readonly userAccountMetrics?: boolean;
+  readonly accountingLimits?: boolean;
+}
+
+async function start(versions: readonly RenderVersion[], jobSource: 'controller' | 'accounting' = 'controller', o: StartOptions = {}) {
+  const slurm = await fakeSlurm(versions, TOKEN, o.failing);
   server = slurm.server;
-  runner = new ClusterRunner(clusterAgentOptions(slurm, TOKEN, jobSource));
+  runner = new ClusterRunner(clusterAgentOptions(slurm, TOKEN, { ...o, jobSource, optional: o.optional ?? OPTIONAL_SUB_COLLECTORS }));
   const { cluster } = slurm;
   return { cluster, runner };
 }
@@ -50,6 +62,183 @@ describe('cluster agent against a fake slurmrestd, one API version at a time', (
   }
 });
 
+/** Scheduler families each version's /diag carries (the rest must be absent, not 0). */
+const SCHEDULER_SINCE: Readonly<Record<string, number>> = {
+  slurm_schedule_cycle_cnt: 38,
+  slurm_sched_mean_cycle: 38,
+  slurm_bf_depth_mean: 38,
+  slurm_sdiag_jobs_submitted: 38,
+  slurm_sched_exit_end: 40,
+  slurm_bf_exit_end: 40,
+  slurm_bf_cycle_tot: 40,
+  slurm_bf_queue_len_tot: 40,
+  slurm_schedule_cycle_tot: 41,
+  slurm_schedule_cycle_depth: 41,
+  slurm_bf_table_size_tot: 41,
+};
+
+describe("Slurm's native families through a fake slurmrestd, one API version at a time", () => {
+  for (const version of RENDER_VERSIONS) {
+    it(`counts nodes, jobs and partitions as the cluster holds them, and serves the scheduler fields ${version} carries (${version})`, async () => {
+      const { cluster, runner } = await start([version]);
+      expect((await runner.collect()).failed).toEqual([]);
+      const truth = truthSeenThrough(version, cluster.knownTruth());
+      const samples = parseExposition(runner.pipeline.exposition.text);
+      const minor = Number(version.slice(-2));
+      expect(valueOf(samples, 'slurm_nodes')).toBe(truth.nodes.length);
+      expect(valueOf(samples, 'slurm_jobs')).toBe(truth.jobs.length);
+      expect(valueOf(samples, 'slurm_jobs_running')).toBe(truth.jobs.filter((j) => j.state[0] === 'RUNNING').length);
+      expect(valueOf(samples, 'slurm_jobs_pending')).toBe(truth.jobs.filter((j) => j.state[0] === 'PENDING').length);
+      expect(valueOf(samples, 'slurm_nodes_drain')).toBe(truth.nodes.filter((n) => n.state.flags.includes('DRAIN')).length);
+      const partitions = [...new Set(truth.nodes.flatMap((n) => n.partitions))];
+      expect(valueOf(samples, 'slurm_partitions')).toBe(partitions.length);
+      for (const p of partitions) {
+        const nodes = truth.nodes.filter((n) => n.partitions.includes(p));
+        expect(valueOf(samples, 'slurm_partition_nodes', { partition: p }), p).toBe(nodes.length);
+        expect(valueOf(samples, 'slurm_partition_cpus', { partition: p }), p).toBe(nodes.reduce((a, n) => a + (n.cpus ?? 0), 0));
+        expect(valueOf(samples, 'slurm_partition_nodes_cpus_alloc', { partition: p }), p).toBe(nodes.reduce((a, n) => a + (n.alloc_cpus ?? 0), 0));
+        expect(valueOf(samples, 'slurm_partition_jobs', { partition: p }), p).toBe(truth.jobs.filter((j) => j.partition === p).length);
+      }
+      const first = truth.nodes[0]?.name ?? '';
+      expect(valueOf(samples, 'slurm_node_cpus', { node: first })).toBe(truth.nodes[0]?.cpus);
+      expect(select(samples, 'slurm_node_cpus_effective', { node: first }).length).toBe(minor >= 40 ? 1 : 0);
+      expect(valueOf(samples, 'slurm_schedule_cycle_cnt')).toBe(truth.diag.schedule_cycle_total);
+      for (const [name, since] of Object.entries(SCHEDULER_SINCE)) expect(select(samples, name).length, name).toBe(minor >= since ? 1 : 0);
+      expect(select(samples, 'slurm_bf_cycle_max').length).toBe(minor === 40 ? 0 : 1);
+      if (minor >= 41) expect(valueOf(samples, 'slurm_schedule_cycle_tot')).toBe(truth.diag.schedule_cycle_sum);
+    });
+
+    it(`counts pending jobs by reason and partition, and reads the license pools (${version})`, async () => {
+      const { cluster, runner } = await start([version]);
+      expect((await runner.collect()).failed).toEqual([]);
+      const truth = truthSeenThrough(version, cluster.knownTruth());
+      const samples = parseExposition(runner.pipeline.exposition.text);
+      const pending = truth.jobs.filter((j) => j.state[0] === 'PENDING');
+      expect(pending.length).toBeGreaterThan(0);
+      const reasons = select(samples, 'slurm_jobs_pending_reason');
+      expect(reasons.reduce((a, s) => a + s.value, 0)).toBe(pending.length);
+      for (const s of reasons) {
+        expect(s.value, JSON.stringify(s.labels)).toBe(pending.filter((j) => (j.state_reason ?? '') === s.labels.reason && j.partition === s.labels.partition).length);
+      }
+      const used = Math.min(FAKE_LICENSE_TOTAL - 2, truth.jobs.filter((j) => j.state[0] === 'RUNNING').length);
+      expect(valueOf(samples, 'slurm_license_total', { license: 'fluent' })).toBe(FAKE_LICENSE_TOTAL);
+      expect(valueOf(samples, 'slurm_license_used', { license: 'fluent' })).toBe(used);
+      expect(valueOf(samples, 'slurm_license_free', { license: 'fluent' })).toBe(FAKE_LICENSE_TOTAL - 2 - used);
+      expect(valueOf(samples, 'slurm_license_reserved', { license: 'fluent' })).toBe(2);
+    });
+
+    it(`reads fairshare per account and user from v0.0.40, and asks nothing of an older API (${version})`, async () => {
+      const { cluster, runner } = await start([version]);
+      expect((await runner.collect()).failed).toEqual([]);
+      const truth = truthSeenThrough(version, cluster.knownTruth());
+      const samples = parseExposition(runner.pipeline.exposition.text);
+      const factors = select(samples, 'slurm_fairshare_factor');
+      if (version === 'v0.0.38') {
+        expect(factors).toHaveLength(0);
+        expect([...(server?.requests.keys() ?? [])].filter((p) => p.includes('shares'))).toEqual([]);
+        return;
+      }
+      const users = new Set(truth.jobs.map((j) => `${j.account ?? ''}/${j.user_name ?? ''}`));
+      expect(factors.filter((s) => s.labels.user !== '').map((s) => `${s.labels.account}/${s.labels.user}`).sort()).toEqual([...users].sort());
+      for (const s of factors.filter((x) => x.labels.user !== '')) {
+        const mine = truth.jobs.filter((j) => j.account === s.labels.account && j.user_name === s.labels.user).length;
+        expect(valueOf(samples, 'slurm_fairshare_raw_usage', s.labels), JSON.stringify(s.labels)).toBe(100 * mine);
+        expect(s.value).toBeCloseTo(1 - mine / truth.jobs.length, 9);
+      }
+      expect(valueOf(samples, 'slurm_fairshare_raw_usage', { account: 'root', user: '', partition: '' })).toBe(100 * truth.jobs.length);
+    });
+
+    it(`reads reservations, with the states of their nodes (${version})`, async () => {
+      const { cluster, runner } = await start([version]);
+      expect((await runner.collect()).failed).toEqual([]);
+      const truth = truthSeenThrough(version, cluster.knownTruth());
+      const samples = parseExposition(runner.pipeline.exposition.text);
+      const two = truth.nodes.slice(0, 2);
+      const info = select(samples, 'slurm_reservation_info');
+      expect(info.map((s) => s.labels)).toEqual([
+        { reservation: 'maint-window', partition: two[0]?.partitions[0], flags: 'MAINT,IGNORE_JOBS', users: 'root', accounts: '', nodes: two.map((n) => n.name).join(',') },
+      ]);
+      const from = Math.floor(truth.nowMs / 1000 / 3600) * 3600 + 3600;
+      expect(valueOf(samples, 'slurm_reservation_start_time_seconds', { reservation: 'maint-window' })).toBe(from);
+      expect(valueOf(samples, 'slurm_reservation_end_time_seconds', { reservation: 'maint-window' })).toBe(from + 3600);
+      expect(valueOf(samples, 'slurm_reservation_nodes', { reservation: 'maint-window' })).toBe(2);
+      const states = select(samples, 'slurm_reservation_nodes_state', { reservation: 'maint-window' });
+      const bases = states.filter((s) => ['alloc', 'mixed', 'idle', 'down', 'future', 'unknown'].includes(s.labels.state as string));
+      expect(bases.reduce((a, s) => a + s.value, 0)).toBe(2);
+      const drained = two.filter((n) => n.state.flags.includes('DRAIN')).length;
+      expect(valueOf(samples, 'slurm_reservation_nodes_state', { reservation: 'maint-window', state: 'drain' }) ?? 0).toBe(drained);
+    });
+  }
+});
+
+describe("Slurm's native families over OTLP", () => {
+  it('every native and beyond family on /metrics is pushed under the same name, as a gauge, with the same points', async () => {
+    const rx = await startReceiver();
+    try {
+      const { runner } = await start(['v0.0.44'], 'controller', { otlpUrl: `${rx.url}/v1/metrics`, userAccountMetrics: true });
+      expect((await runner.collect()).failed).toEqual([]);
+      await runner.pipeline.flush();
+      const pushed = rx.requests.flatMap((r) => r.points);
+      const samples = parseExposition(runner.pipeline.exposition.text);
+      const ours = new Set([...NATIVE_SPECS, ...NATIVE_USER_ACCOUNT_SPECS, ...EXTRA_SPECS].map((s) => s.name));
+      const exposed = [...new Set(samples.map((s) => s.name))].filter((n) => ours.has(n));
+      expect(exposed.length).toBeGreaterThan(250);
+      for (const name of exposed) {
+        const points = pushed.filter((p) => p.metric === name);
+        expect(points.length, name).toBe(select(samples, name).length);
+        expect(new Set(points.map((p) => p.kind)), name).toEqual(new Set(['gauge']));
+      }
+      const running = pushed.find((p) => p.metric === 'slurm_jobs_running');
+      expect(running?.value).toBe(valueOf(samples, 'slurm_jobs_running'));
+    } finally {
+      await rx.close();
+    }
+  });
+});
+
+describe('optional sub-collectors', () => {
+  for (const endpoint of ['licenses', 'partitions', 'reservations', 'shares'] as const) {
+    it(`a failing /${endpoint} fails alone: counted, its families absent, every other family served`, async () => {
+      const { runner } = await start(['v0.0.44'], 'controller', { failing: [endpoint] });
+      expect((await runner.collect()).failed).toEqual([endpoint]);
+      const samples = parseExposition(runner.pipeline.exposition.text);
+      expect(select(samples, 'slurm_node_info').length).toBe(12);
+      expect(select(samples, 'slurm_jobs')).toHaveLength(1);
+      expect(select(samples, 'slurm_nodes')).toHaveLength(1);
+      expect(select(samples, 'slurm_schedule_cycle_cnt')).toHaveLength(1);
+      const own = { licenses: 'slurm_license_total', partitions: 'slurm_partitions', reservations: 'slurm_reservation_info', shares: 'slurm_fairshare_factor' };
+      for (const [other, family] of Object.entries(own)) expect(select(samples, family).length > 0, family).toBe(other !== endpoint);
+      const self = parseExposition((await runner.self.exposition()).text);
+      expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: endpoint })).toBe(1);
+      expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: 'nodes' })).toBe(0);
+    });
+  }
+
+  it('the limits sub-collector fails alone when slurmdbd has no /qos (the fake serves none): every other family is served', async () => {
+    const { runner } = await start(['v0.0.44'], 'controller', { accountingLimits: true });
+    expect((await runner.collect()).failed).toEqual(['limits']);
+    const samples = parseExposition(runner.pipeline.exposition.text);
+    for (const name of ['slurm_node_info', 'slurm_jobs', 'slurm_partitions', 'slurm_license_total', 'slurm_reservation_info', 'slurm_fairshare_factor']) {
+      expect(select(samples, name).length, name).toBeGreaterThan(0);
+    }
+    expect(select(samples, 'slurm_qos_limit')).toHaveLength(0);
+    const self = parseExposition((await runner.self.exposition()).text);
+    expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: 'limits' })).toBe(1);
+  });
+
+  it('a sub-collector not chosen sends no request and has no families and no self-monitoring series', async () => {
+    const { runner } = await start(['v0.0.44'], 'controller', { optional: ['partitions', 'reservations', 'shares'] });
+    expect((await runner.collect()).failed).toEqual([]);
+    expect(server?.requests.get('/slurm/v0.0.44/licenses/')).toBeUndefined();
+    expect(server?.requests.get('/slurm/v0.0.44/partitions/')).toBe(1);
+    const samples = parseExposition(runner.pipeline.exposition.text);
+    expect(select(samples, 'slurm_license_total')).toHaveLength(0);
+    expect(select(samples, 'slurm_partitions')).toHaveLength(1);
+    const self = parseExposition((await runner.self.exposition()).text);
+    expect(select(self, 'slurm_exporter_collector_errors_total', { collector: 'licenses' })).toHaveLength(0);
+  });
+});
+
 describe('cluster agent faults, end to end', () => {
   it('keeps every family from the last good collection while slurmrestd is gone, counting each failure', async () => {
     const { runner } = await start(['v0.0.44']);
@@ -59,12 +248,12 @@ describe('cluster agent faults, end to end', () => {
     await server?.close();
     server = undefined;
     const tick = await runner.collect();
-    expect([...tick.failed].sort()).toEqual(['diag', 'jobs', 'nodes']);
+    expect([...tick.failed].sort()).toEqual(['diag', 'jobs', 'licenses', 'nodes', 'partitions', 'reservations', 'shares']);
     const after = parseExposition(runner.pipeline.exposition.text);
     expect(select(after, 'slurm_node_info').length).toBe(before);
     expect(select(after, 'slurm_job_info').length).toBeGreaterThan(0);
     const self = parseExposition((await runner.self.exposition()).text);
-    for (const collector of ['nodes', 'jobs', 'diag']) expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector })).toBe(1);
+    for (const collector of ['nodes', 'jobs', 'diag', 'partitions', 'licenses', 'reservations', 'shares']) expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector })).toBe(1);
     expect(valueOf(self, 'slurm_exporter_collection_failures_total')).toBe(1);
     expect(valueOf(self, 'slurm_exporter_collection_attempts_total')).toBe(2);
   });

@@ -47,6 +47,8 @@ async function setup(opts: { versions?: string[]; token?: string } = {}) {
     api,
     jobSource: 'controller',
     accountingLookbackMs: 3_600_000,
+    // Soperator's three sub-collectors only: the fault server serves no /partitions.
+    optional: [],
     logger,
     onSkipped: (c, n) => add(counts.skipped, c, n),
     onApiErrors: (c, n) => add(counts.apiErrors, c, n),

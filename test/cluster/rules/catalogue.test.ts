@@ -1,6 +1,14 @@
 /** The cluster catalogue against the contract: Soperator's documented names, kinds and labels. */
 import { describe, expect, it } from 'vitest';
-import { CLUSTER_EVENT_METRICS, CLUSTER_EVENT_SPECS, CLUSTER_METRICS, CLUSTER_SELF_METRICS, DURATION_BUCKETS } from '../../../src/cluster/metrics.js';
+import {
+  CLUSTER_EVENT_METRICS,
+  CLUSTER_EVENT_SPECS,
+  CLUSTER_METRICS,
+  CLUSTER_SELF_METRICS,
+  DURATION_BUCKETS,
+  NATIVE_SPECS,
+  NATIVE_USER_ACCOUNT_SPECS,
+} from '../../../src/cluster/metrics.js';
 import { prometheusName, type MetricSpec } from '../../../src/telemetry/spec.js';
 
 const byProm = (specs: readonly MetricSpec[]) => Object.fromEntries(specs.map((s) => [prometheusName(s), s]));
@@ -8,7 +16,10 @@ const snapshotSpecs = byProm(Object.values(CLUSTER_METRICS));
 const eventSpecs = byProm(CLUSTER_EVENT_SPECS);
 const selfSpecs = byProm(Object.values(CLUSTER_SELF_METRICS));
 
-/** Retyped from the seed's tables (name, type, labels), plus the two GPU additions. */
+/**
+ * Retyped from the seed's tables (name, type, labels), plus the two GPU additions. The four node
+ * families slurmctld also serves carry its `node` label after Soperator's.
+ */
 const CONTRACT: Record<string, [string, string[]]> = {
   slurm_node_gpu_seconds_total: ['counter', ['node_name', 'state_base', 'state_is_drain', 'state_is_maintenance', 'state_is_reserved']],
   slurm_node_fails_total: ['counter', ['node_name', 'state_base', 'state_is_drain', 'state_is_maintenance', 'state_is_reserved', 'reason']],
@@ -16,12 +27,12 @@ const CONTRACT: Record<string, [string, string[]]> = {
   slurm_node_draining_duration_seconds: ['histogram', ['node_name']],
   slurm_node_cpus_total: ['gauge', ['node_name']],
   slurm_node_cpus_allocated: ['gauge', ['node_name']],
-  slurm_node_cpus_idle: ['gauge', ['node_name']],
-  slurm_node_cpus_effective: ['gauge', ['node_name']],
+  slurm_node_cpus_idle: ['gauge', ['node_name', 'node']],
+  slurm_node_cpus_effective: ['gauge', ['node_name', 'node']],
   slurm_node_memory_total_bytes: ['gauge', ['node_name']],
   slurm_node_memory_allocated_bytes: ['gauge', ['node_name']],
-  slurm_node_memory_free_bytes: ['gauge', ['node_name']],
-  slurm_node_memory_effective_bytes: ['gauge', ['node_name']],
+  slurm_node_memory_free_bytes: ['gauge', ['node_name', 'node']],
+  slurm_node_memory_effective_bytes: ['gauge', ['node_name', 'node']],
   slurm_node_partition: ['gauge', ['node_name', 'partition']],
   slurm_node_job: ['gauge', ['job_id', 'node_name']],
   slurm_job_duration_seconds: ['gauge', ['job_id']],
@@ -60,6 +71,10 @@ describe('cluster catalogue', () => {
     expect(CLUSTER_METRICS.nodeInfo.attributes).toEqual(NODE_INFO);
     expect(CLUSTER_METRICS.jobInfo.attributes.filter((a) => a !== 'user_mail')).toEqual(JOB_INFO_DOCUMENTED);
     expect(CLUSTER_METRICS.jobInfo.attributes).toContain('user_mail');
+  });
+
+  it("Slurm's native families add names only: none is one of the contract's", () => {
+    for (const s of [...NATIVE_SPECS, ...NATIVE_USER_ACCOUNT_SPECS]) expect(CONTRACT[s.name], s.name).toBeUndefined();
   });
 
   it('OTLP names never end in _total except gauges Soperator named so', () => {

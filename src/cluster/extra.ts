@@ -1,0 +1,149 @@
+/**
+ * Families beyond slurmctld's own set: pending-reason counts (from /jobs), license pools (from
+ * /licenses), reservations (from /reservations, their nodes' states from /nodes) and fairshare
+ * (from /shares), QoS and association limits (from slurmdbd). Each comes only from a sub-collector that has succeeded: a failing /licenses never
+ * touches the job families, and a switched-off one leaves its families out.
+ */
+import type { Attributes, Family, Point } from '../telemetry/spec.js';
+import { expandHostlist } from './hostlist.js';
+import { FAIRSHARE_METRICS, JOB_EXTRA_METRICS, LICENSE_METRICS, LIMIT_METRICS, RESERVATION_METRICS as R } from './metrics.js';
+import type { SlurmAccountingLimits, SlurmJob, SlurmLimits, SlurmLicense, SlurmNode, SlurmReservation, SlurmShare } from './model.js';
+import { nodeStateNames } from './native.js';
+import type { ClusterSnapshot } from './snapshot.js';
+import { nodesByName, uniqueJobs } from './state.js';
+
+export function extraFamilies(snap: ClusterSnapshot): Family[] {
+  return [
+    ...(snap.jobs ? [pendingReasons(uniqueJobs(snap.jobs.value))] : []),
+    ...(snap.licenses ? licenseFamilies(snap.licenses.value) : []),
+    ...(snap.reservations ? reservationFamilies(snap.reservations.value, snap.nodes?.value) : []),
+    ...(snap.shares ? fairshareFamilies(snap.shares.value) : []),
+    ...(snap.limits ? limitFamilies(snap.limits.value) : []),
+  ];
+}
+
+/** Pending jobs by (reason, partition); a job submitted to several partitions counts in each. */
+function pendingReasons(jobs: readonly SlurmJob[]): Family {
+  const counts = new Map<string, { reason: string; partition: string; n: number }>();
+  for (const job of jobs) {
+    if (job.state[0] !== 'PENDING') continue;
+    const reason = job.state_reason ?? '';
+    for (const partition of (job.partition ?? '').split(',')) {
+      const key = `${reason.length}:${reason}${partition}`;
+      const c = counts.get(key) ?? { reason, partition, n: 0 };
+      c.n += 1;
+      counts.set(key, c);
+    }
+  }
+  const points = [...counts.values()].map((c) => ({ attributes: { reason: c.reason, partition: c.partition }, value: c.n }));
+  return { spec: JOB_EXTRA_METRICS.pendingReason, points };
+}
+
+function licenseFamilies(licenses: readonly SlurmLicense[]): Family[] {
+  const unique = [...new Map(licenses.map((l) => [l.name, l])).values()];
+  const fam = (key: keyof typeof LICENSE_METRICS): Family => ({
+    spec: LICENSE_METRICS[key],
+    points: unique.flatMap((l) => (l[key] === undefined ? [] : [{ attributes: { license: l.name }, value: l[key] as number }])),
+  });
+  return [fam('total'), fam('used'), fam('free'), fam('reserved')];
+}
+
+function reservationFamilies(list: readonly SlurmReservation[], nodes: readonly SlurmNode[] | undefined): Family[] {
+  const unique = [...new Map(list.map((r) => [r.name, r])).values()];
+  const per = (spec: (typeof R)[keyof typeof R], value: (r: SlurmReservation) => number | undefined): Family => ({
+    spec,
+    points: unique.flatMap((r) => {
+      const v = value(r);
+      return v === undefined ? [] : [{ attributes: { reservation: r.name }, value: v }];
+    }),
+  });
+  const info = unique.map((r) => ({
+    attributes: { reservation: r.name, partition: r.partition ?? '', flags: r.flags.join(','), users: r.users ?? '', accounts: r.accounts ?? '', nodes: r.node_list },
+    value: 1,
+  }));
+  return [
+    { spec: R.info, points: info },
+    per(R.startTime, (r) => r.start_time),
+    per(R.endTime, (r) => r.end_time),
+    per(R.nodes, (r) => r.node_count),
+    per(R.cores, (r) => r.core_count),
+    ...(nodes ? [reservationNodeStates(unique, nodes)] : []),
+  ];
+}
+
+/** The states of each reservation's nodes; a reservation whose hostlist cannot be read gets none. */
+function reservationNodeStates(list: readonly SlurmReservation[], nodes: readonly SlurmNode[]): Family {
+  const byName = nodesByName(nodes);
+  const points = list.flatMap((r) => {
+    let names: string[];
+    try {
+      names = expandHostlist(r.node_list);
+    } catch {
+      return [];
+    }
+    const counts = new Map<string, number>();
+    for (const name of names) {
+      const node = byName.get(name);
+      if (node !== undefined) for (const s of nodeStateNames(node)) counts.set(s, (counts.get(s) ?? 0) + 1);
+    }
+    return [...counts].map(([state, n]) => ({ attributes: { reservation: r.name, state }, value: n }));
+  });
+  return { spec: R.nodeStates, points };
+}
+
+const SHARE_VALUES: readonly [keyof typeof FAIRSHARE_METRICS, keyof SlurmShare][] = [
+  ['rawShares', 'shares'],
+  ['normShares', 'shares_normalized'],
+  ['rawUsage', 'usage'],
+  ['normUsage', 'usage_normalized'],
+  ['effectiveUsage', 'effective_usage'],
+  ['factor', 'fairshare_factor'],
+  ['level', 'fairshare_level'],
+];
+
+/** An account row is labelled by the account; a user row by the user and the account it is in. */
+function fairshareFamilies(rows: readonly SlurmShare[]): Family[] {
+  const labelled = rows.map((r) => ({ r, attributes: r.kind === 'user' ? { account: r.parent, user: r.name, partition: r.partition } : { account: r.name, user: '', partition: r.partition } }));
+  const seen = new Set<string>();
+  const unique = labelled.filter(({ attributes: a }) => {
+    const key = JSON.stringify([a.account, a.user, a.partition]);
+    return seen.has(key) ? false : (seen.add(key), true);
+  });
+  return SHARE_VALUES.map(([key, field]) => ({
+    spec: FAIRSHARE_METRICS[key],
+    points: unique.flatMap(({ r, attributes }) => {
+      const v = r[field];
+      return typeof v === 'number' && Number.isFinite(v) ? [{ attributes, value: v }] : [];
+    }),
+  }));
+}
+
+function limitPoints(owners: readonly { readonly attributes: Attributes; readonly limits: SlurmLimits }[]): { values: Point[]; tres: Point[] } {
+  const values: Point[] = [];
+  const tres: Point[] = [];
+  const seen = new Set<string>();
+  for (const { attributes, limits } of owners) {
+    const key = JSON.stringify(attributes);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    for (const [limit, value] of Object.entries(limits.values)) values.push({ attributes: { ...attributes, limit }, value });
+    const tresSeen = new Set<string>();
+    for (const t of limits.tres) {
+      if (tresSeen.has(`${t.limit}\0${t.tres}`)) continue;
+      tresSeen.add(`${t.limit}\0${t.tres}`);
+      tres.push({ attributes: { ...attributes, limit: t.limit, tres: t.tres }, value: t.count });
+    }
+  }
+  return { values, tres };
+}
+
+function limitFamilies(l: SlurmAccountingLimits): Family[] {
+  const qos = limitPoints(l.qos.map((q) => ({ attributes: { qos: q.qos }, limits: q })));
+  const assoc = limitPoints(l.associations.map((a) => ({ attributes: { account: a.account, user: a.user, partition: a.partition }, limits: a })));
+  return [
+    { spec: LIMIT_METRICS.qos, points: qos.values },
+    { spec: LIMIT_METRICS.qosTres, points: qos.tres },
+    { spec: LIMIT_METRICS.association, points: assoc.values },
+    { spec: LIMIT_METRICS.associationTres, points: assoc.tres },
+  ];
+}
