@@ -1,6 +1,6 @@
 /**
- * Soperator's node state model, as its exporter behaves in production (which is broader than its
- * docs, see REFERENCE.md §3). Pure functions of a decoded NodeState; words the model does not
+ * Soperator's node state model, as its exporter's code behaves in production: broader than its
+ * docs, e.g. an IDLE+DRAIN, UNKNOWN, ERROR, FAIL or INVALID node is unavailable too. Pure functions of a decoded NodeState; words the model does not
  * know (BLOCKED, DYNAMIC_NORM, POWER_DOWN_ASAP, ...) are carried but never change a verdict.
  */
 import type { NodeBaseState, NodeState } from './model.js';

@@ -313,8 +313,8 @@ function diagFamilies(diag: SlurmDiag): Family[] {
 // ---- accounting adjustments ----
 
 /**
- * What Soperator does to slurmdbd rows so accounting-mode series match controller-mode ones (see
- * the seed's "Accounting response is not exposed as-is"). Controller rows pass through unchanged.
+ * What Soperator does to slurmdbd rows so accounting-mode series match controller-mode ones: an
+ * accounting response is not exposed as it comes. Controller rows pass through unchanged.
  * The tres_req fallback for CPUs and memory needs nothing here: jobCpuCount/jobMemoryBytes apply
  * it to every job, as Soperator's exporter does.
  */

@@ -17,7 +17,7 @@ const eventSpecs = byProm(CLUSTER_EVENT_SPECS);
 const selfSpecs = byProm(Object.values(CLUSTER_SELF_METRICS));
 
 /**
- * Retyped from the seed's tables (name, type, labels), plus the two GPU additions. The four node
+ * Retyped from Soperator's documented metric tables (name, type, labels), plus the two GPU additions. The four node
  * families slurmctld also serves carry its `node` label after Soperator's.
  */
 const CONTRACT: Record<string, [string, string[]]> = {
@@ -104,7 +104,7 @@ describe('cluster catalogue', () => {
     }
   });
 
-  it('self-monitoring: the seed family plus stale results, skipped items, API errors and lost fields', () => {
+  it("self-monitoring: Soperator's family plus stale results, skipped items, API errors and lost fields", () => {
     expect(Object.entries(selfSpecs).map(([n, s]) => [n, s.kind, s.attributes]).sort()).toEqual(
       [
         ['slurm_exporter_collection_duration_seconds', 'gauge', []],

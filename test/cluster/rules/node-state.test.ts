@@ -1,4 +1,4 @@
-/** Soperator's node state model, production behaviour (REFERENCE.md §3), as tables. */
+/** Soperator's node state model as its exporter's code behaves (broader than its docs), as tables. */
 import { describe, expect, it } from 'vitest';
 import { nodeState } from '../../../src/cluster/api/states.js';
 import {
