@@ -129,7 +129,7 @@ export class NodeRunner implements Collecting {
     const fresh = list.filter((u) => !this.loggedUnreadable.has(u.pid));
     for (const u of fresh.slice(0, MAX_LOGGED_UNREADABLE)) {
       const fields = { pid: u.pid, comm: u.comm, cgroup: u.cgroup, errno: u.errno, scope: u.scope, effect: u.effect };
-      this.opts.logger[u.effect === 'ignored' ? 'info' : 'warn'](fields, unreadableLine(u));
+      this.opts.logger[u.effect === 'ignored' || u.effect === 'cleared' ? 'info' : 'warn'](fields, unreadableLine(u));
     }
     if (fresh.length > MAX_LOGGED_UNREADABLE) {
       this.opts.logger.warn({ count: fresh.length - MAX_LOGGED_UNREADABLE }, 'more processes with unreadable fd tables: slurm-otel explain lists them all');

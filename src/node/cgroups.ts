@@ -25,6 +25,8 @@ export interface Allocation {
   readonly procsFiles: readonly string[];
   /** Subtrees that could not be read: the PID list may be incomplete. */
   readonly gaps: readonly string[];
+  /** The job directory that may carry `rdma.current`: the v2 job directory, or the v1 one under the rdma hierarchy. */
+  readonly rdmaDir?: string;
 }
 
 export interface ScopeInfo {
@@ -103,6 +105,7 @@ interface MutableAllocation {
   stepdPids: Set<number>;
   procsFiles: string[];
   gaps: string[];
+  rdmaDir?: string;
 }
 
 function noteGap(r: Read<unknown>, where: string, gaps: string[], problems: Problems): void {
@@ -137,6 +140,7 @@ function scanScope(dir: string, scope: string, acc: ScanAccumulator, problems: P
     const layout: Layout = idKind === 'sluid' ? 'v2-sluid' : 'v2';
     if (idKind === 'sluid') acc.scope('v2-sluid', scope);
     const alloc = newAllocation(`${scope}/${name}`, numeric?.[1] ?? name, idKind, layout, scope);
+    alloc.rdmaDir = join(dir, name);
     walkJob(join(dir, name), [], alloc, problems);
     acc.allocations.set(alloc.key, alloc);
   }
@@ -153,11 +157,11 @@ function scanV1(cgroupfs: string, acc: ScanAccumulator, problems: Problems): voi
       noteGap(roots, 'controller', acc.gaps, problems);
       continue;
     }
-    for (const root of roots.value.filter((r) => V1_ROOT_RE.test(r))) scanV1Root(join(cgroupfs, ctrl, root), root, acc, problems);
+    for (const root of roots.value.filter((r) => V1_ROOT_RE.test(r))) scanV1Root(join(cgroupfs, ctrl, root), root, ctrl.split(',').includes('rdma'), acc, problems);
   }
 }
 
-function scanV1Root(dir: string, root: string, acc: ScanAccumulator, problems: Problems): void {
+function scanV1Root(dir: string, root: string, rdma: boolean, acc: ScanAccumulator, problems: Problems): void {
   acc.foundSlurm = true;
   acc.scope('v1', root);
   const uids = listSubdirs(dir);
@@ -177,6 +181,7 @@ function scanV1Root(dir: string, root: string, acc: ScanAccumulator, problems: P
         alloc = newAllocation(key, numeric[1] as string, 'jobid', 'v1', root);
         acc.allocations.set(key, alloc);
       }
+      if (rdma) alloc.rdmaDir = join(dir, uid, name);
       walkJob(join(dir, uid, name), [], alloc, problems);
     }
   }

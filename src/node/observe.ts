@@ -94,13 +94,32 @@ function jobFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
   const processes = snap.allocations
     .filter((a) => a.jobId !== undefined)
     .map((a) => ({ attributes: { job_id: a.jobId as string, ...metadataOf(snap, a.jobId as string) }, value: new Set([...a.pids, ...a.stepdPids]).size }));
+  const [handles, objects] = rdmaPoints(snap);
   return [
     { spec: M.jobCounters, points: counters },
     { spec: M.jobTransmitBytes, points: tx },
     { spec: M.jobReceiveBytes, points: rx },
     { spec: M.jobDeviceAttributed, points: attributed },
     { spec: M.jobProcesses, points: processes },
+    { spec: M.jobRdmaHandles, points: handles },
+    { spec: M.jobRdmaObjects, points: objects },
   ];
+}
+
+/** Each resolved job's rdma.current, device by device, zeros included (a zero there is the kernel's). */
+function rdmaPoints(snap: NodeSnapshot): [Point[], Point[]] {
+  const handles: Point[] = [];
+  const objects: Point[] = [];
+  for (const a of snap.allocations) {
+    const e = snap.rdma.get(a.key);
+    if (a.jobId === undefined || e === undefined) continue;
+    for (const [device, c] of e.charges) {
+      const attributes = { job_id: a.jobId, device, ...metadataOf(snap, a.jobId) };
+      handles.push({ attributes, value: c.handles });
+      objects.push({ attributes, value: c.objects });
+    }
+  }
+  return [handles, objects];
 }
 
 /** Resolved job ids holding a device. */

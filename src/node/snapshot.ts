@@ -7,6 +7,7 @@ import { readHcas, UverbsMap, type HcaScan } from './hca.js';
 import type { JobIdResolver } from './jobids.js';
 import type { FdScanner } from './owners.js';
 import { Problems, type Problem } from './problems.js';
+import { chargedDevices, firstRdmaCurrent, processCgroupDirs, readRdmaCurrent, type RdmaEvidence } from './rdma-cgroup.js';
 import { join, procHidesProcesses, readSmall, type Roots } from './roots.js';
 import type { JobMetadata, JobMetadataSource } from './squeue.js';
 import { classifyUnreadable, describeUnreadable, type UnreadablePolicy, type UnreadableProcess } from './unreadable.js';
@@ -17,6 +18,9 @@ export interface JobAllocation extends Allocation {
   readonly unresolved?: string;
 }
 
+/** What shows a holder: an fd on the device's uverbs file, or a verbs context charged in an rdma cgroup. */
+export type HolderEvidence = 'fd' | 'rdma-cgroup';
+
 export interface DeviceHolders {
   /** Allocation keys of the jobs holding the device. */
   readonly allocations: readonly string[];
@@ -24,6 +28,10 @@ export interface DeviceHolders {
   readonly nonJobPids: readonly number[];
   /** Job PIDs holding it, for the explain table. */
   readonly jobPids: readonly number[];
+  /** Allocation key → what shows the job holds the device. */
+  readonly jobEvidence: ReadonlyMap<string, readonly HolderEvidence[]>;
+  /** PID outside the jobs → what shows it holds the device. */
+  readonly nonJobEvidence: ReadonlyMap<number, readonly HolderEvidence[]>;
 }
 
 export interface NodeSnapshot {
@@ -37,6 +45,8 @@ export interface NodeSnapshot {
   readonly gaps: readonly string[];
   /** Processes whose fd table could not be read, named, with their effect on attribution. */
   readonly unreadable: readonly UnreadableProcess[];
+  /** Allocation key → its job cgroup's rdma.current, where the job cgroup has one. */
+  readonly rdma: ReadonlyMap<string, RdmaEvidence>;
   /** Whether the cgroup root holds any Slurm hierarchy, and what was looked for. */
   readonly slurmCgroups: { readonly found: boolean; readonly searched: string };
   /** user/account/partition per job id; undefined when no metadata source is configured. */
@@ -77,29 +87,24 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
     return r && 'jobId' in r ? { ...a, jobId: r.jobId } : { ...a, unresolved: r?.unresolved ?? 'not resolved' };
   });
   const jobs = new Map(allocations.map((a) => [a.key, { key: a.key, label: a.jobId ?? a.id }]));
-  const unreadable = classifyUnreadable(roots.procfs, owners.unreadable, (pid) => jobs.get(allocationOf.get(pid) ?? ''), readers.unreadable);
+  const rdmaOf = (lines: Parameters<typeof processCgroupDirs>[1]) => firstRdmaCurrent(processCgroupDirs(roots.cgroupfs, lines), problems);
+  const unreadable = classifyUnreadable(roots.procfs, owners.unreadable, (pid) => jobs.get(allocationOf.get(pid) ?? ''), readers.unreadable, rdmaOf);
   for (const u of unreadable) if (u.effect === 'node') gaps.push(describeUnreadable(u));
   if (process.geteuid?.() !== 0 && procHidesProcesses(roots.procfs)) gaps.push(`${roots.procfs} is mounted with hidepid and the agent is not root: other users' processes are invisible`);
 
+  const rdma = jobCharges(allocations, problems);
+  const holders = new HolderTable();
   const uverbs = new UverbsMap(roots.sysfs, problems);
-  const holders = new Map<string, { allocations: Set<string>; nonJobPids: number[]; jobPids: number[] }>();
   for (const [dev, pids] of owners.holders) {
     const device = uverbs.device(dev);
     if (device === undefined) {
       gaps.push(`${dev}: HCA unknown (no readable ibdev)`);
       continue;
     }
-    let h = holders.get(device);
-    if (!h) holders.set(device, (h = { allocations: new Set(), nonJobPids: [], jobPids: [] }));
-    for (const pid of pids) {
-      const key = allocationOf.get(pid);
-      if (key === undefined) h.nonJobPids.push(pid);
-      else {
-        h.allocations.add(key);
-        h.jobPids.push(pid);
-      }
-    }
+    for (const pid of pids) holders.add(device, pid, allocationOf.get(pid), 'fd');
   }
+  for (const [key, e] of rdma) for (const device of chargedDevices(e.charges)) holders.add(device, undefined, key, 'rdma-cgroup');
+  for (const u of unreadable) if (u.effect === 'charged') for (const device of u.rdma?.charged ?? []) holders.add(device, u.pid, u.allocation, 'rdma-cgroup');
   const metadata = readers.metadata ? jobMetadata(readers.metadata, allocations) : undefined;
   const holderNames = new Map<number, string>();
   for (const pids of owners.holders.values()) {
@@ -108,20 +113,80 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
       if (comm.ok) holderNames.set(pid, comm.value.trim());
     }
   }
+  for (const u of unreadable) if (u.effect === 'charged') holderNames.set(u.pid, u.comm);
   return {
     atMs: nowMs,
     hca,
     allocations,
     scopes: cgroups.scopes,
-    holders: new Map([...holders].map(([d, h]) => [d, { ...h, allocations: [...h.allocations] }])),
+    holders: holders.result(),
     gaps,
     unreadable,
+    rdma,
     slurmCgroups: { found: cgroups.foundSlurm, searched: cgroups.searched },
     holderNames,
     ...(metadata ? { metadata } : {}),
     problems: problems.list(),
     stats: { processes: owners.stats.processes, fdLinksRead: owners.stats.fdLinksRead },
   };
+}
+
+/** The rdma.current of each job cgroup that has one. */
+function jobCharges(allocations: readonly JobAllocation[], problems: Problems): Map<string, RdmaEvidence> {
+  const out = new Map<string, RdmaEvidence>();
+  for (const a of allocations) {
+    const e = a.rdmaDir === undefined ? undefined : readRdmaCurrent(a.rdmaDir, problems);
+    if (e) out.set(a.key, e);
+  }
+  return out;
+}
+
+interface MutableHolders {
+  allocations: Set<string>;
+  nonJobPids: Set<number>;
+  jobPids: Set<number>;
+  jobEvidence: Map<string, Set<HolderEvidence>>;
+  nonJobEvidence: Map<number, Set<HolderEvidence>>;
+}
+
+/** Holders per device, each with the evidence that shows it. */
+class HolderTable {
+  private readonly byDevice = new Map<string, MutableHolders>();
+
+  /** A holder: a process (pid) of a job (allocation key), a job known only by its cgroup (no pid), or a process outside the jobs. */
+  add(device: string, pid: number | undefined, allocation: string | undefined, evidence: HolderEvidence): void {
+    let h = this.byDevice.get(device);
+    if (!h) this.byDevice.set(device, (h = { allocations: new Set(), nonJobPids: new Set(), jobPids: new Set(), jobEvidence: new Map(), nonJobEvidence: new Map() }));
+    if (allocation !== undefined) {
+      h.allocations.add(allocation);
+      if (pid !== undefined) h.jobPids.add(pid);
+      addTo(h.jobEvidence, allocation, evidence);
+    } else if (pid !== undefined) {
+      h.nonJobPids.add(pid);
+      addTo(h.nonJobEvidence, pid, evidence);
+    }
+  }
+
+  result(): Map<string, DeviceHolders> {
+    const out = new Map<string, DeviceHolders>();
+    for (const [d, h] of this.byDevice) {
+      out.set(d, {
+        allocations: [...h.allocations], nonJobPids: [...h.nonJobPids], jobPids: [...h.jobPids],
+        jobEvidence: frozen(h.jobEvidence), nonJobEvidence: frozen(h.nonJobEvidence),
+      });
+    }
+    return out;
+  }
+}
+
+function addTo<K>(m: Map<K, Set<HolderEvidence>>, key: K, e: HolderEvidence): void {
+  const s = m.get(key);
+  if (s) s.add(e);
+  else m.set(key, new Set([e]));
+}
+
+function frozen<K>(m: Map<K, Set<HolderEvidence>>): Map<K, HolderEvidence[]> {
+  return new Map([...m].map(([k, s]) => [k, [...s].sort()]));
 }
 
 /** Metadata of the jobs on the node as far as the source knows it; asks for a refresh meanwhile. */
