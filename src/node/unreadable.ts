@@ -173,8 +173,8 @@ export function unreadableEffect(u: UnreadableProcess): string {
   if (u.effect === 'ignored') return 'ignored: assumed to hold no HCA (--unreadable-processes ignore-outside-jobs)';
   if (u.effect === 'cleared') return `holds no HCA: its cgroup's ${u.rdma?.file ?? 'rdma.current'} charges no verbs context`;
   if (u.effect === 'charged') {
-    const who = u.job !== undefined ? `job ${u.job}` : 'a holder outside the jobs seen';
-    return `holds only ${u.rdma?.charged.join(', ') ?? '?'} (charged in ${u.rdma?.file ?? 'rdma.current'}): those ports count ${who} as a holder`;
+    const who = u.job !== undefined ? `job ${u.job} as a holder` : 'it as a holder outside the jobs';
+    return `holds only ${u.rdma?.charged.join(', ') ?? '?'} (charged in ${u.rdma?.file ?? 'rdma.current'}): those ports count ${who}`;
   }
   if (u.effect === 'job') return `job ${u.job ?? '?'} and every port it could share are not attributed`;
   return u.scope === 'job' ? 'in a job cgroup the scan did not see: every port is incomplete' : 'every port is incomplete';

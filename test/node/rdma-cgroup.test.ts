@@ -7,9 +7,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { NodeCollector, type Cycle } from '../../src/node/collector.js';
+import { attributionRows } from '../../src/node/explain.js';
 import { NODE_METRICS } from '../../src/node/metrics.js';
 import { Problems } from '../../src/node/problems.js';
 import { parseRdmaCurrent, processCgroupDirs, readRdmaCurrent } from '../../src/node/rdma-cgroup.js';
@@ -170,5 +172,31 @@ describe('attribution with rdma cgroup evidence', () => {
     const by = (name: string) => points(c, name).map((p) => [p.attributes.job_id, p.attributes.device, p.value]);
     expect(by(NODE_METRICS.jobRdmaHandles.name)).toEqual([['918001', 'mlx5_0', 2], ['918001', 'mlx5_1', 0], ['918001', 'mlx5_2', 0], ['918001', 'mlx5_3', 0]]);
     expect(by(NODE_METRICS.jobRdmaObjects.name)).toEqual([['918001', 'mlx5_0', 40], ['918001', 'mlx5_1', 0], ['918001', 'mlx5_2', 0], ['918001', 'mlx5_3', 0]]);
+  });
+});
+
+describe('explain names the evidence behind each holder', () => {
+  const BIN = path.resolve('dist/src/cli/main.js');
+
+  it('fd, rdma cgroup, or both, in the rows, the terminal table and the JSON', () => {
+    const roots = node({ jobs: { '918001': { mlx5_0: { handles: 2, objects: 40 }, mlx5_2: { handles: 1, objects: 5 } } }, procs: { 900: { mlx5_3: { handles: 1, objects: 2 } } } });
+    const rows = attributionRows(cycle(roots, [900]));
+    const row = (d: string) => rows.find((r) => r.device === d);
+    expect(row('mlx5_0')?.jobs).toEqual([expect.objectContaining({ jobId: '918001', evidence: ['fd', 'rdma-cgroup'] })]);
+    expect(row('mlx5_2')?.jobs.map((j) => [j.jobId, j.holders.length, j.evidence])).toEqual([['918004', 2, ['fd']], ['918001', 0, ['rdma-cgroup']]]);
+    expect(row('mlx5_3')?.nonJob).toEqual([{ pid: 900, comm: 'slurmd', evidence: ['rdma-cgroup'] }]);
+
+    const args = ['explain', '--sysfs-root', roots.sysfs, '--procfs-root', roots.procfs, '--cgroup-root', roots.cgroupfs];
+    const text = asUnprivileged(() => spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8' }));
+    expect(text.status).toBe(0);
+    const flat = text.stdout.replace(/\s+/g, ' ');
+    // Cells wrap: each holder's line is checked apart from its evidence.
+    expect(flat).toMatch(/job 918001: 41010 python, 41011 python │ sole .* \[fd \+ rdma cgroup\]/);
+    expect(flat).toContain('job 918001 [rdma cgroup]');
+    expect(flat).toContain('non-job: 900 slurmd [rdma cgroup]');
+    expect(flat).toMatch(/unreadable: PID 900 .*holds only mlx5_3 \(charged in .*slurmd.service\/rdma.current\): those ports count it as a holder outside the jobs/);
+    const json = asUnprivileged(() => spawnSync(process.execPath, [BIN, ...args, '--json'], { encoding: 'utf8' }));
+    const out = JSON.parse(json.stdout) as { ports: { device: string; jobs: { jobId: string; evidence: string[] }[] }[] };
+    expect(out.ports.find((p) => p.device === 'mlx5_2')?.jobs.map((j) => j.evidence)).toEqual([['fd'], ['rdma-cgroup']]);
   });
 });
