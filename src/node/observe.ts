@@ -3,6 +3,7 @@ import type { Family, Point } from '../telemetry/spec.js';
 import { PORT_STATUSES, type Attribution } from './attribution.js';
 import { PMA_WIDTH, saturated } from './hca.js';
 import { NODE_METRICS as M } from './metrics.js';
+import type { QpState } from './qp-counters.js';
 import type { NodeSnapshot } from './snapshot.js';
 
 export function observe(snap: NodeSnapshot, attr: Attribution): Family[] {
@@ -146,5 +147,32 @@ function summaryFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
     { spec: M.unreadableProcesses, points: (['job', 'outside'] as const).map((scope) => ({ attributes: { scope }, value: snap.unreadable.filter((u) => u.scope === scope).length })) },
     { spec: M.cgroupLayout, points: snap.scopes.map((s) => ({ attributes: { layout: s.layout, scope: s.scope }, value: 1 })) },
     { spec: M.cgroupFoundSlurm, points: [{ attributes: {}, value: snap.slurmCgroups.found ? 1 : 0 }] },
+  ];
+}
+
+/** Per-job QP counter totals (shared ports included) and the QP coverage, with --qp-counters. */
+export function qpFamilies(snap: NodeSnapshot, qp: QpState): Family[] {
+  const counters: Point[] = [];
+  const tx: Point[] = [];
+  const rx: Point[] = [];
+  for (const s of qp.series.values()) {
+    const base = { job_id: s.jobId, device: s.device, port: s.port, ...metadataOf(snap, s.jobId) };
+    for (const [counter, value] of s.values) counters.push({ attributes: { ...base, counter }, value, startTimeMs: s.startMs });
+    const txBytes = s.values.get('rdma_tx_bytes');
+    const rxBytes = s.values.get('rdma_rx_bytes');
+    if (txBytes !== undefined) tx.push({ attributes: base, value: txBytes, startTimeMs: s.startMs });
+    if (rxBytes !== undefined) rx.push({ attributes: base, value: rxBytes, startTimeMs: s.startMs });
+  }
+  const gauge = (m: ReadonlyMap<string, number>): Point[] =>
+    [...m].map(([key, value]) => {
+      const [job_id, device, port] = key.split(' ') as [string, string, string];
+      return { attributes: { job_id, device, port, ...metadataOf(snap, job_id) }, value };
+    });
+  return [
+    { spec: M.jobQpCounters, points: counters },
+    { spec: M.jobQpTransmitBytes, points: tx },
+    { spec: M.jobQpReceiveBytes, points: rx },
+    { spec: M.jobQpCounted, points: gauge(qp.counted) },
+    { spec: M.jobQps, points: gauge(qp.qps) },
   ];
 }
