@@ -23,7 +23,8 @@ export function explainCommand(): Command {
     .addOption(new Option('--fd-rescan-interval <duration>').hideHelp().default(0).argParser(parseDuration))
     .action((f: ExplainFlags) => {
       const roots = { sysfs: f.sysfsRoot, procfs: f.procfsRoot, cgroupfs: f.cgroupRoot };
-      const c = new NodeCollector({ roots, fdRescanIntervalMs: 0, unreadableProcesses: f.unreadableProcesses }).cycle();
+      // Every fd table, so holders are named by PID even where the rdma cgroup charges suffice.
+      const c = new NodeCollector({ roots, fdRescanIntervalMs: 0, unreadableProcesses: f.unreadableProcesses, readAllFds: true }).cycle();
       const rows = attributionRows(c);
       const { snapshot: snap } = c;
       if (c.failed !== undefined) throw new CollectionIncomplete(`collection failed: ${printable(c.failed)}`);

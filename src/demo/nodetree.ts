@@ -74,6 +74,12 @@ export interface TreeSpec {
   /** v2 slice path and scope name. */
   readonly slice?: string;
   readonly scope?: string;
+  /**
+   * The rdma controller enabled everywhere: every cgroup of a job process (and, in v2 trees, of
+   * every other process but PID 1, which stays in the root cgroup) has an rdma.current charged
+   * as the process's uverbs fds say, and each job directory the sum of its processes.
+   */
+  readonly rdmaEverywhere?: boolean;
 }
 
 export function rootsUnder(dir: string): Roots {
@@ -91,7 +97,7 @@ export function writeTree(dir: string, spec: TreeSpec): Roots {
       if (step.stepd) writeProcess(roots.procfs, { cgroup: jobCgroup(spec, job, step.name, undefined, rdma), ...step.stepd });
     }
   }
-  for (const p of spec.others) writeProcess(roots.procfs, p);
+  for (const p of spec.others) writeProcess(roots.procfs, spec.rdmaEverywhere && p.pid === 1 && !p.cgroup ? { ...p, cgroup: '0::/\n' } : p);
   writeCgroups(roots.cgroupfs, spec);
   writeRdma(roots, spec);
   return roots;
@@ -100,7 +106,29 @@ export function writeTree(dir: string, spec: TreeSpec): Roots {
 /** Whether the tree has an rdma controller (then v1 trees get an rdma hierarchy). */
 function hasRdma(spec: TreeSpec): boolean {
   const procs = [...spec.others, ...spec.jobs.flatMap((j) => j.steps.flatMap((s) => [...s.tasks, ...(s.stepd ? [s.stepd] : [])]))];
-  return spec.jobs.some((j) => j.rdma) || procs.some((p) => p.rdma);
+  return spec.rdmaEverywhere === true || spec.jobs.some((j) => j.rdma) || procs.some((p) => p.rdma);
+}
+
+type Charges = Record<string, { handles: number; objects: number }>;
+
+/** One verbs context and ten objects per device the process has an fd on. */
+function chargesFromFds(spec: TreeSpec, p: ProcSpec): Charges {
+  const out: Charges = {};
+  for (const u of p.uverbs ?? []) {
+    const hca = spec.hcas.find((h) => h.uverbs === u);
+    if (hca) out[hca.name] = { handles: (out[hca.name]?.handles ?? 0) + 1, objects: (out[hca.name]?.objects ?? 0) + 10 };
+  }
+  return out;
+}
+
+function jobProcs(job: JobSpec): ProcSpec[] {
+  return job.steps.flatMap((s) => [...s.tasks, ...(s.stepd ? [s.stepd] : [])]);
+}
+
+function sumCharges(list: readonly Charges[]): Charges {
+  const out: Charges = {};
+  for (const c of list) for (const [d, v] of Object.entries(c)) out[d] = { handles: (out[d]?.handles ?? 0) + v.handles, objects: (out[d]?.objects ?? 0) + v.objects };
+  return out;
 }
 
 export function rdmaCurrentText(spec: RdmaSpec, devices: readonly string[]): string {
@@ -112,16 +140,20 @@ export function rdmaCurrentText(spec: RdmaSpec, devices: readonly string[]): str
 
 function writeRdma(roots: Roots, spec: TreeSpec): void {
   const devices = spec.hcas.map((h) => h.name);
+  const everywhere = spec.rdmaEverywhere === true;
+  const own = (p: ProcSpec): RdmaSpec | undefined => p.rdma ?? (everywhere ? chargesFromFds(spec, p) : undefined);
   for (const job of spec.jobs) {
-    if (!job.rdma) continue;
+    const charges = job.rdma ?? (everywhere ? sumCharges(jobProcs(job).map((p) => chargesFromFds(spec, p))) : undefined);
+    if (!charges) continue;
     const dir = spec.layout === 'v1' ? path.join(roots.cgroupfs, 'rdma', 'slurm', `uid_${job.uid}`, `job_${job.jobId}`) : path.join(scopeDir(roots.cgroupfs, spec), jobDirName(job, spec.layout));
-    put(path.join(dir, 'rdma.current'), rdmaCurrentText(job.rdma, devices));
+    put(path.join(dir, 'rdma.current'), rdmaCurrentText(charges, devices));
   }
-  const procs = [...spec.others, ...spec.jobs.flatMap((j) => j.steps.flatMap((s) => [...s.tasks, ...(s.stepd ? [s.stepd] : [])]))];
-  for (const p of procs) {
-    if (!p.rdma) continue;
-    const dir = ownCgroupDir(roots, p.pid);
-    if (dir !== undefined) put(path.join(dir, 'rdma.current'), rdmaCurrentText(p.rdma, devices));
+  // In v1 trees the processes outside the jobs sit in the rdma hierarchy's root: no file of their own.
+  const others = spec.layout === 'v1' ? spec.others.filter((p) => p.rdma) : spec.others;
+  for (const p of [...others, ...spec.jobs.flatMap(jobProcs)]) {
+    const charges = own(p);
+    const dir = charges && ownCgroupDir(roots, p.pid);
+    if (charges && dir !== undefined) put(path.join(dir, 'rdma.current'), rdmaCurrentText(charges, devices));
   }
 }
 

@@ -236,3 +236,19 @@ const JOB_CGROUP_RE = /(?:^|\/)(?:[^/]*_)?slurmstepd\.scope\/(?!(?:system|slurmd
 export function inSlurmJob(cgroupPath: string): boolean {
   return JOB_CGROUP_RE.test(cgroupPath);
 }
+
+/** One line of /proc/<pid>/cgroup. */
+export interface CgroupLine {
+  /** Empty for the v2 line (`0::/path`). */
+  readonly controllers: string;
+  readonly path: string;
+}
+
+export function cgroupLines(text: string): CgroupLine[] {
+  const out: CgroupLine[] = [];
+  for (const line of text.split('\n')) {
+    const m = /^\d+:([^:]*):(.*)$/.exec(line.trim());
+    if (m) out.push({ controllers: m[1] as string, path: m[2] as string });
+  }
+  return out;
+}

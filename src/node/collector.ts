@@ -19,6 +19,8 @@ export interface CollectorOptions {
   readonly jobIdTable?: JobIdTable;
   /** Source of the optional user/account/partition labels on job series. */
   readonly metadata?: JobMetadataSource;
+  /** Read the fd tables of processes whose cgroup's rdma.current already tells what they hold (explain). */
+  readonly readAllFds?: boolean;
   /** Per-PID QP counters read in the background (--qp-counters observe|manage). */
   readonly qp?: QpReadings;
 }
@@ -48,6 +50,7 @@ export class NodeCollector {
       jobIds: new JobIdResolver(opts.roots.procfs, opts.jobIdTable),
       metadata: opts.metadata,
       unreadable: opts.unreadableProcesses ?? 'strict',
+      readAllFds: opts.readAllFds,
     };
     this.qp = opts.qp;
   }

@@ -11,8 +11,8 @@
  * controller: a missing or unparsable file is "no evidence", never zero.
  */
 import type { Problems } from './problems.js';
-import { failed, join, ok, readSmall, type Read } from './roots.js';
-import type { CgroupLine } from './unreadable.js';
+import { failed, join, LIST_LIMIT, listSubdirs, ok, readSmall, type Read } from './roots.js';
+import { cgroupLines, type CgroupLine } from './cgroups.js';
 
 export interface RdmaCharge {
   readonly handles: number;
@@ -83,4 +83,49 @@ export function firstRdmaCurrent(dirs: readonly string[], problems: Problems): R
 /** Devices with at least one verbs context charged. */
 export function chargedDevices(charges: RdmaCurrent): string[] {
   return [...charges].filter(([, c]) => c.handles > 0).map(([d]) => d);
+}
+
+/**
+ * Whether the rdma controller exists on this host at all (v2: listed in the
+ * root's cgroup.controllers, on a hybrid host in unified/; v1: a mounted rdma
+ * hierarchy). Without it no cgroup can have rdma.current, and no process is
+ * looked up.
+ */
+export function rdmaControllerPresent(cgroupfs: string): boolean {
+  for (const file of [join(cgroupfs, 'cgroup.controllers'), join(cgroupfs, 'unified', 'cgroup.controllers')]) {
+    const r = readSmall(file);
+    if (r.ok && r.value.split(/\s+/).includes('rdma')) return true;
+  }
+  const subs = listSubdirs(cgroupfs);
+  return subs.ok && subs.value.some((name) => name.split(',').includes('rdma'));
+}
+
+/** The charges of processes' own cgroups, read once per cgroup per cycle. */
+export class ProcessCharges {
+  private readonly byDirs = new Map<string, RdmaEvidence | undefined>();
+  private readonly byPid = new Map<number, RdmaEvidence | undefined>();
+
+  constructor(
+    private readonly procfs: string,
+    private readonly cgroupfs: string,
+    private readonly problems: Problems,
+  ) {}
+
+  /** From /proc/<pid>/cgroup; undefined when it cannot be read or the cgroup has no rdma.current. */
+  of(pid: number): RdmaEvidence | undefined {
+    if (this.byPid.has(pid)) return this.byPid.get(pid);
+    const cg = readSmall(join(this.procfs, String(pid), 'cgroup'), { limit: LIST_LIMIT });
+    const e = cg.ok ? this.ofLines(cgroupLines(cg.value)) : undefined;
+    this.byPid.set(pid, e);
+    return e;
+  }
+
+  ofLines(lines: readonly CgroupLine[]): RdmaEvidence | undefined {
+    const dirs = processCgroupDirs(this.cgroupfs, lines);
+    const key = dirs.join('\0');
+    if (this.byDirs.has(key)) return this.byDirs.get(key);
+    const e = firstRdmaCurrent(dirs, this.problems);
+    this.byDirs.set(key, e);
+    return e;
+  }
 }

@@ -7,7 +7,7 @@ import { readHcas, UverbsMap, type HcaScan } from './hca.js';
 import type { JobIdResolver } from './jobids.js';
 import type { FdScanner } from './owners.js';
 import { Problems, type Problem } from './problems.js';
-import { chargedDevices, firstRdmaCurrent, processCgroupDirs, readRdmaCurrent, type RdmaEvidence } from './rdma-cgroup.js';
+import { chargedDevices, ProcessCharges, rdmaControllerPresent, readRdmaCurrent, type RdmaEvidence } from './rdma-cgroup.js';
 import { join, procHidesProcesses, readSmall, type Roots } from './roots.js';
 import type { JobMetadata, JobMetadataSource } from './squeue.js';
 import { classifyUnreadable, describeUnreadable, type UnreadablePolicy, type UnreadableProcess } from './unreadable.js';
@@ -54,7 +54,12 @@ export interface NodeSnapshot {
   /** Command names of the processes holding a device (for the explain views). */
   readonly holderNames: ReadonlyMap<number, string>;
   readonly problems: readonly Problem[];
-  readonly stats: { readonly processes: number; readonly fdLinksRead: number };
+  readonly stats: {
+    readonly processes: number;
+    readonly fdLinksRead: number;
+    /** Processes whose own cgroup's rdma.current told what they hold (their fd tables skipped unless all are read). */
+    readonly coveredByRdmaCgroup: number;
+  };
 }
 
 export interface Readers {
@@ -63,6 +68,11 @@ export interface Readers {
   readonly jobIds: JobIdResolver;
   readonly metadata?: JobMetadataSource;
   readonly unreadable: UnreadablePolicy;
+  /**
+   * Read every fd table, also of processes whose cgroup's rdma.current already tells what they
+   * hold (explain: to name the holding PIDs).
+   */
+  readonly readAllFds?: boolean;
 }
 
 export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
@@ -70,7 +80,10 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
   const { roots } = readers;
   // cgroups before /proc: a PID listed in a job but absent from /proc afterwards has exited or is hidden.
   const cgroups = scanCgroups(roots.cgroupfs, problems);
-  const owners = readers.fds.scan(nowMs, problems);
+  // The kernel's charges stand in for the fd table of a process whose own cgroup has rdma.current.
+  const charges = new ProcessCharges(roots.procfs, roots.cgroupfs, problems);
+  const coverage = rdmaControllerPresent(roots.cgroupfs) ? { test: (pid: number) => charges.of(pid) !== undefined, skip: readers.readAllFds !== true } : undefined;
+  const owners = readers.fds.scan(nowMs, problems, coverage);
   const hca = readHcas(roots.sysfs, problems);
   const resolutions = readers.jobIds.resolve(cgroups.allocations, problems);
   const gaps = [...cgroups.gaps];
@@ -87,8 +100,7 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
     return r && 'jobId' in r ? { ...a, jobId: r.jobId } : { ...a, unresolved: r?.unresolved ?? 'not resolved' };
   });
   const jobs = new Map(allocations.map((a) => [a.key, { key: a.key, label: a.jobId ?? a.id }]));
-  const rdmaOf = (lines: Parameters<typeof processCgroupDirs>[1]) => firstRdmaCurrent(processCgroupDirs(roots.cgroupfs, lines), problems);
-  const unreadable = classifyUnreadable(roots.procfs, owners.unreadable, (pid) => jobs.get(allocationOf.get(pid) ?? ''), readers.unreadable, rdmaOf);
+  const unreadable = classifyUnreadable(roots.procfs, owners.unreadable, (pid) => jobs.get(allocationOf.get(pid) ?? ''), readers.unreadable, (lines) => charges.ofLines(lines));
   for (const u of unreadable) if (u.effect === 'node') gaps.push(describeUnreadable(u));
   if (process.geteuid?.() !== 0 && procHidesProcesses(roots.procfs)) gaps.push(`${roots.procfs} is mounted with hidepid and the agent is not root: other users' processes are invisible`);
 
@@ -105,15 +117,16 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
   }
   for (const [key, e] of rdma) for (const device of chargedDevices(e.charges)) holders.add(device, undefined, key, 'rdma-cgroup');
   for (const u of unreadable) if (u.effect === 'charged') for (const device of u.rdma?.charged ?? []) holders.add(device, u.pid, u.allocation, 'rdma-cgroup');
+  for (const pid of owners.covered) {
+    const e = charges.of(pid);
+    for (const device of e ? chargedDevices(e.charges) : []) holders.add(device, pid, allocationOf.get(pid), 'rdma-cgroup');
+  }
   const metadata = readers.metadata ? jobMetadata(readers.metadata, allocations) : undefined;
   const holderNames = new Map<number, string>();
-  for (const pids of owners.holders.values()) {
-    for (const pid of pids) {
-      const comm = readSmall(join(roots.procfs, String(pid), 'comm'), { utf8: true });
-      if (comm.ok) holderNames.set(pid, comm.value.trim());
-    }
+  for (const pid of new Set(holders.pids().flatMap((p) => [...p]))) {
+    const comm = readSmall(join(roots.procfs, String(pid), 'comm'), { utf8: true });
+    if (comm.ok) holderNames.set(pid, comm.value.trim());
   }
-  for (const u of unreadable) if (u.effect === 'charged') holderNames.set(u.pid, u.comm);
   return {
     atMs: nowMs,
     hca,
@@ -127,7 +140,7 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
     holderNames,
     ...(metadata ? { metadata } : {}),
     problems: problems.list(),
-    stats: { processes: owners.stats.processes, fdLinksRead: owners.stats.fdLinksRead },
+    stats: { processes: owners.stats.processes, fdLinksRead: owners.stats.fdLinksRead, coveredByRdmaCgroup: owners.covered.length },
   };
 }
 
@@ -165,6 +178,11 @@ class HolderTable {
       h.nonJobPids.add(pid);
       addTo(h.nonJobEvidence, pid, evidence);
     }
+  }
+
+  /** The PIDs named as holders, device by device. */
+  pids(): Set<number>[] {
+    return [...this.byDevice.values()].map((h) => new Set([...h.jobPids, ...h.nonJobPids]));
   }
 
   result(): Map<string, DeviceHolders> {

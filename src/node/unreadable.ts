@@ -15,10 +15,12 @@
  * process costs nothing), and one charged on some devices holds those only
  * (their ports get it as a holder: its job, or a process outside the jobs).
  */
-import { inSlurmJob } from './cgroups.js';
+import { cgroupLines, inSlurmJob, type CgroupLine } from './cgroups.js';
 import type { UnreadableFds } from './owners.js';
 import { chargedDevices, type RdmaEvidence } from './rdma-cgroup.js';
 import { join, LIST_LIMIT, readSmall, type Read } from './roots.js';
+
+export { cgroupLines, type CgroupLine } from './cgroups.js';
 
 export type UnreadablePolicy = 'strict' | 'ignore-outside-jobs';
 export const UNREADABLE_POLICIES: readonly UnreadablePolicy[] = ['strict', 'ignore-outside-jobs'];
@@ -117,21 +119,6 @@ export function classifyUnreadable(
 
 function gone(r: Read<unknown>): boolean {
   return !r.ok && r.kind === 'gone';
-}
-
-export interface CgroupLine {
-  /** Empty for the v2 line (`0::/path`). */
-  readonly controllers: string;
-  readonly path: string;
-}
-
-export function cgroupLines(text: string): CgroupLine[] {
-  const out: CgroupLine[] = [];
-  for (const line of text.split('\n')) {
-    const m = /^\d+:([^:]*):(.*)$/.exec(line.trim());
-    if (m) out.push({ controllers: m[1] as string, path: m[2] as string });
-  }
-  return out;
 }
 
 /**

@@ -25,7 +25,7 @@ function snap(s: Setup): NodeSnapshot {
   return {
     atMs: s.atMs ?? 0,
     hca: { present: true, hcas: (s.devices ?? DEVICES).map((device) => ({ device, ports: [{ port: '1', counters: new Map(Object.entries(s.counters?.[device] ?? {})) }] })) },
-    allocations, scopes: [], holders, gaps: s.gaps ?? [], unreadable: s.unreadable ?? [], rdma: new Map(), slurmCgroups: { found: true, searched: '' }, holderNames: new Map(), problems: [], stats: { processes: 0, fdLinksRead: 0 },
+    allocations, scopes: [], holders, gaps: s.gaps ?? [], unreadable: s.unreadable ?? [], rdma: new Map(), slurmCgroups: { found: true, searched: '' }, holderNames: new Map(), problems: [], stats: { processes: 0, fdLinksRead: 0, coveredByRdmaCgroup: 0 },
   };
 }
 

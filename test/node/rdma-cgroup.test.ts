@@ -49,9 +49,17 @@ function node(s: Setup = {}): Roots {
   return writeTree(tmpDir(), { ...base, jobs, others: base.others.map(proc) });
 }
 
+/**
+ * One cycle reading every fd table (as explain does), so the rules for unreadable fd tables are
+ * what decides; and checks that the agent's own cycle, which skips the fd tables of processes
+ * whose cgroup has rdma.current, reaches the same verdicts.
+ */
 function cycle(roots: Roots, denyPids: number[] = [], policy: UnreadablePolicy = 'strict'): Cycle {
   for (const pid of denyPids) deny(path.join(roots.procfs, String(pid), 'fd'));
-  return asUnprivileged(() => new NodeCollector({ roots, fdRescanIntervalMs: 60_000, unreadableProcesses: policy }).cycle(1000));
+  const run = (readAllFds: boolean) => asUnprivileged(() => new NodeCollector({ roots, fdRescanIntervalMs: 60_000, unreadableProcesses: policy, readAllFds }).cycle(1000));
+  const all = run(true);
+  expect(statuses(run(false))).toEqual(statuses(all));
+  return all;
 }
 
 describe('rdma.current', () => {
@@ -198,5 +206,49 @@ describe('explain names the evidence behind each holder', () => {
     const json = asUnprivileged(() => spawnSync(process.execPath, [BIN, ...args, '--json'], { encoding: 'utf8' }));
     const out = JSON.parse(json.stdout) as { ports: { device: string; jobs: { jobId: string; evidence: string[] }[] }[] };
     expect(out.ports.find((p) => p.device === 'mlx5_2')?.jobs.map((j) => j.evidence)).toEqual([['fd'], ['rdma-cgroup']]);
+  });
+});
+
+describe('fewer fd tables: the rdma cgroup charges stand in for them', () => {
+  /** The demo node with rdma.current in every cgroup, charged as the processes' fds say. */
+  const everywhere = (layout: TreeLayout = 'v2') => writeTree(tmpDir(), { ...demoTree({ layout, nonJobHolder: true }), rdmaEverywhere: true });
+
+  for (const layout of ['v2', 'v1'] as const) {
+    it(`${layout}: reads no fd table of a process in a cgroup with rdma.current, and attributes exactly as from the fds`, () => {
+      const roots = everywhere(layout);
+      const fromFds = new NodeCollector({ roots, fdRescanIntervalMs: 60_000, readAllFds: true }).cycle(1000);
+      const c = new NodeCollector({ roots, fdRescanIntervalMs: 60_000 }).cycle(1000);
+      expect(statuses(c)).toEqual({ mlx5_0: 'sole', mlx5_1: 'shared', mlx5_2: 'sole', mlx5_3: 'nonjob' });
+      expect(c.attribution.verdicts.map((v) => [v.device, v.status, v.soleJobId])).toEqual(fromFds.attribution.verdicts.map((v) => [v.device, v.status, v.soleJobId]));
+      expect([...(c.snapshot.holders.get('mlx5_1')?.jobPids ?? [])].sort()).toEqual([42010, 42011, 43010, 43011]);
+      if (layout === 'v2') {
+        // Only PID 1 (the root cgroup) has its fds read: 40 links; every other process is covered.
+        expect(c.snapshot.stats.fdLinksRead).toBe(40);
+        expect(c.snapshot.stats.coveredByRdmaCgroup).toBe(c.snapshot.stats.processes - 1);
+        expect(c.snapshot.holders.get('mlx5_3')?.nonJobEvidence.get(950)).toEqual(['rdma-cgroup']);
+      } else {
+        // v1: the processes outside the jobs sit in the rdma root; the 12 job processes are covered.
+        expect(c.snapshot.stats.coveredByRdmaCgroup).toBe(12);
+        // systemd 40, slurmd 12, the stepd infinity process 3, the storage client 20.
+        expect(c.snapshot.stats.fdLinksRead).toBe(40 + 12 + 3 + 20);
+        expect(c.snapshot.holders.get('mlx5_3')?.nonJobEvidence.get(950)).toEqual(['fd']);
+      }
+    });
+  }
+
+  it('an unreadable fd table in a covered cgroup is never tried, so it costs nothing', () => {
+    const roots = everywhere();
+    deny(path.join(roots.procfs, '41010', 'fd'));
+    const c = asUnprivileged(() => new NodeCollector({ roots, fdRescanIntervalMs: 60_000 }).cycle(1000));
+    expect(c.snapshot.unreadable).toEqual([]);
+    expect(statuses(c)).toEqual({ mlx5_0: 'sole', mlx5_1: 'shared', mlx5_2: 'sole', mlx5_3: 'nonjob' });
+  });
+
+  it('reads fd tables as before on a host without the rdma controller', () => {
+    const roots = node({ procs: { 900: ZERO } });
+    fs.writeFileSync(path.join(roots.cgroupfs, 'cgroup.controllers'), 'cpuset cpu io memory pids\n');
+    const c = new NodeCollector({ roots, fdRescanIntervalMs: 60_000 }).cycle(1000);
+    expect(c.snapshot.stats.coveredByRdmaCgroup).toBe(0);
+    expect(statuses(c)).toEqual(EXACT);
   });
 });
