@@ -27,6 +27,8 @@ export interface Allocation {
   readonly gaps: readonly string[];
   /** The job directory that may carry `rdma.current`: the v2 job directory, or the v1 one under the rdma hierarchy. */
   readonly rdmaDir?: string;
+  /** PID → the directory (v2, or under the v1 rdma hierarchy) whose cgroup.procs listed it: its own cgroup. */
+  readonly cgroupOf?: ReadonlyMap<number, string>;
 }
 
 export interface ScopeInfo {
@@ -106,6 +108,7 @@ interface MutableAllocation {
   procsFiles: string[];
   gaps: string[];
   rdmaDir?: string;
+  cgroupOf: Map<number, string>;
 }
 
 function noteGap(r: Read<unknown>, where: string, gaps: string[], problems: Problems): void {
@@ -141,7 +144,7 @@ function scanScope(dir: string, scope: string, acc: ScanAccumulator, problems: P
     if (idKind === 'sluid') acc.scope('v2-sluid', scope);
     const alloc = newAllocation(`${scope}/${name}`, numeric?.[1] ?? name, idKind, layout, scope);
     alloc.rdmaDir = join(dir, name);
-    walkJob(join(dir, name), [], alloc, problems);
+    walkJob(join(dir, name), [], alloc, true, problems);
     acc.allocations.set(alloc.key, alloc);
   }
 }
@@ -182,17 +185,17 @@ function scanV1Root(dir: string, root: string, rdma: boolean, acc: ScanAccumulat
         acc.allocations.set(key, alloc);
       }
       if (rdma) alloc.rdmaDir = join(dir, uid, name);
-      walkJob(join(dir, uid, name), [], alloc, problems);
+      walkJob(join(dir, uid, name), [], alloc, rdma, problems);
     }
   }
 }
 
 function newAllocation(key: string, id: string, idKind: IdKind, layout: Layout, scope: string): MutableAllocation {
-  return { key, id, idKind, layout, scope, pids: new Set(), stepdPids: new Set(), procsFiles: [], gaps: [] };
+  return { key, id, idKind, layout, scope, pids: new Set(), stepdPids: new Set(), procsFiles: [], gaps: [], cgroupOf: new Map() };
 }
 
 /** Reads cgroup.procs at every level below the job: processes live in leaves, not at the job level. */
-function walkJob(dir: string, rel: string[], alloc: MutableAllocation, problems: Problems): void {
+function walkJob(dir: string, rel: string[], alloc: MutableAllocation, ownCgroups: boolean, problems: Problems): void {
   const procsPath = join(dir, 'cgroup.procs');
   const procs = readSmall(procsPath, { limit: LIST_LIMIT });
   if (!procs.ok) noteGap(procs, `job ${alloc.id}`, alloc.gaps, problems);
@@ -200,12 +203,15 @@ function walkJob(dir: string, rel: string[], alloc: MutableAllocation, problems:
     alloc.procsFiles.push(procsPath);
     // v2 puts each step's slurmstepd in step_<S>/slurm.
     const into = rel.length === 2 && rel[1] === 'slurm' && rel[0]?.startsWith('step_') ? alloc.stepdPids : alloc.pids;
-    for (const pid of parsePids(procs.value)) into.add(pid);
+    for (const pid of parsePids(procs.value)) {
+      into.add(pid);
+      if (ownCgroups) alloc.cgroupOf.set(pid, dir);
+    }
   }
   if (rel.length >= MAX_JOB_DEPTH) return;
   const subs = listSubdirs(dir);
   if (!subs.ok) return noteGap(subs, `job ${alloc.id}`, alloc.gaps, problems);
-  for (const name of subs.value) walkJob(join(dir, name), [...rel, name], alloc, problems);
+  for (const name of subs.value) walkJob(join(dir, name), [...rel, name], alloc, ownCgroups, problems);
 }
 
 export function parsePids(text: string): number[] {

@@ -102,6 +102,8 @@ export class FdScanner {
   }
 
   private scanProcess(pid: number, full: boolean, problems: Problems, coverage: Coverage | undefined): { entry: ProcEntry; linksRead: number } | 'gone' | 'covered' | { errno: string } {
+    // Covered first: its stat (start time, for the fd cache) is not needed either.
+    if (coverage?.skip && coverage.test(pid)) return 'covered';
     const base = `${this.procfs}/${pid}/`;
     const stat = readSmall(base + 'stat');
     if (!stat.ok) {
@@ -110,7 +112,6 @@ export class FdScanner {
       return { errno: errnoOf(stat.detail) };
     }
     const start = startTime(stat.value);
-    if (coverage?.skip && coverage.test(pid)) return 'covered';
     const fds = listDir(base + 'fd');
     if (!fds.ok) {
       if (fds.kind === 'gone') return 'gone';

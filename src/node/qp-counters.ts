@@ -61,7 +61,8 @@ const NOT_COUNTERS = new Set(['ifindex', 'ifname', 'port', 'cntn', 'qp-type', 'p
  * parsing (strings are skipped whole, so a process name cannot shift this).
  */
 function parseExact(text: string): Read<unknown> {
-  const quoted = text.replace(/"(?:[^"\\]|\\.)*"|(\d{16,})/g, (m, big: string | undefined) => (big === undefined ? m : `"${big}"`));
+  // Most readings hold no such number: then the text is parsed as it is.
+  const quoted = /\d{16}/.test(text) ? text.replace(/"(?:[^"\\]|\\.)*"|(\d{16,})/g, (m, big: string | undefined) => (big === undefined ? m : `"${big}"`)) : text;
   try {
     return ok(JSON.parse(quoted));
   } catch (err) {

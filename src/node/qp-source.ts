@@ -60,8 +60,11 @@ export class QpSource implements QpReadings, Stoppable {
   want(links: readonly string[]): void {
     if (this.runner.isStopped || this.running) return;
     this.running = true;
-    void this.refresh(links).finally(() => {
-      this.running = false;
+    // Started after the cycle that asked: spawning is not the cycle's cost.
+    setImmediate(() => {
+      void this.refresh(links).finally(() => {
+        this.running = false;
+      });
     });
   }
 

@@ -28,21 +28,25 @@ export interface RdmaEvidence {
   readonly charges: RdmaCurrent;
 }
 
-const LINE_RE = /^(\S+)((?:\s+[a-z_]+=\d{1,15})+)\s*$/;
-const FIELD_RE = /([a-z_]+)=(\d+)/g;
+const DIGITS = /^\d{1,15}$/;
 
 /** Parses `rdma.current`; any line that is not `<device> hca_handle=N hca_object=M` makes the whole file malformed. */
 export function parseRdmaCurrent(text: string): Read<RdmaCurrent> {
   const out = new Map<string, RdmaCharge>();
   for (const line of text.split('\n')) {
-    if (line.trim() === '') continue;
-    const m = LINE_RE.exec(line.trim());
-    if (!m) return failed('malformed', `line ${JSON.stringify(line.slice(0, 80))}`);
-    const fields = new Map([...(m[2] as string).matchAll(FIELD_RE)].map((f) => [f[1] as string, Number(f[2])]));
+    const words = line.split(/[ \t]+/).filter((w) => w !== '');
+    if (words.length === 0) continue;
+    const fields = new Map<string, number>();
+    for (const w of words.slice(1)) {
+      const eq = w.indexOf('=');
+      const value = w.slice(eq + 1);
+      if (eq <= 0 || !DIGITS.test(value)) return failed('malformed', `line ${JSON.stringify(line.slice(0, 80))}`);
+      fields.set(w.slice(0, eq), Number(value));
+    }
     const handles = fields.get('hca_handle');
     const objects = fields.get('hca_object');
     if (handles === undefined || objects === undefined) return failed('malformed', `line ${JSON.stringify(line.slice(0, 80))} lacks hca_handle or hca_object`);
-    out.set(m[1] as string, { handles, objects });
+    out.set(words[0] as string, { handles, objects });
   }
   return ok(out);
 }
@@ -105,23 +109,29 @@ export class ProcessCharges {
   private readonly byDirs = new Map<string, RdmaEvidence | undefined>();
   private readonly byPid = new Map<number, RdmaEvidence | undefined>();
 
+  /** `known`: PID → its own cgroup directory where the job cgroup scan already found it. */
   constructor(
     private readonly procfs: string,
     private readonly cgroupfs: string,
     private readonly problems: Problems,
+    private readonly known: ReadonlyMap<number, string> = new Map(),
   ) {}
 
-  /** From /proc/<pid>/cgroup; undefined when it cannot be read or the cgroup has no rdma.current. */
+  /** From the job cgroup scan, else /proc/<pid>/cgroup; undefined when unknown or the cgroup has no rdma.current. */
   of(pid: number): RdmaEvidence | undefined {
     if (this.byPid.has(pid)) return this.byPid.get(pid);
-    const cg = readSmall(join(this.procfs, String(pid), 'cgroup'), { limit: LIST_LIMIT });
-    const e = cg.ok ? this.ofLines(cgroupLines(cg.value)) : undefined;
+    const dir = this.known.get(pid);
+    const cg = dir === undefined ? readSmall(join(this.procfs, String(pid), 'cgroup'), { limit: LIST_LIMIT }) : undefined;
+    const e = dir !== undefined ? this.ofDirs([dir]) : cg?.ok ? this.ofLines(cgroupLines(cg.value)) : undefined;
     this.byPid.set(pid, e);
     return e;
   }
 
   ofLines(lines: readonly CgroupLine[]): RdmaEvidence | undefined {
-    const dirs = processCgroupDirs(this.cgroupfs, lines);
+    return this.ofDirs(processCgroupDirs(this.cgroupfs, lines));
+  }
+
+  private ofDirs(dirs: readonly string[]): RdmaEvidence | undefined {
     const key = dirs.join('\0');
     if (this.byDirs.has(key)) return this.byDirs.get(key);
     const e = firstRdmaCurrent(dirs, this.problems);

@@ -81,7 +81,7 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
   // cgroups before /proc: a PID listed in a job but absent from /proc afterwards has exited or is hidden.
   const cgroups = scanCgroups(roots.cgroupfs, problems);
   // The kernel's charges stand in for the fd table of a process whose own cgroup has rdma.current.
-  const charges = new ProcessCharges(roots.procfs, roots.cgroupfs, problems);
+  const charges = new ProcessCharges(roots.procfs, roots.cgroupfs, problems, new Map(cgroups.allocations.flatMap((a) => [...(a.cgroupOf ?? [])])));
   const coverage = rdmaControllerPresent(roots.cgroupfs) ? { test: (pid: number) => charges.of(pid) !== undefined, skip: readers.readAllFds !== true } : undefined;
   const owners = readers.fds.scan(nowMs, problems, coverage);
   const hca = readHcas(roots.sysfs, problems);
@@ -119,7 +119,10 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
   for (const u of unreadable) if (u.effect === 'charged') for (const device of u.rdma?.charged ?? []) holders.add(device, u.pid, u.allocation, 'rdma-cgroup');
   for (const pid of owners.covered) {
     const e = charges.of(pid);
-    for (const device of e ? chargedDevices(e.charges) : []) holders.add(device, pid, allocationOf.get(pid), 'rdma-cgroup');
+    const allocation = allocationOf.get(pid);
+    // A job's covered processes are named only when every fd table is read (explain): the job is the holder.
+    const named = allocation === undefined || readers.readAllFds === true ? pid : undefined;
+    for (const device of e ? chargedDevices(e.charges) : []) holders.add(device, named, allocation, 'rdma-cgroup');
   }
   const metadata = readers.metadata ? jobMetadata(readers.metadata, allocations) : undefined;
   const holderNames = new Map<number, string>();

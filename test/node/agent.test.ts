@@ -43,7 +43,7 @@ describe('node agent over HTTP', () => {
     // The rdma cgroup controller on job 918001 and per-PID QP counters of job 918002, so every family has points.
     const spec = demoTree({ layout: 'v2-sluid', nonJobHolder: true });
     const jobs = spec.jobs.map((j, i) => (i === 0 ? { ...j, rdma: { mlx5_0: { handles: 1, objects: 30 } } } : j));
-    const rdma = new FakeRdma();
+    const rdma = new FakeRdma(tmpDir('fake-rdma-'));
     rdma.counters([{ ifname: 'mlx5_1', port: 1, cntn: 1, pid: 42010, counters: { rx_write_requests: 5, rdma_tx_bytes: 100, rdma_rx_bytes: 90 }, lqpn: [7] }]);
     rdma.resources([{ ifname: 'mlx5_1', port: 1, pid: 42010, lqpn: 7 }]);
     const qpCounters = { path: rdma.path, mode: 'observe', timeoutMs: 5000 } as const;

@@ -144,7 +144,7 @@ async function cycleAfterReading(collector: NodeCollector, source: QpSource, aft
 describe('--qp-counters observe with a stand-in rdma', () => {
   it('two jobs sharing an HCA each get their own series, summed over their PIDs, with bytes and coverage', async () => {
     const roots = writeTree(tmpDir(), demoTree({ layout: 'v2', nonJobHolder: false }));
-    const rdma = new FakeRdma();
+    const rdma = new FakeRdma(tmpDir('fake-rdma-'));
     rdma.counters(sharedPort(1));
     rdma.resources([100, 101, 102, 103].map((lqpn) => ({ ifname: 'mlx5_1', port: 1, pid: 42010, lqpn })).concat([{ ifname: 'mlx5_1', port: 1, pid: 43010, lqpn: 200 }]));
     const source = new QpSource({ path: rdma.path, mode: 'observe', timeoutMs: 5000, logger: silentLogger() });
@@ -207,7 +207,7 @@ function capture() {
 describe('--qp-counters manage with a stand-in rdma', () => {
   it('turns on only links in auto off, retries a busy one next cycle (logged once), and restores exactly what it changed', async () => {
     const roots = writeTree(tmpDir(), demoTree({ layout: 'v2', nonJobHolder: false }));
-    const rdma = new FakeRdma();
+    const rdma = new FakeRdma(tmpDir('fake-rdma-'));
     rdma.modes([
       { ifname: 'mlx5_0', port: 1, mode: 'qp auto off' },
       { ifname: 'mlx5_1', port: 1, mode: 'qp auto type,pid on' },
@@ -243,7 +243,7 @@ describe('--qp-counters manage with a stand-in rdma', () => {
 
   it('falls back to no optional counters where the tool does not take them', async () => {
     const roots = writeTree(tmpDir(), demoTree({ layout: 'v2', nonJobHolder: false }));
-    const rdma = new FakeRdma();
+    const rdma = new FakeRdma(tmpDir('fake-rdma-'));
     rdma.modes([{ ifname: 'mlx5_0', port: 1, mode: 'qp auto off' }]);
     (await import('node:fs')).writeFileSync(`${rdma.dir}/no-optional`, '');
     const runner = new NodeRunner(nodeAgentOptions(roots, { qpCounters: { path: rdma.path, mode: 'manage', timeoutMs: 5000 } }));

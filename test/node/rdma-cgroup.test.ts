@@ -220,7 +220,11 @@ describe('fewer fd tables: the rdma cgroup charges stand in for them', () => {
       const c = new NodeCollector({ roots, fdRescanIntervalMs: 60_000 }).cycle(1000);
       expect(statuses(c)).toEqual({ mlx5_0: 'sole', mlx5_1: 'shared', mlx5_2: 'sole', mlx5_3: 'nonjob' });
       expect(c.attribution.verdicts.map((v) => [v.device, v.status, v.soleJobId])).toEqual(fromFds.attribution.verdicts.map((v) => [v.device, v.status, v.soleJobId]));
-      expect([...(c.snapshot.holders.get('mlx5_1')?.jobPids ?? [])].sort()).toEqual([42010, 42011, 43010, 43011]);
+      // The agent's cycle names no covered job process; reading every fd table (explain) does.
+      expect(c.snapshot.holders.get('mlx5_1')?.jobPids).toEqual([]);
+      expect(c.snapshot.holders.get('mlx5_1')?.allocations).toHaveLength(2);
+      expect([...(fromFds.snapshot.holders.get('mlx5_1')?.jobPids ?? [])].sort()).toEqual([42010, 42011, 43010, 43011]);
+      expect(fromFds.snapshot.holders.get('mlx5_1')?.jobEvidence.get(fromFds.snapshot.holders.get('mlx5_1')?.allocations[0] as string)).toEqual(['fd', 'rdma-cgroup']);
       if (layout === 'v2') {
         // Only PID 1 (the root cgroup) has its fds read: 40 links; every other process is covered.
         expect(c.snapshot.stats.fdLinksRead).toBe(40);

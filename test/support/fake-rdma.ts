@@ -8,7 +8,6 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { tmpDir } from './tmp.js';
 
 const SCRIPT = `
 const fs = require('node:fs');
@@ -53,10 +52,11 @@ export interface QpCounterJson {
 }
 
 export class FakeRdma {
-  readonly dir = tmpDir('fake-rdma-');
-  readonly path = path.join(this.dir, 'rdma');
+  readonly path: string;
 
-  constructor() {
+  /** Writes the script into `dir` (a fresh directory of its own). */
+  constructor(readonly dir: string) {
+    this.path = path.join(dir, 'rdma');
     fs.writeFileSync(this.path, `#!${process.execPath}\n${SCRIPT}`, { mode: 0o755 });
   }
 
