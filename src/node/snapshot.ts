@@ -80,18 +80,18 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
   const { roots } = readers;
   // cgroups before /proc: a PID listed in a job but absent from /proc afterwards has exited or is hidden.
   const cgroups = scanCgroups(roots.cgroupfs, problems);
-  // The kernel's charges stand in for the fd table of a process whose own cgroup has rdma.current.
-  const charges = new ProcessCharges(roots.procfs, roots.cgroupfs, problems, new Map(cgroups.allocations.flatMap((a) => [...(a.cgroupOf ?? [])])));
-  const coverage = rdmaControllerPresent(roots.cgroupfs) ? { test: (pid: number) => charges.of(pid) !== undefined, skip: readers.readAllFds !== true } : undefined;
+  const allocationOf = new Map<number, string>();
+  for (const a of cgroups.allocations) for (const pid of [...a.pids, ...a.stepdPids]) allocationOf.set(pid, a.key);
+  const rdma = jobCharges(cgroups.allocations, problems);
+  const known = new Map(cgroups.allocations.flatMap((a) => [...(a.cgroupOf ?? [])]));
+  const charges = new ProcessCharges(roots.procfs, roots.cgroupfs, problems, known);
+  const coverage = rdmaControllerPresent(roots.cgroupfs) ? { test: (pid: number) => covered(pid, allocationOf, rdma, known, charges), skip: readers.readAllFds !== true } : undefined;
   const owners = readers.fds.scan(nowMs, problems, coverage);
   const hca = readHcas(roots.sysfs, problems);
   const resolutions = readers.jobIds.resolve(cgroups.allocations, problems);
   const gaps = [...cgroups.gaps];
 
-  const allocationOf = new Map<number, string>();
   const allocations: JobAllocation[] = cgroups.allocations.map((a) => {
-    for (const pid of a.pids) allocationOf.set(pid, a.key);
-    for (const pid of a.stepdPids) allocationOf.set(pid, a.key);
     for (const g of a.gaps) gaps.push(`job ${a.id}: ${g}`);
     for (const pid of [...a.pids, ...a.stepdPids]) {
       if (!owners.present.has(pid) && !pidLeft(a, pid)) gaps.push(`job ${a.id}: PID ${pid} is in the job cgroup but not visible in /proc`);
@@ -104,7 +104,6 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
   for (const u of unreadable) if (u.effect === 'node') gaps.push(describeUnreadable(u));
   if (process.geteuid?.() !== 0 && procHidesProcesses(roots.procfs)) gaps.push(`${roots.procfs} is mounted with hidepid and the agent is not root: other users' processes are invisible`);
 
-  const rdma = jobCharges(allocations, problems);
   const holders = new HolderTable();
   const uverbs = new UverbsMap(roots.sysfs, problems);
   for (const [dev, pids] of owners.holders) {
@@ -118,11 +117,11 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
   for (const [key, e] of rdma) for (const device of chargedDevices(e.charges)) holders.add(device, undefined, key, 'rdma-cgroup');
   for (const u of unreadable) if (u.effect === 'charged') for (const device of u.rdma?.charged ?? []) holders.add(device, u.pid, u.allocation, 'rdma-cgroup');
   for (const pid of owners.covered) {
-    const e = charges.of(pid);
     const allocation = allocationOf.get(pid);
-    // A job's covered processes are named only when every fd table is read (explain): the job is the holder.
-    const named = allocation === undefined || readers.readAllFds === true ? pid : undefined;
-    for (const device of e ? chargedDevices(e.charges) : []) holders.add(device, named, allocation, 'rdma-cgroup');
+    // A job process's job is the holder, by the job cgroup's charges above; explain, reading every fd table, names the process too.
+    if (allocation !== undefined && readers.readAllFds !== true) continue;
+    const e = charges.of(pid);
+    for (const device of e ? chargedDevices(e.charges) : []) holders.add(device, pid, allocation, 'rdma-cgroup');
   }
   const metadata = readers.metadata ? jobMetadata(readers.metadata, allocations) : undefined;
   const holderNames = new Map<number, string>();
@@ -147,8 +146,21 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
   };
 }
 
+/**
+ * Whether the kernel's charges stand in for a process's fd table. A job process: when its job
+ * cgroup has rdma.current and the process was listed in that tree (v2, or the v1 rdma hierarchy),
+ * since every context created below the job cgroup is charged to it (charges go to the ancestors,
+ * and a cgroup without the controller enabled charges its nearest ancestor that has it). Any
+ * other process: when its own cgroup has rdma.current.
+ */
+function covered(pid: number, allocationOf: ReadonlyMap<number, string>, jobs: ReadonlyMap<string, RdmaEvidence>, listed: ReadonlyMap<number, string>, charges: ProcessCharges): boolean {
+  const key = allocationOf.get(pid);
+  if (key !== undefined) return jobs.has(key) && listed.has(pid);
+  return charges.of(pid) !== undefined;
+}
+
 /** The rdma.current of each job cgroup that has one. */
-function jobCharges(allocations: readonly JobAllocation[], problems: Problems): Map<string, RdmaEvidence> {
+function jobCharges(allocations: readonly Allocation[], problems: Problems): Map<string, RdmaEvidence> {
   const out = new Map<string, RdmaEvidence>();
   for (const a of allocations) {
     const e = a.rdmaDir === undefined ? undefined : readRdmaCurrent(a.rdmaDir, problems);

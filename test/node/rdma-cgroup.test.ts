@@ -240,6 +240,15 @@ describe('fewer fd tables: the rdma cgroup charges stand in for them', () => {
     });
   }
 
+  it('v1: a job process not listed in the rdma hierarchy has its fds read', () => {
+    const roots = everywhere('v1');
+    fs.writeFileSync(path.join(roots.cgroupfs, 'rdma', 'slurm', 'uid_1000', 'job_918001', 'step_0', 'task_0', 'cgroup.procs'), '');
+    const c = new NodeCollector({ roots, fdRescanIntervalMs: 60_000 }).cycle(1000);
+    expect(c.snapshot.stats.coveredByRdmaCgroup).toBe(11);
+    expect(c.snapshot.stats.fdLinksRead).toBe(40 + 12 + 3 + 20 + 64);
+    expect(c.snapshot.holders.get('mlx5_0')?.jobPids).toEqual([41010]);
+  });
+
   it('an unreadable fd table in a covered cgroup is never tried, so it costs nothing', () => {
     const roots = everywhere();
     deny(path.join(roots.procfs, '41010', 'fd'));
