@@ -5,8 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Writable } from 'node:stream';
-import { createLogger, silentLogger } from '../../src/log.js';
+import { silentLogger } from '../../src/log.js';
 import { NodeRunner } from '../../src/node/agent.js';
 import { NodeCollector, type Cycle } from '../../src/node/collector.js';
 import { NODE_METRICS } from '../../src/node/metrics.js';
@@ -16,6 +15,7 @@ import { demoTree } from '../../src/demo/scenarios.js';
 import { writeTree } from '../../src/demo/nodetree.js';
 import type { Point } from '../../src/telemetry/spec.js';
 import { nodeAgentOptions } from '../support/agents.js';
+import { capturingLogger } from '../support/log.js';
 import { FakeRdma, type QpCounterJson } from '../support/fake-rdma.js';
 import { tmpDir } from '../support/tmp.js';
 
@@ -193,17 +193,6 @@ describe('--qp-counters observe with a stand-in rdma', () => {
   });
 });
 
-function capture() {
-  const lines: { msg: string; link?: string }[] = [];
-  const destination = new Writable({
-    write(chunk: Buffer, _e, done) {
-      for (const l of chunk.toString().split('\n')) if (l) lines.push(JSON.parse(l) as (typeof lines)[number]);
-      done();
-    },
-  });
-  return { logger: createLogger({ level: 'info', format: 'json', destination }), lines };
-}
-
 describe('--qp-counters manage with a stand-in rdma', () => {
   it('turns on only links in auto off, retries a busy one next cycle (logged once), and restores exactly what it changed', async () => {
     const roots = writeTree(tmpDir(), demoTree({ layout: 'v2', nonJobHolder: false }));
@@ -215,7 +204,7 @@ describe('--qp-counters manage with a stand-in rdma', () => {
       { ifname: 'mlx5_3', port: 1, mode: 'qp auto type on' },
     ]);
     rdma.busy(['mlx5_2/1']);
-    const { logger, lines } = capture();
+    const { logger, lines } = capturingLogger();
     const runner = new NodeRunner(nodeAgentOptions(roots, { logger, qpCounters: { path: rdma.path, mode: 'manage', timeoutMs: 5000 } }));
     // A cycle asks for a reading only when none is running: cycle until the n-th reading is taken.
     const reads = () => rdma.calls().filter((l) => l === '-j resource show qp').length;
