@@ -19,7 +19,7 @@ import { silentLogger } from '../src/log.js';
 import { parseQpCounters } from '../src/node/qp-counters.js';
 import { QpSource } from '../src/node/qp-source.js';
 import type { TreeSpec } from '../src/demo/nodetree.js';
-import { FakeRdma, type QpCounterJson } from '../test/support/fake-rdma.js';
+import { FakeRdma, type QpCounterJson } from '../src/demo/fake-rdma.js';
 import { HEAVY_NODE, heavyTree } from '../src/demo/scenarios.js';
 import { writeTree } from '../src/demo/nodetree.js';
 

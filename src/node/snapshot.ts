@@ -57,7 +57,7 @@ export interface NodeSnapshot {
   readonly stats: {
     readonly processes: number;
     readonly fdLinksRead: number;
-    /** Processes whose own cgroup's rdma.current told what they hold (their fd tables skipped unless all are read). */
+    /** Processes whose fd table the rdma cgroup charges stand in for (not read unless every fd table is). */
     readonly coveredByRdmaCgroup: number;
   };
 }

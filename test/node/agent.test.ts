@@ -10,7 +10,7 @@ import { writeTree } from '../../src/demo/nodetree.js';
 import { prometheusName } from '../../src/telemetry/spec.js';
 import { startReceiver, type Receiver } from '../support/otlp-receiver.js';
 import { nodeAgentOptions } from '../support/agents.js';
-import { FakeRdma } from '../support/fake-rdma.js';
+import { FakeRdma } from '../../src/demo/fake-rdma.js';
 import { asUnprivileged, deny, tmpDir } from '../support/tmp.js';
 
 let agent: NodeAgent | undefined;

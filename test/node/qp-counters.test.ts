@@ -16,7 +16,7 @@ import { writeTree } from '../../src/demo/nodetree.js';
 import type { Point } from '../../src/telemetry/spec.js';
 import { nodeAgentOptions } from '../support/agents.js';
 import { capturingLogger } from '../support/log.js';
-import { FakeRdma, type QpCounterJson } from '../support/fake-rdma.js';
+import { FakeRdma, type QpCounterJson } from '../../src/demo/fake-rdma.js';
 import { tmpDir } from '../support/tmp.js';
 
 const points = (c: Cycle, name: string) => (c.families.find((f) => f.spec.name === name)?.points ?? []) as Point[];

@@ -1,5 +1,5 @@
 /**
- * A stand-in for iproute2's `rdma` tool: an executable script that answers
+ * A stand-in for iproute2's `rdma` tool (the demo, the tests and the benchmarks use it): an executable script that answers
  * `rdma -j statistic qp show|mode` and `rdma -j resource show qp` from JSON
  * files in its directory (shaped exactly as iproute2 prints them), records
  * every call, and applies `statistic qp set link D/P auto …` to its mode file,
