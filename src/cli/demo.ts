@@ -73,7 +73,8 @@ export async function startDemo(o: DemoOptions): Promise<DemoStack> {
   };
   tick(60);
   const timer = setInterval(() => tick(o.tickMs / 1000), o.tickMs);
-  const qpCounters = o.node.qpCounters ?? { path: rdma.path, mode: 'observe' as const, timeoutMs: 5_000 };
+  // Run by node: the demo's directory may be mounted noexec (the compose file's /tmp).
+  const qpCounters = o.node.qpCounters ?? { ...rdma.viaNode, mode: 'observe' as const, timeoutMs: 5_000 };
   const node = await startNodeAgent({ ...o.node, qpCounters, collector: { ...o.node.collector, roots } });
   await node.ready();
   const firstCycle = node.last() as Cycle;

@@ -60,6 +60,11 @@ export class FakeRdma {
     fs.writeFileSync(this.path, `#!${process.execPath}\n${SCRIPT}`, { mode: 0o755 });
   }
 
+  /** The same script run by node: for a directory mounted noexec (a container's /tmp). */
+  get viaNode(): { readonly path: string; readonly leadingArgs: readonly string[] } {
+    return { path: process.execPath, leadingArgs: [this.path] };
+  }
+
   /** `rdma -j statistic qp show`: one entry per counter, keys in iproute2's order. */
   counters(list: readonly QpCounterJson[]): void {
     const json = list.map((c, i) => ({

@@ -18,6 +18,8 @@ export const QP_COUNTERS_MODES: readonly QpCountersMode[] = ['off', 'observe', '
 
 export interface QpSourceOptions {
   readonly path: string;
+  /** Arguments before the rdma ones (a script run by an interpreter, as the demo's stand-in is). */
+  readonly leadingArgs?: readonly string[];
   readonly mode: 'observe' | 'manage';
   readonly timeoutMs: number;
   readonly logger: Logger;
@@ -79,7 +81,7 @@ export class QpSource implements QpReadings, Stoppable {
     const runner = new ChildRunner('rdma', { timeoutMs: this.opts.timeoutMs, maxOutput: MAX_OUTPUT });
     for (const link of [...this.turnedOn].sort()) {
       try {
-        await runner.run(this.opts.path, ['statistic', 'qp', 'set', 'link', link, 'auto', 'off']);
+        await runner.run(this.opts.path, this.argv(['statistic', 'qp', 'set', 'link', link, 'auto', 'off']));
         this.turnedOn.delete(link);
         this.opts.logger.info({ link }, 'per-PID QP counters turned off again (this agent turned them on)');
       } catch (err) {
@@ -111,7 +113,7 @@ export class QpSource implements QpReadings, Stoppable {
     this.turnedOn.add(link);
     try {
       if (this.optionalCounters) await this.setWithOptional(base);
-      else await this.runner.run(this.opts.path, base);
+      else await this.runner.run(this.opts.path, this.argv(base));
       this.opts.logger.info({ link, optionalCounters: this.optionalCounters }, 'per-PID QP counters turned on (auto type,pid)');
     } catch (err) {
       this.turnedOn.delete(link);
@@ -123,11 +125,11 @@ export class QpSource implements QpReadings, Stoppable {
   /** With optional counters (per-QP bytes) where the tool and kernel take them; else without. */
   private async setWithOptional(base: readonly string[]): Promise<void> {
     try {
-      await this.runner.run(this.opts.path, [...base, 'optional-counters', 'on']);
+      await this.runner.run(this.opts.path, this.argv([...base, 'optional-counters', 'on']));
     } catch (err) {
       const message = (err as Error).message;
       if (BUSY_RE.test(message) || DENIED_RE.test(message) || this.runner.isStopped) throw err;
-      await this.runner.run(this.opts.path, base);
+      await this.runner.run(this.opts.path, this.argv(base));
       this.optionalCounters = false;
     }
   }
@@ -149,7 +151,7 @@ export class QpSource implements QpReadings, Stoppable {
   private async json<T>(args: readonly string[], parse: (text: string) => Read<T>): Promise<T | undefined> {
     let text: string;
     try {
-      text = await this.runner.run(this.opts.path, args);
+      text = await this.runner.run(this.opts.path, this.argv(args));
     } catch (err) {
       if (this.runner.isStopped) return undefined;
       return this.failed(args, (err as Error).message);
@@ -162,6 +164,10 @@ export class QpSource implements QpReadings, Stoppable {
     this.opts.onError?.();
     this.once(`run ${args.join(' ')}`, { path: this.opts.path, args: args.join(' '), err: message }, 'rdma run failed; keeping the last reading (logged once per command)');
     return undefined;
+  }
+
+  private argv(args: readonly string[]): string[] {
+    return [...(this.opts.leadingArgs ?? []), ...args];
   }
 
   private once(key: string, fields: object, msg: string): void {
