@@ -1,6 +1,7 @@
 /** Every agent's catalogue, by README section: the docs generator and the docs test read this. */
 import { CLUSTER_EVENT_METRICS, CLUSTER_METRICS, CLUSTER_SELF_METRICS } from './cluster/metrics.js';
 import { NODE_METRICS, NODE_SELF_METRICS } from './node/metrics.js';
+import { PROCESS_METRICS } from './telemetry/process-metrics.js';
 import type { MetricSpec } from './telemetry/spec.js';
 
 export const DOC_TABLES: Readonly<Record<string, readonly MetricSpec[]>> = {
@@ -8,4 +9,5 @@ export const DOC_TABLES: Readonly<Record<string, readonly MetricSpec[]>> = {
   'node-self-metrics': Object.values(NODE_SELF_METRICS),
   'cluster-metrics': [...Object.values(CLUSTER_METRICS), ...Object.values(CLUSTER_EVENT_METRICS)],
   'cluster-self-metrics': Object.values(CLUSTER_SELF_METRICS),
+  'process-metrics': Object.values(PROCESS_METRICS),
 };

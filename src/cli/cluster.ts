@@ -10,7 +10,7 @@ import { keyFileSigner, noAuth, scontrolToken, staticToken, tokenFile, type Toke
 import { kubernetesSecretSigner } from '../cluster/api/auth-kubernetes.js';
 import { runClusterOnce, startClusterAgent, type ClusterAgentOptions } from '../cluster/agent.js';
 import type { JobSource } from '../cluster/fetchers.js';
-import type { Logger } from '../log.js';
+import { redactUrl, type Logger } from '../log.js';
 import { CollectionIncomplete, ConfigError, waitForSignal } from './common.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
 import type { Env } from './otel.js';
@@ -29,7 +29,7 @@ export interface ClusterFlags extends ExportFlags {
   collectionInterval: number;
   maxCollectorInflight: number;
   jobSource: JobSource;
-  accountingJobsLookback: number;
+  accountingJobsLookback: string;
   slurmApiVersion: string;
   requestTimeout: number;
   requestRetries: number;
@@ -61,8 +61,9 @@ export function addClusterOptions(cmd: Command, d: ClusterDefaults = CLUSTER_DEF
     .addOption(opt('--slurm-api-server <url>', 'slurmrestd address: http(s)://host:port or unix:/path', 'SLURM_API_SERVER').default('http://localhost:6820'))
     .addOption(opt('--collection-interval <duration>', 'how often to collect from the Slurm APIs', 'COLLECTION_INTERVAL').default(30_000, '30s').argParser(positiveDuration))
     .addOption(opt('--max-collector-inflight <n>', 'maximum in-flight runs per sub-collector', 'MAX_COLLECTOR_INFLIGHT').default(1).argParser(positiveInt))
-    .addOption(opt('--job-source <source>', 'controller (slurmctld) or accounting (slurmdbd)', 'JOB_SOURCE').default('controller').argParser(oneOf(['controller', 'accounting'] as const)))
-    .addOption(opt('--accounting-jobs-lookback <duration>', 'accounting window: [now - lookback, now + 5m]', 'ACCOUNTING_JOBS_LOOKBACK').default(3_600_000, '1h').argParser(positiveDuration))
+    .addOption(opt('--job-source <source>', 'controller (slurmctld) or accounting (slurmdbd)', 'JOB_SOURCE').default('controller').argParser(jobSource))
+    // Read only with the accounting source: a stale value must not stop a controller-mode agent.
+    .addOption(opt('--accounting-jobs-lookback <duration>', 'accounting window: [now - lookback, now + 5m]', 'ACCOUNTING_JOBS_LOOKBACK').default('1h'))
     .addOption(opt('--slurm-api-version <version>', 'auto (newest both sides know) or a version such as v0.0.44', 'SLURM_API_VERSION').default('auto'))
     .addOption(opt('--request-timeout <duration>', 'timeout of one request, body included', 'REQUEST_TIMEOUT').default(60_000, '60s').argParser(positiveDuration))
     .addOption(opt('--request-retries <n>', 'retries after a timeout, network error or 502/503/504', 'REQUEST_RETRIES').default(2).argParser((v) => (v === '0' ? 0 : positiveInt(v))))
@@ -80,10 +81,26 @@ export function addClusterOptions(cmd: Command, d: ClusterDefaults = CLUSTER_DEF
   return addExportOptions(cmd, PREFIX, { ...d, logLevel: 'debug' });
 }
 
+/** Soperator's reading: blank means the default, case and surrounding blanks do not matter. */
+function jobSource(value: string): JobSource {
+  return value.trim() === '' ? 'controller' : oneOf(['controller', 'accounting'] as const)(value);
+}
+
+/** The accounting window, checked only when the accounting source will use it. */
+export function accountingLookbackMs(f: Pick<ClusterFlags, 'jobSource' | 'accountingJobsLookback'>): number | undefined {
+  if (f.jobSource !== 'accounting') return undefined;
+  try {
+    return positiveDuration(f.accountingJobsLookback);
+  } catch (err) {
+    throw new ConfigError(`--accounting-jobs-lookback: ${(err as Error).message}`);
+  }
+}
+
 export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOptions {
+  const lookbackMs = accountingLookbackMs(f);
   const settings = exportSettings(f, env, { serviceName: 'slurm-otel-cluster', hostName: os.hostname(), attributes: { 'slurm.cluster': f.clusterName } });
   const tokenSource = buildTokenSource(f, env, settings.logger);
-  const client = new SlurmClient({
+  const client = slurmClient({
     server: f.slurmApiServer,
     tokenSource,
     apiVersion: f.slurmApiVersion,
@@ -96,17 +113,21 @@ export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOpti
   settings.logger.info({ server: f.slurmApiServer, auth: tokenSource.describe(), jobSource: f.jobSource }, 'slurmrestd client configured');
   return {
     ...settings,
-    source: { api: client, jobSource: f.jobSource, accountingLookbackMs: f.accountingJobsLookback, clusterName: f.clusterName },
+    source: { api: client, jobSource: f.jobSource, accountingLookbackMs: lookbackMs ?? 0, clusterName: f.clusterName },
     collectionIntervalMs: f.collectionInterval,
     maxInflight: f.maxCollectorInflight,
-    serverLabel: withoutCredentials(f.slurmApiServer),
+    serverLabel: redactUrl(f.slurmApiServer),
     close: () => client.close(),
   };
 }
 
-/** A server address fit for a web page: any user:password@ is dropped. */
-function withoutCredentials(server: string): string {
-  return server.replace(/^([a-z]+:\/\/)[^/@]*@/i, '$1');
+/** The client's own checks (a server URL with credentials, a bad protocol) are configuration errors. */
+function slurmClient(o: ConstructorParameters<typeof SlurmClient>[0]): SlurmClient {
+  try {
+    return new SlurmClient(o);
+  } catch (err) {
+    throw new ConfigError(`--slurm-api-server: ${(err as Error).message}`);
+  }
 }
 
 function readFile(path: string, what: string): Buffer {

@@ -3,6 +3,7 @@
  * else; bad usage exits with code 2 and a message naming the option.
  */
 import { Command, CommanderError } from 'commander';
+import { redactSecrets } from '../log.js';
 import { CollectionIncomplete, ConfigError, VERSION } from './common.js';
 import { clusterCommand } from './cluster.js';
 import { demoCommand } from './demo.js';
@@ -32,7 +33,7 @@ export async function main(argv: string[], env: Env): Promise<number> {
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
     if (err instanceof ConfigError) {
-      process.stderr.write(`slurm-otel: ${err.message}\n`);
+      process.stderr.write(`slurm-otel: ${redactSecrets(err.message)}\n`);
       return 2;
     }
     if (err instanceof CollectionIncomplete) {
@@ -44,7 +45,7 @@ export async function main(argv: string[], env: Env): Promise<number> {
       process.stderr.write(`slurm-otel: cannot listen: ${(err as Error).message}\n`);
       return 1;
     }
-    process.stderr.write(`slurm-otel: ${(err as Error).stack ?? String(err)}\n`);
+    process.stderr.write(`slurm-otel: ${redactSecrets((err as Error).stack ?? String(err))}\n`);
     return 1;
   }
 }

@@ -3,10 +3,20 @@ import { InvalidArgumentError } from 'commander';
 import { parseBindAddress, type BindAddress } from '../telemetry/http.js';
 
 const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const DAY_MS = 86_400_000;
 
-/** Go-style durations, as Soperator's flags take them: `15s`, `1m30s`, `500ms`, `1h`. */
+/** Prometheus durations: whole numbers, units largest first, each at most once (`1w2d`, `90m`, `1y`). */
+const PROMETHEUS_DURATION = /^(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?$/;
+const PROMETHEUS_UNIT_MS = [365 * DAY_MS, 7 * DAY_MS, DAY_MS, 3_600_000, 60_000, 1000, 1];
+
+/**
+ * Durations as Soperator's flags take them: Prometheus style (`1d`, `1w`, `2h30m`) first, then
+ * Go style (`1.5h`, `2h45m30.5s`, `500ms`); the two agree wherever both accept a value.
+ */
 export function parseDuration(value: string): number {
   const v = value.trim();
+  const prom = v === '' ? null : PROMETHEUS_DURATION.exec(v);
+  if (prom) return PROMETHEUS_UNIT_MS.reduce((sum, unit, i) => sum + Number(prom[i + 1] ?? 0) * unit, 0);
   const re = /(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/gy;
   let total = 0;
   let matched = 0;
@@ -14,7 +24,8 @@ export function parseDuration(value: string): number {
     total += Number(m[1]) * (UNIT_MS[m[2] as string] as number);
     matched = re.lastIndex;
   }
-  if (v === '' || matched !== v.length) throw new InvalidArgumentError(`"${value}" is not a duration (examples: 15s, 1m30s, 500ms, 1h).`);
+  if (v === '0') return 0;
+  if (v === '' || matched !== v.length) throw new InvalidArgumentError(`"${value}" is not a duration (examples: 15s, 1m30s, 500ms, 1h, 1d, 1w).`);
   return total;
 }
 
@@ -38,9 +49,12 @@ export function positiveInt(value: string): number {
   return n;
 }
 
+/** One of `choices`, ignoring case and surrounding blanks (`" Accounting "` is `accounting`). */
 export function oneOf<T extends string>(choices: readonly T[]): (value: string) => T {
   return (value) => {
-    if ((choices as readonly string[]).includes(value)) return value as T;
+    const v = value.trim().toLowerCase();
+    const found = choices.find((c) => c.toLowerCase() === v);
+    if (found !== undefined) return found;
     throw new InvalidArgumentError(`"${value}" is not one of ${choices.join(', ')}.`);
   };
 }

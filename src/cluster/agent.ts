@@ -1,27 +1,29 @@
 /**
- * The cluster agent: a collection loop on its own timer (never on the scrape
- * path), transitions turned into events, the snapshot into families, both
- * published through the shared telemetry pipeline.
+ * The cluster agent: sub-collectors started on their own timer (never on the
+ * scrape path), each result published as soon as it is stored, transitions
+ * turned into events and the latest result of every sub-collector into
+ * families, both through the shared telemetry pipeline.
  */
 import type { Logger } from '../log.js';
 import { htmlBody, type BindAddress, type Body } from '../telemetry/http.js';
 import { Pipeline, type OtlpOptions } from '../telemetry/pipeline.js';
 import type { ResourceOptions } from '../telemetry/resource.js';
-import { closeTelemetry, collectOnce, startAgent, type Collecting, type RunningAgent } from '../telemetry/runtime.js';
+import { closeTelemetry, collectOnce, startAgent, type Collecting, type RunningAgent, type Schedule } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
 import type { WebConfig } from '../telemetry/webconfig.js';
 import { CollectionLoop, summarize, type TickResult, type TickSummary } from './collect.js';
 import { makeFetchers, type FetcherOptions } from './fetchers.js';
-import { renderClusterLanding } from './landing.js';
+import { LandingRecord, renderClusterLanding } from './landing.js';
 import { CLUSTER_EVENT_SPECS, CLUSTER_SELF_METRICS } from './metrics.js';
 import { observe, observeState } from './rules.js';
+import { SUB_COLLECTORS } from './snapshot.js';
 import { advance, INITIAL_CLUSTER_STATE, type ClusterState } from './state.js';
 
 export const SCOPE = { name: 'slurm-otel/cluster', version: '0.1.0' };
 
 export interface ClusterAgentOptions {
   /** Where data comes from: the slurmrestd client and the job source. */
-  readonly source: Omit<FetcherOptions, 'logger' | 'onSkipped'>;
+  readonly source: Omit<FetcherOptions, 'logger' | 'onSkipped' | 'onApiErrors' | 'onFieldsLost'>;
   readonly collectionIntervalMs: number;
   readonly maxInflight: number;
   readonly metrics: BindAddress;
@@ -41,31 +43,55 @@ export interface ClusterAgent extends RunningAgent {
   collectNow(): Promise<TickResult>;
 }
 
-export class ClusterRunner implements Collecting {
+export class ClusterRunner implements Collecting<TickResult> {
   readonly pipeline: Pipeline;
   readonly self: SelfMonitor<typeof CLUSTER_SELF_METRICS>;
   private readonly loop: CollectionLoop;
   private state: ClusterState = INITIAL_CLUSTER_STATE;
   private lastTick: TickSummary | undefined;
+  /** Sub-collector health, last errors and state counts for the landing page. */
+  private readonly landingRecord = new LandingRecord();
+  private publishedAtMs: number | undefined;
+  /** The publish in progress; `dirty` asks it for one more round with what was stored meanwhile. */
+  private publishing: Promise<void> | undefined;
+  private dirty = false;
+  private nextPublishAtMs = 0;
+  /** Scheduled (daemon): each stored result is published as it arrives, not after the whole tick. */
+  private live = false;
 
   constructor(private readonly opts: ClusterAgentOptions) {
     this.self = new SelfMonitor(opts.resource, SCOPE, CLUSTER_SELF_METRICS);
     this.pipeline = new Pipeline({ resource: opts.resource, scope: SCOPE, otlp: opts.otlp, logger: opts.logger, eventSpecs: CLUSTER_EVENT_SPECS });
     const m = this.self.m;
     this.loop = new CollectionLoop({
-      fetchers: makeFetchers({ ...opts.source, logger: opts.logger, onSkipped: (collector, n) => m.skippedItems.record(n, { collector }) }),
+      fetchers: makeFetchers({
+        ...opts.source,
+        logger: opts.logger,
+        onSkipped: (collector, n) => m.skippedItems.record(n, { collector }),
+        onApiErrors: (collector, n) => m.apiErrors.record(n, { collector }),
+        onFieldsLost: (collector, fields) => m.apiFieldsLost.record(fields.length, { collector }),
+      }),
       maxInflight: opts.maxInflight,
       logger: opts.logger,
       hooks: {
         runFinished: (collector, ms, err) => {
           m.collectorDuration.record(ms / 1000, { collector });
           if (err !== undefined) m.collectorErrors.record(1, { collector });
+          this.landingRecord.runFinished(collector, Date.now(), ms, err);
         },
-        skipped: (collector) => m.collectorSkipped.record(1, { collector }),
+        skipped: (collector) => {
+          m.collectorSkipped.record(1, { collector });
+          this.landingRecord.skipped(collector);
+        },
         stale: (collector) => m.collectorStaleResults.record(1, { collector }),
         inflight: (collector, n) => m.collectorInflight.record(n, { collector }),
+        stored: () => {
+          if (this.live) void this.refresh();
+        },
       },
     });
+    // Every self-monitoring series exists from the start, at 0, as Soperator registers them.
+    this.self.zero({ name: 'collector', values: SUB_COLLECTORS });
   }
 
   get last(): TickSummary | undefined {
@@ -80,22 +106,95 @@ export class ClusterRunner implements Collecting {
       version: this.opts.resource.serviceVersion,
       refreshSeconds: this.opts.collectionIntervalMs / 1000,
     };
-    return htmlBody(renderClusterLanding(this.lastTick, meta), this.lastTick ? 200 : 503);
+    return htmlBody(renderClusterLanding(this.lastTick, meta, this.landingRecord), this.lastTick ? 200 : 503);
   }
 
+  /** One tick, waiting for every run it started, then one publish (`--once`, tests). */
   async collect(): Promise<TickResult> {
+    const tick = await this.loop.tick();
+    this.tickEnded(tick);
+    await this.refresh();
+    return tick;
+  }
+
+  /**
+   * The daemon's timer: a tick every interval, whether or not the previous tick's runs have
+   * ended (the in-flight limit, not the timer, keeps a slow sub-collector from piling up).
+   */
+  schedule(intervalMs: number): Schedule {
+    this.live = true;
+    const ticks = new Set<Promise<void>>();
+    const tick = (): Promise<void> => {
+      const t = this.loop.tick().then((r) => {
+        this.tickEnded(r);
+        // Until something is published the endpoint says "no data yet"; after, it keeps the last.
+        return this.publishedAtMs === undefined ? this.refresh() : this.publishing;
+      });
+      ticks.add(t);
+      void t.finally(() => ticks.delete(t));
+      return t;
+    };
+    const first = tick();
+    const timer = setInterval(tick, intervalMs);
+    return {
+      first,
+      stop: async () => {
+        clearInterval(timer);
+        this.loop.abort();
+        await Promise.all(ticks);
+        await this.publishing;
+      },
+    };
+  }
+
+  /** Soperator's per-tick figures: counted when the runs a tick started have all ended. */
+  private tickEnded(tick: TickResult): void {
+    if (tick.started.length === 0) return;
     const m = this.self.m;
     m.collectionAttempts.record(1);
-    const tick = await this.loop.tick();
-    const next = advance(this.state, tick.snapshot);
-    this.state = next.state;
-    this.pipeline.record(next.events);
-    await this.pipeline.publish([...observe(tick.snapshot, tick.snapshot.atMs), ...observeState(this.state)], tick.snapshot.atMs);
     m.collectionDuration.record(tick.durationMs / 1000);
     if (tick.failed.length > 0) m.collectionFailures.record(1);
-    m.metricsExported.record(this.pipeline.producer.size);
     this.lastTick = summarize(tick);
-    return tick;
+    this.landingRecord.counted(tick.snapshot);
+  }
+
+  /**
+   * Publishes the latest result of every sub-collector. Publishes never overlap: results stored
+   * during one are taken up together by one more round.
+   */
+  refresh(): Promise<void> {
+    this.dirty = true;
+    this.publishing ??= this.drain().finally(() => (this.publishing = undefined));
+    return this.publishing;
+  }
+
+  private async drain(): Promise<void> {
+    while (this.dirty) {
+      // Rendering takes at most half of the agent's time: on a large cluster (a second or more
+      // per render) results arriving during and just after one render share the next.
+      const wait = this.nextPublishAtMs - Date.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      this.dirty = false;
+      const t0 = Date.now();
+      try {
+        await this.publish();
+      } catch (err) {
+        this.opts.logger.error({ err: (err as Error).message }, 'publishing failed; serving the previous exposition');
+        this.landingRecord.error('publish', Date.now(), err);
+      }
+      this.nextPublishAtMs = 2 * Date.now() - t0;
+    }
+  }
+
+  /** State depending on several sources is recomputed from the latest result of each. */
+  private async publish(): Promise<void> {
+    const snapshot = this.loop.snapshot();
+    const next = advance(this.state, snapshot);
+    this.state = next.state;
+    this.pipeline.record(next.events);
+    await this.pipeline.publish([...observe(snapshot, snapshot.atMs), ...observeState(this.state)], snapshot.atMs);
+    this.self.m.metricsExported.record(this.pipeline.producer.size);
+    this.publishedAtMs = snapshot.atMs;
   }
 
   abort(): void {
@@ -103,7 +202,7 @@ export class ClusterRunner implements Collecting {
   }
 
   lastAtMs(): number | undefined {
-    return this.lastTick?.atMs;
+    return this.publishedAtMs;
   }
 
   selfExposition(): Promise<Body> {

@@ -1,13 +1,16 @@
 /**
- * The cluster agent's collection loop. Each sub-collector (nodes, jobs, diag)
- * runs on every tick in isolation: a failure keeps its last good data and is
- * counted; an in-flight limit skips a run rather than pile requests onto a
- * slow slurmrestd; a result older than the one stored (runs overlapping when
- * the limit is above 1) is dropped. Scrapes never reach this code.
+ * The cluster agent's collection loop. Every tick tries to start each
+ * sub-collector (nodes, jobs, diag) and does not wait for it: a slow /jobs
+ * never delays /nodes. Each run is isolated: a failure keeps its last good
+ * data and is counted; an in-flight limit per sub-collector skips a run rather
+ * than pile requests onto a slow slurmrestd; a result older than the one
+ * stored (runs overlapping when the limit is above 1) is dropped. Every stored
+ * result is announced, so the agent can publish it at once. Scrapes never
+ * reach this code.
  */
 import type { Logger } from '../log.js';
 import type { SlurmDiag, SlurmJob, SlurmNode } from './model.js';
-import type { ClusterSnapshot, Collected, SubCollector } from './snapshot.js';
+import { SUB_COLLECTORS, type ClusterSnapshot, type Collected, type SubCollector } from './snapshot.js';
 
 export interface Fetchers {
   readonly nodes: (signal: AbortSignal) => Promise<readonly SlurmNode[]>;
@@ -21,6 +24,8 @@ export interface LoopHooks {
   skipped(name: SubCollector): void;
   stale(name: SubCollector): void;
   inflight(name: SubCollector, count: number): void;
+  /** A result was stored (it is the newest of its sub-collector). */
+  stored?(name: SubCollector): void;
 }
 
 export interface LoopOptions {
@@ -34,6 +39,8 @@ export interface LoopOptions {
 export interface TickResult {
   readonly snapshot: ClusterSnapshot;
   readonly durationMs: number;
+  /** Sub-collectors this tick started (the others were at their in-flight limit). */
+  readonly started: readonly SubCollector[];
   /** Sub-collectors that failed in this tick. */
   readonly failed: readonly SubCollector[];
 }
@@ -52,7 +59,7 @@ export interface TickSummary {
 
 export function summarize(t: TickResult): TickSummary {
   const collectors: Partial<Record<SubCollector, { atMs: number; items?: number }>> = {};
-  for (const name of ['nodes', 'jobs', 'diag'] as const) {
+  for (const name of SUB_COLLECTORS) {
     const got = t.snapshot[name];
     if (got) collectors[name] = Array.isArray(got.value) ? { atMs: got.atMs, items: got.value.length } : { atMs: got.atMs };
   }
@@ -72,14 +79,17 @@ export class CollectionLoop {
     this.now = opts.now ?? Date.now;
   }
 
-  /** Starts every sub-collector that is under its in-flight limit and waits for those runs. */
+  /**
+   * Starts every sub-collector that is under its in-flight limit, at once and independently;
+   * resolves when the runs it started have ended (each one's result is stored as it arrives).
+   */
   async tick(): Promise<TickResult> {
     const t0 = this.now();
-    const names: SubCollector[] = ['nodes', 'jobs', 'diag'];
-    const runs = names.map((name) => this.start(name));
+    const runs = SUB_COLLECTORS.map((name) => this.start(name));
     const outcomes = await Promise.all(runs);
-    const failed = names.filter((_, i) => outcomes[i] === 'failed');
-    return { snapshot: this.snapshot(), durationMs: this.now() - t0, failed };
+    const started = SUB_COLLECTORS.filter((_, i) => outcomes[i] !== 'skipped');
+    const failed = SUB_COLLECTORS.filter((_, i) => outcomes[i] === 'failed');
+    return { snapshot: this.snapshot(), durationMs: this.now() - t0, started, failed };
   }
 
   snapshot(): ClusterSnapshot {
@@ -125,5 +135,6 @@ export class CollectionLoop {
       return;
     }
     this.stored[name] = result;
+    this.opts.hooks.stored?.(name);
   }
 }

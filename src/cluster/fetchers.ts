@@ -1,21 +1,23 @@
 /**
  * The three sub-collectors' requests, from the client's typed results to the
- * plain lists the collection loop stores. Malformed elements are skipped and
- * counted here; a whole failed response becomes an error the loop counts.
+ * plain lists the collection loop stores, their repeated values shared. Malformed elements are
+ * skipped and counted here; a whole failed response becomes an error the loop counts.
  */
 import type { Logger } from '../log.js';
 import { orThrow, type AccountingQuery, type CallOptions, type CallResult } from './api/client.js';
+import { describeMessages, isBenign } from './api/envelope.js';
 import type { Fetchers } from './collect.js';
-import type { SlurmDiag, SlurmJob, SlurmNode } from './model.js';
+import { Interner, type InternFields } from './intern.js';
+import type { ApiMessage, SlurmDiag, SlurmJob, SlurmNode } from './model.js';
 import { adjustAccountingJobs } from './rules.js';
 import type { SubCollector } from './snapshot.js';
 
 /** What the fetchers need of the client (the real SlurmClient, or a test double). */
 export interface SlurmApi {
-  nodes(opts?: CallOptions): Promise<CallResult<SlurmNode>>;
-  jobs(opts?: CallOptions): Promise<CallResult<SlurmJob>>;
+  nodes(opts?: CallOptions<SlurmNode>): Promise<CallResult<SlurmNode>>;
+  jobs(opts?: CallOptions<SlurmJob>): Promise<CallResult<SlurmJob>>;
   diag(opts?: CallOptions): Promise<CallResult<SlurmDiag>>;
-  accountingJobs(q: AccountingQuery, opts?: CallOptions): Promise<CallResult<SlurmJob>>;
+  accountingJobs(q: AccountingQuery, opts?: CallOptions<SlurmJob>): Promise<CallResult<SlurmJob>>;
 }
 
 export type JobSource = 'controller' | 'accounting';
@@ -28,34 +30,102 @@ export interface FetcherOptions {
   readonly clusterName?: string;
   readonly logger: Logger;
   readonly onSkipped?: (collector: SubCollector, count: number) => void;
+  /** A successful response that also carried Slurm `errors[]` (the data is used). */
+  readonly onApiErrors?: (collector: SubCollector, count: number) => void;
+  /** Fields the items had before an API version change and lack after it. */
+  readonly onFieldsLost?: (collector: SubCollector, fields: readonly string[]) => void;
   readonly now?: () => number;
 }
 
 /** Clock drift between slurmrestd, slurmctld and slurmdbd (Soperator uses the same 5 minutes). */
 export const ACCOUNTING_SKEW_MS = 5 * 60_000;
 
+const JOB_FIELDS: InternFields<SlurmJob> = {
+  strings: ['name', 'state_reason', 'partition', 'account', 'qos', 'user_name', 'group_name', 'mail_user',
+    'standard_error', 'standard_output', 'nodes', 'tres_alloc_str', 'tres_req_str'],
+  values: ['state', 'exit_code'],
+};
+
+const NODE_FIELDS: InternFields<SlurmNode> = {
+  strings: ['reason', 'reason_set_by_user', 'comment', 'reservation', 'tres', 'tres_used', 'gres', 'gres_used', 'slurmd_version', 'specialized_cpus'],
+  values: ['state', 'partitions', 'features'],
+};
+
 export function makeFetchers(o: FetcherOptions): Fetchers {
   const now = o.now ?? Date.now;
+  const watch = new ResponseWatch(o);
   const items = <T>(collector: SubCollector, result: CallResult<T>): readonly T[] => {
     const data = orThrow(result);
     if (data.skipped > 0) {
       o.onSkipped?.(collector, data.skipped);
       o.logger.warn({ collector, skipped: data.skipped, reasons: data.skip_reasons.slice(0, 3) }, 'malformed elements skipped');
     }
+    // Nothing decoded out of something sent is a broken response, not an empty cluster.
+    if (data.items.length === 0 && data.skipped > 0) throw new Error(`${collector}: all ${data.skipped} elements are malformed`);
+    watch.errors(collector, data.errors.filter((e) => !isBenign(e)));
+    watch.fields(collector, result.ok ? result.version : undefined, data.items);
     return data.items;
   };
+  // Each element's repeated values are shared as it is decoded (see intern.ts).
+  const shared = <T extends object>(signal: AbortSignal, fields: InternFields<T>): CallOptions<T> => {
+    const interner = new Interner(fields);
+    return { signal, onItem: (item) => interner.add(item) };
+  };
   return {
-    nodes: async (signal) => items('nodes', await o.api.nodes({ signal })),
+    nodes: async (signal) => items('nodes', await o.api.nodes(shared(signal, NODE_FIELDS))),
     diag: async (signal) => {
       const [diag] = items('diag', await o.api.diag({ signal }));
       if (!diag) throw new Error('diag response carried no statistics');
       return diag;
     },
     jobs: async (signal) => {
-      if (o.jobSource === 'controller') return items('jobs', await o.api.jobs({ signal }));
+      if (o.jobSource === 'controller') return items('jobs', await o.api.jobs(shared(signal, JOB_FIELDS)));
       const t = now();
       const query = { cluster: o.clusterName, startTime: new Date(t - o.accountingLookbackMs), endTime: new Date(t + ACCOUNTING_SKEW_MS) };
-      return adjustAccountingJobs(items('jobs', await o.api.accountingJobs(query, { signal })), t);
+      return adjustAccountingJobs(items('jobs', await o.api.accountingJobs(query, shared(signal, JOB_FIELDS))), t);
     },
   };
+}
+
+/** At most this many distinct Slurm error messages are remembered as already logged. */
+const MAX_LOGGED_MESSAGES = 100;
+
+/**
+ * What a successful response can hide: Slurm `errors[]` next to the data, and, after slurmrestd
+ * was renegotiated to another API version, fields that the new version no longer sends (their
+ * families then vanish). Both are counted; each distinct message or loss is logged once.
+ */
+class ResponseWatch {
+  private readonly logged = new Set<string>();
+  private readonly seen = new Map<SubCollector, { version: string; fields: ReadonlySet<string> }>();
+
+  constructor(private readonly o: FetcherOptions) {}
+
+  errors(collector: SubCollector, errors: readonly ApiMessage[]): void {
+    if (errors.length === 0) return;
+    this.o.onApiErrors?.(collector, errors.length);
+    const text = describeMessages(errors);
+    if (this.logged.has(`${collector} ${text}`) || this.logged.size >= MAX_LOGGED_MESSAGES) return;
+    this.logged.add(`${collector} ${text}`);
+    this.o.logger.warn({ collector, errors: text }, 'slurmrestd answered with data and errors; using the data');
+  }
+
+  /** Field names are gathered only on the first response and when the version changes. */
+  fields(collector: SubCollector, version: string | undefined, items: readonly unknown[]): void {
+    const before = this.seen.get(collector);
+    if (version === undefined || items.length === 0 || before?.version === version) return;
+    const fields = fieldNames(items);
+    this.seen.set(collector, { version, fields });
+    if (before === undefined) return;
+    const lost = [...before.fields].filter((f) => !fields.has(f)).sort();
+    if (lost.length === 0) return;
+    this.o.onFieldsLost?.(collector, lost);
+    this.o.logger.warn({ collector, from: before.version, to: version, lost }, 'the new slurmrestd API version lacks fields the previous one sent; their metrics are gone');
+  }
+}
+
+function fieldNames(items: readonly unknown[]): Set<string> {
+  const names = new Set<string>();
+  for (const item of items) if (typeof item === 'object' && item !== null) for (const k of Object.keys(item)) names.add(k);
+  return names;
 }

@@ -122,9 +122,9 @@ export const CLUSTER_EVENT_METRICS = {
 
 /** Self-monitoring, served on the monitoring endpoint. */
 export const CLUSTER_SELF_METRICS = {
-  collectionDuration: spec('gauge', 'slurm_exporter_collection_duration_seconds', 's', [], 'Duration of the last collection cycle (every sub-collector).'),
-  collectionAttempts: spec('counter', 'slurm_exporter_collection_attempts', '', [], 'Collection cycles started.'),
-  collectionFailures: spec('counter', 'slurm_exporter_collection_failures', '', [], 'Collection cycles in which at least one sub-collector failed.'),
+  collectionDuration: spec('gauge', 'slurm_exporter_collection_duration_seconds', 's', [], 'Duration of the last collection tick: from its start until every sub-collector run it started had ended.'),
+  collectionAttempts: spec('counter', 'slurm_exporter_collection_attempts', '', [], 'Collection ticks that started at least one sub-collector run, counted when those runs have ended.'),
+  collectionFailures: spec('counter', 'slurm_exporter_collection_failures', '', [], 'Collection ticks in which at least one sub-collector run failed.'),
   collectorDuration: spec('gauge', 'slurm_exporter_collector_duration_seconds', 's', COLLECTOR,
     'Duration of the last run of each sub-collector (nodes, jobs, diag).'),
   collectorErrors: spec('counter', 'slurm_exporter_collector_errors', '', COLLECTOR,
@@ -136,6 +136,10 @@ export const CLUSTER_SELF_METRICS = {
     'Results of each sub-collector dropped because a newer result was already stored.'),
   skippedItems: spec('counter', 'slurm_exporter_skipped_items', '', COLLECTOR,
     'Malformed nodes or jobs skipped while decoding a response (the rest of the response is kept).'),
+  apiErrors: spec('counter', 'slurm_exporter_api_errors', '', COLLECTOR,
+    'Slurm errors[] carried by successful responses (the data in them is used; each message is logged once).'),
+  apiFieldsLost: spec('counter', 'slurm_exporter_api_fields_lost', '', COLLECTOR,
+    'Fields that responses carried before slurmrestd was renegotiated to another API version and lack after it (named in the log).'),
   metricsRequests: spec('counter', 'slurm_exporter_metrics_requests', '', [], 'Requests served by the /metrics endpoint.'),
   metricsExported: spec('gauge', 'slurm_exporter_metrics_exported', '', [], 'Points in the last published snapshot.'),
 } as const;

@@ -4,7 +4,7 @@
  * strings. A sub-collector that has not succeeded yet contributes no family at all, so a failing
  * /jobs never blanks the node families and vice versa.
  */
-import type { Attributes, Family, MetricSpec, Point } from '../telemetry/spec.js';
+import type { AnyFamily, Attributes, Family, LazyFamily, MetricSpec, Point } from '../telemetry/spec.js';
 import { expandHostlist, isEmptyHostlist } from './hostlist.js';
 import { CLUSTER_METRICS as M } from './metrics.js';
 import type { SlurmDiag, SlurmJob, SlurmNode } from './model.js';
@@ -22,7 +22,7 @@ export const ZOMBIE_PENDING_AGE_MS = 30 * 24 * 3600 * 1000;
 type PointSpec = MetricSpec & { kind: 'counter' | 'gauge' | 'updowncounter' };
 
 
-export function observe(snap: ClusterSnapshot, nowMs: number): Family[] {
+export function observe(snap: ClusterSnapshot, nowMs: number): AnyFamily[] {
   return [
     ...(snap.nodes ? nodeFamilies(snap.nodes.value) : []),
     ...(snap.jobs ? jobFamilies(snap.jobs.value, nowMs) : []),
@@ -63,9 +63,22 @@ function sameAttributes(keys: readonly string[], a: Attributes, b: Attributes): 
   return true;
 }
 
-/** A family whose points are distinct by construction (one per node name, or per job id). */
-function distinct(spec: PointSpec, points: readonly Point[]): Family {
-  return { spec, points };
+/**
+ * A family whose points are distinct by construction (one per node name, or per job id), made
+ * afresh each time it is iterated: at 100k jobs the ~700k points are never all alive at once.
+ */
+function lazy(spec: PointSpec, points: () => Iterable<Point>): LazyFamily {
+  return { spec, lazy: { [Symbol.iterator]: () => points()[Symbol.iterator]() } };
+}
+
+/** One point per item whose value is known (a missing value is not a zero). */
+function perItem<T>(items: readonly T[], attributes: (item: T) => Attributes, value: (item: T) => number | undefined): () => Iterable<Point> {
+  return function* () {
+    for (const item of items) {
+      const v = value(item);
+      if (v !== undefined && Number.isFinite(v)) yield { attributes: attributes(item), value: v };
+    }
+  };
 }
 
 /** Distinct values, order kept; the array itself when it has one value or none. */
@@ -161,19 +174,18 @@ const NODE_RESOURCE_FAMILIES: readonly [PointSpec, keyof NodeResources][] = [
   [M.nodeMemoryEffective, 'memEffective'],
 ];
 
-function nodeFamilies(list: readonly SlurmNode[]): Family[] {
-  const nodes = [...nodesByName(list).values()];
-  const info = nodes.map((n) => ({ attributes: nodeInfoLabels(n), value: 1 }));
-  // One attribute object per node, shared by its eight resource families.
-  const resources = nodes.map((n) => [{ node_name: n.name }, nodeResources(n)] as const);
-  const perResource = NODE_RESOURCE_FAMILIES.map(([spec, key]) => {
-    const points: Point[] = [];
-    for (const [attributes, r] of resources) maybe(points, attributes, r[key]);
-    return distinct(spec, points);
-  });
-  const partitions = nodes.flatMap((n) => uniqueValues(n.partitions).map((partition) => ({ attributes: { node_name: n.name, partition }, value: 1 })));
+function nodeFamilies(list: readonly SlurmNode[]): LazyFamily[] {
   // Node names are distinct (nodesByName), and so are the partitions listed per node.
-  return [distinct(M.nodeInfo, info), ...perResource, distinct(M.nodePartition, partitions)];
+  const nodes = [...nodesByName(list).values()];
+  const name = (n: SlurmNode): Attributes => ({ node_name: n.name });
+  const perResource = NODE_RESOURCE_FAMILIES.map(([spec, key]) => lazy(spec, perItem(nodes, name, (n) => nodeResources(n)[key])));
+  return [
+    lazy(M.nodeInfo, perItem(nodes, nodeInfoLabels, () => 1)),
+    ...perResource,
+    lazy(M.nodePartition, function* () {
+      for (const n of nodes) for (const partition of uniqueValues(n.partitions)) yield { attributes: { node_name: n.name, partition }, value: 1 };
+    }),
+  ];
 }
 
 // ---- jobs ----
@@ -239,33 +251,22 @@ function jobHosts(job: SlurmJob): string[] {
   }
 }
 
-function jobFamilies(list: readonly SlurmJob[], nowMs: number): Family[] {
-  const info: Point[] = [];
-  const nodeJob: Point[] = [];
-  const duration: Point[] = [];
-  const cpus: Point[] = [];
-  const memory: Point[] = [];
-  const gpus: Point[] = [];
+function jobFamilies(list: readonly SlurmJob[], nowMs: number): LazyFamily[] {
+  // Job ids are distinct (uniqueJobs), and so are the hosts listed per job.
+  const jobs = uniqueJobs(list);
+  const id = (j: SlurmJob): Attributes => ({ job_id: j.job_id });
   const cpuCount = memoized(jobCpuCount, (j) => [j.tres_alloc_str, j.tres_req_str, j.cpus]);
   const memoryBytes = memoized(jobMemoryBytes, (j) => [j.tres_alloc_str, j.tres_req_str, j.memory_per_node, j.node_count]);
   const gpuCount = memoized(jobGpuCount, (j) => [j.state[0], j.tres_alloc_str]);
-  for (const job of uniqueJobs(list)) {
-    const id = { job_id: job.job_id };
-    info.push({ attributes: jobInfoLabels(job), value: 1 });
-    for (const host of uniqueValues(jobHosts(job))) nodeJob.push({ attributes: { job_id: job.job_id, node_name: host }, value: 1 });
-    maybe(duration, id, jobDurationSeconds(job, nowMs));
-    maybe(cpus, id, cpuCount(job));
-    maybe(memory, id, memoryBytes(job));
-    maybe(gpus, id, gpuCount(job));
-  }
-  // Job ids are distinct (uniqueJobs), and so are the hosts listed per job.
   return [
-    distinct(M.jobInfo, info),
-    distinct(M.nodeJob, nodeJob),
-    distinct(M.jobDuration, duration),
-    distinct(M.jobCpus, cpus),
-    distinct(M.jobMemory, memory),
-    distinct(M.jobGpus, gpus),
+    lazy(M.jobInfo, perItem(jobs, jobInfoLabels, () => 1)),
+    lazy(M.nodeJob, function* () {
+      for (const job of jobs) for (const host of uniqueValues(jobHosts(job))) yield { attributes: { job_id: job.job_id, node_name: host }, value: 1 };
+    }),
+    lazy(M.jobDuration, perItem(jobs, id, (j) => jobDurationSeconds(j, nowMs))),
+    lazy(M.jobCpus, perItem(jobs, id, cpuCount)),
+    lazy(M.jobMemory, perItem(jobs, id, memoryBytes)),
+    lazy(M.jobGpus, perItem(jobs, id, gpuCount)),
   ];
 }
 

@@ -128,7 +128,12 @@ export function tresListToString(list: unknown): string | undefined {
  * else the job's `cpus` field.
  */
 export function jobCpuCount(job: Pick<SlurmJob, 'tres_alloc_str' | 'tres_req_str' | 'cpus'>): number | undefined {
-  return parseTres(job.tres_alloc_str).cpus ?? parseTres(job.tres_req_str).cpus ?? job.cpus;
+  return positive(parseTres(job.tres_alloc_str).cpus) ?? positive(parseTres(job.tres_req_str).cpus) ?? job.cpus;
+}
+
+/** A TRES count of 0 says nothing was counted, so the next source is asked (as Soperator does). */
+function positive(n: number | undefined): number | undefined {
+  return n !== undefined && n > 0 ? n : undefined;
 }
 
 /**
@@ -137,7 +142,7 @@ export function jobCpuCount(job: Pick<SlurmJob, 'tres_alloc_str' | 'tres_req_str
 export function jobMemoryBytes(
   job: Pick<SlurmJob, 'tres_alloc_str' | 'tres_req_str' | 'memory_per_node' | 'node_count'>,
 ): number | undefined {
-  const fromTres = parseTres(job.tres_alloc_str).memory_bytes ?? parseTres(job.tres_req_str).memory_bytes;
+  const fromTres = positive(parseTres(job.tres_alloc_str).memory_bytes) ?? positive(parseTres(job.tres_req_str).memory_bytes);
   if (fromTres !== undefined) return fromTres;
   if (job.memory_per_node === undefined || job.node_count === undefined) return undefined;
   return job.memory_per_node * job.node_count * MIB;

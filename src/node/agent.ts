@@ -8,6 +8,7 @@ import { closeTelemetry, collectOnce, startAgent, type Collecting, type RunningA
 import { SelfMonitor } from '../telemetry/selfmon.js';
 import { NodeCollector, type CollectorOptions, type Cycle } from './collector.js';
 import { attributionRows, slurmCgroupsNote } from './explain.js';
+import { CounterHistory, motionReadings } from './history.js';
 import { renderLanding } from './landing.js';
 import { NODE_SELF_METRICS } from './metrics.js';
 import type { NodeSnapshot } from './snapshot.js';
@@ -56,6 +57,8 @@ export class NodeRunner implements Collecting {
   private readonly loggedUnreadable = new Set<number>();
   private foundSlurm: boolean | undefined;
   private lastCycle: Cycle | undefined;
+  /** Recent port and sole-job counters, for the rates on the landing page. */
+  private readonly history = new CounterHistory();
   private landingPage: Body = htmlBody('<!doctype html><title>slurm-otel</title><p>No cycle has completed yet.</p>', 503);
 
   constructor(private readonly opts: NodeAgentOptions) {
@@ -94,10 +97,11 @@ export class NodeRunner implements Collecting {
     this.seen.delete('cycle-failed');
     await this.pipeline.publish(c.families, c.snapshot.atMs);
     this.lastCycle = c;
+    this.history.record(c.snapshot.atMs, motionReadings(c.snapshot, c.attribution));
     this.landingPage = htmlBody(renderLanding(attributionRows(c), {
       host: this.opts.resource.hostName, version: this.opts.resource.serviceVersion, atMs: c.snapshot.atMs,
       refreshSeconds: this.opts.collectionIntervalMs / 1000, gaps: c.snapshot.gaps,
-      slurmCgroups: slurmCgroupsNote(c.snapshot), unreadable: c.snapshot.unreadable,
+      slurmCgroups: slurmCgroupsNote(c.snapshot), unreadable: c.snapshot.unreadable, history: this.history,
     }));
     this.record(c);
     return c;

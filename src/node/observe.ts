@@ -56,7 +56,7 @@ function deviceFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
  * The 4-octet data word counter of a direction: counters/port_<dir>_data, or the 64-bit
  * counters_ext/port_<dir>_data_64 of kernels before 4.5 only when counters/ lacks the file.
  */
-function dataCounter(counters: ReadonlyMap<string, bigint>, dir: 'xmit' | 'rcv'): { name: string; value: bigint } | undefined {
+export function dataCounter(counters: ReadonlyMap<string, bigint>, dir: 'xmit' | 'rcv'): { name: string; value: bigint } | undefined {
   for (const name of [`port_${dir}_data`, `port_${dir}_data_64`]) {
     const value = counters.get(name);
     if (value !== undefined) return { name, value };

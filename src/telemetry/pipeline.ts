@@ -27,12 +27,12 @@ import {
   type ViewOptions,
 } from '@opentelemetry/sdk-metrics';
 import { emptyResource } from '@opentelemetry/resources';
-import type { Logger } from '../log.js';
+import { redactUrl, type Logger } from '../log.js';
 import type { Body } from './http.js';
 import { SnapshotProducer, toMetricData, type Scope } from './producer.js';
 import { GzipWriter, gzipOnlyBody, NO_REGISTERED_METRICS, writeFamilies } from './prometheus-text.js';
 import { buildResource, type ResourceOptions } from './resource.js';
-import type { Family, MetricEvent, MetricSpec } from './spec.js';
+import type { AnyFamily, MetricEvent, MetricSpec } from './spec.js';
 
 /** Series per event instrument before the SDK folds the rest into an overflow series. */
 const EVENT_CARDINALITY_LIMIT = 1_000_000;
@@ -109,7 +109,7 @@ export class Pipeline {
   }
 
   /** Publishes one collection and renders its exposition once, for every scrape until the next. */
-  async publish(families: readonly Family[], atMs: number = Date.now()): Promise<void> {
+  async publish(families: readonly AnyFamily[], atMs: number = Date.now()): Promise<void> {
     this.producer.publish(families, atMs);
     const seq = ++this.publishes;
     const { gzip, bytes } = await this.render(families, atMs);
@@ -128,7 +128,7 @@ export class Pipeline {
    * target_info and the event instruments (serialized by the SDK), then the snapshot families:
    * the order and the bytes PrometheusSerializer gives when the producer is one of its sources.
    */
-  private async render(families: readonly Family[], atMs: number): Promise<{ gzip: Buffer; bytes: number }> {
+  private async render(families: readonly AnyFamily[], atMs: number): Promise<{ gzip: Buffer; bytes: number }> {
     const { resourceMetrics, errors } = await this.prometheus.collect();
     for (const err of errors) this.opts.logger.warn({ err }, 'metric collection reported an error');
     let head = this.serializer.serialize(resourceMetrics as ResourceMetrics);
@@ -137,10 +137,11 @@ export class Pipeline {
     if (sdkEmpty) head = head.slice(0, -NO_REGISTERED_METRICS.length);
     const out = new GzipWriter();
     out.write(head);
-    const wrote = await writeFamilies(out, families, (fam) =>
+    const series = await writeFamilies(out, families, (fam) =>
       this.familySerializer.serialize({ resource: emptyResource(), scopeMetrics: [{ scope: this.opts.scope, metrics: toMetricData([fam], atMs, atMs) }] }),
     );
-    if (sdkEmpty && !wrote) out.write(NO_REGISTERED_METRICS);
+    this.producer.counted(series);
+    if (sdkEmpty && series === 0) out.write(NO_REGISTERED_METRICS);
     return out.finish();
   }
 
@@ -177,7 +178,7 @@ function observed(inner: PushMetricExporter, logger: Logger, url: string, onExpo
       inner.export(metrics, (result: ExportResult) => {
         const ok = result.code === ExportResultCode.SUCCESS;
         onExport?.(ok);
-        if (!ok) logger.warn({ url, err: result.error?.message }, 'OTLP export failed');
+        if (!ok) logger.warn({ url: redactUrl(url), err: result.error?.message }, 'OTLP export failed');
         done(result);
       });
     },
@@ -189,7 +190,7 @@ function observed(inner: PushMetricExporter, logger: Logger, url: string, onExpo
 }
 
 let diagRouted = false;
-/** The SDK reports failures through `diag`; without a logger they vanish (REFERENCE §4). */
+/** The SDK reports failures through `diag`: a failed export is retried, then dropped silently unless a diag logger is set. */
 function routeSdkDiagnostics(logger: Logger): void {
   if (diagRouted) return;
   diagRouted = true;

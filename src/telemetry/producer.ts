@@ -1,8 +1,9 @@
 /**
  * SnapshotProducer: hands the OpenTelemetry readers exactly the points of the
  * latest snapshot. SDK observable instruments would keep every attribute set
- * ever seen under cumulative temporality and cap each instrument at 2000
- * series; a producer has neither problem (REFERENCE.md §4).
+ * ever seen under cumulative temporality (ended jobs would be exported
+ * forever) and cap each instrument at 2000 series; a producer has neither
+ * problem: the readers serialize exactly what it returns.
  */
 import { ValueType, type HrTime } from '@opentelemetry/api';
 import { millisToHrTime } from '@opentelemetry/core';
@@ -15,7 +16,7 @@ import {
   type ScopeMetrics,
 } from '@opentelemetry/sdk-metrics';
 import { emptyResource } from '@opentelemetry/resources';
-import type { Family, HistogramPoint, MetricSpec, Point } from './spec.js';
+import { materialized, type AnyFamily, type Family, type HistogramPoint, type MetricSpec, type Point } from './spec.js';
 
 export interface Scope {
   readonly name: string;
@@ -51,14 +52,24 @@ export class SnapshotProducer implements MetricProducer {
     this.retain = o.retain ?? true;
   }
 
-  /** Replaces the published snapshot. Families with no points are omitted. */
-  publish(families: readonly Family[], atMs: number = Date.now()): void {
+  /**
+   * Replaces the published snapshot. Families with no points are omitted. Lazy families are made
+   * into arrays only when kept; otherwise their points are counted by whoever consumes them
+   * (`counted`).
+   */
+  publish(families: readonly AnyFamily[], atMs: number = Date.now()): void {
+    const kept = this.retain ? families.map(materialized) : [];
     let count = 0;
-    for (const fam of families) count += fam.points.length;
-    this.families = this.retain ? families : [];
+    for (const fam of this.retain ? kept : families) if ('points' in fam) count += fam.points.length;
+    this.families = kept;
     this.atMs = atMs;
     this.scopeMetrics = undefined;
     this.pointCount = count;
+  }
+
+  /** The point count of the latest snapshot, as its consumer counted it (lazy families included). */
+  counted(points: number): void {
+    this.pointCount = points;
   }
 
   /** Points in the latest snapshot (self-monitoring). */

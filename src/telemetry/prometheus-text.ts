@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { createGzip, gunzipSync } from 'node:zlib';
 import { diag } from '@opentelemetry/api';
 import type { Body } from './http.js';
-import type { Family, MetricSpec, Point } from './spec.js';
+import type { AnyFamily, Family, MetricSpec, Point } from './spec.js';
 
 export const NO_REGISTERED_METRICS = '# no registered metrics';
 
@@ -145,26 +145,27 @@ function familyHeader(spec: MetricSpec): FamilyHeader | null {
 
 /**
  * Writes the families as PrometheusSerializer does (no timestamps, no scope labels, attributes
- * in their objects' key order); histograms go through `histogram`. Returns whether any was written.
+ * in their objects' key order); histograms go through `histogram`. A family without points is
+ * left out. Returns the number of series written.
  */
-export async function writeFamilies(out: GzipWriter, families: readonly Family[], histogram: (fam: Family) => string): Promise<boolean> {
+export async function writeFamilies(out: GzipWriter, families: readonly AnyFamily[], histogram: (fam: Family) => string): Promise<number> {
   const labelPrefixes = new Map<string, string>();
-  let wrote = false;
+  let series = 0;
   for (const fam of families) {
-    if (fam.points.length === 0) continue;
-    if (fam.spec.kind === 'histogram') {
+    if (!('lazy' in fam) && fam.spec.kind === 'histogram') {
+      if (fam.points.length === 0) continue;
       out.write(histogram(fam));
-      wrote = true;
+      series += fam.points.length;
       continue;
     }
     const header = familyHeader(fam.spec);
     if (header === null) continue;
-    out.write(header.text);
-    wrote = true;
     const name = header.name;
     // Lines are gathered into strings of ~64 KB: one buffer write each, not one per series.
     let lines = '';
-    for (const p of fam.points as readonly Point[]) {
+    let written = 0;
+    for (const p of ('lazy' in fam ? fam.lazy : fam.points) as Iterable<Point>) {
+      if (written++ === 0) out.write(header.text);
       let line = name;
       let sep = '{';
       const attributes = p.attributes;
@@ -185,6 +186,7 @@ export async function writeFamilies(out: GzipWriter, families: readonly Family[]
       }
     }
     out.write(lines);
+    series += written;
   }
-  return wrote;
+  return series;
 }

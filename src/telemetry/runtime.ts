@@ -4,7 +4,7 @@
  * cycle timer that never overlaps itself and never lets a cycle's failure
  * stop the agent.
  */
-import type { Logger } from '../log.js';
+import { redactUrl, type Logger } from '../log.js';
 import { serve, textBody, type BindAddress, type Body, type Endpoint, type Route } from './http.js';
 import type { Pipeline } from './pipeline.js';
 import type { WebConfig } from './webconfig.js';
@@ -45,8 +45,16 @@ export async function serveAgent(opts: ServeOptions): Promise<Served> {
   return { metrics, monitoring, close: async () => void (await Promise.all([metrics.close(), monitoring.close()])) };
 }
 
+/** A running collection timer. */
+export interface Schedule {
+  /** Settles when the first collection has been published (or has failed and been logged). */
+  readonly first: Promise<void>;
+  /** Stops the timer and waits for the work in progress. */
+  stop(): Promise<void>;
+}
+
 /** Runs `task` now and then every `intervalMs` after the previous run ended. */
-export function every(intervalMs: number, task: () => Promise<void>, logger: Logger): { first: Promise<void>; stop(): Promise<void> } {
+export function every(intervalMs: number, task: () => Promise<void>, logger: Logger): Schedule {
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
   let running: Promise<void> = Promise.resolve();
@@ -79,6 +87,11 @@ export interface Collecting<T = unknown> {
   lastAtMs(): number | undefined;
   /** Aborts work in flight (requests to a hung server) so stop() is prompt. */
   abort?(): void;
+  /**
+   * An agent whose work has parts on their own schedules runs its own timer; without this the
+   * runtime calls collect() every interval after the previous one ended.
+   */
+  schedule?(intervalMs: number): Schedule;
   shutdown(): Promise<void>;
 }
 
@@ -123,8 +136,8 @@ export async function startAgent(agent: Collecting, o: AgentRuntimeOptions): Pro
     await agent.shutdown();
     throw err;
   }
-  const loop = every(o.intervalMs, async () => void (await agent.collect()), o.logger);
-  o.logger.info({ metrics: served.metrics.url, monitoring: served.monitoring.url, otlp: o.otlpUrl ?? 'off' }, `${o.name} started`);
+  const loop = agent.schedule ? agent.schedule(o.intervalMs) : every(o.intervalMs, async () => void (await agent.collect()), o.logger);
+  o.logger.info({ metrics: served.metrics.url, monitoring: served.monitoring.url, otlp: o.otlpUrl !== undefined ? redactUrl(o.otlpUrl) : 'off' }, `${o.name} started`);
   return {
     metricsUrl: served.metrics.url,
     monitoringUrl: served.monitoring.url,

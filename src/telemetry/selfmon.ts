@@ -1,12 +1,17 @@
 /**
  * Self-monitoring: the agent's own health on its own endpoint, with ordinary
- * SDK synchronous instruments (bounded cardinality) on a separate provider.
+ * SDK synchronous instruments (bounded cardinality) on a separate provider,
+ * plus the process's runtime health (process-metrics.ts) read from Node's own
+ * APIs. The provider has no OTLP reader: none of this is pushed.
  */
-import type { Attributes as OtelAttributes } from '@opentelemetry/api';
+import fs from 'node:fs';
+import { constants as perfConstants, monitorEventLoopDelay, PerformanceObserver, type IntervalHistogram, type PerformanceEntry } from 'node:perf_hooks';
+import type { Meter, ObservableGauge, Attributes as OtelAttributes } from '@opentelemetry/api';
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import type { Body } from './http.js';
 import { PROMETHEUS_CONTENT_TYPE } from './pipeline.js';
+import { PROCESS_METRICS } from './process-metrics.js';
 import type { Scope } from './producer.js';
 import { buildResource, type ResourceOptions } from './resource.js';
 import type { Attributes, MetricSpec } from './spec.js';
@@ -23,23 +28,26 @@ export class SelfMonitor<T extends Record<string, MetricSpec>> {
   private readonly provider: MeterProvider;
   private readonly exporter = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true });
   private readonly serializer = new PrometheusSerializer(undefined, false, undefined, false, true);
+  private readonly runtime: RuntimeObservers;
 
-  constructor(resource: ResourceOptions, scope: Scope, specs: T) {
+  constructor(resource: ResourceOptions, scope: Scope, private readonly specs: T) {
     this.provider = new MeterProvider({ resource: buildResource(resource), readers: [this.exporter] });
     const meter = this.provider.getMeter(`${scope.name}/self`, scope.version);
-    const out: Record<string, Recorder> = {};
-    for (const [key, spec] of Object.entries(specs)) {
-      const opts = { description: spec.description, unit: spec.unit, advice: spec.buckets ? { explicitBucketBoundaries: [...spec.buckets] } : undefined };
-      const inst =
-        spec.kind === 'counter' ? meter.createCounter(spec.name, opts)
-        : spec.kind === 'updowncounter' ? meter.createUpDownCounter(spec.name, opts)
-        : spec.kind === 'gauge' ? meter.createGauge(spec.name, opts)
-        : meter.createHistogram(spec.name, opts);
-      out[key] = {
-        record: 'add' in inst ? (v, a) => inst.add(v, a as OtelAttributes) : (v, a) => inst.record(v, a as OtelAttributes),
-      };
+    this.m = recorders(meter, specs);
+    this.runtime = observeRuntime(meter);
+  }
+
+  /**
+   * Starts every family at 0 (counters add 0, gauges set 0) so it is exposed before its first
+   * event: families without labels once, families labelled only by `label.name` once per value.
+   */
+  zero(label: { readonly name: string; readonly values: readonly string[] }): void {
+    for (const [key, spec] of Object.entries(this.specs)) {
+      if (spec.kind === 'histogram') continue;
+      const rec = this.m[key as keyof T];
+      if (spec.attributes.length === 0) rec.record(0);
+      else if (spec.attributes.length === 1 && spec.attributes[0] === label.name) for (const v of label.values) rec.record(0, { [label.name]: v });
     }
-    this.m = out as Recorders<T>;
   }
 
   /** Rendered per request: the self-monitoring families are small. */
@@ -49,6 +57,107 @@ export class SelfMonitor<T extends Record<string, MetricSpec>> {
   }
 
   async shutdown(): Promise<void> {
+    this.runtime.stop();
     await this.provider.shutdown();
+  }
+}
+
+function recorders<T extends Record<string, MetricSpec>>(meter: Meter, specs: T): Recorders<T> {
+  const out: Record<string, Recorder> = {};
+  for (const [key, spec] of Object.entries(specs)) {
+    const opts = instrumentOptions(spec);
+    const inst =
+      spec.kind === 'counter' ? meter.createCounter(spec.name, opts)
+      : spec.kind === 'updowncounter' ? meter.createUpDownCounter(spec.name, opts)
+      : spec.kind === 'gauge' ? meter.createGauge(spec.name, opts)
+      : meter.createHistogram(spec.name, opts);
+    out[key] = {
+      record: 'add' in inst ? (v, a) => inst.add(v, a as OtelAttributes) : (v, a) => inst.record(v, a as OtelAttributes),
+    };
+  }
+  return out as Recorders<T>;
+}
+
+function instrumentOptions(spec: MetricSpec) {
+  return { description: spec.description, unit: spec.unit, advice: spec.buckets ? { explicitBucketBoundaries: [...spec.buckets] } : undefined };
+}
+
+interface RuntimeObservers {
+  stop(): void;
+}
+
+const GC_KINDS: Readonly<Record<number, string>> = {
+  [perfConstants.NODE_PERFORMANCE_GC_MINOR]: 'minor',
+  [perfConstants.NODE_PERFORMANCE_GC_MAJOR]: 'major',
+  [perfConstants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',
+  [perfConstants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb',
+};
+
+/**
+ * The process families, observed when the endpoint is scraped: a handful of cheap reads of the
+ * process's own state (memoryUsage, cpuUsage, its own fd directory). The event-loop histogram is
+ * reset after each read, as Prometheus client libraries do, so its values cover the time since
+ * the previous scrape.
+ */
+function observeRuntime(meter: Meter): RuntimeObservers {
+  const P = PROCESS_METRICS;
+  const gauge = (s: MetricSpec): ObservableGauge => meter.createObservableGauge(s.name, instrumentOptions(s));
+  const g = {
+    rss: gauge(P.residentMemory), openFds: gauge(P.openFds), maxFds: gauge(P.maxFds), start: gauge(P.startTime),
+    heapUsed: gauge(P.heapUsed), heapTotal: gauge(P.heapTotal), delayP99: gauge(P.eventLoopDelayP99), delayMax: gauge(P.eventLoopDelayMax),
+  };
+  const cpu = meter.createObservableCounter(P.cpuSeconds.name, instrumentOptions(P.cpuSeconds));
+  const startSeconds = Date.now() / 1000 - process.uptime();
+  const loop: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
+  meter.addBatchObservableCallback((r) => {
+    const mem = process.memoryUsage();
+    const used = process.cpuUsage();
+    r.observe(g.rss, mem.rss);
+    r.observe(g.heapUsed, mem.heapUsed);
+    r.observe(g.heapTotal, mem.heapTotal);
+    r.observe(cpu, (used.user + used.system) / 1e6);
+    r.observe(g.start, startSeconds);
+    const fds = countOpenFds();
+    if (fds !== undefined) r.observe(g.openFds, fds);
+    const limit = maxOpenFiles();
+    if (limit !== undefined) r.observe(g.maxFds, limit);
+    r.observe(g.delayP99, loop.percentile(99) / 1e9);
+    r.observe(g.delayMax, loop.max / 1e9);
+    loop.reset();
+  }, [...Object.values(g), cpu]);
+  const gc = meter.createHistogram(P.gcDuration.name, instrumentOptions(P.gcDuration));
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      const kind = GC_KINDS[(e as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind ?? -1] ?? 'other';
+      gc.record(e.duration / 1000, { kind });
+    }
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  return {
+    stop() {
+      observer.disconnect();
+      loop.disable();
+    },
+  };
+}
+
+/** Open descriptors of this process; undefined where /proc is missing (not Linux). */
+function countOpenFds(): number | undefined {
+  try {
+    // readdir itself holds one descriptor on the directory while it reads: not ours to report.
+    return Math.max(0, fs.readdirSync('/proc/self/fd').length - 1);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The soft "Max open files" limit; undefined where /proc is missing or the limit is unlimited. */
+function maxOpenFiles(): number | undefined {
+  try {
+    const m = /^Max open files\s+(\d+)/m.exec(fs.readFileSync('/proc/self/limits', 'utf8'));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
   }
 }

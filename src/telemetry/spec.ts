@@ -46,6 +46,23 @@ export type Family =
   | { readonly spec: MetricSpec & { kind: 'counter' | 'gauge' | 'updowncounter' }; readonly points: readonly Point[] }
   | { readonly spec: MetricSpec & { kind: 'histogram' }; readonly points: readonly HistogramPoint[] };
 
+/**
+ * A family whose points are made afresh each time they are iterated, so that a family of 100k
+ * series is never held whole: the Prometheus rendering consumes it point by point, and only an
+ * OTLP reader makes an array of it.
+ */
+export interface LazyFamily {
+  readonly spec: MetricSpec & { kind: 'counter' | 'gauge' | 'updowncounter' };
+  readonly lazy: Iterable<Point>;
+}
+
+export type AnyFamily = Family | LazyFamily;
+
+/** The family with its points in an array (a lazy family's made now). */
+export function materialized(fam: AnyFamily): Family {
+  return 'lazy' in fam ? { spec: fam.spec, points: [...fam.lazy] } : fam;
+}
+
 /** The Prometheus exposition name of a family. */
 export function prometheusName(spec: MetricSpec): string {
   return spec.kind === 'counter' && !spec.name.endsWith('_total') ? `${spec.name}_total` : spec.name;

@@ -9,26 +9,40 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
-import bcrypt from 'bcryptjs';
+import { Worker } from 'node:worker_threads';
 import { parse as parseYaml } from 'yaml';
+
+/** Go's crypto/tls client authentication policies, as exporter-toolkit names them. */
+export type ClientAuthType = 'NoClientCert' | 'RequestClientCert' | 'RequireAnyClientCert' | 'VerifyClientCertIfGiven' | 'RequireAndVerifyClientCert';
 
 export interface TlsFiles {
   readonly cert: Buffer;
   readonly key: Buffer;
   readonly ca?: Buffer;
-  readonly requireClientCert: boolean;
+  readonly clientAuth: ClientAuthType;
 }
 
 export interface WebConfig {
   readonly tls?: TlsFiles;
   /** user → bcrypt hash; empty means no authentication. */
   readonly users: ReadonlyMap<string, string>;
+  /** Overrides for the password checks (tests). */
+  readonly auth?: BasicAuthOptions;
 }
 
 export class WebConfigError extends Error {}
 
-const CLIENT_AUTH = new Set(['NoClientCert', 'RequestClientCert', 'RequireAnyClientCert', 'VerifyClientCertIfGiven', 'RequireAndVerifyClientCert']);
+const CLIENT_AUTH: ReadonlyMap<string, ClientAuthType> = new Map([
+  ['NoClientCert', 'NoClientCert'],
+  ['RequestClientCert', 'RequestClientCert'],
+  ['RequireAnyClientCert', 'RequireAnyClientCert'],
+  // exporter-toolkit's older name for RequireAnyClientCert.
+  ['RequireClientCert', 'RequireAnyClientCert'],
+  ['VerifyClientCertIfGiven', 'VerifyClientCertIfGiven'],
+  ['RequireAndVerifyClientCert', 'RequireAndVerifyClientCert'],
+] as const);
 
 export function loadWebConfig(file: string): WebConfig {
   let doc: unknown;
@@ -56,10 +70,13 @@ function readTls(v: unknown, dir: string, file: string): TlsFiles {
       throw new WebConfigError(`web config ${file}: cannot read ${key} ${p}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
     }
   };
-  const auth = typeof t.client_auth_type === 'string' ? t.client_auth_type : 'NoClientCert';
-  if (!CLIENT_AUTH.has(auth)) throw new WebConfigError(`web config ${file}: client_auth_type "${auth}" is not one of ${[...CLIENT_AUTH].join(', ')}`);
+  const name = typeof t.client_auth_type === 'string' && t.client_auth_type !== '' ? t.client_auth_type : 'NoClientCert';
+  const clientAuth = CLIENT_AUTH.get(name);
+  if (!clientAuth) throw new WebConfigError(`web config ${file}: client_auth_type "${name}" is not one of ${[...CLIENT_AUTH.keys()].join(', ')}`);
   const ca = typeof t.client_ca_file === 'string' ? read('client_ca_file') : undefined;
-  return { cert: read('cert_file'), key: read('key_file'), ...(ca ? { ca } : {}), requireClientCert: auth === 'RequireAndVerifyClientCert' || auth === 'RequireAnyClientCert' };
+  if (ca && clientAuth === 'NoClientCert') throw new WebConfigError(`web config ${file}: client_ca_file is set but client_auth_type is NoClientCert (set one of ${[...CLIENT_AUTH.keys()].slice(1).join(', ')})`);
+  if (!ca && (clientAuth === 'VerifyClientCertIfGiven' || clientAuth === 'RequireAndVerifyClientCert')) throw new WebConfigError(`web config ${file}: client_auth_type ${name} needs client_ca_file`);
+  return { cert: read('cert_file'), key: read('key_file'), ...(ca ? { ca } : {}), clientAuth };
 }
 
 function readUsers(v: unknown, file: string): Map<string, string> {
@@ -73,35 +90,167 @@ function readUsers(v: unknown, file: string): Map<string, string> {
   return users;
 }
 
+/** Compares a password with a bcrypt hash; true when they match. */
+export type PasswordVerifier = (password: string, hash: string) => Promise<boolean>;
+
+export interface BasicAuthOptions {
+  readonly verify?: PasswordVerifier;
+  /** Failed checks one client address may make per window before it is answered 429 (default 10). */
+  readonly maxFailures?: number;
+  readonly failureWindowMs?: number;
+  readonly now?: () => number;
+}
+
+export type AuthVerdict = 'ok' | 'denied' | 'limited';
+
 /**
- * Checks an Authorization header against the users. bcrypt is slow by design
- * (tens of ms): a successful check is remembered by a digest of the header so
- * a scraper every 15 s does not pay it each time.
+ * Comparisons queued for the worker at most; beyond, clients are told to retry later. Many
+ * addresses guessing at once would otherwise queue minutes of bcrypt.
+ */
+const MAX_PENDING_CHECKS = 32;
+
+/** Client addresses tracked for failures at most; beyond, the oldest are forgotten. */
+const MAX_TRACKED_CLIENTS = 10_000;
+
+/**
+ * Checks an Authorization header against the users, as exporter-toolkit does, and so that wrong
+ * passwords cannot starve the agent:
+ * - bcrypt runs on a worker thread (it costs tens of ms of CPU by design), never on the event loop;
+ * - a successful check is remembered by a digest of user, password and hash: a scraper every
+ *   15 s pays bcrypt once;
+ * - an unknown user is compared with a dummy hash of the same cost, so the answer takes as long
+ *   as for a known user and does not tell which names exist;
+ * - a client address with too many failures in a window is answered 429 without a comparison, and
+ *   so is everyone not yet verified while MAX_PENDING_CHECKS comparisons are queued.
  */
 export class BasicAuth {
   private readonly verified = new Map<string, Buffer>();
+  private readonly failures = new Map<string, { count: number; resetAtMs: number }>();
+  private readonly verify: PasswordVerifier;
+  private readonly maxFailures: number;
+  private readonly windowMs: number;
+  private readonly now: () => number;
+  private readonly dummyHash: string;
 
-  constructor(private readonly users: ReadonlyMap<string, string>) {}
+  constructor(
+    private readonly users: ReadonlyMap<string, string>,
+    opts: BasicAuthOptions = {},
+  ) {
+    this.verify = opts.verify ?? verifyOnWorker;
+    this.maxFailures = opts.maxFailures ?? 10;
+    this.windowMs = opts.failureWindowMs ?? 60_000;
+    this.now = opts.now ?? Date.now;
+    this.dummyHash = dummyHashLike([...users.values()]);
+  }
 
   get enabled(): boolean {
     return this.users.size > 0;
   }
 
-  check(header: string | undefined): boolean {
-    if (!this.enabled) return true;
-    const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/.exec(header ?? '');
-    if (!m) return false;
-    const digest = createHash('sha256').update(m[1] as string).digest();
-    const decoded = Buffer.from(m[1] as string, 'base64').toString('utf8');
-    const colon = decoded.indexOf(':');
-    if (colon < 0) return false;
-    const user = decoded.slice(0, colon);
-    const hash = this.users.get(user);
-    if (!hash) return false;
-    const known = this.verified.get(user);
-    if (known && timingSafeEqual(known, digest)) return true;
-    if (!bcrypt.compareSync(decoded.slice(colon + 1), hash)) return false;
-    this.verified.set(user, digest);
-    return true;
+  /** How long a limited client should wait (the failure window). */
+  get retryAfterMs(): number {
+    return this.windowMs;
+  }
+
+  async check(header: string | undefined, client = ''): Promise<AuthVerdict> {
+    if (!this.enabled) return 'ok';
+    const creds = parseBasic(header);
+    if (creds === undefined) return 'denied';
+    const hash = this.users.get(creds.user);
+    const digest = createHash('sha256').update(`${creds.user}\0${creds.password}\0${hash ?? ''}`).digest();
+    const known = this.verified.get(creds.user);
+    if (hash !== undefined && known && timingSafeEqual(known, digest)) return 'ok';
+    if (this.limited(client) || pending.size >= MAX_PENDING_CHECKS) return 'limited';
+    const match = await this.verify(creds.password, hash ?? this.dummyHash);
+    if (match && hash !== undefined) {
+      this.verified.set(creds.user, digest);
+      return 'ok';
+    }
+    this.fail(client);
+    return 'denied';
+  }
+
+  private limited(client: string): boolean {
+    const f = this.failures.get(client);
+    if (f === undefined) return false;
+    if (f.resetAtMs <= this.now()) {
+      this.failures.delete(client);
+      return false;
+    }
+    return f.count >= this.maxFailures;
+  }
+
+  private fail(client: string): void {
+    const f = this.failures.get(client);
+    if (f !== undefined) {
+      f.count++;
+      return;
+    }
+    if (this.failures.size >= MAX_TRACKED_CLIENTS) this.failures.delete(this.failures.keys().next().value as string);
+    this.failures.set(client, { count: 1, resetAtMs: this.now() + this.windowMs });
   }
 }
+
+/** `Basic <base64 user:password>`; the scheme is case-insensitive (RFC 9110). */
+function parseBasic(header: string | undefined): { user: string; password: string } | undefined {
+  const m = /^basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header ?? '');
+  if (!m) return undefined;
+  const decoded = Buffer.from(m[1] as string, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon < 0 ? undefined : { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+}
+
+/**
+ * A well-formed hash with the highest cost among the users': comparing with it costs what a real
+ * comparison costs and never matches anything anyone knows.
+ */
+function dummyHashLike(hashes: readonly string[]): string {
+  const cost = Math.max(4, ...hashes.map((h) => Number(/^\$2[abxy]?\$(\d\d)\$/.exec(h)?.[1] ?? 4)));
+  return `$2b$${String(cost).padStart(2, '0')}$${'dummysaltdummysaltdumm'}${'x'.repeat(31)}`;
+}
+
+// ---- bcrypt off the event loop ---------------------------------------------------------------
+
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const bcrypt = require(workerData.bcrypt);
+parentPort.on('message', ({ id, password, hash }) => {
+  let ok = false;
+  try { ok = bcrypt.compareSync(password, hash); } catch { ok = false; }
+  parentPort.postMessage({ id, ok });
+});
+`;
+
+let worker: Worker | undefined;
+let nextId = 0;
+const pending = new Map<number, (ok: boolean) => void>();
+
+/** One shared worker, started on first use; it keeps the process alive only while a comparison is pending. */
+function bcryptWorker(): Worker {
+  if (worker) return worker;
+  const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { bcrypt: createRequire(import.meta.url).resolve('bcryptjs') } });
+  w.on('message', ({ id, ok }: { id: number; ok: boolean }) => {
+    pending.get(id)?.(ok);
+    pending.delete(id);
+    if (pending.size === 0) w.unref();
+  });
+  // A dead worker fails the checks waiting on it (denied) and is replaced on the next one; its
+  // error is not the agent's to die of.
+  w.on('error', () => undefined);
+  w.on('exit', () => {
+    if (worker === w) worker = undefined;
+    for (const done of pending.values()) done(false);
+    pending.clear();
+  });
+  worker = w;
+  return w;
+}
+
+export const verifyOnWorker: PasswordVerifier = (password, hash) =>
+  new Promise((resolve) => {
+    const id = nextId++;
+    pending.set(id, resolve);
+    const w = bcryptWorker();
+    w.ref();
+    w.postMessage({ id, password, hash });
+  });

@@ -49,6 +49,14 @@ describe('slurm-otel cluster (command line)', () => {
     expect(r.code).toBe(2);
   });
 
+  it('refuses a slurmrestd URL with credentials: exit 2, one line, the password not echoed', () => {
+    const r = cli(['cluster', '--cluster-name', 'c', '--slurm-api-server', 'http://admin:hunter2-secret@127.0.0.1:6820', '--once']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--slurm-api-server: server URL must not carry credentials/);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(r.stderr).not.toContain('hunter2-secret');
+  });
+
   it('--once collects from slurmrestd with SLURM_EXPORTER_* settings and prints the exposition', async () => {
     const cluster = new FakeCluster({ nodes: 6, seed: 3 });
     server = await startFakeSlurmrestd({ cluster, versions: ['v0.0.45', 'v0.0.44'], host: '127.0.0.1', port: 0, token: 'sekret-token-value' });

@@ -55,7 +55,7 @@ function sinfoWord(n: SlurmNode): string {
 
 /** squeue's JOBID column: `6_[4-7%4]` for a pending array master, `6_0` for a task. */
 function squeueId(j: SlurmJob): string {
-  if (j.array_job_id === undefined) return j.job_id;
+  if (j.array_job_id === undefined || j.array_job_id === '0') return j.job_id;
   const task = j.array_task_id ?? '';
   return /^\d+$/.test(task) ? `${j.array_job_id}_${task}` : `${j.array_job_id}_[${task}]`;
 }

@@ -77,7 +77,7 @@ describe.each(BUILT_VERSIONS)('%s built fixtures', (version) => {
     expect(j.time_limit).toBe(1440);
     expect((j.end_time as number) - (j.start_time as number)).toBe(1440 * 60);
     expect(parseTres(j.tres_alloc_str)).toMatchObject({ cpus: 128, gpus: 8, nodes: 2, memory_bytes: 1000 * 1024 ** 3 });
-    expect(j.array_job_id).toBeUndefined();
+    expect(j.array_job_id).toBe('0');
     expect(j.array_task_id).toBeUndefined();
   });
 
@@ -227,7 +227,7 @@ describe("Soperator's recorded data", () => {
     const r = v004x.decodeJob(readJson('recorded', 'soperator', '2_node_job.json'));
     expect(r.ok).toBe(true);
     const j = (r as { item: SlurmJob }).item;
-    expect([j.job_id, j.state, j.nodes, j.time_limit, j.array_job_id]).toEqual(['349', ['COMPLETED'], 'worker-[1,0]', 1, undefined]);
+    expect([j.job_id, j.state, j.nodes, j.time_limit, j.array_job_id, j.array_task_id]).toEqual(['349', ['COMPLETED'], 'worker-[1,0]', 1, '0', undefined]);
     expect(expandHostlist(j.nodes)).toEqual(['worker-1', 'worker-0']);
     expect(jobCpuCount(j)).toBe(4);
     expect(jobMemoryBytes(j)).toBe(382712 * 1024 * 1024);

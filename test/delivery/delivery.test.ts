@@ -229,6 +229,8 @@ describe('YAML files of deploy/, otel-config/ and docker-compose.yml', () => {
       'otel-config/collector-agent.yaml',
       'otel-config/collector-gateway.yaml',
       'otel-config/prometheus.yml',
+      'otel-config/prometheus/alerts.yml',
+      'otel-config/prometheus/alerts.test.yml',
       'otel-config/grafana/provisioning/datasources/prometheus.yaml',
       'otel-config/grafana/provisioning/dashboards/slurm-otel.yaml',
       'deploy/kubernetes/namespace.yaml',
@@ -356,6 +358,11 @@ describe('otel-config/prometheus.yml', () => {
     expect(fs.existsSync(at('otel-config/targets/slurm-otel-node-self.yml'))).toBe(true);
   });
 
+  it('loads the alert rules, by a path relative to itself', () => {
+    expect(strs(cfg().rule_files, 'rule_files')).toEqual(['prometheus/alerts.yml']);
+    expect(fs.existsSync(at('otel-config/prometheus/alerts.yml'))).toBe(true);
+  });
+
   it.runIf(shouldRun(promtool))('passes promtool check config', async () => {
     const r = await run(toolPath(promtool), ['check', 'config', at('otel-config/prometheus.yml')]);
     expect(r.code, r.stdout + r.stderr).toBe(0);
@@ -415,6 +422,13 @@ describe('docker-compose.yml', () => {
     const volumes = strs(g.volumes, 'grafana volumes');
     expect(volumes).toContain('./otel-config/grafana/provisioning:/etc/grafana/provisioning:ro');
     expect(volumes).toContain('./otel-config/grafana/dashboards:/var/lib/grafana/dashboards:ro');
+  });
+
+  it('Prometheus gets the alert rules where prometheus.yml looks for them', () => {
+    const volumes = strs(service('prometheus').volumes, 'prometheus volumes');
+    const config = volumes.find((v) => v.startsWith('./otel-config/prometheus.yml:'))?.split(':')[1] as string;
+    const rules = strs(doc('otel-config/prometheus.yml').rule_files, 'rule_files').map((r) => path.posix.join(path.posix.dirname(config), r));
+    for (const r of rules) expect(volumes, r).toContain(`./otel-config/prometheus/alerts.yml:${r}:ro`);
   });
 
   it('every bind-mounted file or directory exists', () => {

@@ -1,7 +1,9 @@
 /**
  * The Grafana dashboards in otel-config/grafana/dashboards: their JSON has what Grafana 11
  * provisioning needs, and every PromQL expression of every panel returns data from a real
- * Prometheus scraping the demo (both agents, all four endpoints) at 1 s.
+ * Prometheus scraping the demo (both agents, all four endpoints) at 1 s. The same Prometheus
+ * loads otel-config/prometheus/alerts.yml: every rule evaluates cleanly on the demo's data, and
+ * the demo's climbing error counters and drained node put alerts in pending.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -16,6 +18,7 @@ import { startPrometheus, type PrometheusServer } from '../support/prometheus.js
 import { findTool, shouldRun, toolPath } from '../support/tools.js';
 
 const DIR = fileURLToPath(new URL('../../otel-config/grafana/dashboards/', import.meta.url));
+const ALERT_RULES = fileURLToPath(new URL('../../otel-config/prometheus/alerts.yml', import.meta.url));
 const dashboards = loadDashboards(DIR);
 const byFile = (file: string): Dashboard => dashboards.find((d) => d.file === file) as Dashboard;
 
@@ -103,7 +106,7 @@ describe.runIf(shouldRun(prometheus))('dashboards against the demo scraped by a 
       'slurm-otel-node-self': [host(demo.node.monitoringUrl)],
       'slurm-otel-cluster': [host(demo.cluster.metricsUrl)],
       'slurm-otel-cluster-self': [host(demo.cluster.monitoringUrl)],
-    });
+    }, [ALERT_RULES]);
     await prom.waitFor('count(up == 1) == 4', 30_000);
   });
 
@@ -132,6 +135,36 @@ describe.runIf(shouldRun(prometheus))('dashboards against the demo scraped by a 
     const missing = await pollUntilData(prom, checks, 10_000);
     expect(missing, missing.join('\n')).toEqual([]);
   });
+
+  it('evaluates every alert rule without error on the demo data', async () => {
+    const deadline = Date.now() + 20_000;
+    let rules: RuleState[] = [];
+    // A rule is "unknown" until its group's first evaluation.
+    while (Date.now() < deadline) {
+      rules = await ruleStates(prom);
+      if (rules.length > 0 && rules.every((r) => r.health !== 'unknown')) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    expect(rules.length).toBeGreaterThanOrEqual(12);
+    expect(rules.filter((r) => r.health !== 'ok').map((r) => `${r.name}: ${r.health} ${r.lastError ?? ''}`)).toEqual([]);
+  });
+
+  it('puts alerts in pending within a minute: the RDMA errors on mlx5_1 and the drained node', async () => {
+    const expected = ['IbRdmaErrors', 'SlurmNodeDrainingLong'];
+    const deadline = Date.now() + 60_000;
+    let pending: Row[] = [];
+    while (Date.now() < deadline) {
+      pending = await prom.query('ALERTS{alertstate="pending"}');
+      if (expected.every((a) => pending.some((r) => r.metric.alertname === a))) break;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    const names = new Set(pending.map((r) => r.metric.alertname));
+    expect([...names].sort()).toEqual(expect.arrayContaining(expected));
+    expect(pending.find((r) => r.metric.alertname === 'IbRdmaErrors')?.metric).toMatchObject({ device: 'mlx5_1', port: '1', job: 'slurm-otel-node', severity: 'warning' });
+    // Healthy agents: neither down nor stalled.
+    expect(names.has('SlurmOtelAgentDown')).toBe(false);
+    expect(names.has('SlurmOtelAgentNotCollecting')).toBe(false);
+  }, 90_000);
 
   it('names the jobs sharing a port and the top jobs through slurm_job_info', async () => {
     const d = byFile('fabric-by-job.json');
@@ -162,6 +195,18 @@ describe.runIf(shouldRun(prometheus))('dashboards against the demo scraped by a 
 });
 
 type Row = { metric: Record<string, string>; value: [number, string] };
+
+interface RuleState {
+  readonly name: string;
+  readonly health: string;
+  readonly lastError?: string;
+}
+
+async function ruleStates(prom: PrometheusServer): Promise<RuleState[]> {
+  const res = await fetch(`${prom.url}/api/v1/rules`);
+  const body = (await res.json()) as { data: { groups: { rules: RuleState[] }[] } };
+  return body.data.groups.flatMap((g) => g.rules);
+}
 interface Check {
   readonly name: string;
   readonly expr: string;

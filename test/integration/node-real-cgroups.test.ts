@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeCounters, writeHca } from '../../src/demo/nodetree.js';
 import { parseExposition, select, valueOf, type Sample } from '../support/exposition.js';
 import { REAL_SLURM_START_TIMEOUT_MS, realSlurmGate, startRealSlurm, type RealSlurm } from '../support/real-slurm.js';
-import { freePort, run, stopChild } from '../support/tools.js';
+import { freePort, run, stopChild, waitFor } from '../support/tools.js';
 
 const gate = realSlurmGate();
 const BIN = path.resolve('dist/src/cli/main.js');
@@ -29,21 +29,8 @@ type Hca = (typeof HCAS)[number];
 const UVERBS_OFFSET: Record<Hca, number> = { mlx5_0: 3, mlx5_1: 0, mlx5_2: 4, mlx5_3: 1, mlx5_4: 2 };
 /** A process that opens the file named by its first argument and keeps it open. */
 const HOLD = `exec 3<"$0"; exec sleep 900`;
-
-async function until<T>(what: string, fn: () => T | undefined | Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
+/** Jobs start, cycles run every second: a minute is ample even on a loaded machine. */
+const WAIT_MS = 60_000;
 
 /** Stand-ins for /dev/infiniband/uverbsN at numbers no real device uses; removed by `remove`. */
 class StandInDevices {
@@ -144,7 +131,7 @@ async function startAgent(args: string[]): Promise<AgentProcess> {
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
   const agent = { child, url: `http://127.0.0.1:${metrics}/metrics`, stderr: () => stderr };
-  await until('the agent to serve /metrics', async () => ((await fetch(agent.url).catch(() => undefined))?.ok ? true : undefined), 20_000);
+  await waitFor('the agent to serve /metrics', async () => ((await fetch(agent.url).catch(() => undefined))?.ok ? true : undefined), 20_000);
   return agent;
 }
 
@@ -198,7 +185,7 @@ describe.skipIf(gate.skip)('node agent on real Slurm job cgroups (cgroup v1) and
     outsider = spawn('sh', ['-c', HOLD, devices.path('mlx5_4')], { stdio: 'ignore' });
     // Every holder has its file open: one batch process, two step tasks, and so on.
     const want: Record<Hca, number> = { mlx5_0: 1, mlx5_1: 2, mlx5_2: 1, mlx5_3: 2, mlx5_4: 1 };
-    await until('every job process to hold its stand-in device', () => (HCAS.every((h) => holdersOf(devices.path(h)).length === want[h]) ? true : undefined));
+    await waitFor('every job process to hold its stand-in device', () => (HCAS.every((h) => holdersOf(devices.path(h)).length === want[h]) ? true : undefined), WAIT_MS);
   }, REAL_SLURM_START_TIMEOUT_MS);
 
   // A safety net: the last test cleans up and checks it; this runs when an earlier one failed.
@@ -227,10 +214,10 @@ describe.skipIf(gate.skip)('node agent on real Slurm job cgroups (cgroup v1) and
 
   it('with ignore-outside-jobs: exact attribution, device_jobs and job series on the real /proc', async () => {
     agent = await startAgent(['--sysfs-root', sysfs, '--unreadable-processes', 'ignore-outside-jobs']);
-    const samples = await until('the attribution of every port', async () => {
+    const samples = await waitFor('the attribution of every port', async () => {
       const s = await scrape(agent!);
       return statusOf(s, 'mlx5_3') === 'shared' && statusOf(s, 'mlx5_0') === 'sole' ? s : undefined;
-    });
+    }, WAIT_MS);
     const statuses = Object.fromEntries(HCAS.map((h) => [h, statusOf(samples, h)]));
     expect(statuses, agent.stderr()).toEqual({ mlx5_0: 'sole', mlx5_1: 'sole', mlx5_2: 'sole', mlx5_3: 'shared', mlx5_4: 'nonjob' });
     const deviceJobs = Object.fromEntries(HCAS.map((h) => [h, valueOf(samples, 'ib_slurm_device_jobs', { device: h, port: '1' })]));
@@ -250,16 +237,16 @@ describe.skipIf(gate.skip)('node agent on real Slurm job cgroups (cgroup v1) and
   it('job series count what the port counted while the job was its sole user', async () => {
     const before = valueOf(await scrape(agent!), 'ib_slurm_job_transmit_bytes_total', { job_id: job.batch, device: 'mlx5_0' }) as number;
     counters('mlx5_0', 1000 + 250);
-    await until('the batch job to be credited 1000 bytes', async () =>
-      valueOf(await scrape(agent!), 'ib_slurm_job_transmit_bytes_total', { job_id: job.batch, device: 'mlx5_0' }) === before + 1000 ? true : undefined);
+    await waitFor('the batch job to be credited 1000 bytes', async () =>
+      valueOf(await scrape(agent!), 'ib_slurm_job_transmit_bytes_total', { job_id: job.batch, device: 'mlx5_0' }) === before + 1000 ? true : undefined, WAIT_MS);
   });
 
   it('scancel: the job series are gone and the port goes idle', async () => {
     await slurm.run(['scancel', job.batch]);
-    const s = await until('the cancelled job to leave', async () => {
+    const s = await waitFor('the cancelled job to leave', async () => {
       const got = await scrape(agent!);
       return statusOf(got, 'mlx5_0') === 'idle' && !got.some((x) => x.labels.job_id === job.batch) ? got : undefined;
-    });
+    }, WAIT_MS);
     expect(valueOf(s, 'ib_slurm_device_jobs', { device: 'mlx5_0', port: '1' })).toBe(0);
     expect(holdersOf(devices.path('mlx5_0'))).toEqual([]);
   });
@@ -267,16 +254,16 @@ describe.skipIf(gate.skip)('node agent on real Slurm job cgroups (cgroup v1) and
   it('a shared port that becomes sole starts its job series at 0', async () => {
     counters('mlx5_3', 50_000);
     await slurm.run(['scancel', job.sharedB]);
-    const s = await until('the shared port to become sole', async () => {
+    const s = await waitFor('the shared port to become sole', async () => {
       const got = await scrape(agent!);
       return statusOf(got, 'mlx5_3') === 'sole' ? got : undefined;
-    });
+    }, WAIT_MS);
     expect(jobIdsOn(s, 'ib_slurm_job_transmit_bytes_total', 'mlx5_3')).toEqual([job.sharedA]);
     expect(valueOf(s, 'ib_slurm_job_transmit_bytes_total', { job_id: job.sharedA, device: 'mlx5_3' })).toBe(0);
     expect(valueOf(s, 'ib_slurm_device_transmit_bytes_total', { device: 'mlx5_3', port: '1' })).toBe(200_000);
     counters('mlx5_3', 50_010);
-    await until('the newly sole job to be credited 40 bytes', async () =>
-      valueOf(await scrape(agent!), 'ib_slurm_job_transmit_bytes_total', { job_id: job.sharedA, device: 'mlx5_3' }) === 40 ? true : undefined);
+    await waitFor('the newly sole job to be credited 40 bytes', async () =>
+      valueOf(await scrape(agent!), 'ib_slurm_job_transmit_bytes_total', { job_id: job.sharedA, device: 'mlx5_3' }) === 40 ? true : undefined, WAIT_MS);
   });
 
   it('strict (the default): an unreadable process outside the jobs suppresses every job series', async () => {

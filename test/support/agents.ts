@@ -1,4 +1,11 @@
-/** Starting the real node agent on loopback for tests. */
+/** Starting the real agents on loopback for tests. */
+import { staticToken } from '../../src/cluster/api/auth.js';
+import { SlurmClient } from '../../src/cluster/api/client.js';
+import type { ClusterAgentOptions } from '../../src/cluster/agent.js';
+import type { JobSource } from '../../src/cluster/model.js';
+import { FakeCluster } from '../../src/demo/fake-cluster.js';
+import { startFakeSlurmrestd, type FakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
+import type { RenderVersion } from '../../src/demo/slurm-render.js';
 import { silentLogger } from '../../src/log.js';
 import { startNodeAgent, type NodeAgent, type NodeAgentOptions } from '../../src/node/agent.js';
 import type { Roots } from '../../src/node/roots.js';
@@ -17,4 +24,29 @@ export function nodeAgentOptions(roots: Roots, extra: Partial<NodeAgentOptions> 
 
 export function startTestNodeAgent(roots: Roots, extra: Partial<NodeAgentOptions> = {}): Promise<NodeAgent> {
   return startNodeAgent(nodeAgentOptions(roots, extra));
+}
+
+/** A fake cluster of 12 nodes, 45 minutes into its workload, behind a fake slurmrestd that wants `token`. */
+export async function fakeSlurm(versions: readonly RenderVersion[], token: string): Promise<{ cluster: FakeCluster; server: FakeSlurmrestd }> {
+  const cluster = new FakeCluster({ nodes: 12, seed: 7 });
+  cluster.advance(45 * 60_000);
+  const server = await startFakeSlurmrestd({ cluster, versions, host: '127.0.0.1', port: 0, token });
+  return { cluster, server };
+}
+
+/** Options for a cluster agent reading the fake slurmrestd on loopback, collecting only when asked. */
+export function clusterAgentOptions(slurm: { cluster: FakeCluster; server: FakeSlurmrestd }, token: string, jobSource: JobSource = 'controller'): ClusterAgentOptions {
+  const { cluster, server } = slurm;
+  const api = new SlurmClient({ server: server.url, tokenSource: staticToken({ token, userName: 'root' }), requestTimeoutMs: 10_000, logger: silentLogger() });
+  return {
+    source: { api, jobSource, accountingLookbackMs: 24 * 3_600_000, clusterName: cluster.clusterName, now: () => cluster.now },
+    collectionIntervalMs: 3_600_000,
+    maxInflight: 1,
+    metrics: { host: '127.0.0.1', port: 0 },
+    monitoring: { host: '127.0.0.1', port: 0 },
+    resource: { serviceName: 'slurm-otel-cluster', serviceVersion: 'test', hostName: 'test' },
+    logger: silentLogger(),
+    serverLabel: server.url,
+    close: () => api.close(),
+  };
 }

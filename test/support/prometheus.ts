@@ -12,13 +12,15 @@ export interface PrometheusServer {
   stop(): Promise<void>;
 }
 
-export async function startPrometheus(binary: string, dir: string, jobs: Record<string, string[]>): Promise<PrometheusServer> {
+/** `ruleFiles`: rule files to load (absolute paths), evaluated every second like the scrapes. */
+export async function startPrometheus(binary: string, dir: string, jobs: Record<string, string[]>, ruleFiles: readonly string[] = []): Promise<PrometheusServer> {
   const port = await freePort();
   const scrape = Object.entries(jobs)
     .map(([job, targets]) => `  - job_name: ${job}\n    scrape_interval: 1s\n    static_configs:\n      - targets: [${targets.map((t) => `'${t}'`).join(', ')}]`)
     .join('\n');
   const config = path.join(dir, 'prometheus.yml');
-  fs.writeFileSync(config, `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n${scrape}\n`);
+  const rules = ruleFiles.length > 0 ? `rule_files:\n${ruleFiles.map((f) => `  - '${f}'`).join('\n')}\n` : '';
+  fs.writeFileSync(config, `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n${rules}scrape_configs:\n${scrape}\n`);
   const child: ChildProcess = spawn(binary, [`--config.file=${config}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   child.stderr?.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));

@@ -8,6 +8,7 @@ import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REAL_SLURM_START_TIMEOUT_MS, type RealSlurm, realSlurmGate, startRealSlurm } from './real-slurm.js';
+import { waitFor } from './tools.js';
 
 const gate = realSlurmGate();
 const API = 'slurm/v0.0.38';
@@ -32,22 +33,6 @@ interface RestJob {
   array_task_id: number | null;
   gres_detail?: string[];
   tres_per_node?: string;
-}
-
-/** Poll fn until it returns a value (not undefined) or the deadline passes. */
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
 }
 
 /** An HS256 JWT like `scontrol token` makes (claims sun, iat, exp), signed with the cluster key. */

@@ -65,3 +65,19 @@ export function stopChild(child: ChildProcess): Promise<void> {
     setTimeout(() => child.kill('SIGKILL'), 5000).unref();
   });
 }
+
+/** Polls `fn` until it gives a value (not undefined) or the deadline passes; a throw counts as "not yet". */
+export async function waitFor<T>(what: string, fn: () => T | undefined | Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}

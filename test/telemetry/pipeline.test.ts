@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { silentLogger } from '../../src/log.js';
+import { Writable } from 'node:stream';
+import { createLogger, silentLogger } from '../../src/log.js';
 import { Pipeline } from '../../src/telemetry/pipeline.js';
 import { defineMetric, type Family } from '../../src/telemetry/spec.js';
 import { startReceiver } from '../support/otlp-receiver.js';
@@ -87,6 +88,26 @@ describe('Pipeline (producer → OTLP push)', () => {
     expect(rx.requests.length).toBeGreaterThan(0);
     await p.shutdown();
     await rx.close();
+  });
+});
+
+describe('Pipeline secrets', () => {
+  it('never logs the password of an OTLP endpoint URL, at start or on a failed push', async () => {
+    const rx = await startReceiver();
+    const lines: string[] = [];
+    const destination = new Writable({ write: (chunk: Buffer, _e, done) => (lines.push(chunk.toString()), done()) });
+    const logger = createLogger({ level: 'debug', format: 'plain', destination });
+    const url = rx.url.replace('http://', 'http://otlp-user:otlp-pass-123@') + '/v1/metrics';
+    const p = new Pipeline({ resource, scope: { name: 't', version: '0' }, logger, otlp: { url, protocol: 'http/json', intervalMs: 3_600_000, timeoutMs: 2000 } });
+    logger.info({ otlp: url }, `started, pushing to ${url}`);
+    rx.failNext(100);
+    await p.publish([counterFamily(['1'])]);
+    await p.flush().catch(() => undefined);
+    await p.shutdown().catch(() => undefined);
+    await rx.close();
+    expect(lines.join('')).toMatch(/OTLP export failed/);
+    expect(lines.join('')).toContain('otlp-user:<redacted>@');
+    expect(lines.join('')).not.toContain('otlp-pass-123');
   });
 });
 

@@ -1,11 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
+import net from 'node:net';
 import path from 'node:path';
 import bcrypt from 'bcryptjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { serve, textBody, type Endpoint } from '../../src/telemetry/http.js';
-import { BasicAuth, loadWebConfig } from '../../src/telemetry/webconfig.js';
+import { BasicAuth, loadWebConfig, verifyOnWorker } from '../../src/telemetry/webconfig.js';
 import { tmpDir } from '../support/tmp.js';
 import { findTool, shouldRun, toolPath } from '../support/tools.js';
 
@@ -50,6 +51,18 @@ describe.runIf(shouldRun(openssl))('web config: TLS and basic auth', () => {
     // A client that does not trust the certificate refuses the connection.
     await expect(get(`${endpoint.url}/metrics`, undefined, 'prom:s3cret')).rejects.toThrow(/self[- ]signed/i);
   });
+
+  it('closes a connection that never starts its TLS handshake', async () => {
+    const dir = tmpDir();
+    selfSigned(dir);
+    fs.writeFileSync(path.join(dir, 'web.yml'), 'tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n');
+    const limits = { headersTimeoutMs: 300, requestTimeoutMs: 600, writeTimeoutMs: 500, keepAliveTimeoutMs: 300, idleTimeoutMs: 500, maxConnections: 64 };
+    endpoint = await serve({ host: '127.0.0.1', port: 0 }, { '/metrics': () => textBody('up 1\n') }, undefined, loadWebConfig(path.join(dir, 'web.yml')), limits);
+    const socket = net.connect(endpoint.port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    await new Promise((resolve) => socket.once('close', resolve));
+    expect(await endpoint.connections()).toBe(0);
+  });
 });
 
 describe('web config file', () => {
@@ -75,13 +88,162 @@ describe('web config file', () => {
     expect(loadWebConfig(write(''))).toEqual({ tls: undefined, users: new Map() });
   });
 
-  it('remembers a verified header but still rejects a changed password', () => {
+  it('remembers a verified header but still rejects a changed password', async () => {
     const auth = new BasicAuth(new Map([['u', bcrypt.hashSync('pw', 4)]]));
     const h = (s: string) => `Basic ${Buffer.from(s).toString('base64')}`;
-    expect(auth.check(h('u:pw'))).toBe(true);
-    expect(auth.check(h('u:pw'))).toBe(true);
-    expect(auth.check(h('u:pw2'))).toBe(false);
-    expect(auth.check('Bearer x')).toBe(false);
-    expect(auth.check(undefined)).toBe(false);
+    expect(await auth.check(h('u:pw'))).toBe('ok');
+    expect(await auth.check(h('u:pw'))).toBe('ok');
+    expect(await auth.check(h('u:pw2'))).toBe('denied');
+    expect(await auth.check('Bearer x')).toBe('denied');
+    expect(await auth.check(undefined)).toBe('denied');
+  });
+});
+
+describe('basic auth under attack', () => {
+  const h = (s: string, scheme = 'Basic') => `${scheme} ${Buffer.from(s).toString('base64')}`;
+  const hash = bcrypt.hashSync('pw', 6);
+
+  /** The real bcrypt, spied on. */
+  function spy(): { verify: (p: string, hash: string) => Promise<boolean>; calls: string[] } {
+    const calls: string[] = [];
+    return { calls, verify: async (p, hashed) => (calls.push(hashed), bcrypt.compareSync(p, hashed)) };
+  }
+
+  it('takes the scheme in any case', async () => {
+    const auth = new BasicAuth(new Map([['u', hash]]));
+    expect(await auth.check(h('u:pw', 'basic'))).toBe('ok');
+    expect(await auth.check(h('u:pw', 'BASIC'))).toBe('ok');
+  });
+
+  it('compares an unknown user with a dummy hash of the known users\' cost, and never lets it in', async () => {
+    const s = spy();
+    const auth = new BasicAuth(new Map([['u', hash]]), { verify: s.verify });
+    expect(await auth.check(h('nobody:pw'), 'a')).toBe('denied');
+    expect(await auth.check(h('u:wrong'), 'a')).toBe('denied');
+    expect(s.calls).toHaveLength(2);
+    expect(s.calls[0]).not.toBe(hash);
+    expect(bcrypt.getRounds(s.calls[0] as string)).toBe(bcrypt.getRounds(hash));
+    // The dummy hash is well formed: the worker compares it (and finds no match) instead of failing fast.
+    expect(await verifyOnWorker('pw', s.calls[0] as string)).toBe(false);
+    expect(await verifyOnWorker('pw', hash)).toBe(true);
+  });
+
+  it('runs bcrypt once per user and password: later checks come from the cache', async () => {
+    const s = spy();
+    const auth = new BasicAuth(new Map([['u', hash]]), { verify: s.verify });
+    for (let i = 0; i < 3; i++) expect(await auth.check(h('u:pw'))).toBe('ok');
+    expect(s.calls).toHaveLength(1);
+    expect(await auth.check(h('u:pw2'))).toBe('denied');
+    expect(s.calls).toHaveLength(2);
+  });
+
+  it('answers "limited" without bcrypt after too many failures from one address, until the window ends', async () => {
+    const s = spy();
+    let now = 0;
+    const auth = new BasicAuth(new Map([['u', hash]]), { verify: s.verify, maxFailures: 3, failureWindowMs: 60_000, now: () => now });
+    for (let i = 0; i < 3; i++) expect(await auth.check(h('u:guess' + i), '10.0.0.1')).toBe('denied');
+    expect(await auth.check(h('u:guess9'), '10.0.0.1')).toBe('limited');
+    expect(await auth.check(h('u:pw'), '10.0.0.1')).toBe('limited');
+    expect(s.calls).toHaveLength(3);
+    // Another address is not affected; a cached password is still accepted from the limited one.
+    expect(await auth.check(h('u:pw'), '10.0.0.2')).toBe('ok');
+    expect(await auth.check(h('u:pw'), '10.0.0.1')).toBe('ok');
+    now = 60_000;
+    expect(await auth.check(h('u:guess10'), '10.0.0.1')).toBe('denied');
+  });
+
+  it('queues at most 32 comparisons for the worker; later clients are told to retry', async () => {
+    const auth = new BasicAuth(new Map([['u', bcrypt.hashSync('pw', 4)]]));
+    const verdicts = await Promise.all(Array.from({ length: 40 }, (_, i) => auth.check(h(`u:guess${i}`), `10.0.1.${i}`)));
+    expect(verdicts.filter((v) => v === 'denied')).toHaveLength(32);
+    expect(verdicts.filter((v) => v === 'limited')).toHaveLength(8);
+    expect(await auth.check(h('u:pw'), '10.0.2.1')).toBe('ok');
+  });
+
+  it('serves 429 to a client guessing passwords', async () => {
+    const security = { users: new Map([['u', hash]]), auth: { maxFailures: 2 } };
+    endpoint = await serve({ host: '127.0.0.1', port: 0 }, { '/metrics': () => textBody('up 1\n') }, undefined, security);
+    const status = async (auth: string) => (await fetch(`${endpoint?.url}/metrics`, { headers: { authorization: auth } })).status;
+    expect([await status(h('u:a')), await status(h('u:b')), await status(h('u:c'))]).toEqual([401, 401, 429]);
+  });
+
+  it('serves an authorised scrape while wrong passwords are being compared', async () => {
+    const slow = bcrypt.hashSync('pw', 11);
+    endpoint = await serve({ host: '127.0.0.1', port: 0 }, { '/metrics': () => textBody('up 1\n') }, undefined, { users: new Map([['u', slow]]) });
+    const url = `${endpoint.url}/metrics`;
+    const get = (auth: string) => fetch(url, { headers: { authorization: auth } }).then((r) => r.status);
+    expect(await get(h('u:pw'))).toBe(200);
+    const order: string[] = [];
+    const wrong = [1, 2, 3, 4].map((i) => get(h(`u:wrong${i}`)).then((st) => order.push(`wrong ${st}`)));
+    await new Promise((r) => setTimeout(r, 50));
+    const good = get(h('u:pw')).then((st) => order.push(`good ${st}`));
+    await Promise.all([...wrong, good]);
+    // bcrypt on the event loop would answer the four wrong passwords first.
+    expect(order[0]).toBe('good 200');
+    expect(order.slice(1)).toEqual(['wrong 401', 'wrong 401', 'wrong 401', 'wrong 401']);
+  });
+});
+
+describe.runIf(shouldRun(openssl))('TLS client certificates (exporter-toolkit semantics)', () => {
+  const run = (args: string[]) => execFileSync(toolPath(openssl), args, { stdio: 'ignore' });
+
+  /** A CA, a server and a client certificate from it, one from a rogue CA, one self-signed. */
+  function pki(dir: string) {
+    const p = (n: string) => path.join(dir, n);
+    for (const ca of ['ca', 'rogue']) run(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', p(`${ca}.key`), '-out', p(`${ca}.crt`), '-days', '1', '-subj', `/CN=${ca}`]);
+    const issue = (name: string, ca: string, ext: string) => {
+      run(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', p(`${name}.key`), '-out', p(`${name}.csr`), '-subj', `/CN=${name}`]);
+      fs.writeFileSync(p(`${name}.ext`), ext);
+      run(['x509', '-req', '-in', p(`${name}.csr`), '-CA', p(`${ca}.crt`), '-CAkey', p(`${ca}.key`), '-CAcreateserial', '-out', p(`${name}.crt`), '-days', '1', '-extfile', p(`${name}.ext`)]);
+    };
+    issue('server', 'ca', 'subjectAltName=IP:127.0.0.1\n');
+    issue('client', 'ca', 'extendedKeyUsage=clientAuth\n');
+    issue('rogueclient', 'rogue', 'extendedKeyUsage=clientAuth\n');
+    run(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', p('self.key'), '-out', p('self.crt'), '-days', '1', '-subj', '/CN=self']);
+  }
+
+  function request(url: string, dir: string, cert?: string): Promise<number> {
+    const read = (n: string) => fs.readFileSync(path.join(dir, n));
+    const client = cert ? { cert: read(`${cert}.crt`), key: read(`${cert}.key`) } : {};
+    return new Promise((resolve, reject) => {
+      https.get(url, { ca: read('ca.crt'), ...client, agent: false }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', reject);
+      }).on('error', reject);
+    });
+  }
+
+  async function outcomes(dir: string, clientAuth: string): Promise<Record<string, string>> {
+    fs.writeFileSync(path.join(dir, 'web.yml'), `tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  client_ca_file: ca.crt\n  client_auth_type: ${clientAuth}\n`);
+    endpoint = await serve({ host: '127.0.0.1', port: 0 }, { '/metrics': () => textBody('up 1\n') }, undefined, loadWebConfig(path.join(dir, 'web.yml')));
+    const out: Record<string, string> = {};
+    for (const cert of ['none', 'client', 'rogueclient', 'self']) {
+      out[cert] = await request(`${endpoint.url}/metrics`, dir, cert === 'none' ? undefined : cert).then(String, () => 'refused');
+    }
+    await endpoint.close();
+    endpoint = undefined;
+    return out;
+  }
+
+  it('accepts, requires and verifies client certificates as Go does', async () => {
+    const dir = tmpDir();
+    pki(dir);
+    expect(await outcomes(dir, 'RequestClientCert')).toEqual({ none: '200', client: '200', rogueclient: '200', self: '200' });
+    expect(await outcomes(dir, 'RequireAnyClientCert')).toEqual({ none: 'refused', client: '200', rogueclient: '200', self: '200' });
+    expect(await outcomes(dir, 'VerifyClientCertIfGiven')).toEqual({ none: '200', client: '200', rogueclient: 'refused', self: 'refused' });
+    expect(await outcomes(dir, 'RequireAndVerifyClientCert')).toEqual({ none: 'refused', client: '200', rogueclient: 'refused', self: 'refused' });
+  });
+
+  it('refuses a client CA without a policy that uses it, and a verifying policy without a CA', () => {
+    const dir = tmpDir();
+    pki(dir);
+    const write = (extra: string) => {
+      fs.writeFileSync(path.join(dir, 'web.yml'), `tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n${extra}`);
+      return () => loadWebConfig(path.join(dir, 'web.yml'));
+    };
+    expect(write('  client_ca_file: ca.crt\n')).toThrow(/client_ca_file is set but client_auth_type is NoClientCert/);
+    expect(write('  client_auth_type: VerifyClientCertIfGiven\n')).toThrow(/needs client_ca_file/);
+    expect(write('  client_auth_type: RequireClientCert\n')().tls?.clientAuth).toBe('RequireAnyClientCert');
   });
 });

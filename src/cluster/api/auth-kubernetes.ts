@@ -11,6 +11,7 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { registerSecret } from '../../log.js';
 import { AuthError, redact, signingTokenSource, type SignerOptions, type TokenSource } from './auth.js';
 import { field, str } from './read.js';
 import { HttpTransport, SlurmHttpError, TransportError, type TlsOptions } from './transport.js';
@@ -131,6 +132,7 @@ function named(doc: unknown, list: string, name: string, member: string, path: s
 export async function fetchSecretKey(endpoint: KubeEndpoint, namespace: string, name: string, dataKey: string, timeoutMs: number): Promise<Uint8Array> {
   const transport = new HttpTransport({ server: endpoint.server, tls: endpoint.tls, timeoutMs, attempts: 2, baseDelayMs: 200, maxResponseBytes: SECRET_BODY_LIMIT });
   const path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(name)}`;
+  registerSecret(endpoint.bearerToken);
   const headers: Record<string, string> = endpoint.bearerToken !== undefined ? { authorization: `Bearer ${endpoint.bearerToken}` } : {};
   let text: string;
   try {

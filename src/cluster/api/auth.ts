@@ -13,6 +13,7 @@
 import { execFile } from 'node:child_process';
 import { readFile, stat } from 'node:fs/promises';
 import { decodeJwt, SignJWT } from 'jose';
+import { registerSecret } from '../../log.js';
 
 export const TOKEN_HEADER = 'X-SLURM-USER-TOKEN';
 export const USER_HEADER = 'X-SLURM-USER-NAME';
@@ -45,7 +46,9 @@ export function redact(text: string): string {
     .replace(/(bearer\s+)\S+/gi, '$1<redacted>');
 }
 
+/** Every source's token passes here: registering it keeps it out of every log line, whoever echoes it. */
 export function authHeaders(token: string, user: string | undefined): Record<string, string> {
+  registerSecret(token);
   return user === undefined || user === '' ? { [TOKEN_HEADER]: token } : { [TOKEN_HEADER]: token, [USER_HEADER]: user };
 }
 

@@ -116,8 +116,10 @@ export type NegotiationResult =
   | { readonly ok: true; readonly negotiated: Negotiated; readonly timing: CallTiming }
   | { readonly ok: false; readonly failure: CallFailure; readonly timing: CallTiming };
 
-export interface CallOptions {
+export interface CallOptions<T = never> {
   readonly signal?: AbortSignal;
+  /** Sees each element of a list response as it is decoded (a retried attempt's too). */
+  readonly onItem?: (item: T) => void;
 }
 
 export interface AccountingQuery {
@@ -194,12 +196,12 @@ export class SlurmClient {
     return out.ok ? { ok: true, negotiated: out.value, timing } : { ok: false, failure: out.failure, timing };
   }
 
-  nodes(opts: CallOptions = {}): Promise<CallResult<SlurmNode>> {
-    return this.call({ api: 'slurm', name: 'nodes', decode: (res, v) => decodeListStream(res.body, 'nodes', decoderFor(v).decodeNode) }, opts);
+  nodes(opts: CallOptions<SlurmNode> = {}): Promise<CallResult<SlurmNode>> {
+    return this.call({ api: 'slurm', name: 'nodes', decode: (res, v) => decodeListStream(res.body, 'nodes', decoderFor(v).decodeNode, opts) }, opts);
   }
 
-  jobs(opts: CallOptions = {}): Promise<CallResult<SlurmJob>> {
-    return this.call({ api: 'slurm', name: 'jobs', decode: (res, v) => decodeListStream(res.body, 'jobs', decoderFor(v).decodeJob) }, opts);
+  jobs(opts: CallOptions<SlurmJob> = {}): Promise<CallResult<SlurmJob>> {
+    return this.call({ api: 'slurm', name: 'jobs', decode: (res, v) => decodeListStream(res.body, 'jobs', decoderFor(v).decodeJob, opts) }, opts);
   }
 
   diag(opts: CallOptions = {}): Promise<CallResult<SlurmDiag>> {
@@ -207,7 +209,7 @@ export class SlurmClient {
   }
 
   /** Jobs from slurmdbd that were active in [startTime, endTime]. */
-  accountingJobs(q: AccountingQuery, opts: CallOptions = {}): Promise<CallResult<SlurmJob>> {
+  accountingJobs(q: AccountingQuery, opts: CallOptions<SlurmJob> = {}): Promise<CallResult<SlurmJob>> {
     const query = (v: SupportedVersion) => ({
       ...(q.cluster !== undefined && q.cluster !== '' ? { cluster: q.cluster } : {}),
       // Slurm's parse_time rejects bare integers: `uts<epoch>` is its "Unix timestamp" form.
@@ -217,7 +219,7 @@ export class SlurmClient {
       ...(familyOf(v) === 'v004x' ? { skip_steps: 'true', disable_truncate_usage_time: 'true' } : {}),
     });
     const decode = (res: HttpResponse, v: SupportedVersion): Promise<Decoded<SlurmJob>> =>
-      decodeListStream(res.body, 'jobs', decoderFor(v).decodeAccountingJob);
+      decodeListStream(res.body, 'jobs', decoderFor(v).decodeAccountingJob, opts);
     return this.call({ api: 'slurmdb', name: 'jobs', query, decode }, opts);
   }
 
@@ -229,7 +231,7 @@ export class SlurmClient {
 
   // -------------------------------------------------------------------------------------------
 
-  private async call<T>(ep: Endpoint<T>, opts: CallOptions): Promise<CallResult<T>> {
+  private async call<T>(ep: Endpoint<T>, opts: Pick<CallOptions, 'signal'>): Promise<CallResult<T>> {
     const started = startClock();
     const stats = newStats();
     let out: { outcome: Outcome<DecodedOk<T>>; version?: SupportedVersion };

@@ -122,7 +122,8 @@ export function jobCommon(v: Wire<MemberOf<typeof JOB_COMMON_MEMBERS>>) {
     partition: text(v['partition']),
     account: text(v['account']),
     qos: text(v['qos']),
-    user_name: text(v['user_name']),
+    // Soperator's fallback: the group name stands in when slurmctld sends no user name.
+    user_name: v['user_name'] == null ? text(v['group_name']) : text(v['user_name']),
     user_id: count(v['user_id']),
     group_name: text(v['group_name']),
     mail_user: text(v['mail_user']),
@@ -151,10 +152,23 @@ export function jobCommon(v: Wire<MemberOf<typeof JOB_COMMON_MEMBERS>>) {
 export const JOB_ARRAY_MEMBERS = ['array_job_id', 'array_task_id', 'array_task_string'] as const;
 
 export function jobArray(v: Wire<MemberOf<typeof JOB_ARRAY_MEMBERS>>): { array_job_id?: string; array_task_id?: string } {
-  const arrayJobId = count(v['array_job_id'], { u32: true });
-  if (arrayJobId === undefined || arrayJobId === 0) return {};
+  // A job outside any array has array_job_id 0, kept as "0" as slurmctld sends it (and Soperator exports it).
+  const arrayJobId = jobIdText(v['array_job_id']);
+  if (arrayJobId === undefined) return {};
   const taskId = count(v['array_task_id'], { u32: true });
-  return { array_job_id: String(arrayJobId), array_task_id: taskId !== undefined ? String(taskId) : text(v['array_task_string']) };
+  return { array_job_id: arrayJobId, array_task_id: taskId !== undefined ? String(taskId) : text(v['array_task_string']) };
+}
+
+/**
+ * An array job id as text: a number, maybe in a `{set, number}` struct, or the digits of one too
+ * large for a double (quoted by the stream reader). 0 (a job outside any array) stays "0"; the
+ * uint32 sentinels and an unset struct mean "not reported".
+ */
+function jobIdText(v: unknown): string | undefined {
+  const raw = isRecord(v) && v['set'] === true && v['infinite'] !== true ? v['number'] : v;
+  if (typeof raw === 'string') return /^(0|[1-9]\d*)$/.test(raw) ? raw : undefined;
+  const n = count(raw, { u32: true });
+  return n === undefined ? undefined : String(n);
 }
 
 /**
@@ -162,12 +176,12 @@ export function jobArray(v: Wire<MemberOf<typeof JOB_ARRAY_MEMBERS>>): { array_j
  * its tasks in `task` (a range expression; older slurmdbd a hex bitmap, converted).
  */
 export function accountingArray(array: unknown): { array_job_id?: string; array_task_id?: string } {
-  const arrayJobId = count(field(array, 'job_id'), { u32: true });
-  if (arrayJobId === undefined || arrayJobId === 0) return {};
+  const arrayJobId = jobIdText(field(array, 'job_id'));
+  if (arrayJobId === undefined) return {};
   const taskId = count(field(array, 'task_id'), { u32: true });
   const task = text(field(array, 'task'));
   const taskExpr = task === undefined ? undefined : arrayTaskExpression(task);
-  return { array_job_id: String(arrayJobId), array_task_id: taskId !== undefined ? String(taskId) : taskExpr };
+  return { array_job_id: arrayJobId, array_task_id: taskId !== undefined ? String(taskId) : taskExpr };
 }
 
 export const ACCOUNTING_COMMON_MEMBERS = [
@@ -177,6 +191,7 @@ export const ACCOUNTING_COMMON_MEMBERS = [
   'account',
   'qos',
   'user',
+  'association',
   'group',
   'restart_cnt',
   'time',
@@ -196,7 +211,8 @@ export function accountingCommon(v: Wire<MemberOf<typeof ACCOUNTING_COMMON_MEMBE
     partition: text(v['partition']),
     account: text(v['account']),
     qos: text(v['qos']),
-    user_name: text(v['user']),
+    // Soperator's fallback: the association's user when the row has none.
+    user_name: v['user'] == null ? text(field(v['association'], 'user')) : text(v['user']),
     group_name: text(v['group']),
     restart_cnt: count(v['restart_cnt']),
     submit_time: unixTime(field(time, 'submission')),

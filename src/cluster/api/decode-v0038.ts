@@ -63,6 +63,7 @@ export function decodeAccountingJob(v: unknown): ItemResult<SlurmJob> {
     state: jobState(field(v['state'], 'current')),
     // dbv0.0.38 has one `required.memory` (MiB per node, as --mem gives it).
     memory_per_node: count(field(v['required'], 'memory')),
+    cpus: count(field(v['required'], 'CPUs'), { u32: true }),
     exit_code: exitCode(v['exit_code']),
   };
   return { ok: true, item: job };

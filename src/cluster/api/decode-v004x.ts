@@ -93,6 +93,8 @@ export function decodeAccountingJob(element: unknown): ItemResult<SlurmJob> {
     state: jobState(field(v['state'], 'current')),
     standard_error: text(v['stderr']) ?? text(v['stderr_expanded']),
     standard_output: text(v['stdout']) ?? text(v['stdout_expanded']),
+    // The per-task minimum: the last CPU fallback, after allocated and requested TRES.
+    cpus: count(field(required, 'CPUs'), { u32: true }),
     memory_per_node: count(field(required, 'memory_per_node')),
     memory_per_cpu: count(field(required, 'memory_per_cpu')),
     exit_code: exitCode(v['exit_code']),

@@ -71,7 +71,7 @@ export function describeMessages(errors: readonly ApiMessage[]): string {
     .join('; ');
 }
 
-function isBenign(e: ApiMessage): boolean {
+export function isBenign(e: ApiMessage): boolean {
   return e.error_number === SLURM_ERROR_EMPTY_RESULT;
 }
 

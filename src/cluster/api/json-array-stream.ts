@@ -30,6 +30,11 @@ export interface JsonArraySplitterOptions {
    * given to write(): parse it during the call, do not keep it.
    */
   readonly onElement: (bytes: Buffer, index: number) => void;
+  /**
+   * The named member appeared again: as JSON.parse does, the last one wins, so the elements
+   * handed on so far are to be dropped (and, when the new value is not an array, none follow).
+   */
+  readonly onArrayRestart?: () => void;
   /** Refuse a single element larger than this (default 256 MiB). */
   readonly maxElementBytes?: number;
   /** Refuse other top-level members larger than this in total (default 16 MiB). */
@@ -95,6 +100,7 @@ const enum ValueKind {
 export class JsonArraySplitter {
   private readonly arrayKey: string;
   private readonly onElement: (bytes: Buffer, index: number) => void;
+  private readonly onArrayRestart: (() => void) | undefined;
   private readonly maxElementBytes: number;
   private readonly maxMemberBytes: number;
   private readonly picker: MemberPicker | undefined;
@@ -120,6 +126,7 @@ export class JsonArraySplitter {
   constructor(opts: JsonArraySplitterOptions) {
     this.arrayKey = opts.arrayKey;
     this.onElement = opts.onElement;
+    this.onArrayRestart = opts.onArrayRestart;
     this.maxElementBytes = opts.maxElementBytes ?? 256 * 1024 * 1024;
     this.maxMemberBytes = opts.maxMemberBytes ?? 16 * 1024 * 1024;
     this.picker = opts.keepMembers === undefined ? undefined : new MemberPicker(opts.keepMembers);
@@ -225,13 +232,26 @@ export class JsonArraySplitter {
   private startMemberValue(buf: Buffer, i: number): number {
     const c = buf[i] as number;
     if (isWhitespace(c)) return i + 1;
-    if (c === OPEN_BRACKET && this.key === this.arrayKey) {
-      this.arrayFound = true;
-      this.mode = Mode.ElementOrEnd;
-      return i + 1;
+    if (this.key === this.arrayKey) {
+      const isArray = c === OPEN_BRACKET;
+      this.restartArray(isArray);
+      if (isArray) {
+        this.mode = Mode.ElementOrEnd;
+        return i + 1;
+      }
     }
     this.mode = Mode.InMember;
     return this.startValue(buf, i, false);
+  }
+
+  /** A (repeated) member named arrayKey starts: whatever it said before no longer counts. */
+  private restartArray(isArray: boolean): void {
+    if (this.arrayFound || this.arrayKey in this.members) {
+      this.onArrayRestart?.();
+      this.elements = 0;
+      delete this.members[this.arrayKey];
+    }
+    this.arrayFound = isArray;
   }
 
   private afterMember(buf: Buffer, i: number): number {

@@ -13,9 +13,11 @@ import { JsonArraySplitter, JsonStreamError } from './json-array-stream.js';
  */
 export type ElementDecoder<T> = ((element: unknown) => ItemResult<T>) & { readonly members?: readonly string[] };
 
-export interface StreamDecodeOptions {
+export interface StreamDecodeOptions<T> {
   /** Refuse a single element larger than this many bytes (see JsonArraySplitterOptions). */
   readonly maxElementBytes?: number;
+  /** Sees each decoded element before the next is read. */
+  readonly onItem?: (item: T) => void;
 }
 
 /**
@@ -27,22 +29,27 @@ export async function decodeListStream<T>(
   source: AsyncIterable<Uint8Array>,
   arrayKey: string,
   decodeItem: ElementDecoder<T>,
-  opts: StreamDecodeOptions = {},
+  opts: StreamDecodeOptions<T> = {},
 ): Promise<Decoded<T>> {
-  const collector = new ItemCollector<T>();
+  let collector = new ItemCollector<T>();
   const splitter = new JsonArraySplitter({
     arrayKey,
     ...(opts.maxElementBytes !== undefined ? { maxElementBytes: opts.maxElementBytes } : {}),
     ...(decodeItem.members !== undefined ? { keepMembers: decodeItem.members } : {}),
+    onArrayRestart: () => {
+      collector = new ItemCollector<T>();
+    },
     onElement: (bytes) => {
       let value: unknown;
       try {
-        value = JSON.parse(bytes.toString('utf8'));
+        value = JSON.parse(quoteLargeIds(bytes.toString('utf8')));
       } catch (err) {
         collector.skip(`element is not valid JSON: ${(err as Error).message}`);
         return;
       }
-      collector.add(guarded(decodeItem, value));
+      const decoded = guarded(decodeItem, value);
+      if (decoded.ok) opts.onItem?.(decoded.item);
+      collector.add(decoded);
     },
   });
   try {
@@ -53,4 +60,16 @@ export async function decodeListStream<T>(
     if (!(err instanceof JsonStreamError)) throw err;
     return { ok: false, kind: 'malformed_json', message: `${arrayKey}: ${err.message}`, errors: [], meta: {} };
   }
+}
+
+/**
+ * A job id (`job_id`, `array_job_id`, also inside a `{set, number}` struct) of 16 digits or more,
+ * quoted before parsing: JSON.parse would round one beyond 2^53 to a neighbouring id. The
+ * decoders read ids as text. A key spelt inside a string value has escaped quotes and never
+ * matches.
+ */
+const LARGE_ID = /("(?:array_)?job_id"\s*:\s*(?:\{[^{}]*?"number"\s*:\s*)?)(\d{16,})(?![\d.eE])/g;
+
+export function quoteLargeIds(text: string): string {
+  return text.replace(LARGE_ID, '$1"$2"');
 }

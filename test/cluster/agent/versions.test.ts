@@ -4,14 +4,11 @@
  * exports must be what the fake cluster holds.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { staticToken } from '../../../src/cluster/api/auth.js';
-import { SlurmClient } from '../../../src/cluster/api/client.js';
 import { ClusterRunner } from '../../../src/cluster/agent.js';
 import { baseState } from '../../../src/cluster/node-state.js';
-import { FakeCluster } from '../../../src/demo/fake-cluster.js';
-import { startFakeSlurmrestd, type FakeSlurmrestd } from '../../../src/demo/fake-slurmrestd.js';
+import type { FakeSlurmrestd } from '../../../src/demo/fake-slurmrestd.js';
 import { RENDER_VERSIONS, truthSeenThrough, type RenderVersion } from '../../../src/demo/slurm-render.js';
-import { silentLogger } from '../../../src/log.js';
+import { clusterAgentOptions, fakeSlurm } from '../../support/agents.js';
 import { parseExposition, select, valueOf } from '../../support/exposition.js';
 
 const TOKEN = 'test-token';
@@ -25,20 +22,10 @@ afterEach(async () => {
 });
 
 async function start(versions: readonly RenderVersion[], jobSource: 'controller' | 'accounting' = 'controller') {
-  const cluster = new FakeCluster({ nodes: 12, seed: 7 });
-  cluster.advance(45 * 60_000);
-  server = await startFakeSlurmrestd({ cluster, versions, host: '127.0.0.1', port: 0, token: TOKEN });
-  const api = new SlurmClient({ server: server.url, tokenSource: staticToken({ token: TOKEN, userName: 'root' }), requestTimeoutMs: 10_000, logger: silentLogger() });
-  runner = new ClusterRunner({
-    source: { api, jobSource, accountingLookbackMs: 24 * 3_600_000, clusterName: cluster.clusterName, now: () => cluster.now },
-    collectionIntervalMs: 3_600_000,
-    maxInflight: 1,
-    metrics: { host: '127.0.0.1', port: 0 },
-    monitoring: { host: '127.0.0.1', port: 0 },
-    resource: { serviceName: 'slurm-otel-cluster', serviceVersion: 'test', hostName: 'test' },
-    logger: silentLogger(),
-    close: () => api.close(),
-  });
+  const slurm = await fakeSlurm(versions, TOKEN);
+  server = slurm.server;
+  runner = new ClusterRunner(clusterAgentOptions(slurm, TOKEN, jobSource));
+  const { cluster } = slurm;
   return { cluster, runner };
 }
 
@@ -94,6 +81,9 @@ describe('cluster agent faults, end to end', () => {
     server = undefined;
     await runner.collect();
     expect(runner.landing.text).toMatch(/data-collector="jobs" data-ok="false"><td>jobs<\/td><td><span class="warn">failed; serving the last good data/);
+    expect(runner.landing.text).toMatch(/data-collector="jobs" .*<td class="num" data-runs>2<\/td><td class="num" data-errors>1<\/td>/);
+    expect(runner.landing.text).toMatch(/<table id="errors">[^]*<td>jobs<\/td><td><code>[^<]+<\/code>/);
+    expect(runner.landing.text).not.toContain(TOKEN);
   });
 
   it('follows the server to another API version when the negotiated one disappears', async () => {

@@ -31,6 +31,8 @@ export type Fault =
   | { readonly kind: 'reset'; readonly afterBytes?: number }
   /** 200 with an errors[] envelope and an empty list, as slurmctld-side failures look. */
   | { readonly kind: 'errors'; readonly status?: number }
+  /** The real answer, after `ms` (counted in `active` and `peak` meanwhile). */
+  | { readonly kind: 'delay'; readonly ms: number }
   /** A valid nodes response of about `bytes`, with or without Content-Length. */
   | { readonly kind: 'huge'; readonly bytes: number; readonly contentLength: boolean };
 
@@ -79,6 +81,9 @@ export class FaultServer {
   auth: FakeAuth | undefined;
   gzip: boolean;
   readonly requests: RecordedRequest[] = [];
+  /** Delayed requests waiting now, and the most ever waiting at once (per fault prefix). */
+  readonly active = new Map<string, number>();
+  readonly peak = new Map<string, number>();
   private readonly rules: Rule[] = [];
   private readonly timers = new Set<NodeJS.Timeout>();
   private constructor(
@@ -136,7 +141,7 @@ export class FaultServer {
     const rule = this.rules.find((r) => r.remaining > 0 && path.startsWith(r.prefix));
     if (rule !== undefined) {
       rule.remaining--;
-      return this.misbehave(rule.fault, path, res);
+      return this.misbehave(rule.fault, path, res, rule.prefix);
     }
     const denied = this.checkAuth(req);
     if (denied !== undefined) return this.send(res, denied.status, denied.body, denied.type, req);
@@ -183,7 +188,7 @@ export class FaultServer {
     res.end(buf);
   }
 
-  private misbehave(fault: Fault, path: string, res: http.ServerResponse): void {
+  private misbehave(fault: Fault, path: string, res: http.ServerResponse, prefix: string): void {
     const real = (): Buffer => Buffer.from(this.route(path).body);
     switch (fault.kind) {
       case 'status':
@@ -221,6 +226,17 @@ export class FaultServer {
         return void res.end(errorsEnvelope());
       case 'huge':
         return this.huge(res, fault.bytes, fault.contentLength);
+      case 'delay': {
+        const now = (this.active.get(prefix) ?? 0) + 1;
+        this.active.set(prefix, now);
+        this.peak.set(prefix, Math.max(now, this.peak.get(prefix) ?? 0));
+        return this.later(() => {
+          this.active.set(prefix, (this.active.get(prefix) ?? 1) - 1);
+          const body = real();
+          res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length });
+          res.end(body);
+        }, fault.ms);
+      }
     }
   }
 

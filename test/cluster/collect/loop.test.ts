@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CollectionLoop, type Fetchers, type LoopHooks } from '../../../src/cluster/collect.js';
 import type { SlurmDiag, SlurmJob, SlurmNode } from '../../../src/cluster/model.js';
-import type { SubCollector } from '../../../src/cluster/snapshot.js';
+import type { ClusterSnapshot, SubCollector } from '../../../src/cluster/snapshot.js';
 import { silentLogger } from '../../../src/log.js';
 
 const node = (name: string): SlurmNode => ({ name, state: { base: 'IDLE', flags: [] }, partitions: [] });
@@ -98,5 +98,38 @@ describe('CollectionLoop', () => {
     loop.abort();
     expect((await t).failed).toEqual(['nodes']);
     expect(log).toContain('nodes:error');
+  });
+});
+
+describe('CollectionLoop: Soperator stale-sequence cases', () => {
+  // Each: the newer run's result, then the older run's; the newer must stay.
+  const cases = {
+    jobs: { newer: [job('2')], older: [job('1')], read: (s: ClusterSnapshot) => s.jobs?.value.map((j) => j.job_id) },
+    nodes: { newer: [node('node-2')], older: [node('node-1')], read: (s: ClusterSnapshot) => s.nodes?.value.map((n) => n.name) },
+    diag: { newer: { ...diag, server_thread_count: 2 }, older: { ...diag, server_thread_count: 1 }, read: (s: ClusterSnapshot) => s.diag?.value.server_thread_count },
+  };
+  it.each(Object.entries(cases))('refresh %s drops a result older than the stored one', async (name, c) => {
+    const calls: ReturnType<typeof deferred<unknown>>[] = [];
+    const pending = () => {
+      const d = deferred<unknown>();
+      calls.push(d);
+      return d.promise;
+    };
+    const fetchers = {
+      nodes: async () => [node('x')],
+      jobs: async () => [job('x')],
+      diag: async () => diag,
+      [name]: pending,
+    } as unknown as Fetchers;
+    const { log, hooks } = recorder();
+    const loop = new CollectionLoop({ fetchers, maxInflight: 2, hooks, logger: silentLogger() });
+    const older = loop.tick();
+    const newer = loop.tick();
+    calls[1]?.resolve(c.newer);
+    await newer;
+    calls[0]?.resolve(c.older);
+    await older;
+    expect(c.read(loop.snapshot())).toEqual(c.read({ atMs: 0, [name]: { value: c.newer, atMs: 0, seq: 0 } } as ClusterSnapshot));
+    expect(log).toContain(`${name}:stale`);
   });
 });

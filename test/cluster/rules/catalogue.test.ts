@@ -89,7 +89,7 @@ describe('cluster catalogue', () => {
     }
   });
 
-  it('self-monitoring: the seed family plus stale results and skipped items', () => {
+  it('self-monitoring: the seed family plus stale results, skipped items, API errors and lost fields', () => {
     expect(Object.entries(selfSpecs).map(([n, s]) => [n, s.kind, s.attributes]).sort()).toEqual(
       [
         ['slurm_exporter_collection_duration_seconds', 'gauge', []],
@@ -101,6 +101,8 @@ describe('cluster catalogue', () => {
         ['slurm_exporter_collector_skipped_total', 'counter', ['collector']],
         ['slurm_exporter_collector_stale_results_total', 'counter', ['collector']],
         ['slurm_exporter_skipped_items_total', 'counter', ['collector']],
+        ['slurm_exporter_api_errors_total', 'counter', ['collector']],
+        ['slurm_exporter_api_fields_lost_total', 'counter', ['collector']],
         ['slurm_exporter_metrics_requests_total', 'counter', []],
         ['slurm_exporter_metrics_exported', 'gauge', []],
       ].sort(),

@@ -2,7 +2,7 @@
 import { nodeState } from '../../../src/cluster/api/states.js';
 import type { Decoded, SlurmDiag, SlurmJob, SlurmNode } from '../../../src/cluster/model.js';
 import type { ClusterSnapshot } from '../../../src/cluster/snapshot.js';
-import type { Family, MetricEvent, Point } from '../../../src/telemetry/spec.js';
+import { materialized, type AnyFamily, type Family, type MetricEvent, type Point } from '../../../src/telemetry/spec.js';
 
 export const T0 = Date.UTC(2025, 10, 24, 12, 0, 0);
 
@@ -36,21 +36,22 @@ export function ok<T>(d: Decoded<T>): readonly T[] {
   return d.items;
 }
 
-export function fam(families: readonly Family[], name: string): Family {
+/** The family named `name`, its points in an array (lazy families are made here). */
+export function fam(families: readonly AnyFamily[], name: string): Family {
   const f = families.find((x) => x.spec.name === name);
   if (f === undefined) throw new Error(`family ${name} not emitted`);
-  return f;
+  return materialized(f);
 }
 
 /** The points of a counter or gauge family. */
-export function points(families: readonly Family[], name: string): readonly Point[] {
+export function points(families: readonly AnyFamily[], name: string): readonly Point[] {
   const f = fam(families, name);
   if (f.spec.kind === 'histogram') throw new Error(`${name} is a histogram`);
   return f.points as readonly Point[];
 }
 
 /** Points of a family as `key → value`, the key being the given attribute's value. */
-export function valuesBy(families: readonly Family[], name: string, key: string): Record<string, number> {
+export function valuesBy(families: readonly AnyFamily[], name: string, key: string): Record<string, number> {
   return Object.fromEntries(points(families, name).map((p) => [p.attributes[key] ?? '?', Number(p.value)]));
 }
 

@@ -6,7 +6,7 @@ import { CLUSTER_METRICS } from '../../../src/cluster/metrics.js';
 import type { SlurmDiag, SlurmJob, SlurmNode } from '../../../src/cluster/model.js';
 import { adjustAccountingJobs, jobDurationSeconds, observe, observeState, trimReservation } from '../../../src/cluster/rules.js';
 import { advance, INITIAL_CLUSTER_STATE } from '../../../src/cluster/state.js';
-import type { Family } from '../../../src/telemetry/spec.js';
+import type { AnyFamily } from '../../../src/telemetry/spec.js';
 import { built, readJson, recorded } from '../fixtures.js';
 import { fam, job, node, ok, points, snapshot, T0, valuesBy } from './helpers.js';
 
@@ -26,14 +26,14 @@ const NO_NEW_FLAGS = {
   state_is_power_up: '',
 };
 
-function pointOf(families: readonly Family[], name: string, match: Record<string, string>): Record<string, string> {
+function pointOf(families: readonly AnyFamily[], name: string, match: Record<string, string>): Record<string, string> {
   const f = fam(families, name);
   const hits = f.points.filter((p) => Object.entries(match).every(([k, v]) => p.attributes[k] === v));
   expect(hits, `${name} ${JSON.stringify(match)}`).toHaveLength(1);
   return { ...(hits[0]?.attributes ?? {}) };
 }
 
-const pairs = (families: readonly Family[], name: string, a: string, b: string) =>
+const pairs = (families: readonly AnyFamily[], name: string, a: string, b: string) =>
   fam(families, name).points.map((p) => `${p.attributes[a]}@${p.attributes[b]}`).sort();
 
 describe('v0.0.38 recorded (Slurm 22.05)', () => {
@@ -84,7 +84,7 @@ describe('v0.0.38 recorded (Slurm 22.05)', () => {
       user_id: '0',
       standard_error: '/dev/null',
       standard_output: '/dev/null',
-      array_job_id: '',
+      array_job_id: '0',
       array_task_id: '',
       submit_time: '1796021441',
       start_time: '1796021444',

@@ -5,7 +5,7 @@ import { nodeState } from '../../../src/cluster/api/states.js';
 import type { SlurmDiag, SlurmJob, SlurmNode } from '../../../src/cluster/model.js';
 import { observe } from '../../../src/cluster/rules.js';
 import { advance, INITIAL_CLUSTER_STATE } from '../../../src/cluster/state.js';
-import type { Attributes, MetricSpec } from '../../../src/telemetry/spec.js';
+import { materialized, type Attributes, type MetricSpec } from '../../../src/telemetry/spec.js';
 import { snapshot, T0 } from './helpers.js';
 
 const WORDS = ['IDLE', 'DOWN', 'MIXED', 'ALLOCATED', 'ERROR', 'UNKNOWN', 'FUTURE', 'DRAIN', 'MAINTENANCE', 'RESERVED', 'COMPLETING',
@@ -63,7 +63,7 @@ describe('observe() properties', () => {
     fc.assert(
       fc.property(snapArb, (s) => {
         const families = observe(snapshot({ atMs: T0, seq: 1, ...s }), T0);
-        for (const f of families) {
+        for (const f of families.map(materialized)) {
           const seen = new Set<string>();
           for (const p of f.points) {
             checkAttributes(f.spec, p.attributes);

@@ -1,0 +1,123 @@
+/**
+ * The alert rules in otel-config/prometheus/alerts.yml: current with their declaration
+ * (scripts/alerts.ts), valid for promtool, unit-tested by alerts.test.yml, documented in the
+ * README's runbook, and reading only metrics that exist.
+ */
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { ALERT_GROUPS, ALERT_RULES_FILE, THRESHOLDS, renderAlertRules, runbook, thresholdsTable } from '../../scripts/alerts.js';
+import { DOC_TABLES } from '../../src/catalogues.js';
+import { section } from '../../src/telemetry/docs.js';
+import { prometheusName, type MetricSpec } from '../../src/telemetry/spec.js';
+import { findTool, run, shouldRun, toolPath } from '../support/tools.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const read = (rel: string): string => fs.readFileSync(`${ROOT}${rel}`, 'utf8');
+const TESTS_FILE = 'otel-config/prometheus/alerts.test.yml';
+
+/** Names from outside the catalogues: Prometheus's own `up`. (The collector's are matched by __name__ regex.) */
+const EXTERNAL = ['up'];
+
+interface Rule {
+  alert: string;
+  expr: string;
+  for?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+const rules = (): Rule[] => (parse(read(ALERT_RULES_FILE)) as { groups: { rules: Rule[] }[] }).groups.flatMap((g) => g.rules);
+
+/** Every exposed sample name of every catalogue family (histograms as their _bucket/_sum/_count). */
+function knownNames(): Set<string> {
+  const specs: MetricSpec[] = Object.values(DOC_TABLES).flat();
+  const names = specs.flatMap((s) => (s.kind === 'histogram' ? ['_bucket', '_sum', '_count'].map((x) => s.name + x) : [prometheusName(s)]));
+  return new Set([...names, ...EXTERNAL]);
+}
+
+const FUNCTIONS_AND_KEYWORDS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'and', 'or', 'unless', 'bool', 'offset']);
+
+/** The metric names a PromQL expression selects: identifiers outside strings, label matchers and grouping lists that are not functions. */
+export function metricNames(expr: string): string[] {
+  const bare = expr
+    .replace(/"(?:[^"\\]|\\.)*"/g, '""')
+    .replace(/\{[^}]*\}/g, '')
+    .replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, '')
+    .replace(/\[[^\]]*\]/g, '');
+  const out: string[] = [];
+  for (const m of bare.matchAll(/([a-zA-Z_:][a-zA-Z0-9_:]*)(\s*\()?/g)) {
+    const [, name, call] = m as unknown as [string, string, string | undefined];
+    if (call || FUNCTIONS_AND_KEYWORDS.has(name) || /^\d/.test(name)) continue;
+    out.push(name);
+  }
+  return [...new Set(out)];
+}
+
+describe('alert rules', () => {
+  it('are current: npm run docs writes them from scripts/alerts.ts', () => {
+    expect(read(ALERT_RULES_FILE)).toBe(renderAlertRules());
+  });
+
+  it('are at least 12, each with a severity, a summary and a description', () => {
+    const all = rules();
+    expect(all.length).toBeGreaterThanOrEqual(12);
+    expect(new Set(all.map((r) => r.alert)).size).toBe(all.length);
+    for (const r of all) {
+      expect(['warning', 'critical'], r.alert).toContain(r.labels?.severity);
+      expect(r.annotations?.summary?.trim(), `${r.alert} summary`).toBeTruthy();
+      expect(r.annotations?.description?.trim(), `${r.alert} description`).toBeTruthy();
+    }
+  });
+
+  it('each has a runbook entry in the README, and the README thresholds are the declared ones', () => {
+    const readme = read('README.md');
+    expect(section(readme, 'alert-thresholds')).toBe(thresholdsTable());
+    const book = section(readme, 'alert-runbook');
+    expect(book).toBe(runbook());
+    for (const r of rules()) expect(book, r.alert).toMatch(new RegExp(`^#### ${r.alert}\\n\\n\\*(warning|critical)\\* — .+\\n\\n- \\*\\*Check:\\*\\* .+\\n- \\*\\*Act:\\*\\* .+`, 'm'));
+  });
+
+  it('every threshold is used by a rule', () => {
+    const source = read('scripts/alerts.ts');
+    for (const name of Object.keys(THRESHOLDS)) expect(source, name).toMatch(new RegExp(`(T\\('${name}'\\)|for: '${name}')`));
+  });
+
+  it('read only metrics that a catalogue declares (or a listed external one)', () => {
+    const known = knownNames();
+    const used = rules().flatMap((r) => metricNames(r.expr).map((n) => [r.alert, n] as const));
+    expect(used.length).toBeGreaterThan(rules().length);
+    expect(used.filter(([, n]) => !known.has(n))).toEqual([]);
+  });
+
+  it('the metric-name reader ignores labels, functions, grouping and strings', () => {
+    expect(metricNames('sum by (job, instance) (rate(a_total{x="y{z}"}[5m])) / on (job) group_left (reason) label_replace(b > 0, "reason", "c d", "", "") or up == 0')).toEqual(['a_total', 'b', 'up']);
+    expect(metricNames('rate({__name__=~"otelcol_x"}[10m]) > 0')).toEqual([]);
+  });
+
+  it('each is unit-tested in alerts.test.yml: once firing and once quiet', () => {
+    const tests = (parse(read(TESTS_FILE)) as { tests: { alert_rule_test: { alertname: string; exp_alerts: unknown[] }[] }[] }).tests.flatMap((t) => t.alert_rule_test);
+    for (const r of rules()) {
+      const mine = tests.filter((t) => t.alertname === r.alert);
+      expect(mine.some((t) => t.exp_alerts.length > 0), `${r.alert} fires in a test`).toBe(true);
+      expect(mine.some((t) => t.exp_alerts.length === 0), `${r.alert} stays quiet in a test`).toBe(true);
+    }
+    expect(ALERT_GROUPS.flatMap((g) => g.rules).length).toBe(rules().length);
+  });
+});
+
+const promtool = findTool('promtool', 'prometheus');
+
+describe.runIf(shouldRun(promtool))('promtool', () => {
+  it('check rules: clean', async () => {
+    const r = await run(toolPath(promtool), ['check', 'rules', `${ROOT}${ALERT_RULES_FILE}`]);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`SUCCESS: ${rules().length} rules found`));
+  });
+
+  it('test rules: every case passes', async () => {
+    const r = await run(toolPath(promtool), ['test', 'rules', `${ROOT}${TESTS_FILE}`]);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toContain('SUCCESS');
+  });
+});

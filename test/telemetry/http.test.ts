@@ -1,0 +1,115 @@
+/**
+ * The shared HTTP server against hostile clients, with raw sockets on loopback: partial headers,
+ * a client that asks for a large exposition and never reads it, more connections than the cap;
+ * and Accept-Encoding read as RFC 9110 says.
+ */
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { acceptsGzip, DEFAULT_HTTP_LIMITS, serve, textBody, type Endpoint, type HttpLimits } from '../../src/telemetry/http.js';
+
+let endpoint: Endpoint | undefined;
+const sockets: net.Socket[] = [];
+afterEach(async () => {
+  for (const s of sockets.splice(0)) s.destroy();
+  await endpoint?.close();
+  endpoint = undefined;
+});
+
+const TIGHT: HttpLimits = { headersTimeoutMs: 300, requestTimeoutMs: 600, writeTimeoutMs: 500, keepAliveTimeoutMs: 300, idleTimeoutMs: 600, maxConnections: 64 };
+
+function connect(ep: Endpoint): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(ep.port, '127.0.0.1', () => resolve(s));
+    s.on('error', () => undefined);
+    s.once('error', reject);
+    sockets.push(s);
+  });
+}
+
+/** Resolves with what the server sent once it closed the connection. */
+function closed(s: net.Socket): Promise<string> {
+  let got = '';
+  s.on('data', (d: Buffer) => (got += d.toString('latin1')));
+  return new Promise((resolve) => s.once('close', () => resolve(got)));
+}
+
+describe('HTTP server limits', () => {
+  it('closes a connection whose headers never complete', async () => {
+    endpoint = await serve({ host: '127.0.0.1', port: 0 }, { '/metrics': () => textBody('up 1\n') }, undefined, undefined, TIGHT);
+    const s = await connect(endpoint);
+    s.write('GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ');
+    const got = await closed(s);
+    expect(got === '' || got.startsWith('HTTP/1.1 408')).toBe(true);
+    expect(await endpoint.connections()).toBe(0);
+  });
+
+  it('drops a client that asks for a large body and never reads it', async () => {
+    const big = 'x'.repeat(64 * 1024 * 1024);
+    endpoint = await serve({ host: '127.0.0.1', port: 0 }, { '/metrics': () => textBody(big) }, undefined, undefined, TIGHT);
+    const s = await connect(endpoint);
+    s.pause();
+    s.write('GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n');
+    await vi.waitFor(async () => expect(await endpoint?.connections()).toBe(1));
+    await vi.waitFor(async () => expect(await endpoint?.connections()).toBe(0), { timeout: 20_000, interval: 100 });
+  });
+
+  it('closes a keep-alive connection left idle', async () => {
+    endpoint = await serve({ host: '127.0.0.1', port: 0 }, { '/metrics': () => textBody('up 1\n') }, undefined, undefined, TIGHT);
+    const s = await connect(endpoint);
+    s.write('GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(await closed(s)).toMatch(/^HTTP\/1\.1 200[\s\S]*up 1\n$/);
+  });
+
+  it('refuses connections beyond the cap and serves those within it', async () => {
+    endpoint = await serve({ host: '127.0.0.1', port: 0 }, { '/metrics': () => textBody('up 1\n') }, undefined, undefined, { ...DEFAULT_HTTP_LIMITS, maxConnections: 2 });
+    const first = await connect(endpoint);
+    await connect(endpoint);
+    await vi.waitFor(async () => expect(await endpoint?.connections()).toBe(2));
+    const third = await connect(endpoint);
+    expect(await closed(third)).toBe('');
+    const answer = new Promise<string>((resolve) => first.once('data', (d: Buffer) => resolve(d.toString())));
+    first.write('GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(await answer).toMatch(/^HTTP\/1\.1 200/);
+  });
+
+  it('the README states the default limits', () => {
+    const readme = fs.readFileSync(path.join(__dirname, '../../README.md'), 'utf8');
+    const l = DEFAULT_HTTP_LIMITS;
+    for (const [what, ms] of [['headers', l.headersTimeoutMs], ['request', l.requestTimeoutMs], ['response', l.writeTimeoutMs], ['idle', l.idleTimeoutMs], ['keep-alive', l.keepAliveTimeoutMs]] as const) {
+      expect(readme, what).toMatch(new RegExp(`${what}[^|\\n]*\\| ${ms / 1000} s`, 'i'));
+    }
+    expect(readme).toMatch(new RegExp(`${l.maxConnections} connections`));
+  });
+});
+
+describe('Accept-Encoding', () => {
+  const gz = (h: string | undefined) => acceptsGzip({ headers: h === undefined ? {} : { 'accept-encoding': h } });
+
+  it.each([
+    ['gzip', true],
+    ['GZIP', true],
+    ['deflate, Gzip;q=0.5', true],
+    ['x-gzip', true],
+    ['gzip;q=0', false],
+    ['gzip; q=0.000', false],
+    ['br, *', true],
+    ['*;q=0', false],
+    ['gzip;q=0, *', false],
+    ['identity', false],
+    ['gzipped', false],
+    ['', false],
+    [undefined, false],
+  ])('%j → %s', (header, expected) => {
+    expect(gz(header)).toBe(expected);
+  });
+
+  it('serves identity to a client that refuses gzip with q=0', async () => {
+    const text = 'a'.repeat(10_000);
+    endpoint = await serve({ host: '127.0.0.1', port: 0 }, { '/metrics': () => textBody(text) });
+    const res = await fetch(`${endpoint.url}/metrics`, { headers: { 'accept-encoding': 'gzip;q=0' } });
+    expect(res.headers.get('content-encoding')).toBeNull();
+    expect(await res.text()).toBe(text);
+  });
+});
