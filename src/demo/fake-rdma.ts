@@ -4,7 +4,8 @@
  * files in its directory (shaped exactly as iproute2 prints them), records
  * every call, and applies `statistic qp set link D/P auto …` to its mode file,
  * refusing with EBUSY for the links listed in `busy`, as the kernel does while
- * QPs are bound.
+ * QPs are bound, and with EPERM for every link when a file `denied` exists (no
+ * CAP_NET_ADMIN).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -23,6 +24,10 @@ else if (words === 'statistic qp mode') process.stdout.write(file('mode.json', '
 else if (words.startsWith('statistic qp set link ')) {
   const link = args[4];
   const busy = file('busy', '').split('\\n').includes(link);
+  if (fs.existsSync(path.join(dir, 'denied'))) {
+    process.stderr.write('error: Operation not permitted\\n');
+    process.exit(1);
+  }
   if (busy && !words.endsWith('auto off')) {
     process.stderr.write('kernel answers: Modifying auto mode is not allowed when there is a bound QP\\nerror: Device or resource busy\\n');
     process.exit(1);

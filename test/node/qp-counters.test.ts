@@ -243,3 +243,39 @@ describe('--qp-counters manage with a stand-in rdma', () => {
     expect(rdma.sets()).toEqual(['mlx5_0/1 auto type,pid on', 'mlx5_0/1 auto off']);
   });
 });
+
+describe('rdma runs that fail', () => {
+  it('a hung rdma is killed at the timeout, counted, and leaves no reading', async () => {
+    const dir = tmpDir('hung-rdma-');
+    const hung = `${dir}/rdma`;
+    (await import('node:fs')).writeFileSync(hung, '#!/bin/sh\nsleep 30\n', { mode: 0o755 });
+    let errors = 0;
+    const source = new QpSource({ path: hung, mode: 'observe', timeoutMs: 300, logger: silentLogger(), onError: () => errors++ });
+    const t0 = Date.now();
+    source.want([]);
+    while (errors === 0 && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 20));
+    expect(errors).toBe(1);
+    expect(Date.now() - t0).toBeLessThan(3000);
+    expect(source.latest()).toBeUndefined();
+    source.stop();
+  });
+
+  it('manage without CAP_NET_ADMIN: logged once, not retried, nothing to restore', async () => {
+    const roots = writeTree(tmpDir(), demoTree({ layout: 'v2', nonJobHolder: false }));
+    const rdma = new FakeRdma(tmpDir('fake-rdma-'));
+    rdma.modes([{ ifname: 'mlx5_0', port: 1, mode: 'qp auto off' }]);
+    (await import('node:fs')).writeFileSync(`${rdma.dir}/denied`, '');
+    const { logger, lines } = capturingLogger();
+    const runner = new NodeRunner(nodeAgentOptions(roots, { logger, qpCounters: { path: rdma.path, mode: 'manage', timeoutMs: 5000 } }));
+    const reads = () => rdma.calls().filter((l) => l === '-j resource show qp').length;
+    for (let i = 0; i < 50 && reads() < 3; i++) {
+      await runner.cycle();
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await runner.shutdown();
+    expect(rdma.calls().filter((l) => l.startsWith('statistic qp set'))).toEqual(['statistic qp set link mlx5_0/1 auto type,pid on optional-counters on']);
+    expect(rdma.calls().filter((l) => l === '-j statistic qp mode')).toHaveLength(1);
+    expect(lines.filter((l) => /CAP_NET_ADMIN/.test(l.msg))).toHaveLength(1);
+    expect(rdma.sets()).toEqual([]);
+  });
+});
