@@ -15,7 +15,8 @@ import { startClusterAgent, type ClusterAgent } from '../cluster/agent.js';
 import { FakeCluster } from '../demo/fake-cluster.js';
 import { startFakeSlurmrestd, type FakeSlurmrestd } from '../demo/fake-slurmrestd.js';
 import { writeTree, type TreeLayout } from '../demo/nodetree.js';
-import { CounterDrift, DEMO_JOBS, DEMO_NODE, demoTree } from '../demo/scenarios.js';
+import { FakeRdma } from '../demo/fake-rdma.js';
+import { CounterDrift, DEMO_JOBS, DEMO_NODE, demoTree, QpDrift } from '../demo/scenarios.js';
 import { startNodeAgent, type NodeAgent, type NodeAgentOptions } from '../node/agent.js';
 import type { Cycle } from '../node/collector.js';
 import type { BindAddress } from '../telemetry/http.js';
@@ -61,9 +62,20 @@ export async function startDemo(o: DemoOptions): Promise<DemoStack> {
   const dir = o.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-demo-'));
   const roots = writeTree(dir, demoTree({ layout: o.layout, nonJobHolder: o.nonJobHolder }));
   const drift = new CounterDrift(roots.sysfs);
-  drift.tick(60);
-  const timer = setInterval(() => drift.tick(o.tickMs / 1000), o.tickMs);
-  const node = await startNodeAgent({ ...o.node, collector: { ...o.node.collector, roots } });
+  // A stand-in rdma serves per-PID QP counters of the jobs sharing mlx5_1.
+  const rdmaDir = path.join(dir, 'rdma-tool');
+  fs.mkdirSync(rdmaDir, { recursive: true });
+  const rdma = new FakeRdma(rdmaDir);
+  const qp = new QpDrift(rdma);
+  const tick = (seconds: number) => {
+    drift.tick(seconds);
+    qp.tick(seconds);
+  };
+  tick(60);
+  const timer = setInterval(() => tick(o.tickMs / 1000), o.tickMs);
+  // Run by node: the demo's directory may be mounted noexec (the compose file's /tmp).
+  const qpCounters = o.node.qpCounters ?? { ...rdma.viaNode, mode: 'observe' as const, timeoutMs: 5_000 };
+  const node = await startNodeAgent({ ...o.node, qpCounters, collector: { ...o.node.collector, roots } });
   await node.ready();
   const firstCycle = node.last() as Cycle;
   const cluster = o.cluster ? await startClusterSide(o, o.cluster) : undefined;

@@ -2,7 +2,7 @@
 import { Command, Option } from 'commander';
 import Table from 'cli-table3';
 import { NodeCollector } from '../node/collector.js';
-import { attributionRows, slurmCgroupsNote, type PortRow } from '../node/explain.js';
+import { attributionRows, evidenceText, slurmCgroupsNote, type PortRow } from '../node/explain.js';
 import { describeUnreadable, unreadableLine, type UnreadablePolicy } from '../node/unreadable.js';
 import { CollectionIncomplete } from './common.js';
 import { addRootOptions, unreadableOption } from './node.js';
@@ -23,7 +23,8 @@ export function explainCommand(): Command {
     .addOption(new Option('--fd-rescan-interval <duration>').hideHelp().default(0).argParser(parseDuration))
     .action((f: ExplainFlags) => {
       const roots = { sysfs: f.sysfsRoot, procfs: f.procfsRoot, cgroupfs: f.cgroupRoot };
-      const c = new NodeCollector({ roots, fdRescanIntervalMs: 0, unreadableProcesses: f.unreadableProcesses }).cycle();
+      // Every fd table, so holders are named by PID even where the rdma cgroup charges suffice.
+      const c = new NodeCollector({ roots, fdRescanIntervalMs: 0, unreadableProcesses: f.unreadableProcesses, readAllFds: true }).cycle();
       const rows = attributionRows(c);
       const { snapshot: snap } = c;
       if (c.failed !== undefined) throw new CollectionIncomplete(`collection failed: ${printable(c.failed)}`);
@@ -61,8 +62,8 @@ export function renderTable(rows: readonly PortRow[]): string {
   const table = new Table({ head: ['device', 'port', 'link', 'holders', 'status', 'why'], style: { head: [], border: [] }, wordWrap: true, colWidths: [null, null, 22, 40, null, 44] });
   for (const r of rows) {
     const holders = [
-      ...r.jobs.map((j) => `job ${j.jobId}: ${j.holders.map((h) => `${h.pid} ${h.comm}`).join(', ')}`),
-      ...r.nonJob.map((h) => `non-job: ${h.pid} ${h.comm}`),
+      ...r.jobs.map((j) => `job ${j.jobId}${j.holders.length ? `: ${j.holders.map((h) => `${h.pid} ${h.comm}`).join(', ')}` : ''} ${evidenceText(j.evidence)}`),
+      ...r.nonJob.map((h) => `non-job: ${h.pid} ${h.comm} ${evidenceText(h.evidence)}`),
     ].map(printable);
     const cells = [r.device, r.port, `${r.linkLayer} ${r.rate}`.trim()].map(printable);
     table.push([...cells, holders.join('\n') || '—', r.status, printable(r.why)]);

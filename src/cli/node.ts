@@ -3,6 +3,7 @@ import os from 'node:os';
 import { Command, type Option } from 'commander';
 import type { LogFormat } from '../log.js';
 import { runNodeOnce, startNodeAgent, type NodeAgentOptions } from '../node/agent.js';
+import { QP_COUNTERS_MODES, type QpCountersMode } from '../node/qp-source.js';
 import { DEFAULT_ROOTS } from '../node/roots.js';
 import { UNREADABLE_POLICIES, type UnreadablePolicy } from '../node/unreadable.js';
 import { CollectionIncomplete, waitForSignal } from './common.js';
@@ -11,6 +12,8 @@ import type { Env } from './otel.js';
 import { oneOf, parseDuration, positiveDuration } from './values.js';
 
 const opt = envOption('IB_SLURM_EXPORTER_');
+/** One rdma run is cut off after this (or the collection interval, if shorter). */
+const RDMA_TIMEOUT_MS = 10_000;
 
 export interface NodeFlags extends ExportFlags {
   collectionInterval: number;
@@ -23,6 +26,8 @@ export interface NodeFlags extends ExportFlags {
   squeuePath?: string;
   squeueTimeout: number;
   jobMetadata: 'none' | 'squeue';
+  qpCounters: QpCountersMode;
+  rdmaPath: string;
 }
 
 /** Options every command reading a node takes (node, demo, explain). */
@@ -59,7 +64,9 @@ export function addNodeOptions(cmd: Command, d: NodeDefaults = NODE_DEFAULTS): C
     .addOption(opt('--node-name <name>', 'Slurm node name (squeue --nodelist, host.name)', 'NODE_NAME').default(d.nodeName ?? os.hostname().split('.')[0]))
     .addOption(opt('--squeue-path <path>', 'resolve SLUIDs with a background squeue (off by default)', 'SQUEUE_PATH'))
     .addOption(opt('--squeue-timeout <duration>', 'timeout of one squeue run', 'SQUEUE_TIMEOUT').default(10_000, '10s').argParser(positiveDuration))
-    .addOption(opt('--job-metadata <source>', 'none, or squeue: add user_name, account and slurm_partition labels to job series (squeue from --squeue-path or PATH)', 'JOB_METADATA').default('none').argParser(oneOf(['none', 'squeue'] as const)));
+    .addOption(opt('--job-metadata <source>', 'none, or squeue: add user_name, account and slurm_partition labels to job series (squeue from --squeue-path or PATH)', 'JOB_METADATA').default('none').argParser(oneOf(['none', 'squeue'] as const)))
+    .addOption(opt('--qp-counters <mode>', 'per-job counters on shared ports from per-PID QP counters (rdma statistic qp): off; observe: read them; manage: also turn auto type,pid on where the mode is off (needs CAP_NET_ADMIN) and off again at exit', 'QP_COUNTERS').default('off').argParser(oneOf(QP_COUNTERS_MODES)))
+    .addOption(opt('--rdma-path <path>', 'the iproute2 rdma tool (--qp-counters)', 'RDMA_PATH').default('rdma'));
   return addExportOptions(cmd, 'IB_SLURM_EXPORTER_', { ...d, logLevel: 'info' });
 }
 
@@ -70,6 +77,7 @@ export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {
     squeue: f.squeuePath ? { path: f.squeuePath, nodeName: f.nodeName, minIntervalMs: f.collectionInterval, timeoutMs: f.squeueTimeout } : undefined,
     jobMetadata:
       f.jobMetadata === 'squeue' ? { path: f.squeuePath ?? 'squeue', nodeName: f.nodeName, minIntervalMs: f.collectionInterval, timeoutMs: f.squeueTimeout } : undefined,
+    qpCounters: f.qpCounters === 'off' ? undefined : { path: f.rdmaPath, mode: f.qpCounters, timeoutMs: Math.min(RDMA_TIMEOUT_MS, f.collectionInterval) },
     collectionIntervalMs: f.collectionInterval,
   };
 }

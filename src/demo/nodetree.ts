@@ -38,7 +38,15 @@ export interface ProcSpec {
   readonly startTime?: number;
   /** Content of /proc/<pid>/cgroup; a systemd service of its own when absent (job processes get their job's). */
   readonly cgroup?: string;
+  /** rdma.current of its own cgroup (the v1 rdma line, else the v2 line of /proc/<pid>/cgroup). */
+  readonly rdma?: RdmaSpec;
 }
+
+/**
+ * An rdma.current: charges by device (every HCA of the tree is listed, zeros
+ * included, as the kernel does), or the raw file content.
+ */
+export type RdmaSpec = Readonly<Record<string, { readonly handles: number; readonly objects: number }>> | { readonly raw: string };
 
 export interface StepSpec {
   readonly name: string;
@@ -53,6 +61,8 @@ export interface JobSpec {
   readonly sluid?: string;
   readonly uid: number;
   readonly steps: readonly StepSpec[];
+  /** rdma.current of the job cgroup (v2 job directory; v1 under the rdma hierarchy). */
+  readonly rdma?: RdmaSpec;
 }
 
 export interface TreeSpec {
@@ -64,6 +74,12 @@ export interface TreeSpec {
   /** v2 slice path and scope name. */
   readonly slice?: string;
   readonly scope?: string;
+  /**
+   * The rdma controller enabled everywhere: every cgroup of a job process (and, in v2 trees, of
+   * every other process but PID 1, which stays in the root cgroup) has an rdma.current charged
+   * as the process's uverbs fds say, and each job directory the sum of its processes.
+   */
+  readonly rdmaEverywhere?: boolean;
 }
 
 export function rootsUnder(dir: string): Roots {
@@ -76,13 +92,83 @@ export function writeTree(dir: string, spec: TreeSpec): Roots {
   for (const hca of spec.hcas) writeHca(roots.sysfs, hca);
   for (const job of spec.jobs) {
     for (const step of job.steps) {
-      step.tasks.forEach((t, i) => writeProcess(roots.procfs, { cgroup: jobCgroup(spec, job, step.name, `task_${i}`), ...t }));
-      if (step.stepd) writeProcess(roots.procfs, { cgroup: jobCgroup(spec, job, step.name), ...step.stepd });
+      const rdma = hasRdma(spec);
+      step.tasks.forEach((t, i) => writeProcess(roots.procfs, { cgroup: jobCgroup(spec, job, step.name, `task_${i}`, rdma), ...t }));
+      if (step.stepd) writeProcess(roots.procfs, { cgroup: jobCgroup(spec, job, step.name, undefined, rdma), ...step.stepd });
     }
   }
-  for (const p of spec.others) writeProcess(roots.procfs, p);
+  for (const p of spec.others) writeProcess(roots.procfs, spec.rdmaEverywhere && p.pid === 1 && !p.cgroup ? { ...p, cgroup: '0::/\n' } : p);
   writeCgroups(roots.cgroupfs, spec);
+  writeRdma(roots, spec);
   return roots;
+}
+
+/** Whether the tree has an rdma controller (then v1 trees get an rdma hierarchy). */
+function hasRdma(spec: TreeSpec): boolean {
+  const procs = [...spec.others, ...spec.jobs.flatMap((j) => j.steps.flatMap((s) => [...s.tasks, ...(s.stepd ? [s.stepd] : [])]))];
+  return spec.rdmaEverywhere === true || spec.jobs.some((j) => j.rdma) || procs.some((p) => p.rdma);
+}
+
+type Charges = Record<string, { handles: number; objects: number }>;
+
+/** One verbs context and ten objects per device the process has an fd on. */
+function chargesFromFds(spec: TreeSpec, p: ProcSpec): Charges {
+  const out: Charges = {};
+  for (const u of p.uverbs ?? []) {
+    const hca = spec.hcas.find((h) => h.uverbs === u);
+    if (hca) out[hca.name] = { handles: (out[hca.name]?.handles ?? 0) + 1, objects: (out[hca.name]?.objects ?? 0) + 10 };
+  }
+  return out;
+}
+
+function jobProcs(job: JobSpec): ProcSpec[] {
+  return job.steps.flatMap((s) => [...s.tasks, ...(s.stepd ? [s.stepd] : [])]);
+}
+
+function sumCharges(list: readonly Charges[]): Charges {
+  const out: Charges = {};
+  for (const c of list) for (const [d, v] of Object.entries(c)) out[d] = { handles: (out[d]?.handles ?? 0) + v.handles, objects: (out[d]?.objects ?? 0) + v.objects };
+  return out;
+}
+
+export function rdmaCurrentText(spec: RdmaSpec, devices: readonly string[]): string {
+  if ('raw' in spec && typeof spec.raw === 'string') return spec.raw;
+  const charges = spec as Readonly<Record<string, { handles: number; objects: number }>>;
+  const names = [...new Set([...devices, ...Object.keys(charges)])];
+  return names.map((d) => `${d} hca_handle=${charges[d]?.handles ?? 0} hca_object=${charges[d]?.objects ?? 0} \n`).join('');
+}
+
+function writeRdma(roots: Roots, spec: TreeSpec): void {
+  const devices = spec.hcas.map((h) => h.name);
+  const everywhere = spec.rdmaEverywhere === true;
+  const own = (p: ProcSpec): RdmaSpec | undefined => p.rdma ?? (everywhere ? chargesFromFds(spec, p) : undefined);
+  for (const job of spec.jobs) {
+    const charges = job.rdma ?? (everywhere ? sumCharges(jobProcs(job).map((p) => chargesFromFds(spec, p))) : undefined);
+    if (!charges) continue;
+    const dir = spec.layout === 'v1' ? path.join(roots.cgroupfs, 'rdma', 'slurm', `uid_${job.uid}`, `job_${job.jobId}`) : path.join(scopeDir(roots.cgroupfs, spec), jobDirName(job, spec.layout));
+    put(path.join(dir, 'rdma.current'), rdmaCurrentText(charges, devices));
+  }
+  // In v1 trees the processes outside the jobs sit in the rdma hierarchy's root: no file of their own.
+  const others = spec.layout === 'v1' ? spec.others.filter((p) => p.rdma) : spec.others;
+  for (const p of [...others, ...spec.jobs.flatMap(jobProcs)]) {
+    const charges = own(p);
+    const dir = charges && ownCgroupDir(roots, p.pid);
+    if (charges && dir !== undefined) put(path.join(dir, 'rdma.current'), rdmaCurrentText(charges, devices));
+  }
+}
+
+/** A process's own rdma cgroup directory, from the /proc/<pid>/cgroup already written. */
+function ownCgroupDir(roots: Roots, pid: number): string | undefined {
+  const text = fs.readFileSync(path.join(roots.procfs, String(pid), 'cgroup'), 'utf8');
+  const lines = text.split('\n').map((l) => /^\d+:([^:]*):(.*)$/.exec(l)).filter((m): m is RegExpExecArray => m !== null);
+  const v1 = lines.find((m) => (m[1] as string).split(',').includes('rdma'));
+  if (v1) return path.join(roots.cgroupfs, v1[1] as string, v1[2] as string);
+  const v2 = lines.find((m) => m[1] === '');
+  return v2 && v2[2] !== '/' ? path.join(roots.cgroupfs, v2[2] as string) : undefined;
+}
+
+function scopeDir(cgroupfs: string, spec: TreeSpec): string {
+  return path.join(cgroupfs, spec.slice ?? 'system.slice', spec.scope ?? 'slurmstepd.scope');
 }
 
 function put(file: string, content: string): void {
@@ -143,19 +229,22 @@ export function removeProcess(procfs: string, pid: number): void {
 function writeCgroups(cgroupfs: string, spec: TreeSpec): void {
   fs.mkdirSync(cgroupfs, { recursive: true });
   if (spec.layout === 'v1') {
-    for (const ctrl of ['freezer', 'memory', 'cpuset']) for (const job of spec.jobs) writeJobV1(cgroupfs, ctrl, job);
+    for (const ctrl of ['freezer', 'memory', 'cpuset', ...(hasRdma(spec) ? ['rdma'] : [])]) for (const job of spec.jobs) writeJobV1(cgroupfs, ctrl, job);
     fs.mkdirSync(path.join(cgroupfs, 'freezer', 'slurm', 'system'), { recursive: true });
     return;
   }
-  put(path.join(cgroupfs, 'cgroup.controllers'), 'cpuset cpu io memory pids\n');
-  const scope = path.join(cgroupfs, spec.slice ?? 'system.slice', spec.scope ?? 'slurmstepd.scope');
+  put(path.join(cgroupfs, 'cgroup.controllers'), `cpuset cpu io memory pids${hasRdma(spec) ? ' rdma' : ''}\n`);
+  const scope = scopeDir(cgroupfs, spec);
   put(path.join(scope, 'system', 'cgroup.procs'), '');
   for (const job of spec.jobs) writeJobV2(scope, job, spec.layout);
 }
 
 /** /proc/<pid>/cgroup of a job process: a task's leaf, or the step's stepd cgroup when `task` is absent. */
-function jobCgroup(spec: TreeSpec, job: JobSpec, step: string, task?: string): string {
-  if (spec.layout === 'v1') return `4:freezer:/slurm/uid_${job.uid}/job_${job.jobId}/${step}${task ? `/${task}` : ''}\n0::/\n`;
+function jobCgroup(spec: TreeSpec, job: JobSpec, step: string, task: string | undefined, rdma: boolean): string {
+  if (spec.layout === 'v1') {
+    const leaf = `/slurm/uid_${job.uid}/job_${job.jobId}/${step}${task ? `/${task}` : ''}`;
+    return `${rdma ? `5:rdma:${leaf}\n` : ''}4:freezer:${leaf}\n0::/\n`;
+  }
   const scope = `/${spec.slice ?? 'system.slice'}/${spec.scope ?? 'slurmstepd.scope'}/${jobDirName(job, spec.layout)}/${step}`;
   return `0::${scope}/${task ? `user/${task}` : 'slurm'}\n`;
 }

@@ -2,6 +2,7 @@
  * Named node trees: the demo's four-job node and the benchmark's heavy node.
  * Counter values move with `drift` so rates are visible.
  */
+import type { FakeRdma, QpCounterJson } from './fake-rdma.js';
 import { writeCounters, stepd, type HcaSpec, type JobSpec, type PortSpec, type ProcSpec, type TreeLayout, type TreeSpec } from './nodetree.js';
 
 const PMA = {
@@ -98,6 +99,41 @@ export class CounterDrift {
       writeCounters(this.sysfs, device, 1, pma, 'counters');
       writeCounters(this.sysfs, device, 1, hw, 'hw_counters');
     }
+  }
+}
+
+/**
+ * Per-PID QP counters (per second) of the two jobs sharing mlx5_1: each job's own part of the
+ * port's requests, retransmissions and bytes. 43011's QPs were created before the counters were
+ * on, so it has none: job 918003's coverage is 2 of 4 QPs.
+ */
+const DEMO_QP_RATES: Record<number, Record<string, number>> = {
+  42010: { rx_write_requests: 9_000, packet_seq_err: 220, out_of_sequence: 80, local_ack_timeout_err: 3, rdma_tx_bytes: 250_000_000, rdma_rx_bytes: 240_000_000 },
+  42011: { rx_write_requests: 8_000, packet_seq_err: 90, out_of_sequence: 30, local_ack_timeout_err: 1, rdma_tx_bytes: 230_000_000, rdma_rx_bytes: 220_000_000 },
+  43010: { rx_write_requests: 3_000, packet_seq_err: 40, out_of_sequence: 10, local_ack_timeout_err: 0, rdma_tx_bytes: 100_000_000, rdma_rx_bytes: 90_000_000 },
+};
+const DEMO_QPS: Record<number, number[]> = { 42010: [100, 101, 102], 42011: [103, 104], 43010: [200, 201], 43011: [202, 203] };
+
+/** The demo's per-PID QP counters on the shared mlx5_1, moved like the port counters and served by a stand-in rdma. */
+export class QpDrift {
+  private readonly values = new Map<string, number>();
+
+  constructor(private readonly rdma: FakeRdma) {
+    rdma.resources(Object.entries(DEMO_QPS).flatMap(([pid, qps]) => qps.map((lqpn) => ({ ifname: 'mlx5_1', port: 1, pid: Number(pid), lqpn }))));
+  }
+
+  tick(seconds: number): void {
+    const list: QpCounterJson[] = Object.entries(DEMO_QP_RATES).map(([pid, rates], i) => {
+      const counters: Record<string, number> = {};
+      for (const [name, rate] of Object.entries(rates)) {
+        const key = `${pid} ${name}`;
+        const v = (this.values.get(key) ?? 0) + Math.round(rate * seconds * (0.8 + Math.random() * 0.4));
+        this.values.set(key, v);
+        counters[name] = v;
+      }
+      return { ifname: 'mlx5_1', port: 1, cntn: i + 1, pid: Number(pid), comm: 'python', counters, lqpn: DEMO_QPS[Number(pid)] ?? [] };
+    });
+    this.rdma.counters(list);
   }
 }
 

@@ -12,6 +12,7 @@ import { CounterHistory, motionReadings } from './history.js';
 import { renderLanding } from './landing.js';
 import { NODE_SELF_METRICS } from './metrics.js';
 import type { NodeSnapshot } from './snapshot.js';
+import { QpSource, type QpSourceOptions } from './qp-source.js';
 import { squeueJobIds, squeueMetadata, type SqueueOptions, type Stoppable } from './squeue.js';
 import { unreadableLine, type UnreadableProcess } from './unreadable.js';
 
@@ -21,7 +22,9 @@ export const SCOPE = { name: 'slurm-otel/node', version: '0.1.0' };
 const MAX_LOGGED_UNREADABLE = 5;
 
 export interface NodeAgentOptions {
-  readonly collector: Omit<CollectorOptions, 'jobIdTable' | 'metadata'>;
+  readonly collector: Omit<CollectorOptions, 'jobIdTable' | 'metadata' | 'qp'>;
+  /** Per-PID QP counters through the rdma tool (--qp-counters observe|manage); off when absent. */
+  readonly qpCounters?: Omit<QpSourceOptions, 'logger' | 'onError'>;
   /** squeue for SLUIDs that neither the cache nor the stepd titles resolve. */
   readonly squeue?: Omit<SqueueOptions, 'logger' | 'onError'>;
   /** squeue for the optional user_name/account/slurm_partition labels of job series. */
@@ -49,6 +52,7 @@ export class NodeRunner implements Collecting {
   readonly self: SelfMonitor<typeof NODE_SELF_METRICS>;
   private readonly collector: NodeCollector;
   private readonly background: readonly Stoppable[];
+  private readonly qp: QpSource | undefined;
   private readonly seen = new Set<string>();
   private readonly loggedUnreadable = new Set<number>();
   private foundSlurm: boolean | undefined;
@@ -70,8 +74,10 @@ export class NodeRunner implements Collecting {
     const onError = () => this.self.m.cycleErrors.record(1, { source: 'jobid', kind: 'io' });
     const jobIdTable = opts.squeue ? squeueJobIds({ ...opts.squeue, logger, onError }) : undefined;
     const metadata = opts.jobMetadata ? squeueMetadata({ ...opts.jobMetadata, logger, onError }) : undefined;
-    this.background = [jobIdTable, metadata].filter((b): b is NonNullable<typeof b> => b !== undefined);
-    this.collector = new NodeCollector({ ...opts.collector, jobIdTable, metadata });
+    const onRdmaError = () => this.self.m.cycleErrors.record(1, { source: 'rdma', kind: 'io' });
+    this.qp = opts.qpCounters ? new QpSource({ ...opts.qpCounters, logger, onError: onRdmaError }) : undefined;
+    this.background = [jobIdTable, metadata, this.qp].filter((b): b is NonNullable<typeof b> => b !== undefined);
+    this.collector = new NodeCollector({ ...opts.collector, jobIdTable, metadata, qp: this.qp });
   }
 
   get landing(): Body {
@@ -133,7 +139,7 @@ export class NodeRunner implements Collecting {
     const fresh = list.filter((u) => !this.loggedUnreadable.has(u.pid));
     for (const u of fresh.slice(0, MAX_LOGGED_UNREADABLE)) {
       const fields = { pid: u.pid, comm: u.comm, cgroup: u.cgroup, errno: u.errno, scope: u.scope, effect: u.effect };
-      this.opts.logger[u.effect === 'ignored' ? 'info' : 'warn'](fields, unreadableLine(u));
+      this.opts.logger[u.effect === 'ignored' || u.effect === 'cleared' ? 'info' : 'warn'](fields, unreadableLine(u));
     }
     if (fresh.length > MAX_LOGGED_UNREADABLE) {
       this.opts.logger.warn({ count: fresh.length - MAX_LOGGED_UNREADABLE }, 'more processes with unreadable fd tables: slurm-otel explain lists them all');
@@ -171,13 +177,15 @@ export class NodeRunner implements Collecting {
     return this.self.exposition();
   }
 
-  /** Kills squeue runs in flight (and whatever they started). */
+  /** Kills squeue and rdma runs in flight (and whatever they started). */
   abort(): void {
     for (const b of this.background) b.stop();
   }
 
-  shutdown(): Promise<void> {
+  /** Also turns per-PID QP counters off again on the links this agent turned on. */
+  async shutdown(): Promise<void> {
     this.abort();
+    await this.qp?.restore();
     return closeTelemetry(this.pipeline, this.self);
   }
 }

@@ -25,6 +25,10 @@ export interface Allocation {
   readonly procsFiles: readonly string[];
   /** Subtrees that could not be read: the PID list may be incomplete. */
   readonly gaps: readonly string[];
+  /** The job directory that may carry `rdma.current`: the v2 job directory, or the v1 one under the rdma hierarchy. */
+  readonly rdmaDir?: string;
+  /** PID → the directory (v2, or under the v1 rdma hierarchy) whose cgroup.procs listed it: its own cgroup. */
+  readonly cgroupOf?: ReadonlyMap<number, string>;
 }
 
 export interface ScopeInfo {
@@ -103,6 +107,8 @@ interface MutableAllocation {
   stepdPids: Set<number>;
   procsFiles: string[];
   gaps: string[];
+  rdmaDir?: string;
+  cgroupOf: Map<number, string>;
 }
 
 function noteGap(r: Read<unknown>, where: string, gaps: string[], problems: Problems): void {
@@ -137,7 +143,8 @@ function scanScope(dir: string, scope: string, acc: ScanAccumulator, problems: P
     const layout: Layout = idKind === 'sluid' ? 'v2-sluid' : 'v2';
     if (idKind === 'sluid') acc.scope('v2-sluid', scope);
     const alloc = newAllocation(`${scope}/${name}`, numeric?.[1] ?? name, idKind, layout, scope);
-    walkJob(join(dir, name), [], alloc, problems);
+    alloc.rdmaDir = join(dir, name);
+    walkJob(join(dir, name), [], alloc, true, problems);
     acc.allocations.set(alloc.key, alloc);
   }
 }
@@ -153,11 +160,11 @@ function scanV1(cgroupfs: string, acc: ScanAccumulator, problems: Problems): voi
       noteGap(roots, 'controller', acc.gaps, problems);
       continue;
     }
-    for (const root of roots.value.filter((r) => V1_ROOT_RE.test(r))) scanV1Root(join(cgroupfs, ctrl, root), root, acc, problems);
+    for (const root of roots.value.filter((r) => V1_ROOT_RE.test(r))) scanV1Root(join(cgroupfs, ctrl, root), root, ctrl.split(',').includes('rdma'), acc, problems);
   }
 }
 
-function scanV1Root(dir: string, root: string, acc: ScanAccumulator, problems: Problems): void {
+function scanV1Root(dir: string, root: string, rdma: boolean, acc: ScanAccumulator, problems: Problems): void {
   acc.foundSlurm = true;
   acc.scope('v1', root);
   const uids = listSubdirs(dir);
@@ -177,17 +184,18 @@ function scanV1Root(dir: string, root: string, acc: ScanAccumulator, problems: P
         alloc = newAllocation(key, numeric[1] as string, 'jobid', 'v1', root);
         acc.allocations.set(key, alloc);
       }
-      walkJob(join(dir, uid, name), [], alloc, problems);
+      if (rdma) alloc.rdmaDir = join(dir, uid, name);
+      walkJob(join(dir, uid, name), [], alloc, rdma, problems);
     }
   }
 }
 
 function newAllocation(key: string, id: string, idKind: IdKind, layout: Layout, scope: string): MutableAllocation {
-  return { key, id, idKind, layout, scope, pids: new Set(), stepdPids: new Set(), procsFiles: [], gaps: [] };
+  return { key, id, idKind, layout, scope, pids: new Set(), stepdPids: new Set(), procsFiles: [], gaps: [], cgroupOf: new Map() };
 }
 
 /** Reads cgroup.procs at every level below the job: processes live in leaves, not at the job level. */
-function walkJob(dir: string, rel: string[], alloc: MutableAllocation, problems: Problems): void {
+function walkJob(dir: string, rel: string[], alloc: MutableAllocation, ownCgroups: boolean, problems: Problems): void {
   const procsPath = join(dir, 'cgroup.procs');
   const procs = readSmall(procsPath, { limit: LIST_LIMIT });
   if (!procs.ok) noteGap(procs, `job ${alloc.id}`, alloc.gaps, problems);
@@ -195,12 +203,15 @@ function walkJob(dir: string, rel: string[], alloc: MutableAllocation, problems:
     alloc.procsFiles.push(procsPath);
     // v2 puts each step's slurmstepd in step_<S>/slurm.
     const into = rel.length === 2 && rel[1] === 'slurm' && rel[0]?.startsWith('step_') ? alloc.stepdPids : alloc.pids;
-    for (const pid of parsePids(procs.value)) into.add(pid);
+    for (const pid of parsePids(procs.value)) {
+      into.add(pid);
+      if (ownCgroups) alloc.cgroupOf.set(pid, dir);
+    }
   }
   if (rel.length >= MAX_JOB_DEPTH) return;
   const subs = listSubdirs(dir);
   if (!subs.ok) return noteGap(subs, `job ${alloc.id}`, alloc.gaps, problems);
-  for (const name of subs.value) walkJob(join(dir, name), [...rel, name], alloc, problems);
+  for (const name of subs.value) walkJob(join(dir, name), [...rel, name], alloc, ownCgroups, problems);
 }
 
 export function parsePids(text: string): number[] {
@@ -230,4 +241,20 @@ const JOB_CGROUP_RE = /(?:^|\/)(?:[^/]*_)?slurmstepd\.scope\/(?!(?:system|slurmd
 /** Whether a cgroup path (as in /proc/<pid>/cgroup) lies inside a Slurm job. */
 export function inSlurmJob(cgroupPath: string): boolean {
   return JOB_CGROUP_RE.test(cgroupPath);
+}
+
+/** One line of /proc/<pid>/cgroup. */
+export interface CgroupLine {
+  /** Empty for the v2 line (`0::/path`). */
+  readonly controllers: string;
+  readonly path: string;
+}
+
+export function cgroupLines(text: string): CgroupLine[] {
+  const out: CgroupLine[] = [];
+  for (const line of text.split('\n')) {
+    const m = /^\d+:([^:]*):(.*)$/.exec(line.trim());
+    if (m) out.push({ controllers: m[1] as string, path: m[2] as string });
+  }
+  return out;
 }

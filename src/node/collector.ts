@@ -2,7 +2,9 @@
 import type { Family } from '../telemetry/spec.js';
 import { attribute, EMPTY_STATE, type Attribution, type AttributionState } from './attribution.js';
 import { JobIdResolver, type JobIdTable } from './jobids.js';
-import { observe } from './observe.js';
+import { observe, qpFamilies } from './observe.js';
+import { accumulateQp, EMPTY_QP_STATE, type QpState } from './qp-counters.js';
+import type { QpReadings } from './qp-source.js';
 import { FdScanner } from './owners.js';
 import type { Roots } from './roots.js';
 import type { JobMetadataSource } from './squeue.js';
@@ -17,6 +19,10 @@ export interface CollectorOptions {
   readonly jobIdTable?: JobIdTable;
   /** Source of the optional user/account/partition labels on job series. */
   readonly metadata?: JobMetadataSource;
+  /** Read the fd tables of processes whose cgroup's rdma.current already tells what they hold (explain). */
+  readonly readAllFds?: boolean;
+  /** Per-PID QP counters read in the background (--qp-counters observe|manage). */
+  readonly qp?: QpReadings;
 }
 
 export interface Cycle {
@@ -34,6 +40,8 @@ export interface Cycle {
 export class NodeCollector {
   private readonly readers;
   private state: AttributionState = EMPTY_STATE;
+  private qpState: QpState = EMPTY_QP_STATE;
+  private readonly qp: QpReadings | undefined;
 
   constructor(opts: CollectorOptions) {
     this.readers = {
@@ -42,7 +50,9 @@ export class NodeCollector {
       jobIds: new JobIdResolver(opts.roots.procfs, opts.jobIdTable),
       metadata: opts.metadata,
       unreadable: opts.unreadableProcesses ?? 'strict',
+      readAllFds: opts.readAllFds,
     };
+    this.qp = opts.qp;
   }
 
   cycle(nowMs: number = Date.now()): Cycle {
@@ -55,6 +65,16 @@ export class NodeCollector {
     const attribution = attribute(snapshot, this.state);
     this.state = attribution.state;
     const families = observe(snapshot, attribution);
+    if (this.qp) families.push(...qpFamilies(snapshot, this.qpCycle(this.qp, snapshot)));
     return { snapshot, attribution, families, durationMs: performance.now() - t0 };
+  }
+
+  /** Folds the latest background reading into the job totals, and asks for the next one. */
+  private qpCycle(qp: QpReadings, snapshot: NodeSnapshot): QpState {
+    const jobOf = new Map<number, string>();
+    for (const a of snapshot.allocations) if (a.jobId !== undefined) for (const pid of [...a.pids, ...a.stepdPids]) jobOf.set(pid, a.jobId);
+    this.qpState = accumulateQp(this.qpState, qp.latest(), jobOf, new Set(jobOf.values()), snapshot.atMs);
+    qp.want(snapshot.hca.hcas.flatMap((h) => h.ports.map((p) => `${h.device}/${p.port}`)));
+    return this.qpState;
   }
 }

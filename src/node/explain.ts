@@ -5,7 +5,7 @@
  */
 import type { Cycle } from './collector.js';
 import type { PortStatus } from './attribution.js';
-import type { NodeSnapshot } from './snapshot.js';
+import type { HolderEvidence, NodeSnapshot } from './snapshot.js';
 
 /** Counters an operator looks at first during a fabric incident. */
 export const KEY_COUNTERS = ['packet_seq_err', 'out_of_sequence', 'local_ack_timeout_err', 'port_xmit_discards', 'symbol_error', 'link_downed'] as const;
@@ -13,6 +13,18 @@ export const KEY_COUNTERS = ['packet_seq_err', 'out_of_sequence', 'local_ack_tim
 export interface Holder {
   readonly pid: number;
   readonly comm: string;
+}
+
+/** A holder and what shows it holds the device. */
+export interface NonJobHolder extends Holder {
+  readonly evidence: readonly HolderEvidence[];
+}
+
+export interface JobHolder {
+  readonly jobId: string;
+  /** Its processes with an fd on the device, or charged for it by their own rdma cgroup. */
+  readonly holders: readonly Holder[];
+  readonly evidence: readonly HolderEvidence[];
 }
 
 export interface PortRow {
@@ -24,8 +36,8 @@ export interface PortRow {
   readonly status: PortStatus;
   readonly why: string;
   /** Jobs holding the device, each with its holding processes. */
-  readonly jobs: readonly { readonly jobId: string; readonly holders: readonly Holder[] }[];
-  readonly nonJob: readonly Holder[];
+  readonly jobs: readonly JobHolder[];
+  readonly nonJob: readonly NonJobHolder[];
   /** The attributed job (status sole). */
   readonly attributedTo?: string;
   readonly counters: Readonly<Record<string, string>>;
@@ -42,7 +54,8 @@ export function attributionRows(c: Cycle): PortRow[] {
     const jobs = (held?.allocations ?? []).map((key) => {
       const a = byKey.get(key);
       const pids = new Set([...(a?.pids ?? []), ...(a?.stepdPids ?? [])]);
-      return { jobId: a?.jobId ?? `${a?.id ?? key} (unresolved)`, holders: (held?.jobPids ?? []).filter((pid) => pids.has(pid)).map(holder) };
+      const evidence = held?.jobEvidence.get(key) ?? [];
+      return { jobId: a?.jobId ?? `${a?.id ?? key} (unresolved)`, holders: (held?.jobPids ?? []).filter((pid) => pids.has(pid)).map(holder), evidence };
     });
     const counters: Record<string, string> = {};
     for (const name of KEY_COUNTERS) {
@@ -51,10 +64,18 @@ export function attributionRows(c: Cycle): PortRow[] {
     }
     const row = {
       device: v.device, port: v.port, linkLayer: p?.linkLayer ?? '', rate: p?.rate ?? '', state: p?.state ?? '',
-      status: v.status, why: v.why, jobs, nonJob: (held?.nonJobPids ?? []).map(holder), counters,
+      status: v.status, why: v.why, jobs, counters,
+      nonJob: (held?.nonJobPids ?? []).map((pid) => ({ ...holder(pid), evidence: held?.nonJobEvidence.get(pid) ?? [] })),
     };
     return v.soleJobId === undefined ? row : { ...row, attributedTo: v.soleJobId };
   });
+}
+
+const EVIDENCE_WORDS: Record<HolderEvidence, string> = { fd: 'fd', 'rdma-cgroup': 'rdma cgroup' };
+
+/** What shows a holder, in words: `[fd]`, `[rdma cgroup]` or `[fd + rdma cgroup]`. */
+export function evidenceText(evidence: readonly HolderEvidence[]): string {
+  return `[${evidence.map((e) => EVIDENCE_WORDS[e]).join(' + ')}]`;
 }
 
 /** What to say first when the cgroup root holds no Slurm hierarchy; undefined when it holds one. */

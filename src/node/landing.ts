@@ -4,7 +4,7 @@
  */
 import { escapeHtml as esc, formatRate, formatSi, page, sparkline } from '../telemetry/page.js';
 import type { PortRow } from './explain.js';
-import { KEY_COUNTERS } from './explain.js';
+import { evidenceText, KEY_COUNTERS } from './explain.js';
 import { saturated } from './hca.js';
 import { ERROR_COUNTERS, jobKey, portKey, rateSteps, RX_BYTES, TX_BYTES, type CounterHistory, type Reading } from './history.js';
 import { unreadableEffect, type UnreadableProcess } from './unreadable.js';
@@ -44,8 +44,8 @@ ${renderUnreadable(meta.unreadable ?? [])}`;
 }
 
 function renderRow(r: PortRow): string {
-  const jobs = r.jobs.map((j) => `<div data-job="${esc(j.jobId)}">${esc(j.jobId)}: ${j.holders.map((h) => `${h.pid} ${esc(h.comm)}`).join(', ')}</div>`).join('') || '—';
-  const nonJob = r.nonJob.map((h) => `${h.pid} ${esc(h.comm)}`).join('<br>') || '—';
+  const jobs = r.jobs.map((j) => `<div data-job="${esc(j.jobId)}">${esc(j.jobId)}: ${j.holders.map((h) => `${h.pid} ${esc(h.comm)}`).join(', ')} ${evidenceText(j.evidence)}</div>`).join('') || '—';
+  const nonJob = r.nonJob.map((h) => `${h.pid} ${esc(h.comm)} ${evidenceText(h.evidence)}`).join('<br>') || '—';
   const counters = KEY_COUNTERS.filter((k) => r.counters[k] !== undefined).map((k) => `<code>${k}=${esc(r.counters[k] as string)}</code>`).join('<br>');
   return `<tr class="${r.status}" data-device="${esc(r.device)}" data-port="${esc(r.port)}" data-status="${r.status}">`
     + `<td>${esc(r.device)}</td><td>${esc(r.port)}</td><td>${esc(`${r.linkLayer} ${r.rate}`)}<br>${esc(r.state)}</td>`

@@ -3,6 +3,7 @@ import type { Family, Point } from '../telemetry/spec.js';
 import { PORT_STATUSES, type Attribution } from './attribution.js';
 import { PMA_WIDTH, saturated } from './hca.js';
 import { NODE_METRICS as M } from './metrics.js';
+import type { QpState } from './qp-counters.js';
 import type { NodeSnapshot } from './snapshot.js';
 
 export function observe(snap: NodeSnapshot, attr: Attribution): Family[] {
@@ -94,13 +95,32 @@ function jobFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
   const processes = snap.allocations
     .filter((a) => a.jobId !== undefined)
     .map((a) => ({ attributes: { job_id: a.jobId as string, ...metadataOf(snap, a.jobId as string) }, value: new Set([...a.pids, ...a.stepdPids]).size }));
+  const [handles, objects] = rdmaPoints(snap);
   return [
     { spec: M.jobCounters, points: counters },
     { spec: M.jobTransmitBytes, points: tx },
     { spec: M.jobReceiveBytes, points: rx },
     { spec: M.jobDeviceAttributed, points: attributed },
     { spec: M.jobProcesses, points: processes },
+    { spec: M.jobRdmaHandles, points: handles },
+    { spec: M.jobRdmaObjects, points: objects },
   ];
+}
+
+/** Each resolved job's rdma.current, device by device, zeros included (a zero there is the kernel's). */
+function rdmaPoints(snap: NodeSnapshot): [Point[], Point[]] {
+  const handles: Point[] = [];
+  const objects: Point[] = [];
+  for (const a of snap.allocations) {
+    const e = snap.rdma.get(a.key);
+    if (a.jobId === undefined || e === undefined) continue;
+    for (const [device, c] of e.charges) {
+      const attributes = { job_id: a.jobId, device, ...metadataOf(snap, a.jobId) };
+      handles.push({ attributes, value: c.handles });
+      objects.push({ attributes, value: c.objects });
+    }
+  }
+  return [handles, objects];
 }
 
 /** Resolved job ids holding a device. */
@@ -127,5 +147,32 @@ function summaryFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
     { spec: M.unreadableProcesses, points: (['job', 'outside'] as const).map((scope) => ({ attributes: { scope }, value: snap.unreadable.filter((u) => u.scope === scope).length })) },
     { spec: M.cgroupLayout, points: snap.scopes.map((s) => ({ attributes: { layout: s.layout, scope: s.scope }, value: 1 })) },
     { spec: M.cgroupFoundSlurm, points: [{ attributes: {}, value: snap.slurmCgroups.found ? 1 : 0 }] },
+  ];
+}
+
+/** Per-job QP counter totals (shared ports included) and the QP coverage, with --qp-counters. */
+export function qpFamilies(snap: NodeSnapshot, qp: QpState): Family[] {
+  const counters: Point[] = [];
+  const tx: Point[] = [];
+  const rx: Point[] = [];
+  for (const s of qp.series.values()) {
+    const base = { job_id: s.jobId, device: s.device, port: s.port, ...metadataOf(snap, s.jobId) };
+    for (const [counter, value] of s.values) counters.push({ attributes: { ...base, counter }, value, startTimeMs: s.startMs });
+    const txBytes = s.values.get('rdma_tx_bytes');
+    const rxBytes = s.values.get('rdma_rx_bytes');
+    if (txBytes !== undefined) tx.push({ attributes: base, value: txBytes, startTimeMs: s.startMs });
+    if (rxBytes !== undefined) rx.push({ attributes: base, value: rxBytes, startTimeMs: s.startMs });
+  }
+  const gauge = (m: ReadonlyMap<string, number>): Point[] =>
+    [...m].map(([key, value]) => {
+      const [job_id, device, port] = key.split(' ') as [string, string, string];
+      return { attributes: { job_id, device, port, ...metadataOf(snap, job_id) }, value };
+    });
+  return [
+    { spec: M.jobQpCounters, points: counters },
+    { spec: M.jobQpTransmitBytes, points: tx },
+    { spec: M.jobQpReceiveBytes, points: rx },
+    { spec: M.jobQpCounted, points: gauge(qp.counted) },
+    { spec: M.jobQps, points: gauge(qp.qps) },
   ];
 }

@@ -27,7 +27,19 @@ export interface OwnerScan {
   readonly unreadable: readonly UnreadableFds[];
   /** Every PID listed in /proc this cycle. */
   readonly present: ReadonlySet<number>;
+  /** PIDs whose own cgroup tells which HCAs it holds (rdma.current); their fd tables were not read unless asked. */
+  readonly covered: readonly number[];
   readonly stats: { processes: number; fdLinksRead: number; fullRescan: boolean };
+}
+
+/**
+ * Processes the kernel's rdma cgroup charges already account for: `test` says
+ * whether a PID's own cgroup has rdma.current; with `skip`, such a process's
+ * fd table is not read at all.
+ */
+export interface Coverage {
+  test(pid: number): boolean;
+  readonly skip: boolean;
 }
 
 interface ProcEntry {
@@ -50,26 +62,29 @@ export class FdScanner {
     private readonly rescanIntervalMs: number,
   ) {}
 
-  scan(nowMs: number, problems: Problems): OwnerScan {
+  scan(nowMs: number, problems: Problems, coverage?: Coverage): OwnerScan {
     const full = nowMs - this.lastFullMs >= this.rescanIntervalMs;
     if (full) this.lastFullMs = nowMs;
     const listing = listDir(this.procfs);
     if (!listing.ok) {
       problems.add('proc', listing.kind, listing.detail);
-      return { holders: new Map(), unreadable: [], present: new Set(), stats: { processes: 0, fdLinksRead: 0, fullRescan: full } };
+      return { holders: new Map(), unreadable: [], present: new Set(), covered: [], stats: { processes: 0, fdLinksRead: 0, fullRescan: full } };
     }
     const next = new Map<number, ProcEntry>();
     const holders = new Map<string, number[]>();
     const unreadable: UnreadableFds[] = [];
     const present = new Set<number>();
+    const covered: number[] = [];
     let linksRead = 0;
     for (const name of listing.value) {
       const c = name.charCodeAt(0);
       if (c < 48 || c > 57) continue;
       const pid = Number(name);
       present.add(pid);
-      const r = this.scanProcess(pid, full, problems);
+      const r = this.scanProcess(pid, full, problems, coverage);
       if (r === 'gone') continue;
+      if (r === 'covered' || (coverage !== undefined && !coverage.skip && coverage.test(pid))) covered.push(pid);
+      if (r === 'covered') continue;
       if ('errno' in r) {
         unreadable.push({ pid, errno: r.errno });
         continue;
@@ -83,10 +98,12 @@ export class FdScanner {
       }
     }
     this.cache = next;
-    return { holders, unreadable, present, stats: { processes: present.size, fdLinksRead: linksRead, fullRescan: full } };
+    return { holders, unreadable, present, covered, stats: { processes: present.size, fdLinksRead: linksRead, fullRescan: full } };
   }
 
-  private scanProcess(pid: number, full: boolean, problems: Problems): { entry: ProcEntry; linksRead: number } | 'gone' | { errno: string } {
+  private scanProcess(pid: number, full: boolean, problems: Problems, coverage: Coverage | undefined): { entry: ProcEntry; linksRead: number } | 'gone' | 'covered' | { errno: string } {
+    // Covered first: its stat (start time, for the fd cache) is not needed either.
+    if (coverage?.skip && coverage.test(pid)) return 'covered';
     const base = `${this.procfs}/${pid}/`;
     const stat = readSmall(base + 'stat');
     if (!stat.ok) {

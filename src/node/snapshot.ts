@@ -7,6 +7,7 @@ import { readHcas, UverbsMap, type HcaScan } from './hca.js';
 import type { JobIdResolver } from './jobids.js';
 import type { FdScanner } from './owners.js';
 import { Problems, type Problem } from './problems.js';
+import { chargedDevices, ProcessCharges, rdmaControllerPresent, readRdmaCurrent, type RdmaEvidence } from './rdma-cgroup.js';
 import { join, procHidesProcesses, readSmall, type Roots } from './roots.js';
 import type { JobMetadata, JobMetadataSource } from './squeue.js';
 import { classifyUnreadable, describeUnreadable, type UnreadablePolicy, type UnreadableProcess } from './unreadable.js';
@@ -17,6 +18,9 @@ export interface JobAllocation extends Allocation {
   readonly unresolved?: string;
 }
 
+/** What shows a holder: an fd on the device's uverbs file, or a verbs context charged in an rdma cgroup. */
+export type HolderEvidence = 'fd' | 'rdma-cgroup';
+
 export interface DeviceHolders {
   /** Allocation keys of the jobs holding the device. */
   readonly allocations: readonly string[];
@@ -24,6 +28,10 @@ export interface DeviceHolders {
   readonly nonJobPids: readonly number[];
   /** Job PIDs holding it, for the explain table. */
   readonly jobPids: readonly number[];
+  /** Allocation key → what shows the job holds the device. */
+  readonly jobEvidence: ReadonlyMap<string, readonly HolderEvidence[]>;
+  /** PID outside the jobs → what shows it holds the device. */
+  readonly nonJobEvidence: ReadonlyMap<number, readonly HolderEvidence[]>;
 }
 
 export interface NodeSnapshot {
@@ -37,6 +45,8 @@ export interface NodeSnapshot {
   readonly gaps: readonly string[];
   /** Processes whose fd table could not be read, named, with their effect on attribution. */
   readonly unreadable: readonly UnreadableProcess[];
+  /** Allocation key → its job cgroup's rdma.current, where the job cgroup has one. */
+  readonly rdma: ReadonlyMap<string, RdmaEvidence>;
   /** Whether the cgroup root holds any Slurm hierarchy, and what was looked for. */
   readonly slurmCgroups: { readonly found: boolean; readonly searched: string };
   /** user/account/partition per job id; undefined when no metadata source is configured. */
@@ -44,7 +54,12 @@ export interface NodeSnapshot {
   /** Command names of the processes holding a device (for the explain views). */
   readonly holderNames: ReadonlyMap<number, string>;
   readonly problems: readonly Problem[];
-  readonly stats: { readonly processes: number; readonly fdLinksRead: number };
+  readonly stats: {
+    readonly processes: number;
+    readonly fdLinksRead: number;
+    /** Processes whose fd table the rdma cgroup charges stand in for (not read unless every fd table is). */
+    readonly coveredByRdmaCgroup: number;
+  };
 }
 
 export interface Readers {
@@ -53,6 +68,11 @@ export interface Readers {
   readonly jobIds: JobIdResolver;
   readonly metadata?: JobMetadataSource;
   readonly unreadable: UnreadablePolicy;
+  /**
+   * Read every fd table, also of processes whose cgroup's rdma.current already tells what they
+   * hold (explain: to name the holding PIDs).
+   */
+  readonly readAllFds?: boolean;
 }
 
 export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
@@ -60,15 +80,18 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
   const { roots } = readers;
   // cgroups before /proc: a PID listed in a job but absent from /proc afterwards has exited or is hidden.
   const cgroups = scanCgroups(roots.cgroupfs, problems);
-  const owners = readers.fds.scan(nowMs, problems);
+  const allocationOf = new Map<number, string>();
+  for (const a of cgroups.allocations) for (const pid of [...a.pids, ...a.stepdPids]) allocationOf.set(pid, a.key);
+  const rdma = jobCharges(cgroups.allocations, problems);
+  const known = new Map(cgroups.allocations.flatMap((a) => [...(a.cgroupOf ?? [])]));
+  const charges = new ProcessCharges(roots.procfs, roots.cgroupfs, problems, known);
+  const coverage = rdmaControllerPresent(roots.cgroupfs) ? { test: (pid: number) => covered(pid, allocationOf, rdma, known, charges), skip: readers.readAllFds !== true } : undefined;
+  const owners = readers.fds.scan(nowMs, problems, coverage);
   const hca = readHcas(roots.sysfs, problems);
   const resolutions = readers.jobIds.resolve(cgroups.allocations, problems);
   const gaps = [...cgroups.gaps];
 
-  const allocationOf = new Map<number, string>();
   const allocations: JobAllocation[] = cgroups.allocations.map((a) => {
-    for (const pid of a.pids) allocationOf.set(pid, a.key);
-    for (const pid of a.stepdPids) allocationOf.set(pid, a.key);
     for (const g of a.gaps) gaps.push(`job ${a.id}: ${g}`);
     for (const pid of [...a.pids, ...a.stepdPids]) {
       if (!owners.present.has(pid) && !pidLeft(a, pid)) gaps.push(`job ${a.id}: PID ${pid} is in the job cgroup but not visible in /proc`);
@@ -77,51 +100,126 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
     return r && 'jobId' in r ? { ...a, jobId: r.jobId } : { ...a, unresolved: r?.unresolved ?? 'not resolved' };
   });
   const jobs = new Map(allocations.map((a) => [a.key, { key: a.key, label: a.jobId ?? a.id }]));
-  const unreadable = classifyUnreadable(roots.procfs, owners.unreadable, (pid) => jobs.get(allocationOf.get(pid) ?? ''), readers.unreadable);
+  const unreadable = classifyUnreadable(roots.procfs, owners.unreadable, (pid) => jobs.get(allocationOf.get(pid) ?? ''), readers.unreadable, (lines) => charges.ofLines(lines));
   for (const u of unreadable) if (u.effect === 'node') gaps.push(describeUnreadable(u));
   if (process.geteuid?.() !== 0 && procHidesProcesses(roots.procfs)) gaps.push(`${roots.procfs} is mounted with hidepid and the agent is not root: other users' processes are invisible`);
 
+  const holders = new HolderTable();
   const uverbs = new UverbsMap(roots.sysfs, problems);
-  const holders = new Map<string, { allocations: Set<string>; nonJobPids: number[]; jobPids: number[] }>();
   for (const [dev, pids] of owners.holders) {
     const device = uverbs.device(dev);
     if (device === undefined) {
       gaps.push(`${dev}: HCA unknown (no readable ibdev)`);
       continue;
     }
-    let h = holders.get(device);
-    if (!h) holders.set(device, (h = { allocations: new Set(), nonJobPids: [], jobPids: [] }));
-    for (const pid of pids) {
-      const key = allocationOf.get(pid);
-      if (key === undefined) h.nonJobPids.push(pid);
-      else {
-        h.allocations.add(key);
-        h.jobPids.push(pid);
-      }
-    }
+    for (const pid of pids) holders.add(device, pid, allocationOf.get(pid), 'fd');
+  }
+  for (const [key, e] of rdma) for (const device of chargedDevices(e.charges)) holders.add(device, undefined, key, 'rdma-cgroup');
+  for (const u of unreadable) if (u.effect === 'charged') for (const device of u.rdma?.charged ?? []) holders.add(device, u.pid, u.allocation, 'rdma-cgroup');
+  for (const pid of owners.covered) {
+    const allocation = allocationOf.get(pid);
+    // A job process's job is the holder, by the job cgroup's charges above; explain, reading every fd table, names the process too.
+    if (allocation !== undefined && readers.readAllFds !== true) continue;
+    const e = charges.of(pid);
+    for (const device of e ? chargedDevices(e.charges) : []) holders.add(device, pid, allocation, 'rdma-cgroup');
   }
   const metadata = readers.metadata ? jobMetadata(readers.metadata, allocations) : undefined;
   const holderNames = new Map<number, string>();
-  for (const pids of owners.holders.values()) {
-    for (const pid of pids) {
-      const comm = readSmall(join(roots.procfs, String(pid), 'comm'), { utf8: true });
-      if (comm.ok) holderNames.set(pid, comm.value.trim());
-    }
+  for (const pid of new Set(holders.pids().flatMap((p) => [...p]))) {
+    const comm = readSmall(join(roots.procfs, String(pid), 'comm'), { utf8: true });
+    if (comm.ok) holderNames.set(pid, comm.value.trim());
   }
   return {
     atMs: nowMs,
     hca,
     allocations,
     scopes: cgroups.scopes,
-    holders: new Map([...holders].map(([d, h]) => [d, { ...h, allocations: [...h.allocations] }])),
+    holders: holders.result(),
     gaps,
     unreadable,
+    rdma,
     slurmCgroups: { found: cgroups.foundSlurm, searched: cgroups.searched },
     holderNames,
     ...(metadata ? { metadata } : {}),
     problems: problems.list(),
-    stats: { processes: owners.stats.processes, fdLinksRead: owners.stats.fdLinksRead },
+    stats: { processes: owners.stats.processes, fdLinksRead: owners.stats.fdLinksRead, coveredByRdmaCgroup: owners.covered.length },
   };
+}
+
+/**
+ * Whether the kernel's charges stand in for a process's fd table. A job process: when its job
+ * cgroup has rdma.current and the process was listed in that tree (v2, or the v1 rdma hierarchy),
+ * since every context created below the job cgroup is charged to it (charges go to the ancestors,
+ * and a cgroup without the controller enabled charges its nearest ancestor that has it). Any
+ * other process: when its own cgroup has rdma.current.
+ */
+function covered(pid: number, allocationOf: ReadonlyMap<number, string>, jobs: ReadonlyMap<string, RdmaEvidence>, listed: ReadonlyMap<number, string>, charges: ProcessCharges): boolean {
+  const key = allocationOf.get(pid);
+  if (key !== undefined) return jobs.has(key) && listed.has(pid);
+  return charges.of(pid) !== undefined;
+}
+
+/** The rdma.current of each job cgroup that has one. */
+function jobCharges(allocations: readonly Allocation[], problems: Problems): Map<string, RdmaEvidence> {
+  const out = new Map<string, RdmaEvidence>();
+  for (const a of allocations) {
+    const e = a.rdmaDir === undefined ? undefined : readRdmaCurrent(a.rdmaDir, problems);
+    if (e) out.set(a.key, e);
+  }
+  return out;
+}
+
+interface MutableHolders {
+  allocations: Set<string>;
+  nonJobPids: Set<number>;
+  jobPids: Set<number>;
+  jobEvidence: Map<string, Set<HolderEvidence>>;
+  nonJobEvidence: Map<number, Set<HolderEvidence>>;
+}
+
+/** Holders per device, each with the evidence that shows it. */
+class HolderTable {
+  private readonly byDevice = new Map<string, MutableHolders>();
+
+  /** A holder: a process (pid) of a job (allocation key), a job known only by its cgroup (no pid), or a process outside the jobs. */
+  add(device: string, pid: number | undefined, allocation: string | undefined, evidence: HolderEvidence): void {
+    let h = this.byDevice.get(device);
+    if (!h) this.byDevice.set(device, (h = { allocations: new Set(), nonJobPids: new Set(), jobPids: new Set(), jobEvidence: new Map(), nonJobEvidence: new Map() }));
+    if (allocation !== undefined) {
+      h.allocations.add(allocation);
+      if (pid !== undefined) h.jobPids.add(pid);
+      addTo(h.jobEvidence, allocation, evidence);
+    } else if (pid !== undefined) {
+      h.nonJobPids.add(pid);
+      addTo(h.nonJobEvidence, pid, evidence);
+    }
+  }
+
+  /** The PIDs named as holders, device by device. */
+  pids(): Set<number>[] {
+    return [...this.byDevice.values()].map((h) => new Set([...h.jobPids, ...h.nonJobPids]));
+  }
+
+  result(): Map<string, DeviceHolders> {
+    const out = new Map<string, DeviceHolders>();
+    for (const [d, h] of this.byDevice) {
+      out.set(d, {
+        allocations: [...h.allocations], nonJobPids: [...h.nonJobPids], jobPids: [...h.jobPids],
+        jobEvidence: frozen(h.jobEvidence), nonJobEvidence: frozen(h.nonJobEvidence),
+      });
+    }
+    return out;
+  }
+}
+
+function addTo<K>(m: Map<K, Set<HolderEvidence>>, key: K, e: HolderEvidence): void {
+  const s = m.get(key);
+  if (s) s.add(e);
+  else m.set(key, new Set([e]));
+}
+
+function frozen<K>(m: Map<K, Set<HolderEvidence>>): Map<K, HolderEvidence[]> {
+  return new Map([...m].map(([k, s]) => [k, [...s].sort()]));
 }
 
 /** Metadata of the jobs on the node as far as the source knows it; asks for a refresh meanwhile. */

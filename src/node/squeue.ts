@@ -4,10 +4,10 @@
  * Each runs only when asked, at most once per interval, never on the scrape
  * path; a failed run keeps the previous table.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import type { Logger } from '../log.js';
 import { SLUID_RE } from './cgroups.js';
 import type { JobIdTable } from './jobids.js';
+import { ChildRunner } from './runner.js';
 
 export interface SqueueOptions {
   readonly path: string;
@@ -24,8 +24,7 @@ const MAX_OUTPUT = 16 << 20;
 class BackgroundSqueue<T> {
   private table = new Map<string, T>();
   private running = false;
-  private stopped = false;
-  private child: ChildProcess | undefined;
+  private readonly runner: ChildRunner;
   private lastRunMs = -Infinity;
 
   constructor(
@@ -33,7 +32,9 @@ class BackgroundSqueue<T> {
     private readonly what: string,
     private readonly format: string,
     private readonly parse: (stdout: string) => Map<string, T>,
-  ) {}
+  ) {
+    this.runner = new ChildRunner('squeue', { timeoutMs: opts.timeoutMs, maxOutput: MAX_OUTPUT });
+  }
 
   lookup(key: string): T | undefined {
     return this.table.get(key);
@@ -42,7 +43,7 @@ class BackgroundSqueue<T> {
   /** Asks for a refresh; never blocks. */
   want(): void {
     const now = Date.now();
-    if (this.stopped || this.running || now - this.lastRunMs < this.opts.minIntervalMs) return;
+    if (this.runner.isStopped || this.running || now - this.lastRunMs < this.opts.minIntervalMs) return;
     this.running = true;
     this.lastRunMs = now;
     void this.refresh().finally(() => {
@@ -52,71 +53,21 @@ class BackgroundSqueue<T> {
 
   /** Kills a run in flight, with everything it started, and refuses new ones. */
   stop(): void {
-    this.stopped = true;
-    if (this.child) killGroup(this.child);
+    this.runner.stop();
   }
 
   private async refresh(): Promise<void> {
     const { path, nodeName, logger } = this.opts;
     const args = ['--noheader', `--nodelist=${nodeName}`, `--Format=${this.format}`];
     try {
-      const stdout = await this.run(path, args);
+      const stdout = await this.runner.run(path, args);
       this.table = this.parse(stdout);
       logger.debug({ entries: this.table.size }, `squeue ${this.what} table refreshed`);
     } catch (err) {
-      if (this.stopped) return;
+      if (this.runner.isStopped) return;
       this.opts.onError?.();
       logger.warn({ path, err: (err as Error).message }, `squeue ${this.what} refresh failed; keeping the previous table`);
     }
-  }
-
-  /**
-   * Runs squeue in a process group of its own: on a timeout, on stop and when it exits, the
-   * whole group is killed, so nothing it started (a wrapper's children) outlives it.
-   */
-  private run(path: string, args: readonly string[]): Promise<string> {
-    return new Promise<string>((resolve, reject) => {
-      const child = spawn(path, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-      this.child = child;
-      const chunks: Buffer[] = [];
-      let size = 0;
-      let stderr = '';
-      child.stderr?.on('data', (c: Buffer) => {
-        if (stderr.length < 1000) stderr += c.toString('utf8');
-      });
-      let failure: Error | undefined;
-      const fail = (err: Error): void => {
-        failure ??= err;
-        killGroup(child);
-      };
-      const timer = setTimeout(() => fail(new Error(`squeue timed out after ${this.opts.timeoutMs} ms`)), this.opts.timeoutMs);
-      child.stdout?.on('data', (c: Buffer) => {
-        size += c.length;
-        if (size > MAX_OUTPUT) fail(new Error(`squeue output exceeds ${MAX_OUTPUT} bytes`));
-        else chunks.push(c);
-      });
-      child.on('error', fail);
-      child.on('exit', (code, signal) => {
-        if (code !== 0 && !failure) failure = new Error(`squeue exited with ${signal ?? `status ${code}`}: ${stderr.trim().slice(0, 1000)}`);
-        killGroup(child);
-      });
-      child.on('close', () => {
-        clearTimeout(timer);
-        this.child = undefined;
-        if (failure) reject(failure);
-        else resolve(Buffer.concat(chunks).toString('utf8'));
-      });
-    });
-  }
-}
-
-/** SIGKILL to the child's process group; a group already gone is fine. */
-function killGroup(child: ChildProcess): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, 'SIGKILL');
-  } catch {
-    // ESRCH: every member has exited already.
   }
 }
 

@@ -9,16 +9,28 @@
  *   daemon hidden that way makes a port it shares with one job look sole.
  * An unreadable job process suppresses that job and every port it could share
  * under both policies (the rule itself is in attribution.ts).
+ *
+ * Kernel evidence comes first, under either policy: when the process's own
+ * cgroup has `rdma.current`, a cgroup charged no HCA handle holds no HCA (the
+ * process costs nothing), and one charged on some devices holds those only
+ * (their ports get it as a holder: its job, or a process outside the jobs).
  */
-import { inSlurmJob } from './cgroups.js';
+import { cgroupLines, inSlurmJob, type CgroupLine } from './cgroups.js';
 import type { UnreadableFds } from './owners.js';
+import { chargedDevices, type RdmaEvidence } from './rdma-cgroup.js';
 import { join, LIST_LIMIT, readSmall, type Read } from './roots.js';
+
+export { cgroupLines, type CgroupLine } from './cgroups.js';
 
 export type UnreadablePolicy = 'strict' | 'ignore-outside-jobs';
 export const UNREADABLE_POLICIES: readonly UnreadablePolicy[] = ['strict', 'ignore-outside-jobs'];
 
-/** job: suppresses its job and every port that job could share; node: every port; ignored: assumed to hold no HCA. */
-export type UnreadableEffect = 'job' | 'node' | 'ignored';
+/**
+ * job: suppresses its job and every port that job could share; node: every port; ignored: assumed
+ * to hold no HCA; cleared: its cgroup's rdma.current charges no HCA; charged: it holds the devices
+ * its cgroup's rdma.current charges, and no other.
+ */
+export type UnreadableEffect = 'job' | 'node' | 'ignored' | 'cleared' | 'charged';
 
 export interface UnreadableProcess {
   readonly pid: number;
@@ -31,6 +43,8 @@ export interface UnreadableProcess {
   readonly allocation?: string;
   readonly job?: string;
   readonly effect: UnreadableEffect;
+  /** Its own cgroup's rdma.current, when there is one: the file and the devices with a verbs context charged. */
+  readonly rdma?: { readonly file: string; readonly charged: readonly string[] };
   /** Why the kernel refused, and what to do about it. */
   readonly cause: string;
 }
@@ -62,8 +76,17 @@ export interface JobOf {
   readonly label: string;
 }
 
-/** Names each unreadable process and decides its effect under the policy. */
-export function classifyUnreadable(procfs: string, fds: readonly UnreadableFds[], jobOf: (pid: number) => JobOf | undefined, policy: UnreadablePolicy): UnreadableProcess[] {
+/** The charges of a process's own cgroup, from its /proc/<pid>/cgroup lines; undefined when there are none. */
+export type RdmaOf = (lines: readonly CgroupLine[]) => RdmaEvidence | undefined;
+
+/** Names each unreadable process and decides its effect: kernel evidence first, else the policy. */
+export function classifyUnreadable(
+  procfs: string,
+  fds: readonly UnreadableFds[],
+  jobOf: (pid: number) => JobOf | undefined,
+  policy: UnreadablePolicy,
+  rdmaOf: RdmaOf = () => undefined,
+): UnreadableProcess[] {
   if (fds.length === 0) return [];
   const privileges = readPrivileges(procfs);
   const out: UnreadableProcess[] = [];
@@ -76,10 +99,14 @@ export function classifyUnreadable(procfs: string, fds: readonly UnreadableFds[]
     const job = jobOf(pid);
     const inJob = job !== undefined || paths.some((l) => inSlurmJob(l.path));
     // Outside is trusted only when its cgroup says so; a job the scan did not see costs every port.
-    const effect: UnreadableEffect = job ? 'job' : !inJob && cg.ok && policy === 'ignore-outside-jobs' ? 'ignored' : 'node';
+    const policyEffect: UnreadableEffect = job ? 'job' : !inJob && cg.ok && policy === 'ignore-outside-jobs' ? 'ignored' : 'node';
+    const evidence = rdmaOf(paths);
+    const rdma = evidence && { file: evidence.file, charged: chargedDevices(evidence.charges) };
+    const effect: UnreadableEffect = rdma === undefined ? policyEffect : rdma.charged.length === 0 ? 'cleared' : 'charged';
     const comm = readSmall(join(dir, 'comm'), { utf8: true });
     out.push({
       pid, errno, effect,
+      ...(rdma ? { rdma } : {}),
       comm: comm.ok ? comm.value.trim() : '?',
       cgroup: cg.ok ? displayCgroup(paths) : '?',
       scope: inJob ? 'job' : 'outside',
@@ -92,21 +119,6 @@ export function classifyUnreadable(procfs: string, fds: readonly UnreadableFds[]
 
 function gone(r: Read<unknown>): boolean {
   return !r.ok && r.kind === 'gone';
-}
-
-export interface CgroupLine {
-  /** Empty for the v2 line (`0::/path`). */
-  readonly controllers: string;
-  readonly path: string;
-}
-
-export function cgroupLines(text: string): CgroupLine[] {
-  const out: CgroupLine[] = [];
-  for (const line of text.split('\n')) {
-    const m = /^\d+:([^:]*):(.*)$/.exec(line.trim());
-    if (m) out.push({ controllers: m[1] as string, path: m[2] as string });
-  }
-  return out;
 }
 
 /**
@@ -146,6 +158,11 @@ export function describeUnreadable(u: UnreadableProcess): string {
 /** What the process costs attribution, in words. */
 export function unreadableEffect(u: UnreadableProcess): string {
   if (u.effect === 'ignored') return 'ignored: assumed to hold no HCA (--unreadable-processes ignore-outside-jobs)';
+  if (u.effect === 'cleared') return `holds no HCA: its cgroup's ${u.rdma?.file ?? 'rdma.current'} charges no verbs context`;
+  if (u.effect === 'charged') {
+    const who = u.job !== undefined ? `job ${u.job} as a holder` : 'it as a holder outside the jobs';
+    return `holds only ${u.rdma?.charged.join(', ') ?? '?'} (charged in ${u.rdma?.file ?? 'rdma.current'}): those ports count ${who}`;
+  }
   if (u.effect === 'job') return `job ${u.job ?? '?'} and every port it could share are not attributed`;
   return u.scope === 'job' ? 'in a job cgroup the scan did not see: every port is incomplete' : 'every port is incomplete';
 }

@@ -37,6 +37,7 @@ describe('slurm-otel node (command line)', () => {
     [['node', '--otlp-protocol', 'grpc'], /"grpc" is not one of http\/json, http\/protobuf/],
     [['node', '--unreadable-processes', 'lax'], /'lax' is invalid. "lax" is not one of strict, ignore-outside-jobs/],
     [['explain', '--unreadable-processes', 'ignore'], /"ignore" is not one of strict, ignore-outside-jobs/],
+    [['node', '--qp-counters', 'on'], /'on' is invalid. "on" is not one of off, observe, manage/],
     [['frobnicate'], /unknown command 'frobnicate'/],
     [['node', '--once', '--web-config-file', '/nonexistent/web.yml'], /web config \/nonexistent\/web.yml: ENOENT/],
   ])('%j → exit 2 with a message naming the problem', (args, message) => {
@@ -52,6 +53,9 @@ describe('slurm-otel node (command line)', () => {
     const badPolicy = cli(['node', '--once'], { IB_SLURM_EXPORTER_UNREADABLE_PROCESSES: 'none' });
     expect(badPolicy.code).toBe(2);
     expect(badPolicy.stderr).toMatch(/from env 'IB_SLURM_EXPORTER_UNREADABLE_PROCESSES' is invalid. "none" is not one of strict, ignore-outside-jobs/);
+    const badQp = cli(['node', '--once'], { IB_SLURM_EXPORTER_QP_COUNTERS: 'all' });
+    expect(badQp.code).toBe(2);
+    expect(badQp.stderr).toMatch(/from env 'IB_SLURM_EXPORTER_QP_COUNTERS' is invalid. "all" is not one of off, observe, manage/);
     const roots = rootArgs();
     const env = { IB_SLURM_EXPORTER_SYSFS_ROOT: '/nonexistent', IB_SLURM_EXPORTER_LOG_LEVEL: 'error' };
     const flagWins = cli(['node', '--once', ...roots], env);

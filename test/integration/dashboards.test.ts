@@ -181,6 +181,18 @@ describe.runIf(shouldRun(prometheus))('dashboards against the demo scraped by a 
       ['918004', 'rag-index'],
     ]);
   });
+
+  it('shows each job sharing mlx5_1 its own QP counters, bytes and coverage', async () => {
+    const d = byFile('fabric-by-job.json');
+    const expr = (title: string) => substitute(panelQueries(d.json).find((q) => q.panel === title)?.expr ?? 'absent_panel', values(d));
+    const bytes = await prom.waitFor(expr('QP bytes/s by job, shared ports too'), 10_000);
+    expect(bytes.map((r) => [r.metric.job_id, r.metric.device]).sort()).toEqual([['918002', 'mlx5_1'], ['918003', 'mlx5_1']]);
+    // 918002 moves 480 + 450 MB/s against 918003's 190 MB/s in the demo.
+    const rate = (job: string) => Number(bytes.find((r) => r.metric.job_id === job)?.value[1]);
+    expect(rate('918002')).toBeGreaterThan(rate('918003'));
+    const coverage = await prom.waitFor(expr('QP counter coverage by job'), 10_000);
+    expect(coverage.map((r) => [r.metric.job_id, Number(r.value[1])]).sort()).toEqual([['918002', 1], ['918003', 0.5]]);
+  });
 });
 
 type Row = { metric: Record<string, string>; value: [number, string] };

@@ -10,6 +10,7 @@ import { writeTree } from '../../src/demo/nodetree.js';
 import { prometheusName } from '../../src/telemetry/spec.js';
 import { startReceiver, type Receiver } from '../support/otlp-receiver.js';
 import { nodeAgentOptions } from '../support/agents.js';
+import { FakeRdma } from '../../src/demo/fake-rdma.js';
 import { asUnprivileged, deny, tmpDir } from '../support/tmp.js';
 
 let agent: NodeAgent | undefined;
@@ -39,8 +40,18 @@ function get(url: string, headers: Record<string, string> = {}, method = 'GET'):
 
 describe('node agent over HTTP', () => {
   it('serves the last cycle on /metrics, with gzip when asked, and /health', async () => {
-    agent = await startNodeAgent(options());
+    // The rdma cgroup controller on job 918001 and per-PID QP counters of job 918002, so every family has points.
+    const spec = demoTree({ layout: 'v2-sluid', nonJobHolder: true });
+    const jobs = spec.jobs.map((j, i) => (i === 0 ? { ...j, rdma: { mlx5_0: { handles: 1, objects: 30 } } } : j));
+    const rdma = new FakeRdma(tmpDir('fake-rdma-'));
+    rdma.counters([{ ifname: 'mlx5_1', port: 1, cntn: 1, pid: 42010, counters: { rx_write_requests: 5, rdma_tx_bytes: 100, rdma_rx_bytes: 90 }, lqpn: [7] }]);
+    rdma.resources([{ ifname: 'mlx5_1', port: 1, pid: 42010, lqpn: 7 }]);
+    const qpCounters = { path: rdma.path, mode: 'observe', timeoutMs: 5000 } as const;
+    agent = await startNodeAgent(nodeAgentOptions(writeTree(tmpDir(), { ...spec, jobs }), { collectionIntervalMs: 3_600_000, qpCounters }));
     await expect.poll(() => agent?.last() !== undefined).toBe(true);
+    // The QP reading arrives in the background: cycle until a cycle has it.
+    const qpPoints = async () => (await (agent as NodeAgent).cycleNow()).families.find((f) => f.spec === NODE_METRICS.jobQpCounters)?.points.length ?? 0;
+    await expect.poll(qpPoints, { timeout: 10_000 }).toBeGreaterThan(0);
     const plain = await get(`${agent.metricsUrl}/metrics`);
     expect(plain.status).toBe(200);
     expect(plain.headers['content-type']).toContain('text/plain; version=0.0.4');
@@ -49,6 +60,9 @@ describe('node agent over HTTP', () => {
     expect(text).toMatch(/ib_slurm_port_attribution\{device="mlx5_1",port="1",status="shared"\} 1/);
     expect(text).toMatch(/ib_slurm_port_attribution\{device="mlx5_3",port="1",status="nonjob"\} 1/);
     expect(text).toMatch(/ib_slurm_job_counters_total\{job_id="918001",device="mlx5_0",port="1",counter="packet_seq_err"\} 0/);
+    expect(text).toMatch(/^ib_slurm_job_rdma_handles\{job_id="918001",device="mlx5_0"\} 1$/m);
+    expect(text).toMatch(/^ib_slurm_job_qp_counters_total\{job_id="918002",device="mlx5_1",port="1",counter="rx_write_requests"\} 0$/m);
+    expect(text).toMatch(/^ib_slurm_job_qp_transmit_bytes_total\{job_id="918002",device="mlx5_1",port="1"\} 0$/m);
     const zipped = await get(`${agent.metricsUrl}/metrics`, { 'accept-encoding': 'gzip' });
     expect(zipped.headers['content-encoding']).toBe('gzip');
     expect(gunzipSync(zipped.body).toString()).toBe(text);

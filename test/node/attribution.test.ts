@@ -21,11 +21,11 @@ function snap(s: Setup): NodeSnapshot {
     key: j.key, id: j.jobId ?? 'sXXXXXXXXXXXXX', idKind: j.jobId ? 'jobid' : 'sluid', layout: 'v2', scope: 'x',
     pids: [], stepdPids: [], procsFiles: [], gaps: [], ...(j.jobId ? { jobId: j.jobId } : { unresolved: 'test' }),
   }));
-  const holders = new Map(Object.entries(s.holders ?? {}).map(([d, h]) => [d, { allocations: h.allocations ?? [], nonJobPids: h.nonJobPids ?? [], jobPids: h.jobPids ?? [] }]));
+  const holders = new Map(Object.entries(s.holders ?? {}).map(([d, h]) => [d, { allocations: h.allocations ?? [], nonJobPids: h.nonJobPids ?? [], jobPids: h.jobPids ?? [], jobEvidence: new Map(), nonJobEvidence: new Map() }]));
   return {
     atMs: s.atMs ?? 0,
     hca: { present: true, hcas: (s.devices ?? DEVICES).map((device) => ({ device, ports: [{ port: '1', counters: new Map(Object.entries(s.counters?.[device] ?? {})) }] })) },
-    allocations, scopes: [], holders, gaps: s.gaps ?? [], unreadable: s.unreadable ?? [], slurmCgroups: { found: true, searched: '' }, holderNames: new Map(), problems: [], stats: { processes: 0, fdLinksRead: 0 },
+    allocations, scopes: [], holders, gaps: s.gaps ?? [], unreadable: s.unreadable ?? [], rdma: new Map(), slurmCgroups: { found: true, searched: '' }, holderNames: new Map(), problems: [], stats: { processes: 0, fdLinksRead: 0, coveredByRdmaCgroup: 0 },
   };
 }
 

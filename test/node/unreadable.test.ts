@@ -14,6 +14,7 @@ import { writeHca, writeProcess, writeTree } from '../../src/demo/nodetree.js';
 import type { Roots } from '../../src/node/roots.js';
 import type { Point } from '../../src/telemetry/spec.js';
 import { nodeAgentOptions } from '../support/agents.js';
+import { capturingLogger } from '../support/log.js';
 import { slurmTreesOnHost } from '../support/host.js';
 import { asUnprivileged, deny, tmpDir } from '../support/tmp.js';
 
@@ -158,18 +159,6 @@ describe('unreadable helpers', () => {
     expect(inSlurmJob('/slurm_n1/system')).toBe(false);
   });
 });
-
-/** A logger whose JSON lines the test reads back. */
-function capturingLogger() {
-  const lines: { level: number; msg: string; [k: string]: unknown }[] = [];
-  const destination = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const l of chunk.toString().split('\n')) if (l) lines.push(JSON.parse(l) as (typeof lines)[number]);
-      done();
-    },
-  });
-  return { logger: createLogger({ level: 'info', format: 'json', destination }), lines };
-}
 
 describe('the agent log', () => {
   it('names each unreadable process once, while it stays unreadable', async () => {

@@ -1,0 +1,116 @@
+/**
+ * A stand-in for iproute2's `rdma` tool (the demo, the tests and the benchmarks use it): an executable script that answers
+ * `rdma -j statistic qp show|mode` and `rdma -j resource show qp` from JSON
+ * files in its directory (shaped exactly as iproute2 prints them), records
+ * every call, and applies `statistic qp set link D/P auto …` to its mode file,
+ * refusing with EBUSY for the links listed in `busy`, as the kernel does while
+ * QPs are bound, and with EPERM for every link when a file `denied` exists (no
+ * CAP_NET_ADMIN).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+
+const SCRIPT = `
+const fs = require('node:fs');
+const path = require('node:path');
+const dir = __dirname;
+const args = process.argv.slice(2);
+const file = (name, fallback) => { try { return fs.readFileSync(path.join(dir, name), 'utf8'); } catch { return fallback; } };
+fs.appendFileSync(path.join(dir, 'calls.log'), args.join(' ') + '\\n');
+const words = args.filter((a) => a !== '-j').join(' ');
+if (words === 'statistic qp show') process.stdout.write(file('stat.json', '[]'));
+else if (words === 'resource show qp') process.stdout.write(file('resource.json', '[]'));
+else if (words === 'statistic qp mode') process.stdout.write(file('mode.json', '[]'));
+else if (words.startsWith('statistic qp set link ')) {
+  const link = args[4];
+  const busy = file('busy', '').split('\\n').includes(link);
+  if (fs.existsSync(path.join(dir, 'denied'))) {
+    process.stderr.write('error: Operation not permitted\\n');
+    process.exit(1);
+  }
+  if (busy && !words.endsWith('auto off')) {
+    process.stderr.write('kernel answers: Modifying auto mode is not allowed when there is a bound QP\\nerror: Device or resource busy\\n');
+    process.exit(1);
+  }
+  if (words.includes('optional-counters') && fs.existsSync(path.join(dir, 'no-optional'))) {
+    process.stderr.write('Unknown parameter \\'optional-counters\\'\\n');
+    process.exit(1);
+  }
+  fs.appendFileSync(path.join(dir, 'set.log'), args.slice(4).join(' ') + '\\n');
+  const modes = JSON.parse(file('mode.json', '[]'));
+  for (const m of modes) if (m.ifname + '/' + m.port === link) m.mode = words.endsWith('auto off') ? 'qp auto off' : 'qp auto type,pid on' + (words.includes('optional-counters') ? ' optional-counters on' : '');
+  fs.writeFileSync(path.join(dir, 'mode.json'), JSON.stringify(modes));
+} else {
+  process.stderr.write('rdma: unknown command ' + words + '\\n');
+  process.exit(1);
+}
+`;
+
+export interface QpCounterJson {
+  ifname: string;
+  port: number;
+  cntn: number;
+  pid?: number;
+  comm?: string;
+  counters: Record<string, number>;
+  lqpn: number[];
+}
+
+export class FakeRdma {
+  readonly path: string;
+
+  /** Writes the script into `dir` (a fresh directory of its own). */
+  constructor(readonly dir: string) {
+    this.path = path.join(dir, 'rdma');
+    fs.writeFileSync(this.path, `#!${process.execPath}\n${SCRIPT}`, { mode: 0o755 });
+  }
+
+  /** The same script run by node: for a directory mounted noexec (a container's /tmp). */
+  get viaNode(): { readonly path: string; readonly leadingArgs: readonly string[] } {
+    return { path: process.execPath, leadingArgs: [this.path] };
+  }
+
+  /** `rdma -j statistic qp show`: one entry per counter, keys in iproute2's order. */
+  counters(list: readonly QpCounterJson[]): void {
+    const json = list.map((c, i) => ({
+      ifindex: i + 1, ifname: c.ifname, port: c.port, cntn: c.cntn, 'qp-type': 'RC',
+      ...(c.pid === undefined ? {} : { pid: c.pid, comm: c.comm ?? 'python' }), ...c.counters, lqpn: c.lqpn,
+    }));
+    fs.writeFileSync(path.join(this.dir, 'stat.json'), JSON.stringify(json));
+  }
+
+  /** `rdma -j resource show qp`: QPs of `pid` on a link. */
+  resources(list: readonly { ifname: string; port: number; pid?: number; lqpn: number }[]): void {
+    const json = list.map((q) => ({
+      ifindex: 1, ifname: q.ifname, port: q.port, lqpn: q.lqpn, rqpn: q.lqpn + 1000, type: 'RC', state: 'RTS', 'rq-psn': 0, 'sq-psn': 0,
+      'path-mig-state': 'MIGRATED', pdn: 3, ...(q.pid === undefined ? {} : { pid: q.pid, comm: 'python' }),
+    }));
+    fs.writeFileSync(path.join(this.dir, 'resource.json'), JSON.stringify(json));
+  }
+
+  modes(list: readonly { ifname: string; port: number; mode: string }[]): void {
+    fs.writeFileSync(path.join(this.dir, 'mode.json'), JSON.stringify(list.map((m, i) => ({ ifindex: i + 1, ...m }))));
+  }
+
+  busy(links: readonly string[]): void {
+    fs.writeFileSync(path.join(this.dir, 'busy'), links.join('\n'));
+  }
+
+  /** Every call, one line of arguments each. */
+  calls(): string[] {
+    return read(path.join(this.dir, 'calls.log'));
+  }
+
+  /** The `set` calls that succeeded, from the link on (`mlx5_0/1 auto type,pid on optional-counters on`). */
+  sets(): string[] {
+    return read(path.join(this.dir, 'set.log'));
+  }
+}
+
+function read(file: string): string[] {
+  try {
+    return fs.readFileSync(file, 'utf8').split('\n').filter((l) => l !== '');
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,236 @@
+/**
+ * Per-job counters on shared ports from per-PID QP counters (`rdma -j
+ * statistic qp show` in auto `pid` mode): the kernel counts each process's
+ * requests and errors, so these values are the job's own even where other
+ * jobs use the same port.
+ *
+ * A process's counter is released when its last QP is destroyed and a new one
+ * may be allocated later, so the kernel's values are not a job's total: the
+ * job's totals are kept here. Per job and (device, port, counter): 0 at the
+ * job's first sight on the port, then the increases of every counter of every
+ * PID of the job between consecutive readings; a counter that appears later
+ * adds its whole value (it counted from 0 since it was bound); one that
+ * disappears never lowers the total; 32-bit Q counters wrap.
+ *
+ * Only the tool's JSON is parsed: its text output changed layout in iproute2 6.7.
+ */
+import { increase } from './attribution.js';
+import { failed, ok, type Read } from './roots.js';
+
+/** One counter of `rdma -j statistic qp show`: a PID's QPs on one port. */
+export interface QpCounter {
+  readonly device: string;
+  readonly port: string;
+  /** The counter's id on the port (`cntn`); ids are reused after a release. */
+  readonly cntn: number;
+  /** Absent for kernel QPs. */
+  readonly pid?: number;
+  /** Numbers of the QPs bound to the counter (`lqpn`). */
+  readonly qpns: readonly number[];
+  readonly values: ReadonlyMap<string, bigint>;
+}
+
+/** One QP of `rdma -j resource show qp`. */
+export interface QpResource {
+  readonly device: string;
+  readonly port: string;
+  readonly pid?: number;
+}
+
+/** One link of `rdma -j statistic qp mode`. */
+export interface LinkMode {
+  readonly device: string;
+  readonly port: string;
+  /** The tool's words, e.g. `qp auto off`, `qp auto type,pid on optional-counters off`. */
+  readonly mode: string;
+}
+
+/** One background reading: the counters, and the QPs when `resource show qp` answered. */
+export interface QpReading {
+  /** Increases with every new reading; a cycle that sees the same one adds nothing. */
+  readonly seq: number;
+  readonly counters: readonly QpCounter[];
+  readonly qps?: readonly QpResource[];
+}
+
+// Fields of a counter entry that are not counters.
+const NOT_COUNTERS = new Set(['ifindex', 'ifname', 'port', 'cntn', 'qp-type', 'pid', 'comm', 'lqpn', 'mode']);
+
+/**
+ * JSON.parse, with integers beyond 2^53 kept exact: they are quoted before
+ * parsing (strings are skipped whole, so a process name cannot shift this).
+ */
+function parseExact(text: string): Read<unknown> {
+  // Most readings hold no such number: then the text is parsed as it is.
+  const quoted = /\d{16}/.test(text) ? text.replace(/"(?:[^"\\]|\\.)*"|(\d{16,})/g, (m, big: string | undefined) => (big === undefined ? m : `"${big}"`)) : text;
+  try {
+    return ok(JSON.parse(quoted));
+  } catch (err) {
+    return failed('malformed', `not JSON: ${(err as Error).message.slice(0, 120)}`);
+  }
+}
+
+function entries(text: string): Read<Record<string, unknown>[]> {
+  const parsed = parseExact(text);
+  if (!parsed.ok) return parsed;
+  if (!Array.isArray(parsed.value)) return failed('malformed', 'not a JSON array');
+  return ok(parsed.value.filter((e): e is Record<string, unknown> => typeof e === 'object' && e !== null && !Array.isArray(e)));
+}
+
+function link(e: Record<string, unknown>): { device: string; port: string } | undefined {
+  const device = e['ifname'];
+  const port = e['port'];
+  if (typeof device !== 'string' || (typeof port !== 'number' && typeof port !== 'string')) return undefined;
+  return { device, port: String(port) };
+}
+
+function pidOf(e: Record<string, unknown>): { pid?: number } {
+  const pid = e['pid'];
+  return typeof pid === 'number' && Number.isInteger(pid) && pid > 0 ? { pid } : {};
+}
+
+function counterValue(v: unknown): bigint | undefined {
+  if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return BigInt(v);
+  if (typeof v === 'string' && /^\d{1,20}$/.test(v)) return BigInt(v);
+  return undefined;
+}
+
+/** `rdma -j statistic qp show`; entries without an interface or port are skipped. */
+export function parseQpCounters(text: string): Read<QpCounter[]> {
+  const list = entries(text);
+  if (!list.ok) return list;
+  const out: QpCounter[] = [];
+  for (const e of list.value) {
+    const where = link(e);
+    const cntn = e['cntn'];
+    if (!where || typeof cntn !== 'number') continue;
+    const values = new Map<string, bigint>();
+    for (const [name, v] of Object.entries(e)) {
+      if (NOT_COUNTERS.has(name)) continue;
+      const value = counterValue(v);
+      if (value !== undefined) values.set(name, value);
+    }
+    const lqpn = e['lqpn'];
+    const qpns = Array.isArray(lqpn) ? lqpn.filter((n): n is number => typeof n === 'number') : [];
+    out.push({ ...where, cntn, ...pidOf(e), qpns, values });
+  }
+  return ok(out);
+}
+
+/** `rdma -j resource show qp`; QPs without a port (not yet moved to INIT) are skipped. */
+export function parseQpResources(text: string): Read<QpResource[]> {
+  const list = entries(text);
+  if (!list.ok) return list;
+  const out: QpResource[] = [];
+  for (const e of list.value) {
+    const where = link(e);
+    if (where) out.push({ ...where, ...pidOf(e) });
+  }
+  return ok(out);
+}
+
+/** `rdma -j statistic qp mode`. */
+export function parseLinkModes(text: string): Read<LinkMode[]> {
+  const list = entries(text);
+  if (!list.ok) return list;
+  const out: LinkMode[] = [];
+  for (const e of list.value) {
+    const where = link(e);
+    const mode = e['mode'];
+    if (where && typeof mode === 'string') out.push({ ...where, mode });
+  }
+  return ok(out);
+}
+
+/** Auto mode off: the only links the agent may turn on. */
+export function autoOff(mode: string): boolean {
+  return /^qp auto off\b/.test(mode.trim());
+}
+
+/** One job's totals on one port. */
+export interface QpSeries {
+  readonly jobId: string;
+  readonly device: string;
+  readonly port: string;
+  readonly startMs: number;
+  readonly values: ReadonlyMap<string, bigint>;
+}
+
+export interface QpState {
+  /** The reading last accumulated. */
+  readonly seq?: number;
+  /** Keyed `jobId device port`; kept while the job lives. */
+  readonly series: ReadonlyMap<string, QpSeries>;
+  /** Last reading of each counter of a job's PID, keyed `device port cntn pid`. */
+  readonly last: ReadonlyMap<string, QpCounter>;
+  /** QPs with a counter and all QPs, per `jobId device port`, from the reading. */
+  readonly counted: ReadonlyMap<string, number>;
+  readonly qps: ReadonlyMap<string, number>;
+}
+
+export const EMPTY_QP_STATE: QpState = { series: new Map(), last: new Map(), counted: new Map(), qps: new Map() };
+
+/**
+ * Folds a reading into the per-job totals. `jobOf` maps a PID to its job id
+ * (resolved jobs only); `alive` is every job on the node: the series of the
+ * others are dropped.
+ */
+export function accumulateQp(prev: QpState, reading: QpReading | undefined, jobOf: ReadonlyMap<number, string>, alive: ReadonlySet<string>, nowMs: number): QpState {
+  const series = new Map([...prev.series].filter(([, s]) => alive.has(s.jobId)));
+  if (reading === undefined || reading.seq === prev.seq) return { ...prev, series };
+  const fresh = new Set<string>();
+  const last = new Map<string, QpCounter>();
+  const counted = new Map<string, number>();
+  for (const c of reading.counters) {
+    const jobId = c.pid === undefined ? undefined : jobOf.get(c.pid);
+    if (jobId === undefined) continue;
+    const key = `${jobId} ${c.device} ${c.port}`;
+    counted.set(key, (counted.get(key) ?? 0) + c.qpns.length);
+    let s = series.get(key);
+    if (!s) {
+      s = { jobId, device: c.device, port: c.port, startMs: nowMs, values: new Map() };
+      fresh.add(key);
+    }
+    const counterKey = `${c.device} ${c.port} ${c.cntn} ${c.pid}`;
+    series.set(key, addCounter(s, sameCounter(prev.last.get(counterKey), c), c.values, fresh.has(key)));
+    last.set(counterKey, c);
+  }
+  return { seq: reading.seq, series, last, counted, qps: qpCounts(reading.qps, jobOf) };
+}
+
+/**
+ * The previous reading of the same counter, or undefined when the id was
+ * released and allocated again between two readings: none of its QPs are the
+ * ones it had (a 32-bit counter going down would otherwise pass for a wrap).
+ */
+function sameCounter(before: QpCounter | undefined, cur: QpCounter): ReadonlyMap<string, bigint> | undefined {
+  if (!before) return undefined;
+  if (before.qpns.length > 0 && cur.qpns.length > 0 && !cur.qpns.some((n) => before.qpns.includes(n))) return undefined;
+  return before.values;
+}
+
+/**
+ * Adds one counter's reading to a job's totals: increases since its last
+ * reading; its whole value when it is new, unless the job was first seen on
+ * the port in this very reading (the job starts at 0).
+ */
+function addCounter(s: QpSeries, before: ReadonlyMap<string, bigint> | undefined, cur: ReadonlyMap<string, bigint>, firstSight: boolean): QpSeries {
+  const values = new Map(s.values);
+  for (const [name, value] of cur) {
+    const was = before?.get(name);
+    const add = was !== undefined ? increase(name, was, value) : firstSight ? 0n : value;
+    values.set(name, (values.get(name) ?? 0n) + add);
+  }
+  return { ...s, values };
+}
+
+function qpCounts(qps: readonly QpResource[] | undefined, jobOf: ReadonlyMap<number, string>): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const q of qps ?? []) {
+    const jobId = q.pid === undefined ? undefined : jobOf.get(q.pid);
+    if (jobId === undefined) continue;
+    const key = `${jobId} ${q.device} ${q.port}`;
+    out.set(key, (out.get(key) ?? 0) + 1);
+  }
+  return out;
+}

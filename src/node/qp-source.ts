@@ -1,0 +1,178 @@
+/**
+ * The `rdma` tool, run in the background (never on the scrape path): each
+ * cycle asks for one reading (`rdma -j statistic qp show`, then `rdma -j
+ * resource show qp`); the next cycle uses it. A failed run keeps the last good
+ * reading. In manage mode it also turns per-PID QP counters on: only on links
+ * whose mode is `qp auto off`, checked at start and whenever the set of links
+ * changes; a link with bound QPs refuses (EBUSY) and is retried each cycle;
+ * at stop it turns off exactly the links it turned on.
+ */
+import type { Logger } from '../log.js';
+import { autoOff, parseLinkModes, parseQpCounters, parseQpResources, type QpReading } from './qp-counters.js';
+import type { Read } from './roots.js';
+import { ChildRunner } from './runner.js';
+import type { Stoppable } from './squeue.js';
+
+export type QpCountersMode = 'off' | 'observe' | 'manage';
+export const QP_COUNTERS_MODES: readonly QpCountersMode[] = ['off', 'observe', 'manage'];
+
+export interface QpSourceOptions {
+  readonly path: string;
+  /** Arguments before the rdma ones (a script run by an interpreter, as the demo's stand-in is). */
+  readonly leadingArgs?: readonly string[];
+  readonly mode: 'observe' | 'manage';
+  readonly timeoutMs: number;
+  readonly logger: Logger;
+  /** Called for each failed run (counted by the agent). */
+  readonly onError?: () => void;
+}
+
+/** What a cycle needs: the latest reading, and a way to ask for the next. */
+export interface QpReadings {
+  latest(): QpReading | undefined;
+  /** Asks for a reading; `links` (`device/port`) are the node's HCA ports. Never blocks. */
+  want(links: readonly string[]): void;
+}
+
+// A node with 100k QPs lists ~25 MB of them.
+const MAX_OUTPUT = 64 << 20;
+const BUSY_RE = /busy|bound QP|EBUSY/i;
+const DENIED_RE = /not permitted|EPERM|EACCES|permission denied/i;
+
+export class QpSource implements QpReadings, Stoppable {
+  private reading: QpReading | undefined;
+  private seq = 0;
+  private running = false;
+  private readonly runner: ChildRunner;
+  /** Links this process turned on (and the one being turned on): exactly what stop turns off. */
+  private readonly turnedOn = new Set<string>();
+  private readonly retry = new Set<string>();
+  private checkedLinks: string | undefined;
+  private optionalCounters = true;
+  private readonly logged = new Set<string>();
+
+  constructor(private readonly opts: QpSourceOptions) {
+    this.runner = new ChildRunner('rdma', { timeoutMs: opts.timeoutMs, maxOutput: MAX_OUTPUT });
+  }
+
+  latest(): QpReading | undefined {
+    return this.reading;
+  }
+
+  want(links: readonly string[]): void {
+    if (this.runner.isStopped || this.running) return;
+    this.running = true;
+    // Started after the cycle that asked: spawning is not the cycle's cost.
+    setImmediate(() => {
+      void this.refresh(links).finally(() => {
+        this.running = false;
+      });
+    });
+  }
+
+  /** Kills a run in flight, with everything it started, and refuses new ones. */
+  stop(): void {
+    this.runner.stop();
+  }
+
+  /** Turns off the links this process turned on; nothing else. */
+  async restore(): Promise<void> {
+    if (this.turnedOn.size === 0) return;
+    const runner = new ChildRunner('rdma', { timeoutMs: this.opts.timeoutMs, maxOutput: MAX_OUTPUT });
+    for (const link of [...this.turnedOn].sort()) {
+      try {
+        await runner.run(this.opts.path, this.argv(['statistic', 'qp', 'set', 'link', link, 'auto', 'off']));
+        this.turnedOn.delete(link);
+        this.opts.logger.info({ link }, 'per-PID QP counters turned off again (this agent turned them on)');
+      } catch (err) {
+        this.opts.logger.warn({ link, err: (err as Error).message }, 'could not turn per-PID QP counters off again');
+      }
+    }
+  }
+
+  private async refresh(links: readonly string[]): Promise<void> {
+    if (this.opts.mode === 'manage') await this.manage(links);
+    const counters = await this.json(['-j', 'statistic', 'qp', 'show'], parseQpCounters);
+    if (counters === undefined) return;
+    const qps = await this.json(['-j', 'resource', 'show', 'qp'], parseQpResources);
+    this.reading = { seq: ++this.seq, counters, ...(qps ? { qps } : {}) };
+  }
+
+  private async manage(links: readonly string[]): Promise<void> {
+    const key = [...links].sort().join(' ');
+    if (key === this.checkedLinks && this.retry.size === 0) return;
+    const modes = await this.json(['-j', 'statistic', 'qp', 'mode'], parseLinkModes);
+    if (modes === undefined) return;
+    this.checkedLinks = key;
+    this.retry.clear();
+    for (const m of modes) if (autoOff(m.mode)) await this.turnOn(`${m.device}/${m.port}`);
+  }
+
+  private async turnOn(link: string): Promise<void> {
+    const base = ['statistic', 'qp', 'set', 'link', link, 'auto', 'type,pid', 'on'];
+    this.turnedOn.add(link);
+    try {
+      if (this.optionalCounters) await this.setWithOptional(base);
+      else await this.runner.run(this.opts.path, this.argv(base));
+      this.opts.logger.info({ link, optionalCounters: this.optionalCounters }, 'per-PID QP counters turned on (auto type,pid)');
+    } catch (err) {
+      this.turnedOn.delete(link);
+      if (this.runner.isStopped) return;
+      this.refused(link, (err as Error).message);
+    }
+  }
+
+  /** With optional counters (per-QP bytes) where the tool and kernel take them; else without. */
+  private async setWithOptional(base: readonly string[]): Promise<void> {
+    try {
+      await this.runner.run(this.opts.path, this.argv([...base, 'optional-counters', 'on']));
+    } catch (err) {
+      const message = (err as Error).message;
+      if (BUSY_RE.test(message) || DENIED_RE.test(message) || this.runner.isStopped) throw err;
+      await this.runner.run(this.opts.path, this.argv(base));
+      this.optionalCounters = false;
+    }
+  }
+
+  /** EBUSY (bound QPs) is retried each cycle; a missing privilege is not. Each is logged once per link. */
+  private refused(link: string, message: string): void {
+    this.opts.onError?.();
+    if (BUSY_RE.test(message)) {
+      this.retry.add(link);
+      this.once(`busy ${link}`, { link, err: message }, 'per-PID QP counters cannot be turned on while QPs are bound on the link; retrying each cycle');
+    } else if (DENIED_RE.test(message)) {
+      this.once(`denied ${link}`, { link, err: message }, 'turning per-PID QP counters on needs CAP_NET_ADMIN; --qp-counters observe reads them without');
+    } else {
+      this.retry.add(link);
+      this.once(`failed ${link}`, { link, err: message }, 'turning per-PID QP counters on failed; retrying each cycle');
+    }
+  }
+
+  private async json<T>(args: readonly string[], parse: (text: string) => Read<T>): Promise<T | undefined> {
+    let text: string;
+    try {
+      text = await this.runner.run(this.opts.path, this.argv(args));
+    } catch (err) {
+      if (this.runner.isStopped) return undefined;
+      return this.failed(args, (err as Error).message);
+    }
+    const parsed = parse(text);
+    return parsed.ok ? parsed.value : this.failed(args, parsed.detail);
+  }
+
+  private failed(args: readonly string[], message: string): undefined {
+    this.opts.onError?.();
+    this.once(`run ${args.join(' ')}`, { path: this.opts.path, args: args.join(' '), err: message }, 'rdma run failed; keeping the last reading (logged once per command)');
+    return undefined;
+  }
+
+  private argv(args: readonly string[]): string[] {
+    return [...(this.opts.leadingArgs ?? []), ...args];
+  }
+
+  private once(key: string, fields: object, msg: string): void {
+    if (this.logged.has(key)) return;
+    this.logged.add(key);
+    this.opts.logger.warn(fields, msg);
+  }
+}

@@ -1,0 +1,20 @@
+/** A logger whose JSON lines a test reads back. */
+import { Writable } from 'node:stream';
+import { createLogger, type Logger } from '../../src/log.js';
+
+export interface LogLine {
+  readonly level: number;
+  readonly msg: string;
+  readonly [k: string]: unknown;
+}
+
+export function capturingLogger(): { logger: Logger; lines: LogLine[] } {
+  const lines: LogLine[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const l of chunk.toString().split('\n')) if (l) lines.push(JSON.parse(l) as LogLine);
+      done();
+    },
+  });
+  return { logger: createLogger({ level: 'info', format: 'json', destination }), lines };
+}
