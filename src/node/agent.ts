@@ -101,7 +101,7 @@ export class NodeRunner implements Collecting {
     this.landingPage = htmlBody(renderLanding(attributionRows(c), {
       host: this.opts.resource.hostName, version: this.opts.resource.serviceVersion, atMs: c.snapshot.atMs,
       refreshSeconds: this.opts.collectionIntervalMs / 1000, gaps: c.snapshot.gaps,
-      slurmCgroups: slurmCgroupsNote(c.snapshot), unreadable: c.snapshot.unreadable, history: this.history,
+      slurmCgroups: slurmCgroupsNote(c.snapshot), unreadable: c.snapshot.unreadable, history: this.history, ...(c.qp ? { qp: c.qp } : {}),
     }));
     this.record(c);
     return c;

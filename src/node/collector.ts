@@ -30,6 +30,8 @@ export interface Cycle {
   readonly attribution: Attribution;
   readonly families: Family[];
   readonly durationMs: number;
+  /** Per-job QP counter totals after this cycle; absent with --qp-counters off. */
+  readonly qp?: QpState;
   /**
    * Why this reading cannot stand for the node (sysfs unlistable, out of file descriptors):
    * then it has no families, the attribution state is left as it was, and nothing is published.
@@ -65,8 +67,9 @@ export class NodeCollector {
     const attribution = attribute(snapshot, this.state);
     this.state = attribution.state;
     const families = observe(snapshot, attribution);
-    if (this.qp) families.push(...qpFamilies(snapshot, this.qpCycle(this.qp, snapshot)));
-    return { snapshot, attribution, families, durationMs: performance.now() - t0 };
+    const qp = this.qp ? this.qpCycle(this.qp, snapshot) : undefined;
+    if (qp) families.push(...qpFamilies(snapshot, qp));
+    return { snapshot, attribution, families, durationMs: performance.now() - t0, ...(qp ? { qp } : {}) };
   }
 
   /** Folds the latest background reading into the job totals, and asks for the next one. */

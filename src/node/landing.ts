@@ -7,6 +7,7 @@ import type { PortRow } from './explain.js';
 import { evidenceText, KEY_COUNTERS } from './explain.js';
 import { saturated } from './hca.js';
 import { ERROR_COUNTERS, jobKey, portKey, rateSteps, RX_BYTES, TX_BYTES, type CounterHistory, type Reading } from './history.js';
+import type { QpState } from './qp-counters.js';
 import { unreadableEffect, type UnreadableProcess } from './unreadable.js';
 
 export interface LandingMeta {
@@ -20,6 +21,8 @@ export interface LandingMeta {
   readonly unreadable?: readonly UnreadableProcess[];
   /** Recent readings per port and per sole job: the page shows their rates and trend. */
   readonly history?: CounterHistory;
+  /** Per-job QP counter totals (--qp-counters observe|manage): each job's own share of a port. */
+  readonly qp?: QpState;
 }
 
 const ERROR_SPARK = { width: 80, height: 16 };
@@ -39,6 +42,7 @@ ${gaps}
 ${rows.map(renderRow).join('\n')}
 </tbody></table>
 ${meta.history ? renderMotion(rows, meta.history) : ''}
+${meta.qp ? renderQp(meta.qp) : ''}
 ${renderUnreadable(meta.unreadable ?? [])}`;
   return page({ title: `slurm-otel node agent · ${meta.host}`, refreshSeconds: meta.refreshSeconds, body, style: STATUS_STYLE });
 }
@@ -125,3 +129,29 @@ function rateCell(readings: readonly Reading[], name: string, what: string): str
 
 const rates = (readings: readonly Reading[], name: string): (number | undefined)[] => rateSteps(readings, name).map((s) => s.perSecond);
 const lastRate = (readings: readonly Reading[], name: string): number | undefined => rateSteps(readings.slice(-2), name)[0]?.perSecond;
+
+/** Counters shown per job: the retransmission and sequence errors, and the optional bytes. */
+const QP_SHOWN = ['rdma_tx_bytes', 'rdma_rx_bytes', 'packet_seq_err', 'out_of_sequence', 'local_ack_timeout_err', 'rnr_nak_retry_err'] as const;
+
+/**
+ * Each job's own totals from per-PID QP counters, shared ports included, with the coverage:
+ * QPs created before the counting mode was on, and DEVX QPs, have no counter.
+ */
+function renderQp(qp: QpState): string {
+  const series = [...qp.series.values()].sort((a, b) => `${a.device} ${a.port} ${a.jobId}`.localeCompare(`${b.device} ${b.port} ${b.jobId}`));
+  if (series.length === 0) return '';
+  const rows = series.map((s) => {
+    const key = `${s.jobId} ${s.device} ${s.port}`;
+    const counted = qp.counted.get(key);
+    const total = qp.qps.get(key);
+    const coverage = counted === undefined || total === undefined ? '—' : `${counted} of ${total} QPs`;
+    const values = QP_SHOWN.filter((c) => s.values.has(c)).map((c) => `${esc(c)}=${esc(formatSi(Number(s.values.get(c))))}`).join('<br>');
+    return `<tr data-qp-job="${esc(s.jobId)}"><td>${esc(s.jobId)}</td><td>${esc(s.device)}/${esc(s.port)}</td><td>${esc(coverage)}</td><td><code>${values || '—'}</code></td></tr>`;
+  });
+  return `<h2>Jobs' own QP counters</h2>
+<p>Per-PID QP counters summed over each job's processes since the job was first seen, on shared ports too. Only QPs with a counter are counted.</p>
+<table id="qp-jobs"><thead><tr><th>job</th><th>device/port</th><th>counted</th><th>totals</th></tr></thead>
+<tbody>
+${rows.join('\n')}
+</tbody></table>`;
+}

@@ -11,6 +11,8 @@ import { NodeCollector, type Cycle } from '../../src/node/collector.js';
 import { NODE_METRICS } from '../../src/node/metrics.js';
 import { accumulateQp, autoOff, EMPTY_QP_STATE, parseLinkModes, parseQpCounters, parseQpResources, type QpCounter, type QpState } from '../../src/node/qp-counters.js';
 import { QpSource } from '../../src/node/qp-source.js';
+import { attributionRows } from '../../src/node/explain.js';
+import { renderLanding } from '../../src/node/landing.js';
 import { demoTree } from '../../src/demo/scenarios.js';
 import { writeTree } from '../../src/demo/nodetree.js';
 import type { Point } from '../../src/telemetry/spec.js';
@@ -168,6 +170,12 @@ describe('--qp-counters observe with a stand-in rdma', () => {
       expect(of(NODE_METRICS.jobQps.name, '918002')).toBe(4);
       expect(of(NODE_METRICS.jobQps.name, '918003')).toBe(1);
       expect(new Set(points(c, NODE_METRICS.jobQpCounters.name).map((p) => p.attributes.job_id))).toEqual(new Set(['918002', '918003']));
+      // The landing page shows each job's own totals on the shared port, with the coverage.
+      const html = renderLanding(attributionRows(c), { host: 'n', version: 't', atMs: 3000, refreshSeconds: 15, gaps: [], ...(c.qp ? { qp: c.qp } : {}) });
+      const row = (job: string) => new RegExp(`<tr data-qp-job="${job}"><td>${job}</td><td>mlx5_1/1</td><td>([^<]*)</td><td><code>([^]*?)</code>`).exec(html);
+      expect(row('918002')?.[1]).toBe('3 of 4 QPs');
+      expect(row('918003')?.[1]).toBe('1 of 1 QPs');
+      expect(row('918002')?.[2]).toContain('out_of_sequence=4');
       // One statistic qp show per reading.
       const shows = rdma.calls().filter((l) => l === '-j statistic qp show').length;
       expect(shows - (source.latest()?.seq ?? 0)).toBeLessThanOrEqual(1); // a reading may be under way
