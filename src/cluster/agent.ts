@@ -11,6 +11,7 @@ import type { ResourceOptions } from '../telemetry/resource.js';
 import { closeTelemetry, collectOnce, startAgent, type Collecting, type RunningAgent, type Schedule } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
 import type { WebConfig } from '../telemetry/webconfig.js';
+import { FAILURE_KINDS, failureKindOf } from './api/client.js';
 import { CollectionLoop, summarize, type TickResult, type TickSummary } from './collect.js';
 import { makeFetchers, type FetcherOptions } from './fetchers.js';
 import { LandingRecord, renderClusterLanding } from './landing.js';
@@ -77,7 +78,7 @@ export class ClusterRunner implements Collecting<TickResult> {
       hooks: {
         runFinished: (collector, ms, err) => {
           m.collectorDuration.record(ms / 1000, { collector });
-          if (err !== undefined) m.collectorErrors.record(1, { collector });
+          if (err !== undefined) m.collectorErrors.record(1, { collector, kind: failureKindOf(err) });
           this.landingRecord.runFinished(collector, Date.now(), ms, err);
         },
         skipped: (collector) => {
@@ -92,7 +93,7 @@ export class ClusterRunner implements Collecting<TickResult> {
       },
     });
     // Every self-monitoring series exists from the start, at 0, as Soperator registers them.
-    this.self.zero({ name: 'collector', values: this.loop.enabled });
+    this.self.zero({ collector: this.loop.enabled, kind: FAILURE_KINDS });
   }
 
   get last(): TickSummary | undefined {

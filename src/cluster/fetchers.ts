@@ -4,7 +4,7 @@
  * skipped and counted here; a whole failed response becomes an error the loop counts.
  */
 import type { Logger } from '../log.js';
-import { orThrow, type AccountingQuery, type CallOptions, type CallResult } from './api/client.js';
+import { orThrow, SlurmCallError, type AccountingQuery, type CallOptions, type CallResult } from './api/client.js';
 import { describeMessages, isBenign } from './api/envelope.js';
 import type { Fetchers } from './collect.js';
 import { Interner, type InternFields } from './intern.js';
@@ -60,6 +60,9 @@ export interface FetcherOptions {
   readonly now?: () => number;
 }
 
+/** A response that decoded but carries no usable data: counted as a `decode` failure. */
+const malformed = (message: string): SlurmCallError => new SlurmCallError({ kind: 'decode', message, errors: [] });
+
 /** Clock drift between slurmrestd, slurmctld and slurmdbd (Soperator uses the same 5 minutes). */
 export const ACCOUNTING_SKEW_MS = 5 * 60_000;
 
@@ -84,7 +87,7 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
       o.logger.warn({ collector, skipped: data.skipped, reasons: data.skip_reasons.slice(0, 3) }, 'malformed elements skipped');
     }
     // Nothing decoded out of something sent is a broken response, not an empty cluster.
-    if (data.items.length === 0 && data.skipped > 0) throw new Error(`${collector}: all ${data.skipped} elements are malformed`);
+    if (data.items.length === 0 && data.skipped > 0) throw malformed(`${collector}: all ${data.skipped} elements are malformed`);
     watch.errors(collector, data.errors.filter((e) => !isBenign(e)));
     watch.fields(collector, result.ok ? result.version : undefined, data.items);
     return data.items;
@@ -107,7 +110,7 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
     ...(o.accountingLimits ? limitsFetcher(o.api, items) : {}),
     diag: async (signal) => {
       const [diag] = items('diag', await o.api.diag({ signal }));
-      if (!diag) throw new Error('diag response carried no statistics');
+      if (!diag) throw malformed('diag response carried no statistics');
       return diag;
     },
     jobs: async (signal) => {

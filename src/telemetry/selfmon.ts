@@ -39,14 +39,14 @@ export class SelfMonitor<T extends Record<string, MetricSpec>> {
 
   /**
    * Starts every family at 0 (counters add 0, gauges set 0) so it is exposed before its first
-   * event: families without labels once, families labelled only by `label.name` once per value.
+   * event, and a first increment shows in rate(): families without labels once, families whose
+   * labels are all in `labels` once per combination of their values.
    */
-  zero(label: { readonly name: string; readonly values: readonly string[] }): void {
+  zero(labels: Readonly<Record<string, readonly string[]>>): void {
     for (const [key, spec] of Object.entries(this.specs)) {
-      if (spec.kind === 'histogram') continue;
+      if (spec.kind === 'histogram' || !spec.attributes.every((a) => a in labels)) continue;
       const rec = this.m[key as keyof T];
-      if (spec.attributes.length === 0) rec.record(0);
-      else if (spec.attributes.length === 1 && spec.attributes[0] === label.name) for (const v of label.values) rec.record(0, { [label.name]: v });
+      for (const attrs of combinations(spec.attributes, labels)) rec.record(0, attrs);
     }
   }
 
@@ -60,6 +60,13 @@ export class SelfMonitor<T extends Record<string, MetricSpec>> {
     this.runtime.stop();
     await this.provider.shutdown();
   }
+}
+
+/** Every assignment of a value to each of `names` (one empty assignment when there are none). */
+function combinations(names: readonly string[], values: Readonly<Record<string, readonly string[]>>): Attributes[] {
+  let out: Attributes[] = [{}];
+  for (const name of names) out = out.flatMap((a) => (values[name] ?? []).map((v) => ({ ...a, [name]: v })));
+  return out;
 }
 
 function recorders<T extends Record<string, MetricSpec>>(meter: Meter, specs: T): Recorders<T> {

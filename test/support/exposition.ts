@@ -31,3 +31,8 @@ export function valueOf(samples: readonly Sample[], name: string, match: Record<
   if (found.length > 1) throw new Error(`${found.length} samples of ${name} match ${JSON.stringify(match)}`);
   return found[0]?.value;
 }
+
+/** The sum over every sample of `name` that matches: what `sum by` over the other labels gives. */
+export function sumOf(samples: readonly Sample[], name: string, match: Record<string, string> = {}): number {
+  return select(samples, name, match).reduce((total, s) => total + s.value, 0);
+}

@@ -65,23 +65,17 @@ export interface SlurmClientOptions {
   readonly logger: Logger;
 }
 
-export type FailureKind =
-  /** Credentials missing, rejected (401, 22.05's auth 500) after one renewal, or forbidden (403). */
-  | 'auth'
-  | 'timeout'
-  | 'network'
-  | 'too_large'
-  /** Any other HTTP status (502 after retries, 404 after renegotiation, a 500 without errors[]). */
-  | 'http'
-  /** No API version both sides know, or the requested one is not served. */
-  | 'version'
-  /** Not JSON, truncated, or JSON without the expected data. */
-  | 'decode'
-  /** Slurm answered with `errors[]` and no data. */
-  | 'api_errors'
-  | 'aborted'
-  /** A bug on our side; reported rather than thrown so one endpoint cannot take down a cycle. */
-  | 'internal';
+/**
+ * Why a call failed; `slurm_exporter_collector_errors_total` counts runs by it:
+ * - auth: credentials missing, rejected (401, 22.05's auth 500) after one renewal, or forbidden (403);
+ * - http: any other HTTP status (502 after retries, 404 after renegotiation, a 500 without errors[]);
+ * - version: no API version both sides know, or the requested one is not served;
+ * - decode: not JSON, truncated, or JSON without the expected data;
+ * - api_errors: Slurm answered with `errors[]` and no data;
+ * - internal: a bug on our side, reported rather than thrown so one endpoint cannot take down a cycle.
+ */
+export const FAILURE_KINDS = ['auth', 'timeout', 'network', 'too_large', 'http', 'version', 'decode', 'api_errors', 'aborted', 'internal'] as const;
+export type FailureKind = (typeof FAILURE_KINDS)[number];
 
 export interface CallFailure {
   readonly kind: FailureKind;
@@ -140,6 +134,11 @@ export class SlurmCallError extends Error {
   constructor(readonly failure: CallFailure) {
     super(failure.message);
   }
+}
+
+/** The kind of any error a sub-collector run ended with: a call's own, else a bug on our side. */
+export function failureKindOf(err: unknown): FailureKind {
+  return err instanceof SlurmCallError ? err.failure.kind : 'internal';
 }
 
 /** The data of a successful call, or a SlurmCallError. */

@@ -10,7 +10,7 @@ import type { FakeSlurmrestd } from '../../../src/demo/fake-slurmrestd.js';
 import { FAKE_LICENSE_TOTAL, RENDER_VERSIONS, truthSeenThrough, type Endpoint, type RenderVersion } from '../../../src/demo/slurm-render.js';
 import { OPTIONAL_SUB_COLLECTORS, type OptionalSubCollector } from '../../../src/cluster/snapshot.js';
 import { clusterAgentOptions, fakeSlurm } from '../../support/agents.js';
-import { parseExposition, select, valueOf } from '../../support/exposition.js';
+import { parseExposition, select, sumOf, valueOf } from '../../support/exposition.js';
 import { startReceiver } from '../../support/otlp-receiver.js';
 import { EXTRA_SPECS, NATIVE_SPECS, NATIVE_USER_ACCOUNT_SPECS } from '../../../src/cluster/metrics.js';
 
@@ -209,8 +209,10 @@ describe('optional sub-collectors', () => {
       const own = { licenses: 'slurm_license_total', partitions: 'slurm_partitions', reservations: 'slurm_reservation_info', shares: 'slurm_fairshare_factor' };
       for (const [other, family] of Object.entries(own)) expect(select(samples, family).length > 0, family).toBe(other !== endpoint);
       const self = parseExposition((await runner.self.exposition()).text);
-      expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: endpoint })).toBe(1);
-      expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: 'nodes' })).toBe(0);
+      // The fake answers 500 with Slurm errors[] and no data.
+      expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: endpoint, kind: 'api_errors' })).toBe(1);
+      expect(sumOf(self, 'slurm_exporter_collector_errors_total', { collector: endpoint })).toBe(1);
+      expect(sumOf(self, 'slurm_exporter_collector_errors_total', { collector: 'nodes' })).toBe(0);
     });
   }
 
@@ -223,7 +225,9 @@ describe('optional sub-collectors', () => {
     }
     expect(select(samples, 'slurm_qos_limit')).toHaveLength(0);
     const self = parseExposition((await runner.self.exposition()).text);
-    expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: 'limits' })).toBe(1);
+        // The fake answers the unknown path with a 404 carrying Slurm errors[].
+    expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: 'limits', kind: 'api_errors' })).toBe(1);
+    expect(sumOf(self, 'slurm_exporter_collector_errors_total', { collector: 'limits' })).toBe(1);
   });
 
   it('a sub-collector not chosen sends no request and has no families and no self-monitoring series', async () => {
@@ -253,7 +257,10 @@ describe('cluster agent faults, end to end', () => {
     expect(select(after, 'slurm_node_info').length).toBe(before);
     expect(select(after, 'slurm_job_info').length).toBeGreaterThan(0);
     const self = parseExposition((await runner.self.exposition()).text);
-    for (const collector of ['nodes', 'jobs', 'diag', 'partitions', 'licenses', 'reservations', 'shares']) expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector })).toBe(1);
+    for (const collector of ['nodes', 'jobs', 'diag', 'partitions', 'licenses', 'reservations', 'shares']) {
+      expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector, kind: 'network' }), collector).toBe(1);
+      expect(sumOf(self, 'slurm_exporter_collector_errors_total', { collector }), collector).toBe(1);
+    }
     expect(valueOf(self, 'slurm_exporter_collection_failures_total')).toBe(1);
     expect(valueOf(self, 'slurm_exporter_collection_attempts_total')).toBe(2);
   });

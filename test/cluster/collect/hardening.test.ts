@@ -6,14 +6,14 @@
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { staticToken } from '../../../src/cluster/api/auth.js';
-import { SlurmClient } from '../../../src/cluster/api/client.js';
+import { failureKindOf, SlurmClient, type FailureKind } from '../../../src/cluster/api/client.js';
 import { decoderFor } from '../../../src/cluster/api/versions.js';
 import { decodeListStream } from '../../../src/cluster/api/stream-decode.js';
 import { CollectionLoop, type LoopHooks } from '../../../src/cluster/collect.js';
 import { makeFetchers } from '../../../src/cluster/fetchers.js';
 import { observe } from '../../../src/cluster/rules.js';
 import type { SubCollector } from '../../../src/cluster/snapshot.js';
-import { createLogger, type Logger } from '../../../src/log.js';
+import { createLogger, silentLogger, type Logger } from '../../../src/log.js';
 import { materialized } from '../../../src/telemetry/spec.js';
 import { FaultServer } from '../api/fault-server.js';
 
@@ -30,6 +30,8 @@ function capture(): { logger: Logger; text: () => string } {
 
 interface Counts {
   errors: string[];
+  /** The failure kind of each failed run, as slurm_exporter_collector_errors_total counts it. */
+  kinds: FailureKind[];
   skipped: Partial<Record<SubCollector, number>>;
   apiErrors: Partial<Record<SubCollector, number>>;
   fieldsLost: Partial<Record<SubCollector, readonly string[]>>;
@@ -41,7 +43,7 @@ async function setup(opts: { versions?: string[]; token?: string } = {}) {
   const { logger, text } = capture();
   const tokenSource = opts.token !== undefined ? staticToken({ token: opts.token, userName: 'root' }) : undefined;
   const api = new SlurmClient({ server: server.url, ...(tokenSource ? { tokenSource } : { tokenSource: staticToken({ token: 'unused-token-xyz', userName: 'root' }) }), retries: 0, logger });
-  const counts: Counts = { errors: [], skipped: {}, apiErrors: {}, fieldsLost: {} };
+  const counts: Counts = { errors: [], kinds: [], skipped: {}, apiErrors: {}, fieldsLost: {} };
   const add = (m: Partial<Record<SubCollector, number>>, c: SubCollector, n: number) => (m[c] = (m[c] ?? 0) + n);
   const fetchers = makeFetchers({
     api,
@@ -55,7 +57,11 @@ async function setup(opts: { versions?: string[]; token?: string } = {}) {
     onFieldsLost: (c, f) => (counts.fieldsLost[c] = f),
   });
   const hooks: LoopHooks = {
-    runFinished: (c, _ms, err) => void (err !== undefined && counts.errors.push(c)),
+    runFinished: (c, _ms, err) => {
+      if (err === undefined) return;
+      counts.errors.push(c);
+      counts.kinds.push(failureKindOf(err));
+    },
     skipped: () => undefined,
     stale: () => undefined,
     inflight: () => undefined,
@@ -76,6 +82,7 @@ describe('cluster collection against a hostile slurmrestd', () => {
     t.close();
     expect(tick.failed).toEqual(['jobs']);
     expect(t.text()).toMatch(/sub-collector failed/);
+    expect(t.counts.kinds).toEqual(['auth']);
     expect(t.text()).toContain('rejected token <redacted>');
     expect(t.text()).not.toContain(token);
   });
@@ -95,8 +102,21 @@ describe('cluster collection against a hostile slurmrestd', () => {
     expect(second.failed).toEqual([name]);
     expect(second.snapshot[name]?.value.length).toBe(good);
     expect(t.counts.errors).toEqual([name]);
+    expect(t.counts.kinds).toEqual(['decode']);
     expect(t.counts.skipped[name]).toBe((broken as Record<string, unknown[]>)[name]?.length);
     expect(t.text()).toMatch(/all \d+ elements are malformed/);
+  });
+
+  it('a failure that is not a call result (a bug on our side) is counted as internal', async () => {
+    const kinds: FailureKind[] = [];
+    const loop = new CollectionLoop({
+      fetchers: { nodes: () => Promise.reject(new TypeError('x is undefined')), jobs: async () => [], diag: () => Promise.reject(new Error('never')) },
+      maxInflight: 1,
+      hooks: { runFinished: (_c, _ms, err) => void (err !== undefined && kinds.push(failureKindOf(err))), skipped: () => undefined, stale: () => undefined, inflight: () => undefined },
+      logger: silentLogger(),
+    });
+    expect((await loop.tick()).failed).toEqual(['nodes', 'diag']);
+    expect(kinds).toEqual(['internal', 'internal']);
   });
 
   it('an empty list is still an empty cluster, not a failure', async () => {

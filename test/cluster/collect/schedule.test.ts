@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ClusterRunner } from '../../../src/cluster/agent.js';
 import { staticToken } from '../../../src/cluster/api/auth.js';
-import { SlurmClient } from '../../../src/cluster/api/client.js';
+import { FAILURE_KINDS, SlurmClient } from '../../../src/cluster/api/client.js';
 import type { Schedule } from '../../../src/telemetry/runtime.js';
 import { silentLogger } from '../../../src/log.js';
 import { parseExposition, select, valueOf } from '../../support/exposition.js';
@@ -94,9 +94,11 @@ describe('sub-collectors on their own schedules', () => {
     const { runner } = await scheduled({ jobsDelayMs: 5000, intervalMs: 60_000, maxInflight: 1 });
     const samples = await self(runner);
     for (const collector of ['nodes', 'jobs', 'diag']) {
-      for (const name of ['slurm_exporter_collector_errors_total', 'slurm_exporter_collector_skipped_total', 'slurm_exporter_collector_stale_results_total']) {
+      for (const name of ['slurm_exporter_collector_skipped_total', 'slurm_exporter_collector_stale_results_total']) {
         expect(valueOf(samples, name, { collector }), `${name}{collector="${collector}"}`).toBe(0);
       }
+      // Every failure kind too, so a first failure of any kind shows in rate().
+      for (const kind of FAILURE_KINDS) expect(valueOf(samples, 'slurm_exporter_collector_errors_total', { collector, kind }), `${collector} ${kind}`).toBe(0);
       expect(valueOf(samples, 'slurm_exporter_collector_duration_seconds', { collector })).toBeDefined();
     }
     for (const name of ['slurm_exporter_collection_attempts_total', 'slurm_exporter_collection_failures_total', 'slurm_exporter_metrics_requests_total']) {

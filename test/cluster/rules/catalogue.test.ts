@@ -111,7 +111,7 @@ describe('cluster catalogue', () => {
         ['slurm_exporter_collection_attempts_total', 'counter', []],
         ['slurm_exporter_collection_failures_total', 'counter', []],
         ['slurm_exporter_collector_duration_seconds', 'gauge', ['collector']],
-        ['slurm_exporter_collector_errors_total', 'counter', ['collector']],
+        ['slurm_exporter_collector_errors_total', 'counter', ['collector', 'kind']],
         ['slurm_exporter_collector_inflight', 'gauge', ['collector']],
         ['slurm_exporter_collector_skipped_total', 'counter', ['collector']],
         ['slurm_exporter_collector_stale_results_total', 'counter', ['collector']],
