@@ -45,6 +45,7 @@ export function explainCommand(): Command {
 }
 
 // C0 and C1 controls, DEL, and the bidirectional overrides that can reorder what a terminal shows.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
 
 /**

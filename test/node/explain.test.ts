@@ -57,6 +57,7 @@ describe('slurm-otel explain', () => {
     fs.writeFileSync(path.join(roots.procfs, '950', 'comm'), '\x1b]0;owned\x07\x1b[2Jwéka\u202e\n');
     const r = spawnSync(process.execPath, [BIN, 'explain', '--sysfs-root', roots.sysfs, '--procfs-root', roots.procfs, '--cgroup-root', roots.cgroupfs], { encoding: 'utf8' });
     expect(r.status).toBe(0);
+    // eslint-disable-next-line no-control-regex -- matching control characters is the point
     expect(r.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/);
     expect(r.stdout).toContain('\\x1b]0;owned\\x07\\x1b[2Jwéka\\u202e');
   });

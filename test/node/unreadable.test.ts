@@ -1,9 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/log.js';
 import { NodeRunner } from '../../src/node/agent.js';
 import { inSlurmJob } from '../../src/node/cgroups.js';
 import { NodeCollector, type Cycle } from '../../src/node/collector.js';

@@ -58,6 +58,7 @@ export async function startReceiver(): Promise<Receiver> {
   };
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- decoded OTLP JSON, whose shape the tests assert
 type J = Record<string, any>;
 
 function attrs(list: J[] | undefined): Record<string, string> {

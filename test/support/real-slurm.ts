@@ -290,7 +290,7 @@ function claimSlot(base: string, pool: number): { slot: number; release: () => v
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
       }
-      let owner = Number.NaN;
+      let owner: number;
       try {
         owner = Number.parseInt(readFileSync(lease, 'utf8'), 10);
       } catch {

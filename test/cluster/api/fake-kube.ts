@@ -25,10 +25,9 @@ export class FakeKube {
   ) {}
 
   static async start(opts: FakeKubeOptions): Promise<FakeKube> {
-    let self: FakeKube | undefined;
-    const server = http.createServer((req, res) => self?.handle(req, res));
+    const server = http.createServer((req, res) => self.handle(req, res));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    self = new FakeKube(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, opts);
+    const self = new FakeKube(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, opts);
     return self;
   }
 

@@ -99,15 +99,14 @@ export class FaultServer {
   }
 
   static async start(opts: FaultServerOptions = {}): Promise<FaultServer> {
-    let self: FaultServer | undefined;
-    const server = http.createServer((req, res) => self?.handle(req, res));
+    const server = http.createServer((req, res) => self.handle(req, res));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       if (opts.socketPath !== undefined) server.listen(opts.socketPath, resolve);
       else server.listen(0, '127.0.0.1', resolve);
     });
     const url = opts.socketPath !== undefined ? `unix:${opts.socketPath}` : `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    self = new FaultServer(server, url, opts);
+    const self = new FaultServer(server, url, opts);
     return self;
   }
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import * as v0038 from '../../../src/cluster/api/decode-v0038.js';
 import * as v004x from '../../../src/cluster/api/decode-v004x.js';
 import { CLUSTER_METRICS, EXTRA_SPECS, NATIVE_SPECS } from '../../../src/cluster/metrics.js';
-import type { SlurmDiag, SlurmJob, SlurmNode } from '../../../src/cluster/model.js';
+import type { SlurmDiag, SlurmJob } from '../../../src/cluster/model.js';
 import { adjustAccountingJobs, jobDurationSeconds, observe, observeState, trimReservation } from '../../../src/cluster/rules.js';
 import { advance, INITIAL_CLUSTER_STATE } from '../../../src/cluster/state.js';
 import type { AnyFamily } from '../../../src/telemetry/spec.js';
