@@ -9,13 +9,20 @@ import js from '@eslint/js';
 import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 
-const OTEL = { group: ['@opentelemetry/*'], message: 'Only src/telemetry imports OpenTelemetry; hand it plain points.' };
+const OTEL = {
+  group: ['@opentelemetry/*'],
+  message: 'Only src/telemetry imports OpenTelemetry; hand it plain points.',
+};
 const agentWall = (other) => ({
   group: [`**/${other}/*`, `**/${other}`],
   message: 'src/node and src/cluster never import each other; share code through src/telemetry or src/log.ts.',
 });
 const ENV_MESSAGE = 'Only src/cli reads process.env and process.argv; pass options in.';
-const ENV_IMPORTS = ['process', 'node:process'].map((name) => ({ name, importNames: ['env', 'argv'], message: ENV_MESSAGE }));
+const ENV_IMPORTS = ['process', 'node:process'].map((name) => ({
+  name,
+  importNames: ['env', 'argv'],
+  message: ENV_MESSAGE,
+}));
 
 /** The import rule of one part of src/: no-restricted-imports' options do not merge across entries. */
 const imports = (...patterns) => ['error', { paths: ENV_IMPORTS, patterns }];
@@ -28,7 +35,10 @@ export default defineConfig(
     files: ['**/*.ts'],
     rules: {
       // `_`-prefixed names are deliberately unused (callback positions, destructuring out).
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' },
+      ],
     },
   },
   {

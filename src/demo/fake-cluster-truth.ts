@@ -67,7 +67,8 @@ export function nodeTruth(n: FakeNode): SlurmNode {
 /** Exit code words as the v0.0.4x parsers print them; PENDING while the job has not ended. */
 export function exitCodeTruth(j: FakeJob): JobExitCode {
   if (!isTerminal(j)) return { status: ['PENDING'] };
-  if (j.state === 'CANCELLED' || j.state === 'TIMEOUT') return { status: ['SIGNALED'], signal: SIGTERM, signal_name: 'SIGTERM' };
+  if (j.state === 'CANCELLED' || j.state === 'TIMEOUT')
+    return { status: ['SIGNALED'], signal: SIGTERM, signal_name: 'SIGTERM' };
   if (j.state === 'FAILED') return { status: ['ERROR'], return_code: j.exitStatus };
   return { status: ['SUCCESS'], return_code: 0 };
 }
@@ -79,7 +80,8 @@ function timeLimitTruth(j: FakeJob): { time_limit?: number; time_limit_unlimited
 function arrayTruth(j: FakeJob, withLimit: boolean): { array_job_id?: string; array_task_id?: string } {
   const a = j.array;
   if (a === undefined) return {};
-  const task = a.taskId !== undefined ? String(a.taskId) : withLimit ? arrayTaskString(j) : taskRanges(a.pendingTasks ?? []);
+  const task =
+    a.taskId !== undefined ? String(a.taskId) : withLimit ? arrayTaskString(j) : taskRanges(a.pendingTasks ?? []);
   return { array_job_id: String(a.jobId), array_task_id: task };
 }
 
@@ -148,14 +150,17 @@ export function tresEntries(j: FakeJob, which: 'requested' | 'allocated', gpuTyp
     { type: 'billing', name: '', id: 5, count: cpus },
   ];
   if (gpus > 0) out.push({ type: 'gres', name: 'gpu', id: 1001, count: gpus });
-  if (gpus > 0 && which === 'allocated' && gpuType !== '') out.push({ type: 'gres', name: `gpu:${gpuType}`, id: 1002, count: gpus });
+  if (gpus > 0 && which === 'allocated' && gpuType !== '')
+    out.push({ type: 'gres', name: `gpu:${gpuType}`, id: 1002, count: gpus });
   return out;
 }
 
 /** The controller string form of a TRES list, as the decoders render slurmdbd's arrays. */
 function tresListString(entries: readonly TresEntry[]): string | undefined {
   if (entries.length === 0) return undefined;
-  return entries.map((e) => `${e.name !== '' ? `${e.type}/${e.name}` : e.type}=${e.count}${e.type === 'mem' ? 'M' : ''}`).join(',');
+  return entries
+    .map((e) => `${e.name !== '' ? `${e.type}/${e.name}` : e.type}=${e.count}${e.type === 'mem' ? 'M' : ''}`)
+    .join(',');
 }
 
 export function gpuTypeOf(j: FakeJob, view: ClusterView): string {

@@ -170,7 +170,8 @@ export interface ClusterView {
 
 /** Base state and flags, as the model holds them (base first, flags in Slurm's order). */
 export function nodeStateOf(n: FakeNode): NodeState {
-  const base: NodeBaseState = n.downUntil > 0 ? 'DOWN' : n.allocCpus === 0 ? 'IDLE' : n.allocCpus >= n.cpus ? 'ALLOCATED' : 'MIXED';
+  const base: NodeBaseState =
+    n.downUntil > 0 ? 'DOWN' : n.allocCpus === 0 ? 'IDLE' : n.allocCpus >= n.cpus ? 'ALLOCATED' : 'MIXED';
   const flags: string[] = [];
   if (n.drain) flags.push('DRAIN');
   if (n.notRespondingSince > 0) flags.push('NOT_RESPONDING');

@@ -32,7 +32,9 @@ describe('streaming a 100k-job body', () => {
     expect(res.statusCode).toBe(200);
     const chunks = res[Symbol.asyncIterator]();
     const first = await chunks.next();
-    const head = Buffer.from(first.value as Buffer).subarray(0, 9).toString();
+    const head = Buffer.from(first.value as Buffer)
+      .subarray(0, 9)
+      .toString();
     res.pause();
     await sleep(1000);
     // Unthrottled, the renderer would have queued ~250 MB into the socket by now.

@@ -18,7 +18,13 @@ const GOLDEN = path.resolve('test/golden/node-once.prom');
 function writeFixedCounters(sysfs: string): void {
   ['mlx5_0', 'mlx5_1', 'mlx5_2', 'mlx5_3'].forEach((device, i) => {
     const base = (i + 1) * 1_000_000;
-    writeCounters(sysfs, device, 1, { port_xmit_data: base + 1, port_rcv_data: base + 2, port_xmit_packets: base + 3, symbol_error: i }, 'counters');
+    writeCounters(
+      sysfs,
+      device,
+      1,
+      { port_xmit_data: base + 1, port_rcv_data: base + 2, port_xmit_packets: base + 3, symbol_error: i },
+      'counters',
+    );
     writeCounters(sysfs, device, 1, { packet_seq_err: 10 * i, np_cnp_sent: 10 * i + 1 }, 'hw_counters');
   });
 }
@@ -48,8 +54,25 @@ describe('node agent exposition (golden file)', () => {
   it('--once on the demo node with fixed counters prints exactly test/golden/node-once.prom', () => {
     const roots = writeTree(tmpDir(), demoTree({ layout: 'v2-sluid', nonJobHolder: true }));
     writeFixedCounters(roots.sysfs);
-    const args = ['node', '--once', '--node-name', DEMO_NODE, '--sysfs-root', roots.sysfs, '--procfs-root', roots.procfs, '--cgroup-root', roots.cgroupfs, '--log-level', 'error'];
-    const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' }, timeout: 20_000 });
+    const args = [
+      'node',
+      '--once',
+      '--node-name',
+      DEMO_NODE,
+      '--sysfs-root',
+      roots.sysfs,
+      '--procfs-root',
+      roots.procfs,
+      '--cgroup-root',
+      roots.cgroupfs,
+      '--log-level',
+      'error',
+    ];
+    const r = spawnSync(process.execPath, [BIN, ...args], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH ?? '' },
+      timeout: 20_000,
+    });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     const actual = normalize(r.stdout);

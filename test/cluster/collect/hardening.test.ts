@@ -42,7 +42,12 @@ async function setup(opts: { versions?: string[]; token?: string } = {}) {
   servers.push(server);
   const { logger, text } = capture();
   const tokenSource = opts.token !== undefined ? staticToken({ token: opts.token, userName: 'root' }) : undefined;
-  const api = new SlurmClient({ server: server.url, ...(tokenSource ? { tokenSource } : { tokenSource: staticToken({ token: 'unused-token-xyz', userName: 'root' }) }), retries: 0, logger });
+  const api = new SlurmClient({
+    server: server.url,
+    ...(tokenSource ? { tokenSource } : { tokenSource: staticToken({ token: 'unused-token-xyz', userName: 'root' }) }),
+    retries: 0,
+    logger,
+  });
   const counts: Counts = { errors: [], kinds: [], skipped: {}, apiErrors: {}, fieldsLost: {} };
   const add = (m: Partial<Record<SubCollector, number>>, c: SubCollector, n: number) => (m[c] = (m[c] ?? 0) + n);
   const fetchers = makeFetchers({
@@ -70,14 +75,26 @@ async function setup(opts: { versions?: string[]; token?: string } = {}) {
   return { server, loop, counts, text, close: () => api.close() };
 }
 
-const body = (o: unknown) => ({ kind: 'status' as const, status: 200, body: JSON.stringify(o), contentType: 'application/json' });
+const body = (o: unknown) => ({
+  kind: 'status' as const,
+  status: 200,
+  body: JSON.stringify(o),
+  contentType: 'application/json',
+});
 const META = { meta: { plugin: { data_parser: 'data_parser/v0.0.44' } }, errors: [], warnings: [] };
 
 describe('cluster collection against a hostile slurmrestd', () => {
   it('never logs a token that an error body echoes', async () => {
     const token = 'static-token-0123456789-secret';
     const t = await setup({ token });
-    t.server.fault('/slurm/v0.0.44/jobs/', { kind: 'status', status: 500, contentType: 'application/json', body: JSON.stringify({ errors: [{ error: 'Unspecified error', errno: -1, description: `rejected token ${token}` }] }) });
+    t.server.fault('/slurm/v0.0.44/jobs/', {
+      kind: 'status',
+      status: 500,
+      contentType: 'application/json',
+      body: JSON.stringify({
+        errors: [{ error: 'Unspecified error', errno: -1, description: `rejected token ${token}` }],
+      }),
+    });
     const tick = await t.loop.tick();
     t.close();
     expect(tick.failed).toEqual(['jobs']);
@@ -91,28 +108,40 @@ describe('cluster collection against a hostile slurmrestd', () => {
     ['jobs', { jobs: [[1], [2], [3]] }],
     ['jobs', { jobs: Array.from({ length: 10_000 }, () => ({})) }],
     ['nodes', { nodes: [[1], 'x', null] }],
-  ] as const)('a %s list none of whose elements decodes is a failed run: last good data kept, skips counted', async (name, broken) => {
-    const t = await setup();
-    const first = await t.loop.tick();
-    const good = first.snapshot[name]?.value.length ?? 0;
-    expect(good).toBeGreaterThan(0);
-    t.server.fault(`/slurm/v0.0.44/${name}/`, body({ ...META, ...broken }));
-    const second = await t.loop.tick();
-    t.close();
-    expect(second.failed).toEqual([name]);
-    expect(second.snapshot[name]?.value.length).toBe(good);
-    expect(t.counts.errors).toEqual([name]);
-    expect(t.counts.kinds).toEqual(['decode']);
-    expect(t.counts.skipped[name]).toBe((broken as Record<string, unknown[]>)[name]?.length);
-    expect(t.text()).toMatch(/all \d+ elements are malformed/);
-  });
+  ] as const)(
+    'a %s list none of whose elements decodes is a failed run: last good data kept, skips counted',
+    async (name, broken) => {
+      const t = await setup();
+      const first = await t.loop.tick();
+      const good = first.snapshot[name]?.value.length ?? 0;
+      expect(good).toBeGreaterThan(0);
+      t.server.fault(`/slurm/v0.0.44/${name}/`, body({ ...META, ...broken }));
+      const second = await t.loop.tick();
+      t.close();
+      expect(second.failed).toEqual([name]);
+      expect(second.snapshot[name]?.value.length).toBe(good);
+      expect(t.counts.errors).toEqual([name]);
+      expect(t.counts.kinds).toEqual(['decode']);
+      expect(t.counts.skipped[name]).toBe((broken as Record<string, unknown[]>)[name]?.length);
+      expect(t.text()).toMatch(/all \d+ elements are malformed/);
+    },
+  );
 
   it('a failure that is not a call result (a bug on our side) is counted as internal', async () => {
     const kinds: FailureKind[] = [];
     const loop = new CollectionLoop({
-      fetchers: { nodes: () => Promise.reject(new TypeError('x is undefined')), jobs: async () => [], diag: () => Promise.reject(new Error('never')) },
+      fetchers: {
+        nodes: () => Promise.reject(new TypeError('x is undefined')),
+        jobs: async () => [],
+        diag: () => Promise.reject(new Error('never')),
+      },
       maxInflight: 1,
-      hooks: { runFinished: (_c, _ms, err) => void (err !== undefined && kinds.push(failureKindOf(err))), skipped: () => undefined, stale: () => undefined, inflight: () => undefined },
+      hooks: {
+        runFinished: (_c, _ms, err) => void (err !== undefined && kinds.push(failureKindOf(err))),
+        skipped: () => undefined,
+        stale: () => undefined,
+        inflight: () => undefined,
+      },
       logger: silentLogger(),
     });
     expect((await loop.tick()).failed).toEqual(['nodes', 'diag']);
@@ -164,7 +193,12 @@ describe('stream decoding as JSON.parse reads it', () => {
     for (let i = 0; i < text.length; i += size) yield Buffer.from(text.slice(i, i + size));
   }
   const decode = (text: string) => decodeListStream(chunks(text), 'jobs', decoderFor('v0.0.44').decodeJob);
-  const job = (id: number | string, extra: Record<string, unknown> = {}) => `{"job_id":${id},"job_state":["RUNNING"],"name":"j","nodes":"",${Object.entries(extra).map(([k, v]) => `"${k}":${typeof v === 'string' ? v : JSON.stringify(v)}`).join(',') || '"x":0'}}`;
+  const job = (id: number | string, extra: Record<string, unknown> = {}) =>
+    `{"job_id":${id},"job_state":["RUNNING"],"name":"j","nodes":"",${
+      Object.entries(extra)
+        .map(([k, v]) => `"${k}":${typeof v === 'string' ? v : JSON.stringify(v)}`)
+        .join(',') || '"x":0'
+    }}`;
 
   it('keeps the last of duplicate top-level keys, as JSON.parse does', async () => {
     const text = `{"jobs":[${job(1)},${job(2)}],"meta":{},"jobs":[${job(3)}]}`;
@@ -188,7 +222,9 @@ describe('stream decoding as JSON.parse reads it', () => {
     expect(d.items[0]?.job_id).toBe(big);
     expect(d.items[0]?.array_job_id).toBe(arrayId);
     const families = observe({ atMs: 0, jobs: { value: d.items, atMs: 0, seq: 1 } }, 0);
-    const labels = families.flatMap((f) => materialized(f).points.map((p) => p.attributes['job_id'])).filter((v) => v !== undefined);
+    const labels = families
+      .flatMap((f) => materialized(f).points.map((p) => p.attributes['job_id']))
+      .filter((v) => v !== undefined);
     expect(labels.length).toBeGreaterThan(0);
     expect(new Set(labels)).toEqual(new Set([big]));
   });
