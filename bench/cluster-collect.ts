@@ -43,7 +43,7 @@ import { noAuth } from '../src/cluster/api/auth.js';
 import { SlurmClient, type CallResult } from '../src/cluster/api/client.js';
 import type { SlurmApi } from '../src/cluster/fetchers.js';
 import { JsonArraySplitter } from '../src/cluster/api/json-array-stream.js';
-import { bigCluster } from '../src/demo/fake-cluster.js';
+import { bigCluster } from '../test/support/big-cluster.js';
 import { startFakeSlurmrestd } from '../src/demo/fake-slurmrestd.js';
 import { silentLogger } from '../src/log.js';
 import { serveAgent } from '../src/telemetry/runtime.js';

@@ -14,11 +14,13 @@ import { SlurmClient } from '../src/cluster/api/client.js';
 import type { SlurmPartition } from '../src/cluster/model.js';
 import { observe } from '../src/cluster/rules.js';
 import { OPTIONAL_SUB_COLLECTORS, type ClusterSnapshot, type OptionalSubCollector } from '../src/cluster/snapshot.js';
-import { bigCluster, FakeCluster } from '../src/demo/fake-cluster.js';
+import { FakeCluster } from '../src/demo/fake-cluster.js';
+import { bigCluster } from '../test/support/big-cluster.js';
 import { startFakeSlurmrestd } from '../src/demo/fake-slurmrestd.js';
 import { silentLogger } from '../src/log.js';
 import { Pipeline } from '../src/telemetry/pipeline.js';
 import { NATIVE_SPECS, EXTRA_SPECS } from '../src/cluster/metrics.js';
+import { knownTruth } from '../test/support/fake-cluster-truth.js';
 
 const NODES = 20_000;
 const JOBS = 100_000;
@@ -69,7 +71,7 @@ async function main(): Promise<void> {
   );
   const t0 = performance.now();
   const cluster = bigCluster({ nodes: NODES, jobs: JOBS });
-  const truth = cluster.knownTruth();
+  const truth = knownTruth(cluster);
   const partitions: SlurmPartition[] = [...new Set(truth.nodes.flatMap((n) => n.partitions))].map((name) => {
     const nodes = truth.nodes.filter((n) => n.partitions.includes(name));
     return {

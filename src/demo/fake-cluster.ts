@@ -12,17 +12,10 @@
  * (RPCs by type and user, scheduler cycles, job totals) only grow while `server_thread_count`
  * and the agent queue wander.
  */
-import type { SlurmDiag, SlurmJob, SlurmNode } from '../cluster/model.js';
 import { ControllerStats, QUEUE_DEPTH } from './fake-controller-stats.js';
 import type { ClusterView, FakeJob, FakeNode, FakeOutcome, FakeUser } from './fake-cluster-types.js';
 import { compressHostlist, isTerminal, jobAllocTres } from './fake-cluster-types.js';
-import {
-  accountingJobTruth,
-  controllerJobTruth,
-  diagTruth,
-  nodeTruth,
-  SPECIALIZED_MEMORY_MIB,
-} from './fake-cluster-truth.js';
+import { SPECIALIZED_MEMORY_MIB } from './fake-cluster-derived.js';
 import { Prng } from './prng.js';
 
 export * from './fake-cluster-types.js';
@@ -103,16 +96,6 @@ export interface FakeClusterOptions {
 export interface PinnedJobs {
   readonly node: string;
   readonly jobs: readonly { readonly id: number; readonly name: string; readonly gpus: number }[];
-}
-
-export interface ClusterTruth {
-  readonly nowMs: number;
-  readonly nodes: readonly SlurmNode[];
-  /** What `/slurm/vX/jobs/` reports. */
-  readonly jobs: readonly SlurmJob[];
-  /** What `/slurmdb/vX/jobs/` reports. */
-  readonly accountingJobs: readonly SlurmJob[];
-  readonly diag: SlurmDiag;
 }
 
 interface Partition {
@@ -212,20 +195,8 @@ export class FakeCluster {
     };
   }
 
-  /** What a correct reader of this cluster's REST API must find, in the model's terms. */
-  knownTruth(): ClusterTruth {
-    const v = this.view();
-    return {
-      nowMs: this.nowMs,
-      nodes: v.nodes.map((n) => nodeTruth(n)),
-      jobs: v.jobs.map((j) => controllerJobTruth(j)),
-      accountingJobs: v.accounting.map((j) => accountingJobTruth(j, v)),
-      diag: diagTruth(v.diag, v.now),
-    };
-  }
-
   /**
-   * Submits `count` jobs at once and starts what fits, as a busy cluster would look (bigCluster).
+   * Submits `count` jobs at once and starts what fits, as a busy cluster would look (the benchmarks' big clusters).
    * Each job looks for room within a window of nodes from its partition's cursor, so a large fill
    * stays linear; what finds none waits.
    */
@@ -783,31 +754,6 @@ export class FakeCluster {
     for (const j of this.ctld.values()) if (j.state === state) n++;
     return n;
   }
-}
-
-export interface BigClusterOptions {
-  readonly nodes: number;
-  readonly jobs: number;
-  readonly seed?: number;
-  readonly startMs?: number;
-}
-
-/**
- * A large cluster for benchmarks: a quarter GPU nodes, the rest CPU nodes, `jobs` jobs of which
- * most run (as many as fit), some wait and a few have just finished.
- */
-export function bigCluster(opts: BigClusterOptions): FakeCluster {
-  const gpuNodes = Math.max(1, Math.floor(opts.nodes / 4));
-  const partitions: PartitionSpec[] = [{ name: 'gpu', nodes: gpuNodes, gpusPerNode: 8 }];
-  if (opts.nodes > gpuNodes) partitions.push({ name: 'cpu', nodes: opts.nodes - gpuNodes });
-  const cluster = new FakeCluster({
-    partitions,
-    seed: opts.seed ?? 1,
-    workload: 'none',
-    ...(opts.startMs !== undefined ? { startMs: opts.startMs } : {}),
-  });
-  cluster.populate(opts.jobs);
-  return cluster;
 }
 
 // ------------------------------------------------------------------ construction helpers

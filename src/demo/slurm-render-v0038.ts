@@ -29,8 +29,8 @@ import {
   SCHEDULE_CYCLES_PER_MINUTE,
   stdoutPath,
   tresEntries,
-} from './fake-cluster-truth.js';
-import type { TresEntry } from './fake-cluster-truth.js';
+} from './fake-cluster-derived.js';
+import type { TresEntry } from './fake-cluster-derived.js';
 import type { ClusterView } from './fake-cluster-types.js';
 
 export interface Ctx38 {

@@ -32,8 +32,8 @@ import {
   SPECIALIZED_MEMORY_MIB,
   stdoutPath,
   tresEntries,
-} from './fake-cluster-truth.js';
-import type { TresEntry } from './fake-cluster-truth.js';
+} from './fake-cluster-derived.js';
+import type { TresEntry } from './fake-cluster-derived.js';
 
 export type Minor = 40 | 41 | 42 | 43 | 44 | 45;
 

@@ -6,10 +6,9 @@
  * jobs are ~0.5 GB, more than V8's maximum string length. `bodyParts` yields the pieces,
  * `renderChunks` groups them into chunks for a socket, `renderText` joins them for small clusters.
  */
-import type { ClusterTruth, FakeCluster } from './fake-cluster.js';
+import type { FakeCluster } from './fake-cluster.js';
 import type { ClusterView, FakeJob, FakeNode } from './fake-cluster-types.js';
 import { isTerminal } from './fake-cluster-types.js';
-import type { SlurmDiag, SlurmJob, SlurmNode } from '../cluster/model.js';
 import { dbJob38, diagStats38, job38, meta38, node38 } from './slurm-render-v0038.js';
 import type { Ctx38 } from './slurm-render-v0038.js';
 import { dbJob4x, diagStats4x, job4x, meta4x, node4x, nv } from './slurm-render-v004x.js';
@@ -95,7 +94,7 @@ function list<T>(
   return { kind: 'list', key, items, render: render as (item: unknown) => unknown, head, tail };
 }
 
-function minorOf(version: RenderVersion): number {
+export function minorOf(version: RenderVersion): number {
   return Number(version.slice(version.lastIndexOf('.') + 1));
 }
 
@@ -457,61 +456,5 @@ export function openapiDocument(
     info: { title: 'Slurm REST API', version: `Slurm-${release}&${plugins}` },
     servers: [{ url: '/' }],
     paths,
-  };
-}
-
-// ------------------------------------------------------------------ what each version can carry
-
-const UINT32 = 2 ** 32;
-
-function nodeSeen(n: SlurmNode, version: RenderVersion): SlurmNode {
-  if (version !== 'v0.0.38') return n;
-  // No specialized resources and no effective CPU count in the 22.05 node.
-  return {
-    ...n,
-    effective_cpus: undefined,
-    specialized_cpus: undefined,
-    specialized_cpus_count: undefined,
-    specialized_memory: undefined,
-  };
-}
-
-function jobSeen(j: SlurmJob, version: RenderVersion): SlurmJob {
-  const minor = minorOf(version);
-  let out: SlurmJob = j;
-  if (version === 'v0.0.38') {
-    const pending = j.exit_code?.status[0] === 'PENDING';
-    const exit = pending
-      ? { status: ['SUCCESS'], return_code: 0 }
-      : j.source === 'controller' && j.exit_code
-        ? { ...j.exit_code, signal_name: undefined }
-        : j.exit_code;
-    // 22.05 has no mail_user in its job record.
-    out = { ...out, time_limit_unlimited: undefined, mail_user: undefined, exit_code: exit };
-  }
-  if (j.source === 'accounting' && minor < 41) out = { ...out, standard_output: undefined, standard_error: undefined };
-  if (j.source === 'accounting' && minor < 42) out = { ...out, restart_cnt: undefined };
-  return out;
-}
-
-function diagSeen(d: SlurmDiag, version: RenderVersion): SlurmDiag {
-  const minor = minorOf(version);
-  if (minor >= 44) return d;
-  const sum = minor >= 41 && d.schedule_cycle_sum !== undefined ? d.schedule_cycle_sum % UINT32 : undefined;
-  return { ...d, schedule_cycle_sum: sum, bf_cycle_max: minor === 40 ? undefined : d.bf_cycle_max };
-}
-
-/**
- * The truth as a reader of `version` can know it: the members that version does not carry are
- * removed, and the ones it carries differently (a 32-bit scheduler sum, 22.05's exit codes) are
- * shown as that version shows them.
- */
-export function truthSeenThrough(version: RenderVersion, truth: ClusterTruth): ClusterTruth {
-  return {
-    nowMs: truth.nowMs,
-    nodes: truth.nodes.map((n) => nodeSeen(n, version)),
-    jobs: truth.jobs.map((j) => jobSeen(j, version)),
-    accountingJobs: truth.accountingJobs.map((j) => jobSeen(j, version)),
-    diag: diagSeen(truth.diag, version),
   };
 }

@@ -3,9 +3,10 @@ import { LandingRecord, MAX_LANDING_ERRORS, nodeStateLabel, renderClusterLanding
 import type { NodeState, SlurmJob, SlurmNode } from '../../src/cluster/model.js';
 import { FakeCluster } from '../../src/demo/fake-cluster.js';
 import { registerSecret } from '../../src/log.js';
+import { knownTruth } from '../support/fake-cluster-truth.js';
 
 const META = { clusterName: 'c1', server: 'http://127.0.0.1:1', version: 't', refreshSeconds: 30 };
-const truth = new FakeCluster({ nodes: 4, seed: 3 }).knownTruth();
+const truth = knownTruth(new FakeCluster({ nodes: 4, seed: 3 }));
 const node = (state: NodeState): SlurmNode => ({ ...(truth.nodes[0] as SlurmNode), state });
 const job = (state: readonly string[]): SlurmJob => ({ ...(truth.jobs[0] as SlurmJob), state });
 

@@ -6,15 +6,11 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { expandHostlist } from '../../src/cluster/hostlist.js';
 import type { SlurmDiag, SlurmJob } from '../../src/cluster/model.js';
-import {
-  bigCluster,
-  compressHostlist,
-  DEFAULT_START_MS,
-  FakeCluster,
-  MIN_JOB_AGE_SECONDS,
-} from '../../src/demo/fake-cluster.js';
+import { compressHostlist, DEFAULT_START_MS, FakeCluster, MIN_JOB_AGE_SECONDS } from '../../src/demo/fake-cluster.js';
+import { bigCluster } from '../support/big-cluster.js';
 import type { ClusterView } from '../../src/demo/fake-cluster.js';
 import { ENDPOINTS, renderText } from '../../src/demo/slurm-render.js';
+import { type ClusterTruth, knownTruth } from '../support/fake-cluster-truth.js';
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;
@@ -73,7 +69,7 @@ function rpcCounts(d: SlurmDiag): Map<string, [number, number]> {
 
 describe('the opening scene', () => {
   const c = new FakeCluster({ nodes: 8, seed: 3 });
-  const t = c.knownTruth();
+  const t = knownTruth(c);
   const job = (p: (j: SlurmJob) => boolean) => t.jobs.filter(p);
 
   it('has a pending array master 4-7%4 held by its limit, with four running tasks', () => {
@@ -119,11 +115,11 @@ describe('over a simulated day', () => {
   const ended = new Set<string>();
   const problems: string[] = [];
   const threadCounts = new Set<number>();
-  let prev = c.knownTruth();
+  let prev = knownTruth(c);
   const first = prev;
   for (let step = 0; step < 24 * 6; step++) {
     c.advance(10 * MIN);
-    const now = c.knownTruth();
+    const now = knownTruth(c);
     problems.push(...allocationProblems(c.view()));
     noteNodeChanges(prev, now, seen);
     noteJobChanges(prev, now, started, ended);
@@ -142,7 +138,7 @@ describe('over a simulated day', () => {
   it('starts and ends jobs, submits new ones, forgets finished ones after MinJobAge but keeps them in accounting', () => {
     expect(started.size).toBeGreaterThan(20);
     expect(ended.size).toBeGreaterThan(20);
-    const last = c.knownTruth();
+    const last = knownTruth(c);
     expect(Math.max(...last.jobs.map((j) => Number(j.job_id)))).toBeGreaterThan(
       Math.max(...first.jobs.map((j) => Number(j.job_id))),
     );
@@ -162,11 +158,7 @@ describe('over a simulated day', () => {
   });
 });
 
-function noteNodeChanges(
-  prev: ReturnType<FakeCluster['knownTruth']>,
-  now: ReturnType<FakeCluster['knownTruth']>,
-  seen: Record<string, Set<string>>,
-): void {
+function noteNodeChanges(prev: ClusterTruth, now: ClusterTruth, seen: Record<string, Set<string>>): void {
   now.nodes.forEach((n, i) => {
     const p = prev.nodes[i];
     if (p === undefined) return;
@@ -179,12 +171,7 @@ function noteNodeChanges(
   });
 }
 
-function noteJobChanges(
-  prev: ReturnType<FakeCluster['knownTruth']>,
-  now: ReturnType<FakeCluster['knownTruth']>,
-  started: Set<string>,
-  ended: Set<string>,
-): void {
+function noteJobChanges(prev: ClusterTruth, now: ClusterTruth, started: Set<string>, ended: Set<string>): void {
   const before = new Map(prev.jobs.map((j) => [j.job_id, j.state[0]]));
   for (const j of now.jobs) {
     const was = before.get(j.job_id);
@@ -233,7 +220,7 @@ describe('determinism', () => {
         fc.array(fc.integer({ min: 0, max: 40 * MIN }), { minLength: 1, maxLength: 12 }),
         (seed, steps) => {
           const total = steps.reduce((a, b) => a + b, 0);
-          expect(run(seed, steps).knownTruth()).toEqual(run(seed, [total]).knownTruth());
+          expect(knownTruth(run(seed, steps))).toEqual(knownTruth(run(seed, [total])));
         },
       ),
       { numRuns: 25 },
@@ -271,7 +258,7 @@ describe('options and helpers', () => {
         { name: 'batch', nodes: 3, cpusPerNode: 32 },
       ],
     });
-    const t = c.knownTruth();
+    const t = knownTruth(c);
     expect(t.nodes.map((n) => n.name)).toEqual(['g-001', 'g-002', 'batch-001', 'batch-002', 'batch-003']);
     expect(t.nodes[0]?.tres).toContain('gres/gpu=4');
     expect(t.nodes[2]?.cpus).toBe(32);

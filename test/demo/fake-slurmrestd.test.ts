@@ -11,6 +11,7 @@ import { FakeCluster } from '../../src/demo/fake-cluster.js';
 import { startFakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
 import type { FakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
 import { renderText } from '../../src/demo/slurm-render.js';
+import { knownTruth } from '../support/fake-cluster-truth.js';
 
 const TOKEN = 'eyJhbGciOiJIUzI1NiJ9.e30.fake';
 const auth = { 'X-SLURM-USER-TOKEN': TOKEN };
@@ -91,7 +92,7 @@ describe('fake slurmrestd', () => {
 
   it('every endpoint streams into the agent’s streaming decoder with nothing skipped', async () => {
     const d = decoderFor('v0.0.44');
-    const truth = cluster.knownTruth();
+    const truth = knownTruth(cluster);
     expect(await streamed('/slurm/v0.0.44/jobs/', 'jobs', d.decodeJob)).toBe(truth.jobs.length);
     expect(await streamed('/slurm/v0.0.44/nodes/', 'nodes', d.decodeNode)).toBe(truth.nodes.length);
     expect(await streamed('/slurmdb/v0.0.44/jobs/', 'jobs', d.decodeAccountingJob)).toBe(truth.accountingJobs.length);

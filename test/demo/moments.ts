@@ -5,8 +5,8 @@
  * these moments covers them all (and `coverage` says so, or the test fails).
  */
 import { FakeCluster } from '../../src/demo/fake-cluster.js';
-import type { ClusterTruth } from '../../src/demo/fake-cluster.js';
 import type { ClusterView } from '../../src/demo/fake-cluster-types.js';
+import { type ClusterTruth, knownTruth } from '../support/fake-cluster-truth.js';
 
 export interface Moment {
   readonly label: string;
@@ -34,13 +34,13 @@ const PROBES: readonly (readonly [string, Probe])[] = [
 
 export function interestingMoments(seed: number, nodes = 8): Moment[] {
   const cluster = new FakeCluster({ nodes, seed });
-  const take = (label: string): Moment => ({ label, view: cluster.view(), truth: cluster.knownTruth() });
+  const take = (label: string): Moment => ({ label, view: cluster.view(), truth: knownTruth(cluster) });
   const start = take('start');
   const moments = [start];
   const wanted = new Map(PROBES);
   while (wanted.size > 0 && cluster.now - start.truth.nowMs < LIMIT_MS) {
     cluster.advance(STEP_MS);
-    const truth = cluster.knownTruth();
+    const truth = knownTruth(cluster);
     for (const [label, probe] of wanted) {
       if (!probe(truth)) continue;
       moments.push(take(label));

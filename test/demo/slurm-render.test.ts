@@ -18,12 +18,12 @@ import {
   FAKE_LICENSE_TOTAL,
   RENDER_VERSIONS,
   renderText,
-  truthSeenThrough,
 } from '../../src/demo/slurm-render.js';
 import type { Endpoint, RenderVersion } from '../../src/demo/slurm-render.js';
 import { recorded } from '../cluster/fixtures.js';
 import { coverage, interestingMoments } from './moments.js';
 import { errorsOf, unknownMembers, V0038_PATCHES, validatorFor } from './schema.js';
+import { truthSeenThrough } from '../support/fake-cluster-truth.js';
 
 const moments = interestingMoments(7);
 

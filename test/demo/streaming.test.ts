@@ -7,7 +7,7 @@ import { get as httpGet } from 'node:http';
 import type { IncomingMessage } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bigCluster } from '../../src/demo/fake-cluster.js';
+import { bigCluster } from '../support/big-cluster.js';
 import { startFakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
 import type { FakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
 

@@ -10,7 +10,6 @@ import type { FakeSlurmrestd } from '../../../src/demo/fake-slurmrestd.js';
 import {
   FAKE_LICENSE_TOTAL,
   RENDER_VERSIONS,
-  truthSeenThrough,
   type Endpoint,
   type RenderVersion,
 } from '../../../src/demo/slurm-render.js';
@@ -19,6 +18,7 @@ import { clusterAgentOptions, fakeSlurm } from '../../support/agents.js';
 import { parseExposition, select, sumOf, valueOf } from '../../support/exposition.js';
 import { startReceiver } from '../../support/otlp-receiver.js';
 import { EXTRA_SPECS, NATIVE_SPECS, NATIVE_USER_ACCOUNT_SPECS } from '../../../src/cluster/metrics.js';
+import { knownTruth, truthSeenThrough } from '../../support/fake-cluster-truth.js';
 
 const TOKEN = 'test-token';
 let server: FakeSlurmrestd | undefined;
@@ -59,7 +59,7 @@ describe('cluster agent against a fake slurmrestd, one API version at a time', (
       const { cluster, runner } = await start([version]);
       const tick = await runner.collect();
       expect(tick.failed).toEqual([]);
-      const truth = truthSeenThrough(version, cluster.knownTruth());
+      const truth = truthSeenThrough(version, knownTruth(cluster));
       const samples = parseExposition(runner.pipeline.exposition.text);
       const nodes = select(samples, 'slurm_node_info');
       expect(nodes.map((s) => s.labels.node_name).sort()).toEqual(truth.nodes.map((n) => n.name).sort());
@@ -98,7 +98,7 @@ describe("Slurm's native families through a fake slurmrestd, one API version at 
     it(`counts nodes, jobs and partitions as the cluster holds them, and serves the scheduler fields ${version} carries (${version})`, async () => {
       const { cluster, runner } = await start([version]);
       expect((await runner.collect()).failed).toEqual([]);
-      const truth = truthSeenThrough(version, cluster.knownTruth());
+      const truth = truthSeenThrough(version, knownTruth(cluster));
       const samples = parseExposition(runner.pipeline.exposition.text);
       const minor = Number(version.slice(-2));
       expect(valueOf(samples, 'slurm_nodes')).toBe(truth.nodes.length);
@@ -136,7 +136,7 @@ describe("Slurm's native families through a fake slurmrestd, one API version at 
     it(`counts pending jobs by reason and partition, and reads the license pools (${version})`, async () => {
       const { cluster, runner } = await start([version]);
       expect((await runner.collect()).failed).toEqual([]);
-      const truth = truthSeenThrough(version, cluster.knownTruth());
+      const truth = truthSeenThrough(version, knownTruth(cluster));
       const samples = parseExposition(runner.pipeline.exposition.text);
       const pending = truth.jobs.filter((j) => j.state[0] === 'PENDING');
       expect(pending.length).toBeGreaterThan(0);
@@ -158,7 +158,7 @@ describe("Slurm's native families through a fake slurmrestd, one API version at 
     it(`reads fairshare per account and user from v0.0.40, and asks nothing of an older API (${version})`, async () => {
       const { cluster, runner } = await start([version]);
       expect((await runner.collect()).failed).toEqual([]);
-      const truth = truthSeenThrough(version, cluster.knownTruth());
+      const truth = truthSeenThrough(version, knownTruth(cluster));
       const samples = parseExposition(runner.pipeline.exposition.text);
       const factors = select(samples, 'slurm_fairshare_factor');
       if (version === 'v0.0.38') {
@@ -186,7 +186,7 @@ describe("Slurm's native families through a fake slurmrestd, one API version at 
     it(`reads reservations, with the states of their nodes (${version})`, async () => {
       const { cluster, runner } = await start([version]);
       expect((await runner.collect()).failed).toEqual([]);
-      const truth = truthSeenThrough(version, cluster.knownTruth());
+      const truth = truthSeenThrough(version, knownTruth(cluster));
       const samples = parseExposition(runner.pipeline.exposition.text);
       const two = truth.nodes.slice(0, 2);
       const info = select(samples, 'slurm_reservation_info');
@@ -370,7 +370,7 @@ describe('cluster agent faults, end to end', () => {
     const { cluster, runner } = await start(['v0.0.44'], 'accounting');
     expect((await runner.collect()).failed).toEqual([]);
     const jobs = select(parseExposition(runner.pipeline.exposition.text), 'slurm_job_info');
-    const running = cluster.knownTruth().accountingJobs.filter((j) => j.state[0] === 'RUNNING');
+    const running = knownTruth(cluster).accountingJobs.filter((j) => j.state[0] === 'RUNNING');
     expect(running.length).toBeGreaterThan(0);
     for (const j of running)
       expect(
