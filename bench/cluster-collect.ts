@@ -43,7 +43,7 @@ import { noAuth } from '../src/cluster/api/auth.js';
 import { SlurmClient, type CallResult } from '../src/cluster/api/client.js';
 import type { SlurmApi } from '../src/cluster/fetchers.js';
 import { JsonArraySplitter } from '../src/cluster/api/json-array-stream.js';
-import { bigCluster } from '../src/demo/fake-cluster.js';
+import { bigCluster } from '../test/support/big-cluster.js';
 import { startFakeSlurmrestd } from '../src/demo/fake-slurmrestd.js';
 import { silentLogger } from '../src/log.js';
 import { serveAgent } from '../src/telemetry/runtime.js';
@@ -60,7 +60,13 @@ const MB = 1e6;
 // ------------------------------------------------------------------ IPC between the two processes
 
 type ToServer =
-  | { readonly type: 'scrape'; readonly id: number; readonly url: string; readonly gzip: boolean; readonly times: number }
+  | {
+      readonly type: 'scrape';
+      readonly id: number;
+      readonly url: string;
+      readonly gzip: boolean;
+      readonly times: number;
+    }
   | { readonly type: 'cpu'; readonly id: number };
 type FromServer =
   | { readonly type: 'ready'; readonly url: string; readonly buildMs: number }
@@ -82,7 +88,14 @@ function fetchDiscard(url: string, headers: http.OutgoingHttpHeaders = {}): Prom
       .get(url, { headers }, (res) => {
         let bytes = 0;
         res.on('data', (c: Buffer) => (bytes += c.length));
-        res.on('end', () => resolve({ ms: performance.now() - t0, bytes, status: res.statusCode ?? 0, encoding: String(res.headers['content-encoding'] ?? 'identity') }));
+        res.on('end', () =>
+          resolve({
+            ms: performance.now() - t0,
+            bytes,
+            status: res.statusCode ?? 0,
+            encoding: String(res.headers['content-encoding'] ?? 'identity'),
+          }),
+        );
         res.on('error', reject);
       })
       .on('error', reject);
@@ -105,7 +118,8 @@ async function serverMain(): Promise<void> {
     }
     void (async () => {
       const results: Fetched[] = [];
-      for (let i = 0; i < m.times; i++) results.push(await fetchDiscard(m.url, m.gzip ? { 'accept-encoding': 'gzip' } : {}));
+      for (let i = 0; i < m.times; i++)
+        results.push(await fetchDiscard(m.url, m.gzip ? { 'accept-encoding': 'gzip' } : {}));
       send({ type: 'scraped', id: m.id, results });
     })();
   });
@@ -118,7 +132,10 @@ class ServerChild {
 
   static async start(): Promise<{ child: ServerChild; url: string; buildMs: number }> {
     // The agent's node flags (e.g. --max-old-space-size) are for the agent, not the fake server.
-    const child = fork(fileURLToPath(import.meta.url), ['--server'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [] });
+    const child = fork(fileURLToPath(import.meta.url), ['--server'], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      execArgv: [],
+    });
     const ready = await new Promise<Extract<FromServer, { type: 'ready' }>>((resolve, reject) => {
       child.once('error', reject);
       child.once('exit', (code) => reject(new Error(`server child exited with ${code}`)));
@@ -168,8 +185,10 @@ function median(xs: readonly number[]): number {
   return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
 }
 
-const fmtMs = (ms: number): string => (ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(0)} ms`);
-const range = (xs: readonly number[], f: (x: number) => string = fmtMs): string => `median ${f(median(xs))} (${f(Math.min(...xs))}–${f(Math.max(...xs))}, n=${xs.length})`;
+const fmtMs = (ms: number): string =>
+  ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(0)} ms`;
+const range = (xs: readonly number[], f: (x: number) => string = fmtMs): string =>
+  `median ${f(median(xs))} (${f(Math.min(...xs))}–${f(Math.max(...xs))}, n=${xs.length})`;
 const verdict = (ok: boolean): string => (ok ? 'MET' : 'MISSED');
 
 /** Peak RSS seen by a 50 ms sampler (it cannot fire while the event loop is busy; see maxRSS). */
@@ -283,7 +302,9 @@ async function main(): Promise<void> {
   const daemonIntervalMs = argNumber('--daemon-interval-ms', 5000);
   const rss0 = process.memoryUsage().rss;
   const { child, url, buildMs } = await ServerChild.start();
-  console.log(`fake slurmrestd (child process, ${VERSION} only): ${NODES} nodes, ${JOBS} jobs, built in ${fmtMs(buildMs)} at ${url}`);
+  console.log(
+    `fake slurmrestd (child process, ${VERSION} only): ${NODES} nodes, ${JOBS} jobs, built in ${fmtMs(buildMs)} at ${url}`,
+  );
   const jobsUrl = `${url}/slurm/${VERSION}/jobs/`;
   try {
     // (a) raw transfer: read and discard. The first read also warms the server's renderer up.
@@ -301,12 +322,23 @@ async function main(): Promise<void> {
       together.push(performance.now() - t0);
     }
     const nodesBytes = (await fetchDiscard(`${url}/slurm/${VERSION}/nodes/`)).bytes;
-    console.log(`(a) raw transfer /jobs/ ${(jobsBytes / MB).toFixed(1)} MB (${(jobsBytes / JOBS).toFixed(0)} B/job): ${range(raw)} = ${(jobsBytes / MB / (median(raw) / 1000)).toFixed(0)} MB/s`);
-    console.log(`    raw transfer nodes (${(nodesBytes / MB).toFixed(1)} MB) + jobs + diag together: ${range(together)}`);
+    console.log(
+      `(a) raw transfer /jobs/ ${(jobsBytes / MB).toFixed(1)} MB (${(jobsBytes / JOBS).toFixed(0)} B/job): ${range(raw)} = ${(jobsBytes / MB / (median(raw) / 1000)).toFixed(0)} MB/s`,
+    );
+    console.log(
+      `    raw transfer nodes (${(nodesBytes / MB).toFixed(1)} MB) + jobs + diag together: ${range(together)}`,
+    );
 
     // (c) full collections with a real ClusterRunner; the first one is the cold one.
     const logger = silentLogger();
-    const api = new SlurmClient({ server: url, tokenSource: noAuth(), apiVersion: VERSION, requestTimeoutMs: 300_000, retries: 0, logger });
+    const api = new SlurmClient({
+      server: url,
+      tokenSource: noAuth(),
+      apiVersion: VERSION,
+      requestTimeoutMs: 300_000,
+      retries: 0,
+      logger,
+    });
     const took = new Map<string, number>();
     const runner = benchRunner(timed(api, took), 3_600_000, () => api.close());
     const rssBefore = process.memoryUsage().rss;
@@ -334,7 +366,10 @@ async function main(): Promise<void> {
           `calls ${[...took].map(([k, v]) => `${k} ${fmtMs(v)}`).join(', ')}; CPU agent ${fmtMs(cpu)}, fake slurmrestd ${fmtMs(serverCpu)}; ` +
           `peak RSS ${((peaks[i] as number) / MB).toFixed(0)} MB${i === 0 ? ` (maxRSS ${(maxRss() / MB).toFixed(0)} MB)` : ` (sampled; maxRSS so far ${(maxRss() / MB).toFixed(0)} MB)`}`,
       );
-      if (i === 0) console.log(`    decoded ${tick.snapshot.jobs?.value.length} jobs, ${tick.snapshot.nodes?.value.length} nodes; RSS before ${(rssBefore / MB).toFixed(0)} MB (process start ${(rss0 / MB).toFixed(0)} MB)`);
+      if (i === 0)
+        console.log(
+          `    decoded ${tick.snapshot.jobs?.value.length} jobs, ${tick.snapshot.nodes?.value.length} nodes; RSS before ${(rssBefore / MB).toFixed(0)} MB (process start ${(rss0 / MB).toFixed(0)} MB)`,
+        );
     }
 
     // (e) scrapes of the agent's own server, by the child (idle now) playing Prometheus.
@@ -368,20 +403,34 @@ async function main(): Promise<void> {
     const elementMBps = base.docBytes / MB / (median(base.elementMs) / 1000);
     const nativeFullMs = (jobsBytes / MB / nativeMBps) * 1000;
 
-    console.log(`(d) series exported: ${series} (${runner.pipeline.producer.size} snapshot points), exposition ${(exposition.length / MB).toFixed(1)} MB`);
-    console.log(`(e) scrape /metrics gzip: first ${fmtMs(gzipFirst.ms)}, then ${range(gzip.map((r) => r.ms))}, ${(gzipFirst.bytes / MB).toFixed(1)} MB on the wire`);
-    console.log(`    scrape /metrics plain: ${range(plain.map((r) => r.ms))}, ${((plain[0]?.bytes ?? 0) / MB).toFixed(1)} MB; maxRSS after the scrapes ${(rssAfterScrapes / MB).toFixed(0)} MB`);
-    console.log(`(b) native JSON.parse of a ${(base.docBytes / MB).toFixed(1)} MB slice (${base.jobs} jobs): ${range(base.parseMs)} = ${nativeMBps.toFixed(0)} MB/s`);
+    console.log(
+      `(d) series exported: ${series} (${runner.pipeline.producer.size} snapshot points), exposition ${(exposition.length / MB).toFixed(1)} MB`,
+    );
+    console.log(
+      `(e) scrape /metrics gzip: first ${fmtMs(gzipFirst.ms)}, then ${range(gzip.map((r) => r.ms))}, ${(gzipFirst.bytes / MB).toFixed(1)} MB on the wire`,
+    );
+    console.log(
+      `    scrape /metrics plain: ${range(plain.map((r) => r.ms))}, ${((plain[0]?.bytes ?? 0) / MB).toFixed(1)} MB; maxRSS after the scrapes ${(rssAfterScrapes / MB).toFixed(0)} MB`,
+    );
+    console.log(
+      `(b) native JSON.parse of a ${(base.docBytes / MB).toFixed(1)} MB slice (${base.jobs} jobs): ${range(base.parseMs)} = ${nativeMBps.toFixed(0)} MB/s`,
+    );
     console.log(`    element-wise JSON.parse of the same slice: ${elementMBps.toFixed(0)} MB/s`);
-    console.log(`    baseline for the full ${(jobsBytes / MB).toFixed(0)} MB at ${nativeMBps.toFixed(0)} MB/s: ${fmtMs(nativeFullMs)}`);
+    console.log(
+      `    baseline for the full ${(jobsBytes / MB).toFixed(0)} MB at ${nativeMBps.toFixed(0)} MB/s: ${fmtMs(nativeFullMs)}`,
+    );
     const nativeFullCpuMs = (jobsBytes / base.docBytes) * median(base.parseCpuMs);
-    console.log(`    in CPU time: ${fmtMs(median(base.parseCpuMs))} for the slice, ${fmtMs(nativeFullCpuMs)} for the full body (the agent's collections: ${range(collectCpuMs)} CPU)`);
+    console.log(
+      `    in CPU time: ${fmtMs(median(base.parseCpuMs))} for the slice, ${fmtMs(nativeFullCpuMs)} for the full body (the agent's collections: ${range(collectCpuMs)} CPU)`,
+    );
     if (daemon) {
       console.log(
         `(f) daemon (own process, default heap, interval ${fmtMs(daemonIntervalMs)}): ${daemon.jobsMs.length} /jobs runs ${range(daemon.jobsMs)}, ` +
           `${daemon.ticksSkipped} ticks skipped for /jobs, ${daemon.failed} failed; CPU ${fmtMs(daemon.cpuMs / daemon.jobsMs.length)} per collection`,
       );
-      console.log(`    RSS after each /jobs run: ${daemon.rssAfter.map((b) => (b / MB).toFixed(0)).join(', ')} MB; sampled peak ${(daemon.sampledPeak / MB).toFixed(0)} MB; maxRSS ${(daemon.maxRss / MB).toFixed(0)} MB`);
+      console.log(
+        `    RSS after each /jobs run: ${daemon.rssAfter.map((b) => (b / MB).toFixed(0)).join(', ')} MB; sampled peak ${(daemon.sampledPeak / MB).toFixed(0)} MB; maxRSS ${(daemon.maxRss / MB).toFixed(0)} MB`,
+      );
     }
 
     const first = collectMs[0] as number;
@@ -389,21 +438,33 @@ async function main(): Promise<void> {
     const peakMb = (peaks[0] as number) / MB;
     const scrapeWorst = Math.max(median(gzip.map((r) => r.ms)), median(plain.map((r) => r.ms)));
     console.log('goals:');
-    console.log(`  collection ${fmtMs(first)} = ${ratio.toFixed(2)}× native-parse baseline (${(first / median(raw)).toFixed(2)}× raw transfer)   goal ≤ ${GOAL_COLLECTION_RATIO}×   ${verdict(ratio <= GOAL_COLLECTION_RATIO)}`);
+    console.log(
+      `  collection ${fmtMs(first)} = ${ratio.toFixed(2)}× native-parse baseline (${(first / median(raw)).toFixed(2)}× raw transfer)   goal ≤ ${GOAL_COLLECTION_RATIO}×   ${verdict(ratio <= GOAL_COLLECTION_RATIO)}`,
+    );
     console.log(`  peak RSS ${peakMb.toFixed(0)} MB   goal ≤ ${GOAL_RSS_MB} MB   ${verdict(peakMb <= GOAL_RSS_MB)}`);
-    console.log(`  scrape ${fmtMs(scrapeWorst)} (worse median of gzip and plain)   goal ≤ ${GOAL_SCRAPE_MS} ms   ${verdict(scrapeWorst <= GOAL_SCRAPE_MS)}`);
+    console.log(
+      `  scrape ${fmtMs(scrapeWorst)} (worse median of gzip and plain)   goal ≤ ${GOAL_SCRAPE_MS} ms   ${verdict(scrapeWorst <= GOAL_SCRAPE_MS)}`,
+    );
     const cpuRatio = (collectCpuMs[0] as number) / nativeFullCpuMs;
-    console.log(`  collection CPU ${fmtMs(collectCpuMs[0] as number)} = ${cpuRatio.toFixed(2)}× native-parse CPU   goal ≤ ${GOAL_COLLECTION_RATIO}×   ${verdict(cpuRatio <= GOAL_COLLECTION_RATIO)}`);
+    console.log(
+      `  collection CPU ${fmtMs(collectCpuMs[0] as number)} = ${cpuRatio.toFixed(2)}× native-parse CPU   goal ≤ ${GOAL_COLLECTION_RATIO}×   ${verdict(cpuRatio <= GOAL_COLLECTION_RATIO)}`,
+    );
     if (collections > 1) {
       const later = collectMs.slice(1);
       const laterPeak = Math.max(...peaks.slice(1)) / MB;
-      console.log(`  (later collections: ${range(later)} = ${(median(later) / nativeFullMs).toFixed(2)}× baseline; peak RSS ${laterPeak.toFixed(0)} MB sampled)`);
+      console.log(
+        `  (later collections: ${range(later)} = ${(median(later) / nativeFullMs).toFixed(2)}× baseline; peak RSS ${laterPeak.toFixed(0)} MB sampled)`,
+      );
     }
     if (daemon) {
       const d = daemon.maxRss / MB;
       const dRatio = median(daemon.jobsMs) / nativeFullMs;
-      console.log(`  daemon maxRSS over ${daemon.jobsMs.length} collections ${d.toFixed(0)} MB   goal ≤ ${GOAL_RSS_MB} MB   ${verdict(d <= GOAL_RSS_MB)}`);
-      console.log(`  daemon /jobs run (fetch+decode) ${fmtMs(median(daemon.jobsMs))} = ${dRatio.toFixed(2)}× native-parse baseline   goal ≤ ${GOAL_COLLECTION_RATIO}×   ${verdict(dRatio <= GOAL_COLLECTION_RATIO)}`);
+      console.log(
+        `  daemon maxRSS over ${daemon.jobsMs.length} collections ${d.toFixed(0)} MB   goal ≤ ${GOAL_RSS_MB} MB   ${verdict(d <= GOAL_RSS_MB)}`,
+      );
+      console.log(
+        `  daemon /jobs run (fetch+decode) ${fmtMs(median(daemon.jobsMs))} = ${dRatio.toFixed(2)}× native-parse baseline   goal ≤ ${GOAL_COLLECTION_RATIO}×   ${verdict(dRatio <= GOAL_COLLECTION_RATIO)}`,
+      );
     }
   } finally {
     child.stop();
@@ -432,7 +493,14 @@ interface DaemonReport {
  */
 async function daemonMain(url: string, runs: number, intervalMs: number): Promise<void> {
   const logger = silentLogger();
-  const api = new SlurmClient({ server: url, tokenSource: noAuth(), apiVersion: VERSION, requestTimeoutMs: 600_000, retries: 0, logger });
+  const api = new SlurmClient({
+    server: url,
+    tokenSource: noAuth(),
+    apiVersion: VERSION,
+    requestTimeoutMs: 600_000,
+    retries: 0,
+    logger,
+  });
   const jobsMs: number[] = [];
   const rssAfter: number[] = [];
   let failed = 0;
@@ -465,12 +533,23 @@ async function daemonMain(url: string, runs: number, intervalMs: number): Promis
   const self = (await runner.self.exposition()).text;
   const ticksSkipped = Number(/slurm_exporter_collector_skipped_total\{collector="jobs"\} (\d+)/.exec(self)?.[1] ?? 0);
   await runner.shutdown();
-  process.send?.({ jobsMs, sampledPeak, rssAfter, maxRss: maxRss(), cpuMs, ticksSkipped, failed } satisfies DaemonReport);
+  process.send?.({
+    jobsMs,
+    sampledPeak,
+    rssAfter,
+    maxRss: maxRss(),
+    cpuMs,
+    ticksSkipped,
+    failed,
+  } satisfies DaemonReport);
   process.disconnect?.();
 }
 
 function runDaemon(url: string, runs: number, intervalMs: number): Promise<DaemonReport> {
-  const child = fork(fileURLToPath(import.meta.url), ['--daemon', url, String(runs), String(intervalMs)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [] });
+  const child = fork(fileURLToPath(import.meta.url), ['--daemon', url, String(runs), String(intervalMs)], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    execArgv: [],
+  });
   return new Promise((resolve, reject) => {
     child.once('message', (m: DaemonReport) => resolve(m));
     child.once('exit', (code) => reject(new Error(`daemon child exited with ${code}`)));
@@ -503,12 +582,21 @@ async function baselineMain(jobsUrl: string): Promise<void> {
     for (const e of slice.elements) JSON.parse(e.toString('utf8'));
     elementMs.push(performance.now() - t0);
   }
-  process.send?.({ docBytes: slice.doc.length, jobs: slice.elements.length, parseMs, parseCpuMs, elementMs } satisfies Baseline);
+  process.send?.({
+    docBytes: slice.doc.length,
+    jobs: slice.elements.length,
+    parseMs,
+    parseCpuMs,
+    elementMs,
+  } satisfies Baseline);
   process.disconnect?.();
 }
 
 function measureBaseline(jobsUrl: string): Promise<Baseline> {
-  const child = fork(fileURLToPath(import.meta.url), ['--baseline', jobsUrl], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [] });
+  const child = fork(fileURLToPath(import.meta.url), ['--baseline', jobsUrl], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    execArgv: [],
+  });
   return new Promise((resolve, reject) => {
     child.once('message', (m: Baseline) => resolve(m));
     child.once('exit', (code) => reject(new Error(`baseline child exited with ${code}`)));

@@ -14,11 +14,13 @@ import { SlurmClient } from '../src/cluster/api/client.js';
 import type { SlurmPartition } from '../src/cluster/model.js';
 import { observe } from '../src/cluster/rules.js';
 import { OPTIONAL_SUB_COLLECTORS, type ClusterSnapshot, type OptionalSubCollector } from '../src/cluster/snapshot.js';
-import { bigCluster, FakeCluster } from '../src/demo/fake-cluster.js';
+import { FakeCluster } from '../src/demo/fake-cluster.js';
+import { bigCluster } from '../test/support/big-cluster.js';
 import { startFakeSlurmrestd } from '../src/demo/fake-slurmrestd.js';
 import { silentLogger } from '../src/log.js';
 import { Pipeline } from '../src/telemetry/pipeline.js';
 import { NATIVE_SPECS, EXTRA_SPECS } from '../src/cluster/metrics.js';
+import { knownTruth } from '../test/support/fake-cluster-truth.js';
 
 const NODES = 20_000;
 const JOBS = 100_000;
@@ -37,7 +39,12 @@ function gc(): void {
 async function requestsPerCycle(optional: readonly OptionalSubCollector[]): Promise<number> {
   const cluster = new FakeCluster({ nodes: 8, seed: 1 });
   const server = await startFakeSlurmrestd({ cluster, versions: ['v0.0.44'], host: '127.0.0.1', port: 0 });
-  const api = new SlurmClient({ server: server.url, tokenSource: noAuth(), requestTimeoutMs: 10_000, logger: silentLogger() });
+  const api = new SlurmClient({
+    server: server.url,
+    tokenSource: noAuth(),
+    requestTimeoutMs: 10_000,
+    logger: silentLogger(),
+  });
   const runner = new ClusterRunner({
     source: { api, jobSource: 'controller', accountingLookbackMs: 3_600_000, optional },
     collectionIntervalMs: 60_000,
@@ -59,20 +66,39 @@ async function requestsPerCycle(optional: readonly OptionalSubCollector[]): Prom
 
 async function main(): Promise<void> {
   const renders = argNumber('--renders', 3);
-  console.log(`requests per collection: Soperator's families only ${await requestsPerCycle([])}, default (partitions) ${await requestsPerCycle(['partitions'])}, every optional sub-collector ${await requestsPerCycle(OPTIONAL_SUB_COLLECTORS)}`);
+  console.log(
+    `requests per collection: Soperator's families only ${await requestsPerCycle([])}, default (partitions) ${await requestsPerCycle(['partitions'])}, every optional sub-collector ${await requestsPerCycle(OPTIONAL_SUB_COLLECTORS)}`,
+  );
   const t0 = performance.now();
   const cluster = bigCluster({ nodes: NODES, jobs: JOBS });
-  const truth = cluster.knownTruth();
+  const truth = knownTruth(cluster);
   const partitions: SlurmPartition[] = [...new Set(truth.nodes.flatMap((n) => n.partitions))].map((name) => {
     const nodes = truth.nodes.filter((n) => n.partitions.includes(name));
-    return { name, nodes: nodes.map((n) => n.name).join(','), total_nodes: nodes.length, total_cpus: nodes.reduce((a, n) => a + (n.cpus ?? 0), 0) };
+    return {
+      name,
+      nodes: nodes.map((n) => n.name).join(','),
+      total_nodes: nodes.length,
+      total_cpus: nodes.reduce((a, n) => a + (n.cpus ?? 0), 0),
+    };
   });
   const at = <T>(value: T) => ({ value, atMs: truth.nowMs, seq: 1 });
-  const snap: ClusterSnapshot = { atMs: truth.nowMs, nodes: at(truth.nodes), jobs: at(truth.jobs), diag: at(truth.diag), partitions: at(partitions) };
-  console.log(`fake cluster: ${truth.nodes.length} nodes, ${truth.jobs.length} jobs, ${partitions.length} partitions (built in ${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+  const snap: ClusterSnapshot = {
+    atMs: truth.nowMs,
+    nodes: at(truth.nodes),
+    jobs: at(truth.jobs),
+    diag: at(truth.diag),
+    partitions: at(partitions),
+  };
+  console.log(
+    `fake cluster: ${truth.nodes.length} nodes, ${truth.jobs.length} jobs, ${partitions.length} partitions (built in ${((performance.now() - t0) / 1000).toFixed(1)} s)`,
+  );
   const added = new Set([...NATIVE_SPECS, ...EXTRA_SPECS].map((s) => s.name));
   for (const withNative of [false, true]) {
-    const pipeline = new Pipeline({ resource: { serviceName: 'bench', serviceVersion: 'bench', hostName: 'bench' }, scope: { name: 'bench', version: '0' }, logger: silentLogger() });
+    const pipeline = new Pipeline({
+      resource: { serviceName: 'bench', serviceVersion: 'bench', hostName: 'bench' },
+      scope: { name: 'bench', version: '0' },
+      logger: silentLogger(),
+    });
     const times: number[] = [];
     let heapAfter = 0;
     for (let i = 0; i < renders; i++) {
@@ -88,7 +114,9 @@ async function main(): Promise<void> {
     const text = pipeline.exposition.text;
     const series = text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length;
     const median = [...times].sort((a, b) => a - b)[Math.floor(times.length / 2)] as number;
-    console.log(`${withNative ? 'with' : 'without'} the native and extra families: render median ${median.toFixed(0)} ms of ${times.map((t) => t.toFixed(0)).join('/')}; ${series} series, ${(Buffer.byteLength(text) / MB).toFixed(1)} MB exposition; heap held after the render ${(heapAfter / MB).toFixed(1)} MB`);
+    console.log(
+      `${withNative ? 'with' : 'without'} the native and extra families: render median ${median.toFixed(0)} ms of ${times.map((t) => t.toFixed(0)).join('/')}; ${series} series, ${(Buffer.byteLength(text) / MB).toFixed(1)} MB exposition; heap held after the render ${(heapAfter / MB).toFixed(1)} MB`,
+    );
     await pipeline.shutdown?.();
   }
 }

@@ -25,11 +25,32 @@ import { writeTree } from '../src/demo/nodetree.js';
 
 /** The per-QP counters of mlx5 (the Q group, congestion, and the optional byte counters). */
 const Q_COUNTERS = [
-  'rx_write_requests', 'rx_read_requests', 'rx_atomic_requests', 'out_of_buffer', 'out_of_sequence', 'duplicate_request',
-  'rnr_nak_retry_err', 'packet_seq_err', 'implied_nak_seq_err', 'local_ack_timeout_err', 'resp_local_length_error',
-  'resp_cqe_error', 'req_cqe_error', 'req_remote_invalid_request', 'req_remote_access_errors', 'resp_remote_access_errors',
-  'resp_cqe_flush_error', 'req_cqe_flush_error', 'req_transport_retries_exceeded', 'req_rnr_retries_exceeded',
-  'rp_cnp_ignored', 'rp_cnp_handled', 'np_ecn_marked_roce_packets', 'np_cnp_sent', 'rdma_tx_bytes', 'rdma_rx_bytes',
+  'rx_write_requests',
+  'rx_read_requests',
+  'rx_atomic_requests',
+  'out_of_buffer',
+  'out_of_sequence',
+  'duplicate_request',
+  'rnr_nak_retry_err',
+  'packet_seq_err',
+  'implied_nak_seq_err',
+  'local_ack_timeout_err',
+  'resp_local_length_error',
+  'resp_cqe_error',
+  'req_cqe_error',
+  'req_remote_invalid_request',
+  'req_remote_access_errors',
+  'resp_remote_access_errors',
+  'resp_cqe_flush_error',
+  'req_cqe_flush_error',
+  'req_transport_retries_exceeded',
+  'req_rnr_retries_exceeded',
+  'rp_cnp_ignored',
+  'rp_cnp_handled',
+  'np_ecn_marked_roce_packets',
+  'np_cnp_sent',
+  'rdma_tx_bytes',
+  'rdma_rx_bytes',
 ];
 
 const COLD_RUNS = 7;
@@ -63,10 +84,20 @@ try {
   const t0 = performance.now();
   const spec = heavyTree(HEAVY_NODE);
   const roots = writeTree(dir, spec);
-  console.log(`tree: ${HEAVY_NODE.hcas} HCAs × ${HEAVY_NODE.portsPerHca} ports, ${HEAVY_NODE.jobs} jobs, ${HEAVY_NODE.jobProcesses} job processes × ${HEAVY_NODE.fdsPerProcess} fds, ${HEAVY_NODE.otherProcesses} others (written in ${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+  console.log(
+    `tree: ${HEAVY_NODE.hcas} HCAs × ${HEAVY_NODE.portsPerHca} ports, ${HEAVY_NODE.jobs} jobs, ${HEAVY_NODE.jobProcesses} job processes × ${HEAVY_NODE.fdsPerProcess} fds, ${HEAVY_NODE.otherProcesses} others (written in ${((performance.now() - t0) / 1000).toFixed(1)} s)`,
+  );
 
-  const find = median(Array.from({ length: COLD_RUNS }, () => time(() => execFileSync('sh', ['-c', `find ${roots.procfs}/*/fd -lname '*uverbs*' | wc -l`]))));
-  const cold = median(Array.from({ length: COLD_RUNS }, () => time(() => new NodeCollector({ roots, fdRescanIntervalMs: 60_000 }).cycle(0))));
+  const find = median(
+    Array.from({ length: COLD_RUNS }, () =>
+      time(() => execFileSync('sh', ['-c', `find ${roots.procfs}/*/fd -lname '*uverbs*' | wc -l`])),
+    ),
+  );
+  const cold = median(
+    Array.from({ length: COLD_RUNS }, () =>
+      time(() => new NodeCollector({ roots, fdRescanIntervalMs: 60_000 }).cycle(0)),
+    ),
+  );
 
   const floor = median(Array.from({ length: STEADY_RUNS }, () => time(() => listingFloor(roots.procfs))));
   const warm = new NodeCollector({ roots, fdRescanIntervalMs: 3_600_000 });
@@ -75,9 +106,15 @@ try {
   const rssMb = process.memoryUsage().rss / 2 ** 20;
 
   const points = first.families.reduce((n, f) => n + f.points.length, 0);
-  console.log(`processes seen: ${first.snapshot.stats.processes}, fd links read cold: ${first.snapshot.stats.fdLinksRead}, points: ${points}`);
-  console.log(`cold cycle:   ${cold.toFixed(1)} ms   find -lname: ${find.toFixed(1)} ms   ratio ${(cold / find).toFixed(2)}×  (goal ≤ 1.00×)`);
-  console.log(`steady cycle: ${steady.toFixed(1)} ms   fd listing floor: ${floor.toFixed(1)} ms   ratio ${(steady / floor).toFixed(2)}×  (goal ≤ 1.50×)`);
+  console.log(
+    `processes seen: ${first.snapshot.stats.processes}, fd links read cold: ${first.snapshot.stats.fdLinksRead}, points: ${points}`,
+  );
+  console.log(
+    `cold cycle:   ${cold.toFixed(1)} ms   find -lname: ${find.toFixed(1)} ms   ratio ${(cold / find).toFixed(2)}×  (goal ≤ 1.00×)`,
+  );
+  console.log(
+    `steady cycle: ${steady.toFixed(1)} ms   fd listing floor: ${floor.toFixed(1)} ms   ratio ${(steady / floor).toFixed(2)}×  (goal ≤ 1.50×)`,
+  );
   console.log(`RSS: ${rssMb.toFixed(0)} MB  (goal ≤ 120 MB)`);
 
   await rdmaEverywhere(spec);
@@ -91,14 +128,26 @@ async function rdmaEverywhere(spec: TreeSpec): Promise<void> {
   const rdmaDir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-bench-rdma-'));
   try {
     const roots = writeTree(rdmaDir, { ...spec, rdmaEverywhere: true });
-    const find = median(Array.from({ length: COLD_RUNS }, () => time(() => execFileSync('sh', ['-c', `find ${roots.procfs}/*/fd -lname '*uverbs*' | wc -l`]))));
-    const cold = median(Array.from({ length: COLD_RUNS }, () => time(() => new NodeCollector({ roots, fdRescanIntervalMs: 60_000 }).cycle(0))));
+    const find = median(
+      Array.from({ length: COLD_RUNS }, () =>
+        time(() => execFileSync('sh', ['-c', `find ${roots.procfs}/*/fd -lname '*uverbs*' | wc -l`])),
+      ),
+    );
+    const cold = median(
+      Array.from({ length: COLD_RUNS }, () =>
+        time(() => new NodeCollector({ roots, fdRescanIntervalMs: 60_000 }).cycle(0)),
+      ),
+    );
     const warm = new NodeCollector({ roots, fdRescanIntervalMs: 3_600_000 });
     const first = warm.cycle(0);
     const steady = median(Array.from({ length: STEADY_RUNS }, (_, i) => time(() => warm.cycle(1000 * (i + 1)))));
     const { processes, coveredByRdmaCgroup, fdLinksRead } = first.snapshot.stats;
-    console.log(`rdma.current everywhere: ${coveredByRdmaCgroup} of ${processes} processes covered, fd links read cold: ${fdLinksRead}`);
-    console.log(`  cold cycle: ${cold.toFixed(1)} ms   find -lname: ${find.toFixed(1)} ms   ratio ${(cold / find).toFixed(2)}×  (goal ≤ 0.10×)   steady: ${steady.toFixed(1)} ms`);
+    console.log(
+      `rdma.current everywhere: ${coveredByRdmaCgroup} of ${processes} processes covered, fd links read cold: ${fdLinksRead}`,
+    );
+    console.log(
+      `  cold cycle: ${cold.toFixed(1)} ms   find -lname: ${find.toFixed(1)} ms   ratio ${(cold / find).toFixed(2)}×  (goal ≤ 0.10×)   steady: ${steady.toFixed(1)} ms`,
+    );
   } finally {
     fs.rmSync(rdmaDir, { recursive: true, force: true });
   }
@@ -113,12 +162,19 @@ function qpCounters(spec: TreeSpec, round: number): QpCounterJson[] {
       if (!hca) continue;
       const v = (t.pid % 97) * round;
       const counters = Object.fromEntries(Q_COUNTERS.map((name, i) => [name, v * (i + 1)]));
-      out.push({ ifname: hca.name, port: 1, cntn: t.pid % 1000, pid: t.pid, comm: t.comm, counters, lqpn: [t.pid * 4, t.pid * 4 + 1, t.pid * 4 + 2, t.pid * 4 + 3] });
+      out.push({
+        ifname: hca.name,
+        port: 1,
+        cntn: t.pid % 1000,
+        pid: t.pid,
+        comm: t.comm,
+        counters,
+        lqpn: [t.pid * 4, t.pid * 4 + 1, t.pid * 4 + 2, t.pid * 4 + 3],
+      });
     }
   }
   return out;
 }
-
 
 /** --qp-counters observe: each measured cycle folds in a new reading; the rdma runs themselves are in the background. */
 async function qpObserve(spec: TreeSpec, roots: ReturnType<typeof writeTree>, without: number): Promise<void> {
@@ -128,7 +184,9 @@ async function qpObserve(spec: TreeSpec, roots: ReturnType<typeof writeTree>, wi
   try {
     const counters = qpCounters(spec, 1);
     rdma.counters(counters);
-    rdma.resources(counters.flatMap((c) => c.lqpn.map((lqpn) => ({ ifname: c.ifname, port: c.port, pid: c.pid as number, lqpn }))));
+    rdma.resources(
+      counters.flatMap((c) => c.lqpn.map((lqpn) => ({ ifname: c.ifname, port: c.port, pid: c.pid as number, lqpn }))),
+    );
     const text = fs.readFileSync(path.join(rdmaDir, 'stat.json'), 'utf8');
     const parse = median(Array.from({ length: STEADY_RUNS }, () => time(() => parseQpCounters(text))));
     const warm = new NodeCollector({ roots, fdRescanIntervalMs: 3_600_000, qp: source });
@@ -145,7 +203,10 @@ async function qpObserve(spec: TreeSpec, roots: ReturnType<typeof writeTree>, wi
           if (i > 0) times.push(performance.now() - t);
           seq = source.latest()?.seq;
           runMs = Math.max(runMs, performance.now() - t0);
-          if (i === STEADY_RUNS) console.log(`--qp-counters observe: ${counters.length} per-PID counters (${(text.length / 1024).toFixed(0)} KiB of JSON), points: ${c.families.reduce((n, f) => n + f.points.length, 0)}`);
+          if (i === STEADY_RUNS)
+            console.log(
+              `--qp-counters observe: ${counters.length} per-PID counters (${(text.length / 1024).toFixed(0)} KiB of JSON), points: ${c.families.reduce((n, f) => n + f.points.length, 0)}`,
+            );
           break;
         }
         await new Promise((r) => setTimeout(r, 5));
@@ -154,9 +215,17 @@ async function qpObserve(spec: TreeSpec, roots: ReturnType<typeof writeTree>, wi
     const shows = rdma.calls().filter((l) => l === '-j statistic qp show').length;
     const cycle = median(times);
     // What a reading costs the agent's event loop outside the cycle: starting the two rdma runs, and parsing.
-    const spawnMs = median(Array.from({ length: 9 }, () => time(() => spawn(rdma.path, ['-j', 'statistic', 'qp', 'show'], { detached: true, stdio: 'ignore' }).unref())));
-    console.log(`  steady cycle: ${cycle.toFixed(1)} ms with, ${without.toFixed(1)} ms without (${(cycle / without).toFixed(2)}×); statistic qp show runs: ${shows} for ${STEADY_RUNS + 1} readings`);
-    console.log(`  background, per reading: 2 × ${spawnMs.toFixed(1)} ms to start rdma, ${parse.toFixed(1)} ms to parse the counters`);
+    const spawnMs = median(
+      Array.from({ length: 9 }, () =>
+        time(() => spawn(rdma.path, ['-j', 'statistic', 'qp', 'show'], { detached: true, stdio: 'ignore' }).unref()),
+      ),
+    );
+    console.log(
+      `  steady cycle: ${cycle.toFixed(1)} ms with, ${without.toFixed(1)} ms without (${(cycle / without).toFixed(2)}×); statistic qp show runs: ${shows} for ${STEADY_RUNS + 1} readings`,
+    );
+    console.log(
+      `  background, per reading: 2 × ${spawnMs.toFixed(1)} ms to start rdma, ${parse.toFixed(1)} ms to parse the counters`,
+    );
   } finally {
     source.stop();
     fs.rmSync(rdmaDir, { recursive: true, force: true });

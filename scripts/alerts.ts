@@ -17,7 +17,10 @@ export const THRESHOLDS = {
   rateWindow: { value: '10m', meaning: 'window of every rate() and increase() below' },
   readErrorsFor: { value: '15m', meaning: 'how long node read errors must keep coming' },
   collectorFailingFor: { value: '10m', meaning: 'how long a cluster sub-collector must keep failing' },
-  collectorSlowSeconds: { value: 30, meaning: 'duration of one sub-collector run (slurmrestd request and decoding) that counts as slow' },
+  collectorSlowSeconds: {
+    value: 30,
+    meaning: 'duration of one sub-collector run (slurmrestd request and decoding) that counts as slow',
+  },
   collectorSlowFor: { value: '10m', meaning: 'how long sub-collector runs must stay slow or skipped' },
   agentMemoryBytes: { value: 1073741824, meaning: 'resident memory of an agent process (1 GiB)' },
   agentMemoryFor: { value: '15m', meaning: 'how long an agent must stay above that memory' },
@@ -25,13 +28,19 @@ export const THRESHOLDS = {
   attributionIncompleteFor: { value: '15m', meaning: 'how long ports of a node may stay without job attribution' },
   portDownFor: { value: '5m', meaning: 'how long an HCA port may stay not ACTIVE' },
   linkDownedWindow: { value: '15m', meaning: 'window in which any link_downed increment alerts' },
-  physicalErrorsPerSecond: { value: 0.1, meaning: 'physical-layer errors per second on a port (or on a job\'s sole port)' },
+  physicalErrorsPerSecond: {
+    value: 0.1,
+    meaning: "physical-layer errors per second on a port (or on a job's sole port)",
+  },
   rdmaErrorsPerSecond: { value: 10, meaning: 'RDMA retransmission and sequence errors per second on a port' },
-  jobRdmaErrorsPerSecond: { value: 10, meaning: 'RDMA retransmission and sequence errors per second counted for one job on its sole port' },
+  jobRdmaErrorsPerSecond: {
+    value: 10,
+    meaning: 'RDMA retransmission and sequence errors per second counted for one job on its sole port',
+  },
   fabricErrorsFor: { value: '10m', meaning: 'how long fabric error rates must stay above their thresholds' },
   nodeDownFor: { value: '5m', meaning: 'how long a Slurm node may be DOWN, FAIL or NOT_RESPONDING' },
   drainingFor: { value: '12h', meaning: 'how long a Slurm node may carry the DRAIN flag' },
-  unavailableFraction: { value: 0.1, meaning: 'fraction of a cluster\'s nodes that may be unavailable' },
+  unavailableFraction: { value: 0.1, meaning: "fraction of a cluster's nodes that may be unavailable" },
   unavailableFor: { value: '10m', meaning: 'how long that fraction may be exceeded' },
   rpcLatencySeconds: { value: 0.1, meaning: 'average time slurmctld spends per RPC' },
   serverThreads: { value: 200, meaning: 'slurmctld server threads in use (slurmctld caps them at 256)' },
@@ -42,9 +51,21 @@ type Name = keyof typeof THRESHOLDS;
 const T = (name: Name): string => String(THRESHOLDS[name].value);
 
 /** Port counters that count physical-layer trouble (bad cable, transceiver or port). */
-export const PHYSICAL_COUNTERS = ['symbol_error', 'link_error_recovery', 'port_rcv_errors', 'local_link_integrity_errors', 'excessive_buffer_overrun_errors'];
+export const PHYSICAL_COUNTERS = [
+  'symbol_error',
+  'link_error_recovery',
+  'port_rcv_errors',
+  'local_link_integrity_errors',
+  'excessive_buffer_overrun_errors',
+];
 /** hw_counters that count RDMA retransmissions and sequence errors (lost or reordered packets). */
-export const RDMA_COUNTERS = ['packet_seq_err', 'out_of_sequence', 'local_ack_timeout_err', 'implied_nak_seq_err', 'req_transport_retries_exceeded'];
+export const RDMA_COUNTERS = [
+  'packet_seq_err',
+  'out_of_sequence',
+  'local_ack_timeout_err',
+  'implied_nak_seq_err',
+  'req_transport_retries_exceeded',
+];
 
 export interface Alert {
   readonly alert: string;
@@ -81,10 +102,13 @@ const agents: AlertGroup = {
       for: 'agentDownFor',
       severity: 'warning',
       summary: 'slurm-otel agent {{ $labels.instance }} ({{ $labels.job }}) does not answer',
-      description: 'Prometheus cannot scrape the self-monitoring endpoint of {{ $labels.instance }} ({{ $labels.job }}): the agent is stopped, crashed, or unreachable.',
+      description:
+        'Prometheus cannot scrape the self-monitoring endpoint of {{ $labels.instance }} ({{ $labels.job }}): the agent is stopped, crashed, or unreachable.',
       runbook: {
-        means: 'The agent process is not running or its monitoring port is unreachable. Its metrics stop, whichever path they take.',
-        check: '`systemctl status slurm-otel-node` (or `-cluster`), `journalctl -u slurm-otel-node -n 100`, or the pod\'s status and logs; `curl -s http://HOST:9837/health` (8081 for the cluster agent).',
+        means:
+          'The agent process is not running or its monitoring port is unreachable. Its metrics stop, whichever path they take.',
+        check:
+          "`systemctl status slurm-otel-node` (or `-cluster`), `journalctl -u slurm-otel-node -n 100`, or the pod's status and logs; `curl -s http://HOST:9837/health` (8081 for the cluster agent).",
         act: 'Restart the agent; if it exits at start, its log names the bad flag or file. If it runs, check firewalls and the scrape target list.',
       },
     },
@@ -94,10 +118,15 @@ const agents: AlertGroup = {
       for: 'agentDownFor',
       severity: 'critical',
       summary: 'slurm-otel agent {{ $labels.instance }} has run no collection for ' + T('collectionWindow'),
-      description: 'The agent on {{ $labels.instance }} ({{ $labels.job }}) answers but has started no collection cycle in ' + T('collectionWindow') + ': its exported data is stale and /health keeps the time of the last one.',
+      description:
+        'The agent on {{ $labels.instance }} ({{ $labels.job }}) answers but has started no collection cycle in ' +
+        T('collectionWindow') +
+        ': its exported data is stale and /health keeps the time of the last one.',
       runbook: {
-        means: 'The collection loop is stuck: a cycle never ends (a hung filesystem read on a node, a slurmrestd request that never returns) so no new one starts.',
-        check: '`curl -s http://HOST:9837/health` shows the last collection time; the agent log shows the last cycle; on a node, look for processes in D state (`ps -eo pid,stat,wchan,cmd | awk \'$2 ~ /D/\'`).',
+        means:
+          'The collection loop is stuck: a cycle never ends (a hung filesystem read on a node, a slurmrestd request that never returns) so no new one starts.',
+        check:
+          "`curl -s http://HOST:9837/health` shows the last collection time; the agent log shows the last cycle; on a node, look for processes in D state (`ps -eo pid,stat,wchan,cmd | awk '$2 ~ /D/'`).",
         act: 'Restart the agent to recover now; then find what blocked (NFS, a stuck /proc read, slurmrestd). Lower `--collection-interval` does not help.',
       },
     },
@@ -107,10 +136,17 @@ const agents: AlertGroup = {
       for: 'readErrorsFor',
       severity: 'warning',
       summary: 'node agent {{ $labels.instance }} keeps failing to read {{ $labels.source }} ({{ $labels.kind }})',
-      description: 'The node agent on {{ $labels.instance }} has counted {{ $labels.kind }} read errors on {{ $labels.source }} in every ' + T('rateWindow') + ' for ' + T('readErrorsFor') + '. What it could not read is missing from attribution.',
+      description:
+        'The node agent on {{ $labels.instance }} has counted {{ $labels.kind }} read errors on {{ $labels.source }} in every ' +
+        T('rateWindow') +
+        ' for ' +
+        T('readErrorsFor') +
+        '. What it could not read is missing from attribution.',
       runbook: {
-        means: 'The agent cannot read part of cgroupfs, /proc, sysfs or the job-id source: `denied` is a missing capability, `malformed` an unexpected file format, `io` a failing read or squeue call.',
-        check: 'The node\'s landing page (`http://HOST:9836/`) lists the gaps; `slurm-otel explain` on the node shows them; the agent log names each path.',
+        means:
+          'The agent cannot read part of cgroupfs, /proc, sysfs or the job-id source: `denied` is a missing capability, `malformed` an unexpected file format, `io` a failing read or squeue call.',
+        check:
+          "The node's landing page (`http://HOST:9836/`) lists the gaps; `slurm-otel explain` on the node shows them; the agent log names each path.",
         act: '`denied`: give the agent CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (see deploy/). `malformed`: report the file content. `io`: check squeue and the filesystems.',
       },
     },
@@ -120,10 +156,15 @@ const agents: AlertGroup = {
       for: 'collectorFailingFor',
       severity: 'warning',
       summary: 'cluster agent {{ $labels.instance }}: slurmrestd requests for {{ $labels.collector }} keep failing',
-      description: 'The {{ $labels.collector }} sub-collector of the cluster agent on {{ $labels.instance }} has failed runs for ' + T('collectorFailingFor') + ' (slurmrestd errors, timeouts or undecodable responses); its series keep the last good data.',
+      description:
+        'The {{ $labels.collector }} sub-collector of the cluster agent on {{ $labels.instance }} has failed runs for ' +
+        T('collectorFailingFor') +
+        ' (slurmrestd errors, timeouts or undecodable responses); its series keep the last good data.',
       runbook: {
-        means: 'slurmrestd answers with errors, times out, rejects the token, or returns what the agent cannot decode. The cluster metrics of that collector are frozen at the last good run.',
-        check: 'The cluster agent log (each failure is logged with the HTTP status or error); the landing page (`http://HOST:8080/`) shows which sub-collector failed; `curl` the same slurmrestd endpoint with the agent\'s token.',
+        means:
+          'slurmrestd answers with errors, times out, rejects the token, or returns what the agent cannot decode. The cluster metrics of that collector are frozen at the last good run.',
+        check:
+          "The `kind` label of `slurm_exporter_collector_errors_total` says why (auth, timeout, network, http, decode, api_errors, ...); the cluster agent log (each failure is logged with the HTTP status or error); the landing page (`http://HOST:8080/`) shows which sub-collector failed; `curl` the same slurmrestd endpoint with the agent's token.",
         act: 'Fix slurmrestd or the token (expired, wrong user); if slurmctld is slow, raise `--request-timeout` or read jobs from slurmdbd.',
       },
     },
@@ -133,10 +174,17 @@ const agents: AlertGroup = {
       for: 'collectorSlowFor',
       severity: 'warning',
       summary: 'cluster agent {{ $labels.instance }}: slurmrestd is slow for {{ $labels.collector }}',
-      description: 'Runs of the {{ $labels.collector }} sub-collector on {{ $labels.instance }} take over ' + T('collectorSlowSeconds') + ' s or are skipped because earlier runs are still in flight, for ' + T('collectorSlowFor') + '.',
+      description:
+        'Runs of the {{ $labels.collector }} sub-collector on {{ $labels.instance }} take over ' +
+        T('collectorSlowSeconds') +
+        ' s or are skipped because earlier runs are still in flight, for ' +
+        T('collectorSlowFor') +
+        '.',
       runbook: {
-        means: 'slurmrestd (and behind it slurmctld or slurmdbd) answers slowly; runs pile up until the in-flight limit skips new ones, so data gets older.',
-        check: '`slurm_exporter_collector_duration_seconds` by collector; slurmctld load (`sdiag`, the RPC latency alert); slurmrestd\'s own log and thread count.',
+        means:
+          'slurmrestd (and behind it slurmctld or slurmdbd) answers slowly; runs pile up until the in-flight limit skips new ones, so data gets older.',
+        check:
+          "`slurm_exporter_collector_duration_seconds` by collector; slurmctld load (`sdiag`, the RPC latency alert); slurmrestd's own log and thread count.",
         act: 'Raise the collection interval, read jobs from slurmdbd (`--job-source accounting`), or give slurmrestd more threads. Skipped runs are harmless by themselves.',
       },
     },
@@ -146,10 +194,17 @@ const agents: AlertGroup = {
       for: 'agentMemoryFor',
       severity: 'warning',
       summary: 'slurm-otel agent {{ $labels.instance }} uses {{ $value | humanize1024 }}B of memory',
-      description: 'The agent on {{ $labels.instance }} ({{ $labels.job }}) has had over ' + T('agentMemoryBytes') + ' bytes resident for ' + T('agentMemoryFor') + '.',
+      description:
+        'The agent on {{ $labels.instance }} ({{ $labels.job }}) has had over ' +
+        T('agentMemoryBytes') +
+        ' bytes resident for ' +
+        T('agentMemoryFor') +
+        '.',
       runbook: {
-        means: 'The agent holds more than expected: very many jobs or series (the cluster agent at 100k jobs), or a leak.',
-        check: '`nodejs_heap_size_used_bytes` and the series count (`ib_slurm_exporter_series_exported`, `slurm_exporter_metrics_exported`) on the same instance: memory that grows with series is load, memory that grows alone is a leak.',
+        means:
+          'The agent holds more than expected: very many jobs or series (the cluster agent at 100k jobs), or a leak.',
+        check:
+          '`nodejs_heap_size_used_bytes` and the series count (`ib_slurm_exporter_series_exported`, `slurm_exporter_metrics_exported`) on the same instance: memory that grows with series is load, memory that grows alone is a leak.',
         act: 'For load: raise the container limit or read fewer jobs (accounting lookback). For a leak: restart the agent and report the growth curve.',
       },
     },
@@ -159,10 +214,15 @@ const agents: AlertGroup = {
       for: 'otlpFailingFor',
       severity: 'warning',
       summary: 'node agent {{ $labels.instance }} cannot push OTLP',
-      description: 'OTLP pushes from {{ $labels.instance }} have failed for ' + T('otlpFailingFor') + ': the store gets no node metrics from it on the push path.',
+      description:
+        'OTLP pushes from {{ $labels.instance }} have failed for ' +
+        T('otlpFailingFor') +
+        ': the store gets no node metrics from it on the push path.',
       runbook: {
-        means: 'The agent cannot reach the OpenTelemetry Collector, or the collector refuses the data (memory_limiter, auth, TLS).',
-        check: 'The agent log (each failed push names the error); the collector\'s health and `otelcol_receiver_refused_metric_points`; `curl -v` the OTLP endpoint from the node.',
+        means:
+          'The agent cannot reach the OpenTelemetry Collector, or the collector refuses the data (memory_limiter, auth, TLS).',
+        check:
+          "The agent log (each failed push names the error); the collector's health and `otelcol_receiver_refused_metric_points`; `curl -v` the OTLP endpoint from the node.",
         act: 'Fix the endpoint, TLS or headers (`--otlp-*` / `OTEL_EXPORTER_OTLP_*`), or scale the gateway. The agent retries at every interval; nothing needs a restart.',
       },
     },
@@ -172,10 +232,15 @@ const agents: AlertGroup = {
       for: 'otlpFailingFor',
       severity: 'warning',
       summary: 'OpenTelemetry Collector {{ $labels.instance }} fails to send metrics through {{ $labels.exporter }}',
-      description: 'The collector {{ $labels.instance }} has failed to send metric points through its {{ $labels.exporter }} exporter for ' + T('otlpFailingFor') + ': pushed agent metrics are being dropped.',
+      description:
+        'The collector {{ $labels.instance }} has failed to send metric points through its {{ $labels.exporter }} exporter for ' +
+        T('otlpFailingFor') +
+        ': pushed agent metrics are being dropped.',
       runbook: {
-        means: 'The gateway receives the agents\' metrics but cannot write them to the store (remote write refused, store down, network).',
-        check: 'The collector log; `otelcol_exporter_queue_size`; the store\'s ingestion errors (Prometheus: `prometheus_http_requests_total{handler="/api/v1/write"}` by code).',
+        means:
+          "The gateway receives the agents' metrics but cannot write them to the store (remote write refused, store down, network).",
+        check:
+          'The collector log; `otelcol_exporter_queue_size`; the store\'s ingestion errors (Prometheus: `prometheus_http_requests_total{handler="/api/v1/write"}` by code).',
         act: 'Fix the store or its URL and credentials; raise the exporter queue if the outage is short and expected.',
       },
     },
@@ -191,10 +256,15 @@ const fabric: AlertGroup = {
       for: 'attributionIncompleteFor',
       severity: 'warning',
       summary: 'node {{ $labels.instance }}: job attribution incomplete ({{ $labels.reason }})',
-      description: 'Ports on {{ $labels.instance }} have had status "incomplete" for ' + T('attributionIncompleteFor') + ' because of: {{ $labels.reason }}. They export device series only; no job gets their traffic.',
+      description:
+        'Ports on {{ $labels.instance }} have had status "incomplete" for ' +
+        T('attributionIncompleteFor') +
+        ' because of: {{ $labels.reason }}. They export device series only; no job gets their traffic.',
       runbook: {
-        means: 'The agent could not see everything it needs to name a port\'s sole job (fail-safe: no job series rather than a wrong one). The reason label says what was missing.',
-        check: 'The node\'s landing page (`http://HOST:9836/`) or `slurm-otel explain` on the node lists the gaps; `ib_slurm_port_attribution{status="incomplete"}` shows which ports.',
+        means:
+          "The agent could not see everything it needs to name a port's sole job (fail-safe: no job series rather than a wrong one). The reason label says what was missing.",
+        check:
+          'The node\'s landing page (`http://HOST:9836/`) or `slurm-otel explain` on the node lists the gaps; `ib_slurm_port_attribution{status="incomplete"}` shows which ports.',
         act: '`processes unreadable (job)` or `(outside)`: grant CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (and hostPID in Kubernetes); if the unreadable processes outside jobs never hold an HCA, `--unreadable-processes ignore-outside-jobs` stops them suppressing attribution. `job ids unresolved`: make squeue reachable or check the SLUID lookup. `no Slurm job cgroups found`: point `--cgroup-root` at the real cgroup mount.',
       },
     },
@@ -204,10 +274,15 @@ const fabric: AlertGroup = {
       for: 'portDownFor',
       severity: 'critical',
       summary: 'HCA port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.instance }} is down',
-      description: 'Port {{ $labels.port }} of {{ $labels.device }} on {{ $labels.instance }} has not been ACTIVE for ' + T('portDownFor') + '.',
+      description:
+        'Port {{ $labels.port }} of {{ $labels.device }} on {{ $labels.instance }} has not been ACTIVE for ' +
+        T('portDownFor') +
+        '.',
       runbook: {
-        means: 'The port lost its link or was never brought up: jobs on that node lose (or never get) fabric bandwidth through it.',
-        check: '`ib_slurm_device_port_physical_state` of the port (2: Polling, no cable or no peer; 3: Disabled; 5: LinkUp but not ACTIVE, a subnet manager problem); `ibstat` on the node; the switch port; `ib_slurm_device_counters_total{counter="link_downed"}`.',
+        means:
+          'The port lost its link or was never brought up: jobs on that node lose (or never get) fabric bandwidth through it.',
+        check:
+          '`ib_slurm_device_port_physical_state` of the port (2: Polling, no cable or no peer; 3: Disabled; 5: LinkUp but not ACTIVE, a subnet manager problem); `ibstat` on the node; the switch port; `ib_slurm_device_counters_total{counter="link_downed"}`.',
         act: 'Reseat or replace the cable or transceiver; drain the node (`scontrol update nodename=... state=drain reason="IB port down"`) until it is fixed. A port that is never cabled should be left out with relabeling or silenced.',
       },
     },
@@ -216,10 +291,15 @@ const fabric: AlertGroup = {
       expr: `sum by (job, instance, device, port) (increase(ib_slurm_device_counters_total{counter="link_downed"}[${T('linkDownedWindow')}])) > 0`,
       severity: 'warning',
       summary: 'HCA port {{ $labels.device }}/{{ $labels.port }} on {{ $labels.instance }} lost its link',
-      description: 'link_downed of {{ $labels.device }}/{{ $labels.port }} on {{ $labels.instance }} rose in the last ' + T('linkDownedWindow') + ': the link went down and retrained.',
+      description:
+        'link_downed of {{ $labels.device }}/{{ $labels.port }} on {{ $labels.instance }} rose in the last ' +
+        T('linkDownedWindow') +
+        ': the link went down and retrained.',
       runbook: {
-        means: 'The link dropped and came back: RDMA connections over it may have failed, and jobs may have crashed or stalled.',
-        check: 'The physical error counters of the same port (symbol_error, link_error_recovery); the switch side; `dmesg` on the node for mlx5 port events.',
+        means:
+          'The link dropped and came back: RDMA connections over it may have failed, and jobs may have crashed or stalled.',
+        check:
+          'The physical error counters of the same port (symbol_error, link_error_recovery); the switch side; `dmesg` on the node for mlx5 port events.',
         act: 'One event after maintenance is expected; repeated ones mean a bad cable or transceiver: replace it and drain the node meanwhile.',
       },
     },
@@ -229,10 +309,17 @@ const fabric: AlertGroup = {
       for: 'fabricErrorsFor',
       severity: 'warning',
       summary: 'physical-layer errors rising on {{ $labels.device }}/{{ $labels.port }} ({{ $labels.instance }})',
-      description: 'Symbol, link-recovery, receive or integrity errors on {{ $labels.device }}/{{ $labels.port }} of {{ $labels.instance }} run at {{ $value | printf "%.3g" }}/s, over ' + T('physicalErrorsPerSecond') + '/s for ' + T('fabricErrorsFor') + '.',
+      description:
+        'Symbol, link-recovery, receive or integrity errors on {{ $labels.device }}/{{ $labels.port }} of {{ $labels.instance }} run at {{ $value | printf "%.3g" }}/s, over ' +
+        T('physicalErrorsPerSecond') +
+        '/s for ' +
+        T('fabricErrorsFor') +
+        '.',
       runbook: {
-        means: 'The link is degraded: bit errors on the cable, transceiver or port. It may still be up, but packets are corrupted and retried.',
-        check: '`ib_slurm_device_counters_total{counter=~"symbol_error|link_error_recovery|port_rcv_errors"}` by port; the switch port\'s counters; `mlxlink -d DEVICE` for the eye and BER.',
+        means:
+          'The link is degraded: bit errors on the cable, transceiver or port. It may still be up, but packets are corrupted and retried.',
+        check:
+          '`ib_slurm_device_counters_total{counter=~"symbol_error|link_error_recovery|port_rcv_errors"}` by port; the switch port\'s counters; `mlxlink -d DEVICE` for the eye and BER.',
         act: 'Replace the cable or transceiver at the next opportunity; drain the node if the rate keeps growing or jobs on it slow down.',
       },
     },
@@ -242,10 +329,17 @@ const fabric: AlertGroup = {
       for: 'fabricErrorsFor',
       severity: 'warning',
       summary: 'RDMA retransmissions rising on {{ $labels.device }}/{{ $labels.port }} ({{ $labels.instance }})',
-      description: 'Sequence errors, out-of-sequence packets and ACK timeouts on {{ $labels.device }}/{{ $labels.port }} of {{ $labels.instance }} run at {{ $value | printf "%.3g" }}/s, over ' + T('rdmaErrorsPerSecond') + '/s for ' + T('fabricErrorsFor') + '.',
+      description:
+        'Sequence errors, out-of-sequence packets and ACK timeouts on {{ $labels.device }}/{{ $labels.port }} of {{ $labels.instance }} run at {{ $value | printf "%.3g" }}/s, over ' +
+        T('rdmaErrorsPerSecond') +
+        '/s for ' +
+        T('fabricErrorsFor') +
+        '.',
       runbook: {
-        means: 'Packets are lost or reordered on the way: congestion, a bad link elsewhere in the path, or adaptive-routing reordering. Collective operations slow down.',
-        check: 'Which jobs hold the port: `ib_slurm_device_jobs` and the "Fabric by job" dashboard; the physical errors of the ports on the path; congestion counters (`np_cnp_sent`, `rp_cnp_handled`, `port_xmit_wait`).',
+        means:
+          'Packets are lost or reordered on the way: congestion, a bad link elsewhere in the path, or adaptive-routing reordering. Collective operations slow down.',
+        check:
+          'Which jobs hold the port: `ib_slurm_device_jobs` and the "Fabric by job" dashboard; the physical errors of the ports on the path; congestion counters (`np_cnp_sent`, `rp_cnp_handled`, `port_xmit_wait`).',
         act: 'If one port has physical errors, fix that link. If many ports rise together, look at the fabric (UFM, switch congestion). Tell the job owners if their jobs are the cause.',
       },
     },
@@ -254,12 +348,18 @@ const fabric: AlertGroup = {
       expr: `sum by (job, instance, job_id, device, port) (${rate(`ib_slurm_job_counters_total{counter=~"${RDMA_COUNTERS.join('|')}"}`)}) > ${T('jobRdmaErrorsPerSecond')}`,
       for: 'fabricErrorsFor',
       severity: 'warning',
-      summary: 'job {{ $labels.job_id }}: RDMA retransmissions rising on {{ $labels.device }}/{{ $labels.port }} ({{ $labels.instance }})',
-      description: 'Job {{ $labels.job_id }} is the sole user of {{ $labels.device }}/{{ $labels.port }} on {{ $labels.instance }}, where its RDMA sequence errors and ACK timeouts run at {{ $value | printf "%.3g" }}/s for ' + T('fabricErrorsFor') + '.',
+      summary:
+        'job {{ $labels.job_id }}: RDMA retransmissions rising on {{ $labels.device }}/{{ $labels.port }} ({{ $labels.instance }})',
+      description:
+        'Job {{ $labels.job_id }} is the sole user of {{ $labels.device }}/{{ $labels.port }} on {{ $labels.instance }}, where its RDMA sequence errors and ACK timeouts run at {{ $value | printf "%.3g" }}/s for ' +
+        T('fabricErrorsFor') +
+        '.',
       runbook: {
-        means: 'The job\'s own traffic meets packet loss or reordering: the job is slowed by the fabric, or its pattern congests it.',
-        check: '`slurm_job_info{job_id="..."}` for owner and name; the same counters on the job\'s other nodes (the "Fabric by job" dashboard); physical errors on this port.',
-        act: 'If only this node\'s port shows it, treat it as a link problem (IbPhysicalErrors). If all the job\'s ports do, tell the owner and look at fabric congestion.',
+        means:
+          "The job's own traffic meets packet loss or reordering: the job is slowed by the fabric, or its pattern congests it.",
+        check:
+          '`slurm_job_info{job_id="..."}` for owner and name; the same counters on the job\'s other nodes (the "Fabric by job" dashboard); physical errors on this port.',
+        act: "If only this node's port shows it, treat it as a link problem (IbPhysicalErrors). If all the job's ports do, tell the owner and look at fabric congestion.",
       },
     },
     {
@@ -267,11 +367,17 @@ const fabric: AlertGroup = {
       expr: `sum by (job, instance, job_id, device, port) (${rate(`ib_slurm_job_counters_total{counter=~"${PHYSICAL_COUNTERS.join('|')}"}`)}) > ${T('physicalErrorsPerSecond')}`,
       for: 'fabricErrorsFor',
       severity: 'warning',
-      summary: 'job {{ $labels.job_id }} runs on a bad link: {{ $labels.device }}/{{ $labels.port }} ({{ $labels.instance }})',
-      description: 'Physical-layer errors climb at {{ $value | printf "%.3g" }}/s on {{ $labels.device }}/{{ $labels.port }} of {{ $labels.instance }} while job {{ $labels.job_id }} is its sole user, for ' + T('fabricErrorsFor') + '.',
+      summary:
+        'job {{ $labels.job_id }} runs on a bad link: {{ $labels.device }}/{{ $labels.port }} ({{ $labels.instance }})',
+      description:
+        'Physical-layer errors climb at {{ $value | printf "%.3g" }}/s on {{ $labels.device }}/{{ $labels.port }} of {{ $labels.instance }} while job {{ $labels.job_id }} is its sole user, for ' +
+        T('fabricErrorsFor') +
+        '.',
       runbook: {
-        means: 'The job is the only user of a port whose link is degrading: its performance suffers, and it is the one job to warn.',
-        check: 'IbPhysicalErrors for the same port; `slurm_job_info{job_id="..."}` for the owner; how long the job still runs (`slurm_job_duration_seconds`).',
+        means:
+          'The job is the only user of a port whose link is degrading: its performance suffers, and it is the one job to warn.',
+        check:
+          'IbPhysicalErrors for the same port; `slurm_job_info{job_id="..."}` for the owner; how long the job still runs (`slurm_job_duration_seconds`).',
         act: 'Drain the node so no new job lands there; let or ask the owner to requeue the job if it is slowed; fix the link once it is empty.',
       },
     },
@@ -288,10 +394,15 @@ const slurm: AlertGroup = {
       for: 'nodeDownFor',
       severity: 'critical',
       summary: 'Slurm node {{ $labels.node_name }} is down, failed or not responding',
-      description: 'Slurm has reported {{ $labels.node_name }} DOWN, FAIL or NOT_RESPONDING for ' + T('nodeDownFor') + ' (reason: "{{ $labels.reason }}"). Powered-down cloud nodes are not counted.',
+      description:
+        'Slurm has reported {{ $labels.node_name }} DOWN, FAIL or NOT_RESPONDING for ' +
+        T('nodeDownFor') +
+        ' (reason: "{{ $labels.reason }}"). Powered-down cloud nodes are not counted.',
       runbook: {
-        means: 'slurmctld cannot use the node: slurmd stopped answering, the node crashed, or an admin set it down. Its jobs were requeued or failed.',
-        check: '`scontrol show node NAME` (State, Reason, LastBusyTime); `systemctl status slurmd` and the node\'s console; the `slurm_node_fails_total` history.',
+        means:
+          'slurmctld cannot use the node: slurmd stopped answering, the node crashed, or an admin set it down. Its jobs were requeued or failed.',
+        check:
+          "`scontrol show node NAME` (State, Reason, LastBusyTime); `systemctl status slurmd` and the node's console; the `slurm_node_fails_total` history.",
         act: 'Bring slurmd back and `scontrol update nodename=NAME state=resume`; if the hardware failed, keep it down with a reason and open a repair ticket.',
       },
     },
@@ -301,7 +412,10 @@ const slurm: AlertGroup = {
       for: 'drainingFor',
       severity: 'warning',
       summary: 'Slurm node {{ $labels.node_name }} has been draining for over ' + T('drainingFor'),
-      description: '{{ $labels.node_name }} has carried the DRAIN flag for ' + T('drainingFor') + ' (reason: "{{ $labels.reason }}"): it takes no new jobs.',
+      description:
+        '{{ $labels.node_name }} has carried the DRAIN flag for ' +
+        T('drainingFor') +
+        ' (reason: "{{ $labels.reason }}"): it takes no new jobs.',
       runbook: {
         means: 'A drain set for maintenance or by a health check was never resumed: capacity is lost.',
         check: '`sinfo -R` (reason, who, when); whether the repair it waited for is done.',
@@ -314,10 +428,17 @@ const slurm: AlertGroup = {
       for: 'unavailableFor',
       severity: 'critical',
       summary: '{{ $value | humanizePercentage }} of the Slurm nodes seen by {{ $labels.instance }} are unavailable',
-      description: 'More than ' + T('unavailableFraction') + ' of the cluster\'s nodes (as the cluster agent on {{ $labels.instance }} sees them) have been unavailable (down, drained, not responding, failed) for ' + T('unavailableFor') + '.',
+      description:
+        'More than ' +
+        T('unavailableFraction') +
+        " of the cluster's nodes (as the cluster agent on {{ $labels.instance }} sees them) have been unavailable (down, drained, not responding, failed) for " +
+        T('unavailableFor') +
+        '.',
       runbook: {
-        means: 'A large part of the cluster cannot run jobs: a shared cause (switch, power, network to slurmctld, a bad config push) is likely.',
-        check: '`sinfo -R` grouped by reason; `slurm_node_info{is_unavailable="true"}` by reason and partition; whether the nodes share a rack or leaf switch.',
+        means:
+          'A large part of the cluster cannot run jobs: a shared cause (switch, power, network to slurmctld, a bad config push) is likely.',
+        check:
+          '`sinfo -R` grouped by reason; `slurm_node_info{is_unavailable="true"}` by reason and partition; whether the nodes share a rack or leaf switch.',
         act: 'Fix the shared cause first; then resume the nodes in bulk (`scontrol update nodename=LIST state=resume`).',
       },
     },
@@ -327,10 +448,17 @@ const slurm: AlertGroup = {
       for: 'slurmctldFor',
       severity: 'warning',
       summary: 'slurmctld takes {{ $value | humanizeDuration }} per RPC on average',
-      description: 'slurmctld (seen by the cluster agent on {{ $labels.instance }}) has spent over ' + T('rpcLatencySeconds') + ' s per RPC on average for ' + T('slurmctldFor') + ': commands and job submissions are slow.',
+      description:
+        'slurmctld (seen by the cluster agent on {{ $labels.instance }}) has spent over ' +
+        T('rpcLatencySeconds') +
+        ' s per RPC on average for ' +
+        T('slurmctldFor') +
+        ': commands and job submissions are slow.',
       runbook: {
-        means: 'slurmctld is overloaded or blocked (slow StateSaveLocation, slurmdbd backlog, a user flooding it with RPCs).',
-        check: '`sdiag` (RPCs by type and by user, agent queue size); `slurm_controller_rpc_user_calls_total` rates for a flooding user; slurmctld\'s log for slow state saves.',
+        means:
+          'slurmctld is overloaded or blocked (slow StateSaveLocation, slurmdbd backlog, a user flooding it with RPCs).',
+        check:
+          "`sdiag` (RPCs by type and by user, agent queue size); `slurm_controller_rpc_user_calls_total` rates for a flooding user; slurmctld's log for slow state saves.",
         act: 'Throttle the flooding user or script; move StateSaveLocation to fast storage; have monitoring read jobs from slurmdbd.',
       },
     },
@@ -340,7 +468,12 @@ const slurm: AlertGroup = {
       for: 'slurmctldFor',
       severity: 'warning',
       summary: 'slurmctld runs {{ $value }} server threads',
-      description: 'slurmctld (seen by the cluster agent on {{ $labels.instance }}) has run more than ' + T('serverThreads') + ' server threads for ' + T('slurmctldFor') + '; at its cap it queues and then rejects RPCs.',
+      description:
+        'slurmctld (seen by the cluster agent on {{ $labels.instance }}) has run more than ' +
+        T('serverThreads') +
+        ' server threads for ' +
+        T('slurmctldFor') +
+        '; at its cap it queues and then rejects RPCs.',
       runbook: {
         means: 'RPCs arrive faster than slurmctld finishes them; near the cap, clients see "Socket timed out" errors.',
         check: '`sdiag` (server thread count, agent queue size, RPCs by user); the RPC latency alert.',
@@ -381,7 +514,10 @@ export function thresholdsTable(): string {
   const rows = Object.entries(THRESHOLDS).map(([name, t]) => `| \`${name}\` | ${t.value} | ${t.meaning} |`);
   const list = (names: readonly string[]): string => names.map((n) => `\`${n}\``).join(', ');
   return [
-    '| threshold | value | meaning |', '|---|---|---|', ...rows, '',
+    '| threshold | value | meaning |',
+    '|---|---|---|',
+    ...rows,
+    '',
     `Physical-layer counters: ${list(PHYSICAL_COUNTERS)}.`,
     `RDMA retransmission and sequence counters: ${list(RDMA_COUNTERS)}.`,
   ].join('\n');
@@ -389,6 +525,15 @@ export function thresholdsTable(): string {
 
 export function runbook(): string {
   return ALERT_GROUPS.flatMap((g) => g.rules)
-    .map((r) => [`#### ${r.alert}`, '', `*${r.severity}* — ${r.runbook.means}`, '', `- **Check:** ${r.runbook.check}`, `- **Act:** ${r.runbook.act}`].join('\n'))
+    .map((r) =>
+      [
+        `#### ${r.alert}`,
+        '',
+        `*${r.severity}* — ${r.runbook.means}`,
+        '',
+        `- **Check:** ${r.runbook.check}`,
+        `- **Act:** ${r.runbook.act}`,
+      ].join('\n'),
+    )
     .join('\n\n');
 }

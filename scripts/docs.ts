@@ -12,9 +12,12 @@ import { ALERT_RULES_FILE, renderAlertRules, runbook, thresholdsTable } from './
 
 let readme = fs.readFileSync('README.md', 'utf8');
 for (const [key, specs] of Object.entries(DOC_TABLES)) readme = replaceSection(readme, key, metricsTable(specs));
-for (const [key, cmd] of Object.entries(documentedCommands({}))) readme = replaceSection(readme, key, optionsTable(cmd));
+for (const [key, cmd] of Object.entries(documentedCommands({})))
+  readme = replaceSection(readme, key, optionsTable(cmd));
 readme = replaceSection(readme, 'alert-thresholds', thresholdsTable());
 readme = replaceSection(readme, 'alert-runbook', runbook());
 fs.writeFileSync('README.md', readme);
 fs.writeFileSync(ALERT_RULES_FILE, renderAlertRules());
-console.log(`README.md: ${Object.keys(DOC_TABLES).length} metric tables and ${Object.keys(documentedCommands({})).length} option tables, ${ALERT_RULES_FILE} and its runbook regenerated`);
+console.log(
+  `README.md: ${Object.keys(DOC_TABLES).length} metric tables and ${Object.keys(documentedCommands({})).length} option tables, ${ALERT_RULES_FILE} and its runbook regenerated`,
+);

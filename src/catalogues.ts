@@ -1,5 +1,12 @@
 /** Every agent's catalogue, by README section: the docs generator and the docs test read this. */
-import { CLUSTER_EVENT_METRICS, CLUSTER_METRICS, CLUSTER_SELF_METRICS, EXTRA_SPECS, NATIVE_SPECS, NATIVE_USER_ACCOUNT_SPECS } from './cluster/metrics.js';
+import {
+  CLUSTER_EVENT_METRICS,
+  CLUSTER_METRICS,
+  CLUSTER_SELF_METRICS,
+  EXTRA_SPECS,
+  NATIVE_SPECS,
+  NATIVE_USER_ACCOUNT_SPECS,
+} from './cluster/metrics.js';
 import { NODE_METRICS, NODE_SELF_METRICS } from './node/metrics.js';
 import { PROCESS_METRICS } from './telemetry/process-metrics.js';
 import type { MetricSpec } from './telemetry/spec.js';

@@ -14,9 +14,14 @@ export type LogFormat = 'json' | 'plain';
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
-export function createLogger(opts: { level: LogLevel; format: LogFormat; destination?: NodeJS.WritableStream }): Logger {
+export function createLogger(opts: {
+  level: LogLevel;
+  format: LogFormat;
+  destination?: NodeJS.WritableStream;
+}): Logger {
   const options = { level: opts.level, base: undefined };
-  if (opts.format === 'json') return pino(options, redacting(opts.destination ?? pino.destination({ dest: 2, sync: true })));
+  if (opts.format === 'json')
+    return pino(options, redacting(opts.destination ?? pino.destination({ dest: 2, sync: true })));
   return pino(options, redacting(plainStream(opts.destination ?? process.stderr)));
 }
 
@@ -65,7 +70,14 @@ export function silentLogger(): Logger {
   return pino({ level: 'silent' });
 }
 
-const LEVEL_NAMES: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
+const LEVEL_NAMES: Record<number, string> = {
+  10: 'TRACE',
+  20: 'DEBUG',
+  30: 'INFO',
+  40: 'WARN',
+  50: 'ERROR',
+  60: 'FATAL',
+};
 
 function plainStream(dest: NodeJS.WritableStream): Writable {
   return new Writable({

@@ -10,15 +10,21 @@ function capture(format: 'json' | 'plain') {
 }
 
 describe('log redaction', () => {
-  it.each(['json', 'plain'] as const)('removes a registered token from the message, fields and errors (%s)', (format) => {
-    const token = 'tok-4f1c9e2a7b-not-a-jwt';
-    registerSecret(token);
-    const { logger, text } = capture(format);
-    logger.error({ err: new Error(`slurmrestd said: invalid token ${token}`), body: { errors: [{ description: token }] } }, `request with ${token} failed`);
-    expect(text()).not.toContain(token);
-    // The message, the body field, and the error (its message and its stack).
-    expect(text().match(/<redacted>/g)?.length).toBe(4);
-  });
+  it.each(['json', 'plain'] as const)(
+    'removes a registered token from the message, fields and errors (%s)',
+    (format) => {
+      const token = 'tok-4f1c9e2a7b-not-a-jwt';
+      registerSecret(token);
+      const { logger, text } = capture(format);
+      logger.error(
+        { err: new Error(`slurmrestd said: invalid token ${token}`), body: { errors: [{ description: token }] } },
+        `request with ${token} failed`,
+      );
+      expect(text()).not.toContain(token);
+      // The message, the body field, and the error (its message and its stack).
+      expect(text().match(/<redacted>/g)?.length).toBe(4);
+    },
+  );
 
   it('removes a secret that JSON escapes, as it appears in a JSON line', () => {
     const secret = 'pa"ss\\word-9';

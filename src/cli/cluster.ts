@@ -10,7 +10,11 @@ import { keyFileSigner, noAuth, scontrolToken, staticToken, tokenFile, type Toke
 import { kubernetesSecretSigner } from '../cluster/api/auth-kubernetes.js';
 import { runClusterOnce, startClusterAgent, type ClusterAgentOptions } from '../cluster/agent.js';
 import type { JobSource } from '../cluster/fetchers.js';
-import { DEFAULT_OPTIONAL_SUB_COLLECTORS, OPTIONAL_SUB_COLLECTORS, type OptionalSubCollector } from '../cluster/snapshot.js';
+import {
+  DEFAULT_OPTIONAL_SUB_COLLECTORS,
+  OPTIONAL_SUB_COLLECTORS,
+  type OptionalSubCollector,
+} from '../cluster/snapshot.js';
 import { redactUrl, type Logger } from '../log.js';
 import { CollectionIncomplete, ConfigError, waitForSignal } from './common.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
@@ -60,37 +64,140 @@ const CLUSTER_DEFAULTS: ClusterDefaults = { metricsBind: ':8080', monitoringBind
 
 export function addClusterOptions(cmd: Command, d: ClusterDefaults = CLUSTER_DEFAULTS): Command {
   cmd
-    .addOption(opt('--cluster-name <name>', 'the name of the Slurm cluster (required)', 'CLUSTER_NAME').makeOptionMandatory())
-    .addOption(opt('--cluster-namespace <namespace>', 'Kubernetes namespace of the cluster (token source kubernetes)', 'CLUSTER_NAMESPACE').default('soperator'))
-    .addOption(opt('--slurm-api-server <url>', 'slurmrestd address: http(s)://host:port or unix:/path', 'SLURM_API_SERVER').default('http://localhost:6820'))
-    .addOption(opt('--collection-interval <duration>', 'how often to collect from the Slurm APIs', 'COLLECTION_INTERVAL').default(30_000, '30s').argParser(positiveDuration))
-    .addOption(opt('--max-collector-inflight <n>', 'maximum in-flight runs per sub-collector', 'MAX_COLLECTOR_INFLIGHT').default(1).argParser(positiveInt))
-    .addOption(opt('--job-source <source>', 'controller (slurmctld) or accounting (slurmdbd)', 'JOB_SOURCE').default('controller').argParser(jobSource))
+    .addOption(
+      opt('--cluster-name <name>', 'the name of the Slurm cluster (required)', 'CLUSTER_NAME').makeOptionMandatory(),
+    )
+    .addOption(
+      opt(
+        '--cluster-namespace <namespace>',
+        'Kubernetes namespace of the cluster (token source kubernetes)',
+        'CLUSTER_NAMESPACE',
+      ).default('soperator'),
+    )
+    .addOption(
+      opt(
+        '--slurm-api-server <url>',
+        'slurmrestd address: http(s)://host:port or unix:/path',
+        'SLURM_API_SERVER',
+      ).default('http://localhost:6820'),
+    )
+    .addOption(
+      opt('--collection-interval <duration>', 'how often to collect from the Slurm APIs', 'COLLECTION_INTERVAL')
+        .default(30_000, '30s')
+        .argParser(positiveDuration),
+    )
+    .addOption(
+      opt('--max-collector-inflight <n>', 'maximum in-flight runs per sub-collector', 'MAX_COLLECTOR_INFLIGHT')
+        .default(1)
+        .argParser(positiveInt),
+    )
+    .addOption(
+      opt('--job-source <source>', 'controller (slurmctld) or accounting (slurmdbd)', 'JOB_SOURCE')
+        .default('controller')
+        .argParser(jobSource),
+    )
     // Read only with the accounting source: a stale value must not stop a controller-mode agent.
-    .addOption(opt('--accounting-jobs-lookback <duration>', 'accounting window: [now - lookback, now + 5m]', 'ACCOUNTING_JOBS_LOOKBACK').default('1h'))
-    .addOption(opt('--slurm-api-version <version>', 'auto (newest both sides know) or a version such as v0.0.44', 'SLURM_API_VERSION').default('auto'))
-    .addOption(opt('--request-timeout <duration>', 'timeout of one request, body included', 'REQUEST_TIMEOUT').default(60_000, '60s').argParser(positiveDuration))
-    .addOption(opt('--request-retries <n>', 'retries after a timeout, network error or 502/503/504', 'REQUEST_RETRIES').default(2).argParser((v) => (v === '0' ? 0 : positiveInt(v))))
-    .addOption(opt('--max-response-size <size>', 'refuse a response larger than this', 'MAX_RESPONSE_SIZE').default(2 ** 31, '2GiB').argParser(parseSize))
+    .addOption(
+      opt(
+        '--accounting-jobs-lookback <duration>',
+        'accounting window: [now - lookback, now + 5m]',
+        'ACCOUNTING_JOBS_LOOKBACK',
+      ).default('1h'),
+    )
+    .addOption(
+      opt(
+        '--slurm-api-version <version>',
+        'auto (newest both sides know) or a version such as v0.0.44',
+        'SLURM_API_VERSION',
+      ).default('auto'),
+    )
+    .addOption(
+      opt('--request-timeout <duration>', 'timeout of one request, body included', 'REQUEST_TIMEOUT')
+        .default(60_000, '60s')
+        .argParser(positiveDuration),
+    )
+    .addOption(
+      opt('--request-retries <n>', 'retries after a timeout, network error or 502/503/504', 'REQUEST_RETRIES')
+        .default(2)
+        .argParser((v) => (v === '0' ? 0 : positiveInt(v))),
+    )
+    .addOption(
+      opt('--max-response-size <size>', 'refuse a response larger than this', 'MAX_RESPONSE_SIZE')
+        .default(2 ** 31, '2GiB')
+        .argParser(parseSize),
+    )
     .addOption(opt('--slurm-api-ca-file <path>', 'PEM CA bundle for an https slurmrestd', 'SLURM_API_CA_FILE'))
-    .addOption(opt('--token-source <source>', `${TOKEN_SOURCES.join(', ')}; auto picks from what is configured`, 'TOKEN_SOURCE').default('auto').argParser(oneOf(TOKEN_SOURCES)))
+    .addOption(
+      opt('--token-source <source>', `${TOKEN_SOURCES.join(', ')}; auto picks from what is configured`, 'TOKEN_SOURCE')
+        .default('auto')
+        .argParser(oneOf(TOKEN_SOURCES)),
+    )
     .addOption(opt('--token <jwt>', 'static token (prefer the environment variable: flags show in ps)', 'TOKEN'))
     .addOption(opt('--token-file <path>', 'token file, re-read when it changes (a JWT or SLURM_JWT=...)', 'TOKEN_FILE'))
-    .addOption(opt('--slurm-user-name <user>', 'X-SLURM-USER-NAME for static and file tokens (default: the token\'s sun claim)', 'SLURM_USER_NAME'))
-    .addOption(opt('--jwt-key-file <path>', 'sign HS256 tokens with the cluster\'s jwt_hs256.key', 'JWT_KEY_FILE'))
+    .addOption(
+      opt(
+        '--slurm-user-name <user>',
+        "X-SLURM-USER-NAME for static and file tokens (default: the token's sun claim)",
+        'SLURM_USER_NAME',
+      ),
+    )
+    .addOption(opt('--jwt-key-file <path>', "sign HS256 tokens with the cluster's jwt_hs256.key", 'JWT_KEY_FILE'))
     .addOption(opt('--jwt-user <user>', 'user (sun claim) of signed and scontrol tokens', 'JWT_USER').default('root'))
-    .addOption(opt('--jwt-lifetime <duration>', 'lifetime of signed and scontrol tokens (renewed before expiry)', 'JWT_LIFETIME').default(1_800_000, '30m').argParser(positiveDuration))
-    .addOption(opt('--scontrol-path <path>', 'scontrol for token renewal (token source scontrol)', 'SCONTROL_PATH').default('scontrol'))
-    .addOption(opt('--user-account-metrics [bool]', 'also export Slurm\'s per-user and per-account job families (one series per user or account and state)', 'USER_ACCOUNT_METRICS').default(false).preset('true').argParser(switchValue))
-    .addOption(opt('--optional-collectors <names>', `optional sub-collectors to run, comma-separated (${OPTIONAL_SUB_COLLECTORS.join(', ')}), or none`, 'OPTIONAL_COLLECTORS').default([...DEFAULT_OPTIONAL_SUB_COLLECTORS], DEFAULT_OPTIONAL_SUB_COLLECTORS.join(',')).argParser(collectorList))
-    .addOption(opt('--accounting-limits [bool]', 'also export QoS and association limits from slurmdbd (two requests more per cycle)', 'ACCOUNTING_LIMITS').default(false).preset('true').argParser(switchValue))
-    .addOption(opt('--kubeconfig-path <path>', 'kubeconfig for the Secret <cluster-name>-rest-jwt-key (else in-cluster service account)', 'KUBECONFIG_PATH'));
+    .addOption(
+      opt('--jwt-lifetime <duration>', 'lifetime of signed and scontrol tokens (renewed before expiry)', 'JWT_LIFETIME')
+        .default(1_800_000, '30m')
+        .argParser(positiveDuration),
+    )
+    .addOption(
+      opt('--scontrol-path <path>', 'scontrol for token renewal (token source scontrol)', 'SCONTROL_PATH').default(
+        'scontrol',
+      ),
+    )
+    .addOption(
+      opt(
+        '--user-account-metrics [bool]',
+        "also export Slurm's per-user and per-account job families (one series per user or account and state)",
+        'USER_ACCOUNT_METRICS',
+      )
+        .default(false)
+        .preset('true')
+        .argParser(switchValue),
+    )
+    .addOption(
+      opt(
+        '--optional-collectors <names>',
+        `optional sub-collectors to run, comma-separated (${OPTIONAL_SUB_COLLECTORS.join(', ')}), or none`,
+        'OPTIONAL_COLLECTORS',
+      )
+        .default([...DEFAULT_OPTIONAL_SUB_COLLECTORS], DEFAULT_OPTIONAL_SUB_COLLECTORS.join(','))
+        .argParser(collectorList),
+    )
+    .addOption(
+      opt(
+        '--accounting-limits [bool]',
+        'also export QoS and association limits from slurmdbd (two requests more per cycle)',
+        'ACCOUNTING_LIMITS',
+      )
+        .default(false)
+        .preset('true')
+        .argParser(switchValue),
+    )
+    .addOption(
+      opt(
+        '--kubeconfig-path <path>',
+        'kubeconfig for the Secret <cluster-name>-rest-jwt-key (else in-cluster service account)',
+        'KUBECONFIG_PATH',
+      ),
+    );
   return addExportOptions(cmd, PREFIX, { ...d, logLevel: 'debug' });
 }
 
 /** `licenses, partitions` → the names, each checked; `none` or blank means none. */
 function collectorList(value: string): OptionalSubCollector[] {
-  const names = value.split(',').map((v) => v.trim()).filter((v) => v !== '' && v.toLowerCase() !== 'none');
+  const names = value
+    .split(',')
+    .map((v) => v.trim())
+    .filter((v) => v !== '' && v.toLowerCase() !== 'none');
   return [...new Set(names.map(oneOf(OPTIONAL_SUB_COLLECTORS)))];
 }
 
@@ -100,7 +207,9 @@ function jobSource(value: string): JobSource {
 }
 
 /** The accounting window, checked only when the accounting source will use it. */
-export function accountingLookbackMs(f: Pick<ClusterFlags, 'jobSource' | 'accountingJobsLookback'>): number | undefined {
+export function accountingLookbackMs(
+  f: Pick<ClusterFlags, 'jobSource' | 'accountingJobsLookback'>,
+): number | undefined {
   if (f.jobSource !== 'accounting') return undefined;
   try {
     return positiveDuration(f.accountingJobsLookback);
@@ -111,7 +220,11 @@ export function accountingLookbackMs(f: Pick<ClusterFlags, 'jobSource' | 'accoun
 
 export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOptions {
   const lookbackMs = accountingLookbackMs(f);
-  const settings = exportSettings(f, env, { serviceName: 'slurm-otel-cluster', hostName: os.hostname(), attributes: { 'slurm.cluster': f.clusterName } });
+  const settings = exportSettings(f, env, {
+    serviceName: 'slurm-otel-cluster',
+    hostName: os.hostname(),
+    attributes: { 'slurm.cluster': f.clusterName },
+  });
   const tokenSource = buildTokenSource(f, env, settings.logger);
   const client = slurmClient({
     server: f.slurmApiServer,
@@ -123,10 +236,20 @@ export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOpti
     tls: f.slurmApiCaFile ? { ca: readFile(f.slurmApiCaFile, '--slurm-api-ca-file') } : undefined,
     logger: settings.logger,
   });
-  settings.logger.info({ server: f.slurmApiServer, auth: tokenSource.describe(), jobSource: f.jobSource }, 'slurmrestd client configured');
+  settings.logger.info(
+    { server: f.slurmApiServer, auth: tokenSource.describe(), jobSource: f.jobSource },
+    'slurmrestd client configured',
+  );
   return {
     ...settings,
-    source: { api: client, jobSource: f.jobSource, accountingLookbackMs: lookbackMs ?? 0, clusterName: f.clusterName, optional: f.optionalCollectors, accountingLimits: f.accountingLimits },
+    source: {
+      api: client,
+      jobSource: f.jobSource,
+      accountingLookbackMs: lookbackMs ?? 0,
+      clusterName: f.clusterName,
+      optional: f.optionalCollectors,
+      accountingLimits: f.accountingLimits,
+    },
     collectionIntervalMs: f.collectionInterval,
     maxInflight: f.maxCollectorInflight,
     userAccountMetrics: f.userAccountMetrics,
@@ -170,7 +293,8 @@ function buildTokenSource(f: ClusterFlags, env: Env, logger: Logger): TokenSourc
   };
   switch (chooseTokenSource(f, env)) {
     case 'none':
-      if (!f.slurmApiServer.startsWith('unix:')) logger.warn('no Slurm token configured: slurmrestd with auth/jwt will answer 401');
+      if (!f.slurmApiServer.startsWith('unix:'))
+        logger.warn('no Slurm token configured: slurmrestd with auth/jwt will answer 401');
       return noAuth();
     case 'static':
       return staticToken({ token: need(f.token, '--token or SLURM_EXPORTER_TOKEN'), userName: f.slurmUserName });
@@ -182,7 +306,9 @@ function buildTokenSource(f: ClusterFlags, env: Env, logger: Logger): TokenSourc
       return scontrolToken({ user: f.jwtUser, lifespanSec: lifetimeSec, command: f.scontrolPath });
     case 'kubernetes':
       return kubernetesSecretSigner({
-        access: f.kubeconfigPath ? { kind: 'kubeconfig', path: f.kubeconfigPath } : { kind: 'in-cluster', apiServer: inClusterApiServer(env) },
+        access: f.kubeconfigPath
+          ? { kind: 'kubeconfig', path: f.kubeconfigPath }
+          : { kind: 'in-cluster', apiServer: inClusterApiServer(env) },
         namespace: f.clusterNamespace,
         clusterName: f.clusterName,
         user: f.jwtUser,
@@ -193,13 +319,18 @@ function buildTokenSource(f: ClusterFlags, env: Env, logger: Logger): TokenSourc
 
 function inClusterApiServer(env: Env): string {
   const host = env.KUBERNETES_SERVICE_HOST;
-  if (!host) throw new ConfigError('token source kubernetes needs --kubeconfig-path or an in-cluster environment (KUBERNETES_SERVICE_HOST)');
+  if (!host)
+    throw new ConfigError(
+      'token source kubernetes needs --kubeconfig-path or an in-cluster environment (KUBERNETES_SERVICE_HOST)',
+    );
   const port = env.KUBERNETES_SERVICE_PORT || '443';
   return `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
 export function clusterCommand(env: Env): Command {
-  return addClusterOptions(new Command('cluster').description('cluster agent: Slurm node, job and controller metrics from slurmrestd'))
+  return addClusterOptions(
+    new Command('cluster').description('cluster agent: Slurm node, job and controller metrics from slurmrestd'),
+  )
     .option('--once', 'run one collection, print the Prometheus exposition to stdout and exit')
     .action(async (f: ClusterFlags) => {
       const opts = clusterAgentOptions(f, env);
@@ -207,7 +338,8 @@ export function clusterCommand(env: Env): Command {
         const once = await runClusterOnce(opts);
         process.stdout.write(once.text);
         // Scripts can tell a partial collection from a full one.
-        if (once.failed.length > 0) throw new CollectionIncomplete(`collection incomplete: ${once.failed.join(', ')} failed (see the log)`);
+        if (once.failed.length > 0)
+          throw new CollectionIncomplete(`collection incomplete: ${once.failed.join(', ')} failed (see the log)`);
         return;
       }
       const agent = await startClusterAgent(opts);

@@ -96,16 +96,32 @@ export async function startDemo(o: DemoOptions): Promise<DemoStack> {
 
 async function startClusterSide(o: DemoOptions, binds: NonNullable<DemoOptions['cluster']>) {
   const fake = new FakeCluster({ startMs: Date.now(), pinned: { node: DEMO_NODE, jobs: DEMO_JOBS } });
-  const server = await startFakeSlurmrestd({ cluster: fake, versions: ['v0.0.45', 'v0.0.44'], host: '127.0.0.1', port: 0, token: DEMO_TOKEN, clock: Date.now });
+  const server = await startFakeSlurmrestd({
+    cluster: fake,
+    versions: ['v0.0.45', 'v0.0.44'],
+    host: '127.0.0.1',
+    port: 0,
+    token: DEMO_TOKEN,
+    clock: Date.now,
+  });
   const { logger } = o.node;
-  const api = new SlurmClient({ server: server.url, tokenSource: staticToken({ token: DEMO_TOKEN, userName: 'root' }), requestTimeoutMs: 10_000, logger });
+  const api = new SlurmClient({
+    server: server.url,
+    tokenSource: staticToken({ token: DEMO_TOKEN, userName: 'root' }),
+    requestTimeoutMs: 10_000,
+    logger,
+  });
   const agent = await startClusterAgent({
     source: { api, jobSource: 'controller', accountingLookbackMs: 3_600_000, clusterName: fake.clusterName },
     collectionIntervalMs: o.node.collectionIntervalMs,
     maxInflight: 1,
     metrics: binds.metrics,
     monitoring: binds.monitoring,
-    resource: { ...o.node.resource, serviceName: 'slurm-otel-cluster', attributes: { 'slurm.cluster': fake.clusterName } },
+    resource: {
+      ...o.node.resource,
+      serviceName: 'slurm-otel-cluster',
+      attributes: { 'slurm.cluster': fake.clusterName },
+    },
     otlp: o.node.otlp,
     security: o.node.security,
     logger,
@@ -117,16 +133,40 @@ async function startClusterSide(o: DemoOptions, binds: NonNullable<DemoOptions['
 }
 
 export function demoCommand(env: Env): Command {
-  const cmd = new Command('demo').description('both agents on a synthetic node and a fake slurmrestd, with moving counters');
-  addNodeOptions(cmd, { collectionInterval: [5_000, '5s'], metricsBind: '127.0.0.1:9836', monitoringBind: '127.0.0.1:9837', logFormat: 'plain', nodeName: DEMO_NODE });
+  const cmd = new Command('demo').description(
+    'both agents on a synthetic node and a fake slurmrestd, with moving counters',
+  );
+  addNodeOptions(cmd, {
+    collectionInterval: [5_000, '5s'],
+    metricsBind: '127.0.0.1:9836',
+    monitoringBind: '127.0.0.1:9837',
+    logFormat: 'plain',
+    nodeName: DEMO_NODE,
+  });
   return cmd
-    .addOption(new Option('--layout <layout>', 'cgroup layout of the synthetic node').choices(['v1', 'v2', 'v2-sluid']).default('v2-sluid'))
+    .addOption(
+      new Option('--layout <layout>', 'cgroup layout of the synthetic node')
+        .choices(['v1', 'v2', 'v2-sluid'])
+        .default('v2-sluid'),
+    )
     .option('--non-job-holder', 'a storage client outside Slurm holds mlx5_3')
     .option('--dir <dir>', 'where to write the synthetic tree (default: a new temporary directory)')
-    .addOption(new Option('--tick <duration>', 'how often the demo counters move').default(1_000, '1s').argParser(positiveDuration))
+    .addOption(
+      new Option('--tick <duration>', 'how often the demo counters move')
+        .default(1_000, '1s')
+        .argParser(positiveDuration),
+    )
     .option('--no-cluster', 'run the node agent only')
-    .addOption(new Option('--cluster-metrics-bind-address <addr>', "the cluster agent's Prometheus endpoint").default(bindAddress('127.0.0.1:8080'), '127.0.0.1:8080').argParser(bindAddress))
-    .addOption(new Option('--cluster-monitoring-bind-address <addr>', "the cluster agent's self-monitoring endpoint").default(bindAddress('127.0.0.1:8081'), '127.0.0.1:8081').argParser(bindAddress))
+    .addOption(
+      new Option('--cluster-metrics-bind-address <addr>', "the cluster agent's Prometheus endpoint")
+        .default(bindAddress('127.0.0.1:8080'), '127.0.0.1:8080')
+        .argParser(bindAddress),
+    )
+    .addOption(
+      new Option('--cluster-monitoring-bind-address <addr>', "the cluster agent's self-monitoring endpoint")
+        .default(bindAddress('127.0.0.1:8081'), '127.0.0.1:8081')
+        .argParser(bindAddress),
+    )
     .action(async (f: DemoFlags) => {
       const demo = await startDemo({
         node: nodeAgentOptions(f, env),
@@ -134,7 +174,9 @@ export function demoCommand(env: Env): Command {
         nonJobHolder: f.nonJobHolder ?? false,
         dir: f.dir,
         tickMs: f.tick,
-        cluster: f.cluster ? { metrics: f.clusterMetricsBindAddress, monitoring: f.clusterMonitoringBindAddress } : undefined,
+        cluster: f.cluster
+          ? { metrics: f.clusterMetricsBindAddress, monitoring: f.clusterMonitoringBindAddress }
+          : undefined,
       });
       process.stdout.write(summary(demo, f.layout));
       await waitForSignal();
@@ -143,7 +185,9 @@ export function demoCommand(env: Env): Command {
 }
 
 function summary(demo: DemoStack, layout: string): string {
-  const rows = demo.firstCycle.attribution.verdicts.map((v) => `  ${v.device}/${v.port}  ${v.status.padEnd(10)} jobs=[${v.jobs.join(',')}]  ${v.why}`);
+  const rows = demo.firstCycle.attribution.verdicts.map(
+    (v) => `  ${v.device}/${v.port}  ${v.status.padEnd(10)} jobs=[${v.jobs.join(',')}]  ${v.why}`,
+  );
   const cluster = demo.cluster
     ? [
         `cluster agent (fake slurmrestd at ${demo.slurmrestd?.url}, API v0.0.45):`,

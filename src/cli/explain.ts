@@ -17,34 +17,50 @@ interface ExplainFlags {
 }
 
 export function explainCommand(): Command {
-  return addRootOptions(new Command('explain').description('why each HCA port is (or is not) attributed to a job, on this node'))
+  return addRootOptions(
+    new Command('explain').description('why each HCA port is (or is not) attributed to a job, on this node'),
+  )
     .addOption(unreadableOption())
     .option('--json', 'print the rows as JSON (for scripts)')
     .addOption(new Option('--fd-rescan-interval <duration>').hideHelp().default(0).argParser(parseDuration))
     .action((f: ExplainFlags) => {
       const roots = { sysfs: f.sysfsRoot, procfs: f.procfsRoot, cgroupfs: f.cgroupRoot };
       // Every fd table, so holders are named by PID even where the rdma cgroup charges suffice.
-      const c = new NodeCollector({ roots, fdRescanIntervalMs: 0, unreadableProcesses: f.unreadableProcesses, readAllFds: true }).cycle();
+      const c = new NodeCollector({
+        roots,
+        fdRescanIntervalMs: 0,
+        unreadableProcesses: f.unreadableProcesses,
+        readAllFds: true,
+      }).cycle();
       const rows = attributionRows(c);
       const { snapshot: snap } = c;
       if (c.failed !== undefined) throw new CollectionIncomplete(`collection failed: ${printable(c.failed)}`);
       if (f.json) {
-        const out = { at: new Date(snap.atMs).toISOString(), slurmCgroups: snap.slurmCgroups, gaps: snap.gaps, unreadable: snap.unreadable, ports: rows };
+        const out = {
+          at: new Date(snap.atMs).toISOString(),
+          slurmCgroups: snap.slurmCgroups,
+          gaps: snap.gaps,
+          unreadable: snap.unreadable,
+          ports: rows,
+        };
         process.stdout.write(JSON.stringify(out, null, 2) + '\n');
         return;
       }
       const note = slurmCgroupsNote(snap);
       if (note !== undefined) process.stdout.write(`${printable(note)}\n`);
-      if (!c.snapshot.hca.present) process.stdout.write(`no InfiniBand devices under ${printable(f.sysfsRoot)}/class/infiniband\n`);
+      if (!c.snapshot.hca.present)
+        process.stdout.write(`no InfiniBand devices under ${printable(f.sysfsRoot)}/class/infiniband\n`);
       process.stdout.write(renderTable(rows) + '\n');
       // Unreadable processes get their own, longer lines below.
       const named = new Set(snap.unreadable.map(describeUnreadable));
-      for (const gap of snap.gaps.filter((g) => !named.has(g)).slice(0, 10)) process.stdout.write(`gap: ${printable(gap)}\n`);
+      for (const gap of snap.gaps.filter((g) => !named.has(g)).slice(0, 10))
+        process.stdout.write(`gap: ${printable(gap)}\n`);
       for (const u of snap.unreadable) process.stdout.write(`unreadable: ${printable(unreadableLine(u))}\n`);
     });
 }
 
 // C0 and C1 controls, DEL, and the bidirectional overrides that can reorder what a terminal shows.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
 
 /**
@@ -59,10 +75,18 @@ export function printable(text: string): string {
 }
 
 export function renderTable(rows: readonly PortRow[]): string {
-  const table = new Table({ head: ['device', 'port', 'link', 'holders', 'status', 'why'], style: { head: [], border: [] }, wordWrap: true, colWidths: [null, null, 22, 40, null, 44] });
+  const table = new Table({
+    head: ['device', 'port', 'link', 'holders', 'status', 'why'],
+    style: { head: [], border: [] },
+    wordWrap: true,
+    colWidths: [null, null, 22, 40, null, 44],
+  });
   for (const r of rows) {
     const holders = [
-      ...r.jobs.map((j) => `job ${j.jobId}${j.holders.length ? `: ${j.holders.map((h) => `${h.pid} ${h.comm}`).join(', ')}` : ''} ${evidenceText(j.evidence)}`),
+      ...r.jobs.map(
+        (j) =>
+          `job ${j.jobId}${j.holders.length ? `: ${j.holders.map((h) => `${h.pid} ${h.comm}`).join(', ')}` : ''} ${evidenceText(j.evidence)}`,
+      ),
       ...r.nonJob.map((h) => `non-job: ${h.pid} ${h.comm} ${evidenceText(h.evidence)}`),
     ].map(printable);
     const cells = [r.device, r.port, `${r.linkLayer} ${r.rate}`.trim()].map(printable);

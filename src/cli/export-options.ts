@@ -40,15 +40,61 @@ export function envOption(prefix: string): (flags: string, description: string, 
 export function addExportOptions(cmd: Command, prefix: string, d: ExportDefaults): Command {
   const opt = envOption(prefix);
   return cmd
-    .addOption(opt('--metrics-bind-address <addr>', 'Prometheus endpoint ([host]:port)', 'METRICS_BIND_ADDRESS').default(bindAddress(d.metricsBind), d.metricsBind).argParser(bindAddress))
-    .addOption(opt('--monitoring-bind-address <addr>', 'self-monitoring endpoint ([host]:port)', 'MONITORING_BIND_ADDRESS').default(bindAddress(d.monitoringBind), d.monitoringBind).argParser(bindAddress))
-    .addOption(opt('--otlp-endpoint <url>', 'push OTLP/HTTP here (else OTEL_EXPORTER_OTLP_[METRICS_]ENDPOINT; off when none)', 'OTLP_ENDPOINT'))
-    .addOption(opt('--otlp-protocol <protocol>', 'http/protobuf or http/json (else OTEL_EXPORTER_OTLP_[METRICS_]PROTOCOL; default http/protobuf)', 'OTLP_PROTOCOL').argParser(oneOf(['http/json', 'http/protobuf'] as const)))
-    .addOption(opt('--otlp-interval <duration>', 'OTLP push interval (else OTEL_METRIC_EXPORT_INTERVAL ms; default 60s)', 'OTLP_INTERVAL').argParser(positiveDuration))
-    .addOption(opt('--otlp-timeout <duration>', 'OTLP push timeout (else OTEL_EXPORTER_OTLP_[METRICS_]TIMEOUT ms; default 10s)', 'OTLP_TIMEOUT').argParser(positiveDuration))
-    .addOption(opt('--web-config-file <path>', 'TLS and basic-auth settings for both endpoints (Prometheus web config format)', 'WEB_CONFIG_FILE'))
-    .addOption(opt('--log-level <level>', 'debug, info, warn or error', 'LOG_LEVEL').default(d.logLevel).argParser(oneOf(LOG_LEVELS)))
-    .addOption(opt('--log-format <format>', 'json or plain', 'LOG_FORMAT').default(d.logFormat).argParser(oneOf(['json', 'plain'] as const)));
+    .addOption(
+      opt('--metrics-bind-address <addr>', 'Prometheus endpoint ([host]:port)', 'METRICS_BIND_ADDRESS')
+        .default(bindAddress(d.metricsBind), d.metricsBind)
+        .argParser(bindAddress),
+    )
+    .addOption(
+      opt('--monitoring-bind-address <addr>', 'self-monitoring endpoint ([host]:port)', 'MONITORING_BIND_ADDRESS')
+        .default(bindAddress(d.monitoringBind), d.monitoringBind)
+        .argParser(bindAddress),
+    )
+    .addOption(
+      opt(
+        '--otlp-endpoint <url>',
+        'push OTLP/HTTP here (else OTEL_EXPORTER_OTLP_[METRICS_]ENDPOINT; off when none)',
+        'OTLP_ENDPOINT',
+      ),
+    )
+    .addOption(
+      opt(
+        '--otlp-protocol <protocol>',
+        'http/protobuf or http/json (else OTEL_EXPORTER_OTLP_[METRICS_]PROTOCOL; default http/protobuf)',
+        'OTLP_PROTOCOL',
+      ).argParser(oneOf(['http/json', 'http/protobuf'] as const)),
+    )
+    .addOption(
+      opt(
+        '--otlp-interval <duration>',
+        'OTLP push interval (else OTEL_METRIC_EXPORT_INTERVAL ms; default 60s)',
+        'OTLP_INTERVAL',
+      ).argParser(positiveDuration),
+    )
+    .addOption(
+      opt(
+        '--otlp-timeout <duration>',
+        'OTLP push timeout (else OTEL_EXPORTER_OTLP_[METRICS_]TIMEOUT ms; default 10s)',
+        'OTLP_TIMEOUT',
+      ).argParser(positiveDuration),
+    )
+    .addOption(
+      opt(
+        '--web-config-file <path>',
+        'TLS and basic-auth settings for both endpoints (Prometheus web config format)',
+        'WEB_CONFIG_FILE',
+      ),
+    )
+    .addOption(
+      opt('--log-level <level>', 'debug, info, warn or error', 'LOG_LEVEL')
+        .default(d.logLevel)
+        .argParser(oneOf(LOG_LEVELS)),
+    )
+    .addOption(
+      opt('--log-format <format>', 'json or plain', 'LOG_FORMAT')
+        .default(d.logFormat)
+        .argParser(oneOf(['json', 'plain'] as const)),
+    );
 }
 
 export interface ExportSettings {
@@ -60,7 +106,11 @@ export interface ExportSettings {
   readonly monitoring: BindAddress;
 }
 
-export function exportSettings(f: ExportFlags, env: Env, resource: { serviceName: string; hostName: string; attributes?: Record<string, string> }): ExportSettings {
+export function exportSettings(
+  f: ExportFlags,
+  env: Env,
+  resource: { serviceName: string; hostName: string; attributes?: Record<string, string> },
+): ExportSettings {
   return {
     logger: createLogger({ level: f.logLevel, format: f.logFormat }),
     resource: resolveResource(env, { ...resource, version: VERSION }, resource.attributes),

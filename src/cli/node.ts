@@ -35,12 +35,18 @@ export function addRootOptions(cmd: Command): Command {
   return cmd
     .addOption(opt('--sysfs-root <dir>', 'sysfs mount point', 'SYSFS_ROOT').default(DEFAULT_ROOTS.sysfs))
     .addOption(opt('--procfs-root <dir>', 'procfs mount point', 'PROCFS_ROOT').default(DEFAULT_ROOTS.procfs))
-    .addOption(opt('--cgroup-root <dir>', 'cgroup filesystem mount point', 'CGROUP_ROOT').default(DEFAULT_ROOTS.cgroupfs));
+    .addOption(
+      opt('--cgroup-root <dir>', 'cgroup filesystem mount point', 'CGROUP_ROOT').default(DEFAULT_ROOTS.cgroupfs),
+    );
 }
 
 /** What an unreadable fd table outside every Slurm job costs; node and explain take it. */
 export function unreadableOption(): Option {
-  return opt('--unreadable-processes <policy>', 'strict: a process outside every Slurm job whose fd table cannot be read makes every port incomplete; ignore-outside-jobs: it is assumed to hold no HCA', 'UNREADABLE_PROCESSES')
+  return opt(
+    '--unreadable-processes <policy>',
+    'strict: a process outside every Slurm job whose fd table cannot be read makes every port incomplete; ignore-outside-jobs: it is assumed to hold no HCA',
+    'UNREADABLE_PROCESSES',
+  )
     .default('strict')
     .argParser(oneOf(UNREADABLE_POLICIES));
 }
@@ -54,18 +60,55 @@ export interface NodeDefaults {
   readonly nodeName?: string;
 }
 
-const NODE_DEFAULTS: NodeDefaults = { collectionInterval: [15_000, '15s'], metricsBind: ':9836', monitoringBind: ':9837', logFormat: 'json' };
+const NODE_DEFAULTS: NodeDefaults = {
+  collectionInterval: [15_000, '15s'],
+  metricsBind: ':9836',
+  monitoringBind: ':9837',
+  logFormat: 'json',
+};
 
 export function addNodeOptions(cmd: Command, d: NodeDefaults = NODE_DEFAULTS): Command {
   addRootOptions(cmd)
-    .addOption(opt('--collection-interval <duration>', 'how often a cycle reads the node', 'COLLECTION_INTERVAL').default(...d.collectionInterval).argParser(positiveDuration))
-    .addOption(opt('--fd-rescan-interval <duration>', 'every fd link is read again at least this often', 'FD_RESCAN_INTERVAL').default(60_000, '60s').argParser(parseDuration))
+    .addOption(
+      opt('--collection-interval <duration>', 'how often a cycle reads the node', 'COLLECTION_INTERVAL')
+        .default(...d.collectionInterval)
+        .argParser(positiveDuration),
+    )
+    .addOption(
+      opt('--fd-rescan-interval <duration>', 'every fd link is read again at least this often', 'FD_RESCAN_INTERVAL')
+        .default(60_000, '60s')
+        .argParser(parseDuration),
+    )
     .addOption(unreadableOption())
-    .addOption(opt('--node-name <name>', 'Slurm node name (squeue --nodelist, host.name)', 'NODE_NAME').default(d.nodeName ?? os.hostname().split('.')[0]))
+    .addOption(
+      opt('--node-name <name>', 'Slurm node name (squeue --nodelist, host.name)', 'NODE_NAME').default(
+        d.nodeName ?? os.hostname().split('.')[0],
+      ),
+    )
     .addOption(opt('--squeue-path <path>', 'resolve SLUIDs with a background squeue (off by default)', 'SQUEUE_PATH'))
-    .addOption(opt('--squeue-timeout <duration>', 'timeout of one squeue run', 'SQUEUE_TIMEOUT').default(10_000, '10s').argParser(positiveDuration))
-    .addOption(opt('--job-metadata <source>', 'none, or squeue: add user_name, account and slurm_partition labels to job series (squeue from --squeue-path or PATH)', 'JOB_METADATA').default('none').argParser(oneOf(['none', 'squeue'] as const)))
-    .addOption(opt('--qp-counters <mode>', 'per-job counters on shared ports from per-PID QP counters (rdma statistic qp): off; observe: read them; manage: also turn auto type,pid on where the mode is off (needs CAP_NET_ADMIN) and off again at exit', 'QP_COUNTERS').default('off').argParser(oneOf(QP_COUNTERS_MODES)))
+    .addOption(
+      opt('--squeue-timeout <duration>', 'timeout of one squeue run', 'SQUEUE_TIMEOUT')
+        .default(10_000, '10s')
+        .argParser(positiveDuration),
+    )
+    .addOption(
+      opt(
+        '--job-metadata <source>',
+        'none, or squeue: add user_name, account and slurm_partition labels to job series (squeue from --squeue-path or PATH)',
+        'JOB_METADATA',
+      )
+        .default('none')
+        .argParser(oneOf(['none', 'squeue'] as const)),
+    )
+    .addOption(
+      opt(
+        '--qp-counters <mode>',
+        'per-job counters on shared ports from per-PID QP counters (rdma statistic qp): off; observe: read them; manage: also turn auto type,pid on where the mode is off (needs CAP_NET_ADMIN) and off again at exit',
+        'QP_COUNTERS',
+      )
+        .default('off')
+        .argParser(oneOf(QP_COUNTERS_MODES)),
+    )
     .addOption(opt('--rdma-path <path>', 'the iproute2 rdma tool (--qp-counters)', 'RDMA_PATH').default('rdma'));
   return addExportOptions(cmd, 'IB_SLURM_EXPORTER_', { ...d, logLevel: 'info' });
 }
@@ -73,11 +116,27 @@ export function addNodeOptions(cmd: Command, d: NodeDefaults = NODE_DEFAULTS): C
 export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {
   return {
     ...exportSettings(f, env, { serviceName: 'slurm-otel-node', hostName: f.nodeName }),
-    collector: { roots: { sysfs: f.sysfsRoot, procfs: f.procfsRoot, cgroupfs: f.cgroupRoot }, fdRescanIntervalMs: f.fdRescanInterval, unreadableProcesses: f.unreadableProcesses },
-    squeue: f.squeuePath ? { path: f.squeuePath, nodeName: f.nodeName, minIntervalMs: f.collectionInterval, timeoutMs: f.squeueTimeout } : undefined,
+    collector: {
+      roots: { sysfs: f.sysfsRoot, procfs: f.procfsRoot, cgroupfs: f.cgroupRoot },
+      fdRescanIntervalMs: f.fdRescanInterval,
+      unreadableProcesses: f.unreadableProcesses,
+    },
+    squeue: f.squeuePath
+      ? { path: f.squeuePath, nodeName: f.nodeName, minIntervalMs: f.collectionInterval, timeoutMs: f.squeueTimeout }
+      : undefined,
     jobMetadata:
-      f.jobMetadata === 'squeue' ? { path: f.squeuePath ?? 'squeue', nodeName: f.nodeName, minIntervalMs: f.collectionInterval, timeoutMs: f.squeueTimeout } : undefined,
-    qpCounters: f.qpCounters === 'off' ? undefined : { path: f.rdmaPath, mode: f.qpCounters, timeoutMs: Math.min(RDMA_TIMEOUT_MS, f.collectionInterval) },
+      f.jobMetadata === 'squeue'
+        ? {
+            path: f.squeuePath ?? 'squeue',
+            nodeName: f.nodeName,
+            minIntervalMs: f.collectionInterval,
+            timeoutMs: f.squeueTimeout,
+          }
+        : undefined,
+    qpCounters:
+      f.qpCounters === 'off'
+        ? undefined
+        : { path: f.rdmaPath, mode: f.qpCounters, timeoutMs: Math.min(RDMA_TIMEOUT_MS, f.collectionInterval) },
     collectionIntervalMs: f.collectionInterval,
   };
 }

@@ -19,20 +19,29 @@ export interface OtlpFlags {
 
 const PROTOCOLS: readonly OtlpProtocol[] = ['http/json', 'http/protobuf'];
 
-
-
 /** undefined when no endpoint is configured anywhere: push is off. */
 export function resolveOtlp(flags: OtlpFlags, env: Env): OtlpOptions | undefined {
-  const url = flags.otlpEndpoint !== undefined ? metricsUrl(flags.otlpEndpoint) : env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT || (env.OTEL_EXPORTER_OTLP_ENDPOINT ? metricsUrl(env.OTEL_EXPORTER_OTLP_ENDPOINT) : undefined);
+  const url =
+    flags.otlpEndpoint !== undefined
+      ? metricsUrl(flags.otlpEndpoint)
+      : env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT ||
+        (env.OTEL_EXPORTER_OTLP_ENDPOINT ? metricsUrl(env.OTEL_EXPORTER_OTLP_ENDPOINT) : undefined);
   if (!url) return undefined;
   try {
     new URL(url);
   } catch {
     throw new ConfigError(`OTLP endpoint "${url}" is not a URL (expected e.g. http://127.0.0.1:4318)`);
   }
-  const protocol = flags.otlpProtocol ?? envChoice(env, ['OTEL_EXPORTER_OTLP_METRICS_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL'], PROTOCOLS) ?? 'http/protobuf';
+  const protocol =
+    flags.otlpProtocol ??
+    envChoice(env, ['OTEL_EXPORTER_OTLP_METRICS_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL'], PROTOCOLS) ??
+    'http/protobuf';
   const intervalMs = flags.otlpInterval ?? envMillis(env, 'OTEL_METRIC_EXPORT_INTERVAL') ?? 60_000;
-  const timeoutMs = flags.otlpTimeout ?? envMillis(env, 'OTEL_EXPORTER_OTLP_METRICS_TIMEOUT') ?? envMillis(env, 'OTEL_EXPORTER_OTLP_TIMEOUT') ?? 10_000;
+  const timeoutMs =
+    flags.otlpTimeout ??
+    envMillis(env, 'OTEL_EXPORTER_OTLP_METRICS_TIMEOUT') ??
+    envMillis(env, 'OTEL_EXPORTER_OTLP_TIMEOUT') ??
+    10_000;
   return { url, protocol, intervalMs, timeoutMs };
 }
 
@@ -52,7 +61,8 @@ function envChoice<T extends string>(env: Env, names: readonly string[], choices
     const v = env[name];
     if (v === undefined || v === '') continue;
     if (v === 'grpc') throw new ConfigError(`${name}=grpc is not supported: use http/protobuf or http/json`);
-    if (!(choices as readonly string[]).includes(v)) throw new ConfigError(`${name}="${v}" is not one of ${choices.join(', ')}`);
+    if (!(choices as readonly string[]).includes(v))
+      throw new ConfigError(`${name}="${v}" is not one of ${choices.join(', ')}`);
     return v as T;
   }
   return undefined;
@@ -66,7 +76,11 @@ function envMillis(env: Env, name: string): number | undefined {
   return n;
 }
 
-export function resolveResource(env: Env, defaults: { serviceName: string; hostName: string; version: string }, attributes?: Record<string, string>) {
+export function resolveResource(
+  env: Env,
+  defaults: { serviceName: string; hostName: string; version: string },
+  attributes?: Record<string, string>,
+) {
   const extra = env.OTEL_RESOURCE_ATTRIBUTES ?? '';
   try {
     parseResourceAttributes(extra);

@@ -22,7 +22,8 @@ export function program(env: Env): Command {
     .version(VERSION)
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
-  for (const cmd of [nodeCommand(env), clusterCommand(env), demoCommand(env), explainCommand()]) prog.addCommand(cmd.exitOverride().showHelpAfterError('(run with --help for usage)'));
+  for (const cmd of [nodeCommand(env), clusterCommand(env), demoCommand(env), explainCommand()])
+    prog.addCommand(cmd.exitOverride().showHelpAfterError('(run with --help for usage)'));
   return prog;
 }
 

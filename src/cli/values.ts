@@ -25,7 +25,8 @@ export function parseDuration(value: string): number {
     matched = re.lastIndex;
   }
   if (v === '0') return 0;
-  if (v === '' || matched !== v.length) throw new InvalidArgumentError(`"${value}" is not a duration (examples: 15s, 1m30s, 500ms, 1h, 1d, 1w).`);
+  if (v === '' || matched !== v.length)
+    throw new InvalidArgumentError(`"${value}" is not a duration (examples: 15s, 1m30s, 500ms, 1h, 1d, 1w).`);
   return total;
 }
 
@@ -59,13 +60,23 @@ export function oneOf<T extends string>(choices: readonly T[]): (value: string) 
   };
 }
 
-const SIZE_UNITS: Record<string, number> = { '': 1, B: 1, KB: 1e3, MB: 1e6, GB: 1e9, KIB: 2 ** 10, MIB: 2 ** 20, GIB: 2 ** 30 };
+const SIZE_UNITS: Record<string, number> = {
+  '': 1,
+  B: 1,
+  KB: 1e3,
+  MB: 1e6,
+  GB: 1e9,
+  KIB: 2 ** 10,
+  MIB: 2 ** 20,
+  GIB: 2 ** 30,
+};
 
 /** Byte sizes: `512MiB`, `2GiB`, `1000000`. */
 export function parseSize(value: string): number {
   const m = /^(\d+(?:\.\d+)?)\s*([a-zA-Z]*)$/.exec(value.trim());
   const unit = SIZE_UNITS[(m?.[2] ?? '').toUpperCase()];
-  if (!m || unit === undefined || Number(m[1]) <= 0) throw new InvalidArgumentError(`"${value}" is not a size (examples: 512MiB, 2GiB).`);
+  if (!m || unit === undefined || Number(m[1]) <= 0)
+    throw new InvalidArgumentError(`"${value}" is not a size (examples: 512MiB, 2GiB).`);
   return Math.floor(Number(m[1]) * unit);
 }
 

@@ -8,9 +8,17 @@ import type { Logger } from '../log.js';
 import { htmlBody, type BindAddress, type Body } from '../telemetry/http.js';
 import { Pipeline, type OtlpOptions } from '../telemetry/pipeline.js';
 import type { ResourceOptions } from '../telemetry/resource.js';
-import { closeTelemetry, collectOnce, startAgent, type Collecting, type RunningAgent, type Schedule } from '../telemetry/runtime.js';
+import {
+  closeTelemetry,
+  collectOnce,
+  startAgent,
+  type Collecting,
+  type RunningAgent,
+  type Schedule,
+} from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
 import type { WebConfig } from '../telemetry/webconfig.js';
+import { FAILURE_KINDS, failureKindOf } from './api/client.js';
 import { CollectionLoop, summarize, type TickResult, type TickSummary } from './collect.js';
 import { makeFetchers, type FetcherOptions } from './fetchers.js';
 import { LandingRecord, renderClusterLanding } from './landing.js';
@@ -62,7 +70,13 @@ export class ClusterRunner implements Collecting<TickResult> {
 
   constructor(private readonly opts: ClusterAgentOptions) {
     this.self = new SelfMonitor(opts.resource, SCOPE, CLUSTER_SELF_METRICS);
-    this.pipeline = new Pipeline({ resource: opts.resource, scope: SCOPE, otlp: opts.otlp, logger: opts.logger, eventSpecs: CLUSTER_EVENT_SPECS });
+    this.pipeline = new Pipeline({
+      resource: opts.resource,
+      scope: SCOPE,
+      otlp: opts.otlp,
+      logger: opts.logger,
+      eventSpecs: CLUSTER_EVENT_SPECS,
+    });
     const m = this.self.m;
     this.loop = new CollectionLoop({
       fetchers: makeFetchers({
@@ -77,7 +91,7 @@ export class ClusterRunner implements Collecting<TickResult> {
       hooks: {
         runFinished: (collector, ms, err) => {
           m.collectorDuration.record(ms / 1000, { collector });
-          if (err !== undefined) m.collectorErrors.record(1, { collector });
+          if (err !== undefined) m.collectorErrors.record(1, { collector, kind: failureKindOf(err) });
           this.landingRecord.runFinished(collector, Date.now(), ms, err);
         },
         skipped: (collector) => {
@@ -92,7 +106,7 @@ export class ClusterRunner implements Collecting<TickResult> {
       },
     });
     // Every self-monitoring series exists from the start, at 0, as Soperator registers them.
-    this.self.zero({ name: 'collector', values: this.loop.enabled });
+    this.self.zero({ collector: this.loop.enabled, kind: FAILURE_KINDS });
   }
 
   get last(): TickSummary | undefined {
@@ -194,7 +208,10 @@ export class ClusterRunner implements Collecting<TickResult> {
     this.state = next.state;
     this.pipeline.record(next.events);
     const native = { userAccountMetrics: this.opts.userAccountMetrics ?? false };
-    await this.pipeline.publish([...observe(snapshot, snapshot.atMs, native), ...observeState(this.state)], snapshot.atMs);
+    await this.pipeline.publish(
+      [...observe(snapshot, snapshot.atMs, native), ...observeState(this.state)],
+      snapshot.atMs,
+    );
     this.self.m.metricsExported.record(this.pipeline.producer.size);
     this.publishedAtMs = snapshot.atMs;
   }

@@ -9,7 +9,16 @@
  * reach this code.
  */
 import type { Logger } from '../log.js';
-import type { SlurmAccountingLimits, SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition, SlurmReservation, SlurmShare } from './model.js';
+import type {
+  SlurmAccountingLimits,
+  SlurmDiag,
+  SlurmJob,
+  SlurmLicense,
+  SlurmNode,
+  SlurmPartition,
+  SlurmReservation,
+  SlurmShare,
+} from './model.js';
 import { SUB_COLLECTORS, type ClusterSnapshot, type Collected, type SubCollector } from './snapshot.js';
 
 export interface Fetchers {
@@ -67,7 +76,8 @@ export function summarize(t: TickResult): TickSummary {
   const collectors: Partial<Record<SubCollector, { atMs: number; items?: number }>> = {};
   for (const name of SUB_COLLECTORS) {
     const got = t.snapshot[name];
-    if (got) collectors[name] = Array.isArray(got.value) ? { atMs: got.atMs, items: got.value.length } : { atMs: got.atMs };
+    if (got)
+      collectors[name] = Array.isArray(got.value) ? { atMs: got.atMs, items: got.value.length } : { atMs: got.atMs };
   }
   return { atMs: t.snapshot.atMs, durationMs: t.durationMs, failed: t.failed, collectors };
 }
@@ -85,8 +95,26 @@ type Stored = {
 
 export class CollectionLoop {
   private readonly stored: Stored = {};
-  private readonly seq: Record<SubCollector, number> = { nodes: 0, jobs: 0, diag: 0, partitions: 0, licenses: 0, reservations: 0, shares: 0, limits: 0 };
-  private readonly running: Record<SubCollector, number> = { nodes: 0, jobs: 0, diag: 0, partitions: 0, licenses: 0, reservations: 0, shares: 0, limits: 0 };
+  private readonly seq: Record<SubCollector, number> = {
+    nodes: 0,
+    jobs: 0,
+    diag: 0,
+    partitions: 0,
+    licenses: 0,
+    reservations: 0,
+    shares: 0,
+    limits: 0,
+  };
+  private readonly running: Record<SubCollector, number> = {
+    nodes: 0,
+    jobs: 0,
+    diag: 0,
+    partitions: 0,
+    licenses: 0,
+    reservations: 0,
+    shares: 0,
+    limits: 0,
+  };
   private readonly aborts = new Set<AbortController>();
   private readonly now: () => number;
   /** The sub-collectors that have a fetcher, in SUB_COLLECTORS order. */
@@ -123,7 +151,10 @@ export class CollectionLoop {
     const { hooks } = this.opts;
     if (this.running[name] >= this.opts.maxInflight) {
       hooks.skipped(name);
-      this.opts.logger.warn({ collector: name, inflight: this.running[name] }, 'previous run still in flight; skipping this one');
+      this.opts.logger.warn(
+        { collector: name, inflight: this.running[name] },
+        'previous run still in flight; skipping this one',
+      );
       return 'skipped';
     }
     const seq = ++this.seq[name];
@@ -138,7 +169,10 @@ export class CollectionLoop {
       return 'ok';
     } catch (err) {
       hooks.runFinished(name, this.now() - atMs, err);
-      this.opts.logger.error({ collector: name, err: (err as Error).message }, 'sub-collector failed; keeping its last good data');
+      this.opts.logger.error(
+        { collector: name, err: (err as Error).message },
+        'sub-collector failed; keeping its last good data',
+      );
       return 'failed';
     } finally {
       this.aborts.delete(abort);

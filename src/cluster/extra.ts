@@ -6,8 +6,22 @@
  */
 import type { Attributes, Family, Point } from '../telemetry/spec.js';
 import { expandHostlist } from './hostlist.js';
-import { FAIRSHARE_METRICS, JOB_EXTRA_METRICS, LICENSE_METRICS, LIMIT_METRICS, RESERVATION_METRICS as R } from './metrics.js';
-import type { SlurmAccountingLimits, SlurmJob, SlurmLimits, SlurmLicense, SlurmNode, SlurmReservation, SlurmShare } from './model.js';
+import {
+  FAIRSHARE_METRICS,
+  JOB_EXTRA_METRICS,
+  LICENSE_METRICS,
+  LIMIT_METRICS,
+  RESERVATION_METRICS as R,
+} from './metrics.js';
+import type {
+  SlurmAccountingLimits,
+  SlurmJob,
+  SlurmLimits,
+  SlurmLicense,
+  SlurmNode,
+  SlurmReservation,
+  SlurmShare,
+} from './model.js';
 import { nodeStateNames } from './native.js';
 import type { ClusterSnapshot } from './snapshot.js';
 import { nodesByName, uniqueJobs } from './state.js';
@@ -35,7 +49,10 @@ function pendingReasons(jobs: readonly SlurmJob[]): Family {
       counts.set(key, c);
     }
   }
-  const points = [...counts.values()].map((c) => ({ attributes: { reason: c.reason, partition: c.partition }, value: c.n }));
+  const points = [...counts.values()].map((c) => ({
+    attributes: { reason: c.reason, partition: c.partition },
+    value: c.n,
+  }));
   return { spec: JOB_EXTRA_METRICS.pendingReason, points };
 }
 
@@ -43,7 +60,9 @@ function licenseFamilies(licenses: readonly SlurmLicense[]): Family[] {
   const unique = [...new Map(licenses.map((l) => [l.name, l])).values()];
   const fam = (key: keyof typeof LICENSE_METRICS): Family => ({
     spec: LICENSE_METRICS[key],
-    points: unique.flatMap((l) => (l[key] === undefined ? [] : [{ attributes: { license: l.name }, value: l[key] as number }])),
+    points: unique.flatMap((l) =>
+      l[key] === undefined ? [] : [{ attributes: { license: l.name }, value: l[key] as number }],
+    ),
   });
   return [fam('total'), fam('used'), fam('free'), fam('reserved')];
 }
@@ -58,7 +77,14 @@ function reservationFamilies(list: readonly SlurmReservation[], nodes: readonly 
     }),
   });
   const info = unique.map((r) => ({
-    attributes: { reservation: r.name, partition: r.partition ?? '', flags: r.flags.join(','), users: r.users ?? '', accounts: r.accounts ?? '', nodes: r.node_list },
+    attributes: {
+      reservation: r.name,
+      partition: r.partition ?? '',
+      flags: r.flags.join(','),
+      users: r.users ?? '',
+      accounts: r.accounts ?? '',
+      nodes: r.node_list,
+    },
     value: 1,
   }));
   return [
@@ -103,7 +129,13 @@ const SHARE_VALUES: readonly [keyof typeof FAIRSHARE_METRICS, keyof SlurmShare][
 
 /** An account row is labelled by the account; a user row by the user and the account it is in. */
 function fairshareFamilies(rows: readonly SlurmShare[]): Family[] {
-  const labelled = rows.map((r) => ({ r, attributes: r.kind === 'user' ? { account: r.parent, user: r.name, partition: r.partition } : { account: r.name, user: '', partition: r.partition } }));
+  const labelled = rows.map((r) => ({
+    r,
+    attributes:
+      r.kind === 'user'
+        ? { account: r.parent, user: r.name, partition: r.partition }
+        : { account: r.name, user: '', partition: r.partition },
+  }));
   const seen = new Set<string>();
   const unique = labelled.filter(({ attributes: a }) => {
     const key = JSON.stringify([a.account, a.user, a.partition]);
@@ -118,7 +150,10 @@ function fairshareFamilies(rows: readonly SlurmShare[]): Family[] {
   }));
 }
 
-function limitPoints(owners: readonly { readonly attributes: Attributes; readonly limits: SlurmLimits }[]): { values: Point[]; tres: Point[] } {
+function limitPoints(owners: readonly { readonly attributes: Attributes; readonly limits: SlurmLimits }[]): {
+  values: Point[];
+  tres: Point[];
+} {
   const values: Point[] = [];
   const tres: Point[] = [];
   const seen = new Set<string>();
@@ -126,7 +161,8 @@ function limitPoints(owners: readonly { readonly attributes: Attributes; readonl
     const key = JSON.stringify(attributes);
     if (seen.has(key)) continue;
     seen.add(key);
-    for (const [limit, value] of Object.entries(limits.values)) values.push({ attributes: { ...attributes, limit }, value });
+    for (const [limit, value] of Object.entries(limits.values))
+      values.push({ attributes: { ...attributes, limit }, value });
     const tresSeen = new Set<string>();
     for (const t of limits.tres) {
       if (tresSeen.has(`${t.limit}\0${t.tres}`)) continue;
@@ -139,7 +175,12 @@ function limitPoints(owners: readonly { readonly attributes: Attributes; readonl
 
 function limitFamilies(l: SlurmAccountingLimits): Family[] {
   const qos = limitPoints(l.qos.map((q) => ({ attributes: { qos: q.qos }, limits: q })));
-  const assoc = limitPoints(l.associations.map((a) => ({ attributes: { account: a.account, user: a.user, partition: a.partition }, limits: a })));
+  const assoc = limitPoints(
+    l.associations.map((a) => ({
+      attributes: { account: a.account, user: a.user, partition: a.partition },
+      limits: a,
+    })),
+  );
   return [
     { spec: LIMIT_METRICS.qos, points: qos.values },
     { spec: LIMIT_METRICS.qosTres, points: qos.tres },

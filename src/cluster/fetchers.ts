@@ -4,7 +4,7 @@
  * skipped and counted here; a whole failed response becomes an error the loop counts.
  */
 import type { Logger } from '../log.js';
-import { orThrow, type AccountingQuery, type CallOptions, type CallResult } from './api/client.js';
+import { orThrow, SlurmCallError, type AccountingQuery, type CallOptions, type CallResult } from './api/client.js';
 import { describeMessages, isBenign } from './api/envelope.js';
 import type { Fetchers } from './collect.js';
 import { Interner, type InternFields } from './intern.js';
@@ -60,17 +60,44 @@ export interface FetcherOptions {
   readonly now?: () => number;
 }
 
+/** A response that decoded but carries no usable data: counted as a `decode` failure. */
+const malformed = (message: string): SlurmCallError => new SlurmCallError({ kind: 'decode', message, errors: [] });
+
 /** Clock drift between slurmrestd, slurmctld and slurmdbd (Soperator uses the same 5 minutes). */
 export const ACCOUNTING_SKEW_MS = 5 * 60_000;
 
 const JOB_FIELDS: InternFields<SlurmJob> = {
-  strings: ['name', 'state_reason', 'partition', 'account', 'qos', 'user_name', 'group_name', 'mail_user',
-    'standard_error', 'standard_output', 'nodes', 'tres_alloc_str', 'tres_req_str'],
+  strings: [
+    'name',
+    'state_reason',
+    'partition',
+    'account',
+    'qos',
+    'user_name',
+    'group_name',
+    'mail_user',
+    'standard_error',
+    'standard_output',
+    'nodes',
+    'tres_alloc_str',
+    'tres_req_str',
+  ],
   values: ['state', 'exit_code'],
 };
 
 const NODE_FIELDS: InternFields<SlurmNode> = {
-  strings: ['reason', 'reason_set_by_user', 'comment', 'reservation', 'tres', 'tres_used', 'gres', 'gres_used', 'slurmd_version', 'specialized_cpus'],
+  strings: [
+    'reason',
+    'reason_set_by_user',
+    'comment',
+    'reservation',
+    'tres',
+    'tres_used',
+    'gres',
+    'gres_used',
+    'slurmd_version',
+    'specialized_cpus',
+  ],
   values: ['state', 'partitions', 'features'],
 };
 
@@ -81,11 +108,18 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
     const data = orThrow(result);
     if (data.skipped > 0) {
       o.onSkipped?.(collector, data.skipped);
-      o.logger.warn({ collector, skipped: data.skipped, reasons: data.skip_reasons.slice(0, 3) }, 'malformed elements skipped');
+      o.logger.warn(
+        { collector, skipped: data.skipped, reasons: data.skip_reasons.slice(0, 3) },
+        'malformed elements skipped',
+      );
     }
     // Nothing decoded out of something sent is a broken response, not an empty cluster.
-    if (data.items.length === 0 && data.skipped > 0) throw new Error(`${collector}: all ${data.skipped} elements are malformed`);
-    watch.errors(collector, data.errors.filter((e) => !isBenign(e)));
+    if (data.items.length === 0 && data.skipped > 0)
+      throw malformed(`${collector}: all ${data.skipped} elements are malformed`);
+    watch.errors(
+      collector,
+      data.errors.filter((e) => !isBenign(e)),
+    );
     watch.fields(collector, result.ok ? result.version : undefined, data.items);
     return data.items;
   };
@@ -96,8 +130,13 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
   };
   /** An optional sub-collector: on when the API has its call and the operator chose it. */
   const chosen = o.optional ?? DEFAULT_OPTIONAL_SUB_COLLECTORS;
-  const optional = <K extends OptionalSubCollector, T>(name: K, call: ((opts?: CallOptions) => Promise<CallResult<T>>) | undefined) =>
-    call === undefined || !chosen.includes(name) ? {} : { [name]: async (signal: AbortSignal) => items(name, await call({ signal })) };
+  const optional = <K extends OptionalSubCollector, T>(
+    name: K,
+    call: ((opts?: CallOptions) => Promise<CallResult<T>>) | undefined,
+  ) =>
+    call === undefined || !chosen.includes(name)
+      ? {}
+      : { [name]: async (signal: AbortSignal) => items(name, await call({ signal })) };
   return {
     nodes: async (signal) => items('nodes', await o.api.nodes(shared(signal, NODE_FIELDS))),
     ...optional('partitions', o.api.partitions?.bind(o.api)),
@@ -107,13 +146,17 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
     ...(o.accountingLimits ? limitsFetcher(o.api, items) : {}),
     diag: async (signal) => {
       const [diag] = items('diag', await o.api.diag({ signal }));
-      if (!diag) throw new Error('diag response carried no statistics');
+      if (!diag) throw malformed('diag response carried no statistics');
       return diag;
     },
     jobs: async (signal) => {
       if (o.jobSource === 'controller') return items('jobs', await o.api.jobs(shared(signal, JOB_FIELDS)));
       const t = now();
-      const query = { cluster: o.clusterName, startTime: new Date(t - o.accountingLookbackMs), endTime: new Date(t + ACCOUNTING_SKEW_MS) };
+      const query = {
+        cluster: o.clusterName,
+        startTime: new Date(t - o.accountingLookbackMs),
+        endTime: new Date(t + ACCOUNTING_SKEW_MS),
+      };
       return adjustAccountingJobs(items('jobs', await o.api.accountingJobs(query, shared(signal, JOB_FIELDS))), t);
     },
   };
@@ -166,12 +209,16 @@ class ResponseWatch {
     const lost = [...before.fields].filter((f) => !fields.has(f)).sort();
     if (lost.length === 0) return;
     this.o.onFieldsLost?.(collector, lost);
-    this.o.logger.warn({ collector, from: before.version, to: version, lost }, 'the new slurmrestd API version lacks fields the previous one sent; their metrics are gone');
+    this.o.logger.warn(
+      { collector, from: before.version, to: version, lost },
+      'the new slurmrestd API version lacks fields the previous one sent; their metrics are gone',
+    );
   }
 }
 
 function fieldNames(items: readonly unknown[]): Set<string> {
   const names = new Set<string>();
-  for (const item of items) if (typeof item === 'object' && item !== null) for (const k of Object.keys(item)) names.add(k);
+  for (const item of items)
+    if (typeof item === 'object' && item !== null) for (const k of Object.keys(item)) names.add(k);
   return names;
 }

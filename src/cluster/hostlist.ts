@@ -31,7 +31,8 @@ interface Range {
   readonly width: number;
 }
 
-type Part = { readonly kind: 'text'; readonly text: string } | { readonly kind: 'group'; readonly ranges: readonly Range[] };
+type Part =
+  { readonly kind: 'text'; readonly text: string } | { readonly kind: 'group'; readonly ranges: readonly Range[] };
 
 /** Splits on commas that are not inside brackets. */
 function splitTopLevel(list: string): string[] {

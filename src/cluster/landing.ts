@@ -48,8 +48,21 @@ const MAX_ERROR_CHARS = 500;
 
 /** Flags worth a separate bar: each changes what an operator does about the node. */
 const NODE_FLAGS = ['DRAIN', 'NOT_RESPONDING', 'FAIL', 'MAINTENANCE', 'RESERVED', 'POWERED_DOWN'] as const;
-const TONE_FILL: Readonly<Record<Tone, string>> = { ok: '#4caf50', busy: '#3f7fd0', warn: '#f0a030', bad: '#d0453a', other: '#999' };
-const BAD_JOB_STATES: ReadonlySet<string> = new Set(['FAILED', 'TIMEOUT', 'NODE_FAIL', 'BOOT_FAIL', 'DEADLINE', 'OUT_OF_MEMORY']);
+const TONE_FILL: Readonly<Record<Tone, string>> = {
+  ok: '#4caf50',
+  busy: '#3f7fd0',
+  warn: '#f0a030',
+  bad: '#d0453a',
+  other: '#999',
+};
+const BAD_JOB_STATES: ReadonlySet<string> = new Set([
+  'FAILED',
+  'TIMEOUT',
+  'NODE_FAIL',
+  'BOOT_FAIL',
+  'DEADLINE',
+  'OUT_OF_MEMORY',
+]);
 
 /** Base state plus the flags that matter, e.g. `IDLE+DRAIN`. */
 export function nodeStateLabel(state: NodeState): string {
@@ -117,7 +130,12 @@ export class LandingRecord {
 
   /** Node and job states of the latest data (a sub-collector that has none yet keeps its counts unknown). */
   counted(snap: ClusterSnapshot): void {
-    if (snap.nodes) this.nodes = countBy(snap.nodes.value, (n) => nodeStateLabel(n.state), (n) => nodeTone(n.state));
+    if (snap.nodes)
+      this.nodes = countBy(
+        snap.nodes.value,
+        (n) => nodeStateLabel(n.state),
+        (n) => nodeTone(n.state),
+      );
     if (snap.jobs) this.jobs = countBy(snap.jobs.value, jobBaseState, (j) => jobTone(jobBaseState(j)));
   }
 
@@ -141,7 +159,11 @@ export class LandingRecord {
 const iso = (ms: number | undefined): string => (ms === undefined ? '—' : esc(new Date(ms).toISOString()));
 const STYLE = '.bar{display:block}.num{text-align:right}';
 
-export function renderClusterLanding(tick: TickSummary | undefined, meta: ClusterLandingMeta, record: LandingRecord = new LandingRecord()): string {
+export function renderClusterLanding(
+  tick: TickSummary | undefined,
+  meta: ClusterLandingMeta,
+  record: LandingRecord = new LandingRecord(),
+): string {
   const body = `<p>Soperator's Slurm exporter metrics for cluster <b>${esc(meta.clusterName)}</b>, read from slurmrestd at
 <code>${esc(meta.server)}</code>. Version ${esc(meta.version)}.
 Endpoints: <a href="/metrics">/metrics</a> · <a href="/health">/health</a>; self-monitoring on the monitoring port.</p>
@@ -151,7 +173,12 @@ ${renderStates('Jobs by state', 'job-states', record.jobStates)}
 <h2>Sub-collectors</h2>
 ${renderCollectors(tick, record)}
 ${renderErrors(record.lastErrors)}`;
-  return page({ title: `slurm-otel cluster agent · ${meta.clusterName}`, refreshSeconds: meta.refreshSeconds, body, style: STYLE });
+  return page({
+    title: `slurm-otel cluster agent · ${meta.clusterName}`,
+    refreshSeconds: meta.refreshSeconds,
+    body,
+    style: STYLE,
+  });
 }
 
 const BAR_WIDTH = 240;
@@ -162,8 +189,9 @@ function renderStates(title: string, id: string, counts: readonly StateCount[] |
   const total = counts.reduce((n, c) => n + c.count, 0);
   const rows = counts.map((c) => {
     const w = total === 0 ? 0 : Math.max(1, Math.round((c.count / total) * BAR_WIDTH));
-    const bar = `<svg class="bar" width="${BAR_WIDTH}" height="${BAR_HEIGHT}" viewBox="0 0 ${BAR_WIDTH} ${BAR_HEIGHT}" role="img" aria-label="${esc(`${c.count} of ${total}`)}">`
-      + `<rect x="0" y="0" width="${w}" height="${BAR_HEIGHT}" fill="${TONE_FILL[c.tone]}"/></svg>`;
+    const bar =
+      `<svg class="bar" width="${BAR_WIDTH}" height="${BAR_HEIGHT}" viewBox="0 0 ${BAR_WIDTH} ${BAR_HEIGHT}" role="img" aria-label="${esc(`${c.count} of ${total}`)}">` +
+      `<rect x="0" y="0" width="${w}" height="${BAR_HEIGHT}" fill="${TONE_FILL[c.tone]}"/></svg>`;
     return `<tr data-state="${esc(c.state)}" data-count="${c.count}" data-tone="${c.tone}"><td>${esc(c.state)}</td><td class="num">${c.count}</td><td>${bar}</td></tr>`;
   });
   return `<h2>${title} (${total})</h2>
@@ -181,9 +209,11 @@ function renderCollectors(tick: TickSummary | undefined, record: LandingRecord):
     const failed = tick?.failed.includes(name) ?? false;
     const status = failed ? '<span class="warn">failed; serving the last good data</span>' : got ? 'ok' : 'no data yet';
     const duration = h.lastDurationMs === undefined ? '—' : `${(h.lastDurationMs / 1000).toFixed(3)} s`;
-    return `<tr data-collector="${esc(name)}" data-ok="${!failed && got !== undefined}"><td>${esc(name)}</td><td>${status}</td><td>${iso(got?.atMs)}</td><td>${size}</td>`
-      + `<td>${iso(h.lastEndedAtMs)}</td><td>${iso(h.lastSuccessAtMs)}</td><td class="num">${duration}</td>`
-      + `<td class="num" data-runs>${h.runs}</td><td class="num" data-errors>${h.errors}</td><td class="num" data-skipped>${h.skipped}</td></tr>`;
+    return (
+      `<tr data-collector="${esc(name)}" data-ok="${!failed && got !== undefined}"><td>${esc(name)}</td><td>${status}</td><td>${iso(got?.atMs)}</td><td>${size}</td>` +
+      `<td>${iso(h.lastEndedAtMs)}</td><td>${iso(h.lastSuccessAtMs)}</td><td class="num">${duration}</td>` +
+      `<td class="num" data-runs>${h.runs}</td><td class="num" data-errors>${h.errors}</td><td class="num" data-skipped>${h.skipped}</td></tr>`
+    );
   }).join('\n');
   return `<table id="collectors"><thead><tr><th>sub-collector</th><th>last run</th><th>data from</th><th>size</th>
 <th>last run ended</th><th>last success</th><th>duration</th><th>runs</th><th>errors</th><th>skipped (still in flight)</th></tr></thead>
@@ -194,7 +224,9 @@ ${rows}
 
 function renderErrors(errors: readonly LandingError[]): string {
   if (errors.length === 0) return '<h2>Last errors</h2>\n<p id="no-errors">None since the agent started.</p>';
-  const rows = errors.map((e) => `<tr><td>${iso(e.atMs)}</td><td>${esc(e.collector)}</td><td><code>${esc(e.message)}</code></td></tr>`);
+  const rows = errors.map(
+    (e) => `<tr><td>${iso(e.atMs)}</td><td>${esc(e.collector)}</td><td><code>${esc(e.message)}</code></td></tr>`,
+  );
   return `<h2>Last errors</h2>
 <table id="errors"><thead><tr><th>at</th><th>where</th><th>error (secrets redacted)</th></tr></thead>
 <tbody>

@@ -423,4 +423,3 @@ export const JOB_TERMINAL_STATES: ReadonlySet<string> = new Set([
 export function jobBaseState(job: Pick<SlurmJob, 'state'>): string {
   return job.state[0] ?? 'UNKNOWN';
 }
-

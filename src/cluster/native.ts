@@ -47,24 +47,52 @@ export function nativeFamilies(snap: ClusterSnapshot, opts: NativeOptions = {}):
   ];
 }
 
-const gaugeOf = (spec: GaugeSpec, value: number, attributes: Attributes = {}): Family => ({ spec, points: [{ attributes, value }] });
+const gaugeOf = (spec: GaugeSpec, value: number, attributes: Attributes = {}): Family => ({
+  spec,
+  points: [{ attributes, value }],
+});
 
 // ---- node states ----
 
 const BASE_NAMES: Readonly<Partial<Record<NodeBaseState, NativeNodeState>>> = {
-  ALLOCATED: 'alloc', DOWN: 'down', IDLE: 'idle', MIXED: 'mixed', FUTURE: 'future', UNKNOWN: 'unknown',
+  ALLOCATED: 'alloc',
+  DOWN: 'down',
+  IDLE: 'idle',
+  MIXED: 'mixed',
+  FUTURE: 'future',
+  UNKNOWN: 'unknown',
 };
 
 /** Flag words as slurmrestd sends them → the state names slurmctld counts under. */
 const FLAG_NAMES: Readonly<Record<string, NativeNodeState | 'powering_down'>> = {
-  BLOCKED: 'blocked', COMPLETING: 'completing', CLOUD: 'cloud', DRAIN: 'drain', DYNAMIC_FUTURE: 'dyn_future', DYNAMIC_NORM: 'dyn_normal',
-  EXTERNAL: 'external', FAIL: 'fail', INVALID_REG: 'invalid_reg', MAINTENANCE: 'maint', NOT_RESPONDING: 'noresp', PLANNED: 'planned',
-  POWER_DOWN: 'power_down', POWER_UP: 'power_up', POWERED_DOWN: 'powered_down', POWERING_UP: 'powering_up', POWERING_DOWN: 'powering_down',
-  REBOOT_ISSUED: 'reboot_issued', REBOOT_REQUESTED: 'reboot_req', RESERVED: 'resv',
+  BLOCKED: 'blocked',
+  COMPLETING: 'completing',
+  CLOUD: 'cloud',
+  DRAIN: 'drain',
+  DYNAMIC_FUTURE: 'dyn_future',
+  DYNAMIC_NORM: 'dyn_normal',
+  EXTERNAL: 'external',
+  FAIL: 'fail',
+  INVALID_REG: 'invalid_reg',
+  MAINTENANCE: 'maint',
+  NOT_RESPONDING: 'noresp',
+  PLANNED: 'planned',
+  POWER_DOWN: 'power_down',
+  POWER_UP: 'power_up',
+  POWERED_DOWN: 'powered_down',
+  POWERING_UP: 'powering_up',
+  POWERING_DOWN: 'powering_down',
+  REBOOT_ISSUED: 'reboot_issued',
+  REBOOT_REQUESTED: 'reboot_req',
+  RESERVED: 'resv',
 };
 
 /** Where the partition list spells a state differently. */
-const PARTITION_NAMES: Readonly<Partial<Record<string, NativePartitionNodeState>>> = { completing: 'cg', noresp: 'no_resp', reboot_req: 'reboot_requested' };
+const PARTITION_NAMES: Readonly<Partial<Record<string, NativePartitionNodeState>>> = {
+  completing: 'cg',
+  noresp: 'no_resp',
+  reboot_req: 'reboot_requested',
+};
 
 /**
  * Every state name a node counts under: its base state, each flag, and drained/draining as
@@ -86,18 +114,27 @@ export function nodeStateNames(node: Pick<SlurmNode, 'state'>): string[] {
   return out;
 }
 
-function countStates<K extends string>(keys: readonly K[], names: Iterable<readonly string[]>, rename: (n: string) => string = (n) => n): Record<K, number> {
+function countStates<K extends string>(
+  keys: readonly K[],
+  names: Iterable<readonly string[]>,
+  rename: (n: string) => string = (n) => n,
+): Record<K, number> {
   const counts = Object.fromEntries(keys.map((k) => [k, 0])) as Record<K, number>;
-  for (const list of names) for (const n of list) {
-    const k = rename(n) as K;
-    if (k in counts) counts[k] += 1;
-  }
+  for (const list of names)
+    for (const n of list) {
+      const k = rename(n) as K;
+      if (k in counts) counts[k] += 1;
+    }
   return counts;
 }
 
 // ---- nodes ----
 
-function perNode(spec: GaugeSpec, nodes: readonly SlurmNode[], value: (n: SlurmNode) => number | undefined): LazyFamily {
+function perNode(
+  spec: GaugeSpec,
+  nodes: readonly SlurmNode[],
+  value: (n: SlurmNode) => number | undefined,
+): LazyFamily {
   return {
     spec,
     lazy: {
@@ -130,12 +167,30 @@ function nodeFamilies(nodes: readonly SlurmNode[], tres: TresOf): Array<Family |
 // ---- jobs ----
 
 const JOB_BASE_NAMES: Readonly<Record<string, NativeJobState>> = {
-  PENDING: 'pending', RUNNING: 'running', SUSPENDED: 'suspended', COMPLETED: 'completed', CANCELLED: 'cancelled', FAILED: 'failed',
-  TIMEOUT: 'timeout', NODE_FAIL: 'node_failed', PREEMPTED: 'preempted', BOOT_FAIL: 'bootfail', DEADLINE: 'deadline', OUT_OF_MEMORY: 'outofmemory',
+  PENDING: 'pending',
+  RUNNING: 'running',
+  SUSPENDED: 'suspended',
+  COMPLETED: 'completed',
+  CANCELLED: 'cancelled',
+  FAILED: 'failed',
+  TIMEOUT: 'timeout',
+  NODE_FAIL: 'node_failed',
+  PREEMPTED: 'preempted',
+  BOOT_FAIL: 'bootfail',
+  DEADLINE: 'deadline',
+  OUT_OF_MEMORY: 'outofmemory',
 };
 const JOB_FLAG_NAMES: Readonly<Record<string, NativeJobState>> = {
-  COMPLETING: 'completing', CONFIGURING: 'configuring', EXPEDITING: 'expediting', REQUEUE_FED: 'fed_requeued', POWER_UP_NODE: 'powerup_node',
-  REQUEUED: 'requeued', RESIZING: 'resizing', REVOKED: 'revoked', SIGNALING: 'signaling', STAGE_OUT: 'stageout',
+  COMPLETING: 'completing',
+  CONFIGURING: 'configuring',
+  EXPEDITING: 'expediting',
+  REQUEUE_FED: 'fed_requeued',
+  POWER_UP_NODE: 'powerup_node',
+  REQUEUED: 'requeued',
+  RESIZING: 'resizing',
+  REVOKED: 'revoked',
+  SIGNALING: 'signaling',
+  STAGE_OUT: 'stageout',
 };
 const HELD_REASONS: ReadonlySet<string> = new Set(['JobHeldUser', 'JobHeldAdmin']);
 
@@ -181,7 +236,14 @@ interface JobTotals {
   gpusAlloc: number;
 }
 
-const newTotals = (): JobTotals => ({ jobs: 0, states: countStates(NATIVE_JOB_STATES, []), cpusAlloc: 0, memoryAllocMiB: 0, nodesAlloc: 0, gpusAlloc: 0 });
+const newTotals = (): JobTotals => ({
+  jobs: 0,
+  states: countStates(NATIVE_JOB_STATES, []),
+  cpusAlloc: 0,
+  memoryAllocMiB: 0,
+  nodesAlloc: 0,
+  gpusAlloc: 0,
+});
 
 /** Running and suspended jobs hold their allocation; pending and finished ones hold none. */
 function holdsAllocation(job: SlurmJob): boolean {
@@ -204,7 +266,10 @@ type JobSpecs = typeof NATIVE_JOB_METRICS;
 
 function totalsFamilies(specs: JobSpecs, rows: ReadonlyMap<string, JobTotals>, label: string | undefined): Family[] {
   const attrs = (k: string): Attributes => (label === undefined ? {} : { [label]: k });
-  const fam = (spec: GaugeSpec, value: (t: JobTotals) => number): Family => ({ spec, points: [...rows].map(([k, t]) => ({ attributes: attrs(k), value: value(t) })) });
+  const fam = (spec: GaugeSpec, value: (t: JobTotals) => number): Family => ({
+    spec,
+    points: [...rows].map(([k, t]) => ({ attributes: attrs(k), value: value(t) })),
+  });
   return [
     fam(specs.jobs, (t) => t.jobs),
     ...NATIVE_JOB_STATES.map((s) => fam(specs.states[s], (t) => t.states[s])),
@@ -219,7 +284,8 @@ function jobFamilies(jobs: readonly SlurmJob[], tres: TresOf, opts: NativeOption
   const all = newTotals();
   const byUser = new Map<string, JobTotals>();
   const byAccount = new Map<string, JobTotals>();
-  const group = (m: Map<string, JobTotals>, k: string): JobTotals => m.get(k) ?? (m.set(k, newTotals()).get(k) as JobTotals);
+  const group = (m: Map<string, JobTotals>, k: string): JobTotals =>
+    m.get(k) ?? (m.set(k, newTotals()).get(k) as JobTotals);
   for (const job of jobs) {
     const names = jobStateNames(job);
     addJob(all, job, names, tres);
@@ -229,14 +295,23 @@ function jobFamilies(jobs: readonly SlurmJob[], tres: TresOf, opts: NativeOption
   }
   return [
     ...totalsFamilies(NATIVE_JOB_METRICS, new Map([['', all]]), undefined),
-    ...(opts.userAccountMetrics ? [...totalsFamilies(NATIVE_USER_METRICS, byUser, 'username'), ...totalsFamilies(NATIVE_ACCOUNT_METRICS, byAccount, 'account')] : []),
+    ...(opts.userAccountMetrics
+      ? [
+          ...totalsFamilies(NATIVE_USER_METRICS, byUser, 'username'),
+          ...totalsFamilies(NATIVE_ACCOUNT_METRICS, byAccount, 'account'),
+        ]
+      : []),
   ];
 }
 
 // ---- partitions ----
 
 /** A partition's nodes: its hostlist; the nodes' own partition lists when the hostlist is unreadable. */
-function partitionNodes(p: SlurmPartition, byName: ReadonlyMap<string, SlurmNode>, all: readonly SlurmNode[]): SlurmNode[] {
+function partitionNodes(
+  p: SlurmPartition,
+  byName: ReadonlyMap<string, SlurmNode>,
+  all: readonly SlurmNode[],
+): SlurmNode[] {
   try {
     return expandHostlist(p.nodes).flatMap((n) => byName.get(n) ?? []);
   } catch {
@@ -252,7 +327,12 @@ interface PendingNodes {
   waitNodeLimit: number;
 }
 
-function partitionFamilies(parts: readonly SlurmPartition[], nodes: readonly SlurmNode[] | undefined, jobs: readonly SlurmJob[] | undefined, tres: TresOf): Family[] {
+function partitionFamilies(
+  parts: readonly SlurmPartition[],
+  nodes: readonly SlurmNode[] | undefined,
+  jobs: readonly SlurmJob[] | undefined,
+  tres: TresOf,
+): Family[] {
   const named = [...new Map(parts.map((p) => [p.name, p])).values()];
   const per = (spec: GaugeSpec, value: (p: SlurmPartition) => number | undefined): Family => ({
     spec,
@@ -272,31 +352,60 @@ function partitionFamilies(parts: readonly SlurmPartition[], nodes: readonly Slu
 
 type PerPartition = (spec: GaugeSpec, value: (p: SlurmPartition) => number | undefined) => Family;
 
-function partitionNodeFamilies(parts: readonly SlurmPartition[], nodes: readonly SlurmNode[], per: PerPartition): Family[] {
+function partitionNodeFamilies(
+  parts: readonly SlurmPartition[],
+  nodes: readonly SlurmNode[],
+  per: PerPartition,
+): Family[] {
   const byName = new Map(nodes.map((n) => [n.name, n]));
   const members = new Map(parts.map((p) => [p.name, partitionNodes(p, byName, nodes)]));
   const of = (p: SlurmPartition): SlurmNode[] => members.get(p.name) ?? [];
   const rename = (n: string): string => PARTITION_NAMES[n] ?? n;
-  const states = new Map(parts.map((p) => [p.name, countStates(NATIVE_PARTITION_NODE_STATES, of(p).map(nodeStateNames), rename)]));
+  const states = new Map(
+    parts.map((p) => [p.name, countStates(NATIVE_PARTITION_NODE_STATES, of(p).map(nodeStateNames), rename)]),
+  );
   /** A sum over the partition's nodes; absent when no node reports the value (an older API). */
-  const sum = (value: (n: SlurmNode) => number | undefined) => (p: SlurmPartition): number | undefined => {
-    let total: number | undefined;
-    for (const n of of(p)) {
-      const v = value(n);
-      if (v !== undefined) total = (total ?? 0) + v;
-    }
-    return total;
-  };
+  const sum =
+    (value: (n: SlurmNode) => number | undefined) =>
+    (p: SlurmPartition): number | undefined => {
+      let total: number | undefined;
+      for (const n of of(p)) {
+        const v = value(n);
+        if (v !== undefined) total = (total ?? 0) + v;
+      }
+      return total;
+    };
   return [
     per(P.nodes, (p) => p.total_nodes ?? of(p).length),
     ...NATIVE_PARTITION_NODE_STATES.map((s) => per(P.nodeStates[s], (p) => states.get(p.name)?.[s])),
-    per(P.cpusAlloc, sum((n) => n.alloc_cpus)),
-    per(P.cpusIdle, sum((n) => n.alloc_idle_cpus)),
-    per(P.cpusEffective, sum((n) => n.effective_cpus)),
-    per(P.memAlloc, sum((n) => n.alloc_memory)),
-    per(P.memAvail, sum((n) => (n.real_memory === undefined ? undefined : n.real_memory - (n.alloc_memory ?? 0)))),
-    per(P.memFree, sum((n) => n.free_mem)),
-    per(P.memTotal, sum((n) => n.real_memory)),
+    per(
+      P.cpusAlloc,
+      sum((n) => n.alloc_cpus),
+    ),
+    per(
+      P.cpusIdle,
+      sum((n) => n.alloc_idle_cpus),
+    ),
+    per(
+      P.cpusEffective,
+      sum((n) => n.effective_cpus),
+    ),
+    per(
+      P.memAlloc,
+      sum((n) => n.alloc_memory),
+    ),
+    per(
+      P.memAvail,
+      sum((n) => (n.real_memory === undefined ? undefined : n.real_memory - (n.alloc_memory ?? 0))),
+    ),
+    per(
+      P.memFree,
+      sum((n) => n.free_mem),
+    ),
+    per(
+      P.memTotal,
+      sum((n) => n.real_memory),
+    ),
   ];
 }
 
@@ -305,7 +414,12 @@ function jobPartitions(job: SlurmJob): string[] {
   return (job.partition ?? '').split(',').filter((p) => p !== '');
 }
 
-function partitionJobFamilies(parts: readonly SlurmPartition[], jobs: readonly SlurmJob[], tres: TresOf, per: PerPartition): Family[] {
+function partitionJobFamilies(
+  parts: readonly SlurmPartition[],
+  jobs: readonly SlurmJob[],
+  tres: TresOf,
+  per: PerPartition,
+): Family[] {
   const totals = new Map(parts.map((p) => [p.name, newTotals()]));
   const pending = new Map(parts.map((p): [string, PendingNodes] => [p.name, { waitNodeLimit: 0 }]));
   for (const job of jobs) {
@@ -349,23 +463,67 @@ type SchedulerKey = keyof typeof S;
 type DiagNumber = { [K in keyof SlurmDiag]-?: SlurmDiag[K] extends number | undefined ? K : never }[keyof SlurmDiag];
 
 /** Each scheduler family's source in /diag: a field, or a reason of `schedule_exit` / `bf_exit`. */
-const SCHEDULER_SOURCES: Readonly<Record<SchedulerKey, DiagNumber | ['schedule_exit' | 'bf_exit', string] | 'bf_active'>> = {
-  agentCnt: 'agent_count', agentQueueSize: 'agent_queue_size', agentThreadCnt: 'agent_thread_count', serverThreadCnt: 'server_thread_count',
-  dbdQueueSize: 'dbd_agent_queue_size', lastProcReqStart: 'req_time_start', statsTimestamp: 'req_time',
-  cycleCnt: 'schedule_cycle_total', cycleDepth: 'schedule_cycle_depth', cycleLast: 'schedule_cycle_last', cycleMax: 'schedule_cycle_max',
-  cycleTot: 'schedule_cycle_sum', queueLen: 'schedule_queue_length', meanCycle: 'schedule_cycle_mean', meanDepthCycle: 'schedule_cycle_mean_depth',
-  exitEnd: ['schedule_exit', 'end_job_queue'], exitMaxDepth: ['schedule_exit', 'default_queue_depth'], exitMaxJobStart: ['schedule_exit', 'max_job_start'],
-  exitLic: ['schedule_exit', 'licenses'], exitRpcCnt: ['schedule_exit', 'max_rpc_cnt'], exitTimeout: ['schedule_exit', 'max_sched_time'],
-  bfActive: 'bf_active', bfCycleCnt: 'bf_cycle_counter', bfCycleLast: 'bf_cycle_last', bfCycleMax: 'bf_cycle_max', bfCycleTot: 'bf_cycle_sum',
-  bfDepthMean: 'bf_depth_mean', bfDepthTot: 'bf_depth_sum', bfDepthTryTot: 'bf_depth_try_sum', bfTryDepthMean: 'bf_depth_mean_try',
-  bfLastDepth: 'bf_last_depth', bfLastDepthTry: 'bf_last_depth_try', bfMeanCycle: 'bf_cycle_mean', bfMeanTableSz: 'bf_table_size_mean',
-  bfQueueLen: 'bf_queue_len', bfQueueLenMean: 'bf_queue_len_mean', bfQueueLenTot: 'bf_queue_len_sum', bfTableSize: 'bf_table_size',
-  bfTableSizeTot: 'bf_table_size_sum', bfWhenLastCycle: 'bf_when_last_cycle',
-  bfExitEnd: ['bf_exit', 'end_job_queue'], bfExitMaxJobStart: ['bf_exit', 'bf_max_job_start'], bfExitMaxJobTest: ['bf_exit', 'bf_max_job_test'],
-  bfExitStateChanged: ['bf_exit', 'state_changed'], bfExitTableLimit: ['bf_exit', 'bf_node_space_size'], bfExitTimeout: ['bf_exit', 'bf_max_time'],
-  backfilledJobs: 'bf_backfilled_jobs', backfilledHetJobs: 'bf_backfilled_het_jobs', lastBackfilledJobs: 'bf_last_backfilled_jobs',
-  jobsCanceled: 'jobs_canceled', jobsCompleted: 'jobs_completed', jobsFailed: 'jobs_failed', jobsPending: 'jobs_pending', jobsRunning: 'jobs_running',
-  jobsStarted: 'jobs_started', jobsSubmitted: 'jobs_submitted', jobStatesTs: 'job_states_ts', latency: 'gettimeofday_latency',
+const SCHEDULER_SOURCES: Readonly<
+  Record<SchedulerKey, DiagNumber | ['schedule_exit' | 'bf_exit', string] | 'bf_active'>
+> = {
+  agentCnt: 'agent_count',
+  agentQueueSize: 'agent_queue_size',
+  agentThreadCnt: 'agent_thread_count',
+  serverThreadCnt: 'server_thread_count',
+  dbdQueueSize: 'dbd_agent_queue_size',
+  lastProcReqStart: 'req_time_start',
+  statsTimestamp: 'req_time',
+  cycleCnt: 'schedule_cycle_total',
+  cycleDepth: 'schedule_cycle_depth',
+  cycleLast: 'schedule_cycle_last',
+  cycleMax: 'schedule_cycle_max',
+  cycleTot: 'schedule_cycle_sum',
+  queueLen: 'schedule_queue_length',
+  meanCycle: 'schedule_cycle_mean',
+  meanDepthCycle: 'schedule_cycle_mean_depth',
+  exitEnd: ['schedule_exit', 'end_job_queue'],
+  exitMaxDepth: ['schedule_exit', 'default_queue_depth'],
+  exitMaxJobStart: ['schedule_exit', 'max_job_start'],
+  exitLic: ['schedule_exit', 'licenses'],
+  exitRpcCnt: ['schedule_exit', 'max_rpc_cnt'],
+  exitTimeout: ['schedule_exit', 'max_sched_time'],
+  bfActive: 'bf_active',
+  bfCycleCnt: 'bf_cycle_counter',
+  bfCycleLast: 'bf_cycle_last',
+  bfCycleMax: 'bf_cycle_max',
+  bfCycleTot: 'bf_cycle_sum',
+  bfDepthMean: 'bf_depth_mean',
+  bfDepthTot: 'bf_depth_sum',
+  bfDepthTryTot: 'bf_depth_try_sum',
+  bfTryDepthMean: 'bf_depth_mean_try',
+  bfLastDepth: 'bf_last_depth',
+  bfLastDepthTry: 'bf_last_depth_try',
+  bfMeanCycle: 'bf_cycle_mean',
+  bfMeanTableSz: 'bf_table_size_mean',
+  bfQueueLen: 'bf_queue_len',
+  bfQueueLenMean: 'bf_queue_len_mean',
+  bfQueueLenTot: 'bf_queue_len_sum',
+  bfTableSize: 'bf_table_size',
+  bfTableSizeTot: 'bf_table_size_sum',
+  bfWhenLastCycle: 'bf_when_last_cycle',
+  bfExitEnd: ['bf_exit', 'end_job_queue'],
+  bfExitMaxJobStart: ['bf_exit', 'bf_max_job_start'],
+  bfExitMaxJobTest: ['bf_exit', 'bf_max_job_test'],
+  bfExitStateChanged: ['bf_exit', 'state_changed'],
+  bfExitTableLimit: ['bf_exit', 'bf_node_space_size'],
+  bfExitTimeout: ['bf_exit', 'bf_max_time'],
+  backfilledJobs: 'bf_backfilled_jobs',
+  backfilledHetJobs: 'bf_backfilled_het_jobs',
+  lastBackfilledJobs: 'bf_last_backfilled_jobs',
+  jobsCanceled: 'jobs_canceled',
+  jobsCompleted: 'jobs_completed',
+  jobsFailed: 'jobs_failed',
+  jobsPending: 'jobs_pending',
+  jobsRunning: 'jobs_running',
+  jobsStarted: 'jobs_started',
+  jobsSubmitted: 'jobs_submitted',
+  jobStatesTs: 'job_states_ts',
+  latency: 'gettimeofday_latency',
 };
 
 export function schedulerValue(diag: SlurmDiag, key: SchedulerKey): number | undefined {

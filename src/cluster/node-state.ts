@@ -10,7 +10,14 @@ import type { LEGACY_STATE_LABELS, NEW_STATE_FLAG_LABELS } from './metrics.js';
 const BASE_PRIORITY: readonly NodeBaseState[] = ['UNKNOWN', 'DOWN', 'IDLE', 'ALLOCATED', 'ERROR', 'MIXED', 'FUTURE'];
 
 /** Soperator's list. CLOUD alone is not in it: it says a node could be powered off, not that it is. */
-const POWER_MANAGED = ['POWER_DOWN', 'POWER_DRAIN', 'POWERED_DOWN', 'POWERING_DOWN', 'POWERING_UP', 'POWER_UP'] as const;
+const POWER_MANAGED = [
+  'POWER_DOWN',
+  'POWER_DRAIN',
+  'POWERED_DOWN',
+  'POWERING_DOWN',
+  'POWERING_UP',
+  'POWER_UP',
+] as const;
 
 export type LegacyStateLabel = (typeof LEGACY_STATE_LABELS)[number];
 export type NewStateFlagLabel = (typeof NEW_STATE_FLAG_LABELS)[number];

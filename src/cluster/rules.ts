@@ -23,7 +23,6 @@ export const ZOMBIE_PENDING_AGE_MS = 30 * 24 * 3600 * 1000;
 
 type PointSpec = MetricSpec & { kind: 'counter' | 'gauge' | 'updowncounter' };
 
-
 export function observe(snap: ClusterSnapshot, nowMs: number, native: NativeOptions = {}): AnyFamily[] {
   return [
     ...(snap.nodes ? nodeFamilies(snap.nodes.value) : []),
@@ -76,7 +75,11 @@ function lazy(spec: PointSpec, points: () => Iterable<Point>): LazyFamily {
 }
 
 /** One point per item whose value is known (a missing value is not a zero). */
-function perItem<T>(items: readonly T[], attributes: (item: T) => Attributes, value: (item: T) => number | undefined): () => Iterable<Point> {
+function perItem<T>(
+  items: readonly T[],
+  attributes: (item: T) => Attributes,
+  value: (item: T) => number | undefined,
+): () => Iterable<Point> {
   return function* () {
     for (const item of items) {
       const v = value(item);
@@ -94,7 +97,10 @@ function uniqueValues(values: readonly string[]): readonly string[] {
  * `f(job)` computed once per distinct combination of `inputs(job)`: on a 100k-job snapshot the
  * TRES strings repeat (a few shapes of allocation), so each distinct one is parsed once.
  */
-function memoized<R>(f: (job: SlurmJob) => R, inputs: (job: SlurmJob) => readonly (string | number | undefined)[]): (job: SlurmJob) => R {
+function memoized<R>(
+  f: (job: SlurmJob) => R,
+  inputs: (job: SlurmJob) => readonly (string | number | undefined)[],
+): (job: SlurmJob) => R {
   const cache = new Map<string, R>();
   return (job) => {
     let key = '';
@@ -154,7 +160,8 @@ interface NodeResources {
 export function nodeResources(node: SlurmNode): NodeResources {
   const tres = parseTres(node.tres);
   const realBytes = node.real_memory === undefined ? undefined : node.real_memory * MIB;
-  const effective = realBytes === undefined ? tres.memory_bytes : Math.max(0, realBytes - (node.specialized_memory ?? 0) * MIB);
+  const effective =
+    realBytes === undefined ? tres.memory_bytes : Math.max(0, realBytes - (node.specialized_memory ?? 0) * MIB);
   return {
     cpusTotal: node.cpus ?? tres.cpus,
     cpusAllocated: node.alloc_cpus,
@@ -185,13 +192,21 @@ function nodeFamilies(list: readonly SlurmNode[]): LazyFamily[] {
   // The families slurmctld also serves carry its `node` label as well.
   const both = (n: SlurmNode): Attributes => ({ node_name: n.name, node: n.name });
   const perResource = NODE_RESOURCE_FAMILIES.map(([spec, key]) =>
-    lazy(spec, perItem(nodes, spec.attributes.includes('node') ? both : name, (n) => nodeResources(n)[key])),
+    lazy(
+      spec,
+      perItem(nodes, spec.attributes.includes('node') ? both : name, (n) => nodeResources(n)[key]),
+    ),
   );
   return [
-    lazy(M.nodeInfo, perItem(nodes, nodeInfoLabels, () => 1)),
+    lazy(
+      M.nodeInfo,
+      perItem(nodes, nodeInfoLabels, () => 1),
+    ),
     ...perResource,
     lazy(M.nodePartition, function* () {
-      for (const n of nodes) for (const partition of uniqueValues(n.partitions)) yield { attributes: { node_name: n.name, partition }, value: 1 };
+      for (const n of nodes)
+        for (const partition of uniqueValues(n.partitions))
+          yield { attributes: { node_name: n.name, partition }, value: 1 };
     }),
   ];
 }
@@ -264,14 +279,27 @@ function jobFamilies(list: readonly SlurmJob[], nowMs: number): LazyFamily[] {
   const jobs = uniqueJobs(list);
   const id = (j: SlurmJob): Attributes => ({ job_id: j.job_id });
   const cpuCount = memoized(jobCpuCount, (j) => [j.tres_alloc_str, j.tres_req_str, j.cpus]);
-  const memoryBytes = memoized(jobMemoryBytes, (j) => [j.tres_alloc_str, j.tres_req_str, j.memory_per_node, j.node_count]);
+  const memoryBytes = memoized(jobMemoryBytes, (j) => [
+    j.tres_alloc_str,
+    j.tres_req_str,
+    j.memory_per_node,
+    j.node_count,
+  ]);
   const gpuCount = memoized(jobGpuCount, (j) => [j.state[0], j.tres_alloc_str]);
   return [
-    lazy(M.jobInfo, perItem(jobs, jobInfoLabels, () => 1)),
+    lazy(
+      M.jobInfo,
+      perItem(jobs, jobInfoLabels, () => 1),
+    ),
     lazy(M.nodeJob, function* () {
-      for (const job of jobs) for (const host of uniqueValues(jobHosts(job))) yield { attributes: { job_id: job.job_id, node_name: host }, value: 1 };
+      for (const job of jobs)
+        for (const host of uniqueValues(jobHosts(job)))
+          yield { attributes: { job_id: job.job_id, node_name: host }, value: 1 };
     }),
-    lazy(M.jobDuration, perItem(jobs, id, (j) => jobDurationSeconds(j, nowMs))),
+    lazy(
+      M.jobDuration,
+      perItem(jobs, id, (j) => jobDurationSeconds(j, nowMs)),
+    ),
     lazy(M.jobCpus, perItem(jobs, id, cpuCount)),
     lazy(M.jobMemory, perItem(jobs, id, memoryBytes)),
     lazy(M.jobGpus, perItem(jobs, id, gpuCount)),
@@ -329,13 +357,23 @@ export function adjustAccountingJobs(jobs: readonly SlurmJob[], nowMs: number): 
 
 /** Never started, never ended, submitted over 30 days ago: a lost scancel, not a queued job. */
 function isZombiePending(job: SlurmJob, nowMs: number): boolean {
-  return job.start_time === undefined && job.end_time === undefined && job.submit_time !== undefined && job.submit_time * 1000 < nowMs - ZOMBIE_PENDING_AGE_MS;
+  return (
+    job.start_time === undefined &&
+    job.end_time === undefined &&
+    job.submit_time !== undefined &&
+    job.submit_time * 1000 < nowMs - ZOMBIE_PENDING_AGE_MS
+  );
 }
 
 function adjustAccountingJob(job: SlurmJob): SlurmJob {
   let out = job;
   // slurmdbd stores end 0 for running jobs; slurmctld forecasts start + limit, so mirror that.
-  if ((job.state[0] ?? '') === 'RUNNING' && job.end_time === undefined && job.start_time !== undefined && job.time_limit !== undefined) {
+  if (
+    (job.state[0] ?? '') === 'RUNNING' &&
+    job.end_time === undefined &&
+    job.start_time !== undefined &&
+    job.time_limit !== undefined
+  ) {
     out = { ...out, end_time: job.start_time + job.time_limit * 60 };
   }
   if (job.nodes !== '' && isEmptyHostlist(job.nodes)) out = { ...out, nodes: '' };
@@ -349,6 +387,10 @@ function adjustAccountingJob(job: SlurmJob): SlurmJob {
 
 /** Families only this agent's state knows: each listed job's accumulated GPU seconds. */
 export function observeState(state: ClusterState): Family[] {
-  const points = [...(state.jobs?.gpuSeconds ?? [])].map(([job_id, g]) => ({ attributes: { job_id }, value: g.seconds, startTimeMs: g.sinceMs }));
+  const points = [...(state.jobs?.gpuSeconds ?? [])].map(([job_id, g]) => ({
+    attributes: { job_id },
+    value: g.seconds,
+    startTimeMs: g.sinceMs,
+  }));
   return [{ spec: M.jobGpuSeconds, points }];
 }

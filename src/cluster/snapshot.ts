@@ -3,12 +3,35 @@
  * each sub-collector. A failed sub-collector keeps its previous result, so a
  * slurmrestd hiccup on /jobs never blanks the node families.
  */
-import type { SlurmAccountingLimits, SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition, SlurmReservation, SlurmShare } from './model.js';
+import type {
+  SlurmAccountingLimits,
+  SlurmDiag,
+  SlurmJob,
+  SlurmLicense,
+  SlurmNode,
+  SlurmPartition,
+  SlurmReservation,
+  SlurmShare,
+} from './model.js';
 
 export type SubCollector = 'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses' | 'reservations' | 'shares' | 'limits';
-export const SUB_COLLECTORS: readonly SubCollector[] = ['nodes', 'jobs', 'diag', 'partitions', 'licenses', 'reservations', 'shares', 'limits'];
+export const SUB_COLLECTORS: readonly SubCollector[] = [
+  'nodes',
+  'jobs',
+  'diag',
+  'partitions',
+  'licenses',
+  'reservations',
+  'shares',
+  'limits',
+];
 /** The sub-collectors an operator chooses (the others feed Soperator's families and always run). */
-export const OPTIONAL_SUB_COLLECTORS = ['partitions', 'licenses', 'reservations', 'shares'] as const satisfies readonly SubCollector[];
+export const OPTIONAL_SUB_COLLECTORS = [
+  'partitions',
+  'licenses',
+  'reservations',
+  'shares',
+] as const satisfies readonly SubCollector[];
 export type OptionalSubCollector = (typeof OPTIONAL_SUB_COLLECTORS)[number];
 /** By default one request more per cycle than Soperator's three: /partitions, for Slurm's partition families. */
 export const DEFAULT_OPTIONAL_SUB_COLLECTORS: readonly OptionalSubCollector[] = ['partitions'];

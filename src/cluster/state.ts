@@ -86,7 +86,11 @@ export function uniqueJobs(jobs: readonly SlurmJob[]): readonly SlurmJob[] {
   return [...byId.values()];
 }
 
-function advanceNodes(prev: NodeTracking | undefined, got: Collected<readonly SlurmNode[]>, events: MetricEvent[]): NodeTracking {
+function advanceNodes(
+  prev: NodeTracking | undefined,
+  got: Collected<readonly SlurmNode[]>,
+  events: MetricEvent[],
+): NodeTracking {
   const byName = nodesByName(got.value);
   const before = prev?.byName ?? new Map<string, SlurmNode>();
   if (prev) {
@@ -103,11 +107,19 @@ function advanceNodes(prev: NodeTracking | undefined, got: Collected<readonly Sl
 }
 
 /** One increment per node that went from healthy to DOWN/DRAIN, with the state and reason now. */
-function nodeFails(before: ReadonlyMap<string, SlurmNode>, now: ReadonlyMap<string, SlurmNode>, events: MetricEvent[]): void {
+function nodeFails(
+  before: ReadonlyMap<string, SlurmNode>,
+  now: ReadonlyMap<string, SlurmNode>,
+  events: MetricEvent[],
+): void {
   for (const [name, node] of now) {
     const was = before.get(name);
     if (was === undefined || isFailed(was.state) || !isFailed(node.state)) continue;
-    events.push({ spec: E.nodeFails, value: 1, attributes: { node_name: name, ...legacyStateLabels(node.state), reason: node.reason ?? '' } });
+    events.push({
+      spec: E.nodeFails,
+      value: 1,
+      attributes: { node_name: name, ...legacyStateLabels(node.state), reason: node.reason ?? '' },
+    });
   }
 }
 
@@ -116,13 +128,22 @@ function nodeFails(before: ReadonlyMap<string, SlurmNode>, now: ReadonlyMap<stri
  * state the node had at its start (Soperator uses the state at its end): a node that failed
  * mid-interval was still serving when last seen. Nodes without GPUs add nothing, so get no series.
  */
-function nodeGpuSeconds(before: ReadonlyMap<string, SlurmNode>, now: ReadonlyMap<string, SlurmNode>, elapsedS: number, events: MetricEvent[]): void {
+function nodeGpuSeconds(
+  before: ReadonlyMap<string, SlurmNode>,
+  now: ReadonlyMap<string, SlurmNode>,
+  elapsedS: number,
+  events: MetricEvent[],
+): void {
   if (!(elapsedS > 0)) return;
   for (const [name, was] of before) {
     if (!now.has(name)) continue;
     const gpus = parseTres(was.tres).gpus ?? 0;
     if (gpus <= 0) continue;
-    events.push({ spec: E.nodeGpuSeconds, value: elapsedS * gpus, attributes: { node_name: name, ...legacyStateLabels(was.state) } });
+    events.push({
+      spec: E.nodeGpuSeconds,
+      value: elapsedS * gpus,
+      attributes: { node_name: name, ...legacyStateLabels(was.state) },
+    });
   }
 }
 
@@ -168,7 +189,10 @@ function advanceJobs(prev: JobTracking | undefined, got: Collected<readonly Slur
     const before = prev?.gpuSeconds.get(job.job_id);
     const run = gpus > 0 ? runWindowMs(job, toMs) : undefined;
     if (run === undefined && before === undefined) continue;
-    const added = run !== undefined && fromMs !== undefined && toMs > fromMs ? Math.max(0, (Math.min(toMs, run.endMs) - Math.max(fromMs, run.startMs)) / 1000) * gpus : 0;
+    const added =
+      run !== undefined && fromMs !== undefined && toMs > fromMs
+        ? Math.max(0, (Math.min(toMs, run.endMs) - Math.max(fromMs, run.startMs)) / 1000) * gpus
+        : 0;
     gpuSeconds.set(job.job_id, { seconds: (before?.seconds ?? 0) + added, sinceMs: before?.sinceMs ?? toMs });
   }
   return { seq: got.seq, atMs: got.atMs, gpuSeconds };
@@ -182,6 +206,7 @@ export function runWindowMs(job: SlurmJob, nowMs: number): { startMs: number; en
   if (job.start_time === undefined) return undefined;
   const base = job.state[0] ?? '';
   if (base === 'RUNNING') return { startMs: job.start_time * 1000, endMs: nowMs };
-  if (JOB_TERMINAL_STATES.has(base) && job.end_time !== undefined) return { startMs: job.start_time * 1000, endMs: job.end_time * 1000 };
+  if (JOB_TERMINAL_STATES.has(base) && job.end_time !== undefined)
+    return { startMs: job.start_time * 1000, endMs: job.end_time * 1000 };
   return undefined;
 }

@@ -142,7 +142,8 @@ function positive(n: number | undefined): number | undefined {
 export function jobMemoryBytes(
   job: Pick<SlurmJob, 'tres_alloc_str' | 'tres_req_str' | 'memory_per_node' | 'node_count'>,
 ): number | undefined {
-  const fromTres = positive(parseTres(job.tres_alloc_str).memory_bytes) ?? positive(parseTres(job.tres_req_str).memory_bytes);
+  const fromTres =
+    positive(parseTres(job.tres_alloc_str).memory_bytes) ?? positive(parseTres(job.tres_req_str).memory_bytes);
   if (fromTres !== undefined) return fromTres;
   if (job.memory_per_node === undefined || job.node_count === undefined) return undefined;
   return job.memory_per_node * job.node_count * MIB;

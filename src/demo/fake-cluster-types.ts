@@ -1,7 +1,7 @@
 /**
  * The plain state of the fake Slurm cluster, in version-free terms, and the Slurm strings derived
  * from it (state words, TRES, GRES, hostlists). The simulation (fake-cluster.ts) produces these
- * records, the renderer (slurm-render*.ts) turns them into wire shapes, and the truth accessors
+ * records, the renderer (slurm-render*.ts) turns them into wire shapes, and the tests' truth accessors
  * turn them into the model the decoders produce: all three read the same derivations, so a test
  * comparing decoded output with the truth checks the wire shapes, not two copies of the rules.
  *
@@ -170,7 +170,8 @@ export interface ClusterView {
 
 /** Base state and flags, as the model holds them (base first, flags in Slurm's order). */
 export function nodeStateOf(n: FakeNode): NodeState {
-  const base: NodeBaseState = n.downUntil > 0 ? 'DOWN' : n.allocCpus === 0 ? 'IDLE' : n.allocCpus >= n.cpus ? 'ALLOCATED' : 'MIXED';
+  const base: NodeBaseState =
+    n.downUntil > 0 ? 'DOWN' : n.allocCpus === 0 ? 'IDLE' : n.allocCpus >= n.cpus ? 'ALLOCATED' : 'MIXED';
   const flags: string[] = [];
   if (n.drain) flags.push('DRAIN');
   if (n.notRespondingSince > 0) flags.push('NOT_RESPONDING');

@@ -12,11 +12,10 @@
  * (RPCs by type and user, scheduler cycles, job totals) only grow while `server_thread_count`
  * and the agent queue wander.
  */
-import type { SlurmDiag, SlurmJob, SlurmNode } from '../cluster/model.js';
 import { ControllerStats, QUEUE_DEPTH } from './fake-controller-stats.js';
 import type { ClusterView, FakeJob, FakeNode, FakeOutcome, FakeUser } from './fake-cluster-types.js';
 import { compressHostlist, isTerminal, jobAllocTres } from './fake-cluster-types.js';
-import { accountingJobTruth, controllerJobTruth, diagTruth, nodeTruth, SPECIALIZED_MEMORY_MIB } from './fake-cluster-truth.js';
+import { SPECIALIZED_MEMORY_MIB } from './fake-cluster-derived.js';
 import { Prng } from './prng.js';
 
 export * from './fake-cluster-types.js';
@@ -97,16 +96,6 @@ export interface FakeClusterOptions {
 export interface PinnedJobs {
   readonly node: string;
   readonly jobs: readonly { readonly id: number; readonly name: string; readonly gpus: number }[];
-}
-
-export interface ClusterTruth {
-  readonly nowMs: number;
-  readonly nodes: readonly SlurmNode[];
-  /** What `/slurm/vX/jobs/` reports. */
-  readonly jobs: readonly SlurmJob[];
-  /** What `/slurmdb/vX/jobs/` reports. */
-  readonly accountingJobs: readonly SlurmJob[];
-  readonly diag: SlurmDiag;
 }
 
 interface Partition {
@@ -206,20 +195,8 @@ export class FakeCluster {
     };
   }
 
-  /** What a correct reader of this cluster's REST API must find, in the model's terms. */
-  knownTruth(): ClusterTruth {
-    const v = this.view();
-    return {
-      nowMs: this.nowMs,
-      nodes: v.nodes.map((n) => nodeTruth(n)),
-      jobs: v.jobs.map((j) => controllerJobTruth(j)),
-      accountingJobs: v.accounting.map((j) => accountingJobTruth(j, v)),
-      diag: diagTruth(v.diag, v.now),
-    };
-  }
-
   /**
-   * Submits `count` jobs at once and starts what fits, as a busy cluster would look (bigCluster).
+   * Submits `count` jobs at once and starts what fits, as a busy cluster would look (the benchmarks' big clusters).
    * Each job looks for room within a window of nodes from its partition's cursor, so a large fill
    * stays linear; what finds none waits.
    */
@@ -273,13 +250,20 @@ export class FakeCluster {
   private nodeEvents(t: number): void {
     for (const n of this.nodeList) {
       if (n.downUntil > 0 && n.downUntil <= t) this.recoverNode(n, t);
-      else if (n.notRespondingSince > 0 && n.downUntil === 0 && t - n.notRespondingSince >= SLURMD_TIMEOUT_SECONDS) this.markDown(n, t);
-      else if (n.drain && n.allocCpus === 0 && this.rng.chance(RATES.resumeDrained)) this.setNode(n, { drain: false, reason: '', reasonSetBy: '', reasonChangedAt: 0 }, t);
+      else if (n.notRespondingSince > 0 && n.downUntil === 0 && t - n.notRespondingSince >= SLURMD_TIMEOUT_SECONDS)
+        this.markDown(n, t);
+      else if (n.drain && n.allocCpus === 0 && this.rng.chance(RATES.resumeDrained))
+        this.setNode(n, { drain: false, reason: '', reasonSetBy: '', reasonChangedAt: 0 }, t);
     }
     const nodes = this.nodeList.length;
     for (let i = this.rng.count(RATES.drain * nodes); i > 0; i--) {
       const n = this.healthyNode();
-      if (n !== undefined) this.setNode(n, { drain: true, reason: this.rng.pick(DRAIN_REASONS), reasonSetBy: 'root', reasonChangedAt: t }, t);
+      if (n !== undefined)
+        this.setNode(
+          n,
+          { drain: true, reason: this.rng.pick(DRAIN_REASONS), reasonSetBy: 'root', reasonChangedAt: t },
+          t,
+        );
     }
     for (let i = this.rng.count(RATES.notResponding * nodes); i > 0; i--) {
       const n = this.healthyNode();
@@ -299,11 +283,24 @@ export class FakeCluster {
   private markDown(n: FakeNode, t: number): void {
     const downUntil = t + TICK_SECONDS * this.rng.int(60, 360);
     this.setNode(n, { downUntil, reason: 'Not responding', reasonSetBy: 'slurm', reasonChangedAt: t }, t);
-    for (const j of [...this.ctld.values()]) if (j.state === 'RUNNING' && j.nodeIdx.includes(n.index)) this.requeue(j, t);
+    for (const j of [...this.ctld.values()])
+      if (j.state === 'RUNNING' && j.nodeIdx.includes(n.index)) this.requeue(j, t);
   }
 
   private recoverNode(n: FakeNode, t: number): void {
-    this.setNode(n, { downUntil: 0, notRespondingSince: 0, reason: '', reasonSetBy: '', reasonChangedAt: 0, bootTime: t - 90, slurmdStartTime: t - 60 }, t);
+    this.setNode(
+      n,
+      {
+        downUntil: 0,
+        notRespondingSince: 0,
+        reason: '',
+        reasonSetBy: '',
+        reasonChangedAt: 0,
+        bootTime: t - 90,
+        slurmdStartTime: t - 60,
+      },
+      t,
+    );
     this.stats.nodeRegistered();
   }
 
@@ -329,7 +326,11 @@ export class FakeCluster {
 
   private fits(n: FakeNode, job: FakeJob): boolean {
     if (n.drain || n.downUntil > 0 || n.notRespondingSince > 0) return false;
-    return n.cpus - n.allocCpus >= job.cpusPerNode && usableMemory(n) - n.allocMemoryMiB >= job.memPerNodeMiB && n.gpus - n.allocGpus >= job.gpusPerNode;
+    return (
+      n.cpus - n.allocCpus >= job.cpusPerNode &&
+      usableMemory(n) - n.allocMemoryMiB >= job.memPerNodeMiB &&
+      n.gpus - n.allocGpus >= job.gpusPerNode
+    );
   }
 
   /** Next-fit from the partition's cursor (at most `window` nodes), so load spreads and a full partition costs one pass. */
@@ -356,12 +357,32 @@ export class FakeCluster {
     this.steady.add(node.index);
     const share = Math.max(1, p.jobs.length);
     for (const pj of p.jobs) {
-      if (pj.gpus > node.gpus) throw new RangeError(`pinned job ${pj.id} wants ${pj.gpus} GPUs; ${p.node} has ${node.gpus}`);
+      if (pj.gpus > node.gpus)
+        throw new RangeError(`pinned job ${pj.id} wants ${pj.gpus} GPUs; ${p.node} has ${node.gpus}`);
       const job: FakeJob = {
-        id: pj.id, name: pj.name, user: USERS[0] as FakeUser, partition: node.partition, state: 'RUNNING', reason: 'None',
-        submitTime: t0 - 900, eligibleTime: t0 - 900, startTime: t0 - 600, endTime: t0 - 600 + YEAR_SECONDS, timeLimitMin: 'UNLIMITED',
-        nodeCount: 1, cpusPerNode: Math.floor(node.cpus / share), memPerNodeMiB: Math.floor(usableMemory(node) / share), gpusPerNode: pj.gpus,
-        nodeIdx: [node.index], nodeList: node.name, runSeconds: Infinity, outcome: 'COMPLETED', exitStatus: 0, restartCnt: 0, allocTres: '', priority: 5000,
+        id: pj.id,
+        name: pj.name,
+        user: USERS[0] as FakeUser,
+        partition: node.partition,
+        state: 'RUNNING',
+        reason: 'None',
+        submitTime: t0 - 900,
+        eligibleTime: t0 - 900,
+        startTime: t0 - 600,
+        endTime: t0 - 600 + YEAR_SECONDS,
+        timeLimitMin: 'UNLIMITED',
+        nodeCount: 1,
+        cpusPerNode: Math.floor(node.cpus / share),
+        memPerNodeMiB: Math.floor(usableMemory(node) / share),
+        gpusPerNode: pj.gpus,
+        nodeIdx: [node.index],
+        nodeList: node.name,
+        runSeconds: Infinity,
+        outcome: 'COMPLETED',
+        exitStatus: 0,
+        restartCnt: 0,
+        allocTres: '',
+        priority: 5000,
       };
       this.allocate(job.nodeIdx, job, 1, t0);
       this.stats.jobSubmitted(job.user.name);
@@ -401,7 +422,9 @@ export class FakeCluster {
       runSeconds: req.runSeconds,
       outcome: req.outcome,
       exitStatus: req.exitStatus,
-      ...(tasks !== undefined ? { array: { jobId: id, maxRunning: tasks.maxRunning, pendingTasks: range(0, tasks.count - 1) } } : {}),
+      ...(tasks !== undefined
+        ? { array: { jobId: id, maxRunning: tasks.maxRunning, pendingTasks: range(0, tasks.count - 1) } }
+        : {}),
       restartCnt: 0,
       allocTres: '',
       priority: 1000 + this.rng.int(0, 4000) + req.nodeCount * req.cpusPerNode,
@@ -415,7 +438,15 @@ export class FakeCluster {
     const runner = this.nextArrayTask(job, t) ?? job;
     const gpuType = (this.nodeList[idx[0] as number] as FakeNode).gpuType;
     const endTime = t + (runner.timeLimitMin === 'UNLIMITED' ? YEAR_SECONDS : runner.timeLimitMin * 60);
-    const started: FakeJob = { ...runner, state: 'RUNNING', reason: 'None', startTime: t, endTime, nodeIdx: idx, nodeList: this.hostlist(idx) };
+    const started: FakeJob = {
+      ...runner,
+      state: 'RUNNING',
+      reason: 'None',
+      startTime: t,
+      endTime,
+      nodeIdx: idx,
+      nodeList: this.hostlist(idx),
+    };
     this.allocate(idx, started, 1, t);
     this.stats.jobStarted();
     return this.setJob({ ...started, allocTres: jobAllocTres(started, gpuType) }, t);
@@ -447,7 +478,15 @@ export class FakeCluster {
   /** A job whose node failed goes back to the queue; it keeps its TRES, as Slurm's record does. */
   private requeue(job: FakeJob, t: number): void {
     this.allocate(job.nodeIdx, job, -1, t);
-    const change = { state: 'PENDING', reason: 'BeginTime', eligibleTime: t + REQUEUE_DELAY_SECONDS, startTime: 0, endTime: 0, nodeIdx: [], nodeList: '' } as const;
+    const change = {
+      state: 'PENDING',
+      reason: 'BeginTime',
+      eligibleTime: t + REQUEUE_DELAY_SECONDS,
+      startTime: 0,
+      endTime: 0,
+      nodeIdx: [],
+      nodeList: '',
+    } as const;
     this.setJob({ ...job, ...change, restartCnt: job.restartCnt + 1 }, t);
   }
 
@@ -471,7 +510,11 @@ export class FakeCluster {
       }
       if (out.tested++ >= QUEUE_DEPTH) break;
       // Requeued tasks count against the `%N` limit as much as the master's next task does.
-      if (job.array !== undefined && job.array.maxRunning > 0 && (running.get(job.array.jobId) ?? 0) >= job.array.maxRunning) {
+      if (
+        job.array !== undefined &&
+        job.array.maxRunning > 0 &&
+        (running.get(job.array.jobId) ?? 0) >= job.array.maxRunning
+      ) {
         this.setReason(job, 'JobArrayTaskLimit', t);
         continue;
       }
@@ -498,7 +541,8 @@ export class FakeCluster {
   private runningArrayTasks(): Map<number, number> {
     const running = new Map<number, number>();
     for (const j of this.ctld.values()) {
-      if (j.state === 'RUNNING' && j.array !== undefined) running.set(j.array.jobId, (running.get(j.array.jobId) ?? 0) + 1);
+      if (j.state === 'RUNNING' && j.array !== undefined)
+        running.set(j.array.jobId, (running.get(j.array.jobId) ?? 0) + 1);
     }
     return running;
   }
@@ -527,7 +571,10 @@ export class FakeCluster {
     const base = part.gpusPerNode > 0 ? this.gpuShape(part) : this.cpuShape(part, allowArrays);
     const timeLimitMin: number | 'UNLIMITED' = unlimited ? 'UNLIMITED' : base.limit;
     const { outcome, exitStatus } = this.randomOutcome(unlimited);
-    const runSeconds = outcome === 'TIMEOUT' && timeLimitMin !== 'UNLIMITED' ? timeLimitMin * 60 : Math.min(base.run, base.limit * 60 - 30);
+    const runSeconds =
+      outcome === 'TIMEOUT' && timeLimitMin !== 'UNLIMITED'
+        ? timeLimitMin * 60
+        : Math.min(base.run, base.limit * 60 - 30);
     return { ...base, user, partition: part.name, timeLimitMin, runSeconds, outcome, exitStatus };
   }
 
@@ -587,7 +634,14 @@ export class FakeCluster {
     const start = Math.max(submit, end - Math.min(req.runSeconds, end - submit));
     const idx = [this.rng.pick((this.parts.find((p) => p.name === job.partition) as Partition).nodeIdx)];
     const node = this.nodeList[idx[0] as number] as FakeNode;
-    const done: FakeJob = { ...job, startTime: start, endTime: end, nodeIdx: idx, nodeList: node.name, allocTres: jobAllocTres(job, node.gpuType) };
+    const done: FakeJob = {
+      ...job,
+      startTime: start,
+      endTime: end,
+      nodeIdx: idx,
+      nodeList: node.name,
+      allocTres: jobAllocTres(job, node.gpuType),
+    };
     const reason = job.outcome === 'FAILED' ? 'NonZeroExitCode' : job.outcome === 'TIMEOUT' ? 'TimeLimit' : 'None';
     this.setJob({ ...done, state: job.outcome, reason }, end);
   }
@@ -610,18 +664,55 @@ export class FakeCluster {
       const memory = (fraction: number) => Math.floor((usableMemory(node) * fraction) / 1024) * 1024;
       const nodeCount = Math.min(2, gpu.nodeIdx.length);
       const shape = { gpusPerNode: half, cpusPerNode: Math.floor(node.cpus * share), memPerNodeMiB: memory(share) };
-      this.startSeeded({ ...shape, ...ok, name: 'llm-train', user: alice, partition: gpu.name, nodeCount, timeLimitMin: 1440, runSeconds: 20 * 3600 }, t0 - 7300, t0 - 7200);
+      this.startSeeded(
+        {
+          ...shape,
+          ...ok,
+          name: 'llm-train',
+          user: alice,
+          partition: gpu.name,
+          nodeCount,
+          timeLimitMin: 1440,
+          runSeconds: 20 * 3600,
+        },
+        t0 - 7300,
+        t0 - 7200,
+      );
       if (gpu.nodeIdx.length >= 4) this.drainSeeded(gpu.nodeIdx[gpu.nodeIdx.length - 1] as number, t0 - 3600);
-      const all = { nodeCount: gpu.nodeIdx.length, gpusPerNode: node.gpus, cpusPerNode: node.cpus, memPerNodeMiB: memory(1), timeLimitMin: 720, runSeconds: 4 * 3600, ...ok };
+      const all = {
+        nodeCount: gpu.nodeIdx.length,
+        gpusPerNode: node.gpus,
+        cpusPerNode: node.cpus,
+        memPerNodeMiB: memory(1),
+        timeLimitMin: 720,
+        runSeconds: 4 * 3600,
+        ...ok,
+      };
       this.submit({ ...all, name: 'big-sim', user: bob, partition: gpu.name }, t0 - 120);
-      this.submit({ ...all, nodeCount: Math.min(2, gpu.nodeIdx.length), name: 'finetune', user: alice, partition: gpu.name }, t0 - 60);
+      this.submit(
+        { ...all, nodeCount: Math.min(2, gpu.nodeIdx.length), name: 'finetune', user: alice, partition: gpu.name },
+        t0 - 60,
+      );
     }
     if (cpu !== undefined) this.seedCpuJobs(cpu, t0, bob, alice);
   }
 
   private seedCpuJobs(cpu: Partition, t0: number, bob: FakeUser, alice: FakeUser): void {
     const small = { partition: cpu.name, nodeCount: 1, gpusPerNode: 0, exitStatus: 0 } as const;
-    const sweep = this.submit({ ...small, name: 'sweep', user: bob, cpusPerNode: 8, memPerNodeMiB: 16_384, timeLimitMin: 60, runSeconds: 25 * 60, outcome: 'COMPLETED', tasks: { count: 8, maxRunning: 4 } }, t0 - 600);
+    const sweep = this.submit(
+      {
+        ...small,
+        name: 'sweep',
+        user: bob,
+        cpusPerNode: 8,
+        memPerNodeMiB: 16_384,
+        timeLimitMin: 60,
+        runSeconds: 25 * 60,
+        outcome: 'COMPLETED',
+        tasks: { count: 8, maxRunning: 4 },
+      },
+      t0 - 600,
+    );
     let master = sweep;
     for (let k = 0; k < 4; k++) {
       const idx = this.findNodes(master);
@@ -629,7 +720,16 @@ export class FakeCluster {
       this.startJob(master, idx, t0 - 580 + k * 5);
       master = this.ctld.get(sweep.id) as FakeJob;
     }
-    const notebook = { ...small, name: 'notebook', user: alice, cpusPerNode: 16, memPerNodeMiB: 65_536, timeLimitMin: 'UNLIMITED', runSeconds: Infinity, outcome: 'CANCELLED' } as const;
+    const notebook = {
+      ...small,
+      name: 'notebook',
+      user: alice,
+      cpusPerNode: 16,
+      memPerNodeMiB: 65_536,
+      timeLimitMin: 'UNLIMITED',
+      runSeconds: Infinity,
+      outcome: 'CANCELLED',
+    } as const;
     this.startSeeded(notebook, t0 - 2 * 86_400, t0 - 2 * 86_400 + 10);
     const done = { ...small, cpusPerNode: 4, memPerNodeMiB: 8192, timeLimitMin: 60, runSeconds: 600 } as const;
     this.addFinished({ ...done, name: 'eval', user: alice, outcome: 'COMPLETED', exitStatus: 0 }, t0 - 700, t0 - 60);
@@ -645,7 +745,8 @@ export class FakeCluster {
 
   private drainSeeded(index: number, at: number): void {
     const n = this.nodeList[index] as FakeNode;
-    if (n.allocCpus === 0) this.setNode(n, { drain: true, reason: DRAIN_REASONS[0], reasonSetBy: 'root', reasonChangedAt: at }, at);
+    if (n.allocCpus === 0)
+      this.setNode(n, { drain: true, reason: DRAIN_REASONS[0], reasonSetBy: 'root', reasonChangedAt: at }, at);
   }
 
   private countState(state: FakeJob['state']): number {
@@ -655,41 +756,28 @@ export class FakeCluster {
   }
 }
 
-export interface BigClusterOptions {
-  readonly nodes: number;
-  readonly jobs: number;
-  readonly seed?: number;
-  readonly startMs?: number;
-}
-
-/**
- * A large cluster for benchmarks: a quarter GPU nodes, the rest CPU nodes, `jobs` jobs of which
- * most run (as many as fit), some wait and a few have just finished.
- */
-export function bigCluster(opts: BigClusterOptions): FakeCluster {
-  const gpuNodes = Math.max(1, Math.floor(opts.nodes / 4));
-  const partitions: PartitionSpec[] = [{ name: 'gpu', nodes: gpuNodes, gpusPerNode: 8 }];
-  if (opts.nodes > gpuNodes) partitions.push({ name: 'cpu', nodes: opts.nodes - gpuNodes });
-  const cluster = new FakeCluster({ partitions, seed: opts.seed ?? 1, workload: 'none', ...(opts.startMs !== undefined ? { startMs: opts.startMs } : {}) });
-  cluster.populate(opts.jobs);
-  return cluster;
-}
-
 // ------------------------------------------------------------------ construction helpers
 
 function partitionSpecs(opts: FakeClusterOptions): readonly PartitionSpec[] {
   if (opts.partitions !== undefined) {
     const total = opts.partitions.reduce((s, p) => s + p.nodes, 0);
     const prefixes = opts.partitions.map((p) => p.prefix ?? p.name);
-    if (new Set(prefixes).size !== prefixes.length) throw new RangeError('partitions need distinct names or prefixes (node names would repeat)');
-    if (opts.nodes !== undefined && opts.nodes !== total) throw new RangeError(`nodes (${opts.nodes}) disagrees with the partitions' ${total} nodes`);
+    if (new Set(prefixes).size !== prefixes.length)
+      throw new RangeError('partitions need distinct names or prefixes (node names would repeat)');
+    if (opts.nodes !== undefined && opts.nodes !== total)
+      throw new RangeError(`nodes (${opts.nodes}) disagrees with the partitions' ${total} nodes`);
     if (opts.partitions.length === 0 || total < 1) throw new RangeError('a fake cluster needs at least one node');
     return opts.partitions;
   }
   const n = opts.nodes ?? 8;
   if (!Number.isInteger(n) || n < 1) throw new RangeError(`nodes must be a positive integer, got ${n}`);
   const gpu = Math.ceil(n / 2);
-  return gpu === n ? [{ name: 'gpu', nodes: n, gpusPerNode: 8 }] : [{ name: 'gpu', nodes: gpu, gpusPerNode: 8 }, { name: 'cpu', nodes: n - gpu }];
+  return gpu === n
+    ? [{ name: 'gpu', nodes: n, gpusPerNode: 8 }]
+    : [
+        { name: 'gpu', nodes: gpu, gpusPerNode: 8 },
+        { name: 'cpu', nodes: n - gpu },
+      ];
 }
 
 function buildNodes(specs: readonly PartitionSpec[], t0: number): FakeNode[] {

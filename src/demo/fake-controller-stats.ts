@@ -51,7 +51,11 @@ export class ControllerStats {
     private readonly jobUsers: readonly FakeUser[],
     t0: number,
   ) {
-    this.users = [{ key: 'root', id: 0 }, { key: 'slurm', id: 64030 }, ...jobUsers.map((u) => ({ key: u.name, id: u.uid }))].map((u) => ({ ...u, count: 0, totalUs: 0 }));
+    this.users = [
+      { key: 'root', id: 0 },
+      { key: 'slurm', id: 64030 },
+      ...jobUsers.map((u) => ({ key: u.name, id: u.uid })),
+    ].map((u) => ({ ...u, count: 0, totalUs: 0 }));
     this.c = initialCounters(t0);
     // A controller that has been up for a while: counters start well above zero.
     for (let i = 0; i < 50; i++) this.background(40);
@@ -114,8 +118,15 @@ export class ControllerStats {
   }
 
   snapshot(): FakeDiag {
-    const rpcsByType: RpcTypeCounter[] = this.types.map((r) => ({ type: r.key, typeId: r.id, count: r.count, totalUs: r.totalUs }));
-    const rpcsByUser: RpcUserCounter[] = this.users.filter((u) => u.count > 0).map((u) => ({ user: u.key, uid: u.id, count: u.count, totalUs: u.totalUs }));
+    const rpcsByType: RpcTypeCounter[] = this.types.map((r) => ({
+      type: r.key,
+      typeId: r.id,
+      count: r.count,
+      totalUs: r.totalUs,
+    }));
+    const rpcsByUser: RpcUserCounter[] = this.users
+      .filter((u) => u.count > 0)
+      .map((u) => ({ user: u.key, uid: u.id, count: u.count, totalUs: u.totalUs }));
     return { ...this.c, rpcsByType, rpcsByUser };
   }
 

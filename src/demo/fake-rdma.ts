@@ -73,8 +73,14 @@ export class FakeRdma {
   /** `rdma -j statistic qp show`: one entry per counter, keys in iproute2's order. */
   counters(list: readonly QpCounterJson[]): void {
     const json = list.map((c, i) => ({
-      ifindex: i + 1, ifname: c.ifname, port: c.port, cntn: c.cntn, 'qp-type': 'RC',
-      ...(c.pid === undefined ? {} : { pid: c.pid, comm: c.comm ?? 'python' }), ...c.counters, lqpn: c.lqpn,
+      ifindex: i + 1,
+      ifname: c.ifname,
+      port: c.port,
+      cntn: c.cntn,
+      'qp-type': 'RC',
+      ...(c.pid === undefined ? {} : { pid: c.pid, comm: c.comm ?? 'python' }),
+      ...c.counters,
+      lqpn: c.lqpn,
     }));
     fs.writeFileSync(path.join(this.dir, 'stat.json'), JSON.stringify(json));
   }
@@ -82,8 +88,18 @@ export class FakeRdma {
   /** `rdma -j resource show qp`: QPs of `pid` on a link. */
   resources(list: readonly { ifname: string; port: number; pid?: number; lqpn: number }[]): void {
     const json = list.map((q) => ({
-      ifindex: 1, ifname: q.ifname, port: q.port, lqpn: q.lqpn, rqpn: q.lqpn + 1000, type: 'RC', state: 'RTS', 'rq-psn': 0, 'sq-psn': 0,
-      'path-mig-state': 'MIGRATED', pdn: 3, ...(q.pid === undefined ? {} : { pid: q.pid, comm: 'python' }),
+      ifindex: 1,
+      ifname: q.ifname,
+      port: q.port,
+      lqpn: q.lqpn,
+      rqpn: q.lqpn + 1000,
+      type: 'RC',
+      state: 'RTS',
+      'rq-psn': 0,
+      'sq-psn': 0,
+      'path-mig-state': 'MIGRATED',
+      pdn: 3,
+      ...(q.pid === undefined ? {} : { pid: q.pid, comm: 'python' }),
     }));
     fs.writeFileSync(path.join(this.dir, 'resource.json'), JSON.stringify(json));
   }
@@ -109,7 +125,10 @@ export class FakeRdma {
 
 function read(file: string): string[] {
   try {
-    return fs.readFileSync(file, 'utf8').split('\n').filter((l) => l !== '');
+    return fs
+      .readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((l) => l !== '');
   } catch {
     return [];
   }

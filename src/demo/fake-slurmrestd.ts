@@ -66,7 +66,10 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
 }
 
 function sendError(res: ServerResponse, status: number, description: string): void {
-  sendJson(res, status, { errors: [{ description, error_number: status, error: description, source: 'fake-slurmrestd' }], warnings: [] });
+  sendJson(res, status, {
+    errors: [{ description, error_number: status, error: description, source: 'fake-slurmrestd' }],
+    warnings: [],
+  });
 }
 
 /** null when the request may go on; otherwise the status to answer with. */
@@ -82,9 +85,16 @@ function authStatus(req: IncomingMessage, token: string | undefined): number | n
 function route(path: string, served: ReadonlySet<RenderVersion>, slurmdbd: boolean): Route {
   const m = ROUTE.exec(path);
   if (m === null) throw new HttpError(404, `Unable to find requested URL ${path}`);
-  const [, family, version, what] = m as unknown as [string, 'slurm' | 'slurmdb', string, 'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses' | 'reservations' | 'shares'];
-  if (!isRenderVersion(version) || !served.has(version)) throw new HttpError(404, `Unable to find requested URL ${path}`);
-  if (family === 'slurmdb' && (!slurmdbd || what !== 'jobs')) throw new HttpError(404, `Unable to find requested URL ${path}`);
+  const [, family, version, what] = m as unknown as [
+    string,
+    'slurm' | 'slurmdb',
+    string,
+    'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses' | 'reservations' | 'shares',
+  ];
+  if (!isRenderVersion(version) || !served.has(version))
+    throw new HttpError(404, `Unable to find requested URL ${path}`);
+  if (family === 'slurmdb' && (!slurmdbd || what !== 'jobs'))
+    throw new HttpError(404, `Unable to find requested URL ${path}`);
   if (what === 'shares' && version === 'v0.0.38') throw new HttpError(404, `Unable to find requested URL ${path}`);
   return { version, endpoint: family === 'slurmdb' ? 'slurmdb-jobs' : what };
 }
@@ -151,17 +161,29 @@ export async function startFakeSlurmrestd(opts: FakeSlurmrestdOptions): Promise<
     if (req.method !== 'GET') return sendError(res, 405, `Method ${req.method ?? ''} not allowed`);
     if (opts.clock !== undefined) opts.cluster.advanceTo(opts.clock());
     if (OPENAPI_PATHS.has(url.pathname)) {
-      return sendJson(res, 200, openapiDocument([...served], { slurmdbd, ...(opts.release !== undefined ? { release: opts.release } : {}) }));
+      return sendJson(
+        res,
+        200,
+        openapiDocument([...served], { slurmdbd, ...(opts.release !== undefined ? { release: opts.release } : {}) }),
+      );
     }
     const r = route(url.pathname, served, slurmdbd);
     if (opts.failing?.includes(r.endpoint)) return sendError(res, 500, `${r.endpoint}: injected failure`);
     const since = updateTime(url.searchParams);
-    if (r.endpoint === 'nodes' && r.version === 'v0.0.45' && since !== undefined && opts.cluster.nodesUpdatedAt <= since) {
+    if (
+      r.endpoint === 'nodes' &&
+      r.version === 'v0.0.45' &&
+      since !== undefined &&
+      opts.cluster.nodesUpdatedAt <= since
+    ) {
       res.writeHead(304).end();
       return;
     }
     const query = r.endpoint === 'slurmdb-jobs' ? accountingQuery(url.searchParams) : undefined;
-    const renderOpts = { ...(opts.release !== undefined ? { release: opts.release } : {}), ...(query !== undefined ? { query } : {}) };
+    const renderOpts = {
+      ...(opts.release !== undefined ? { release: opts.release } : {}),
+      ...(query !== undefined ? { query } : {}),
+    };
     await stream(res, renderChunks(opts.cluster, r.version, r.endpoint, renderOpts));
   };
 

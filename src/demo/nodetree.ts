@@ -46,7 +46,8 @@ export interface ProcSpec {
  * An rdma.current: charges by device (every HCA of the tree is listed, zeros
  * included, as the kernel does), or the raw file content.
  */
-export type RdmaSpec = Readonly<Record<string, { readonly handles: number; readonly objects: number }>> | { readonly raw: string };
+export type RdmaSpec =
+  Readonly<Record<string, { readonly handles: number; readonly objects: number }>> | { readonly raw: string };
 
 export interface StepSpec {
   readonly name: string;
@@ -93,11 +94,15 @@ export function writeTree(dir: string, spec: TreeSpec): Roots {
   for (const job of spec.jobs) {
     for (const step of job.steps) {
       const rdma = hasRdma(spec);
-      step.tasks.forEach((t, i) => writeProcess(roots.procfs, { cgroup: jobCgroup(spec, job, step.name, `task_${i}`, rdma), ...t }));
-      if (step.stepd) writeProcess(roots.procfs, { cgroup: jobCgroup(spec, job, step.name, undefined, rdma), ...step.stepd });
+      step.tasks.forEach((t, i) =>
+        writeProcess(roots.procfs, { cgroup: jobCgroup(spec, job, step.name, `task_${i}`, rdma), ...t }),
+      );
+      if (step.stepd)
+        writeProcess(roots.procfs, { cgroup: jobCgroup(spec, job, step.name, undefined, rdma), ...step.stepd });
     }
   }
-  for (const p of spec.others) writeProcess(roots.procfs, spec.rdmaEverywhere && p.pid === 1 && !p.cgroup ? { ...p, cgroup: '0::/\n' } : p);
+  for (const p of spec.others)
+    writeProcess(roots.procfs, spec.rdmaEverywhere && p.pid === 1 && !p.cgroup ? { ...p, cgroup: '0::/\n' } : p);
   writeCgroups(roots.cgroupfs, spec);
   writeRdma(roots, spec);
   return roots;
@@ -105,7 +110,10 @@ export function writeTree(dir: string, spec: TreeSpec): Roots {
 
 /** Whether the tree has an rdma controller (then v1 trees get an rdma hierarchy). */
 function hasRdma(spec: TreeSpec): boolean {
-  const procs = [...spec.others, ...spec.jobs.flatMap((j) => j.steps.flatMap((s) => [...s.tasks, ...(s.stepd ? [s.stepd] : [])]))];
+  const procs = [
+    ...spec.others,
+    ...spec.jobs.flatMap((j) => j.steps.flatMap((s) => [...s.tasks, ...(s.stepd ? [s.stepd] : [])])),
+  ];
   return spec.rdmaEverywhere === true || spec.jobs.some((j) => j.rdma) || procs.some((p) => p.rdma);
 }
 
@@ -116,7 +124,8 @@ function chargesFromFds(spec: TreeSpec, p: ProcSpec): Charges {
   const out: Charges = {};
   for (const u of p.uverbs ?? []) {
     const hca = spec.hcas.find((h) => h.uverbs === u);
-    if (hca) out[hca.name] = { handles: (out[hca.name]?.handles ?? 0) + 1, objects: (out[hca.name]?.objects ?? 0) + 10 };
+    if (hca)
+      out[hca.name] = { handles: (out[hca.name]?.handles ?? 0) + 1, objects: (out[hca.name]?.objects ?? 0) + 10 };
   }
   return out;
 }
@@ -127,7 +136,9 @@ function jobProcs(job: JobSpec): ProcSpec[] {
 
 function sumCharges(list: readonly Charges[]): Charges {
   const out: Charges = {};
-  for (const c of list) for (const [d, v] of Object.entries(c)) out[d] = { handles: (out[d]?.handles ?? 0) + v.handles, objects: (out[d]?.objects ?? 0) + v.objects };
+  for (const c of list)
+    for (const [d, v] of Object.entries(c))
+      out[d] = { handles: (out[d]?.handles ?? 0) + v.handles, objects: (out[d]?.objects ?? 0) + v.objects };
   return out;
 }
 
@@ -135,7 +146,9 @@ export function rdmaCurrentText(spec: RdmaSpec, devices: readonly string[]): str
   if ('raw' in spec && typeof spec.raw === 'string') return spec.raw;
   const charges = spec as Readonly<Record<string, { handles: number; objects: number }>>;
   const names = [...new Set([...devices, ...Object.keys(charges)])];
-  return names.map((d) => `${d} hca_handle=${charges[d]?.handles ?? 0} hca_object=${charges[d]?.objects ?? 0} \n`).join('');
+  return names
+    .map((d) => `${d} hca_handle=${charges[d]?.handles ?? 0} hca_object=${charges[d]?.objects ?? 0} \n`)
+    .join('');
 }
 
 function writeRdma(roots: Roots, spec: TreeSpec): void {
@@ -143,9 +156,13 @@ function writeRdma(roots: Roots, spec: TreeSpec): void {
   const everywhere = spec.rdmaEverywhere === true;
   const own = (p: ProcSpec): RdmaSpec | undefined => p.rdma ?? (everywhere ? chargesFromFds(spec, p) : undefined);
   for (const job of spec.jobs) {
-    const charges = job.rdma ?? (everywhere ? sumCharges(jobProcs(job).map((p) => chargesFromFds(spec, p))) : undefined);
+    const charges =
+      job.rdma ?? (everywhere ? sumCharges(jobProcs(job).map((p) => chargesFromFds(spec, p))) : undefined);
     if (!charges) continue;
-    const dir = spec.layout === 'v1' ? path.join(roots.cgroupfs, 'rdma', 'slurm', `uid_${job.uid}`, `job_${job.jobId}`) : path.join(scopeDir(roots.cgroupfs, spec), jobDirName(job, spec.layout));
+    const dir =
+      spec.layout === 'v1'
+        ? path.join(roots.cgroupfs, 'rdma', 'slurm', `uid_${job.uid}`, `job_${job.jobId}`)
+        : path.join(scopeDir(roots.cgroupfs, spec), jobDirName(job, spec.layout));
     put(path.join(dir, 'rdma.current'), rdmaCurrentText(charges, devices));
   }
   // In v1 trees the processes outside the jobs sit in the rdma hierarchy's root: no file of their own.
@@ -160,7 +177,10 @@ function writeRdma(roots: Roots, spec: TreeSpec): void {
 /** A process's own rdma cgroup directory, from the /proc/<pid>/cgroup already written. */
 function ownCgroupDir(roots: Roots, pid: number): string | undefined {
   const text = fs.readFileSync(path.join(roots.procfs, String(pid), 'cgroup'), 'utf8');
-  const lines = text.split('\n').map((l) => /^\d+:([^:]*):(.*)$/.exec(l)).filter((m): m is RegExpExecArray => m !== null);
+  const lines = text
+    .split('\n')
+    .map((l) => /^\d+:([^:]*):(.*)$/.exec(l))
+    .filter((m): m is RegExpExecArray => m !== null);
   const v1 = lines.find((m) => (m[1] as string).split(',').includes('rdma'));
   if (v1) return path.join(roots.cgroupfs, v1[1] as string, v1[2] as string);
   const v2 = lines.find((m) => m[1] === '');
@@ -196,7 +216,13 @@ function writePort(sysfs: string, device: string, n: number, p: PortSpec): void 
   if (p.hwCounters) writeCounters(sysfs, device, n, p.hwCounters, 'hw_counters');
 }
 
-export function writeCounters(sysfs: string, device: string, port: number, values: Readonly<Record<string, string | number | bigint>>, group: 'counters' | 'hw_counters'): void {
+export function writeCounters(
+  sysfs: string,
+  device: string,
+  port: number,
+  values: Readonly<Record<string, string | number | bigint>>,
+  group: 'counters' | 'hw_counters',
+): void {
   const dir = path.join(sysfs, 'class', 'infiniband', device, 'ports', String(port), group);
   fs.mkdirSync(dir, { recursive: true });
   for (const [name, v] of Object.entries(values)) fs.writeFileSync(path.join(dir, name), `${v}\n`);
@@ -217,7 +243,8 @@ export function writeProcess(procfs: string, p: ProcSpec): void {
   const total = Math.max(p.fds ?? 3 + uverbs.length, 3 + uverbs.length);
   for (let fd = 0; fd < total; fd++) {
     const u = fd - 3;
-    const target = fd < 3 ? '/dev/null' : u < uverbs.length ? `/dev/infiniband/uverbs${uverbs[u]}` : `socket:[${p.pid * 1000 + fd}]`;
+    const target =
+      fd < 3 ? '/dev/null' : u < uverbs.length ? `/dev/infiniband/uverbs${uverbs[u]}` : `socket:[${p.pid * 1000 + fd}]`;
     fs.symlinkSync(target, path.join(fdDir, String(fd)));
   }
 }
@@ -229,7 +256,8 @@ export function removeProcess(procfs: string, pid: number): void {
 function writeCgroups(cgroupfs: string, spec: TreeSpec): void {
   fs.mkdirSync(cgroupfs, { recursive: true });
   if (spec.layout === 'v1') {
-    for (const ctrl of ['freezer', 'memory', 'cpuset', ...(hasRdma(spec) ? ['rdma'] : [])]) for (const job of spec.jobs) writeJobV1(cgroupfs, ctrl, job);
+    for (const ctrl of ['freezer', 'memory', 'cpuset', ...(hasRdma(spec) ? ['rdma'] : [])])
+      for (const job of spec.jobs) writeJobV1(cgroupfs, ctrl, job);
     fs.mkdirSync(path.join(cgroupfs, 'freezer', 'slurm', 'system'), { recursive: true });
     return;
   }

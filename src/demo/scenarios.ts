@@ -3,16 +3,43 @@
  * Counter values move with `drift` so rates are visible.
  */
 import type { FakeRdma, QpCounterJson } from './fake-rdma.js';
-import { writeCounters, stepd, type HcaSpec, type JobSpec, type PortSpec, type ProcSpec, type TreeLayout, type TreeSpec } from './nodetree.js';
+import {
+  writeCounters,
+  stepd,
+  type HcaSpec,
+  type JobSpec,
+  type PortSpec,
+  type ProcSpec,
+  type TreeLayout,
+  type TreeSpec,
+} from './nodetree.js';
 
 const PMA = {
-  port_xmit_data: 0, port_rcv_data: 0, port_xmit_packets: 0, port_rcv_packets: 0, port_xmit_discards: 0,
-  port_rcv_errors: 0, symbol_error: 0, link_downed: 0, link_error_recovery: 0, port_xmit_wait: 0,
-  local_link_integrity_errors: 0, excessive_buffer_overrun_errors: 0, VL15_dropped: 0,
+  port_xmit_data: 0,
+  port_rcv_data: 0,
+  port_xmit_packets: 0,
+  port_rcv_packets: 0,
+  port_xmit_discards: 0,
+  port_rcv_errors: 0,
+  symbol_error: 0,
+  link_downed: 0,
+  link_error_recovery: 0,
+  port_xmit_wait: 0,
+  local_link_integrity_errors: 0,
+  excessive_buffer_overrun_errors: 0,
+  VL15_dropped: 0,
 } as const;
 const HW = {
-  packet_seq_err: 0, out_of_sequence: 0, local_ack_timeout_err: 0, rnr_nak_retry_err: 0, out_of_buffer: 0,
-  implied_nak_seq_err: 0, req_transport_retries_exceeded: 0, np_cnp_sent: 0, rp_cnp_handled: 0, lifespan: 10,
+  packet_seq_err: 0,
+  out_of_sequence: 0,
+  local_ack_timeout_err: 0,
+  rnr_nak_retry_err: 0,
+  out_of_buffer: 0,
+  implied_nak_seq_err: 0,
+  req_transport_retries_exceeded: 0,
+  np_cnp_sent: 0,
+  rp_cnp_handled: 0,
+  lifespan: 10,
 } as const;
 
 function port(linkLayer: PortSpec['linkLayer'], rate: string): PortSpec {
@@ -73,9 +100,29 @@ function job(jobId: string, sluid: string | undefined, basePid: number, uverbs: 
 
 /** Per-second rates of the demo counters, by HCA; packet_seq_err climbs on the shared mlx5_1. */
 const DEMO_RATES: Record<string, Record<string, number>> = {
-  mlx5_0: { port_xmit_data: 2_500_000_000, port_rcv_data: 2_400_000_000, port_xmit_packets: 2_400_000, port_rcv_packets: 2_300_000 },
-  mlx5_1: { port_xmit_data: 600_000_000, port_rcv_data: 580_000_000, port_xmit_packets: 600_000, port_rcv_packets: 590_000, packet_seq_err: 350, out_of_sequence: 120, local_ack_timeout_err: 4 },
-  mlx5_2: { port_xmit_data: 1_200_000_000, port_rcv_data: 1_100_000_000, port_xmit_packets: 1_100_000, port_rcv_packets: 1_000_000, np_cnp_sent: 40, rp_cnp_handled: 35 },
+  mlx5_0: {
+    port_xmit_data: 2_500_000_000,
+    port_rcv_data: 2_400_000_000,
+    port_xmit_packets: 2_400_000,
+    port_rcv_packets: 2_300_000,
+  },
+  mlx5_1: {
+    port_xmit_data: 600_000_000,
+    port_rcv_data: 580_000_000,
+    port_xmit_packets: 600_000,
+    port_rcv_packets: 590_000,
+    packet_seq_err: 350,
+    out_of_sequence: 120,
+    local_ack_timeout_err: 4,
+  },
+  mlx5_2: {
+    port_xmit_data: 1_200_000_000,
+    port_rcv_data: 1_100_000_000,
+    port_xmit_packets: 1_100_000,
+    port_rcv_packets: 1_000_000,
+    np_cnp_sent: 40,
+    rp_cnp_handled: 35,
+  },
   mlx5_3: { port_xmit_data: 5_000_000, port_rcv_data: 4_000_000, port_xmit_packets: 5_000, port_rcv_packets: 4_000 },
 };
 
@@ -108,18 +155,48 @@ export class CounterDrift {
  * on, so it has none: job 918003's coverage is 2 of 4 QPs.
  */
 const DEMO_QP_RATES: Record<number, Record<string, number>> = {
-  42010: { rx_write_requests: 9_000, packet_seq_err: 220, out_of_sequence: 80, local_ack_timeout_err: 3, rdma_tx_bytes: 250_000_000, rdma_rx_bytes: 240_000_000 },
-  42011: { rx_write_requests: 8_000, packet_seq_err: 90, out_of_sequence: 30, local_ack_timeout_err: 1, rdma_tx_bytes: 230_000_000, rdma_rx_bytes: 220_000_000 },
-  43010: { rx_write_requests: 3_000, packet_seq_err: 40, out_of_sequence: 10, local_ack_timeout_err: 0, rdma_tx_bytes: 100_000_000, rdma_rx_bytes: 90_000_000 },
+  42010: {
+    rx_write_requests: 9_000,
+    packet_seq_err: 220,
+    out_of_sequence: 80,
+    local_ack_timeout_err: 3,
+    rdma_tx_bytes: 250_000_000,
+    rdma_rx_bytes: 240_000_000,
+  },
+  42011: {
+    rx_write_requests: 8_000,
+    packet_seq_err: 90,
+    out_of_sequence: 30,
+    local_ack_timeout_err: 1,
+    rdma_tx_bytes: 230_000_000,
+    rdma_rx_bytes: 220_000_000,
+  },
+  43010: {
+    rx_write_requests: 3_000,
+    packet_seq_err: 40,
+    out_of_sequence: 10,
+    local_ack_timeout_err: 0,
+    rdma_tx_bytes: 100_000_000,
+    rdma_rx_bytes: 90_000_000,
+  },
 };
-const DEMO_QPS: Record<number, number[]> = { 42010: [100, 101, 102], 42011: [103, 104], 43010: [200, 201], 43011: [202, 203] };
+const DEMO_QPS: Record<number, number[]> = {
+  42010: [100, 101, 102],
+  42011: [103, 104],
+  43010: [200, 201],
+  43011: [202, 203],
+};
 
 /** The demo's per-PID QP counters on the shared mlx5_1, moved like the port counters and served by a stand-in rdma. */
 export class QpDrift {
   private readonly values = new Map<string, number>();
 
   constructor(private readonly rdma: FakeRdma) {
-    rdma.resources(Object.entries(DEMO_QPS).flatMap(([pid, qps]) => qps.map((lqpn) => ({ ifname: 'mlx5_1', port: 1, pid: Number(pid), lqpn }))));
+    rdma.resources(
+      Object.entries(DEMO_QPS).flatMap(([pid, qps]) =>
+        qps.map((lqpn) => ({ ifname: 'mlx5_1', port: 1, pid: Number(pid), lqpn })),
+      ),
+    );
   }
 
   tick(seconds: number): void {
@@ -131,7 +208,15 @@ export class QpDrift {
         this.values.set(key, v);
         counters[name] = v;
       }
-      return { ifname: 'mlx5_1', port: 1, cntn: i + 1, pid: Number(pid), comm: 'python', counters, lqpn: DEMO_QPS[Number(pid)] ?? [] };
+      return {
+        ifname: 'mlx5_1',
+        port: 1,
+        cntn: i + 1,
+        pid: Number(pid),
+        comm: 'python',
+        counters,
+        lqpn: DEMO_QPS[Number(pid)] ?? [],
+      };
     });
     this.rdma.counters(list);
   }
@@ -147,7 +232,15 @@ export interface HeavyOptions {
   readonly otherProcesses: number;
 }
 
-export const HEAVY_NODE: HeavyOptions = { layout: 'v2', hcas: 8, portsPerHca: 2, jobs: 64, jobProcesses: 600, fdsPerProcess: 256, otherProcesses: 200 };
+export const HEAVY_NODE: HeavyOptions = {
+  layout: 'v2',
+  hcas: 8,
+  portsPerHca: 2,
+  jobs: 64,
+  jobProcesses: 600,
+  fdsPerProcess: 256,
+  otherProcesses: 200,
+};
 
 /** The benchmark node: many jobs and processes, every job process holding one HCA. */
 export function heavyTree(o: HeavyOptions): TreeSpec {
@@ -166,8 +259,16 @@ export function heavyTree(o: HeavyOptions): TreeSpec {
       uverbs: [j % o.hcas],
       fds: o.fdsPerProcess,
     }));
-    return { jobId, uid: 1000 + j, steps: [{ name: 'step_0', tasks, stepd: stepd(100_000 + j * 100, jobId, 'step_0') }] };
+    return {
+      jobId,
+      uid: 1000 + j,
+      steps: [{ name: 'step_0', tasks, stepd: stepd(100_000 + j * 100, jobId, 'step_0') }],
+    };
   });
-  const others: ProcSpec[] = Array.from({ length: o.otherProcesses }, (_, i) => ({ pid: 10 + i, comm: `daemon${i}`, fds: 16 }));
+  const others: ProcSpec[] = Array.from({ length: o.otherProcesses }, (_, i) => ({
+    pid: 10 + i,
+    comm: `daemon${i}`,
+    fds: 16,
+  }));
   return { layout: o.layout, hcas, jobs, others };
 }

@@ -10,9 +10,27 @@
  * spec accepts. That loses one fact: v0.0.38 cannot tell an unlimited time limit from an unset one.
  */
 import type { FakeDiag, FakeJob, FakeNode } from './fake-cluster-types.js';
-import { arrayTaskString, isTerminal, jobCpus, jobReqTres, nodeGres, nodeGresUsed, nodeStateOf, nodeTres, nodeTresUsed } from './fake-cluster-types.js';
-import { average, gpuTypeOf, sortedRpcTypes, sortedRpcUsers, SCHEDULE_CYCLES_PER_MINUTE, stdoutPath, tresEntries } from './fake-cluster-truth.js';
-import type { TresEntry } from './fake-cluster-truth.js';
+import {
+  arrayTaskString,
+  isTerminal,
+  jobCpus,
+  jobReqTres,
+  nodeGres,
+  nodeGresUsed,
+  nodeStateOf,
+  nodeTres,
+  nodeTresUsed,
+} from './fake-cluster-types.js';
+import {
+  average,
+  gpuTypeOf,
+  sortedRpcTypes,
+  sortedRpcUsers,
+  SCHEDULE_CYCLES_PER_MINUTE,
+  stdoutPath,
+  tresEntries,
+} from './fake-cluster-derived.js';
+import type { TresEntry } from './fake-cluster-derived.js';
 import type { ClusterView } from './fake-cluster-types.js';
 
 export interface Ctx38 {
@@ -24,7 +42,10 @@ type Obj = Record<string, unknown>;
 
 export function meta38(c: Ctx38, daemon: 'slurmctld' | 'slurmdbd'): Obj {
   const [major = 0, minor = 0, micro = 0] = c.release.split('.').map(Number);
-  const plugin = daemon === 'slurmctld' ? { type: 'openapi/v0.0.38', name: 'Slurm OpenAPI v0.0.38' } : { type: 'openapi/dbv0.0.38', name: 'Slurm OpenAPI DB v0.0.38' };
+  const plugin =
+    daemon === 'slurmctld'
+      ? { type: 'openapi/v0.0.38', name: 'Slurm OpenAPI v0.0.38' }
+      : { type: 'openapi/dbv0.0.38', name: 'Slurm OpenAPI DB v0.0.38' };
   return { plugin, Slurm: { version: { major, micro, minor }, release: c.release } };
 }
 
@@ -145,7 +166,10 @@ export function job38(j: FakeJob, c: Ctx38): Obj {
     federation_origin: '',
     federation_siblings_active: '',
     federation_siblings_viable: '',
-    gres_detail: j.gpusPerNode > 0 && j.nodeIdx.length > 0 ? j.nodeIdx.map(() => `gpu:${gpuTypeOf(j, c.view)}:${j.gpusPerNode}(IDX:0-${j.gpusPerNode - 1})`) : [],
+    gres_detail:
+      j.gpusPerNode > 0 && j.nodeIdx.length > 0
+        ? j.nodeIdx.map(() => `gpu:${gpuTypeOf(j, c.view)}:${j.gpusPerNode}(IDX:0-${j.gpusPerNode - 1})`)
+        : [],
     group_id: u.uid,
     group_name: u.name,
     job_id: j.id,
@@ -225,7 +249,8 @@ function tresList38(entries: readonly TresEntry[]): Obj[] {
 
 /** Exit codes as dbv0.0.38 words them; a job that has not ended reads as SUCCESS (as recorded). */
 function dbExit38(j: FakeJob): Obj {
-  if (j.state === 'CANCELLED' || j.state === 'TIMEOUT') return { status: 'SIGNALED', signal: { signal_id: 15, name: 'SIGTERM' } };
+  if (j.state === 'CANCELLED' || j.state === 'TIMEOUT')
+    return { status: 'SIGNALED', signal: { signal_id: 15, name: 'SIGTERM' } };
   if (j.state === 'FAILED') return { status: 'ERROR', return_code: j.exitStatus };
   return { status: 'SUCCESS', return_code: 0 };
 }
@@ -276,7 +301,10 @@ export function dbJob38(j: FakeJob, c: Ctx38): Obj {
     reservation: { id: 0, name: 0 },
     state: { current: j.state, reason: j.reason },
     steps: [],
-    tres: { allocated: tresList38(tresEntries(j, 'allocated', gpuTypeOf(j, c.view))), requested: tresList38(tresEntries(j, 'requested', '')) },
+    tres: {
+      allocated: tresList38(tresEntries(j, 'allocated', gpuTypeOf(j, c.view))),
+      requested: tresList38(tresEntries(j, 'requested', '')),
+    },
     user: u.name,
     wckey: { wckey: '', flags: [] },
     working_directory: `/home/${u.name}`,
@@ -327,7 +355,11 @@ export function diagStats38(d: FakeDiag, c: Ctx38): Obj {
     bf_table_size_mean: 1,
     bf_when_last_cycle: d.bfWhenLastCycle,
     bf_active: false,
-    rpcs_by_message_type: sortedRpcTypes(d).map((r) => ({ message_type: r.type, type_id: r.typeId, ...row(r.totalUs, r.count) })),
+    rpcs_by_message_type: sortedRpcTypes(d).map((r) => ({
+      message_type: r.type,
+      type_id: r.typeId,
+      ...row(r.totalUs, r.count),
+    })),
     rpcs_by_user: sortedRpcUsers(d).map((r) => ({ user: r.user, user_id: r.uid, ...row(r.totalUs, r.count) })),
   };
 }

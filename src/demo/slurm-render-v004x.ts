@@ -9,7 +9,18 @@
  * object literal per entity keeps Slurm's member order for every version.
  */
 import type { ClusterView, FakeDiag, FakeJob, FakeNode } from './fake-cluster-types.js';
-import { arrayTaskString, isTerminal, jobCpus, jobReqTres, nodeGres, nodeGresUsed, nodeStateOf, nodeTres, nodeTresUsed, taskRanges } from './fake-cluster-types.js';
+import {
+  arrayTaskString,
+  isTerminal,
+  jobCpus,
+  jobReqTres,
+  nodeGres,
+  nodeGresUsed,
+  nodeStateOf,
+  nodeTres,
+  nodeTresUsed,
+  taskRanges,
+} from './fake-cluster-types.js';
 import {
   average,
   gpuTypeOf,
@@ -21,8 +32,8 @@ import {
   SPECIALIZED_MEMORY_MIB,
   stdoutPath,
   tresEntries,
-} from './fake-cluster-truth.js';
-import type { TresEntry } from './fake-cluster-truth.js';
+} from './fake-cluster-derived.js';
+import type { TresEntry } from './fake-cluster-derived.js';
 
 export type Minor = 40 | 41 | 42 | 43 | 44 | 45;
 
@@ -148,7 +159,8 @@ const EXIT_PENDING = Object.freeze({ status: ['PENDING'], return_code: UNSET, si
 
 function exit4x(j: FakeJob): unknown {
   if (!isTerminal(j)) return EXIT_PENDING;
-  if (j.state === 'CANCELLED' || j.state === 'TIMEOUT') return { status: ['SIGNALED'], return_code: UNSET, signal: { id: nv(15), name: 'SIGTERM' } };
+  if (j.state === 'CANCELLED' || j.state === 'TIMEOUT')
+    return { status: ['SIGNALED'], return_code: UNSET, signal: { id: nv(15), name: 'SIGTERM' } };
   if (j.state === 'FAILED') return { status: ['ERROR'], return_code: nv(j.exitStatus), signal: NO_SIGNAL };
   return EXIT_OK;
 }
@@ -192,7 +204,13 @@ function jobResources4x(j: FakeJob, c: Ctx4x): unknown {
       allocated_cores: nodes.reduce((s, n) => s + Math.ceil(j.cpusPerNode / n.threadsPerCore), 0),
       allocated_cpus: jobCpus(j),
       allocated_hosts: nodes.length,
-      allocated_nodes: nodes.map((n, i) => ({ nodename: n.name, cpus_used: j.cpusPerNode, memory_used: 0, memory_allocated: j.memPerNodeMiB, index: i })),
+      allocated_nodes: nodes.map((n, i) => ({
+        nodename: n.name,
+        cpus_used: j.cpusPerNode,
+        memory_used: 0,
+        memory_allocated: j.memPerNodeMiB,
+        index: i,
+      })),
     };
   }
   const allocation = nodes.map((n, i) => ({
@@ -424,7 +442,13 @@ export function dbJob4x(j: FakeJob, c: Ctx4x): Obj {
       task_id: a?.taskId !== undefined ? nv(a.taskId) : UNSET,
       task: a?.pendingTasks !== undefined ? taskRanges(a.pendingTasks) : '',
     },
-    association: { account: u.account, cluster: c.view.clusterName, partition: j.partition, user: u.name, id: u.uid - 990 },
+    association: {
+      account: u.account,
+      cluster: c.view.clusterName,
+      partition: j.partition,
+      user: u.name,
+      id: u.uid - 990,
+    },
     block: '',
     cluster: c.view.clusterName,
     constraints: '',
@@ -463,7 +487,10 @@ export function dbJob4x(j: FakeJob, c: Ctx4x): Obj {
     state: { current: [j.state], reason: j.reason },
     steps: [],
     submit_line: `sbatch ${j.name}.sh`,
-    tres: { allocated: tresList4x(tresEntries(j, 'allocated', gpuTypeOf(j, c.view))), requested: tresList4x(tresEntries(j, 'requested', '')) },
+    tres: {
+      allocated: tresList4x(tresEntries(j, 'allocated', gpuTypeOf(j, c.view))),
+      requested: tresList4x(tresEntries(j, 'requested', '')),
+    },
     used_gres: '',
     user: u.name,
     wckey: { wckey: '', flags: [] },
@@ -486,7 +513,13 @@ function rpcRows4x(d: FakeDiag, v: Minor): { byType: Obj[]; byUser: Obj[] } {
     total_time: r.totalUs,
     average_time: avg(r.totalUs, r.count),
   }));
-  const byUser = sortedRpcUsers(d).map((r) => ({ user: r.user, user_id: r.uid, count: r.count, total_time: r.totalUs, average_time: avg(r.totalUs, r.count) }));
+  const byUser = sortedRpcUsers(d).map((r) => ({
+    user: r.user,
+    user_id: r.uid,
+    count: r.count,
+    total_time: r.totalUs,
+    average_time: avg(r.totalUs, r.count),
+  }));
   return { byType, byUser };
 }
 
@@ -519,7 +552,14 @@ export function diagStats4x(d: FakeDiag, c: Ctx4x): Obj {
     schedule_cycle_per_minute: SCHEDULE_CYCLES_PER_MINUTE,
     schedule_cycle_depth: since(v, 41, d.scheduleCycleDepth % UINT32),
     schedule_queue_length: d.scheduleQueueLength,
-    schedule_exit: { end_job_queue: d.scheduleCycleTotal % UINT32, default_queue_depth: 0, max_job_start: 0, max_rpc_cnt: 0, max_sched_time: 0, licenses: 0 },
+    schedule_exit: {
+      end_job_queue: d.scheduleCycleTotal % UINT32,
+      default_queue_depth: 0,
+      max_job_start: 0,
+      max_rpc_cnt: 0,
+      max_sched_time: 0,
+      licenses: 0,
+    },
     jobs_submitted: d.jobsSubmitted,
     jobs_started: d.jobsStarted,
     jobs_completed: d.jobsCompleted,
@@ -550,11 +590,17 @@ export function diagStats4x(d: FakeDiag, c: Ctx4x): Obj {
     bf_table_size_sum: since(v, 41, d.bfCycleCounter),
     bf_when_last_cycle: nv(d.bfWhenLastCycle),
     bf_active: false,
-    bf_exit: { end_job_queue: d.bfCycleCounter, bf_max_job_start: 0, bf_max_job_test: 0, bf_max_time: 0, bf_node_space_size: 0, state_changed: 0 },
+    bf_exit: {
+      end_job_queue: d.bfCycleCounter,
+      bf_max_job_start: 0,
+      bf_max_job_test: 0,
+      bf_max_time: 0,
+      bf_node_space_size: 0,
+      state_changed: 0,
+    },
     rpcs_by_message_type: rows.byType,
     rpcs_by_user: rows.byUser,
     pending_rpcs: since(v, 41, []),
     pending_rpcs_by_hostlist: since(v, 41, []),
   };
 }
-

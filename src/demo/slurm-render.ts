@@ -6,10 +6,9 @@
  * jobs are ~0.5 GB, more than V8's maximum string length. `bodyParts` yields the pieces,
  * `renderChunks` groups them into chunks for a socket, `renderText` joins them for small clusters.
  */
-import type { ClusterTruth, FakeCluster } from './fake-cluster.js';
+import type { FakeCluster } from './fake-cluster.js';
 import type { ClusterView, FakeJob, FakeNode } from './fake-cluster-types.js';
 import { isTerminal } from './fake-cluster-types.js';
-import type { SlurmDiag, SlurmJob, SlurmNode } from '../cluster/model.js';
 import { dbJob38, diagStats38, job38, meta38, node38 } from './slurm-render-v0038.js';
 import type { Ctx38 } from './slurm-render-v0038.js';
 import { dbJob4x, diagStats4x, job4x, meta4x, node4x, nv } from './slurm-render-v004x.js';
@@ -18,8 +17,18 @@ import type { Ctx4x, Minor } from './slurm-render-v004x.js';
 export const RENDER_VERSIONS = ['v0.0.38', 'v0.0.40', 'v0.0.41', 'v0.0.42', 'v0.0.43', 'v0.0.44', 'v0.0.45'] as const;
 export type RenderVersion = (typeof RENDER_VERSIONS)[number];
 
-export type Endpoint = 'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses' | 'reservations' | 'shares' | 'slurmdb-jobs';
-export const ENDPOINTS: readonly Endpoint[] = ['nodes', 'jobs', 'diag', 'partitions', 'licenses', 'reservations', 'shares', 'slurmdb-jobs'];
+export type Endpoint =
+  'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses' | 'reservations' | 'shares' | 'slurmdb-jobs';
+export const ENDPOINTS: readonly Endpoint[] = [
+  'nodes',
+  'jobs',
+  'diag',
+  'partitions',
+  'licenses',
+  'reservations',
+  'shares',
+  'slurmdb-jobs',
+];
 
 /** The Slurm release a slurmrestd reports when this is the newest version it serves. */
 export const DEFAULT_RELEASES: Readonly<Record<RenderVersion, string>> = {
@@ -52,7 +61,12 @@ export function isRenderVersion(v: string): v is RenderVersion {
 }
 
 /** ESLURM_REST_EMPTY_RESULT, as slurmdbd 22.05 reports a query that matched nothing. */
-const NOTHING_FOUND = { description: 'Nothing found', error_number: 9003, error: 'Nothing found with query', source: 'slurmdb_jobs_get' };
+const NOTHING_FOUND = {
+  description: 'Nothing found',
+  error_number: 9003,
+  error: 'Nothing found with query',
+  source: 'slurmdb_jobs_get',
+};
 const DEFAULT_CHUNK_CHARS = 64 * 1024;
 
 /** A body is one object (diag) or a list with envelope members before and after it. */
@@ -70,11 +84,17 @@ type BodyPlan =
 
 type Members = Readonly<Record<string, unknown>>;
 
-function list<T>(key: string, items: readonly T[], render: (item: T) => unknown, head: Members, tail: Members): BodyPlan {
+function list<T>(
+  key: string,
+  items: readonly T[],
+  render: (item: T) => unknown,
+  head: Members,
+  tail: Members,
+): BodyPlan {
   return { kind: 'list', key, items, render: render as (item: unknown) => unknown, head, tail };
 }
 
-function minorOf(version: RenderVersion): number {
+export function minorOf(version: RenderVersion): number {
   return Number(version.slice(version.lastIndexOf('.') + 1));
 }
 
@@ -82,7 +102,9 @@ function accountingJobs(view: ClusterView, q: AccountingQuery | undefined): read
   if (q === undefined) return view.accounting;
   if (q.cluster !== undefined && q.cluster !== '' && q.cluster !== view.clusterName) return [];
   return view.accounting.filter(
-    (j) => (q.endTime === undefined || j.submitTime <= q.endTime) && (q.startTime === undefined || !isTerminal(j) || j.endTime >= q.startTime),
+    (j) =>
+      (q.endTime === undefined || j.submitTime <= q.endTime) &&
+      (q.startTime === undefined || !isTerminal(j) || j.endTime >= q.startTime),
   );
 }
 
@@ -117,22 +139,56 @@ function plan4x(view: ClusterView, version: RenderVersion, endpoint: Endpoint, o
   const envelope = (daemon: 'slurmctld' | 'slurmdbd') => ({ meta: meta4x(c, daemon), errors: [], warnings: [] });
   switch (endpoint) {
     case 'nodes':
-      return list('nodes', view.nodes, (n) => node4x(n, c), {}, { last_update: nv(view.nodesUpdatedAt), ...envelope('slurmctld') });
+      return list(
+        'nodes',
+        view.nodes,
+        (n) => node4x(n, c),
+        {},
+        { last_update: nv(view.nodesUpdatedAt), ...envelope('slurmctld') },
+      );
     case 'jobs': {
-      const tail = { last_backfill: nv(view.diag.bfWhenLastCycle), last_update: nv(view.jobsUpdatedAt), ...envelope('slurmctld') };
+      const tail = {
+        last_backfill: nv(view.diag.bfWhenLastCycle),
+        last_update: nv(view.jobsUpdatedAt),
+        ...envelope('slurmctld'),
+      };
       return list('jobs', view.jobs, (j) => job4x(j, c), {}, tail);
     }
     case 'diag':
       return { kind: 'object', body: { statistics: diagStats4x(view.diag, c), ...envelope('slurmctld') } };
     case 'partitions':
-      return list('partitions', partitionsOf(view), partition4x, {}, { last_update: nv(view.nodesUpdatedAt), ...envelope('slurmctld') });
+      return list(
+        'partitions',
+        partitionsOf(view),
+        partition4x,
+        {},
+        { last_update: nv(view.nodesUpdatedAt), ...envelope('slurmctld') },
+      );
     case 'licenses':
-      return list('licenses', licensesOf(view), (l) => l, {}, { last_update: nv(view.jobsUpdatedAt), ...envelope('slurmctld') });
+      return list(
+        'licenses',
+        licensesOf(view),
+        (l) => l,
+        {},
+        { last_update: nv(view.jobsUpdatedAt), ...envelope('slurmctld') },
+      );
     case 'reservations':
-      return list('reservations', reservationsOf(view), (r) => reservationWire(r, nv), {}, { last_update: nv(view.nodesUpdatedAt), ...envelope('slurmctld') });
+      return list(
+        'reservations',
+        reservationsOf(view),
+        (r) => reservationWire(r, nv),
+        {},
+        { last_update: nv(view.nodesUpdatedAt), ...envelope('slurmctld') },
+      );
     case 'shares': {
       const rows = sharesOf(view);
-      return { kind: 'object', body: { shares: { shares: rows.map((r) => shareWire(r, c.minor)), total_shares: rows.length }, ...envelope('slurmctld') } };
+      return {
+        kind: 'object',
+        body: {
+          shares: { shares: rows.map((r) => shareWire(r, c.minor)), total_shares: rows.length },
+          ...envelope('slurmctld'),
+        },
+      };
     }
     case 'slurmdb-jobs':
       return list('jobs', accountingJobs(view, opts.query), (j) => dbJob4x(j, c), {}, envelope('slurmdbd'));
@@ -167,7 +223,16 @@ export const FAKE_LICENSE_TOTAL = 16;
  */
 export function licensesOf(view: ClusterView): Readonly<Record<string, string | number | boolean>>[] {
   const used = Math.min(FAKE_LICENSE_TOTAL - 2, view.jobs.filter((j) => j.state === 'RUNNING').length);
-  return [{ LicenseName: 'fluent', Total: FAKE_LICENSE_TOTAL, Used: used, Free: FAKE_LICENSE_TOTAL - 2 - used, Remote: false, Reserved: 2 }];
+  return [
+    {
+      LicenseName: 'fluent',
+      Total: FAKE_LICENSE_TOTAL,
+      Used: used,
+      Free: FAKE_LICENSE_TOTAL - 2 - used,
+      Remote: false,
+      Reserved: 2,
+    },
+  ];
 }
 
 /** The fake's one reservation: a maintenance window on the first two nodes, from in an hour for an hour. */
@@ -185,7 +250,16 @@ export function reservationsOf(view: ClusterView): FakeReservation[] {
   const first = nodes[0];
   if (first === undefined) return [];
   const start = Math.floor(view.now / 3600) * 3600 + 3600;
-  return [{ name: 'maint-window', partition: first.partition, flags: ['MAINT', 'IGNORE_JOBS'], nodes, start, end: start + 3600 }];
+  return [
+    {
+      name: 'maint-window',
+      partition: first.partition,
+      flags: ['MAINT', 'IGNORE_JOBS'],
+      nodes,
+      start,
+      end: start + 3600,
+    },
+  ];
 }
 
 function reservationWire(r: FakeReservation, time: (n: number) => unknown): unknown {
@@ -227,7 +301,11 @@ export function sharesOf(view: ClusterView): FakeShare[] {
   const rows: FakeShare[] = [{ id: 1, name: 'root', parent: '', user: false, usage: total, normUsage: 1 }];
   for (const [key, n] of [...usage].filter(([k]) => k !== 'root').sort()) {
     const [kind, account, user] = key.split(':') as [string, string, string | undefined];
-    rows.push(kind === 'a' ? { id: rows.length + 1, name: account, parent: 'root', user: false, usage: n, normUsage: norm(n) } : { id: rows.length + 1, name: user as string, parent: account, user: true, usage: n, normUsage: norm(n) });
+    rows.push(
+      kind === 'a'
+        ? { id: rows.length + 1, name: account, parent: 'root', user: false, usage: n, normUsage: norm(n) }
+        : { id: rows.length + 1, name: user as string, parent: account, user: true, usage: n, normUsage: norm(n) },
+    );
   }
   return rows;
 }
@@ -254,7 +332,17 @@ function shareWire(r: FakeShare, minor: number): unknown {
 /** 22.05's shape: hostlist and totals at the top (and its `min nodes per job` spelling). */
 function partition38(p: FakePartition): unknown {
   const cpus = p.nodes.reduce((a, n) => a + n.cpus, 0);
-  return { flags: [], name: p.name, nodes: p.nodes.map((n) => n.name).join(','), 'min nodes per job': 0, maximum_nodes_per_job: -1, state: 'UP', total_cpus: cpus, total_nodes: p.nodes.length, tres: partitionTres(p) };
+  return {
+    flags: [],
+    name: p.name,
+    nodes: p.nodes.map((n) => n.name).join(','),
+    'min nodes per job': 0,
+    maximum_nodes_per_job: -1,
+    state: 'UP',
+    total_cpus: cpus,
+    total_nodes: p.nodes.length,
+    tres: partitionTres(p),
+  };
 }
 
 function partition4x(p: FakePartition): unknown {
@@ -275,7 +363,12 @@ function members(obj: Readonly<Record<string, unknown>>): string {
 }
 
 /** The body as JSON text pieces: envelope head, then one piece per element, then the tail. */
-export function* bodyParts(view: ClusterView, version: RenderVersion, endpoint: Endpoint, opts: RenderOptions = {}): Generator<string> {
+export function* bodyParts(
+  view: ClusterView,
+  version: RenderVersion,
+  endpoint: Endpoint,
+  opts: RenderOptions = {},
+): Generator<string> {
   const p = version === 'v0.0.38' ? plan38(view, endpoint, opts) : plan4x(view, version, endpoint, opts);
   if (p.kind === 'object') {
     yield JSON.stringify(p.body);
@@ -300,7 +393,12 @@ function viewOf(source: FakeCluster | ClusterView): ClusterView {
  * The body in chunks of at least `chunkChars` characters (the last may be shorter). The snapshot
  * is taken on the first `next()`, so the cluster may move on while a long body streams.
  */
-export async function* renderChunks(source: FakeCluster | ClusterView, version: RenderVersion, endpoint: Endpoint, opts: RenderOptions = {}): AsyncGenerator<string> {
+export async function* renderChunks(
+  source: FakeCluster | ClusterView,
+  version: RenderVersion,
+  endpoint: Endpoint,
+  opts: RenderOptions = {},
+): AsyncGenerator<string> {
   const min = opts.chunkChars ?? DEFAULT_CHUNK_CHARS;
   let buf = '';
   for (const part of bodyParts(viewOf(source), version, endpoint, opts)) {
@@ -314,7 +412,12 @@ export async function* renderChunks(source: FakeCluster | ClusterView, version: 
 }
 
 /** The whole body as one string: for small clusters (tests, fixtures), never for 100k jobs. */
-export function renderText(source: FakeCluster | ClusterView, version: RenderVersion, endpoint: Endpoint, opts: RenderOptions = {}): string {
+export function renderText(
+  source: FakeCluster | ClusterView,
+  version: RenderVersion,
+  endpoint: Endpoint,
+  opts: RenderOptions = {},
+): string {
   return [...bodyParts(viewOf(source), version, endpoint, opts)].join('');
 }
 
@@ -327,7 +430,10 @@ function newestFirst(versions: readonly RenderVersion[]): RenderVersion[] {
  * A small `GET /openapi/v3` document: its `paths` are exactly the endpoints served, under each
  * served version's prefix (22.05 printed them without the trailing slash).
  */
-export function openapiDocument(versions: readonly RenderVersion[], opts: { readonly slurmdbd?: boolean; readonly release?: string } = {}): Record<string, unknown> {
+export function openapiDocument(
+  versions: readonly RenderVersion[],
+  opts: { readonly slurmdbd?: boolean; readonly release?: string } = {},
+): Record<string, unknown> {
   const sorted = newestFirst(versions);
   const newest = sorted[0];
   const release = opts.release ?? (newest !== undefined ? DEFAULT_RELEASES[newest] : '');
@@ -345,51 +451,10 @@ export function openapiDocument(versions: readonly RenderVersion[], opts: { read
     if (opts.slurmdbd ?? true) paths[`/slurmdb/${v}/jobs${slash}`] = get('get job list');
   }
   const plugins = (opts.slurmdbd ?? true) ? 'openapi/slurmdbd&openapi/slurmctld' : 'openapi/slurmctld';
-  return { openapi: '3.0.3', info: { title: 'Slurm REST API', version: `Slurm-${release}&${plugins}` }, servers: [{ url: '/' }], paths };
-}
-
-// ------------------------------------------------------------------ what each version can carry
-
-const UINT32 = 2 ** 32;
-
-function nodeSeen(n: SlurmNode, version: RenderVersion): SlurmNode {
-  if (version !== 'v0.0.38') return n;
-  // No specialized resources and no effective CPU count in the 22.05 node.
-  return { ...n, effective_cpus: undefined, specialized_cpus: undefined, specialized_cpus_count: undefined, specialized_memory: undefined };
-}
-
-function jobSeen(j: SlurmJob, version: RenderVersion): SlurmJob {
-  const minor = minorOf(version);
-  let out: SlurmJob = j;
-  if (version === 'v0.0.38') {
-    const pending = j.exit_code?.status[0] === 'PENDING';
-    const exit = pending ? { status: ['SUCCESS'], return_code: 0 } : j.source === 'controller' && j.exit_code ? { ...j.exit_code, signal_name: undefined } : j.exit_code;
-    // 22.05 has no mail_user in its job record.
-    out = { ...out, time_limit_unlimited: undefined, mail_user: undefined, exit_code: exit };
-  }
-  if (j.source === 'accounting' && minor < 41) out = { ...out, standard_output: undefined, standard_error: undefined };
-  if (j.source === 'accounting' && minor < 42) out = { ...out, restart_cnt: undefined };
-  return out;
-}
-
-function diagSeen(d: SlurmDiag, version: RenderVersion): SlurmDiag {
-  const minor = minorOf(version);
-  if (minor >= 44) return d;
-  const sum = minor >= 41 && d.schedule_cycle_sum !== undefined ? d.schedule_cycle_sum % UINT32 : undefined;
-  return { ...d, schedule_cycle_sum: sum, bf_cycle_max: minor === 40 ? undefined : d.bf_cycle_max };
-}
-
-/**
- * The truth as a reader of `version` can know it: the members that version does not carry are
- * removed, and the ones it carries differently (a 32-bit scheduler sum, 22.05's exit codes) are
- * shown as that version shows them.
- */
-export function truthSeenThrough(version: RenderVersion, truth: ClusterTruth): ClusterTruth {
   return {
-    nowMs: truth.nowMs,
-    nodes: truth.nodes.map((n) => nodeSeen(n, version)),
-    jobs: truth.jobs.map((j) => jobSeen(j, version)),
-    accountingJobs: truth.accountingJobs.map((j) => jobSeen(j, version)),
-    diag: diagSeen(truth.diag, version),
+    openapi: '3.0.3',
+    info: { title: 'Slurm REST API', version: `Slurm-${release}&${plugins}` },
+    servers: [{ url: '/' }],
+    paths,
   };
 }

@@ -59,7 +59,10 @@ export class NodeRunner implements Collecting {
   private lastCycle: Cycle | undefined;
   /** Recent port and sole-job counters, for the rates on the landing page. */
   private readonly history = new CounterHistory();
-  private landingPage: Body = htmlBody('<!doctype html><title>slurm-otel</title><p>No cycle has completed yet.</p>', 503);
+  private landingPage: Body = htmlBody(
+    '<!doctype html><title>slurm-otel</title><p>No cycle has completed yet.</p>',
+    503,
+  );
 
   constructor(private readonly opts: NodeAgentOptions) {
     const { logger } = opts;
@@ -98,11 +101,19 @@ export class NodeRunner implements Collecting {
     await this.pipeline.publish(c.families, c.snapshot.atMs);
     this.lastCycle = c;
     this.history.record(c.snapshot.atMs, motionReadings(c.snapshot, c.attribution));
-    this.landingPage = htmlBody(renderLanding(attributionRows(c), {
-      host: this.opts.resource.hostName, version: this.opts.resource.serviceVersion, atMs: c.snapshot.atMs,
-      refreshSeconds: this.opts.collectionIntervalMs / 1000, gaps: c.snapshot.gaps,
-      slurmCgroups: slurmCgroupsNote(c.snapshot), unreadable: c.snapshot.unreadable, history: this.history, ...(c.qp ? { qp: c.qp } : {}),
-    }));
+    this.landingPage = htmlBody(
+      renderLanding(attributionRows(c), {
+        host: this.opts.resource.hostName,
+        version: this.opts.resource.serviceVersion,
+        atMs: c.snapshot.atMs,
+        refreshSeconds: this.opts.collectionIntervalMs / 1000,
+        gaps: c.snapshot.gaps,
+        slurmCgroups: slurmCgroupsNote(c.snapshot),
+        unreadable: c.snapshot.unreadable,
+        history: this.history,
+        ...(c.qp ? { qp: c.qp } : {}),
+      }),
+    );
     this.record(c);
     return c;
   }
@@ -110,7 +121,13 @@ export class NodeRunner implements Collecting {
   private record(c: Cycle): void {
     this.self.m.seriesExported.record(this.pipeline.producer.size);
     this.recordRun(c);
-    if (!c.snapshot.hca.present) this.once('no-hca', 'warn', { sysfs: this.opts.collector.roots.sysfs }, 'no InfiniBand class in sysfs: no HCA on this node, exporting no device or job series');
+    if (!c.snapshot.hca.present)
+      this.once(
+        'no-hca',
+        'warn',
+        { sysfs: this.opts.collector.roots.sysfs },
+        'no InfiniBand class in sysfs: no HCA on this node, exporting no device or job series',
+      );
     this.logUnreadable(c.snapshot.unreadable);
     this.logSlurmCgroups(c.snapshot);
   }
@@ -118,7 +135,12 @@ export class NodeRunner implements Collecting {
   /** A cycle whose reading cannot stand for the node: counted and logged, the last good data stays published. */
   private recordFailure(c: Cycle, why: string): void {
     this.recordRun(c);
-    this.once('cycle-failed', 'warn', { reason: why }, 'cycle failed; keeping the last published data and the job counters (logged once until a cycle succeeds)');
+    this.once(
+      'cycle-failed',
+      'warn',
+      { reason: why },
+      'cycle failed; keeping the last published data and the job counters (logged once until a cycle succeeds)',
+    );
   }
 
   private recordRun(c: Cycle): void {
@@ -128,7 +150,12 @@ export class NodeRunner implements Collecting {
     m.fdLinksRead.record(c.snapshot.stats.fdLinksRead);
     for (const p of c.snapshot.problems) {
       m.cycleErrors.record(p.count, { source: p.source, kind: p.kind });
-      this.once(`${p.source}/${p.kind}`, 'warn', { source: p.source, kind: p.kind, count: p.count, example: p.example }, 'read problems this cycle (logged once per kind; counted in ib_slurm_exporter_cycle_errors_total)');
+      this.once(
+        `${p.source}/${p.kind}`,
+        'warn',
+        { source: p.source, kind: p.kind, count: p.count, example: p.example },
+        'read problems this cycle (logged once per kind; counted in ib_slurm_exporter_cycle_errors_total)',
+      );
     }
   }
 
@@ -142,7 +169,10 @@ export class NodeRunner implements Collecting {
       this.opts.logger[u.effect === 'ignored' || u.effect === 'cleared' ? 'info' : 'warn'](fields, unreadableLine(u));
     }
     if (fresh.length > MAX_LOGGED_UNREADABLE) {
-      this.opts.logger.warn({ count: fresh.length - MAX_LOGGED_UNREADABLE }, 'more processes with unreadable fd tables: slurm-otel explain lists them all');
+      this.opts.logger.warn(
+        { count: fresh.length - MAX_LOGGED_UNREADABLE },
+        'more processes with unreadable fd tables: slurm-otel explain lists them all',
+      );
     }
     for (const u of fresh) this.loggedUnreadable.add(u.pid);
   }
@@ -207,7 +237,9 @@ export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent>
 }
 
 /** `slurm-otel node --once`: one cycle, rendered through the same producer and serializer; `failed` says why there is none. */
-export async function runNodeOnce(opts: NodeAgentOptions): Promise<{ readonly text: string; readonly failed?: string }> {
+export async function runNodeOnce(
+  opts: NodeAgentOptions,
+): Promise<{ readonly text: string; readonly failed?: string }> {
   const { text, result } = await collectOnce(new NodeRunner({ ...opts, otlp: undefined }));
   return result.failed === undefined ? { text } : { text, failed: result.failed };
 }

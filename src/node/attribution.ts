@@ -57,7 +57,10 @@ export interface Attribution {
 
 export function attribute(snap: NodeSnapshot, prev: AttributionState): Attribution {
   const verdicts = judgePorts(snap);
-  return { verdicts, state: { jobs: accumulate(snap, verdicts, prev.jobs), deviceStarts: deviceStarts(snap, prev.deviceStarts) } };
+  return {
+    verdicts,
+    state: { jobs: accumulate(snap, verdicts, prev.jobs), deviceStarts: deviceStarts(snap, prev.deviceStarts) },
+  };
 }
 
 export function judgePorts(snap: NodeSnapshot): PortVerdict[] {
@@ -73,7 +76,11 @@ export function judgePorts(snap: NodeSnapshot): PortVerdict[] {
     const remaining = blindWhy(blind, allocs[0]?.key) ?? (allocs.length === 1 ? soleWhy(sole) : undefined);
     const [status, why] = decide(snap.gaps, allocs.length, base.nonJobPids.length, remaining);
     for (const p of hca.ports) {
-      out.push(status === 'sole' ? { ...base, port: p.port, status, why, soleJobId: sole?.jobId } : { ...base, port: p.port, status, why });
+      out.push(
+        status === 'sole'
+          ? { ...base, port: p.port, status, why, soleJobId: sole?.jobId }
+          : { ...base, port: p.port, status, why },
+      );
     }
   }
   return out;
@@ -82,7 +89,12 @@ export function judgePorts(snap: NodeSnapshot): PortVerdict[] {
 /** What decides a port held by at most one job and nothing else: sole, or why it cannot be; idle when undefined. */
 type Remaining = ['sole' | 'incomplete', string];
 
-function decide(gaps: readonly string[], jobs: number, nonJob: number, remaining: Remaining | undefined): [PortStatus, string] {
+function decide(
+  gaps: readonly string[],
+  jobs: number,
+  nonJob: number,
+  remaining: Remaining | undefined,
+): [PortStatus, string] {
   if (gaps.length > 0) return ['incomplete', `${gaps.length} gap(s) in what the agent could see, e.g. ${gaps[0]}`];
   if (jobs > 1) return ['shared', `${jobs} jobs hold the device`];
   if (nonJob > 0) return ['nonjob', `${nonJob} process(es) outside Slurm jobs hold the device`];
@@ -90,14 +102,16 @@ function decide(gaps: readonly string[], jobs: number, nonJob: number, remaining
 }
 
 function soleWhy(sole: JobAllocation | undefined): Remaining {
-  if (sole?.jobId === undefined) return ['incomplete', `the only holder's job id is unresolved: ${sole?.unresolved ?? 'unknown'}`];
+  if (sole?.jobId === undefined)
+    return ['incomplete', `the only holder's job id is unresolved: ${sole?.unresolved ?? 'unknown'}`];
   return ['sole', `job ${sole.jobId} is the only holder`];
 }
 
 /** Jobs with a process whose fd table is unreadable, by allocation key, with one such process each. */
 function blindJobs(snap: NodeSnapshot): Map<string, UnreadableProcess> {
   const out = new Map<string, UnreadableProcess>();
-  for (const u of snap.unreadable) if (u.effect === 'job' && u.allocation !== undefined && !out.has(u.allocation)) out.set(u.allocation, u);
+  for (const u of snap.unreadable)
+    if (u.effect === 'job' && u.allocation !== undefined && !out.has(u.allocation)) out.set(u.allocation, u);
   return out;
 }
 
@@ -110,13 +124,25 @@ function blindJobs(snap: NodeSnapshot): Map<string, UnreadableProcess> {
  */
 function blindWhy(blind: ReadonlyMap<string, UnreadableProcess>, soleKey: string | undefined): Remaining | undefined {
   const own = soleKey === undefined ? undefined : blind.get(soleKey);
-  if (own) return ['incomplete', `job ${own.job ?? '?'} has a process whose fd table cannot be read (PID ${own.pid} ${own.comm}): the devices it holds are not all known`];
+  if (own)
+    return [
+      'incomplete',
+      `job ${own.job ?? '?'} has a process whose fd table cannot be read (PID ${own.pid} ${own.comm}): the devices it holds are not all known`,
+    ];
   const other = blind.values().next().value;
-  if (other) return ['incomplete', `job ${other.job ?? '?'} has a process whose fd table cannot be read (PID ${other.pid} ${other.comm}): it may hold this device too`];
+  if (other)
+    return [
+      'incomplete',
+      `job ${other.job ?? '?'} has a process whose fd table cannot be read (PID ${other.pid} ${other.comm}): it may hold this device too`,
+    ];
   return undefined;
 }
 
-function accumulate(snap: NodeSnapshot, verdicts: readonly PortVerdict[], prev: ReadonlyMap<string, JobSeries>): Map<string, JobSeries> {
+function accumulate(
+  snap: NodeSnapshot,
+  verdicts: readonly PortVerdict[],
+  prev: ReadonlyMap<string, JobSeries>,
+): Map<string, JobSeries> {
   const next = new Map<string, JobSeries>();
   const alive = new Set(snap.allocations.map((a) => a.jobId).filter((j): j is string => j !== undefined));
   // Series of living jobs survive suppression (the value never goes down while the job lives).
@@ -127,7 +153,12 @@ function accumulate(snap: NodeSnapshot, verdicts: readonly PortVerdict[], prev: 
     const key = `${v.soleJobId} ${v.device} ${v.port}`;
     const raw = counters.get(`${v.device} ${v.port}`) ?? new Map<string, bigint>();
     const before = prev.get(key);
-    next.set(key, before ? advance(before, raw) : { jobId: v.soleJobId, device: v.device, port: v.port, startMs: snap.atMs, values: zeroes(raw), last: raw });
+    next.set(
+      key,
+      before
+        ? advance(before, raw)
+        : { jobId: v.soleJobId, device: v.device, port: v.port, startMs: snap.atMs, values: zeroes(raw), last: raw },
+    );
   }
   return next;
 }
@@ -169,7 +200,10 @@ function portCounters(snap: NodeSnapshot): Map<string, ReadonlyMap<string, bigin
   return out;
 }
 
-function deviceStarts(snap: NodeSnapshot, prev: AttributionState['deviceStarts']): Map<string, { startMs: number; last: bigint }> {
+function deviceStarts(
+  snap: NodeSnapshot,
+  prev: AttributionState['deviceStarts'],
+): Map<string, { startMs: number; last: bigint }> {
   const next = new Map<string, { startMs: number; last: bigint }>();
   const ports = new Set<string>();
   for (const hca of snap.hca.hcas) {

@@ -92,7 +92,11 @@ class ScanAccumulator {
   }
 
   result(searched: string): CgroupScan {
-    const allocations = [...this.allocations.values()].map((a) => ({ ...a, pids: [...a.pids], stepdPids: [...a.stepdPids] }));
+    const allocations = [...this.allocations.values()].map((a) => ({
+      ...a,
+      pids: [...a.pids],
+      stepdPids: [...a.stepdPids],
+    }));
     return { allocations, scopes: [...this.scopes.values()], gaps: this.gaps, foundSlurm: this.foundSlurm, searched };
   }
 }
@@ -127,7 +131,8 @@ function scanV2(dir: string, rel: string, depth: number, acc: ScanAccumulator, p
   for (const name of subs.value) {
     const childRel = rel ? `${rel}/${name}` : name;
     if (SCOPE_RE.test(name)) scanScope(join(dir, name), childRel, acc, problems);
-    else if (name.endsWith('.slice') && depth < MAX_SLICE_DEPTH) scanV2(join(dir, name), childRel, depth + 1, acc, problems);
+    else if (name.endsWith('.slice') && depth < MAX_SLICE_DEPTH)
+      scanV2(join(dir, name), childRel, depth + 1, acc, problems);
   }
 }
 
@@ -160,7 +165,8 @@ function scanV1(cgroupfs: string, acc: ScanAccumulator, problems: Problems): voi
       noteGap(roots, 'controller', acc.gaps, problems);
       continue;
     }
-    for (const root of roots.value.filter((r) => V1_ROOT_RE.test(r))) scanV1Root(join(cgroupfs, ctrl, root), root, ctrl.split(',').includes('rdma'), acc, problems);
+    for (const root of roots.value.filter((r) => V1_ROOT_RE.test(r)))
+      scanV1Root(join(cgroupfs, ctrl, root), root, ctrl.split(',').includes('rdma'), acc, problems);
   }
 }
 
@@ -191,7 +197,18 @@ function scanV1Root(dir: string, root: string, rdma: boolean, acc: ScanAccumulat
 }
 
 function newAllocation(key: string, id: string, idKind: IdKind, layout: Layout, scope: string): MutableAllocation {
-  return { key, id, idKind, layout, scope, pids: new Set(), stepdPids: new Set(), procsFiles: [], gaps: [], cgroupOf: new Map() };
+  return {
+    key,
+    id,
+    idKind,
+    layout,
+    scope,
+    pids: new Set(),
+    stepdPids: new Set(),
+    procsFiles: [],
+    gaps: [],
+    cgroupOf: new Map(),
+  };
 }
 
 /** Reads cgroup.procs at every level below the job: processes live in leaves, not at the job level. */
@@ -236,7 +253,8 @@ export function pidLeft(alloc: Allocation, pid: number): boolean {
 
 // A path in /proc/<pid>/cgroup inside a Slurm job: v2 `…slurmstepd.scope/<job>/…` (Slurm's own
 // system/ and slurmd/ excluded) or v1 `…/slurm[_<node>]/uid_<U>/job_<J>…`.
-const JOB_CGROUP_RE = /(?:^|\/)(?:[^/]*_)?slurmstepd\.scope\/(?!(?:system|slurmd)(?:\/|$))[^/]+|\/slurm(?:_[^/]+)?\/uid_\d+\/job_\d+(?:\/|$)/;
+const JOB_CGROUP_RE =
+  /(?:^|\/)(?:[^/]*_)?slurmstepd\.scope\/(?!(?:system|slurmd)(?:\/|$))[^/]+|\/slurm(?:_[^/]+)?\/uid_\d+\/job_\d+(?:\/|$)/;
 
 /** Whether a cgroup path (as in /proc/<pid>/cgroup) lies inside a Slurm job. */
 export function inSlurmJob(cgroupPath: string): boolean {

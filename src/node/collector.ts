@@ -62,7 +62,13 @@ export class NodeCollector {
     const snapshot = takeSnapshot(this.readers, nowMs);
     const failed = snapshot.hca.failure;
     if (failed !== undefined) {
-      return { snapshot, attribution: { verdicts: [], state: this.state }, families: [], durationMs: performance.now() - t0, failed };
+      return {
+        snapshot,
+        attribution: { verdicts: [], state: this.state },
+        families: [],
+        durationMs: performance.now() - t0,
+        failed,
+      };
     }
     const attribution = attribute(snapshot, this.state);
     this.state = attribution.state;
@@ -75,7 +81,8 @@ export class NodeCollector {
   /** Folds the latest background reading into the job totals, and asks for the next one. */
   private qpCycle(qp: QpReadings, snapshot: NodeSnapshot): QpState {
     const jobOf = new Map<number, string>();
-    for (const a of snapshot.allocations) if (a.jobId !== undefined) for (const pid of [...a.pids, ...a.stepdPids]) jobOf.set(pid, a.jobId);
+    for (const a of snapshot.allocations)
+      if (a.jobId !== undefined) for (const pid of [...a.pids, ...a.stepdPids]) jobOf.set(pid, a.jobId);
     this.qpState = accumulateQp(this.qpState, qp.latest(), jobOf, new Set(jobOf.values()), snapshot.atMs);
     qp.want(snapshot.hca.hcas.flatMap((h) => h.ports.map((p) => `${h.device}/${p.port}`)));
     return this.qpState;

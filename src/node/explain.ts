@@ -8,7 +8,14 @@ import type { PortStatus } from './attribution.js';
 import type { HolderEvidence, NodeSnapshot } from './snapshot.js';
 
 /** Counters an operator looks at first during a fabric incident. */
-export const KEY_COUNTERS = ['packet_seq_err', 'out_of_sequence', 'local_ack_timeout_err', 'port_xmit_discards', 'symbol_error', 'link_downed'] as const;
+export const KEY_COUNTERS = [
+  'packet_seq_err',
+  'out_of_sequence',
+  'local_ack_timeout_err',
+  'port_xmit_discards',
+  'symbol_error',
+  'link_downed',
+] as const;
 
 export interface Holder {
   readonly pid: number;
@@ -55,7 +62,11 @@ export function attributionRows(c: Cycle): PortRow[] {
       const a = byKey.get(key);
       const pids = new Set([...(a?.pids ?? []), ...(a?.stepdPids ?? [])]);
       const evidence = held?.jobEvidence.get(key) ?? [];
-      return { jobId: a?.jobId ?? `${a?.id ?? key} (unresolved)`, holders: (held?.jobPids ?? []).filter((pid) => pids.has(pid)).map(holder), evidence };
+      return {
+        jobId: a?.jobId ?? `${a?.id ?? key} (unresolved)`,
+        holders: (held?.jobPids ?? []).filter((pid) => pids.has(pid)).map(holder),
+        evidence,
+      };
     });
     const counters: Record<string, string> = {};
     for (const name of KEY_COUNTERS) {
@@ -63,9 +74,19 @@ export function attributionRows(c: Cycle): PortRow[] {
       if (value !== undefined) counters[name] = value.toString();
     }
     const row = {
-      device: v.device, port: v.port, linkLayer: p?.linkLayer ?? '', rate: p?.rate ?? '', state: p?.state ?? '',
-      status: v.status, why: v.why, jobs, counters,
-      nonJob: (held?.nonJobPids ?? []).map((pid) => ({ ...holder(pid), evidence: held?.nonJobEvidence.get(pid) ?? [] })),
+      device: v.device,
+      port: v.port,
+      linkLayer: p?.linkLayer ?? '',
+      rate: p?.rate ?? '',
+      state: p?.state ?? '',
+      status: v.status,
+      why: v.why,
+      jobs,
+      counters,
+      nonJob: (held?.nonJobPids ?? []).map((pid) => ({
+        ...holder(pid),
+        evidence: held?.nonJobEvidence.get(pid) ?? [],
+      })),
     };
     return v.soleJobId === undefined ? row : { ...row, attributedTo: v.soleJobId };
   });

@@ -151,7 +151,12 @@ function attr(dir: string, name: string, ctx: ScanContext): string | undefined {
   return undefined;
 }
 
-function parsed(text: string | undefined, parse: (t: string) => number | undefined, file: string, ctx: ScanContext): number | undefined {
+function parsed(
+  text: string | undefined,
+  parse: (t: string) => number | undefined,
+  file: string,
+  ctx: ScanContext,
+): number | undefined {
   if (text === undefined) return undefined;
   const v = parse(text);
   if (v === undefined) ctx.problems.add('sysfs', 'malformed', `${file}: ${JSON.stringify(text.slice(0, 40))}`);
@@ -208,11 +213,27 @@ export const PMA_WIDTH: Readonly<Record<string, number>> = {
 
 /** mlx5 Q counters and error counters: 32 bits, they wrap. */
 export const WRAPS_32 = new Set([
-  'rx_write_requests', 'rx_read_requests', 'rx_atomic_requests', 'rx_dct_connect', 'out_of_buffer',
-  'out_of_sequence', 'duplicate_request', 'rnr_nak_retry_err', 'packet_seq_err', 'implied_nak_seq_err',
-  'local_ack_timeout_err', 'resp_local_length_error', 'resp_cqe_error', 'req_cqe_error',
-  'req_remote_invalid_request', 'req_remote_access_errors', 'resp_remote_access_errors',
-  'resp_cqe_flush_error', 'req_cqe_flush_error', 'req_transport_retries_exceeded', 'req_rnr_retries_exceeded',
+  'rx_write_requests',
+  'rx_read_requests',
+  'rx_atomic_requests',
+  'rx_dct_connect',
+  'out_of_buffer',
+  'out_of_sequence',
+  'duplicate_request',
+  'rnr_nak_retry_err',
+  'packet_seq_err',
+  'implied_nak_seq_err',
+  'local_ack_timeout_err',
+  'resp_local_length_error',
+  'resp_cqe_error',
+  'req_cqe_error',
+  'req_remote_invalid_request',
+  'req_remote_access_errors',
+  'resp_remote_access_errors',
+  'resp_cqe_flush_error',
+  'req_cqe_flush_error',
+  'req_transport_retries_exceeded',
+  'req_rnr_retries_exceeded',
 ]);
 
 export function saturated(counter: string, value: bigint): boolean {

@@ -13,8 +13,14 @@ export const HISTORY_LENGTH = 30;
 
 /** Error counters shown with rates, when the port has them (counters/ and hw_counters/). */
 export const ERROR_COUNTERS = [
-  'symbol_error', 'link_downed', 'port_rcv_errors', 'port_xmit_discards',
-  'packet_seq_err', 'out_of_sequence', 'local_ack_timeout_err', 'rnr_nak_retry_err',
+  'symbol_error',
+  'link_downed',
+  'port_rcv_errors',
+  'port_xmit_discards',
+  'packet_seq_err',
+  'out_of_sequence',
+  'local_ack_timeout_err',
+  'rnr_nak_retry_err',
 ] as const;
 
 /** Byte counts derived from the 4-octet data word counters. */
@@ -36,7 +42,8 @@ export class CounterHistory {
   private readonly series = new Map<string, Reading[]>();
 
   constructor(private readonly length: number = HISTORY_LENGTH) {
-    if (!Number.isInteger(length) || length < 2) throw new Error(`history length must be an integer of at least 2, got ${length}`);
+    if (!Number.isInteger(length) || length < 2)
+      throw new Error(`history length must be an integer of at least 2, got ${length}`);
   }
 
   /** Adds one reading per key; keys missing from `readings` are dropped. */

@@ -21,22 +21,44 @@ function deviceFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
   const info: Point[] = [];
   const sat: Point[] = [];
   for (const hca of snap.hca.hcas) {
-    info.push({ attributes: { device: hca.device, board_id: hca.boardId ?? '', firmware_version: hca.firmware ?? '', hca_type: hca.hcaType ?? '' }, value: 1 });
+    info.push({
+      attributes: {
+        device: hca.device,
+        board_id: hca.boardId ?? '',
+        firmware_version: hca.firmware ?? '',
+        hca_type: hca.hcaType ?? '',
+      },
+      value: 1,
+    });
     for (const p of hca.ports) {
       const dp = { device: hca.device, port: p.port };
-      up.push({ attributes: { ...dp, link_layer: p.linkLayer ?? '', rate: p.rate ?? '' }, value: /\bACTIVE\b/.test(p.state ?? '') ? 1 : 0 });
+      up.push({
+        attributes: { ...dp, link_layer: p.linkLayer ?? '', rate: p.rate ?? '' },
+        value: /\bACTIVE\b/.test(p.state ?? '') ? 1 : 0,
+      });
       if (p.stateId !== undefined) state.push({ attributes: dp, value: p.stateId });
       if (p.physStateId !== undefined) physState.push({ attributes: dp, value: p.physStateId });
       if (p.rateBytesPerSecond !== undefined) rate.push({ attributes: dp, value: p.rateBytesPerSecond });
       for (const [counter, value] of p.counters) {
         const startTimeMs = attr.state.deviceStarts.get(`${hca.device} ${p.port} ${counter}`)?.startMs;
         counters.push({ attributes: { ...dp, counter }, value, startTimeMs });
-        if (counter in PMA_WIDTH) sat.push({ attributes: { ...dp, counter }, value: saturated(counter, value) ? 1 : 0 });
+        if (counter in PMA_WIDTH)
+          sat.push({ attributes: { ...dp, counter }, value: saturated(counter, value) ? 1 : 0 });
       }
       const xmit = dataCounter(p.counters, 'xmit');
       const rcv = dataCounter(p.counters, 'rcv');
-      if (xmit) tx.push({ attributes: dp, value: xmit.value * 4n, startTimeMs: attr.state.deviceStarts.get(`${hca.device} ${p.port} ${xmit.name}`)?.startMs });
-      if (rcv) rx.push({ attributes: dp, value: rcv.value * 4n, startTimeMs: attr.state.deviceStarts.get(`${hca.device} ${p.port} ${rcv.name}`)?.startMs });
+      if (xmit)
+        tx.push({
+          attributes: dp,
+          value: xmit.value * 4n,
+          startTimeMs: attr.state.deviceStarts.get(`${hca.device} ${p.port} ${xmit.name}`)?.startMs,
+        });
+      if (rcv)
+        rx.push({
+          attributes: dp,
+          value: rcv.value * 4n,
+          startTimeMs: attr.state.deviceStarts.get(`${hca.device} ${p.port} ${rcv.name}`)?.startMs,
+        });
     }
   }
   return [
@@ -56,7 +78,10 @@ function deviceFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
  * The 4-octet data word counter of a direction: counters/port_<dir>_data, or the 64-bit
  * counters_ext/port_<dir>_data_64 of kernels before 4.5 only when counters/ lacks the file.
  */
-export function dataCounter(counters: ReadonlyMap<string, bigint>, dir: 'xmit' | 'rcv'): { name: string; value: bigint } | undefined {
+export function dataCounter(
+  counters: ReadonlyMap<string, bigint>,
+  dir: 'xmit' | 'rcv',
+): { name: string; value: bigint } | undefined {
   for (const name of [`port_${dir}_data`, `port_${dir}_data_64`]) {
     const value = counters.get(name);
     if (value !== undefined) return { name, value };
@@ -76,12 +101,15 @@ function jobFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
   const tx: Point[] = [];
   const rx: Point[] = [];
   const attributed: Point[] = [];
-  const sole = new Set(attr.verdicts.filter((v) => v.status === 'sole').map((v) => `${v.soleJobId} ${v.device} ${v.port}`));
+  const sole = new Set(
+    attr.verdicts.filter((v) => v.status === 'sole').map((v) => `${v.soleJobId} ${v.device} ${v.port}`),
+  );
   for (const s of attr.state.jobs.values()) {
     // Series exist only while the job is sole user; suppressed ones keep their state, unexported.
     if (!sole.has(`${s.jobId} ${s.device} ${s.port}`)) continue;
     const base = { job_id: s.jobId, device: s.device, port: s.port, ...metadataOf(snap, s.jobId) };
-    for (const [counter, value] of s.values) counters.push({ attributes: { ...base, counter }, value, startTimeMs: s.startMs });
+    for (const [counter, value] of s.values)
+      counters.push({ attributes: { ...base, counter }, value, startTimeMs: s.startMs });
     const xmit = dataCounter(s.values, 'xmit');
     const rcv = dataCounter(s.values, 'rcv');
     if (xmit) tx.push({ attributes: base, value: xmit.value * 4n, startTimeMs: s.startMs });
@@ -89,12 +117,18 @@ function jobFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
   }
   for (const v of attr.verdicts) {
     for (const job of jobIdsOf(snap, v.device)) {
-      attributed.push({ attributes: { job_id: job, device: v.device, port: v.port, ...metadataOf(snap, job) }, value: v.status === 'sole' && v.soleJobId === job ? 1 : 0 });
+      attributed.push({
+        attributes: { job_id: job, device: v.device, port: v.port, ...metadataOf(snap, job) },
+        value: v.status === 'sole' && v.soleJobId === job ? 1 : 0,
+      });
     }
   }
   const processes = snap.allocations
     .filter((a) => a.jobId !== undefined)
-    .map((a) => ({ attributes: { job_id: a.jobId as string, ...metadataOf(snap, a.jobId as string) }, value: new Set([...a.pids, ...a.stepdPids]).size }));
+    .map((a) => ({
+      attributes: { job_id: a.jobId as string, ...metadataOf(snap, a.jobId as string) },
+      value: new Set([...a.pids, ...a.stepdPids]).size,
+    }));
   const [handles, objects] = rdmaPoints(snap);
   return [
     { spec: M.jobCounters, points: counters },
@@ -142,10 +176,22 @@ function summaryFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
   return [
     { spec: M.portAttribution, points: status },
     { spec: M.deviceJobs, points: jobs },
-    { spec: M.unresolvedAllocations, points: [{ attributes: {}, value: snap.allocations.filter((a) => a.jobId === undefined).length }] },
+    {
+      spec: M.unresolvedAllocations,
+      points: [{ attributes: {}, value: snap.allocations.filter((a) => a.jobId === undefined).length }],
+    },
     { spec: M.unattributedJobs, points: [{ attributes: {}, value: unattributed.size }] },
-    { spec: M.unreadableProcesses, points: (['job', 'outside'] as const).map((scope) => ({ attributes: { scope }, value: snap.unreadable.filter((u) => u.scope === scope).length })) },
-    { spec: M.cgroupLayout, points: snap.scopes.map((s) => ({ attributes: { layout: s.layout, scope: s.scope }, value: 1 })) },
+    {
+      spec: M.unreadableProcesses,
+      points: (['job', 'outside'] as const).map((scope) => ({
+        attributes: { scope },
+        value: snap.unreadable.filter((u) => u.scope === scope).length,
+      })),
+    },
+    {
+      spec: M.cgroupLayout,
+      points: snap.scopes.map((s) => ({ attributes: { layout: s.layout, scope: s.scope }, value: 1 })),
+    },
     { spec: M.cgroupFoundSlurm, points: [{ attributes: {}, value: snap.slurmCgroups.found ? 1 : 0 }] },
   ];
 }
@@ -157,7 +203,8 @@ export function qpFamilies(snap: NodeSnapshot, qp: QpState): Family[] {
   const rx: Point[] = [];
   for (const s of qp.series.values()) {
     const base = { job_id: s.jobId, device: s.device, port: s.port, ...metadataOf(snap, s.jobId) };
-    for (const [counter, value] of s.values) counters.push({ attributes: { ...base, counter }, value, startTimeMs: s.startMs });
+    for (const [counter, value] of s.values)
+      counters.push({ attributes: { ...base, counter }, value, startTimeMs: s.startMs });
     const txBytes = s.values.get('rdma_tx_bytes');
     const rxBytes = s.values.get('rdma_rx_bytes');
     if (txBytes !== undefined) tx.push({ attributes: base, value: txBytes, startTimeMs: s.startMs });

@@ -68,7 +68,13 @@ export class FdScanner {
     const listing = listDir(this.procfs);
     if (!listing.ok) {
       problems.add('proc', listing.kind, listing.detail);
-      return { holders: new Map(), unreadable: [], present: new Set(), covered: [], stats: { processes: 0, fdLinksRead: 0, fullRescan: full } };
+      return {
+        holders: new Map(),
+        unreadable: [],
+        present: new Set(),
+        covered: [],
+        stats: { processes: 0, fdLinksRead: 0, fullRescan: full },
+      };
     }
     const next = new Map<number, ProcEntry>();
     const holders = new Map<string, number[]>();
@@ -98,10 +104,21 @@ export class FdScanner {
       }
     }
     this.cache = next;
-    return { holders, unreadable, present, covered, stats: { processes: present.size, fdLinksRead: linksRead, fullRescan: full } };
+    return {
+      holders,
+      unreadable,
+      present,
+      covered,
+      stats: { processes: present.size, fdLinksRead: linksRead, fullRescan: full },
+    };
   }
 
-  private scanProcess(pid: number, full: boolean, problems: Problems, coverage: Coverage | undefined): { entry: ProcEntry; linksRead: number } | 'gone' | 'covered' | { errno: string } {
+  private scanProcess(
+    pid: number,
+    full: boolean,
+    problems: Problems,
+    coverage: Coverage | undefined,
+  ): { entry: ProcEntry; linksRead: number } | 'gone' | 'covered' | { errno: string } {
     // Covered first: its stat (start time, for the fd cache) is not needed either.
     if (coverage?.skip && coverage.test(pid)) return 'covered';
     const base = `${this.procfs}/${pid}/`;
@@ -131,7 +148,14 @@ export class FdScanner {
    * a full rescan). This loop is the agent's hottest: plain string paths and
    * a prefix test before the regex keep it near a bare readlink scan.
    */
-  private readLinks(fdDir: string, start: string, names: string[], joined: string, prev: ProcEntry | undefined, problems: Problems) {
+  private readLinks(
+    fdDir: string,
+    start: string,
+    names: string[],
+    joined: string,
+    prev: ProcEntry | undefined,
+    problems: Problems,
+  ) {
     const known = prev ? new Set(prev.listing.split(',')) : undefined;
     const uverbs = new Map<string, string>();
     let linksRead = 0;

@@ -62,7 +62,9 @@ const NOT_COUNTERS = new Set(['ifindex', 'ifname', 'port', 'cntn', 'qp-type', 'p
  */
 function parseExact(text: string): Read<unknown> {
   // Most readings hold no such number: then the text is parsed as it is.
-  const quoted = /\d{16}/.test(text) ? text.replace(/"(?:[^"\\]|\\.)*"|(\d{16,})/g, (m, big: string | undefined) => (big === undefined ? m : `"${big}"`)) : text;
+  const quoted = /\d{16}/.test(text)
+    ? text.replace(/"(?:[^"\\]|\\.)*"|(\d{16,})/g, (m, big: string | undefined) => (big === undefined ? m : `"${big}"`))
+    : text;
   try {
     return ok(JSON.parse(quoted));
   } catch (err) {
@@ -74,7 +76,9 @@ function entries(text: string): Read<Record<string, unknown>[]> {
   const parsed = parseExact(text);
   if (!parsed.ok) return parsed;
   if (!Array.isArray(parsed.value)) return failed('malformed', 'not a JSON array');
-  return ok(parsed.value.filter((e): e is Record<string, unknown> => typeof e === 'object' && e !== null && !Array.isArray(e)));
+  return ok(
+    parsed.value.filter((e): e is Record<string, unknown> => typeof e === 'object' && e !== null && !Array.isArray(e)),
+  );
 }
 
 function link(e: Record<string, unknown>): { device: string; port: string } | undefined {
@@ -175,7 +179,13 @@ export const EMPTY_QP_STATE: QpState = { series: new Map(), last: new Map(), cou
  * (resolved jobs only); `alive` is every job on the node: the series of the
  * others are dropped.
  */
-export function accumulateQp(prev: QpState, reading: QpReading | undefined, jobOf: ReadonlyMap<number, string>, alive: ReadonlySet<string>, nowMs: number): QpState {
+export function accumulateQp(
+  prev: QpState,
+  reading: QpReading | undefined,
+  jobOf: ReadonlyMap<number, string>,
+  alive: ReadonlySet<string>,
+  nowMs: number,
+): QpState {
   const series = new Map([...prev.series].filter(([, s]) => alive.has(s.jobId)));
   if (reading === undefined || reading.seq === prev.seq) return { ...prev, series };
   const fresh = new Set<string>();
@@ -214,7 +224,12 @@ function sameCounter(before: QpCounter | undefined, cur: QpCounter): ReadonlyMap
  * reading; its whole value when it is new, unless the job was first seen on
  * the port in this very reading (the job starts at 0).
  */
-function addCounter(s: QpSeries, before: ReadonlyMap<string, bigint> | undefined, cur: ReadonlyMap<string, bigint>, firstSight: boolean): QpSeries {
+function addCounter(
+  s: QpSeries,
+  before: ReadonlyMap<string, bigint> | undefined,
+  cur: ReadonlyMap<string, bigint>,
+  firstSight: boolean,
+): QpSeries {
   const values = new Map(s.values);
   for (const [name, value] of cur) {
     const was = before?.get(name);

@@ -114,7 +114,10 @@ export class QpSource implements QpReadings, Stoppable {
     try {
       if (this.optionalCounters) await this.setWithOptional(base);
       else await this.runner.run(this.opts.path, this.argv(base));
-      this.opts.logger.info({ link, optionalCounters: this.optionalCounters }, 'per-PID QP counters turned on (auto type,pid)');
+      this.opts.logger.info(
+        { link, optionalCounters: this.optionalCounters },
+        'per-PID QP counters turned on (auto type,pid)',
+      );
     } catch (err) {
       this.turnedOn.delete(link);
       if (this.runner.isStopped) return;
@@ -139,9 +142,17 @@ export class QpSource implements QpReadings, Stoppable {
     this.opts.onError?.();
     if (BUSY_RE.test(message)) {
       this.retry.add(link);
-      this.once(`busy ${link}`, { link, err: message }, 'per-PID QP counters cannot be turned on while QPs are bound on the link; retrying each cycle');
+      this.once(
+        `busy ${link}`,
+        { link, err: message },
+        'per-PID QP counters cannot be turned on while QPs are bound on the link; retrying each cycle',
+      );
     } else if (DENIED_RE.test(message)) {
-      this.once(`denied ${link}`, { link, err: message }, 'turning per-PID QP counters on needs CAP_NET_ADMIN; --qp-counters observe reads them without');
+      this.once(
+        `denied ${link}`,
+        { link, err: message },
+        'turning per-PID QP counters on needs CAP_NET_ADMIN; --qp-counters observe reads them without',
+      );
     } else {
       this.retry.add(link);
       this.once(`failed ${link}`, { link, err: message }, 'turning per-PID QP counters on failed; retrying each cycle');
@@ -162,7 +173,11 @@ export class QpSource implements QpReadings, Stoppable {
 
   private failed(args: readonly string[], message: string): undefined {
     this.opts.onError?.();
-    this.once(`run ${args.join(' ')}`, { path: this.opts.path, args: args.join(' '), err: message }, 'rdma run failed; keeping the last reading (logged once per command)');
+    this.once(
+      `run ${args.join(' ')}`,
+      { path: this.opts.path, args: args.join(' '), err: message },
+      'rdma run failed; keeping the last reading (logged once per command)',
+    );
     return undefined;
   }
 

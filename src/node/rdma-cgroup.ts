@@ -45,7 +45,8 @@ export function parseRdmaCurrent(text: string): Read<RdmaCurrent> {
     }
     const handles = fields.get('hca_handle');
     const objects = fields.get('hca_object');
-    if (handles === undefined || objects === undefined) return failed('malformed', `line ${JSON.stringify(line.slice(0, 80))} lacks hca_handle or hca_object`);
+    if (handles === undefined || objects === undefined)
+      return failed('malformed', `line ${JSON.stringify(line.slice(0, 80))} lacks hca_handle or hca_object`);
     out.set(words[0] as string, { handles, objects });
   }
   return ok(out);
@@ -65,8 +66,12 @@ export function readRdmaCurrent(dir: string, problems: Problems): RdmaEvidence |
  */
 export function processCgroupDirs(cgroupfs: string, lines: readonly CgroupLine[]): string[] {
   const usable = lines.filter((l) => l.path.startsWith('/') && l.path !== '/' && !l.path.split('/').includes('..'));
-  const v1 = usable.filter((l) => l.controllers.split(',').includes('rdma')).map((l) => join(cgroupfs, l.controllers, l.path));
-  const v2 = usable.filter((l) => l.controllers === '').flatMap((l) => [join(cgroupfs, l.path), join(cgroupfs, 'unified', l.path)]);
+  const v1 = usable
+    .filter((l) => l.controllers.split(',').includes('rdma'))
+    .map((l) => join(cgroupfs, l.controllers, l.path));
+  const v2 = usable
+    .filter((l) => l.controllers === '')
+    .flatMap((l) => [join(cgroupfs, l.path), join(cgroupfs, 'unified', l.path)]);
   return [...v1, ...v2];
 }
 
@@ -121,7 +126,8 @@ export class ProcessCharges {
   of(pid: number): RdmaEvidence | undefined {
     if (this.byPid.has(pid)) return this.byPid.get(pid);
     const dir = this.known.get(pid);
-    const cg = dir === undefined ? readSmall(join(this.procfs, String(pid), 'cgroup'), { limit: LIST_LIMIT }) : undefined;
+    const cg =
+      dir === undefined ? readSmall(join(this.procfs, String(pid), 'cgroup'), { limit: LIST_LIMIT }) : undefined;
     const e = dir !== undefined ? this.ofDirs([dir]) : cg?.ok ? this.ofLines(cgroupLines(cg.value)) : undefined;
     this.byPid.set(pid, e);
     return e;

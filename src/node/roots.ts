@@ -48,7 +48,9 @@ export function classify(err: unknown): FailureKind {
 
 function failure(err: unknown, p: string): Failure {
   const e = err as NodeJS.ErrnoException;
-  return e.code === undefined ? failed(classify(err), `${p}: ${e.message}`) : { ...failed(classify(err), `${p}: ${e.code}`), code: e.code };
+  return e.code === undefined
+    ? failed(classify(err), `${p}: ${e.message}`)
+    : { ...failed(classify(err), `${p}: ${e.code}`), code: e.code };
 }
 
 /** Bytes read at most from a sysfs attribute or counter, or a /proc/<pid> file (stat, comm, cmdline). */

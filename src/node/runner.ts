@@ -58,7 +58,10 @@ export class ChildRunner {
       });
       child.on('error', fail);
       child.on('exit', (code, signal) => {
-        if (code !== 0 && !failure) failure = new Error(`${this.name} exited with ${signal ?? `status ${code}`}: ${stderr.trim().slice(0, 1000)}`);
+        if (code !== 0 && !failure)
+          failure = new Error(
+            `${this.name} exited with ${signal ?? `status ${code}`}: ${stderr.trim().slice(0, 1000)}`,
+          );
         killGroup(child);
       });
       child.on('close', () => {

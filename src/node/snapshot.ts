@@ -7,7 +7,13 @@ import { readHcas, UverbsMap, type HcaScan } from './hca.js';
 import type { JobIdResolver } from './jobids.js';
 import type { FdScanner } from './owners.js';
 import { Problems, type Problem } from './problems.js';
-import { chargedDevices, ProcessCharges, rdmaControllerPresent, readRdmaCurrent, type RdmaEvidence } from './rdma-cgroup.js';
+import {
+  chargedDevices,
+  ProcessCharges,
+  rdmaControllerPresent,
+  readRdmaCurrent,
+  type RdmaEvidence,
+} from './rdma-cgroup.js';
 import { join, procHidesProcesses, readSmall, type Roots } from './roots.js';
 import type { JobMetadata, JobMetadataSource } from './squeue.js';
 import { classifyUnreadable, describeUnreadable, type UnreadablePolicy, type UnreadableProcess } from './unreadable.js';
@@ -85,7 +91,9 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
   const rdma = jobCharges(cgroups.allocations, problems);
   const known = new Map(cgroups.allocations.flatMap((a) => [...(a.cgroupOf ?? [])]));
   const charges = new ProcessCharges(roots.procfs, roots.cgroupfs, problems, known);
-  const coverage = rdmaControllerPresent(roots.cgroupfs) ? { test: (pid: number) => covered(pid, allocationOf, rdma, known, charges), skip: readers.readAllFds !== true } : undefined;
+  const coverage = rdmaControllerPresent(roots.cgroupfs)
+    ? { test: (pid: number) => covered(pid, allocationOf, rdma, known, charges), skip: readers.readAllFds !== true }
+    : undefined;
   const owners = readers.fds.scan(nowMs, problems, coverage);
   const hca = readHcas(roots.sysfs, problems);
   const resolutions = readers.jobIds.resolve(cgroups.allocations, problems);
@@ -94,15 +102,25 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
   const allocations: JobAllocation[] = cgroups.allocations.map((a) => {
     for (const g of a.gaps) gaps.push(`job ${a.id}: ${g}`);
     for (const pid of [...a.pids, ...a.stepdPids]) {
-      if (!owners.present.has(pid) && !pidLeft(a, pid)) gaps.push(`job ${a.id}: PID ${pid} is in the job cgroup but not visible in /proc`);
+      if (!owners.present.has(pid) && !pidLeft(a, pid))
+        gaps.push(`job ${a.id}: PID ${pid} is in the job cgroup but not visible in /proc`);
     }
     const r = resolutions.get(a.key);
     return r && 'jobId' in r ? { ...a, jobId: r.jobId } : { ...a, unresolved: r?.unresolved ?? 'not resolved' };
   });
   const jobs = new Map(allocations.map((a) => [a.key, { key: a.key, label: a.jobId ?? a.id }]));
-  const unreadable = classifyUnreadable(roots.procfs, owners.unreadable, (pid) => jobs.get(allocationOf.get(pid) ?? ''), readers.unreadable, (lines) => charges.ofLines(lines));
+  const unreadable = classifyUnreadable(
+    roots.procfs,
+    owners.unreadable,
+    (pid) => jobs.get(allocationOf.get(pid) ?? ''),
+    readers.unreadable,
+    (lines) => charges.ofLines(lines),
+  );
   for (const u of unreadable) if (u.effect === 'node') gaps.push(describeUnreadable(u));
-  if (process.geteuid?.() !== 0 && procHidesProcesses(roots.procfs)) gaps.push(`${roots.procfs} is mounted with hidepid and the agent is not root: other users' processes are invisible`);
+  if (process.geteuid?.() !== 0 && procHidesProcesses(roots.procfs))
+    gaps.push(
+      `${roots.procfs} is mounted with hidepid and the agent is not root: other users' processes are invisible`,
+    );
 
   const holders = new HolderTable();
   const uverbs = new UverbsMap(roots.sysfs, problems);
@@ -114,8 +132,11 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
     }
     for (const pid of pids) holders.add(device, pid, allocationOf.get(pid), 'fd');
   }
-  for (const [key, e] of rdma) for (const device of chargedDevices(e.charges)) holders.add(device, undefined, key, 'rdma-cgroup');
-  for (const u of unreadable) if (u.effect === 'charged') for (const device of u.rdma?.charged ?? []) holders.add(device, u.pid, u.allocation, 'rdma-cgroup');
+  for (const [key, e] of rdma)
+    for (const device of chargedDevices(e.charges)) holders.add(device, undefined, key, 'rdma-cgroup');
+  for (const u of unreadable)
+    if (u.effect === 'charged')
+      for (const device of u.rdma?.charged ?? []) holders.add(device, u.pid, u.allocation, 'rdma-cgroup');
   for (const pid of owners.covered) {
     const allocation = allocationOf.get(pid);
     // A job process's job is the holder, by the job cgroup's charges above; explain, reading every fd table, names the process too.
@@ -142,7 +163,11 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
     holderNames,
     ...(metadata ? { metadata } : {}),
     problems: problems.list(),
-    stats: { processes: owners.stats.processes, fdLinksRead: owners.stats.fdLinksRead, coveredByRdmaCgroup: owners.covered.length },
+    stats: {
+      processes: owners.stats.processes,
+      fdLinksRead: owners.stats.fdLinksRead,
+      coveredByRdmaCgroup: owners.covered.length,
+    },
   };
 }
 
@@ -153,7 +178,13 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
  * and a cgroup without the controller enabled charges its nearest ancestor that has it). Any
  * other process: when its own cgroup has rdma.current.
  */
-function covered(pid: number, allocationOf: ReadonlyMap<number, string>, jobs: ReadonlyMap<string, RdmaEvidence>, listed: ReadonlyMap<number, string>, charges: ProcessCharges): boolean {
+function covered(
+  pid: number,
+  allocationOf: ReadonlyMap<number, string>,
+  jobs: ReadonlyMap<string, RdmaEvidence>,
+  listed: ReadonlyMap<number, string>,
+  charges: ProcessCharges,
+): boolean {
   const key = allocationOf.get(pid);
   if (key !== undefined) return jobs.has(key) && listed.has(pid);
   return charges.of(pid) !== undefined;
@@ -184,7 +215,17 @@ class HolderTable {
   /** A holder: a process (pid) of a job (allocation key), a job known only by its cgroup (no pid), or a process outside the jobs. */
   add(device: string, pid: number | undefined, allocation: string | undefined, evidence: HolderEvidence): void {
     let h = this.byDevice.get(device);
-    if (!h) this.byDevice.set(device, (h = { allocations: new Set(), nonJobPids: new Set(), jobPids: new Set(), jobEvidence: new Map(), nonJobEvidence: new Map() }));
+    if (!h)
+      this.byDevice.set(
+        device,
+        (h = {
+          allocations: new Set(),
+          nonJobPids: new Set(),
+          jobPids: new Set(),
+          jobEvidence: new Map(),
+          nonJobEvidence: new Map(),
+        }),
+      );
     if (allocation !== undefined) {
       h.allocations.add(allocation);
       if (pid !== undefined) h.jobPids.add(pid);
@@ -204,8 +245,11 @@ class HolderTable {
     const out = new Map<string, DeviceHolders>();
     for (const [d, h] of this.byDevice) {
       out.set(d, {
-        allocations: [...h.allocations], nonJobPids: [...h.nonJobPids], jobPids: [...h.jobPids],
-        jobEvidence: frozen(h.jobEvidence), nonJobEvidence: frozen(h.nonJobEvidence),
+        allocations: [...h.allocations],
+        nonJobPids: [...h.nonJobPids],
+        jobPids: [...h.jobPids],
+        jobEvidence: frozen(h.jobEvidence),
+        nonJobEvidence: frozen(h.nonJobEvidence),
       });
     }
     return out;

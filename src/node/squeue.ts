@@ -66,7 +66,10 @@ class BackgroundSqueue<T> {
     } catch (err) {
       if (this.runner.isStopped) return;
       this.opts.onError?.();
-      logger.warn({ path, err: (err as Error).message }, `squeue ${this.what} refresh failed; keeping the previous table`);
+      logger.warn(
+        { path, err: (err as Error).message },
+        `squeue ${this.what} refresh failed; keeping the previous table`,
+      );
     }
   }
 }

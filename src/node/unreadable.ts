@@ -99,13 +99,20 @@ export function classifyUnreadable(
     const job = jobOf(pid);
     const inJob = job !== undefined || paths.some((l) => inSlurmJob(l.path));
     // Outside is trusted only when its cgroup says so; a job the scan did not see costs every port.
-    const policyEffect: UnreadableEffect = job ? 'job' : !inJob && cg.ok && policy === 'ignore-outside-jobs' ? 'ignored' : 'node';
+    const policyEffect: UnreadableEffect = job
+      ? 'job'
+      : !inJob && cg.ok && policy === 'ignore-outside-jobs'
+        ? 'ignored'
+        : 'node';
     const evidence = rdmaOf(paths);
     const rdma = evidence && { file: evidence.file, charged: chargedDevices(evidence.charges) };
-    const effect: UnreadableEffect = rdma === undefined ? policyEffect : rdma.charged.length === 0 ? 'cleared' : 'charged';
+    const effect: UnreadableEffect =
+      rdma === undefined ? policyEffect : rdma.charged.length === 0 ? 'cleared' : 'charged';
     const comm = readSmall(join(dir, 'comm'), { utf8: true });
     out.push({
-      pid, errno, effect,
+      pid,
+      errno,
+      effect,
       ...(rdma ? { rdma } : {}),
       comm: comm.ok ? comm.value.trim() : '?',
       cgroup: cg.ok ? displayCgroup(paths) : '?',
@@ -129,7 +136,13 @@ function gone(r: Read<unknown>): boolean {
 export function displayCgroup(lines: readonly CgroupLine[]): string {
   const v1 = (c: string) => lines.find((l) => l.controllers.split(',').includes(c) && l.path !== '/');
   const v2 = lines.find((l) => l.controllers === '');
-  const pick = lines.find((l) => inSlurmJob(l.path)) ?? (v2 && v2.path !== '/' ? v2 : undefined) ?? v1('freezer') ?? v1('pids') ?? v2 ?? lines[0];
+  const pick =
+    lines.find((l) => inSlurmJob(l.path)) ??
+    (v2 && v2.path !== '/' ? v2 : undefined) ??
+    v1('freezer') ??
+    v1('pids') ??
+    v2 ??
+    lines[0];
   if (!pick) return '?';
   return pick.controllers === '' ? pick.path : `${pick.controllers}:${pick.path}`;
 }
@@ -147,7 +160,9 @@ export function unreadableCause(errno: string, p: Privileges | undefined, hint: 
       : `the agent runs as uid ${p.uid} without ${missing.join(' and ')}: run it as root or grant it ${NEEDS}`;
   }
   const lsm = `the agent has ${NEEDS}, so a security module (SELinux deny_ptrace, Yama ptrace_scope 3, AppArmor) or a protected process made the kernel refuse`;
-  return hint ? `${lsm}; --unreadable-processes ignore-outside-jobs assumes such processes outside Slurm jobs hold no HCA` : lsm;
+  return hint
+    ? `${lsm}; --unreadable-processes ignore-outside-jobs assumes such processes outside Slurm jobs hold no HCA`
+    : lsm;
 }
 
 /** One line naming the process, for gaps and logs. */
@@ -158,13 +173,16 @@ export function describeUnreadable(u: UnreadableProcess): string {
 /** What the process costs attribution, in words. */
 export function unreadableEffect(u: UnreadableProcess): string {
   if (u.effect === 'ignored') return 'ignored: assumed to hold no HCA (--unreadable-processes ignore-outside-jobs)';
-  if (u.effect === 'cleared') return `holds no HCA: its cgroup's ${u.rdma?.file ?? 'rdma.current'} charges no verbs context`;
+  if (u.effect === 'cleared')
+    return `holds no HCA: its cgroup's ${u.rdma?.file ?? 'rdma.current'} charges no verbs context`;
   if (u.effect === 'charged') {
     const who = u.job !== undefined ? `job ${u.job} as a holder` : 'it as a holder outside the jobs';
     return `holds only ${u.rdma?.charged.join(', ') ?? '?'} (charged in ${u.rdma?.file ?? 'rdma.current'}): those ports count ${who}`;
   }
   if (u.effect === 'job') return `job ${u.job ?? '?'} and every port it could share are not attributed`;
-  return u.scope === 'job' ? 'in a job cgroup the scan did not see: every port is incomplete' : 'every port is incomplete';
+  return u.scope === 'job'
+    ? 'in a job cgroup the scan did not see: every port is incomplete'
+    : 'every port is incomplete';
 }
 
 /** The whole story of one process: who, why, and what it costs. */

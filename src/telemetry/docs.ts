@@ -2,7 +2,10 @@
 import { prometheusName, type MetricSpec } from './spec.js';
 
 export function metricsTable(specs: readonly MetricSpec[]): string {
-  const rows = specs.map((s) => `| \`${prometheusName(s)}\` | ${s.kind} | ${s.attributes.map((a) => `\`${a}\``).join(', ') || '—'} | ${s.description.replace(/\|/g, '\\|')} |`);
+  const rows = specs.map(
+    (s) =>
+      `| \`${prometheusName(s)}\` | ${s.kind} | ${s.attributes.map((a) => `\`${a}\``).join(', ') || '—'} | ${s.description.replace(/\|/g, '\\|')} |`,
+  );
   return ['| Prometheus name | type | labels | description |', '|---|---|---|---|', ...rows].join('\n');
 }
 

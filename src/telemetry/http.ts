@@ -42,7 +42,8 @@ export interface BindAddress {
 export function parseBindAddress(value: string): BindAddress {
   const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(value.trim());
   const port = m ? Number(m[3]) : NaN;
-  if (!m || port > 65535) throw new Error(`invalid bind address "${value}": expected [host]:port, e.g. :9836 or 127.0.0.1:9836`);
+  if (!m || port > 65535)
+    throw new Error(`invalid bind address "${value}": expected [host]:port, e.g. :9836 or 127.0.0.1:9836`);
   const host = m[1] ?? m[2];
   return { host: host === '' ? undefined : host, port };
 }
@@ -90,11 +91,19 @@ export async function serve(
   const auth = new BasicAuth(security.users, security.auth);
   const listener = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     boundWrite(res, limits.writeTimeoutMs);
-    const verdict = auth.check(req.headers.authorization, req.socket.remoteAddress ?? '').catch((): AuthVerdict => 'denied');
+    const verdict = auth
+      .check(req.headers.authorization, req.socket.remoteAddress ?? '')
+      .catch((): AuthVerdict => 'denied');
     void verdict.then((v) => {
       if (v === 'ok') return handle(routes, req, res, onRequest);
-      if (v === 'limited') res.writeHead(429, { 'retry-after': String(Math.ceil(auth.retryAfterMs / 1000)), 'content-type': 'text/plain' }).end('too many login attempts; retry later\n');
-      else res.writeHead(401, { 'www-authenticate': 'Basic realm="slurm-otel"', 'content-type': 'text/plain' }).end('unauthorized\n');
+      if (v === 'limited')
+        res
+          .writeHead(429, { 'retry-after': String(Math.ceil(auth.retryAfterMs / 1000)), 'content-type': 'text/plain' })
+          .end('too many login attempts; retry later\n');
+      else
+        res
+          .writeHead(401, { 'www-authenticate': 'Basic realm="slurm-otel"', 'content-type': 'text/plain' })
+          .end('unauthorized\n');
     });
   };
   const tls = security.tls;
@@ -105,7 +114,9 @@ export async function serve(
     // Node checks the two timeouts above on this period (30 s by default, which stretched them).
     connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
   };
-  const server = tls ? https.createServer({ ...options, ...tlsOptions(tls), handshakeTimeout: limits.idleTimeoutMs }, listener) : http.createServer(options, listener);
+  const server = tls
+    ? https.createServer({ ...options, ...tlsOptions(tls), handshakeTimeout: limits.idleTimeoutMs }, listener)
+    : http.createServer(options, listener);
   if (tls) server.on('secureConnection', (socket: TLSSocket) => checkClientCert(socket, tls));
   server.maxConnections = limits.maxConnections;
   // With no 'timeout' listener Node destroys the idle socket itself.
@@ -122,7 +133,8 @@ export async function serve(
   return {
     url: `${tls ? 'https' : 'http'}://${host}:${addr.port}`,
     port: addr.port,
-    connections: () => new Promise((resolve, reject) => server.getConnections((err, n) => (err ? reject(err) : resolve(n)))),
+    connections: () =>
+      new Promise((resolve, reject) => server.getConnections((err, n) => (err ? reject(err) : resolve(n)))),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -152,7 +164,9 @@ async function handle(
   try {
     body = await route(req);
   } catch (err) {
-    res.writeHead(500, { 'content-type': 'text/plain' }).end(`internal error: ${redactSecrets((err as Error).message)}\n`);
+    res
+      .writeHead(500, { 'content-type': 'text/plain' })
+      .end(`internal error: ${redactSecrets((err as Error).message)}\n`);
     return;
   }
   const headers: http.OutgoingHttpHeaders = { 'content-type': body.contentType, vary: 'Accept-Encoding' };
@@ -169,7 +183,9 @@ async function handle(
       text = await (body.inflated ??= inflate(gzip, body.inflatedBytes));
     } catch (err) {
       body.inflated = undefined;
-      res.writeHead(500, { 'content-type': 'text/plain' }).end(`internal error: ${redactSecrets((err as Error).message)}\n`);
+      res
+        .writeHead(500, { 'content-type': 'text/plain' })
+        .end(`internal error: ${redactSecrets((err as Error).message)}\n`);
       return;
     }
     res.writeHead(body.status ?? 200, { ...headers, 'content-length': text.length });
@@ -190,7 +206,9 @@ async function handle(
 /** Inflates on the thread pool, into one buffer of the known size (no pieces to join). */
 function inflate(gzip: Buffer, bytes: number): Promise<Buffer> {
   const chunkSize = Math.max(64 * 1024, bytes + 1);
-  return new Promise((resolve, reject) => gunzip(gzip, { chunkSize }, (err, out) => (err ? reject(err) : resolve(out))));
+  return new Promise((resolve, reject) =>
+    gunzip(gzip, { chunkSize }, (err, out) => (err ? reject(err) : resolve(out))),
+  );
 }
 
 /**

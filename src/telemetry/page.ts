@@ -71,7 +71,9 @@ const isDefined = (v: number | undefined): boolean => v !== undefined && Number.
 /** An inline SVG sparkline (no script, no external asset); `label` is its accessible name and tooltip. */
 export function sparkline(values: readonly (number | undefined)[], label: string, size: SparkSize = SPARK): string {
   const d = sparkPath(values, size);
-  const path = d ? `<path d="${d}" fill="none" stroke="currentColor" stroke-width="1.5" stroke-linecap="round" stroke-linejoin="round"/>` : '';
+  const path = d
+    ? `<path d="${d}" fill="none" stroke="currentColor" stroke-width="1.5" stroke-linecap="round" stroke-linejoin="round"/>`
+    : '';
   return `<svg class="spark" width="${size.width}" height="${size.height}" viewBox="0 0 ${size.width} ${size.height}" role="img" aria-label="${escapeHtml(label)}"><title>${escapeHtml(label)}</title>${path}</svg>`;
 }
 

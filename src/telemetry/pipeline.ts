@@ -86,14 +86,22 @@ export class Pipeline {
       instrumentName: spec.name,
       aggregationCardinalityLimit: EVENT_CARDINALITY_LIMIT,
       ...(spec.kind === 'histogram'
-        ? { aggregation: { type: AggregationType.EXPLICIT_BUCKET_HISTOGRAM as const, options: { boundaries: [...(spec.buckets ?? [])] } } }
+        ? {
+            aggregation: {
+              type: AggregationType.EXPLICIT_BUCKET_HISTOGRAM as const,
+              options: { boundaries: [...(spec.buckets ?? [])] },
+            },
+          }
         : {}),
     }));
     this.provider = new MeterProvider({ resource: buildResource(opts.resource), readers, views });
     const meter = this.provider.getMeter(opts.scope.name, opts.scope.version);
     for (const spec of events) {
       const o = { description: spec.description, unit: spec.unit };
-      this.instruments.set(spec.name, spec.kind === 'counter' ? meter.createCounter(spec.name, o) : meter.createHistogram(spec.name, o));
+      this.instruments.set(
+        spec.name,
+        spec.kind === 'counter' ? meter.createCounter(spec.name, o) : meter.createHistogram(spec.name, o),
+      );
     }
     routeSdkDiagnostics(opts.logger);
   }
@@ -138,7 +146,10 @@ export class Pipeline {
     const out = new GzipWriter();
     out.write(head);
     const series = await writeFamilies(out, families, (fam) =>
-      this.familySerializer.serialize({ resource: emptyResource(), scopeMetrics: [{ scope: this.opts.scope, metrics: toMetricData([fam], atMs, atMs) }] }),
+      this.familySerializer.serialize({
+        resource: emptyResource(),
+        scopeMetrics: [{ scope: this.opts.scope, metrics: toMetricData([fam], atMs, atMs) }],
+      }),
     );
     this.producer.counted(series);
     if (sdkEmpty && series === 0) out.write(NO_REGISTERED_METRICS);
@@ -172,7 +183,12 @@ export class Pipeline {
 }
 
 /** Wraps an exporter so that every failed push is logged and counted, never fatal. */
-function observed(inner: PushMetricExporter, logger: Logger, url: string, onExport?: (ok: boolean) => void): PushMetricExporter {
+function observed(
+  inner: PushMetricExporter,
+  logger: Logger,
+  url: string,
+  onExport?: (ok: boolean) => void,
+): PushMetricExporter {
   return {
     export(metrics, done) {
       inner.export(metrics, (result: ExportResult) => {

@@ -15,18 +15,59 @@ import { checkCatalogue, defineMetric as spec } from './spec.js';
 export const GC_BUCKETS: readonly number[] = [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5];
 
 export const PROCESS_METRICS = {
-  residentMemory: spec('gauge', 'process_resident_memory_bytes', 'By', [], 'Resident memory (RSS) of the agent process.'),
-  cpuSeconds: spec('counter', 'process_cpu_seconds', 's', [], 'CPU time (user + system) the agent process has used since it started.'),
-  openFds: spec('gauge', 'process_open_fds', '', [], 'File descriptors the agent process holds open (entries of /proc/self/fd; absent where there is no /proc).'),
-  maxFds: spec('gauge', 'process_max_fds', '', [], 'Soft limit on open file descriptors (Max open files in /proc/self/limits; absent where there is no /proc).'),
+  residentMemory: spec(
+    'gauge',
+    'process_resident_memory_bytes',
+    'By',
+    [],
+    'Resident memory (RSS) of the agent process.',
+  ),
+  cpuSeconds: spec(
+    'counter',
+    'process_cpu_seconds',
+    's',
+    [],
+    'CPU time (user + system) the agent process has used since it started.',
+  ),
+  openFds: spec(
+    'gauge',
+    'process_open_fds',
+    '',
+    [],
+    'File descriptors the agent process holds open (entries of /proc/self/fd; absent where there is no /proc).',
+  ),
+  maxFds: spec(
+    'gauge',
+    'process_max_fds',
+    '',
+    [],
+    'Soft limit on open file descriptors (Max open files in /proc/self/limits; absent where there is no /proc).',
+  ),
   startTime: spec('gauge', 'process_start_time_seconds', 's', [], 'When the agent process started (Unix seconds).'),
   heapUsed: spec('gauge', 'nodejs_heap_size_used_bytes', 'By', [], 'V8 heap in use.'),
   heapTotal: spec('gauge', 'nodejs_heap_size_total_bytes', 'By', [], 'V8 heap allocated (used and free).'),
-  eventLoopDelayP99: spec('gauge', 'nodejs_eventloop_delay_p99_seconds', 's', [],
-    '99th percentile of the event-loop delay since the previous scrape of this endpoint (sampled every 10 ms).'),
-  eventLoopDelayMax: spec('gauge', 'nodejs_eventloop_delay_max_seconds', 's', [], 'Longest event-loop delay since the previous scrape of this endpoint.'),
-  gcDuration: spec('histogram', 'nodejs_gc_duration_seconds', 's', ['kind'],
-    'Garbage-collection pauses by kind (minor, major, incremental, weakcb).', GC_BUCKETS),
+  eventLoopDelayP99: spec(
+    'gauge',
+    'nodejs_eventloop_delay_p99_seconds',
+    's',
+    [],
+    '99th percentile of the event-loop delay since the previous scrape of this endpoint (sampled every 10 ms).',
+  ),
+  eventLoopDelayMax: spec(
+    'gauge',
+    'nodejs_eventloop_delay_max_seconds',
+    's',
+    [],
+    'Longest event-loop delay since the previous scrape of this endpoint.',
+  ),
+  gcDuration: spec(
+    'histogram',
+    'nodejs_gc_duration_seconds',
+    's',
+    ['kind'],
+    'Garbage-collection pauses by kind (minor, major, incremental, weakcb).',
+    GC_BUCKETS,
+  ),
 } as const;
 
 checkCatalogue(Object.values(PROCESS_METRICS));

@@ -116,7 +116,12 @@ function familyMetricData(fam: Family, end: HrTime, defaultStart: HrTime): Metri
     value: Number(p.value),
   }));
   if (fam.spec.kind === 'gauge') {
-    return { descriptor, aggregationTemporality: AggregationTemporality.CUMULATIVE, dataPointType: DataPointType.GAUGE, dataPoints };
+    return {
+      descriptor,
+      aggregationTemporality: AggregationTemporality.CUMULATIVE,
+      dataPointType: DataPointType.GAUGE,
+      dataPoints,
+    };
   }
   return {
     descriptor,

@@ -137,7 +137,10 @@ function familyHeader(spec: MetricSpec): FamilyHeader | null {
     if (spec.kind === 'counter' && !name.endsWith('_total')) name += '_total';
     const type = spec.kind === 'counter' ? 'counter' : 'gauge';
     const unit = spec.unit ? `\n# UNIT ${name} ${escapeText(spec.unit)}` : '';
-    h = { name, text: `# HELP ${name} ${escapeText(spec.description || 'description missing')}${unit}\n# TYPE ${name} ${type}\n` };
+    h = {
+      name,
+      text: `# HELP ${name} ${escapeText(spec.description || 'description missing')}${unit}\n# TYPE ${name} ${type}\n`,
+    };
   }
   headers.set(spec, h);
   return h;
@@ -148,7 +151,11 @@ function familyHeader(spec: MetricSpec): FamilyHeader | null {
  * in their objects' key order); histograms go through `histogram`. A family without points is
  * left out. Returns the number of series written.
  */
-export async function writeFamilies(out: GzipWriter, families: readonly AnyFamily[], histogram: (fam: Family) => string): Promise<number> {
+export async function writeFamilies(
+  out: GzipWriter,
+  families: readonly AnyFamily[],
+  histogram: (fam: Family) => string,
+): Promise<number> {
   const labelPrefixes = new Map<string, string>();
   let series = 0;
   for (const fam of families) {

@@ -34,10 +34,20 @@ export async function serveAgent(opts: ServeOptions): Promise<Served> {
     const h = opts.healthy();
     return textBody(`${h.ok ? 'ok' : 'unhealthy'}: ${h.detail}\n`, h.ok ? 200 : 503);
   };
-  const metrics = await serve(opts.metrics, { '/metrics': () => opts.pipeline.exposition, '/health': health, ...opts.routes }, opts.onRequest, opts.security);
+  const metrics = await serve(
+    opts.metrics,
+    { '/metrics': () => opts.pipeline.exposition, '/health': health, ...opts.routes },
+    opts.onRequest,
+    opts.security,
+  );
   let monitoring: Endpoint;
   try {
-    monitoring = await serve(opts.monitoring, { '/metrics': opts.selfMetrics, '/health': health }, undefined, opts.security);
+    monitoring = await serve(
+      opts.monitoring,
+      { '/metrics': opts.selfMetrics, '/health': health },
+      undefined,
+      opts.security,
+    );
   } catch (err) {
     await metrics.close();
     throw err;
@@ -129,15 +139,26 @@ export async function startAgent(agent: Collecting, o: AgentRuntimeOptions): Pro
       onRequest: o.onRequest,
       healthy: () => {
         const at = agent.lastAtMs();
-        return at === undefined ? { ok: false, detail: 'no collection yet' } : { ok: true, detail: `last collection ${new Date(at).toISOString()}` };
+        return at === undefined
+          ? { ok: false, detail: 'no collection yet' }
+          : { ok: true, detail: `last collection ${new Date(at).toISOString()}` };
       },
     });
   } catch (err) {
     await agent.shutdown();
     throw err;
   }
-  const loop = agent.schedule ? agent.schedule(o.intervalMs) : every(o.intervalMs, async () => void (await agent.collect()), o.logger);
-  o.logger.info({ metrics: served.metrics.url, monitoring: served.monitoring.url, otlp: o.otlpUrl !== undefined ? redactUrl(o.otlpUrl) : 'off' }, `${o.name} started`);
+  const loop = agent.schedule
+    ? agent.schedule(o.intervalMs)
+    : every(o.intervalMs, async () => void (await agent.collect()), o.logger);
+  o.logger.info(
+    {
+      metrics: served.metrics.url,
+      monitoring: served.monitoring.url,
+      otlp: o.otlpUrl !== undefined ? redactUrl(o.otlpUrl) : 'off',
+    },
+    `${o.name} started`,
+  );
   return {
     metricsUrl: served.metrics.url,
     monitoringUrl: served.monitoring.url,

@@ -5,7 +5,13 @@
  * APIs. The provider has no OTLP reader: none of this is pushed.
  */
 import fs from 'node:fs';
-import { constants as perfConstants, monitorEventLoopDelay, PerformanceObserver, type IntervalHistogram, type PerformanceEntry } from 'node:perf_hooks';
+import {
+  constants as perfConstants,
+  monitorEventLoopDelay,
+  PerformanceObserver,
+  type IntervalHistogram,
+  type PerformanceEntry,
+} from 'node:perf_hooks';
 import type { Meter, ObservableGauge, Attributes as OtelAttributes } from '@opentelemetry/api';
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
@@ -30,7 +36,11 @@ export class SelfMonitor<T extends Record<string, MetricSpec>> {
   private readonly serializer = new PrometheusSerializer(undefined, false, undefined, false, true);
   private readonly runtime: RuntimeObservers;
 
-  constructor(resource: ResourceOptions, scope: Scope, private readonly specs: T) {
+  constructor(
+    resource: ResourceOptions,
+    scope: Scope,
+    private readonly specs: T,
+  ) {
     this.provider = new MeterProvider({ resource: buildResource(resource), readers: [this.exporter] });
     const meter = this.provider.getMeter(`${scope.name}/self`, scope.version);
     this.m = recorders(meter, specs);
@@ -39,21 +49,24 @@ export class SelfMonitor<T extends Record<string, MetricSpec>> {
 
   /**
    * Starts every family at 0 (counters add 0, gauges set 0) so it is exposed before its first
-   * event: families without labels once, families labelled only by `label.name` once per value.
+   * event, and a first increment shows in rate(): families without labels once, families whose
+   * labels are all in `labels` once per combination of their values.
    */
-  zero(label: { readonly name: string; readonly values: readonly string[] }): void {
+  zero(labels: Readonly<Record<string, readonly string[]>>): void {
     for (const [key, spec] of Object.entries(this.specs)) {
-      if (spec.kind === 'histogram') continue;
+      if (spec.kind === 'histogram' || !spec.attributes.every((a) => a in labels)) continue;
       const rec = this.m[key as keyof T];
-      if (spec.attributes.length === 0) rec.record(0);
-      else if (spec.attributes.length === 1 && spec.attributes[0] === label.name) for (const v of label.values) rec.record(0, { [label.name]: v });
+      for (const attrs of combinations(spec.attributes, labels)) rec.record(0, attrs);
     }
   }
 
   /** Rendered per request: the self-monitoring families are small. */
   async exposition(): Promise<Body> {
     const { resourceMetrics } = await this.exporter.collect();
-    return { contentType: PROMETHEUS_CONTENT_TYPE, text: this.serializer.serialize(resourceMetrics as ResourceMetrics) };
+    return {
+      contentType: PROMETHEUS_CONTENT_TYPE,
+      text: this.serializer.serialize(resourceMetrics as ResourceMetrics),
+    };
   }
 
   async shutdown(): Promise<void> {
@@ -62,24 +75,39 @@ export class SelfMonitor<T extends Record<string, MetricSpec>> {
   }
 }
 
+/** Every assignment of a value to each of `names` (one empty assignment when there are none). */
+function combinations(names: readonly string[], values: Readonly<Record<string, readonly string[]>>): Attributes[] {
+  let out: Attributes[] = [{}];
+  for (const name of names) out = out.flatMap((a) => (values[name] ?? []).map((v) => ({ ...a, [name]: v })));
+  return out;
+}
+
 function recorders<T extends Record<string, MetricSpec>>(meter: Meter, specs: T): Recorders<T> {
   const out: Record<string, Recorder> = {};
   for (const [key, spec] of Object.entries(specs)) {
     const opts = instrumentOptions(spec);
     const inst =
-      spec.kind === 'counter' ? meter.createCounter(spec.name, opts)
-      : spec.kind === 'updowncounter' ? meter.createUpDownCounter(spec.name, opts)
-      : spec.kind === 'gauge' ? meter.createGauge(spec.name, opts)
-      : meter.createHistogram(spec.name, opts);
+      spec.kind === 'counter'
+        ? meter.createCounter(spec.name, opts)
+        : spec.kind === 'updowncounter'
+          ? meter.createUpDownCounter(spec.name, opts)
+          : spec.kind === 'gauge'
+            ? meter.createGauge(spec.name, opts)
+            : meter.createHistogram(spec.name, opts);
     out[key] = {
-      record: 'add' in inst ? (v, a) => inst.add(v, a as OtelAttributes) : (v, a) => inst.record(v, a as OtelAttributes),
+      record:
+        'add' in inst ? (v, a) => inst.add(v, a as OtelAttributes) : (v, a) => inst.record(v, a as OtelAttributes),
     };
   }
   return out as Recorders<T>;
 }
 
 function instrumentOptions(spec: MetricSpec) {
-  return { description: spec.description, unit: spec.unit, advice: spec.buckets ? { explicitBucketBoundaries: [...spec.buckets] } : undefined };
+  return {
+    description: spec.description,
+    unit: spec.unit,
+    advice: spec.buckets ? { explicitBucketBoundaries: [...spec.buckets] } : undefined,
+  };
 }
 
 interface RuntimeObservers {
@@ -103,29 +131,38 @@ function observeRuntime(meter: Meter): RuntimeObservers {
   const P = PROCESS_METRICS;
   const gauge = (s: MetricSpec): ObservableGauge => meter.createObservableGauge(s.name, instrumentOptions(s));
   const g = {
-    rss: gauge(P.residentMemory), openFds: gauge(P.openFds), maxFds: gauge(P.maxFds), start: gauge(P.startTime),
-    heapUsed: gauge(P.heapUsed), heapTotal: gauge(P.heapTotal), delayP99: gauge(P.eventLoopDelayP99), delayMax: gauge(P.eventLoopDelayMax),
+    rss: gauge(P.residentMemory),
+    openFds: gauge(P.openFds),
+    maxFds: gauge(P.maxFds),
+    start: gauge(P.startTime),
+    heapUsed: gauge(P.heapUsed),
+    heapTotal: gauge(P.heapTotal),
+    delayP99: gauge(P.eventLoopDelayP99),
+    delayMax: gauge(P.eventLoopDelayMax),
   };
   const cpu = meter.createObservableCounter(P.cpuSeconds.name, instrumentOptions(P.cpuSeconds));
   const startSeconds = Date.now() / 1000 - process.uptime();
   const loop: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
-  meter.addBatchObservableCallback((r) => {
-    const mem = process.memoryUsage();
-    const used = process.cpuUsage();
-    r.observe(g.rss, mem.rss);
-    r.observe(g.heapUsed, mem.heapUsed);
-    r.observe(g.heapTotal, mem.heapTotal);
-    r.observe(cpu, (used.user + used.system) / 1e6);
-    r.observe(g.start, startSeconds);
-    const fds = countOpenFds();
-    if (fds !== undefined) r.observe(g.openFds, fds);
-    const limit = maxOpenFiles();
-    if (limit !== undefined) r.observe(g.maxFds, limit);
-    r.observe(g.delayP99, loop.percentile(99) / 1e9);
-    r.observe(g.delayMax, loop.max / 1e9);
-    loop.reset();
-  }, [...Object.values(g), cpu]);
+  meter.addBatchObservableCallback(
+    (r) => {
+      const mem = process.memoryUsage();
+      const used = process.cpuUsage();
+      r.observe(g.rss, mem.rss);
+      r.observe(g.heapUsed, mem.heapUsed);
+      r.observe(g.heapTotal, mem.heapTotal);
+      r.observe(cpu, (used.user + used.system) / 1e6);
+      r.observe(g.start, startSeconds);
+      const fds = countOpenFds();
+      if (fds !== undefined) r.observe(g.openFds, fds);
+      const limit = maxOpenFiles();
+      if (limit !== undefined) r.observe(g.maxFds, limit);
+      r.observe(g.delayP99, loop.percentile(99) / 1e9);
+      r.observe(g.delayMax, loop.max / 1e9);
+      loop.reset();
+    },
+    [...Object.values(g), cpu],
+  );
   const gc = meter.createHistogram(P.gcDuration.name, instrumentOptions(P.gcDuration));
   const observer = new PerformanceObserver((list) => {
     for (const e of list.getEntries()) {

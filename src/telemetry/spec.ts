@@ -77,7 +77,9 @@ export function defineMetric<K extends MetricKind>(
   description: string,
   buckets?: readonly number[],
 ): MetricSpec & { kind: K } {
-  return buckets ? { kind, name, unit, attributes, description, buckets } : { kind, name, unit, attributes, description };
+  return buckets
+    ? { kind, name, unit, attributes, description, buckets }
+    : { kind, name, unit, attributes, description };
 }
 
 /** A catalogue must not declare a name twice, nor an attribute twice within a family. */
@@ -89,7 +91,8 @@ export function checkCatalogue(specs: readonly MetricSpec[]): void {
     if (new Set(spec.attributes).size !== spec.attributes.length) {
       throw new Error(`metric ${spec.name} repeats an attribute key`);
     }
-    if (!/^[a-z_][a-z0-9_]*$/.test(spec.name)) throw new Error(`metric name ${spec.name} is not a valid Prometheus name`);
+    if (!/^[a-z_][a-z0-9_]*$/.test(spec.name))
+      throw new Error(`metric name ${spec.name} is not a valid Prometheus name`);
   }
 }
 

@@ -15,7 +15,12 @@ import { Worker } from 'node:worker_threads';
 import { parse as parseYaml } from 'yaml';
 
 /** Go's crypto/tls client authentication policies, as exporter-toolkit names them. */
-export type ClientAuthType = 'NoClientCert' | 'RequestClientCert' | 'RequireAnyClientCert' | 'VerifyClientCertIfGiven' | 'RequireAndVerifyClientCert';
+export type ClientAuthType =
+  | 'NoClientCert'
+  | 'RequestClientCert'
+  | 'RequireAnyClientCert'
+  | 'VerifyClientCertIfGiven'
+  | 'RequireAndVerifyClientCert';
 
 export interface TlsFiles {
   readonly cert: Buffer;
@@ -51,40 +56,59 @@ export function loadWebConfig(file: string): WebConfig {
   } catch (err) {
     throw new WebConfigError(`web config ${file}: ${(err as Error).message}`);
   }
-  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new WebConfigError(`web config ${file}: expected a mapping`);
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
+    throw new WebConfigError(`web config ${file}: expected a mapping`);
   const d = doc as Record<string, unknown>;
-  const unknown = Object.keys(d).filter((k) => !['tls_server_config', 'basic_auth_users', 'http_server_config'].includes(k));
+  const unknown = Object.keys(d).filter(
+    (k) => !['tls_server_config', 'basic_auth_users', 'http_server_config'].includes(k),
+  );
   if (unknown.length) throw new WebConfigError(`web config ${file}: unknown key(s) ${unknown.join(', ')}`);
   const dir = path.dirname(file);
-  return { tls: d.tls_server_config ? readTls(d.tls_server_config, dir, file) : undefined, users: readUsers(d.basic_auth_users, file) };
+  return {
+    tls: d.tls_server_config ? readTls(d.tls_server_config, dir, file) : undefined,
+    users: readUsers(d.basic_auth_users, file),
+  };
 }
 
 function readTls(v: unknown, dir: string, file: string): TlsFiles {
   const t = (v ?? {}) as Record<string, unknown>;
   const read = (key: string): Buffer => {
     const p = t[key];
-    if (typeof p !== 'string' || p === '') throw new WebConfigError(`web config ${file}: tls_server_config.${key} is required`);
+    if (typeof p !== 'string' || p === '')
+      throw new WebConfigError(`web config ${file}: tls_server_config.${key} is required`);
     try {
       return fs.readFileSync(path.resolve(dir, p));
     } catch (err) {
-      throw new WebConfigError(`web config ${file}: cannot read ${key} ${p}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      throw new WebConfigError(
+        `web config ${file}: cannot read ${key} ${p}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      );
     }
   };
-  const name = typeof t.client_auth_type === 'string' && t.client_auth_type !== '' ? t.client_auth_type : 'NoClientCert';
+  const name =
+    typeof t.client_auth_type === 'string' && t.client_auth_type !== '' ? t.client_auth_type : 'NoClientCert';
   const clientAuth = CLIENT_AUTH.get(name);
-  if (!clientAuth) throw new WebConfigError(`web config ${file}: client_auth_type "${name}" is not one of ${[...CLIENT_AUTH.keys()].join(', ')}`);
+  if (!clientAuth)
+    throw new WebConfigError(
+      `web config ${file}: client_auth_type "${name}" is not one of ${[...CLIENT_AUTH.keys()].join(', ')}`,
+    );
   const ca = typeof t.client_ca_file === 'string' ? read('client_ca_file') : undefined;
-  if (ca && clientAuth === 'NoClientCert') throw new WebConfigError(`web config ${file}: client_ca_file is set but client_auth_type is NoClientCert (set one of ${[...CLIENT_AUTH.keys()].slice(1).join(', ')})`);
-  if (!ca && (clientAuth === 'VerifyClientCertIfGiven' || clientAuth === 'RequireAndVerifyClientCert')) throw new WebConfigError(`web config ${file}: client_auth_type ${name} needs client_ca_file`);
+  if (ca && clientAuth === 'NoClientCert')
+    throw new WebConfigError(
+      `web config ${file}: client_ca_file is set but client_auth_type is NoClientCert (set one of ${[...CLIENT_AUTH.keys()].slice(1).join(', ')})`,
+    );
+  if (!ca && (clientAuth === 'VerifyClientCertIfGiven' || clientAuth === 'RequireAndVerifyClientCert'))
+    throw new WebConfigError(`web config ${file}: client_auth_type ${name} needs client_ca_file`);
   return { cert: read('cert_file'), key: read('key_file'), ...(ca ? { ca } : {}), clientAuth };
 }
 
 function readUsers(v: unknown, file: string): Map<string, string> {
   const users = new Map<string, string>();
   if (v === undefined || v === null) return users;
-  if (typeof v !== 'object' || Array.isArray(v)) throw new WebConfigError(`web config ${file}: basic_auth_users must map user names to bcrypt hashes`);
+  if (typeof v !== 'object' || Array.isArray(v))
+    throw new WebConfigError(`web config ${file}: basic_auth_users must map user names to bcrypt hashes`);
   for (const [user, hash] of Object.entries(v as Record<string, unknown>)) {
-    if (typeof hash !== 'string' || !/^\$2[abxy]?\$\d\d\$/.test(hash)) throw new WebConfigError(`web config ${file}: the password of "${user}" is not a bcrypt hash`);
+    if (typeof hash !== 'string' || !/^\$2[abxy]?\$\d\d\$/.test(hash))
+      throw new WebConfigError(`web config ${file}: the password of "${user}" is not a bcrypt hash`);
     users.set(user, hash);
   }
   return users;
@@ -157,7 +181,9 @@ export class BasicAuth {
     const creds = parseBasic(header);
     if (creds === undefined) return 'denied';
     const hash = this.users.get(creds.user);
-    const digest = createHash('sha256').update(`${creds.user}\0${creds.password}\0${hash ?? ''}`).digest();
+    const digest = createHash('sha256')
+      .update(`${creds.user}\0${creds.password}\0${hash ?? ''}`)
+      .digest();
     const known = this.verified.get(creds.user);
     if (hash !== undefined && known && timingSafeEqual(known, digest)) return 'ok';
     if (this.limited(client) || pending.size >= MAX_PENDING_CHECKS) return 'limited';
@@ -228,7 +254,10 @@ const pending = new Map<number, (ok: boolean) => void>();
 /** One shared worker, started on first use; it keeps the process alive only while a comparison is pending. */
 function bcryptWorker(): Worker {
   if (worker) return worker;
-  const w = new Worker(WORKER_SOURCE, { eval: true, workerData: { bcrypt: createRequire(import.meta.url).resolve('bcryptjs') } });
+  const w = new Worker(WORKER_SOURCE, {
+    eval: true,
+    workerData: { bcrypt: createRequire(import.meta.url).resolve('bcryptjs') },
+  });
   w.on('message', ({ id, ok }: { id: number; ok: boolean }) => {
     pending.get(id)?.(ok);
     pending.delete(id);

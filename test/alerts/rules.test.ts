@@ -7,7 +7,14 @@ import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { ALERT_GROUPS, ALERT_RULES_FILE, THRESHOLDS, renderAlertRules, runbook, thresholdsTable } from '../../scripts/alerts.js';
+import {
+  ALERT_GROUPS,
+  ALERT_RULES_FILE,
+  THRESHOLDS,
+  renderAlertRules,
+  runbook,
+  thresholdsTable,
+} from '../../scripts/alerts.js';
 import { DOC_TABLES } from '../../src/catalogues.js';
 import { section } from '../../src/telemetry/docs.js';
 import { prometheusName, type MetricSpec } from '../../src/telemetry/spec.js';
@@ -27,16 +34,31 @@ interface Rule {
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
 }
-const rules = (): Rule[] => (parse(read(ALERT_RULES_FILE)) as { groups: { rules: Rule[] }[] }).groups.flatMap((g) => g.rules);
+const rules = (): Rule[] =>
+  (parse(read(ALERT_RULES_FILE)) as { groups: { rules: Rule[] }[] }).groups.flatMap((g) => g.rules);
 
 /** Every exposed sample name of every catalogue family (histograms as their _bucket/_sum/_count). */
 function knownNames(): Set<string> {
   const specs: MetricSpec[] = Object.values(DOC_TABLES).flat();
-  const names = specs.flatMap((s) => (s.kind === 'histogram' ? ['_bucket', '_sum', '_count'].map((x) => s.name + x) : [prometheusName(s)]));
+  const names = specs.flatMap((s) =>
+    s.kind === 'histogram' ? ['_bucket', '_sum', '_count'].map((x) => s.name + x) : [prometheusName(s)],
+  );
   return new Set([...names, ...EXTERNAL]);
 }
 
-const FUNCTIONS_AND_KEYWORDS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'and', 'or', 'unless', 'bool', 'offset']);
+const FUNCTIONS_AND_KEYWORDS = new Set([
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+  'and',
+  'or',
+  'unless',
+  'bool',
+  'offset',
+]);
 
 /** The metric names a PromQL expression selects: identifiers outside strings, label matchers and grouping lists that are not functions. */
 export function metricNames(expr: string): string[] {
@@ -75,12 +97,19 @@ describe('alert rules', () => {
     expect(section(readme, 'alert-thresholds')).toBe(thresholdsTable());
     const book = section(readme, 'alert-runbook');
     expect(book).toBe(runbook());
-    for (const r of rules()) expect(book, r.alert).toMatch(new RegExp(`^#### ${r.alert}\\n\\n\\*(warning|critical)\\* — .+\\n\\n- \\*\\*Check:\\*\\* .+\\n- \\*\\*Act:\\*\\* .+`, 'm'));
+    for (const r of rules())
+      expect(book, r.alert).toMatch(
+        new RegExp(
+          `^#### ${r.alert}\\n\\n\\*(warning|critical)\\* — .+\\n\\n- \\*\\*Check:\\*\\* .+\\n- \\*\\*Act:\\*\\* .+`,
+          'm',
+        ),
+      );
   });
 
   it('every threshold is used by a rule', () => {
     const source = read('scripts/alerts.ts');
-    for (const name of Object.keys(THRESHOLDS)) expect(source, name).toMatch(new RegExp(`(T\\('${name}'\\)|for: '${name}')`));
+    for (const name of Object.keys(THRESHOLDS))
+      expect(source, name).toMatch(new RegExp(`(T\\('${name}'\\)|for: '${name}')`));
   });
 
   it('read only metrics that a catalogue declares (or a listed external one)', () => {
@@ -91,16 +120,28 @@ describe('alert rules', () => {
   });
 
   it('the metric-name reader ignores labels, functions, grouping and strings', () => {
-    expect(metricNames('sum by (job, instance) (rate(a_total{x="y{z}"}[5m])) / on (job) group_left (reason) label_replace(b > 0, "reason", "c d", "", "") or up == 0')).toEqual(['a_total', 'b', 'up']);
+    expect(
+      metricNames(
+        'sum by (job, instance) (rate(a_total{x="y{z}"}[5m])) / on (job) group_left (reason) label_replace(b > 0, "reason", "c d", "", "") or up == 0',
+      ),
+    ).toEqual(['a_total', 'b', 'up']);
     expect(metricNames('rate({__name__=~"otelcol_x"}[10m]) > 0')).toEqual([]);
   });
 
   it('each is unit-tested in alerts.test.yml: once firing and once quiet', () => {
-    const tests = (parse(read(TESTS_FILE)) as { tests: { alert_rule_test: { alertname: string; exp_alerts: unknown[] }[] }[] }).tests.flatMap((t) => t.alert_rule_test);
+    const tests = (
+      parse(read(TESTS_FILE)) as { tests: { alert_rule_test: { alertname: string; exp_alerts: unknown[] }[] }[] }
+    ).tests.flatMap((t) => t.alert_rule_test);
     for (const r of rules()) {
       const mine = tests.filter((t) => t.alertname === r.alert);
-      expect(mine.some((t) => t.exp_alerts.length > 0), `${r.alert} fires in a test`).toBe(true);
-      expect(mine.some((t) => t.exp_alerts.length === 0), `${r.alert} stays quiet in a test`).toBe(true);
+      expect(
+        mine.some((t) => t.exp_alerts.length > 0),
+        `${r.alert} fires in a test`,
+      ).toBe(true);
+      expect(
+        mine.some((t) => t.exp_alerts.length === 0),
+        `${r.alert} stays quiet in a test`,
+      ).toBe(true);
     }
     expect(ALERT_GROUPS.flatMap((g) => g.rules).length).toBe(rules().length);
   });

@@ -13,12 +13,19 @@ afterEach(async () => {
 });
 
 function cli(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', ...env }, timeout: 20_000 });
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '', ...env },
+    timeout: 20_000,
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 /** Async: the fake server lives in this process, so the child must not block it. */
-function cliAsync(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function cliAsync(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [BIN, ...args], { env: { PATH: process.env.PATH ?? '', ...env } });
     let stdout = '';
@@ -55,10 +62,19 @@ describe('slurm-otel cluster (command line)', () => {
     [['cluster', '--cluster-name', 'c', '--max-collector-inflight', '0'], /not a positive integer/],
     [['cluster', '--cluster-name', 'c', '--max-response-size', 'big'], /not a size/],
     [['cluster', '--cluster-name', 'c', '--token-source', 'file', '--once'], /token source file needs --token-file/],
-    [['cluster', '--cluster-name', 'c', '--token-source', 'kubernetes', '--once'], /needs --kubeconfig-path or an in-cluster environment/],
-    [['cluster', '--cluster-name', 'c', '--slurm-api-ca-file', '/nonexistent.pem', '--once'], /--slurm-api-ca-file \/nonexistent.pem: ENOENT/],
+    [
+      ['cluster', '--cluster-name', 'c', '--token-source', 'kubernetes', '--once'],
+      /needs --kubeconfig-path or an in-cluster environment/,
+    ],
+    [
+      ['cluster', '--cluster-name', 'c', '--slurm-api-ca-file', '/nonexistent.pem', '--once'],
+      /--slurm-api-ca-file \/nonexistent.pem: ENOENT/,
+    ],
     [['cluster', '--cluster-name', 'c', '--user-account-metrics', 'maybe'], /"maybe" is not true or false/],
-    [['cluster', '--cluster-name', 'c', '--optional-collectors', 'licenses,nodes'], /"nodes" is not one of partitions, licenses, reservations, shares/],
+    [
+      ['cluster', '--cluster-name', 'c', '--optional-collectors', 'licenses,nodes'],
+      /"nodes" is not one of partitions, licenses, reservations, shares/,
+    ],
   ])('%j → exit 2 naming the problem', (args, message) => {
     const r = cli(args);
     expect(r.stderr).toMatch(message);
@@ -66,7 +82,14 @@ describe('slurm-otel cluster (command line)', () => {
   });
 
   it('refuses a slurmrestd URL with credentials: exit 2, one line, the password not echoed', () => {
-    const r = cli(['cluster', '--cluster-name', 'c', '--slurm-api-server', 'http://admin:hunter2-secret@127.0.0.1:6820', '--once']);
+    const r = cli([
+      'cluster',
+      '--cluster-name',
+      'c',
+      '--slurm-api-server',
+      'http://admin:hunter2-secret@127.0.0.1:6820',
+      '--once',
+    ]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--slurm-api-server: server URL must not carry credentials/);
     expect(r.stderr).not.toMatch(/\n\s+at /);
@@ -75,7 +98,13 @@ describe('slurm-otel cluster (command line)', () => {
 
   it('--once collects from slurmrestd with SLURM_EXPORTER_* settings and prints the exposition', async () => {
     const cluster = new FakeCluster({ nodes: 6, seed: 3 });
-    server = await startFakeSlurmrestd({ cluster, versions: ['v0.0.45', 'v0.0.44'], host: '127.0.0.1', port: 0, token: 'sekret-token-value' });
+    server = await startFakeSlurmrestd({
+      cluster,
+      versions: ['v0.0.45', 'v0.0.44'],
+      host: '127.0.0.1',
+      port: 0,
+      token: 'sekret-token-value',
+    });
     const r = await cliAsync(['cluster', '--once', '--log-level', 'error'], {
       SLURM_EXPORTER_CLUSTER_NAME: cluster.clusterName,
       SLURM_EXPORTER_SLURM_API_SERVER: server.url,
@@ -103,18 +132,30 @@ describe('slurm-otel cluster (command line)', () => {
 
   it.each([
     [[], ['slurm_partitions'], ['slurm_license_total', 'slurm_reservation_info', 'slurm_fairshare_factor']],
-    [['--optional-collectors', 'licenses, shares'], ['slurm_license_total', 'slurm_fairshare_factor'], ['slurm_partitions', 'slurm_reservation_info']],
+    [
+      ['--optional-collectors', 'licenses, shares'],
+      ['slurm_license_total', 'slurm_fairshare_factor'],
+      ['slurm_partitions', 'slurm_reservation_info'],
+    ],
     [['--optional-collectors', 'none'], [], ['slurm_partitions', 'slurm_license_total']],
   ])('optional sub-collectors: %j → families %j, none of %j', async (flags, present, absent) => {
     const samples = await onceAgainstFake(flags);
     for (const name of present) expect(select(samples, name).length, name).toBeGreaterThan(0);
     for (const name of absent) expect(select(samples, name), name).toHaveLength(0);
-    expect([...(server?.requests.keys() ?? [])].filter((p) => /licenses|reservations|shares/.test(p)).length).toBe(present.filter((n) => !n.includes('partitions')).length);
+    expect([...(server?.requests.keys() ?? [])].filter((p) => /licenses|reservations|shares/.test(p)).length).toBe(
+      present.filter((n) => !n.includes('partitions')).length,
+    );
   });
 
   it('reports an auth failure clearly, exits 1, and never prints the token', async () => {
     const cluster = new FakeCluster({ nodes: 2, seed: 3 });
-    server = await startFakeSlurmrestd({ cluster, versions: ['v0.0.44'], host: '127.0.0.1', port: 0, token: 'right-token' });
+    server = await startFakeSlurmrestd({
+      cluster,
+      versions: ['v0.0.44'],
+      host: '127.0.0.1',
+      port: 0,
+      token: 'right-token',
+    });
     const r = await cliAsync(['cluster', '--once', '--log-format', 'plain', '--request-retries', '0'], {
       SLURM_EXPORTER_CLUSTER_NAME: 'c',
       SLURM_EXPORTER_SLURM_API_SERVER: server.url,

@@ -10,7 +10,11 @@ import { tmpDir } from '../support/tmp.js';
 const BIN = path.resolve('dist/src/cli/main.js');
 
 function cli(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '', ...env }, timeout: 20_000 });
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '', ...env },
+    timeout: 20_000,
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -52,10 +56,14 @@ describe('slurm-otel node (command line)', () => {
     expect(bad.stderr).toMatch(/from env 'IB_SLURM_EXPORTER_COLLECTION_INTERVAL'/);
     const badPolicy = cli(['node', '--once'], { IB_SLURM_EXPORTER_UNREADABLE_PROCESSES: 'none' });
     expect(badPolicy.code).toBe(2);
-    expect(badPolicy.stderr).toMatch(/from env 'IB_SLURM_EXPORTER_UNREADABLE_PROCESSES' is invalid. "none" is not one of strict, ignore-outside-jobs/);
+    expect(badPolicy.stderr).toMatch(
+      /from env 'IB_SLURM_EXPORTER_UNREADABLE_PROCESSES' is invalid. "none" is not one of strict, ignore-outside-jobs/,
+    );
     const badQp = cli(['node', '--once'], { IB_SLURM_EXPORTER_QP_COUNTERS: 'all' });
     expect(badQp.code).toBe(2);
-    expect(badQp.stderr).toMatch(/from env 'IB_SLURM_EXPORTER_QP_COUNTERS' is invalid. "all" is not one of off, observe, manage/);
+    expect(badQp.stderr).toMatch(
+      /from env 'IB_SLURM_EXPORTER_QP_COUNTERS' is invalid. "all" is not one of off, observe, manage/,
+    );
     const roots = rootArgs();
     const env = { IB_SLURM_EXPORTER_SYSFS_ROOT: '/nonexistent', IB_SLURM_EXPORTER_LOG_LEVEL: 'error' };
     const flagWins = cli(['node', '--once', ...roots], env);
@@ -66,30 +74,46 @@ describe('slurm-otel node (command line)', () => {
   });
 
   it('rejects bad OTEL_* values with exit 2', () => {
-    expect(cli(['node', '--once'], { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }).stderr).toMatch(/grpc is not supported/);
+    expect(
+      cli(['node', '--once'], {
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+      }).stderr,
+    ).toMatch(/grpc is not supported/);
     const r = cli(['node', '--once'], { OTEL_RESOURCE_ATTRIBUTES: 'novalue' });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/OTEL_RESOURCE_ATTRIBUTES/);
   });
 
-  it.runIf(process.geteuid?.() === 0)('--once and explain exit 1 naming the reason when class/infiniband cannot be listed', () => {
-    const args = rootArgs();
-    const sysfs = args[1] as string;
-    fs.chmodSync(path.join(sysfs, 'class/infiniband'), 0o000);
-    // As nobody, so that mode 000 really denies: a real EACCES from the kernel.
-    const asNobody = { encoding: 'utf8' as const, env: { PATH: process.env.PATH ?? '' }, timeout: 20_000, uid: 65534, gid: 65534 };
-    for (const cmd of [['node', '--once', '--log-level', 'error'], ['explain']]) {
-      const r = spawnSync(process.execPath, [BIN, ...cmd, ...args], asNobody);
-      expect(r.status, cmd[0]).toBe(1);
-      expect(r.stderr).toMatch(/^slurm-otel: collection failed: cannot list .*class\/infiniband: .*EACCES\n$/);
-      expect(r.stdout).toBe('');
-    }
-  });
+  it.runIf(process.geteuid?.() === 0)(
+    '--once and explain exit 1 naming the reason when class/infiniband cannot be listed',
+    () => {
+      const args = rootArgs();
+      const sysfs = args[1] as string;
+      fs.chmodSync(path.join(sysfs, 'class/infiniband'), 0o000);
+      // As nobody, so that mode 000 really denies: a real EACCES from the kernel.
+      const asNobody = {
+        encoding: 'utf8' as const,
+        env: { PATH: process.env.PATH ?? '' },
+        timeout: 20_000,
+        uid: 65534,
+        gid: 65534,
+      };
+      for (const cmd of [['node', '--once', '--log-level', 'error'], ['explain']]) {
+        const r = spawnSync(process.execPath, [BIN, ...cmd, ...args], asNobody);
+        expect(r.status, cmd[0]).toBe(1);
+        expect(r.stderr).toMatch(/^slurm-otel: collection failed: cannot list .*class\/infiniband: .*EACCES\n$/);
+        expect(r.stdout).toBe('');
+      }
+    },
+  );
 
   it('--help lists every option with its environment variable and default', () => {
     const r = cli(['node', '--help']);
     expect(r.code).toBe(0);
     const help = r.stdout.replace(/\s+/g, ' ');
-    expect(help).toContain('--collection-interval <duration> how often a cycle reads the node (default: 15s, env: IB_SLURM_EXPORTER_COLLECTION_INTERVAL)');
+    expect(help).toContain(
+      '--collection-interval <duration> how often a cycle reads the node (default: 15s, env: IB_SLURM_EXPORTER_COLLECTION_INTERVAL)',
+    );
   });
 });

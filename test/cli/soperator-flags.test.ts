@@ -24,24 +24,76 @@ function jobListParams(args: string[]): { source: string; lookbackMs: number | u
 
 describe('job list parameters', () => {
   it.each<[string, string[], { source: string; lookbackMs: number | undefined }]>([
-    ['controller default', ['--job-source', 'controller', '--accounting-jobs-lookback', '1h'], { source: 'controller', lookbackMs: undefined }],
-    ['empty source defaults to controller', ['--job-source', '', '--accounting-jobs-lookback', '1h'], { source: 'controller', lookbackMs: undefined }],
-    ['controller mode tolerates malformed lookback', ['--job-source', 'controller', '--accounting-jobs-lookback', 'garbage-from-stale-env'], { source: 'controller', lookbackMs: undefined }],
-    ['controller mode tolerates empty lookback', ['--job-source', 'controller', '--accounting-jobs-lookback', ''], { source: 'controller', lookbackMs: undefined }],
-    ['accounting source is trimmed and case-normalized', ['--job-source', ' Accounting ', '--accounting-jobs-lookback', '30m'], { source: 'accounting', lookbackMs: 0.5 * H }],
-    ['Prometheus-style 1d lookback', ['--job-source', 'accounting', '--accounting-jobs-lookback', '1d'], { source: 'accounting', lookbackMs: 24 * H }],
-    ['Prometheus-style 1w lookback', ['--job-source', 'accounting', '--accounting-jobs-lookback', '1w'], { source: 'accounting', lookbackMs: 7 * 24 * H }],
-    ['Go-style fractional lookback', ['--job-source', 'accounting', '--accounting-jobs-lookback', '1.5h'], { source: 'accounting', lookbackMs: 1.5 * H }],
-    ['Go-style mixed-units lookback', ['--job-source', 'accounting', '--accounting-jobs-lookback', '2h45m30.5s'], { source: 'accounting', lookbackMs: 2 * H + 45 * 60_000 + 30_500 }],
+    [
+      'controller default',
+      ['--job-source', 'controller', '--accounting-jobs-lookback', '1h'],
+      { source: 'controller', lookbackMs: undefined },
+    ],
+    [
+      'empty source defaults to controller',
+      ['--job-source', '', '--accounting-jobs-lookback', '1h'],
+      { source: 'controller', lookbackMs: undefined },
+    ],
+    [
+      'controller mode tolerates malformed lookback',
+      ['--job-source', 'controller', '--accounting-jobs-lookback', 'garbage-from-stale-env'],
+      { source: 'controller', lookbackMs: undefined },
+    ],
+    [
+      'controller mode tolerates empty lookback',
+      ['--job-source', 'controller', '--accounting-jobs-lookback', ''],
+      { source: 'controller', lookbackMs: undefined },
+    ],
+    [
+      'accounting source is trimmed and case-normalized',
+      ['--job-source', ' Accounting ', '--accounting-jobs-lookback', '30m'],
+      { source: 'accounting', lookbackMs: 0.5 * H },
+    ],
+    [
+      'Prometheus-style 1d lookback',
+      ['--job-source', 'accounting', '--accounting-jobs-lookback', '1d'],
+      { source: 'accounting', lookbackMs: 24 * H },
+    ],
+    [
+      'Prometheus-style 1w lookback',
+      ['--job-source', 'accounting', '--accounting-jobs-lookback', '1w'],
+      { source: 'accounting', lookbackMs: 7 * 24 * H },
+    ],
+    [
+      'Go-style fractional lookback',
+      ['--job-source', 'accounting', '--accounting-jobs-lookback', '1.5h'],
+      { source: 'accounting', lookbackMs: 1.5 * H },
+    ],
+    [
+      'Go-style mixed-units lookback',
+      ['--job-source', 'accounting', '--accounting-jobs-lookback', '2h45m30.5s'],
+      { source: 'accounting', lookbackMs: 2 * H + 45 * 60_000 + 30_500 },
+    ],
   ])('%s', (_name, args, want) => {
     expect(jobListParams(args)).toEqual(want);
   });
 
   it.each<[string, string[], RegExp]>([
-    ['accounting requires non-empty lookback', ['--job-source', 'accounting', '--accounting-jobs-lookback', ''], /--accounting-jobs-lookback: "" is not a duration/],
-    ['unsupported source', ['--job-source', 'invalid', '--accounting-jobs-lookback', '1h'], /"invalid" is not one of controller, accounting/],
-    ['accounting requires positive lookback', ['--job-source', 'accounting', '--accounting-jobs-lookback', '0s'], /--accounting-jobs-lookback: "0s" must be longer than zero/],
-    ['invalid lookback duration', ['--job-source', 'accounting', '--accounting-jobs-lookback', 'not-a-duration'], /"not-a-duration" is not a duration/],
+    [
+      'accounting requires non-empty lookback',
+      ['--job-source', 'accounting', '--accounting-jobs-lookback', ''],
+      /--accounting-jobs-lookback: "" is not a duration/,
+    ],
+    [
+      'unsupported source',
+      ['--job-source', 'invalid', '--accounting-jobs-lookback', '1h'],
+      /"invalid" is not one of controller, accounting/,
+    ],
+    [
+      'accounting requires positive lookback',
+      ['--job-source', 'accounting', '--accounting-jobs-lookback', '0s'],
+      /--accounting-jobs-lookback: "0s" must be longer than zero/,
+    ],
+    [
+      'invalid lookback duration',
+      ['--job-source', 'accounting', '--accounting-jobs-lookback', 'not-a-duration'],
+      /"not-a-duration" is not a duration/,
+    ],
   ])('%s → an error naming it', (_name, args, message) => {
     expect(() => jobListParams(args)).toThrow(message);
   });

@@ -21,7 +21,8 @@ describe.each(Object.entries(FAMILIES))('%s: whole responses that cannot be used
       const html = failure(family[name]('<html><body><h1>502 Bad Gateway</h1></body></html>'));
       expect(html.kind).toBe('not_an_object');
       expect(html.message).toContain('"<html><body><h1>502 Bad Gateway'); // trimmed, not the whole page
-      for (const body of [null, 42, [], undefined, true]) expect(failure(family[name](body)).kind).toBe('not_an_object');
+      for (const body of [null, 42, [], undefined, true])
+        expect(failure(family[name](body)).kind).toBe('not_an_object');
     }
   });
 
@@ -32,17 +33,28 @@ describe.each(Object.entries(FAMILIES))('%s: whole responses that cannot be used
   });
 
   it('errors[] with no data is a typed error carrying the messages', () => {
-    const body = { meta: { plugin: { data_parser: 'data_parser/v0.0.44' } }, errors: [{ error: 'Invalid user token', error_number: 1007, source: 'auth' }, 'bare string'], nodes: [] };
+    const body = {
+      meta: { plugin: { data_parser: 'data_parser/v0.0.44' } },
+      errors: [{ error: 'Invalid user token', error_number: 1007, source: 'auth' }, 'bare string'],
+      nodes: [],
+    };
     const d = failure(family.decodeNodes(body));
     expect(d.kind).toBe('api_errors');
-    expect(d.errors).toEqual([{ error: 'Invalid user token', error_number: 1007, source: 'auth' }, { error: 'bare string' }]);
+    expect(d.errors).toEqual([
+      { error: 'Invalid user token', error_number: 1007, source: 'auth' },
+      { error: 'bare string' },
+    ]);
     expect(d.message).toContain('Invalid user token');
     expect(d.meta.data_parser).toBe('data_parser/v0.0.44');
     expect(failure(family.decodeDiag({ errors: [{ description: 'no stats' }] })).kind).toBe('api_errors');
   });
 
   it('errors[] alongside data is reported but not fatal', () => {
-    const d = family.decodeNodes({ errors: [{ error: 'partial' }], warnings: [{ description: 'w' }], nodes: [{ name: 'n1' }] });
+    const d = family.decodeNodes({
+      errors: [{ error: 'partial' }],
+      warnings: [{ description: 'w' }],
+      nodes: [{ name: 'n1' }],
+    });
     expect(d.ok).toBe(true);
     if (d.ok) {
       expect(d.items.map((n) => n.name)).toEqual(['n1']);
@@ -88,15 +100,15 @@ describe.each(Object.entries(FAMILIES))('%s: elements', (_, family) => {
     expect(r.ok).toBe(true);
     if (!r.ok) return;
     expect(r.item.state).toEqual({ base: 'UNKNOWN', flags: [] });
-    expect([r.item.cpus, r.item.alloc_cpus, r.item.real_memory, r.item.free_mem, r.item.tres, r.item.reason, r.item.boot_time]).toEqual([
-      undefined,
-      undefined,
-      undefined,
-      undefined,
-      undefined,
-      undefined,
-      undefined,
-    ]);
+    expect([
+      r.item.cpus,
+      r.item.alloc_cpus,
+      r.item.real_memory,
+      r.item.free_mem,
+      r.item.tres,
+      r.item.reason,
+      r.item.boot_time,
+    ]).toEqual([undefined, undefined, undefined, undefined, undefined, undefined, undefined]);
     expect(r.item.partitions).toEqual(['a', 'b']);
   });
 
@@ -134,14 +146,19 @@ describe.each(Object.entries(FAMILIES))('%s: elements', (_, family) => {
     });
     expect(r.ok).toBe(true);
     if (!r.ok) return;
-    expect([r.item.cpus, r.item.node_count, r.item.time_limit, r.item.time_limit_unlimited]).toEqual([4, 2, undefined, true]);
-    expect([r.item.submit_time, r.item.start_time, r.item.end_time, r.item.array_job_id, r.item.memory_per_node]).toEqual([
+    expect([r.item.cpus, r.item.node_count, r.item.time_limit, r.item.time_limit_unlimited]).toEqual([
+      4,
+      2,
       undefined,
-      undefined,
-      1764000000,
-      undefined,
-      undefined,
+      true,
     ]);
+    expect([
+      r.item.submit_time,
+      r.item.start_time,
+      r.item.end_time,
+      r.item.array_job_id,
+      r.item.memory_per_node,
+    ]).toEqual([undefined, undefined, 1764000000, undefined, undefined]);
   });
 
   it('skips malformed RPC rows in diag and counts them', () => {
@@ -149,7 +166,10 @@ describe.each(Object.entries(FAMILIES))('%s: elements', (_, family) => {
       statistics: {
         server_thread_count: '3',
         rpcs_by_message_type: [{ message_type: 'REQUEST_PING', count: 1, total_time: 10 }, { count: 5 }, null],
-        rpcs_by_user: [{ user: 'root', count: 2, total_time: { set: true, infinite: false, number: 20 } }, { user: 'x' }],
+        rpcs_by_user: [
+          { user: 'root', count: 2, total_time: { set: true, infinite: false, number: 20 } },
+          { user: 'x' },
+        ],
       },
     });
     expect(d.ok).toBe(true);
@@ -161,7 +181,9 @@ describe.each(Object.entries(FAMILIES))('%s: elements', (_, family) => {
       expect.stringContaining('rpcs_by_user[1]'),
     ]);
     expect(d.items[0]?.server_thread_count).toBeUndefined();
-    expect(d.items[0]?.rpcs_by_user).toEqual([{ user: 'root', user_id: undefined, count: 2, total_time_us: 20, average_time_us: undefined }]);
+    expect(d.items[0]?.rpcs_by_user).toEqual([
+      { user: 'root', user_id: undefined, count: 2, total_time_us: 20, average_time_us: undefined },
+    ]);
   });
 });
 
@@ -193,10 +215,22 @@ describe('decoders never throw', () => {
   }
 
   it('on real elements with members replaced by junk', () => {
-    const node = (built('v0.0.44', 'nodes.json') as { nodes: Record<string, unknown>[] }).nodes[1] as Record<string, unknown>;
-    const job = (built('v0.0.44', 'jobs.json') as { jobs: Record<string, unknown>[] }).jobs[0] as Record<string, unknown>;
-    const dbJob = (built('v0.0.44', 'slurmdb-jobs.json') as { jobs: Record<string, unknown>[] }).jobs[0] as Record<string, unknown>;
-    const oldJob = (recorded('v0.0.38', '01-jobs-jobs.json') as { jobs: Record<string, unknown>[] }).jobs[3] as Record<string, unknown>;
+    const node = (built('v0.0.44', 'nodes.json') as { nodes: Record<string, unknown>[] }).nodes[1] as Record<
+      string,
+      unknown
+    >;
+    const job = (built('v0.0.44', 'jobs.json') as { jobs: Record<string, unknown>[] }).jobs[0] as Record<
+      string,
+      unknown
+    >;
+    const dbJob = (built('v0.0.44', 'slurmdb-jobs.json') as { jobs: Record<string, unknown>[] }).jobs[0] as Record<
+      string,
+      unknown
+    >;
+    const oldJob = (recorded('v0.0.38', '01-jobs-jobs.json') as { jobs: Record<string, unknown>[] }).jobs[3] as Record<
+      string,
+      unknown
+    >;
     fc.assert(
       fc.property(mutated(node), mutated(job), mutated(dbJob), mutated(oldJob), (n, j, d, o) => {
         for (const family of Object.values(FAMILIES)) {
@@ -235,7 +269,11 @@ describe('streamed decoding', () => {
   });
 
   it('counts an element with bad JSON as skipped', async () => {
-    const d = await decodeListStream(chunked('{"nodes":[{"name":"a"},{"name":tru},{"name":"b"}],"errors":[]}', 5), 'nodes', v004x.decodeNode);
+    const d = await decodeListStream(
+      chunked('{"nodes":[{"name":"a"},{"name":tru},{"name":"b"}],"errors":[]}', 5),
+      'nodes',
+      v004x.decodeNode,
+    );
     expect(d.ok).toBe(true);
     if (!d.ok) return;
     expect(d.items.map((n) => n.name)).toEqual(['a', 'b']);

@@ -69,12 +69,16 @@ const STEPS_WITH_JOBS = listFiles('recorded', 'slurm-22.05', 'dbd', 'v0.0.38')
 
 describe('v0.0.38 nodes agree with sinfo -N -l', () => {
   it('covers the drain, down and not-responding steps', () => {
-    expect(STEPS_WITH_NODES).toEqual(expect.arrayContaining(['02-drain-node2', '03-down-node3', '06a-node4-notresponding', '06b-node4-down']));
+    expect(STEPS_WITH_NODES).toEqual(
+      expect.arrayContaining(['02-drain-node2', '03-down-node3', '06a-node4-notresponding', '06b-node4-down']),
+    );
   });
   for (const step of STEPS_WITH_NODES) {
     it(step, () => {
       const nodes = ok(v0038.decodeNodes(recorded('v0.0.38', `${step}-nodes.json`)));
-      const rows = table(section(readText('recorded', 'slurm-22.05', 'dbd', 'v0.0.38', `${step}-cli.txt`), 'sinfo -N -l').slice(1));
+      const rows = table(
+        section(readText('recorded', 'slurm-22.05', 'dbd', 'v0.0.38', `${step}-cli.txt`), 'sinfo -N -l').slice(1),
+      );
       expect(nodes.map((n) => n.name)).toEqual(rows.map((r) => r['NODELIST']));
       for (const n of nodes) {
         const row = rows.find((r) => r['NODELIST'] === n.name) as Record<string, string>;
@@ -92,7 +96,9 @@ describe('v0.0.38 jobs agree with squeue -t all', () => {
   for (const step of STEPS_WITH_JOBS) {
     it(step, () => {
       const jobs = ok(v0038.decodeJobs(recorded('v0.0.38', `${step}-jobs.json`)));
-      const rows = table(section(readText('recorded', 'slurm-22.05', 'dbd', 'v0.0.38', `${step}-cli.txt`), 'squeue -t all'));
+      const rows = table(
+        section(readText('recorded', 'slurm-22.05', 'dbd', 'v0.0.38', `${step}-cli.txt`), 'squeue -t all'),
+      );
       const asRows = jobs.map((j) => ({
         JOBID: squeueId(j),
         PARTITIO: j.partition ?? '',
@@ -102,7 +108,8 @@ describe('v0.0.38 jobs agree with squeue -t all', () => {
         REASON: (j.state_description ?? j.state_reason ?? '').slice(0, 20),
         NODELIST: j.nodes,
       }));
-      const key = (r: Record<string, string>) => JSON.stringify([r['JOBID'], r['PARTITIO'], r['NAME'], r['STATE'], r['REASON'], r['NODELIST']]);
+      const key = (r: Record<string, string>) =>
+        JSON.stringify([r['JOBID'], r['PARTITIO'], r['NAME'], r['STATE'], r['REASON'], r['NODELIST']]);
       expect(asRows.map(key).sort()).toEqual(rows.map(key).sort());
     });
   }
@@ -123,8 +130,19 @@ describe('older shapes of the same recording', () => {
   });
 
   it('v0.0.36, v0.0.37 and v0.0.38 give the same jobs for the same moment', () => {
-    const project = (j: SlurmJob) => [j.job_id, j.state, j.partition, j.nodes, j.array_job_id, j.array_task_id, j.tres_alloc_str, j.exit_code];
-    const byVersion = ['v0.0.36', 'v0.0.37', 'v0.0.38'].map((v) => ok(v0038.decodeJobs(recorded(v, '01-jobs-jobs.json'))).map(project));
+    const project = (j: SlurmJob) => [
+      j.job_id,
+      j.state,
+      j.partition,
+      j.nodes,
+      j.array_job_id,
+      j.array_task_id,
+      j.tres_alloc_str,
+      j.exit_code,
+    ];
+    const byVersion = ['v0.0.36', 'v0.0.37', 'v0.0.38'].map((v) =>
+      ok(v0038.decodeJobs(recorded(v, '01-jobs-jobs.json'))).map(project),
+    );
     expect(byVersion[0]).toEqual(byVersion[2]);
     expect(byVersion[1]).toEqual(byVersion[2]);
   });

@@ -55,7 +55,12 @@ describe.each(BUILT_VERSIONS)('%s built fixtures', (version) => {
     expect(n.boot_time).toBeGreaterThan(1.7e9);
     expect(find(nodes, 'gpu-003').free_mem).toBeUndefined();
     const cloud = find(nodes, 'cloud-001');
-    expect([cloud.boot_time, cloud.slurmd_start_time, cloud.free_mem, cloud.tres_used]).toEqual([undefined, undefined, undefined, undefined]);
+    expect([cloud.boot_time, cloud.slurmd_start_time, cloud.free_mem, cloud.tres_used]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
   });
 
   it('reads node reason, comment and reservation', () => {
@@ -83,8 +88,17 @@ describe.each(BUILT_VERSIONS)('%s built fixtures', (version) => {
 
   it('keeps a pending array master apart from its running task', () => {
     const master = find(jobs, '2002');
-    expect([master.array_job_id, master.array_task_id, master.state_reason]).toEqual(['2002', '4-7%2', 'JobArrayTaskLimit']);
-    expect([master.start_time, master.end_time, master.nodes, master.tres_alloc_str]).toEqual([undefined, undefined, '', undefined]);
+    expect([master.array_job_id, master.array_task_id, master.state_reason]).toEqual([
+      '2002',
+      '4-7%2',
+      'JobArrayTaskLimit',
+    ]);
+    expect([master.start_time, master.end_time, master.nodes, master.tres_alloc_str]).toEqual([
+      undefined,
+      undefined,
+      '',
+      undefined,
+    ]);
     expect(jobCpuCount(master)).toBe(8);
     const task = find(jobs, '2005');
     expect([task.array_job_id, task.array_task_id]).toEqual(['2002', '3']);
@@ -101,7 +115,8 @@ describe.each(BUILT_VERSIONS)('%s built fixtures', (version) => {
     expect(find(jobs, '1990').exit_code).toEqual({ status: ['SUCCESS'], return_code: 0 });
     expect(find(jobs, '1991').exit_code).toEqual({ status: ['ERROR'], return_code: 3 });
     expect(find(jobs, '1992').exit_code).toEqual({ status: ['SIGNALED'], signal: 15, signal_name: 'SIGTERM' });
-    for (const j of jobs) expect(JOB_TERMINAL_STATES.has(jobBaseState(j))).toBe(['1990', '1991', '1992'].includes(j.job_id));
+    for (const j of jobs)
+      expect(JOB_TERMINAL_STATES.has(jobBaseState(j))).toBe(['1990', '1991', '1992'].includes(j.job_id));
   });
 
   it('keeps the old TRES of a requeued job and its restart count', () => {
@@ -113,7 +128,9 @@ describe.each(BUILT_VERSIONS)('%s built fixtures', (version) => {
 
   it('falls back to memory_per_node × node_count without TRES memory', () => {
     const j = find(jobs, '2020');
-    expect(jobMemoryBytes({ ...j, tres_req_str: undefined, tres_alloc_str: undefined })).toBe(1000000 * 2 * 1024 * 1024);
+    expect(jobMemoryBytes({ ...j, tres_req_str: undefined, tres_alloc_str: undefined })).toBe(
+      1000000 * 2 * 1024 * 1024,
+    );
     expect(jobMemoryBytes(j)).toBe(2000000 * 1024 * 1024);
   });
 
@@ -124,7 +141,12 @@ describe.each(BUILT_VERSIONS)('%s built fixtures', (version) => {
     expect(run.tres_alloc_str).toBe('cpu=128,mem=1024000M,energy=0,node=2,billing=128,gres/gpu=8,gres/gpu:h100=8');
     expect(run.node_count).toBe(2);
     const master = find(acct, '2002');
-    expect([master.array_job_id, master.array_task_id, master.nodes, master.tres_alloc_str]).toEqual(['2002', '4-7', '', undefined]);
+    expect([master.array_job_id, master.array_task_id, master.nodes, master.tres_alloc_str]).toEqual([
+      '2002',
+      '4-7',
+      '',
+      undefined,
+    ]);
     expect(parseTres(master.tres_req_str).cpus).toBe(8);
     expect(find(acct, '2005').array_task_id).toBe('3');
     expect(find(acct, '2010').time_limit_unlimited).toBe(true);
@@ -135,13 +157,9 @@ describe.each(BUILT_VERSIONS)('%s built fixtures', (version) => {
   it('agrees with the controller on the jobs both report', () => {
     for (const a of acct) {
       const c = find(jobs, a.job_id);
-      expect([a.name, a.partition, a.state[0], a.array_job_id, a.array_task_id?.replace(/%.*$/, '')], a.job_id).toEqual([
-        c.name,
-        c.partition,
-        c.state[0],
-        c.array_job_id,
-        c.array_task_id?.replace(/%.*$/, ''),
-      ]);
+      expect([a.name, a.partition, a.state[0], a.array_job_id, a.array_task_id?.replace(/%.*$/, '')], a.job_id).toEqual(
+        [c.name, c.partition, c.state[0], c.array_job_id, c.array_task_id?.replace(/%.*$/, '')],
+      );
       expect(a.submit_time).toBe(c.submit_time);
       expect(a.time_limit).toBe(c.time_limit);
       expect(jobCpuCount(a)).toBe(jobCpuCount(c));
@@ -155,7 +173,11 @@ describe.each(BUILT_VERSIONS)('%s built fixtures', (version) => {
     expect(diag.rpcs_by_message_type).toHaveLength(7);
     const nodeInfo = diag.rpcs_by_message_type.find((r) => r.message_type === 'REQUEST_NODE_INFO');
     expect(nodeInfo).toMatchObject({ type_id: 2007, count: 205430, total_time_us: 6871947674, average_time_us: 33451 });
-    expect(diag.rpcs_by_user.find((u) => u.user === 'root')).toMatchObject({ user_id: 0, count: 308145, total_time_us: 7384185912 });
+    expect(diag.rpcs_by_user.find((u) => u.user === 'root')).toMatchObject({
+      user_id: 0,
+      count: 308145,
+      total_time_us: 7384185912,
+    });
     expect(diag.req_time).toBe(1764000000);
     expect(diag.bf_active).toBe(false);
   });
@@ -173,7 +195,8 @@ describe.each(BUILT_VERSIONS)('%s built fixtures', (version) => {
 });
 
 describe('differences between versions', () => {
-  const decodeAll = <T>(file: string, fn: (b: unknown) => Decoded<T>) => BUILT_VERSIONS.map((v) => items(fn(built(v, file))));
+  const decodeAll = <T>(file: string, fn: (b: unknown) => Decoded<T>) =>
+    BUILT_VERSIONS.map((v) => items(fn(built(v, file))));
 
   it('decodes the same scenario to the same model in every version', () => {
     // slurmd_version is the one value that differs: each version's fixture runs its own release.
@@ -204,7 +227,9 @@ describe('differences between versions', () => {
   });
 
   it('reads stdout/stderr from slurmdbd only from v0.0.41', () => {
-    const out = BUILT_VERSIONS.map((v) => find(items(v004x.decodeAccountingJobs(built(v, 'slurmdb-jobs.json'))), '2001').standard_output);
+    const out = BUILT_VERSIONS.map(
+      (v) => find(items(v004x.decodeAccountingJobs(built(v, 'slurmdb-jobs.json'))), '2001').standard_output,
+    );
     expect(out[0]).toBeUndefined();
     expect(out.slice(1).every((o) => o === '/home/alice/slurm-%j.out')).toBe(true);
   });
@@ -216,7 +241,14 @@ describe("Soperator's recorded data", () => {
     expect(r.ok).toBe(true);
     const n = (r as { item: SlurmNode }).item;
     expect(n.state).toEqual({ base: 'IDLE', flags: ['DYNAMIC_NORM'] });
-    expect([n.name, n.address, n.comment, n.cpus, n.alloc_idle_cpus, n.effective_cpus]).toEqual(['worker-1', '10.0.0.1', 'comment', 16, 16, 16]);
+    expect([n.name, n.address, n.comment, n.cpus, n.alloc_idle_cpus, n.effective_cpus]).toEqual([
+      'worker-1',
+      '10.0.0.1',
+      'comment',
+      16,
+      16,
+      16,
+    ]);
     expect([n.real_memory, n.free_mem, n.specialized_memory, n.specialized_cpus_count]).toEqual([191356, 168840, 0, 0]);
     expect(parseTres(n.tres).gpus).toBe(1);
     expect(n.tres_used).toBeUndefined();
@@ -227,7 +259,14 @@ describe("Soperator's recorded data", () => {
     const r = v004x.decodeJob(readJson('recorded', 'soperator', '2_node_job.json'));
     expect(r.ok).toBe(true);
     const j = (r as { item: SlurmJob }).item;
-    expect([j.job_id, j.state, j.nodes, j.time_limit, j.array_job_id, j.array_task_id]).toEqual(['349', ['COMPLETED'], 'worker-[1,0]', 1, '0', undefined]);
+    expect([j.job_id, j.state, j.nodes, j.time_limit, j.array_job_id, j.array_task_id]).toEqual([
+      '349',
+      ['COMPLETED'],
+      'worker-[1,0]',
+      1,
+      '0',
+      undefined,
+    ]);
     expect(expandHostlist(j.nodes)).toEqual(['worker-1', 'worker-0']);
     expect(jobCpuCount(j)).toBe(4);
     expect(jobMemoryBytes(j)).toBe(382712 * 1024 * 1024);
@@ -239,12 +278,20 @@ describe("Soperator's recorded data", () => {
     const d = items(v004x.decodeDiag(readJson('recorded', 'soperator', 'sdiag_rest.json')));
     const diag = d[0] as SlurmDiag;
     expect(diag.schedule_cycle_sum).toBe(6442450944);
-    expect(diag.rpcs_by_message_type.map((r) => [r.message_type, r.count, r.total_time_us, r.average_time_us])).toEqual([
-      ['REQUEST_NODE_INFO', 205430, 6871947674, 33452],
-      ['REQUEST_JOB_INFO', 102715, 512238, 4987],
+    expect(diag.rpcs_by_message_type.map((r) => [r.message_type, r.count, r.total_time_us, r.average_time_us])).toEqual(
+      [
+        ['REQUEST_NODE_INFO', 205430, 6871947674, 33452],
+        ['REQUEST_JOB_INFO', 102715, 512238, 4987],
+      ],
+    );
+    expect(diag.rpcs_by_user).toEqual([
+      { user: 'root', user_id: 0, count: 308145, total_time_us: 7384185912, average_time_us: 23963 },
     ]);
-    expect(diag.rpcs_by_user).toEqual([{ user: 'root', user_id: 0, count: 308145, total_time_us: 7384185912, average_time_us: 23963 }]);
     const meta = v004x.decodeDiag(readJson('recorded', 'soperator', 'sdiag_rest.json'));
-    expect(meta.ok && meta.meta).toEqual({ data_parser: 'data_parser/v0.0.44', slurm_release: '25.11.5', cluster: 'soperator' });
+    expect(meta.ok && meta.meta).toEqual({
+      data_parser: 'data_parser/v0.0.44',
+      slurm_release: '25.11.5',
+      cluster: 'soperator',
+    });
   });
 });

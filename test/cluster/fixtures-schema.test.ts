@@ -37,9 +37,18 @@ function normaliseRequired(node: Json): Json {
     const parent = r.slice(0, slash);
     const child = r.slice(slash + 1);
     const target = props !== null && typeof props === 'object' && !Array.isArray(props) ? props[parent] : undefined;
-    if (target === undefined || target === null || typeof target !== 'object' || Array.isArray(target) || '$ref' in target) continue;
+    if (
+      target === undefined ||
+      target === null ||
+      typeof target !== 'object' ||
+      Array.isArray(target) ||
+      '$ref' in target
+    )
+      continue;
     direct.add(parent);
-    const nested = normaliseRequired({ ...target, required: [...asStrings(target['required']), child] }) as { [k: string]: Json };
+    const nested = normaliseRequired({ ...target, required: [...asStrings(target['required']), child] }) as {
+      [k: string]: Json;
+    };
     (props as { [k: string]: Json })[parent] = nested;
   }
   out['required'] = [...direct];
@@ -57,7 +66,10 @@ const UINT32_MAX = 2 ** 32 - 1;
 function makeAjv(version: string): Ajv {
   const spec = readJson('openapi', `${version}.json`) as { components: Json };
   const ajv = new Ajv({ strict: false, allErrors: true });
-  ajv.addFormat('int32', { type: 'number', validate: (n: number) => Number.isInteger(n) && n >= INT32_MIN && n <= UINT32_MAX });
+  ajv.addFormat('int32', {
+    type: 'number',
+    validate: (n: number) => Number.isInteger(n) && n >= INT32_MIN && n <= UINT32_MAX,
+  });
   ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) });
   ajv.addFormat('double', { type: 'number', validate: (n: number) => Number.isFinite(n) });
   ajv.addSchema({ $id: version, components: normaliseRequired(spec.components) });
@@ -85,7 +97,10 @@ const SCHEMA_OF_FILE: Readonly<Record<string, string>> = {
 };
 
 function errorsOf(fn: ValidateFunction): string {
-  return (fn.errors ?? []).slice(0, 5).map((e) => `${e.instancePath} ${e.message ?? ''}`).join('; ');
+  return (fn.errors ?? [])
+    .slice(0, 5)
+    .map((e) => `${e.instancePath} ${e.message ?? ''}`)
+    .join('; ');
 }
 
 describe('built fixtures validate against their spec', () => {
@@ -131,7 +146,9 @@ describe('the validator is not vacuous', () => {
   });
 
   it('enforces slash-path required members as nested requirements', () => {
-    const body = structuredClone(built('v0.0.44', 'jobs.json')) as { jobs: { job_resources?: { nodes: Record<string, unknown> } }[] };
+    const body = structuredClone(built('v0.0.44', 'jobs.json')) as {
+      jobs: { job_resources?: { nodes: Record<string, unknown> } }[];
+    };
     const withResources = body.jobs.find((j) => j.job_resources !== undefined);
     expect(withResources).toBeDefined();
     delete withResources?.job_resources?.nodes['count'];

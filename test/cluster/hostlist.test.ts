@@ -7,7 +7,14 @@ describe('expandHostlist', () => {
     expect(expandHostlist('worker-[1,0]')).toEqual(['worker-1', 'worker-0']);
     expect(expandHostlist('a[01-03],b5')).toEqual(['a01', 'a02', 'a03', 'b5']);
     expect(expandHostlist('n[1-2]-ib[3-4]')).toEqual(['n1-ib3', 'n1-ib4', 'n2-ib3', 'n2-ib4']);
-    expect(expandHostlist('gpu-[001-002,010],cpu-[7,9-10]')).toEqual(['gpu-001', 'gpu-002', 'gpu-010', 'cpu-7', 'cpu-9', 'cpu-10']);
+    expect(expandHostlist('gpu-[001-002,010],cpu-[7,9-10]')).toEqual([
+      'gpu-001',
+      'gpu-002',
+      'gpu-010',
+      'cpu-7',
+      'cpu-9',
+      'cpu-10',
+    ]);
     expect(expandHostlist('node1')).toEqual(['node1']);
     expect(expandHostlist(' a1 , b2 ,')).toEqual(['a1', 'b2']);
     expect(expandHostlist('[1-3]')).toEqual(['1', '2', '3']);
@@ -57,7 +64,9 @@ describe('expandHostlist properties', () => {
   it('expands to the product of the group sizes, each name matching its pattern', () => {
     fc.assert(
       fc.property(fc.array(item, { minLength: 1, maxLength: 3 }), (items) => {
-        const text = items.map(([p, groups]) => p + groups.map(([g, suffix]) => `[${g.map(render).join(',')}]${suffix}`).join('')).join(',');
+        const text = items
+          .map(([p, groups]) => p + groups.map(([g, suffix]) => `[${g.map(render).join(',')}]${suffix}`).join(''))
+          .join(',');
         const hosts = expandHostlist(text);
         const expectedCount = items.reduce(
           (sum, [, groups]) => sum + groups.reduce((prod, [g]) => prod * g.reduce((n, r) => n + r.hi - r.lo + 1, 0), 1),
@@ -84,13 +93,16 @@ describe('expandHostlist properties', () => {
 
   it('only ever throws HostlistError, whatever the input', () => {
     fc.assert(
-      fc.property(fc.string({ unit: fc.constantFrom('a', '1', '9', '-', ',', '[', ']', ' ', '0'), maxLength: 30 }), (text) => {
-        try {
-          expect(expandHostlist(text).length).toBeLessThanOrEqual(DEFAULT_MAX_HOSTS);
-        } catch (err) {
-          expect(err).toBeInstanceOf(HostlistError);
-        }
-      }),
+      fc.property(
+        fc.string({ unit: fc.constantFrom('a', '1', '9', '-', ',', '[', ']', ' ', '0'), maxLength: 30 }),
+        (text) => {
+          try {
+            expect(expandHostlist(text).length).toBeLessThanOrEqual(DEFAULT_MAX_HOSTS);
+          } catch (err) {
+            expect(err).toBeInstanceOf(HostlistError);
+          }
+        },
+      ),
       { numRuns: 1000 },
     );
   });

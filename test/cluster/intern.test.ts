@@ -34,12 +34,22 @@ describe('Interner', () => {
 describe('fetchers share repeated values of what slurmrestd sends', () => {
   it('each decoded job is seen once by onItem, and equal states are one array', async () => {
     const server = await FaultServer.start({ versions: ['v0.0.44'] });
-    const api = new SlurmClient({ server: server.url, tokenSource: staticToken({ token: 't', userName: 'root' }), requestTimeoutMs: 10_000, logger: silentLogger() });
+    const api = new SlurmClient({
+      server: server.url,
+      tokenSource: staticToken({ token: 't', userName: 'root' }),
+      requestTimeoutMs: 10_000,
+      logger: silentLogger(),
+    });
     try {
       const seen: SlurmJob[] = [];
       const direct = await api.jobs({ onItem: (j) => seen.push(j) });
       expect(direct.ok && direct.data.items).toEqual(seen);
-      const jobs = await makeFetchers({ api, jobSource: 'controller', accountingLookbackMs: 3_600_000, logger: silentLogger() }).jobs(new AbortController().signal);
+      const jobs = await makeFetchers({
+        api,
+        jobSource: 'controller',
+        accountingLookbackMs: 3_600_000,
+        logger: silentLogger(),
+      }).jobs(new AbortController().signal);
       const running = jobs.filter((j) => j.state.join() === 'RUNNING');
       expect(running.length).toBeGreaterThan(1);
       for (const j of running) expect(j.state).toBe(running[0]?.state);

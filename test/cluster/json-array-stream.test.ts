@@ -124,7 +124,15 @@ describe('JsonArraySplitter', () => {
   });
 
   it('rejects top-level syntax errors and trailing data', () => {
-    const bad = ['{"a" 1}', '{"a":1 "b":2}', '{a:1}', '{"jobs":[1,,2]}', '{"jobs":[1 2]}', '{"jobs":[1]} x', '{"a":1}{'];
+    const bad = [
+      '{"a" 1}',
+      '{"a":1 "b":2}',
+      '{a:1}',
+      '{"jobs":[1,,2]}',
+      '{"jobs":[1 2]}',
+      '{"jobs":[1]} x',
+      '{"a":1}{',
+    ];
     for (const text of bad) {
       const s = new JsonArraySplitter({ arrayKey: 'jobs', onElement: () => undefined });
       expect(() => {
@@ -136,7 +144,9 @@ describe('JsonArraySplitter', () => {
 
   it('rejects a member that is not valid JSON', () => {
     const s = new JsonArraySplitter({ arrayKey: 'jobs', onElement: () => undefined });
-    expect(() => s.write(Buffer.from('{"meta": {"a": tru}, "jobs": []}'))).toThrow(/bad JSON in top-level member "meta"/);
+    expect(() => s.write(Buffer.from('{"meta": {"a": tru}, "jobs": []}'))).toThrow(
+      /bad JSON in top-level member "meta"/,
+    );
   });
 
   it('hands a malformed element to the caller instead of failing the stream', () => {
@@ -166,7 +176,10 @@ describe('JsonArraySplitter', () => {
       yield Buffer.from('},{"name":"b"}],"meta":{"x":1}}');
     }
     const names: string[] = [];
-    const r = await splitJsonArray(chunks(), { arrayKey: 'nodes', onElement: (b) => names.push((JSON.parse(b.toString()) as { name: string }).name) });
+    const r = await splitJsonArray(chunks(), {
+      arrayKey: 'nodes',
+      onElement: (b) => names.push((JSON.parse(b.toString()) as { name: string }).name),
+    });
     expect(names).toEqual(['a', 'b']);
     expect(r.members['meta']).toEqual({ x: 1 });
   });
@@ -175,7 +188,10 @@ describe('JsonArraySplitter', () => {
 describe('JsonArraySplitter properties', () => {
   // Strings made mostly of the characters a scanner can trip on: quotes, backslashes (escapes),
   // brackets and multi-byte characters. Random code points alone almost never produce them.
-  const trickyString = fc.string({ unit: fc.constantFrom('"', '\\', '[', ']', '{', '}', ',', ':', 'a', 'é', '😀', ' ', '\n'), maxLength: 12 });
+  const trickyString = fc.string({
+    unit: fc.constantFrom('"', '\\', '[', ']', '{', '}', ',', ':', 'a', 'é', '😀', ' ', '\n'),
+    maxLength: 12,
+  });
   const { tricky } = fc.letrec((tie) => ({
     tricky: fc.oneof(
       { maxDepth: 4, depthSize: 'small' },
@@ -196,17 +212,23 @@ describe('JsonArraySplitter properties', () => {
 
   it('yields exactly JSON.parse’s elements and members under any chunking and formatting', () => {
     fc.assert(
-      fc.property(fc.array(json, { maxLength: 12 }), members, fc.integer({ min: 0, max: 4 }), fc.array(fc.nat(), { maxLength: 12 }), (elements, others, indent, rawCuts) => {
-        const doc = { ...others, jobs: elements };
-        const text = JSON.stringify(doc, null, indent === 0 ? undefined : indent);
-        const body = Buffer.from(text, 'utf8');
-        const cuts = rawCuts.map((c) => c % (body.length + 1));
-        const { elements: got, result } = split(body, cuts);
-        const expected = JSON.parse(text) as { jobs: unknown[] } & Record<string, unknown>;
-        expect(got.map(canonical)).toEqual(expected.jobs.map(canonical));
-        const expectedMembers = Object.entries(expected).filter(([k]) => k !== 'jobs');
-        expect(Object.entries(result.members).map(canonical)).toEqual(expectedMembers.map(canonical));
-      }),
+      fc.property(
+        fc.array(json, { maxLength: 12 }),
+        members,
+        fc.integer({ min: 0, max: 4 }),
+        fc.array(fc.nat(), { maxLength: 12 }),
+        (elements, others, indent, rawCuts) => {
+          const doc = { ...others, jobs: elements };
+          const text = JSON.stringify(doc, null, indent === 0 ? undefined : indent);
+          const body = Buffer.from(text, 'utf8');
+          const cuts = rawCuts.map((c) => c % (body.length + 1));
+          const { elements: got, result } = split(body, cuts);
+          const expected = JSON.parse(text) as { jobs: unknown[] } & Record<string, unknown>;
+          expect(got.map(canonical)).toEqual(expected.jobs.map(canonical));
+          const expectedMembers = Object.entries(expected).filter(([k]) => k !== 'jobs');
+          expect(Object.entries(result.members).map(canonical)).toEqual(expectedMembers.map(canonical));
+        },
+      ),
       { numRuns: 300 },
     );
   });

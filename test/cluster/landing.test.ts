@@ -3,9 +3,10 @@ import { LandingRecord, MAX_LANDING_ERRORS, nodeStateLabel, renderClusterLanding
 import type { NodeState, SlurmJob, SlurmNode } from '../../src/cluster/model.js';
 import { FakeCluster } from '../../src/demo/fake-cluster.js';
 import { registerSecret } from '../../src/log.js';
+import { knownTruth } from '../support/fake-cluster-truth.js';
 
 const META = { clusterName: 'c1', server: 'http://127.0.0.1:1', version: 't', refreshSeconds: 30 };
-const truth = new FakeCluster({ nodes: 4, seed: 3 }).knownTruth();
+const truth = knownTruth(new FakeCluster({ nodes: 4, seed: 3 }));
 const node = (state: NodeState): SlurmNode => ({ ...(truth.nodes[0] as SlurmNode), state });
 const job = (state: readonly string[]): SlurmJob => ({ ...(truth.jobs[0] as SlurmJob), state });
 
@@ -15,9 +16,15 @@ describe('cluster landing record', () => {
     r.counted({
       atMs: 0,
       nodes: {
-        atMs: 0, seq: 1, value: [
-          node({ base: 'IDLE', flags: [] }), node({ base: 'IDLE', flags: ['DRAIN'] }), node({ base: 'DOWN', flags: ['NOT_RESPONDING'] }),
-          node({ base: 'MIXED', flags: ['DRAIN'] }), node({ base: 'IDLE', flags: [] }), node({ base: 'ALLOCATED', flags: ['BLOCKED'] }),
+        atMs: 0,
+        seq: 1,
+        value: [
+          node({ base: 'IDLE', flags: [] }),
+          node({ base: 'IDLE', flags: ['DRAIN'] }),
+          node({ base: 'DOWN', flags: ['NOT_RESPONDING'] }),
+          node({ base: 'MIXED', flags: ['DRAIN'] }),
+          node({ base: 'IDLE', flags: [] }),
+          node({ base: 'ALLOCATED', flags: ['BLOCKED'] }),
         ],
       },
     });
@@ -34,7 +41,11 @@ describe('cluster landing record', () => {
 
   it('counts jobs by base state and keeps the last counts while a sub-collector has no new data', () => {
     const r = new LandingRecord();
-    const jobs = { atMs: 0, seq: 1, value: [job(['RUNNING']), job(['PENDING', 'REQUEUED']), job(['RUNNING']), job(['NODE_FAIL']), job([])] };
+    const jobs = {
+      atMs: 0,
+      seq: 1,
+      value: [job(['RUNNING']), job(['PENDING', 'REQUEUED']), job(['RUNNING']), job(['NODE_FAIL']), job([])],
+    };
     r.counted({ atMs: 0, jobs });
     r.counted({ atMs: 1 });
     expect(r.jobStates).toEqual([
@@ -50,7 +61,14 @@ describe('cluster landing record', () => {
     r.runFinished('nodes', 1_000, 40);
     r.runFinished('nodes', 2_000, 75, new Error('boom'));
     r.skipped('nodes');
-    expect(r.collectorHealth('nodes')).toEqual({ runs: 2, errors: 1, skipped: 1, lastEndedAtMs: 2_000, lastSuccessAtMs: 1_000, lastDurationMs: 75 });
+    expect(r.collectorHealth('nodes')).toEqual({
+      runs: 2,
+      errors: 1,
+      skipped: 1,
+      lastEndedAtMs: 2_000,
+      lastSuccessAtMs: 1_000,
+      lastDurationMs: 75,
+    });
     expect(r.collectorHealth('jobs')).toEqual({ runs: 0, errors: 0, skipped: 0 });
     expect(r.lastErrors).toEqual([{ atMs: 2_000, collector: 'nodes', message: 'boom' }]);
   });
@@ -83,7 +101,19 @@ describe('cluster landing page', () => {
 
   it('draws one bar per state, to scale, and says when there is no data yet', () => {
     const r = new LandingRecord();
-    r.counted({ atMs: 0, nodes: { atMs: 0, seq: 1, value: [node({ base: 'IDLE', flags: [] }), node({ base: 'IDLE', flags: [] }), node({ base: 'IDLE', flags: [] }), node({ base: 'DOWN', flags: [] })] } });
+    r.counted({
+      atMs: 0,
+      nodes: {
+        atMs: 0,
+        seq: 1,
+        value: [
+          node({ base: 'IDLE', flags: [] }),
+          node({ base: 'IDLE', flags: [] }),
+          node({ base: 'IDLE', flags: [] }),
+          node({ base: 'DOWN', flags: [] }),
+        ],
+      },
+    });
     const html = renderClusterLanding(undefined, META, r);
     expect([...html.matchAll(/<rect x="0" y="0" width="(\d+)"/g)].map((m) => Number(m[1]))).toEqual([180, 60]);
     expect(html).toContain('<h2>Node states (4)</h2>');

@@ -1,6 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { jobCpuCount, jobMemoryBytes, parseTres, parseTresEntries, parseTresMemory, tresGpuCount, tresListToString } from '../../src/cluster/tres.js';
+import {
+  jobCpuCount,
+  jobMemoryBytes,
+  parseTres,
+  parseTresEntries,
+  parseTresMemory,
+  tresGpuCount,
+  tresListToString,
+} from '../../src/cluster/tres.js';
 
 const MiB = 1024 ** 2;
 
@@ -71,14 +79,29 @@ describe('tresListToString', () => {
   });
 
   it('accepts no-val struct counts and skips junk', () => {
-    expect(tresListToString([{ type: 'cpu', count: { set: true, infinite: false, number: 8 } }, null, 'x', { count: 3 }, { type: 'mem', count: -1 }])).toBe('cpu=8');
-    for (const nothing of [[], null, 'cpu=1', {}, [{ type: 'energy', count: null }]]) expect(tresListToString(nothing)).toBeUndefined();
+    expect(
+      tresListToString([
+        { type: 'cpu', count: { set: true, infinite: false, number: 8 } },
+        null,
+        'x',
+        { count: 3 },
+        { type: 'mem', count: -1 },
+      ]),
+    ).toBe('cpu=8');
+    for (const nothing of [[], null, 'cpu=1', {}, [{ type: 'energy', count: null }]])
+      expect(tresListToString(nothing)).toBeUndefined();
   });
 });
 
 describe('job CPU and memory, the way the exporter counts them', () => {
   it('prefers allocated TRES, then requested TRES, then the job fields', () => {
-    const both = { tres_alloc_str: 'cpu=4,mem=8G', tres_req_str: 'cpu=2,mem=1G', cpus: 1, memory_per_node: 100, node_count: 1 };
+    const both = {
+      tres_alloc_str: 'cpu=4,mem=8G',
+      tres_req_str: 'cpu=2,mem=1G',
+      cpus: 1,
+      memory_per_node: 100,
+      node_count: 1,
+    };
     expect([jobCpuCount(both), jobMemoryBytes(both)]).toEqual([4, 8 * 1024 * MiB]);
     const requested = { ...both, tres_alloc_str: undefined };
     expect([jobCpuCount(requested), jobMemoryBytes(requested)]).toEqual([2, 1024 * MiB]);

@@ -25,7 +25,8 @@ describe('parseServedVersions', () => {
   });
 
   it('reads generated v0.0.4x specs', () => {
-    for (const v of BUILT_VERSIONS) expect(parseServedVersions(readJson('openapi', `${v}.json`))).toEqual({ slurm: [v], slurmdb: [v] });
+    for (const v of BUILT_VERSIONS)
+      expect(parseServedVersions(readJson('openapi', `${v}.json`))).toEqual({ slurm: [v], slurmdb: [v] });
   });
 
   it('merges several plugins, sorts newest first and ignores junk', () => {
@@ -44,11 +45,14 @@ describe('parseServedVersions', () => {
   });
 
   it('reads static specs that put the prefix in servers[]', () => {
-    expect(parseServedVersions({ servers: [{ url: '/slurm/v0.0.38/' }], paths: { '/nodes/': {} } }).slurm).toEqual(['v0.0.38']);
+    expect(parseServedVersions({ servers: [{ url: '/slurm/v0.0.38/' }], paths: { '/nodes/': {} } }).slurm).toEqual([
+      'v0.0.38',
+    ]);
   });
 
   it('returns nothing for things that are not OpenAPI documents', () => {
-    for (const doc of [null, 'html', 42, [], {}, { paths: [] }]) expect(parseServedVersions(doc)).toEqual({ slurm: [], slurmdb: [] });
+    for (const doc of [null, 'html', 42, [], {}, { paths: [] }])
+      expect(parseServedVersions(doc)).toEqual({ slurm: [], slurmdb: [] });
   });
 });
 
@@ -64,7 +68,9 @@ describe('pickVersion', () => {
     expect(none.ok).toBe(false);
     expect(!none.ok && none.error).toMatch(/advertises no API versions/);
     const tooNew = pickVersion(['v0.0.46', 'v0.0.47']);
-    expect(!tooNew.ok && tooNew.error).toMatch(/no common API version: slurmrestd serves v0.0.46, v0.0.47; this agent understands v0.0.36–v0.0.45/);
+    expect(!tooNew.ok && tooNew.error).toMatch(
+      /no common API version: slurmrestd serves v0.0.46, v0.0.47; this agent understands v0.0.36–v0.0.45/,
+    );
   });
 
   it('honours an override that is supported and served', () => {
@@ -76,7 +82,9 @@ describe('pickVersion', () => {
 
   it('rejects bad overrides with the reason', () => {
     const notServed = pickVersion(['v0.0.44', 'v0.0.43'], 'v0.0.41');
-    expect(!notServed.ok && notServed.error).toBe('API version v0.0.41 was requested but slurmrestd serves only v0.0.44, v0.0.43');
+    expect(!notServed.ok && notServed.error).toBe(
+      'API version v0.0.41 was requested but slurmrestd serves only v0.0.44, v0.0.43',
+    );
     const unsupported = pickVersion(['v0.0.46'], 'v0.0.46');
     expect(!unsupported.ok && unsupported.error).toMatch(/v0.0.46 is not supported by this agent/);
     const garbage = pickVersion(['v0.0.44'], 'latest');
@@ -86,7 +94,13 @@ describe('pickVersion', () => {
 
 describe('version helpers', () => {
   it('orders versions numerically, not as strings', () => {
-    expect(['v0.0.9', 'v0.0.40', 'v0.0.100', 'junk', 'v0.1.0'].sort(compareVersionsDesc)).toEqual(['v0.1.0', 'v0.0.100', 'v0.0.40', 'v0.0.9', 'junk']);
+    expect(['v0.0.9', 'v0.0.40', 'v0.0.100', 'junk', 'v0.1.0'].sort(compareVersionsDesc)).toEqual([
+      'v0.1.0',
+      'v0.0.100',
+      'v0.0.40',
+      'v0.0.9',
+      'junk',
+    ]);
   });
 
   it('normalises version spellings', () => {

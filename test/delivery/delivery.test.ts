@@ -32,15 +32,36 @@ const CONTRIB_IMAGE = `otel/opentelemetry-collector-contrib:${CONTRIB_VERSION}`;
 // that release's distributions/otelcol-contrib/manifest.yaml (a subset: the ones these configs
 // use or may reasonably use). Not in it: `logging` (removed in 0.111; `debug` replaces it).
 // Raising CONTRIB_VERSION means re-checking this list against the new manifest.
-const CONTRIB_COMPONENTS: Readonly<Record<'receivers' | 'processors' | 'exporters' | 'extensions', readonly string[]>> = {
-  receivers: ['otlp', 'prometheus', 'hostmetrics', 'filelog', 'nop'],
-  processors: [
-    'memory_limiter', 'batch', 'resource', 'resourcedetection', 'attributes', 'filter', 'transform',
-    'metricstransform', 'cumulativetodelta', 'deltatocumulative', 'groupbyattrs', 'k8sattributes', 'interval',
-  ],
-  exporters: ['debug', 'otlp', 'otlphttp', 'prometheus', 'prometheusremotewrite', 'file', 'loadbalancing', 'nop'],
-  extensions: ['health_check', 'pprof', 'zpages', 'basicauth', 'bearertokenauth', 'file_storage', 'headers_setter', 'oauth2client'],
-};
+const CONTRIB_COMPONENTS: Readonly<Record<'receivers' | 'processors' | 'exporters' | 'extensions', readonly string[]>> =
+  {
+    receivers: ['otlp', 'prometheus', 'hostmetrics', 'filelog', 'nop'],
+    processors: [
+      'memory_limiter',
+      'batch',
+      'resource',
+      'resourcedetection',
+      'attributes',
+      'filter',
+      'transform',
+      'metricstransform',
+      'cumulativetodelta',
+      'deltatocumulative',
+      'groupbyattrs',
+      'k8sattributes',
+      'interval',
+    ],
+    exporters: ['debug', 'otlp', 'otlphttp', 'prometheus', 'prometheusremotewrite', 'file', 'loadbalancing', 'nop'],
+    extensions: [
+      'health_check',
+      'pprof',
+      'zpages',
+      'basicauth',
+      'bearertokenauth',
+      'file_storage',
+      'headers_setter',
+      'oauth2client',
+    ],
+  };
 
 // ---------------------------------------------------------------------------------------------
 // Small typed accessors over parsed YAML (plain JS values).
@@ -118,13 +139,22 @@ function k8sObjects(): K8sObject[] {
         const body = obj(d, `${file}#${i}`);
         const meta = obj(body.metadata, `${file}#${i}.metadata`);
         const ns = meta.namespace;
-        return { file, kind: str(body.kind, `${file}#${i}.kind`), name: str(meta.name, `${file}#${i}.metadata.name`), namespace: typeof ns === 'string' ? ns : undefined, body };
+        return {
+          file,
+          kind: str(body.kind, `${file}#${i}.kind`),
+          name: str(meta.name, `${file}#${i}.metadata.name`),
+          namespace: typeof ns === 'string' ? ns : undefined,
+          body,
+        };
       }),
     );
 }
 function k8s(kind: string, name: string): K8sObject {
   const found = k8sObjects().filter((o) => o.kind === kind && o.name === name);
-  expect(found.map((o) => `${o.kind}/${o.name}`), `${kind}/${name} defined once under deploy/kubernetes`).toEqual([`${kind}/${name}`]);
+  expect(
+    found.map((o) => `${o.kind}/${o.name}`),
+    `${kind}/${name} defined once under deploy/kubernetes`,
+  ).toEqual([`${kind}/${name}`]);
   return found[0] as K8sObject;
 }
 interface Container {
@@ -182,7 +212,11 @@ function unitLast(u: Unit, section: string, key: string): string | undefined {
 // The built CLI (npm test builds first), to check that delivery files use real flags and variables.
 const BIN = at('dist/src/cli/main.js');
 function cli(args: string[]): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' }, timeout: 20_000 });
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '' },
+    timeout: 20_000,
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 /** `slurm-otel <command> --help`, whitespace collapsed (commander wraps long lines). */
@@ -207,9 +241,16 @@ function expectFlagsKnown(args: readonly string[], options: readonly string[], w
 }
 
 /** Runs a command asynchronously (the test's own HTTP server must keep answering meanwhile). */
-function runWithEnv(cmd: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+function runWithEnv(
+  cmd: string,
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
@@ -258,7 +299,8 @@ describe('OpenTelemetry Collector configs', () => {
       const cfg = doc(file);
       for (const kind of kinds) {
         const section = cfg[kind] === undefined ? {} : obj(cfg[kind], `${file} ${kind}`);
-        for (const id of Object.keys(section)) expect(CONTRIB_COMPONENTS[kind], `${file}: ${kind} "${id}"`).toContain(typeOf(id));
+        for (const id of Object.keys(section))
+          expect(CONTRIB_COMPONENTS[kind], `${file}: ${kind} "${id}"`).toContain(typeOf(id));
       }
       expect(JSON.stringify(cfg)).not.toMatch(/"logging(\/[^"]*)?"/);
     });
@@ -274,7 +316,8 @@ describe('OpenTelemetry Collector configs', () => {
           const defined = Object.keys(obj(cfg[kind], `${file} ${kind}`));
           const used = strs(pipe[kind], `${file} ${name}.${kind}`);
           expect(used.length, `${file} ${name}.${kind} is empty`).toBeGreaterThan(0);
-          for (const id of used) expect(defined, `${file}: pipeline ${name} uses undefined ${kind} "${id}"`).toContain(id);
+          for (const id of used)
+            expect(defined, `${file}: pipeline ${name} uses undefined ${kind} "${id}"`).toContain(id);
         }
         const processors = strs(pipe.processors, `${file} ${name}.processors`);
         expect(typeOf(processors[0] as string), `${file} ${name}: memory_limiter first`).toBe('memory_limiter');
@@ -297,13 +340,17 @@ describe('OpenTelemetry Collector configs', () => {
     const exporters = strs(get(cfg, 'service.pipelines.metrics.exporters'), 'gateway exporters');
     expect(exporters).toEqual(expect.arrayContaining(['prometheusremotewrite', 'prometheus']));
     expect(strs(get(cfg, 'service.pipelines.metrics.processors'), 'gateway processors')).toContain('resource');
-    const actions = arr(get(cfg, 'processors.resource.attributes'), 'resource attributes').map((a) => obj(a, 'resource action'));
+    const actions = arr(get(cfg, 'processors.resource.attributes'), 'resource attributes').map((a) =>
+      obj(a, 'resource action'),
+    );
     const cluster = actions.find((a) => a.key === 'slurm.cluster');
     expect(cluster?.action, 'slurm.cluster is inserted (an agent-provided value wins)').toBe('insert');
     expect(str(cluster?.value, 'slurm.cluster value')).toMatch(/^\$\{env:SLURM_CLUSTER_NAME(:-[^}]+)?\}$/);
     expect(actions.find((a) => a.key === 'service.instance.id')?.from_attribute).toBe('host.name');
     expect(str(get(cfg, 'exporters.prometheus.endpoint'), 'prometheus endpoint')).toMatch(/^0\.0\.0\.0:8889$/);
-    expect(str(get(cfg, 'exporters.prometheusremotewrite.endpoint'), 'remote write endpoint')).toMatch(/\/api\/v1\/write/);
+    expect(str(get(cfg, 'exporters.prometheusremotewrite.endpoint'), 'remote write endpoint')).toMatch(
+      /\/api\/v1\/write/,
+    );
     expect(get(cfg, 'exporters.prometheusremotewrite.external_labels.slurm_cluster')).toBe(cluster?.value);
     expect(get(cfg, 'exporters.prometheus.const_labels.slurm_cluster')).toBe(cluster?.value);
     expect(str(get(cfg, 'extensions.health_check.endpoint'), 'health_check endpoint')).toBe('0.0.0.0:13133');
@@ -321,7 +368,8 @@ describe('OpenTelemetry Collector configs', () => {
     expect(get(doc('docker-compose.yml'), 'services.otel-collector.image')).toBe(CONTRIB_IMAGE);
     expect(get(onlyContainer(k8s('Deployment', 'otel-gateway')).body, 'image')).toBe(CONTRIB_IMAGE);
     for (const f of YAML_FILES) {
-      for (const m of read(f).matchAll(/opentelemetry-collector-contrib:([\w.-]+)/g)) expect(m[1], `${f} pins another collector version`).toBe(CONTRIB_VERSION);
+      for (const m of read(f).matchAll(/opentelemetry-collector-contrib:([\w.-]+)/g))
+        expect(m[1], `${f} pins another collector version`).toBe(CONTRIB_VERSION);
     }
   });
 });
@@ -354,7 +402,8 @@ describe('otel-config/prometheus.yml', () => {
 
   it('the compose stack pushes (path B): no target files for the directly pulled metrics or the gateway', () => {
     // Scraping them as well as receiving the remote write would store every series twice.
-    for (const f of ['slurm-otel-node.yml', 'slurm-otel-cluster.yml', 'otel-gateway.yml']) expect(fs.existsSync(at(`otel-config/targets/${f}`)), f).toBe(false);
+    for (const f of ['slurm-otel-node.yml', 'slurm-otel-cluster.yml', 'otel-gateway.yml'])
+      expect(fs.existsSync(at(`otel-config/targets/${f}`)), f).toBe(false);
     expect(fs.existsSync(at('otel-config/targets/slurm-otel-node-self.yml'))).toBe(true);
   });
 
@@ -379,7 +428,8 @@ describe('docker-compose.yml', () => {
   it('has the four services and no keys docker-compose 1.29 rejects', () => {
     expect(Object.keys(services()).sort()).toEqual(['grafana', 'otel-collector', 'prometheus', 'slurm-otel']);
     expect(compose()).not.toHaveProperty('name');
-    for (const [name, s] of Object.entries(services())) expect(obj(obj(s, name).healthcheck, `${name} healthcheck`)).not.toHaveProperty('start_interval');
+    for (const [name, s] of Object.entries(services()))
+      expect(obj(obj(s, name).healthcheck, `${name} healthcheck`)).not.toHaveProperty('start_interval');
   });
 
   it('every service has a health check, and depends_on conditions wait only for checked services', () => {
@@ -387,7 +437,8 @@ describe('docker-compose.yml', () => {
       const hc = obj(obj(s, name).healthcheck, `${name} healthcheck`);
       expect(strs(hc.test, `${name} healthcheck.test`)[0]).toMatch(/^CMD(-SHELL)?$/);
       const deps = obj(s, name).depends_on;
-      if (isObj(deps)) for (const dep of Object.keys(deps)) expect(service(dep).healthcheck, `${name} waits for ${dep}`).toBeDefined();
+      if (isObj(deps))
+        for (const dep of Object.keys(deps)) expect(service(dep).healthcheck, `${name} waits for ${dep}`).toBeDefined();
     }
   });
 
@@ -427,7 +478,9 @@ describe('docker-compose.yml', () => {
   it('Prometheus gets the alert rules where prometheus.yml looks for them', () => {
     const volumes = strs(service('prometheus').volumes, 'prometheus volumes');
     const config = volumes.find((v) => v.startsWith('./otel-config/prometheus.yml:'))?.split(':')[1] as string;
-    const rules = strs(doc('otel-config/prometheus.yml').rule_files, 'rule_files').map((r) => path.posix.join(path.posix.dirname(config), r));
+    const rules = strs(doc('otel-config/prometheus.yml').rule_files, 'rule_files').map((r) =>
+      path.posix.join(path.posix.dirname(config), r),
+    );
     for (const r of rules) expect(volumes, r).toContain(`./otel-config/prometheus/alerts.yml:${r}:ro`);
   });
 
@@ -443,7 +496,11 @@ describe('docker-compose.yml', () => {
   });
 
   it.runIf(shouldRun(dockerCompose))('passes docker-compose -f docker-compose.yml config -q', () => {
-    const r = spawnSync(toolPath(dockerCompose), ['-f', 'docker-compose.yml', 'config', '-q'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(toolPath(dockerCompose), ['-f', 'docker-compose.yml', 'config', '-q'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(r.status, `${r.stdout}${r.stderr}${r.error ? String(r.error) : ''}`).toBe(0);
   });
 });
@@ -455,7 +512,12 @@ describe('Grafana provisioning', () => {
     const sources = arr(doc('otel-config/grafana/provisioning/datasources/prometheus.yaml').datasources, 'datasources');
     expect(sources).toHaveLength(1);
     const ds = obj(sources[0], 'datasource');
-    expect([ds.type, ds.url, ds.uid, ds.isDefault]).toEqual(['prometheus', 'http://prometheus:9090', 'prometheus', true]);
+    expect([ds.type, ds.url, ds.uid, ds.isDefault]).toEqual([
+      'prometheus',
+      'http://prometheus:9090',
+      'prometheus',
+      true,
+    ]);
   });
 
   it('loads dashboards from /var/lib/grafana/dashboards, mounted from otel-config/grafana/dashboards', () => {
@@ -493,17 +555,28 @@ describe('Dockerfile', () => {
   it('is multi-stage: node:20-bookworm-slim, npm ci, build, prune of dev dependencies', () => {
     const all = instructions();
     expect(all.filter((i) => i.op === 'FROM').length).toBeGreaterThanOrEqual(2);
-    expect(all.find((i) => i.op === 'ARG' && i.args.startsWith('NODE_IMAGE='))?.args).toBe('NODE_IMAGE=node:20-bookworm-slim');
-    const runs = all.filter((i) => i.op === 'RUN').map((i) => i.args).join('\n');
+    expect(all.find((i) => i.op === 'ARG' && i.args.startsWith('NODE_IMAGE='))?.args).toBe(
+      'NODE_IMAGE=node:20-bookworm-slim',
+    );
+    const runs = all
+      .filter((i) => i.op === 'RUN')
+      .map((i) => i.args)
+      .join('\n');
     expect(runs).toMatch(/npm ci\b/);
     expect(runs).toMatch(/npm run build\b/);
     expect(runs).toMatch(/npm prune --omit=dev\b/);
   });
 
   it('the runtime stage copies only package.json, production node_modules and dist/src', () => {
-    const copies = lastStage().filter((i) => i.op === 'COPY').map((i) => i.args.split(/\s+/).filter((a) => !a.startsWith('--')));
+    const copies = lastStage()
+      .filter((i) => i.op === 'COPY')
+      .map((i) => i.args.split(/\s+/).filter((a) => !a.startsWith('--')));
     expect(copies.map((c) => c[0]).sort()).toEqual(['/src/dist/src', '/src/node_modules', '/src/package.json']);
-    expect(lastStage().filter((i) => i.op === 'COPY').every((i) => i.args.includes('--from=build'))).toBe(true);
+    expect(
+      lastStage()
+        .filter((i) => i.op === 'COPY')
+        .every((i) => i.args.includes('--from=build')),
+    ).toBe(true);
   });
 
   it('runs as a numeric non-root USER with a node-based HEALTHCHECK', () => {
@@ -525,7 +598,8 @@ describe('Dockerfile', () => {
     const server = http.createServer((req, res) => res.writeHead(req.url === '/health' ? status : 404).end());
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/health`;
-    const check = async (env: Record<string, string>): Promise<number | null> => (await runWithEnv(process.execPath, argv.slice(1), env)).code;
+    const check = async (env: Record<string, string>): Promise<number | null> =>
+      (await runWithEnv(process.execPath, argv.slice(1), env)).code;
     try {
       expect(await check({ SLURM_OTEL_HEALTHCHECK_URL: url })).toBe(0);
       status = 503;
@@ -538,7 +612,10 @@ describe('Dockerfile', () => {
 
   it('ENTRYPOINT is the CLI, CMD the demo bound to 0.0.0.0, and every port is exposed', () => {
     const stage = lastStage();
-    expect(JSON.parse(stage.find((i) => i.op === 'ENTRYPOINT')?.args ?? 'null')).toEqual(['node', 'dist/src/cli/main.js']);
+    expect(JSON.parse(stage.find((i) => i.op === 'ENTRYPOINT')?.args ?? 'null')).toEqual([
+      'node',
+      'dist/src/cli/main.js',
+    ]);
     const cmd = JSON.parse(stage.find((i) => i.op === 'CMD')?.args ?? 'null') as string[];
     expect(cmd[0]).toBe('demo');
     expect(cmd).toEqual(expect.arrayContaining(['0.0.0.0:9836', '0.0.0.0:9837']));
@@ -548,9 +625,17 @@ describe('Dockerfile', () => {
   });
 
   it('.dockerignore keeps local node_modules, dist and .git out of the build context', () => {
-    const lines = read('.dockerignore').split('\n').map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+    const lines = read('.dockerignore')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !l.startsWith('#'));
     expect(lines[0]).toBe('*');
-    expect(lines.filter((l) => l.startsWith('!')).sort()).toEqual(['!package-lock.json', '!package.json', '!src/', '!tsconfig.json']);
+    expect(lines.filter((l) => l.startsWith('!')).sort()).toEqual([
+      '!package-lock.json',
+      '!package.json',
+      '!src/',
+      '!tsconfig.json',
+    ]);
   });
 });
 
@@ -611,18 +696,24 @@ describe('Kubernetes manifests', () => {
     expect(objects.find((o) => o.kind === 'Namespace')?.name).toBe('slurm-otel');
     for (const o of objects) {
       if (o.kind === 'Namespace') continue;
-      if (o.kind === 'Role' || o.kind === 'RoleBinding') expect(o.namespace, `${o.kind}/${o.name}`).not.toBe('slurm-otel');
+      if (o.kind === 'Role' || o.kind === 'RoleBinding')
+        expect(o.namespace, `${o.kind}/${o.name}`).not.toBe('slurm-otel');
       else expect(o.namespace, `${o.kind}/${o.name}`).toBe('slurm-otel');
     }
   });
 
   it('kustomization.yaml lists existing files', () => {
-    for (const r of strs(doc('deploy/kubernetes/kustomization.yaml').resources, 'resources')) expect(fs.existsSync(at(`deploy/kubernetes/${r}`)), r).toBe(true);
+    for (const r of strs(doc('deploy/kubernetes/kustomization.yaml').resources, 'resources'))
+      expect(fs.existsSync(at(`deploy/kubernetes/${r}`)), r).toBe(true);
   });
 
   describe('node agent DaemonSet', () => {
     const ds = (): K8sObject => k8s('DaemonSet', 'slurm-otel-node');
-    const ROOT_FLAGS: Readonly<Record<string, string>> = { '/proc': '--procfs-root', '/sys': '--sysfs-root', '/sys/fs/cgroup': '--cgroup-root' };
+    const ROOT_FLAGS: Readonly<Record<string, string>> = {
+      '/proc': '--procfs-root',
+      '/sys': '--sysfs-root',
+      '/sys/fs/cgroup': '--cgroup-root',
+    };
 
     it('uses the host PID namespace', () => {
       expect(get(ds().body, 'spec.template.spec.hostPID')).toBe(true);
@@ -632,13 +723,17 @@ describe('Kubernetes manifests', () => {
       const volumes = arr(get(ds().body, 'spec.template.spec.volumes'), 'volumes').map((v) => obj(v, 'volume'));
       const c = onlyContainer(ds());
       const mounts = arr(c.body.volumeMounts, 'volumeMounts').map((m) => obj(m, 'volumeMount'));
-      const hostPaths = volumes.filter((v) => v.hostPath !== undefined).map((v) => str(get(v, 'hostPath.path'), 'hostPath.path'));
+      const hostPaths = volumes
+        .filter((v) => v.hostPath !== undefined)
+        .map((v) => str(get(v, 'hostPath.path'), 'hostPath.path'));
       expect(hostPaths.sort()).toEqual(['/proc', '/sys', '/sys/fs/cgroup']);
       for (const [hostPath, flag] of Object.entries(ROOT_FLAGS)) {
         const volume = volumes.find((v) => get(v, 'hostPath.path') === hostPath) as Obj;
         const mount = mounts.find((m) => m.name === volume.name);
         expect(mount?.readOnly, `${hostPath} mounted read-only`).toBe(true);
-        expect(c.args, `${flag} points at the mount of ${hostPath}`).toContain(`${flag}=${str(mount?.mountPath, 'mountPath')}`);
+        expect(c.args, `${flag} points at the mount of ${hostPath}`).toContain(
+          `${flag}=${str(mount?.mountPath, 'mountPath')}`,
+        );
       }
     });
 
@@ -655,18 +750,26 @@ describe('Kubernetes manifests', () => {
 
     it('has resource requests and limits, the metrics port, probes and scrape discovery', () => {
       const c = onlyContainer(ds());
-      for (const k of ['requests', 'limits']) for (const r of ['cpu', 'memory']) expect(get(c.body, `resources.${k}.${r}`), `${k}.${r}`).toBeDefined();
+      for (const k of ['requests', 'limits'])
+        for (const r of ['cpu', 'memory']) expect(get(c.body, `resources.${k}.${r}`), `${k}.${r}`).toBeDefined();
       const ports = arr(c.body.ports, 'ports').map((p) => get(p, 'containerPort'));
       expect(ports).toEqual(expect.arrayContaining([9836, 9837]));
       expect(get(c.body, 'readinessProbe.httpGet.path')).toBe('/health');
-      expect(get(ds().body, 'spec.template.metadata.annotations')).toMatchObject({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': '9836' });
+      expect(get(ds().body, 'spec.template.metadata.annotations')).toMatchObject({
+        'prometheus.io/scrape': 'true',
+        'prometheus.io/port': '9836',
+      });
       const svc = k8s('Service', 'slurm-otel-node');
       expect(get(svc.body, 'spec.clusterIP')).toBe('None');
     });
 
     it('its command line runs: one cycle on a synthetic node with the same flags', () => {
       const roots = writeTree(tmpDir(), demoTree({ layout: 'v2-sluid', nonJobHolder: false }));
-      const local: Readonly<Record<string, string>> = { '--procfs-root': roots.procfs, '--sysfs-root': roots.sysfs, '--cgroup-root': roots.cgroupfs };
+      const local: Readonly<Record<string, string>> = {
+        '--procfs-root': roots.procfs,
+        '--sysfs-root': roots.sysfs,
+        '--cgroup-root': roots.cgroupfs,
+      };
       const args = onlyContainer(ds()).args.map((a) => {
         const flag = a.split('=')[0] as string;
         return local[flag] !== undefined ? `${flag}=${local[flag]}` : a;
@@ -675,7 +778,9 @@ describe('Kubernetes manifests', () => {
       const r = cli([...args, '--once', '--log-level', 'error']);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toMatch(/^ib_slurm_port_attribution\{device="mlx5_0",port="1",status="sole"\} 1$/m);
-      const envNames = onlyContainer(ds()).env.map((e) => str(e.name, 'env name')).filter((n) => n.startsWith('IB_SLURM_EXPORTER_'));
+      const envNames = onlyContainer(ds())
+        .env.map((e) => str(e.name, 'env name'))
+        .filter((n) => n.startsWith('IB_SLURM_EXPORTER_'));
       const text = help('node');
       for (const n of envNames) expect(text, `${n} is not a variable of slurm-otel node`).toContain(`env: ${n}`);
     });
@@ -694,7 +799,9 @@ describe('Kubernetes manifests', () => {
       expect(get(c.body, 'securityContext.capabilities.drop')).toEqual(['ALL']);
       expect(get(c.body, 'securityContext.capabilities.add')).toBeUndefined();
       expect(get(c.body, 'securityContext.readOnlyRootFilesystem')).toBe(true);
-      const ports = arr(get(k8s('Service', 'slurm-otel-cluster').body, 'spec.ports'), 'service ports').map((p) => get(p, 'port'));
+      const ports = arr(get(k8s('Service', 'slurm-otel-cluster').body, 'spec.ports'), 'service ports').map((p) =>
+        get(p, 'port'),
+      );
       expect(ports).toEqual(expect.arrayContaining([8080, 8081]));
     });
 
@@ -707,12 +814,18 @@ describe('Kubernetes manifests', () => {
       expect(roles.map((r) => r.kind)).toEqual(['Role']);
       const role = roles[0] as K8sObject;
       expect(role.namespace).toBe(clusterNs);
-      expect(get(role.body, 'rules')).toEqual([{ apiGroups: [''], resources: ['secrets'], resourceNames: [`${clusterName}-rest-jwt-key`], verbs: ['get'] }]);
+      expect(get(role.body, 'rules')).toEqual([
+        { apiGroups: [''], resources: ['secrets'], resourceNames: [`${clusterName}-rest-jwt-key`], verbs: ['get'] },
+      ]);
       const bindings = k8sObjects().filter((o) => o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding');
       expect(bindings.map((b) => b.kind)).toEqual(['RoleBinding']);
       const binding = bindings[0] as K8sObject;
       expect(binding.namespace).toBe(clusterNs);
-      expect(get(binding.body, 'roleRef')).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role.name });
+      expect(get(binding.body, 'roleRef')).toEqual({
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'Role',
+        name: role.name,
+      });
       expect(get(binding.body, 'subjects')).toEqual([{ kind: 'ServiceAccount', name: sa, namespace: 'slurm-otel' }]);
     });
 
@@ -721,7 +834,9 @@ describe('Kubernetes manifests', () => {
     const hasCluster = /^\s+cluster\b/m.test(cli(['--help']).stdout);
     it.runIf(hasCluster)('uses SLURM_EXPORTER_* variables that slurm-otel cluster knows', () => {
       const text = help('cluster');
-      const names = onlyContainer(dep()).env.map((e) => str(e.name, 'env name')).filter((n) => n.startsWith('SLURM_EXPORTER_'));
+      const names = onlyContainer(dep())
+        .env.map((e) => str(e.name, 'env name'))
+        .filter((n) => n.startsWith('SLURM_EXPORTER_'));
       for (const n of names) expect(text, `${n} is not a variable of slurm-otel cluster`).toContain(`env: ${n}`);
     });
   });

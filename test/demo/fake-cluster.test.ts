@@ -6,9 +6,11 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { expandHostlist } from '../../src/cluster/hostlist.js';
 import type { SlurmDiag, SlurmJob } from '../../src/cluster/model.js';
-import { bigCluster, compressHostlist, DEFAULT_START_MS, FakeCluster, MIN_JOB_AGE_SECONDS } from '../../src/demo/fake-cluster.js';
+import { compressHostlist, DEFAULT_START_MS, FakeCluster, MIN_JOB_AGE_SECONDS } from '../../src/demo/fake-cluster.js';
+import { bigCluster } from '../support/big-cluster.js';
 import type { ClusterView } from '../../src/demo/fake-cluster.js';
 import { ENDPOINTS, renderText } from '../../src/demo/slurm-render.js';
+import { type ClusterTruth, knownTruth } from '../support/fake-cluster-truth.js';
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;
@@ -28,15 +30,20 @@ function allocationProblems(v: ClusterView): string[] {
   const problems: string[] = [];
   v.nodes.forEach((n, i) => {
     const h = held[i] as { cpus: number; mem: number; gpus: number };
-    if (h.cpus !== n.allocCpus || h.mem !== n.allocMemoryMiB || h.gpus !== n.allocGpus) problems.push(`${n.name}: allocation does not match its jobs`);
-    if (n.allocCpus > n.cpus || n.allocMemoryMiB > n.realMemoryMiB || n.allocGpus > n.gpus) problems.push(`${n.name}: over capacity`);
+    if (h.cpus !== n.allocCpus || h.mem !== n.allocMemoryMiB || h.gpus !== n.allocGpus)
+      problems.push(`${n.name}: allocation does not match its jobs`);
+    if (n.allocCpus > n.cpus || n.allocMemoryMiB > n.realMemoryMiB || n.allocGpus > n.gpus)
+      problems.push(`${n.name}: over capacity`);
     if (n.downUntil > 0 && n.allocCpus > 0) problems.push(`${n.name}: DOWN with jobs`);
   });
   const running = new Map<number, number>();
-  for (const j of v.jobs) if (j.state === 'RUNNING' && j.array !== undefined) running.set(j.array.jobId, (running.get(j.array.jobId) ?? 0) + 1);
+  for (const j of v.jobs)
+    if (j.state === 'RUNNING' && j.array !== undefined)
+      running.set(j.array.jobId, (running.get(j.array.jobId) ?? 0) + 1);
   for (const j of v.jobs) {
     const a = j.array;
-    if (a !== undefined && a.jobId === j.id && (running.get(a.jobId) ?? 0) > a.maxRunning) problems.push(`array ${a.jobId} over its limit`);
+    if (a !== undefined && a.jobId === j.id && (running.get(a.jobId) ?? 0) > a.maxRunning)
+      problems.push(`array ${a.jobId} over its limit`);
   }
   return problems;
 }
@@ -62,7 +69,7 @@ function rpcCounts(d: SlurmDiag): Map<string, [number, number]> {
 
 describe('the opening scene', () => {
   const c = new FakeCluster({ nodes: 8, seed: 3 });
-  const t = c.knownTruth();
+  const t = knownTruth(c);
   const job = (p: (j: SlurmJob) => boolean) => t.jobs.filter(p);
 
   it('has a pending array master 4-7%4 held by its limit, with four running tasks', () => {
@@ -83,8 +90,12 @@ describe('the opening scene', () => {
     expect(job((j) => j.time_limit_unlimited === true && j.state[0] === 'RUNNING').length).toBe(1);
     expect(job((j) => j.state_reason === 'Resources').length).toBeGreaterThan(0);
     expect(job((j) => j.state_reason === 'Priority').length).toBeGreaterThan(0);
-    expect(new Set(t.jobs.map((j) => j.state[0]))).toEqual(new Set(['RUNNING', 'PENDING', 'COMPLETED', 'FAILED', 'CANCELLED']));
-    expect(t.nodes.filter((n) => n.state.flags.includes('DRAIN')).map((n) => n.reason)).toEqual(['GPU health check failed: XID 79']);
+    expect(new Set(t.jobs.map((j) => j.state[0]))).toEqual(
+      new Set(['RUNNING', 'PENDING', 'COMPLETED', 'FAILED', 'CANCELLED']),
+    );
+    expect(t.nodes.filter((n) => n.state.flags.includes('DRAIN')).map((n) => n.reason)).toEqual([
+      'GPU health check failed: XID 79',
+    ]);
   });
 
   it('is consistent: allocations match the running jobs', () => {
@@ -94,16 +105,21 @@ describe('the opening scene', () => {
 
 describe('over a simulated day', () => {
   const c = new FakeCluster({ nodes: 8, seed: 11 });
-  const seen = { drained: new Set<string>(), resumed: new Set<string>(), down: new Set<string>(), recovered: new Set<string>() };
+  const seen = {
+    drained: new Set<string>(),
+    resumed: new Set<string>(),
+    down: new Set<string>(),
+    recovered: new Set<string>(),
+  };
   const started = new Set<string>();
   const ended = new Set<string>();
   const problems: string[] = [];
   const threadCounts = new Set<number>();
-  let prev = c.knownTruth();
+  let prev = knownTruth(c);
   const first = prev;
   for (let step = 0; step < 24 * 6; step++) {
     c.advance(10 * MIN);
-    const now = c.knownTruth();
+    const now = knownTruth(c);
     problems.push(...allocationProblems(c.view()));
     noteNodeChanges(prev, now, seen);
     noteJobChanges(prev, now, started, ended);
@@ -122,8 +138,10 @@ describe('over a simulated day', () => {
   it('starts and ends jobs, submits new ones, forgets finished ones after MinJobAge but keeps them in accounting', () => {
     expect(started.size).toBeGreaterThan(20);
     expect(ended.size).toBeGreaterThan(20);
-    const last = c.knownTruth();
-    expect(Math.max(...last.jobs.map((j) => Number(j.job_id)))).toBeGreaterThan(Math.max(...first.jobs.map((j) => Number(j.job_id))));
+    const last = knownTruth(c);
+    expect(Math.max(...last.jobs.map((j) => Number(j.job_id)))).toBeGreaterThan(
+      Math.max(...first.jobs.map((j) => Number(j.job_id))),
+    );
     const cutoff = last.nowMs / 1000 - MIN_JOB_AGE_SECONDS;
     expect(last.jobs.filter((j) => (j.end_time ?? Infinity) < cutoff && j.state[0] !== 'RUNNING')).toEqual([]);
     const ctld = new Set(last.jobs.map((j) => j.job_id));
@@ -140,7 +158,7 @@ describe('over a simulated day', () => {
   });
 });
 
-function noteNodeChanges(prev: ReturnType<FakeCluster['knownTruth']>, now: ReturnType<FakeCluster['knownTruth']>, seen: Record<string, Set<string>>): void {
+function noteNodeChanges(prev: ClusterTruth, now: ClusterTruth, seen: Record<string, Set<string>>): void {
   now.nodes.forEach((n, i) => {
     const p = prev.nodes[i];
     if (p === undefined) return;
@@ -153,7 +171,7 @@ function noteNodeChanges(prev: ReturnType<FakeCluster['knownTruth']>, now: Retur
   });
 }
 
-function noteJobChanges(prev: ReturnType<FakeCluster['knownTruth']>, now: ReturnType<FakeCluster['knownTruth']>, started: Set<string>, ended: Set<string>): void {
+function noteJobChanges(prev: ClusterTruth, now: ClusterTruth, started: Set<string>, ended: Set<string>): void {
   const before = new Map(prev.jobs.map((j) => [j.job_id, j.state[0]]));
   for (const j of now.jobs) {
     const was = before.get(j.job_id);
@@ -184,19 +202,27 @@ describe('determinism', () => {
   it('the same seed and time give byte-identical bodies for every endpoint', () => {
     const a = run(5, [3 * HOUR]);
     const b = run(5, [3 * HOUR]);
-    for (const e of ENDPOINTS) for (const v of ['v0.0.38', 'v0.0.44'] as const) if (v !== 'v0.0.38' || e !== 'shares') expect(renderText(a, v, e)).toBe(renderText(b, v, e));
+    for (const e of ENDPOINTS)
+      for (const v of ['v0.0.38', 'v0.0.44'] as const)
+        if (v !== 'v0.0.38' || e !== 'shares') expect(renderText(a, v, e)).toBe(renderText(b, v, e));
   });
 
   it('another seed gives another cluster', () => {
-    expect(renderText(run(5, [3 * HOUR]), 'v0.0.44', 'jobs')).not.toBe(renderText(run(6, [3 * HOUR]), 'v0.0.44', 'jobs'));
+    expect(renderText(run(5, [3 * HOUR]), 'v0.0.44', 'jobs')).not.toBe(
+      renderText(run(6, [3 * HOUR]), 'v0.0.44', 'jobs'),
+    );
   });
 
   it('how time is cut into advance() calls does not matter', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 1000 }), fc.array(fc.integer({ min: 0, max: 40 * MIN }), { minLength: 1, maxLength: 12 }), (seed, steps) => {
-        const total = steps.reduce((a, b) => a + b, 0);
-        expect(run(seed, steps).knownTruth()).toEqual(run(seed, [total]).knownTruth());
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 1000 }),
+        fc.array(fc.integer({ min: 0, max: 40 * MIN }), { minLength: 1, maxLength: 12 }),
+        (seed, steps) => {
+          const total = steps.reduce((a, b) => a + b, 0);
+          expect(knownTruth(run(seed, steps))).toEqual(knownTruth(run(seed, [total])));
+        },
+      ),
       { numRuns: 25 },
     );
   });
@@ -226,8 +252,13 @@ describe('options and helpers', () => {
   });
 
   it('custom partitions name and size the nodes', () => {
-    const c = new FakeCluster({ partitions: [{ name: 'a100', nodes: 2, gpusPerNode: 4, prefix: 'g' }, { name: 'batch', nodes: 3, cpusPerNode: 32 }] });
-    const t = c.knownTruth();
+    const c = new FakeCluster({
+      partitions: [
+        { name: 'a100', nodes: 2, gpusPerNode: 4, prefix: 'g' },
+        { name: 'batch', nodes: 3, cpusPerNode: 32 },
+      ],
+    });
+    const t = knownTruth(c);
     expect(t.nodes.map((n) => n.name)).toEqual(['g-001', 'g-002', 'batch-001', 'batch-002', 'batch-003']);
     expect(t.nodes[0]?.tres).toContain('gres/gpu=4');
     expect(t.nodes[2]?.cpus).toBe(32);
@@ -235,12 +266,23 @@ describe('options and helpers', () => {
   });
 
   it('compressHostlist is the inverse of the agent’s hostlist expansion', () => {
-    const name = fc.tuple(fc.constantFrom('gpu-', 'cpu-', 'n', 'rack1-node'), fc.integer({ min: 0, max: 300 }), fc.constantFrom(1, 3, 5));
+    const name = fc.tuple(
+      fc.constantFrom('gpu-', 'cpu-', 'n', 'rack1-node'),
+      fc.integer({ min: 0, max: 300 }),
+      fc.constantFrom(1, 3, 5),
+    );
     fc.assert(
-      fc.property(fc.uniqueArray(name, { minLength: 1, maxLength: 40, selector: ([p, n, w]) => `${p}${String(n).padStart(w, '0')}` }), (parts) => {
-        const names = parts.map(([p, n, w]) => `${p}${String(n).padStart(w, '0')}`);
-        expect(new Set(expandHostlist(compressHostlist(names)))).toEqual(new Set(names));
-      }),
+      fc.property(
+        fc.uniqueArray(name, {
+          minLength: 1,
+          maxLength: 40,
+          selector: ([p, n, w]) => `${p}${String(n).padStart(w, '0')}`,
+        }),
+        (parts) => {
+          const names = parts.map(([p, n, w]) => `${p}${String(n).padStart(w, '0')}`);
+          expect(new Set(expandHostlist(compressHostlist(names)))).toEqual(new Set(names));
+        },
+      ),
     );
   });
 });

@@ -11,6 +11,7 @@ import { FakeCluster } from '../../src/demo/fake-cluster.js';
 import { startFakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
 import type { FakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
 import { renderText } from '../../src/demo/slurm-render.js';
+import { knownTruth } from '../support/fake-cluster-truth.js';
 
 const TOKEN = 'eyJhbGciOiJIUzI1NiJ9.e30.fake';
 const auth = { 'X-SLURM-USER-TOKEN': TOKEN };
@@ -57,7 +58,13 @@ describe('fake slurmrestd', () => {
   });
 
   it('404 for versions not served and unknown paths; 405 for other methods', async () => {
-    for (const p of ['/slurm/v0.0.42/jobs/', '/slurm/v0.0.99/jobs/', '/slurm/v0.0.44/ping/', '/slurmdb/v0.0.44/diag/', '/']) {
+    for (const p of [
+      '/slurm/v0.0.42/jobs/',
+      '/slurm/v0.0.99/jobs/',
+      '/slurm/v0.0.44/ping/',
+      '/slurmdb/v0.0.44/diag/',
+      '/',
+    ]) {
       expect((await get(server, p)).status, p).toBe(404);
     }
     expect((await fetch(`${server.url}/slurm/v0.0.44/jobs/`, { method: 'POST', headers: auth })).status).toBe(405);
@@ -72,7 +79,11 @@ describe('fake slurmrestd', () => {
   /** Streams `path` through the agent's streaming decoder; returns the item count, throws on failure or skips. */
   async function streamed<T>(path: string, key: string, decodeItem: (e: unknown) => ItemResult<T>): Promise<number> {
     const res = await get(server, path);
-    const decoded = await decodeListStream(Readable.fromWeb(res.body as never) as AsyncIterable<Uint8Array>, key, decodeItem);
+    const decoded = await decodeListStream(
+      Readable.fromWeb(res.body as never) as AsyncIterable<Uint8Array>,
+      key,
+      decodeItem,
+    );
     if (!decoded.ok) throw new Error(`${path}: ${decoded.message}`);
     expect(decoded.skipped, path).toBe(0);
     expect(decoded.meta.slurm_release).toBe('25.11.2');
@@ -81,7 +92,7 @@ describe('fake slurmrestd', () => {
 
   it('every endpoint streams into the agent’s streaming decoder with nothing skipped', async () => {
     const d = decoderFor('v0.0.44');
-    const truth = cluster.knownTruth();
+    const truth = knownTruth(cluster);
     expect(await streamed('/slurm/v0.0.44/jobs/', 'jobs', d.decodeJob)).toBe(truth.jobs.length);
     expect(await streamed('/slurm/v0.0.44/nodes/', 'nodes', d.decodeNode)).toBe(truth.nodes.length);
     expect(await streamed('/slurmdb/v0.0.44/jobs/', 'jobs', d.decodeAccountingJob)).toBe(truth.accountingJobs.length);
@@ -91,7 +102,9 @@ describe('fake slurmrestd', () => {
   it('slurmdbd: uts<epoch> times filter, a bare integer is refused, another cluster finds nothing', async () => {
     const now = Math.floor(cluster.now / 1000);
     const all = (await (await get(server, '/slurmdb/v0.0.44/jobs/')).json()) as { jobs: unknown[] };
-    const recent = (await (await get(server, `/slurmdb/v0.0.44/jobs/?start_time=uts${now - 60}&end_time=uts${now + 300}&skip_steps=true`)).json()) as { jobs: unknown[] };
+    const recent = (await (
+      await get(server, `/slurmdb/v0.0.44/jobs/?start_time=uts${now - 60}&end_time=uts${now + 300}&skip_steps=true`)
+    ).json()) as { jobs: unknown[] };
     expect(recent.jobs.length).toBeGreaterThan(0);
     expect(recent.jobs.length).toBeLessThan(all.jobs.length);
     expect((await get(server, `/slurmdb/v0.0.44/jobs/?start_time=${now - 60}`)).status).toBe(400);
@@ -111,7 +124,12 @@ describe('fake slurmrestd options', () => {
     let clock = cluster.now;
     const server = await startFakeSlurmrestd({ cluster, versions: ['v0.0.44'], clock: () => clock });
     try {
-      const reqTime = async () => ((await (await get(server, '/slurm/v0.0.44/diag/', {})).json()) as { statistics: { req_time: { number: number } } }).statistics.req_time.number;
+      const reqTime = async () =>
+        (
+          (await (await get(server, '/slurm/v0.0.44/diag/', {})).json()) as {
+            statistics: { req_time: { number: number } };
+          }
+        ).statistics.req_time.number;
       const before = await reqTime();
       clock += 3_600_000;
       expect(await reqTime()).toBe(before + 3600);

@@ -5,8 +5,8 @@
  * these moments covers them all (and `coverage` says so, or the test fails).
  */
 import { FakeCluster } from '../../src/demo/fake-cluster.js';
-import type { ClusterTruth } from '../../src/demo/fake-cluster.js';
 import type { ClusterView } from '../../src/demo/fake-cluster-types.js';
+import { type ClusterTruth, knownTruth } from '../support/fake-cluster-truth.js';
 
 export interface Moment {
   readonly label: string;
@@ -20,21 +20,27 @@ const LIMIT_MS = 48 * 3600_000;
 type Probe = (t: ClusterTruth) => boolean;
 
 const PROBES: readonly (readonly [string, Probe])[] = [
-  ['node DOWN+NOT_RESPONDING', (t) => t.nodes.some((n) => n.state.base === 'DOWN' && n.state.flags.includes('NOT_RESPONDING'))],
-  ['node draining with jobs', (t) => t.nodes.some((n) => n.state.base !== 'IDLE' && n.state.base !== 'DOWN' && n.state.flags.includes('DRAIN'))],
+  [
+    'node DOWN+NOT_RESPONDING',
+    (t) => t.nodes.some((n) => n.state.base === 'DOWN' && n.state.flags.includes('NOT_RESPONDING')),
+  ],
+  [
+    'node draining with jobs',
+    (t) => t.nodes.some((n) => n.state.base !== 'IDLE' && n.state.base !== 'DOWN' && n.state.flags.includes('DRAIN')),
+  ],
   ['job TIMEOUT', (t) => t.jobs.some((j) => j.state[0] === 'TIMEOUT')],
   ['job requeued', (t) => t.jobs.some((j) => (j.restart_cnt ?? 0) > 0 && j.state[0] === 'PENDING')],
 ];
 
 export function interestingMoments(seed: number, nodes = 8): Moment[] {
   const cluster = new FakeCluster({ nodes, seed });
-  const take = (label: string): Moment => ({ label, view: cluster.view(), truth: cluster.knownTruth() });
+  const take = (label: string): Moment => ({ label, view: cluster.view(), truth: knownTruth(cluster) });
   const start = take('start');
   const moments = [start];
   const wanted = new Map(PROBES);
   while (wanted.size > 0 && cluster.now - start.truth.nowMs < LIMIT_MS) {
     cluster.advance(STEP_MS);
-    const truth = cluster.knownTruth();
+    const truth = knownTruth(cluster);
     for (const [label, probe] of wanted) {
       if (!probe(truth)) continue;
       moments.push(take(label));
@@ -50,9 +56,13 @@ export function coverage(moments: readonly Moment[]): Record<string, boolean> {
   const anyJob = (p: (j: ClusterTruth['jobs'][number]) => boolean) => truths.some((t) => t.jobs.some(p));
   const out: Record<string, boolean> = {};
   for (const [label, probe] of PROBES) out[label] = truths.some(probe);
-  out['node IDLE+DRAIN'] = truths.some((t) => t.nodes.some((n) => n.state.base === 'IDLE' && n.state.flags.includes('DRAIN')));
+  out['node IDLE+DRAIN'] = truths.some((t) =>
+    t.nodes.some((n) => n.state.base === 'IDLE' && n.state.flags.includes('DRAIN')),
+  );
   out['pending array master'] = anyJob((j) => j.array_task_id?.includes('%') === true && j.state[0] === 'PENDING');
-  out['running array task'] = anyJob((j) => j.array_job_id !== undefined && /^\d+$/.test(j.array_task_id ?? '') && j.state[0] === 'RUNNING');
+  out['running array task'] = anyJob(
+    (j) => j.array_job_id !== undefined && /^\d+$/.test(j.array_task_id ?? '') && j.state[0] === 'RUNNING',
+  );
   out['GPU job'] = anyJob((j) => j.tres_alloc_str?.includes('gres/gpu=') === true);
   out['unlimited job'] = anyJob((j) => j.time_limit_unlimited === true);
   out['pending Resources'] = anyJob((j) => j.state_reason === 'Resources');

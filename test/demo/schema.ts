@@ -48,7 +48,10 @@ function normaliseRequired(node: Json): Json {
     const target = isObject(props) ? props[parent] : undefined;
     if (!isObject(target) || '$ref' in target) continue;
     direct.add(parent);
-    (props as JsonObject)[parent] = normaliseRequired({ ...target, required: [...strings(target['required']), r.slice(slash + 1)] });
+    (props as JsonObject)[parent] = normaliseRequired({
+      ...target,
+      required: [...strings(target['required']), r.slice(slash + 1)],
+    });
   }
   out['required'] = [...direct];
   return out;
@@ -60,7 +63,10 @@ const UINT32_MAX = 2 ** 32 - 1;
 function newAjv(): Ajv {
   const ajv = new Ajv({ strict: false, allErrors: true });
   // Slurm tags unsigned 32-bit values (priorities, uids) as int32 too.
-  ajv.addFormat('int32', { type: 'number', validate: (n: number) => Number.isInteger(n) && n >= INT32_MIN && n <= UINT32_MAX });
+  ajv.addFormat('int32', {
+    type: 'number',
+    validate: (n: number) => Number.isInteger(n) && n >= INT32_MIN && n <= UINT32_MAX,
+  });
   ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isInteger(n) });
   ajv.addFormat('double', { type: 'number', validate: (n: number) => Number.isFinite(n) });
   return ajv;
@@ -79,13 +85,16 @@ function readSpec(file: string): { components: JsonObject } {
   return JSON.parse(readFileSync(p, 'utf8')) as { components: JsonObject };
 }
 
-
 /**
  * Where the hand-written v0.0.38 specs contradict what 22.05.8 sends (see the recorded
  * `01-jobs-*.json`): numeric version parts in `meta.Slurm.version`, and slurmdbd's numeric
  * `allocation_nodes`. Each patch sets the schema to what the recording shows.
  */
-export const V0038_PATCHES: readonly { readonly schema: string; readonly path: readonly string[]; readonly type: string }[] = [
+export const V0038_PATCHES: readonly {
+  readonly schema: string;
+  readonly path: readonly string[];
+  readonly type: string;
+}[] = [
   { schema: 'v0.0.38_meta', path: ['Slurm', 'version', 'major'], type: 'integer' },
   { schema: 'v0.0.38_meta', path: ['Slurm', 'version', 'minor'], type: 'integer' },
   { schema: 'v0.0.38_meta', path: ['Slurm', 'version', 'micro'], type: 'integer' },
@@ -161,12 +170,16 @@ export function validatorFor(version: RenderVersion, endpoint: Endpoint): Valida
 }
 
 export function errorsOf(fn: ValidateFunction): string {
-  return (fn.errors ?? []).slice(0, 5).map((e) => `${e.instancePath} ${e.message ?? ''}`).join('; ');
+  return (fn.errors ?? [])
+    .slice(0, 5)
+    .map((e) => `${e.instancePath} ${e.message ?? ''}`)
+    .join('; ');
 }
 
 function resolve(schemas: JsonObject, s: Json | undefined): JsonObject {
   let cur = s;
-  while (isObject(cur) && typeof cur['$ref'] === 'string') cur = schemas[(cur['$ref'] as string).split('/').pop() as string];
+  while (isObject(cur) && typeof cur['$ref'] === 'string')
+    cur = schemas[(cur['$ref'] as string).split('/').pop() as string];
   return isObject(cur) ? cur : {};
 }
 

@@ -12,11 +12,18 @@ import { decodeShares } from '../../src/cluster/api/decode-shares.js';
 import { decodeList } from '../../src/cluster/api/envelope.js';
 import { decoderFor } from '../../src/cluster/api/versions.js';
 import type { Decoded, SlurmJob, SlurmNode } from '../../src/cluster/model.js';
-import { DEFAULT_RELEASES, ENDPOINTS, FAKE_LICENSE_TOTAL, RENDER_VERSIONS, renderText, truthSeenThrough } from '../../src/demo/slurm-render.js';
+import {
+  DEFAULT_RELEASES,
+  ENDPOINTS,
+  FAKE_LICENSE_TOTAL,
+  RENDER_VERSIONS,
+  renderText,
+} from '../../src/demo/slurm-render.js';
 import type { Endpoint, RenderVersion } from '../../src/demo/slurm-render.js';
 import { recorded } from '../cluster/fixtures.js';
 import { coverage, interestingMoments } from './moments.js';
 import { errorsOf, unknownMembers, V0038_PATCHES, validatorFor } from './schema.js';
+import { truthSeenThrough } from '../support/fake-cluster-truth.js';
 
 const moments = interestingMoments(7);
 
@@ -61,7 +68,13 @@ function sharesFromJobs(jobs: readonly SlurmJob[]): object[] {
     ...accounts.map((a) => ({ name: a, parent: 'root', kind: 'account', usage: usage((j) => j.account === a) })),
     ...users.map((u) => {
       const [a, name] = u.split(':') as [string, string];
-      return { name, parent: a, kind: 'user', usage: usage((j) => j.account === a && j.user_name === name), fairshare_factor: 1 - usage((j) => j.account === a && j.user_name === name) / (100 * jobs.length) };
+      return {
+        name,
+        parent: a,
+        kind: 'user',
+        usage: usage((j) => j.account === a && j.user_name === name),
+        fairshare_factor: 1 - usage((j) => j.account === a && j.user_name === name) / (100 * jobs.length),
+      };
     }),
   ];
 }
@@ -70,13 +83,30 @@ function sharesFromJobs(jobs: readonly SlurmJob[]): object[] {
 function reservationFromNodes(nodes: readonly SlurmNode[], nowMs: number): object[] {
   const two = nodes.slice(0, 2);
   const start = Math.floor(nowMs / 1000 / 3600) * 3600 + 3600;
-  return [{ name: 'maint-window', partition: two[0]?.partitions[0], flags: ['MAINT', 'IGNORE_JOBS'], node_list: two.map((n) => n.name).join(','), node_count: 2, start_time: start, end_time: start + 3600 }];
+  return [
+    {
+      name: 'maint-window',
+      partition: two[0]?.partitions[0],
+      flags: ['MAINT', 'IGNORE_JOBS'],
+      node_list: two.map((n) => n.name).join(','),
+      node_count: 2,
+      start_time: start,
+      end_time: start + 3600,
+    },
+  ];
 }
 
 /** The fake's one pool: a license per running job, two reserved. */
 function licenseFromJobs(jobs: readonly SlurmJob[]): object {
   const used = Math.min(FAKE_LICENSE_TOTAL - 2, jobs.filter((j) => j.state[0] === 'RUNNING').length);
-  return { name: 'fluent', total: FAKE_LICENSE_TOTAL, used, free: FAKE_LICENSE_TOTAL - 2 - used, reserved: 2, remote: false };
+  return {
+    name: 'fluent',
+    total: FAKE_LICENSE_TOTAL,
+    used,
+    free: FAKE_LICENSE_TOTAL - 2 - used,
+    reserved: 2,
+    remote: false,
+  };
 }
 
 /** The partitions the nodes name, in node order, with their totals. */
@@ -84,14 +114,23 @@ function partitionsFromNodes(nodes: readonly SlurmNode[]): object[] {
   const names = [...new Set(nodes.flatMap((n) => n.partitions))];
   return names.map((name) => {
     const of = nodes.filter((n) => n.partitions.includes(name));
-    return { name, nodes: of.map((n) => n.name).join(','), total_nodes: of.length, total_cpus: of.reduce((a, n) => a + (n.cpus ?? 0), 0) };
+    return {
+      name,
+      nodes: of.map((n) => n.name).join(','),
+      total_nodes: of.length,
+      total_cpus: of.reduce((a, n) => a + (n.cpus ?? 0), 0),
+    };
   });
 }
 
 describe('the moments cover every shape', () => {
   it('has a drained, a draining and a down node, arrays, GPU, unlimited, pending and finished jobs', () => {
     const c = coverage(moments);
-    expect(Object.entries(c).filter(([, ok]) => !ok).map(([k]) => k)).toEqual([]);
+    expect(
+      Object.entries(c)
+        .filter(([, ok]) => !ok)
+        .map(([k]) => k),
+    ).toEqual([]);
   });
 });
 
@@ -137,7 +176,10 @@ describe('version-specific details', () => {
     expect(nodes.some((n) => (n.state_flags as string[]).includes('DRAIN'))).toBe(true);
     const jobs = body('v0.0.38', 'jobs');
     expect(typeof (jobs['jobs'] as { job_state: unknown }[])[0]?.job_state).toBe('string');
-    expect(jobs['meta']).toMatchObject({ plugin: { type: 'openapi/v0.0.38' }, Slurm: { release: '22.05.8', version: { major: 22, minor: 5, micro: 8 } } });
+    expect(jobs['meta']).toMatchObject({
+      plugin: { type: 'openapi/v0.0.38' },
+      Slurm: { release: '22.05.8', version: { major: 22, minor: 5, micro: 8 } },
+    });
   });
 
   it('a pending array master reads 4-7%4 on the controller and a hex bitmap in dbv0.0.38', () => {
@@ -149,7 +191,8 @@ describe('version-specific details', () => {
   });
 
   it('v0.0.44+ carry schedule_cycle_sum above 2^32; v0.0.41–43 carry it wrapped to 32 bits', () => {
-    const sum = (v: RenderVersion) => (body(v, 'diag')['statistics'] as { schedule_cycle_sum?: number }).schedule_cycle_sum;
+    const sum = (v: RenderVersion) =>
+      (body(v, 'diag')['statistics'] as { schedule_cycle_sum?: number }).schedule_cycle_sum;
     expect(sum('v0.0.44')).toBeGreaterThan(2 ** 32);
     expect(sum('v0.0.45')).toBe(sum('v0.0.44'));
     expect(sum('v0.0.43')).toBe((sum('v0.0.44') as number) % 2 ** 32);
@@ -157,13 +200,24 @@ describe('version-specific details', () => {
   });
 
   it('no-val structs from v0.0.40: an unlimited time limit is INFINITE, an unset array task is not set', () => {
-    const jobs = body('v0.0.44', 'jobs')['jobs'] as { time_limit: unknown; array_task_id: unknown; array_job_id: unknown }[];
+    const jobs = body('v0.0.44', 'jobs')['jobs'] as {
+      time_limit: unknown;
+      array_task_id: unknown;
+      array_job_id: unknown;
+    }[];
     expect(jobs.some((j) => JSON.stringify(j.time_limit) === '{"set":false,"infinite":true,"number":0}')).toBe(true);
-    expect(jobs.some((j) => JSON.stringify(j.array_task_id) === '{"set":false,"infinite":false,"number":0}')).toBe(true);
+    expect(jobs.some((j) => JSON.stringify(j.array_task_id) === '{"set":false,"infinite":false,"number":0}')).toBe(
+      true,
+    );
   });
 
   it('slurmdbd jobs: state.current array, None assigned for pending, TRES arrays; SLUIDs in v0.0.45', () => {
-    const db = body('v0.0.45', 'slurmdb-jobs')['jobs'] as { state: { current: unknown }; nodes: string; tres: { requested: unknown[] }; sluid: string }[];
+    const db = body('v0.0.45', 'slurmdb-jobs')['jobs'] as {
+      state: { current: unknown };
+      nodes: string;
+      tres: { requested: unknown[] };
+      sluid: string;
+    }[];
     expect(db.every((j) => Array.isArray(j.state.current))).toBe(true);
     expect(db.some((j) => j.nodes === 'None assigned')).toBe(true);
     expect(db.every((j) => j.tres.requested.length >= 4)).toBe(true);

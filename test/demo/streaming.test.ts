@@ -7,7 +7,7 @@ import { get as httpGet } from 'node:http';
 import type { IncomingMessage } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bigCluster } from '../../src/demo/fake-cluster.js';
+import { bigCluster } from '../support/big-cluster.js';
 import { startFakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
 import type { FakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
 
@@ -32,7 +32,9 @@ describe('streaming a 100k-job body', () => {
     expect(res.statusCode).toBe(200);
     const chunks = res[Symbol.asyncIterator]();
     const first = await chunks.next();
-    const head = Buffer.from(first.value as Buffer).subarray(0, 9).toString();
+    const head = Buffer.from(first.value as Buffer)
+      .subarray(0, 9)
+      .toString();
     res.pause();
     await sleep(1000);
     // Unthrottled, the renderer would have queued ~250 MB into the socket by now.

@@ -13,7 +13,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDemo, type DemoStack } from '../../src/cli/demo.js';
 import { DEMO_NODE } from '../../src/demo/scenarios.js';
 import { nodeAgentOptions } from '../support/agents.js';
-import { ALL, loadDashboards, panelQueries, structureProblems, substitute, variableQuery, variableValues, templateVariables, type Choice, type Dashboard } from '../support/dashboards.js';
+import {
+  ALL,
+  loadDashboards,
+  panelQueries,
+  structureProblems,
+  substitute,
+  variableQuery,
+  variableValues,
+  templateVariables,
+  type Choice,
+  type Dashboard,
+} from '../support/dashboards.js';
 import { startPrometheus, type PrometheusServer } from '../support/prometheus.js';
 import { findTool, shouldRun, toolPath } from '../support/tools.js';
 
@@ -32,7 +43,14 @@ const CHOICES: Readonly<Record<string, Choice>> = { cluster: ALL, instance: ALL,
  * Grafana's macros. The rate window spans 20 scrapes at 1 s and two 10 s ticks of the fake
  * slurmctld's RPC counters, so per-RPC averages are not 0/0; $__range needs only 2 samples.
  */
-const MACROS: Readonly<Record<string, string>> = { __rate_interval: '20s', __interval: '5s', __range: '1m', __range_s: '60', __range_ms: '60000', __interval_ms: '5000' };
+const MACROS: Readonly<Record<string, string>> = {
+  __rate_interval: '20s',
+  __interval: '5s',
+  __range: '1m',
+  __range_s: '60',
+  __range_ms: '60000',
+  __interval_ms: '5000',
+};
 
 const values = (d: Dashboard) => ({ ...MACROS, ...variableValues(d.json, CHOICES) });
 
@@ -50,17 +68,29 @@ describe('Grafana dashboards (JSON)', () => {
     expect(structureProblems(d.json)).toEqual([]);
   });
 
-  it.each(dashboards.map((d) => [d.file, d] as const))('%s: every panel has targets, every target PromQL with known variables', (_, d) => {
-    const queries = panelQueries(d.json);
-    expect(queries.length).toBeGreaterThan(10);
-    for (const q of queries) expect(() => substitute(q.expr, values(d)), `${q.panel} ${q.refId}`).not.toThrow();
-  });
+  it.each(dashboards.map((d) => [d.file, d] as const))(
+    '%s: every panel has targets, every target PromQL with known variables',
+    (_, d) => {
+      const queries = panelQueries(d.json);
+      expect(queries.length).toBeGreaterThan(10);
+      for (const q of queries) expect(() => substitute(q.expr, values(d)), `${q.panel} ${q.refId}`).not.toThrow();
+    },
+  );
 });
 
 describe('the dashboard checker itself', () => {
   const ds = { type: 'prometheus', uid: 'prometheus' };
-  const panel = (targets: unknown[]) => ({ id: 2, type: 'timeseries', title: 'p', datasource: ds, gridPos: { h: 8, w: 12, x: 0, y: 1 }, targets });
-  const inRow = (p: unknown) => ({ panels: [{ id: 1, type: 'row', title: 'r', collapsed: true, gridPos: { h: 1, w: 24, x: 0, y: 0 }, panels: [p] }] });
+  const panel = (targets: unknown[]) => ({
+    id: 2,
+    type: 'timeseries',
+    title: 'p',
+    datasource: ds,
+    gridPos: { h: 8, w: 12, x: 0, y: 1 },
+    targets,
+  });
+  const inRow = (p: unknown) => ({
+    panels: [{ id: 1, type: 'row', title: 'r', collapsed: true, gridPos: { h: 1, w: 24, x: 0, y: 0 }, panels: [p] }],
+  });
 
   it('finds panels inside collapsed rows and rejects one without targets or with an empty expression', () => {
     expect(panelQueries(inRow(panel([{ refId: 'A', expr: 'up' }])))).toEqual([{ panel: 'p', refId: 'A', expr: 'up' }]);
@@ -69,7 +99,9 @@ describe('the dashboard checker itself', () => {
   });
 
   it('rejects unknown variables and macros, and an All choice without a .* All value', () => {
-    expect(substitute('rate(x{d=~"${device}"}[$__rate_interval])', { device: 'mlx5_1', __rate_interval: '20s' })).toBe('rate(x{d=~"mlx5_1"}[20s])');
+    expect(substitute('rate(x{d=~"${device}"}[$__rate_interval])', { device: 'mlx5_1', __rate_interval: '20s' })).toBe(
+      'rate(x{d=~"mlx5_1"}[20s])',
+    );
     expect(() => substitute('x{d=~"$node"}', { device: 'mlx5_1' })).toThrow(/unknown template variable \$node/);
     expect(() => substitute('rate(x[$__rate_interval])', {})).toThrow(/unknown template variable/);
     const dash = { templating: { list: [{ name: 'cluster', type: 'query', includeAll: true }] } };
@@ -78,9 +110,17 @@ describe('the dashboard checker itself', () => {
   });
 
   it('reports a bad gridPos and a foreign datasource', () => {
-    const p = { ...panel([{ refId: 'A', expr: 'up' }]), gridPos: { h: 8, w: 12, x: 16, y: 1 }, datasource: { type: 'prometheus', uid: 'other' } };
+    const p = {
+      ...panel([{ refId: 'A', expr: 'up' }]),
+      gridPos: { h: 8, w: 12, x: 16, y: 1 },
+      datasource: { type: 'prometheus', uid: 'other' },
+    };
     const problems = structureProblems({ uid: 'u', title: 't', schemaVersion: 39, panels: [p] });
-    expect(problems).toEqual([expect.stringMatching(/gridPos/), expect.stringMatching(/datasource/), expect.stringMatching(/datasource/)]);
+    expect(problems).toEqual([
+      expect.stringMatching(/gridPos/),
+      expect.stringMatching(/datasource/),
+      expect.stringMatching(/datasource/),
+    ]);
   });
 });
 
@@ -97,17 +137,31 @@ describe.runIf(shouldRun(prometheus))('dashboards against the demo scraped by a 
     const loopback = { host: '127.0.0.1', port: 0 };
     // startDemo replaces these roots with its synthetic tree.
     const unused = { sysfs: '/nonexistent', procfs: '/nonexistent', cgroupfs: '/nonexistent' };
-    const node = nodeAgentOptions(unused, { collectionIntervalMs: 500, resource: { serviceName: 'slurm-otel-node', serviceVersion: 'test', hostName: DEMO_NODE } });
-    demo = await startDemo({ node, layout: 'v2-sluid', nonJobHolder: false, tickMs: 250, cluster: { metrics: loopback, monitoring: loopback } });
+    const node = nodeAgentOptions(unused, {
+      collectionIntervalMs: 500,
+      resource: { serviceName: 'slurm-otel-node', serviceVersion: 'test', hostName: DEMO_NODE },
+    });
+    demo = await startDemo({
+      node,
+      layout: 'v2-sluid',
+      nonJobHolder: false,
+      tickMs: 250,
+      cluster: { metrics: loopback, monitoring: loopback },
+    });
     if (!demo.cluster) throw new Error('the demo started no cluster agent');
     const host = (url: string) => new URL(url).host;
     // Job names as in otel-config/prometheus.yml, so up{job=~"slurm-otel.*"} matches as it does there.
-    prom = await startPrometheus(toolPath(prometheus), dir, {
-      'slurm-otel-node': [host(demo.node.metricsUrl)],
-      'slurm-otel-node-self': [host(demo.node.monitoringUrl)],
-      'slurm-otel-cluster': [host(demo.cluster.metricsUrl)],
-      'slurm-otel-cluster-self': [host(demo.cluster.monitoringUrl)],
-    }, [ALERT_RULES]);
+    prom = await startPrometheus(
+      toolPath(prometheus),
+      dir,
+      {
+        'slurm-otel-node': [host(demo.node.metricsUrl)],
+        'slurm-otel-node-self': [host(demo.node.monitoringUrl)],
+        'slurm-otel-cluster': [host(demo.cluster.metricsUrl)],
+        'slurm-otel-cluster-self': [host(demo.cluster.monitoringUrl)],
+      },
+      [ALERT_RULES],
+    );
     await prom.waitFor('count(up == 1) == 4', 30_000);
   });
 
@@ -117,25 +171,36 @@ describe.runIf(shouldRun(prometheus))('dashboards against the demo scraped by a 
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it.each(dashboards.map((d) => [d.file, d] as const))('%s: every panel expression returns data', async (_, d) => {
-    const checks = panelQueries(d.json).map((q) => ({ name: `${q.panel} [${q.refId}]`, expr: substitute(q.expr, values(d)), accept: hasData }));
-    const missing = await pollUntilData(prom, checks, 30_000);
-    expect(missing, missing.join('\n')).toEqual([]);
-  }, 60_000);
+  it.each(dashboards.map((d) => [d.file, d] as const))(
+    '%s: every panel expression returns data',
+    async (_, d) => {
+      const checks = panelQueries(d.json).map((q) => ({
+        name: `${q.panel} [${q.refId}]`,
+        expr: substitute(q.expr, values(d)),
+        accept: hasData,
+      }));
+      const missing = await pollUntilData(prom, checks, 30_000);
+      expect(missing, missing.join('\n')).toEqual([]);
+    },
+    60_000,
+  );
 
-  it.each(dashboards.map((d) => [d.file, d] as const))('%s: variable queries list the values the test picks', async (_, d) => {
-    const vals = values(d);
-    const checks = templateVariables(d.json)
-      .filter((v) => v.type === 'query')
-      .map((v) => {
-        const { label, expr } = variableQuery(v);
-        const choice = CHOICES[String(v.name)];
-        const accept = choice === ALL ? hasData : (rows: Row[]) => rows.some((r) => r.metric[label] === choice);
-        return { name: `$${String(v.name)}`, expr: substitute(expr, vals), accept };
-      });
-    const missing = await pollUntilData(prom, checks, 10_000);
-    expect(missing, missing.join('\n')).toEqual([]);
-  });
+  it.each(dashboards.map((d) => [d.file, d] as const))(
+    '%s: variable queries list the values the test picks',
+    async (_, d) => {
+      const vals = values(d);
+      const checks = templateVariables(d.json)
+        .filter((v) => v.type === 'query')
+        .map((v) => {
+          const { label, expr } = variableQuery(v);
+          const choice = CHOICES[String(v.name)];
+          const accept = choice === ALL ? hasData : (rows: Row[]) => rows.some((r) => r.metric[label] === choice);
+          return { name: `$${String(v.name)}`, expr: substitute(expr, vals), accept };
+        });
+      const missing = await pollUntilData(prom, checks, 10_000);
+      expect(missing, missing.join('\n')).toEqual([]);
+    },
+  );
 
   it('evaluates every alert rule without error on the demo data', async () => {
     const deadline = Date.now() + 20_000;
@@ -147,7 +212,9 @@ describe.runIf(shouldRun(prometheus))('dashboards against the demo scraped by a 
       await new Promise((r) => setTimeout(r, 500));
     }
     expect(rules.length).toBeGreaterThanOrEqual(12);
-    expect(rules.filter((r) => r.health !== 'ok').map((r) => `${r.name}: ${r.health} ${r.lastError ?? ''}`)).toEqual([]);
+    expect(rules.filter((r) => r.health !== 'ok').map((r) => `${r.name}: ${r.health} ${r.lastError ?? ''}`)).toEqual(
+      [],
+    );
   });
 
   it('puts alerts in pending within a minute: the RDMA errors on mlx5_1 and the drained node', async () => {
@@ -161,7 +228,12 @@ describe.runIf(shouldRun(prometheus))('dashboards against the demo scraped by a 
     }
     const names = new Set(pending.map((r) => r.metric.alertname));
     expect([...names].sort()).toEqual(expect.arrayContaining(expected));
-    expect(pending.find((r) => r.metric.alertname === 'IbRdmaErrors')?.metric).toMatchObject({ device: 'mlx5_1', port: '1', job: 'slurm-otel-node', severity: 'warning' });
+    expect(pending.find((r) => r.metric.alertname === 'IbRdmaErrors')?.metric).toMatchObject({
+      device: 'mlx5_1',
+      port: '1',
+      job: 'slurm-otel-node',
+      severity: 'warning',
+    });
     // Healthy agents: neither down nor stalled.
     expect(names.has('SlurmOtelAgentDown')).toBe(false);
     expect(names.has('SlurmOtelAgentNotCollecting')).toBe(false);
@@ -169,7 +241,8 @@ describe.runIf(shouldRun(prometheus))('dashboards against the demo scraped by a 
 
   it('names the jobs sharing a port and the top jobs through slurm_job_info', async () => {
     const d = byFile('fabric-by-job.json');
-    const expr = (title: string) => substitute(panelQueries(d.json).find((q) => q.panel === title)?.expr ?? 'absent_panel', values(d));
+    const expr = (title: string) =>
+      substitute(panelQueries(d.json).find((q) => q.panel === title)?.expr ?? 'absent_panel', values(d));
     const shared = await prom.waitFor(expr('Shared ports and the jobs sharing them'), 10_000);
     expect(shared.map((r) => [r.metric.device, r.metric.job_id, r.metric.job_name]).sort()).toEqual([
       ['mlx5_1', '918002', 'allreduce-bench'],
@@ -184,14 +257,21 @@ describe.runIf(shouldRun(prometheus))('dashboards against the demo scraped by a 
 
   it('shows each job sharing mlx5_1 its own QP counters, bytes and coverage', async () => {
     const d = byFile('fabric-by-job.json');
-    const expr = (title: string) => substitute(panelQueries(d.json).find((q) => q.panel === title)?.expr ?? 'absent_panel', values(d));
+    const expr = (title: string) =>
+      substitute(panelQueries(d.json).find((q) => q.panel === title)?.expr ?? 'absent_panel', values(d));
     const bytes = await prom.waitFor(expr('QP bytes/s by job, shared ports too'), 10_000);
-    expect(bytes.map((r) => [r.metric.job_id, r.metric.device]).sort()).toEqual([['918002', 'mlx5_1'], ['918003', 'mlx5_1']]);
+    expect(bytes.map((r) => [r.metric.job_id, r.metric.device]).sort()).toEqual([
+      ['918002', 'mlx5_1'],
+      ['918003', 'mlx5_1'],
+    ]);
     // 918002 moves 480 + 450 MB/s against 918003's 190 MB/s in the demo.
     const rate = (job: string) => Number(bytes.find((r) => r.metric.job_id === job)?.value[1]);
     expect(rate('918002')).toBeGreaterThan(rate('918003'));
     const coverage = await prom.waitFor(expr('QP counter coverage by job'), 10_000);
-    expect(coverage.map((r) => [r.metric.job_id, Number(r.value[1])]).sort()).toEqual([['918002', 1], ['918003', 0.5]]);
+    expect(coverage.map((r) => [r.metric.job_id, Number(r.value[1])]).sort()).toEqual([
+      ['918002', 1],
+      ['918003', 0.5],
+    ]);
   });
 });
 
@@ -227,9 +307,20 @@ async function pollUntilData(prom: PrometheusServer, checks: Check[], timeoutMs:
   const deadline = Date.now() + timeoutMs;
   let pending = checks.map((c) => ({ ...c, last: 'not queried' }));
   while (pending.length > 0 && Date.now() < deadline) {
-    const answers = await Promise.all(pending.map((c) => prom.query(c.expr).then((rows) => ({ rows, error: '' }), (err: Error) => ({ rows: [], error: err.message }))));
+    const answers = await Promise.all(
+      pending.map((c) =>
+        prom.query(c.expr).then(
+          (rows) => ({ rows, error: '' }),
+          (err: Error) => ({ rows: [], error: err.message }),
+        ),
+      ),
+    );
     pending = pending
-      .map((c, i) => ({ ...c, ok: c.accept(answers[i]?.rows ?? []), last: answers[i]?.error || `${answers[i]?.rows.length ?? 0} rows` }))
+      .map((c, i) => ({
+        ...c,
+        ok: c.accept(answers[i]?.rows ?? []),
+        last: answers[i]?.error || `${answers[i]?.rows.length ?? 0} rows`,
+      }))
       .filter((c) => !c.ok);
     if (pending.length > 0) await new Promise((r) => setTimeout(r, 500));
   }

@@ -47,7 +47,16 @@ describe.runIf(shouldRun(chromiumTool))('landing pages in headless Chromium', ()
     await cluster.ready();
     browser = await chromium.launch({
       executablePath: toolPath(chromiumTool),
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
   }, 60_000);
 
@@ -92,13 +101,31 @@ describe.runIf(shouldRun(chromiumTool))('landing pages in headless Chromium', ()
     expect(await seq.locator('svg path').count()).toBe(1);
     expect(Number((await seq.textContent())?.match(/packet_seq_err (\d+(\.\d+)?)/)?.[1])).toBeGreaterThan(0);
     // The demo writes every error counter, most of them staying at 0: drawn flat along the bottom.
-    const names = await page.locator('#motion tr[data-motion="mlx5_3/1"] [data-counter]').evaluateAll((els) => els.map((e) => e.getAttribute('data-counter')));
-    expect(names).toEqual(['symbol_error', 'link_downed', 'port_rcv_errors', 'port_xmit_discards', 'packet_seq_err', 'out_of_sequence', 'local_ack_timeout_err', 'rnr_nak_retry_err']);
-    const flat = (await page.locator('#motion tr[data-motion="mlx5_3/1"] [data-counter="symbol_error"] svg path').getAttribute('d')) ?? '';
+    const names = await page
+      .locator('#motion tr[data-motion="mlx5_3/1"] [data-counter]')
+      .evaluateAll((els) => els.map((e) => e.getAttribute('data-counter')));
+    expect(names).toEqual([
+      'symbol_error',
+      'link_downed',
+      'port_rcv_errors',
+      'port_xmit_discards',
+      'packet_seq_err',
+      'out_of_sequence',
+      'local_ack_timeout_err',
+      'rnr_nak_retry_err',
+    ]);
+    const flat =
+      (await page
+        .locator('#motion tr[data-motion="mlx5_3/1"] [data-counter="symbol_error"] svg path')
+        .getAttribute('d')) ?? '';
     expect(flat).toMatch(/^M0 14( L[\d.]+ 14)+$/);
     expect(await seq.getAttribute('class')).toBe('err moved');
-    expect(await page.locator('#motion tr[data-motion="mlx5_3/1"] [data-counter="symbol_error"]').getAttribute('class')).toBe('err');
-    expect(await page.locator('#motion tr[data-motion="mlx5_3/1"] [data-counter="symbol_error"]').textContent()).toContain('symbol_error 0 /s');
+    expect(
+      await page.locator('#motion tr[data-motion="mlx5_3/1"] [data-counter="symbol_error"]').getAttribute('class'),
+    ).toBe('err');
+    expect(
+      await page.locator('#motion tr[data-motion="mlx5_3/1"] [data-counter="symbol_error"]').textContent(),
+    ).toContain('symbol_error 0 /s');
     await screenshot(page, 'landing-node.png');
   });
 
@@ -125,7 +152,9 @@ describe.runIf(shouldRun(chromiumTool))('landing pages in headless Chromium', ()
     expect(counts.reduce((a, b) => a + b, 0)).toBe(12);
     expect(counts.length).toBeGreaterThan(1);
     // Bars are drawn to scale: the largest state has the widest bar.
-    const widths = await page.locator('#node-states tbody rect').evaluateAll((els) => els.map((e) => Number(e.getAttribute("width"))));
+    const widths = await page
+      .locator('#node-states tbody rect')
+      .evaluateAll((els) => els.map((e) => Number(e.getAttribute('width'))));
     expect(widths.length).toBe(counts.length);
     expect(Math.max(...widths)).toBe(widths[counts.indexOf(Math.max(...counts))]);
     expect(await page.locator('#job-states tbody tr').count()).toBeGreaterThan(0);

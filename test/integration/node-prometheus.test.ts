@@ -23,7 +23,10 @@ describe.runIf(shouldRun(prometheus))('node agent scraped by a real Prometheus',
     timer = setInterval(() => drift.tick(0.5), 500);
     agent = await startTestNodeAgent(roots, { collectionIntervalMs: 500 });
     const target = (u: string) => new URL(u).host;
-    prom = await startPrometheus(toolPath(prometheus), dir, { node: [target(agent.metricsUrl)], self: [target(agent.monitoringUrl)] });
+    prom = await startPrometheus(toolPath(prometheus), dir, {
+      node: [target(agent.metricsUrl)],
+      self: [target(agent.monitoringUrl)],
+    });
   });
 
   afterAll(async () => {

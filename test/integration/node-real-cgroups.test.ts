@@ -125,13 +125,31 @@ interface AgentProcess {
 
 async function startAgent(args: string[]): Promise<AgentProcess> {
   const [metrics, monitoring] = [await freePort(), await freePort()];
-  const child = spawn(process.execPath, [BIN, 'node', ...args, '--collection-interval', '1s', '--log-format', 'plain',
-    '--metrics-bind-address', `127.0.0.1:${metrics}`, '--monitoring-bind-address', `127.0.0.1:${monitoring}`],
-  { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH ?? '' } });
+  const child = spawn(
+    process.execPath,
+    [
+      BIN,
+      'node',
+      ...args,
+      '--collection-interval',
+      '1s',
+      '--log-format',
+      'plain',
+      '--metrics-bind-address',
+      `127.0.0.1:${metrics}`,
+      '--monitoring-bind-address',
+      `127.0.0.1:${monitoring}`,
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH ?? '' } },
+  );
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
   const agent = { child, url: `http://127.0.0.1:${metrics}/metrics`, stderr: () => stderr };
-  await waitFor('the agent to serve /metrics', async () => ((await fetch(agent.url).catch(() => undefined))?.ok ? true : undefined), 20_000);
+  await waitFor(
+    'the agent to serve /metrics',
+    async () => ((await fetch(agent.url).catch(() => undefined))?.ok ? true : undefined),
+    20_000,
+  );
   return agent;
 }
 
@@ -146,149 +164,252 @@ function statusOf(samples: readonly Sample[], device: Hca): string | undefined {
 }
 
 function jobIdsOn(samples: readonly Sample[], name: string, device: Hca): string[] {
-  return select(samples, name, { device }).map((s) => s.labels.job_id as string).sort();
+  return select(samples, name, { device })
+    .map((s) => s.labels.job_id as string)
+    .sort();
 }
 
-describe.skipIf(gate.skip)('node agent on real Slurm job cgroups (cgroup v1) and the real /proc', { timeout: 90_000 }, () => {
-  let slurm: RealSlurm;
-  let devices: StandInDevices;
-  let sysfs: string;
-  let outsider: ChildProcess | undefined;
-  let agent: AgentProcess | undefined;
-  const job: Record<'batch' | 'steps' | 'otherUid' | 'sharedA' | 'sharedB', string> = { batch: '', steps: '', otherUid: '', sharedA: '', sharedB: '' };
+describe.skipIf(gate.skip)(
+  'node agent on real Slurm job cgroups (cgroup v1) and the real /proc',
+  { timeout: 90_000 },
+  () => {
+    let slurm: RealSlurm;
+    let devices: StandInDevices;
+    let sysfs: string;
+    let outsider: ChildProcess | undefined;
+    let agent: AgentProcess | undefined;
+    const job: Record<'batch' | 'steps' | 'otherUid' | 'sharedA' | 'sharedB', string> = {
+      batch: '',
+      steps: '',
+      otherUid: '',
+      sharedA: '',
+      sharedB: '',
+    };
 
-  async function sbatch(node: string, ...args: string[]): Promise<string> {
-    const partition = node === slurm.nodes[0] ? 'cpu' : 'gpu';
-    const { stdout } = await slurm.run(['sbatch', '--parsable', '-o', '/dev/null', '-e', '/dev/null', '-p', partition, '-w', node, ...args]);
-    return stdout.trim().split(';')[0] as string;
-  }
-
-  function counters(device: Hca, words: number): void {
-    writeCounters(sysfs, device, 1, { port_xmit_data: words, port_rcv_data: words * 2 }, 'counters');
-  }
-
-  beforeAll(async () => {
-    slurm = await startRealSlurm({ instance: 'cg', cgroup: 'v1', nodes: 2, firstJobId: 7001 });
-    devices = new StandInDevices();
-    sysfs = fs.mkdtempSync('/tmp/slurm-otel-cg-sysfs-');
-    for (const [i, name] of HCAS.entries()) {
-      writeHca(sysfs, { name, uverbs: devices.uverbs(name), ports: [{ linkLayer: 'InfiniBand', rate: '200 Gb/sec (4X HDR)', counters: { port_xmit_data: 1000 * (i + 1), port_rcv_data: 7 }, hwCounters: { packet_seq_err: 2 } }] });
+    async function sbatch(node: string, ...args: string[]): Promise<string> {
+      const partition = node === slurm.nodes[0] ? 'cpu' : 'gpu';
+      const { stdout } = await slurm.run([
+        'sbatch',
+        '--parsable',
+        '-o',
+        '/dev/null',
+        '-e',
+        '/dev/null',
+        '-p',
+        partition,
+        '-w',
+        node,
+        ...args,
+      ]);
+      return stdout.trim().split(';')[0] as string;
     }
-    const [n1, n2] = slurm.nodes as [string, string];
-    job.batch = await sbatch(n1, '--mem=100', '--wrap', `exec 3<${devices.path('mlx5_0')}; exec sleep 900`);
-    const twoSteps = path.join(slurm.stateDir, 'work', 'two-steps.sh');
-    fs.writeFileSync(twoSteps, ['#!/bin/bash', ...[0, 1].map(() => `srun -n1 --overlap --mem=50 sh -c '${HOLD}' ${devices.path('mlx5_1')} &`), 'wait', ''].join('\n'), { mode: 0o755 });
-    job.steps = await sbatch(n1, '-n2', '--mem=200', twoSteps);
-    job.otherUid = await sbatch(n2, '--uid=65534', '--mem=100', '--wrap', `exec 3<${devices.path('mlx5_2')}; exec sleep 900`);
-    job.sharedA = await sbatch(n1, '--mem=100', '--wrap', `exec 3<${devices.path('mlx5_3')}; exec sleep 900`);
-    job.sharedB = await sbatch(n2, '--mem=100', '--wrap', `exec 3<${devices.path('mlx5_3')}; exec sleep 900`);
-    outsider = spawn('sh', ['-c', HOLD, devices.path('mlx5_4')], { stdio: 'ignore' });
-    // Every holder has its file open: one batch process, two step tasks, and so on.
-    const want: Record<Hca, number> = { mlx5_0: 1, mlx5_1: 2, mlx5_2: 1, mlx5_3: 2, mlx5_4: 1 };
-    await waitFor('every job process to hold its stand-in device', () => (HCAS.every((h) => holdersOf(devices.path(h)).length === want[h]) ? true : undefined), WAIT_MS);
-  }, REAL_SLURM_START_TIMEOUT_MS);
 
-  // A safety net: the last test cleans up and checks it; this runs when an earlier one failed.
-  afterAll(async () => {
-    await cleanUp();
-  }, 120_000);
-
-  let cleaned = false;
-  async function cleanUp(): Promise<void> {
-    if (cleaned) return;
-    cleaned = true;
-    if (agent) await stopChild(agent.child);
-    if (outsider) await stopChild(outsider);
-    await slurm?.stop();
-    devices?.remove();
-    if (sysfs) fs.rmSync(sysfs, { recursive: true, force: true });
-  }
-
-  it('finds the jobs in the real v1 cgroups that slurmstepd made', () => {
-    const roots = jobCgroupRoots(slurm);
-    expect(roots.map((r) => r.split('/')[4]).sort()).toEqual(expect.arrayContaining(['freezer', 'memory']));
-    for (const id of Object.values(job)) {
-      expect(roots.some((r) => fs.readdirSync(r).some((uid) => fs.existsSync(path.join(r, uid, `job_${id}`)))), `job_${id}`).toBe(true);
+    function counters(device: Hca, words: number): void {
+      writeCounters(sysfs, device, 1, { port_xmit_data: words, port_rcv_data: words * 2 }, 'counters');
     }
-  });
 
-  it('with ignore-outside-jobs: exact attribution, device_jobs and job series on the real /proc', async () => {
-    agent = await startAgent(['--sysfs-root', sysfs, '--unreadable-processes', 'ignore-outside-jobs']);
-    const samples = await waitFor('the attribution of every port', async () => {
-      const s = await scrape(agent!);
-      return statusOf(s, 'mlx5_3') === 'shared' && statusOf(s, 'mlx5_0') === 'sole' ? s : undefined;
-    }, WAIT_MS);
-    const statuses = Object.fromEntries(HCAS.map((h) => [h, statusOf(samples, h)]));
-    expect(statuses, agent.stderr()).toEqual({ mlx5_0: 'sole', mlx5_1: 'sole', mlx5_2: 'sole', mlx5_3: 'shared', mlx5_4: 'nonjob' });
-    const deviceJobs = Object.fromEntries(HCAS.map((h) => [h, valueOf(samples, 'ib_slurm_device_jobs', { device: h, port: '1' })]));
-    expect(deviceJobs).toEqual({ mlx5_0: 1, mlx5_1: 1, mlx5_2: 1, mlx5_3: 2, mlx5_4: 0 });
-    expect(jobIdsOn(samples, 'ib_slurm_job_transmit_bytes_total', 'mlx5_0')).toEqual([job.batch]);
-    expect(jobIdsOn(samples, 'ib_slurm_job_transmit_bytes_total', 'mlx5_1')).toEqual([job.steps]);
-    expect(jobIdsOn(samples, 'ib_slurm_job_transmit_bytes_total', 'mlx5_2')).toEqual([job.otherUid]);
-    expect(jobIdsOn(samples, 'ib_slurm_job_transmit_bytes_total', 'mlx5_3')).toEqual([]);
-    expect(jobIdsOn(samples, 'ib_slurm_job_transmit_bytes_total', 'mlx5_4')).toEqual([]);
-    expect(jobIdsOn(samples, 'ib_slurm_job_device_attributed', 'mlx5_3')).toEqual([job.sharedA, job.sharedB].sort());
-    expect(select(samples, 'ib_slurm_job_device_attributed', { device: 'mlx5_3' }).map((s) => s.value)).toEqual([0, 0]);
-    // The two srun steps and the batch step of one job are one job: its process count covers all three.
-    expect(valueOf(samples, 'ib_slurm_job_processes', { job_id: job.steps })).toBeGreaterThanOrEqual(3);
-    expect(valueOf(samples, 'ib_slurm_job_processes', { job_id: job.otherUid })).toBeGreaterThanOrEqual(1);
-  });
+    beforeAll(async () => {
+      slurm = await startRealSlurm({ instance: 'cg', cgroup: 'v1', nodes: 2, firstJobId: 7001 });
+      devices = new StandInDevices();
+      sysfs = fs.mkdtempSync('/tmp/slurm-otel-cg-sysfs-');
+      for (const [i, name] of HCAS.entries()) {
+        writeHca(sysfs, {
+          name,
+          uverbs: devices.uverbs(name),
+          ports: [
+            {
+              linkLayer: 'InfiniBand',
+              rate: '200 Gb/sec (4X HDR)',
+              counters: { port_xmit_data: 1000 * (i + 1), port_rcv_data: 7 },
+              hwCounters: { packet_seq_err: 2 },
+            },
+          ],
+        });
+      }
+      const [n1, n2] = slurm.nodes as [string, string];
+      job.batch = await sbatch(n1, '--mem=100', '--wrap', `exec 3<${devices.path('mlx5_0')}; exec sleep 900`);
+      const twoSteps = path.join(slurm.stateDir, 'work', 'two-steps.sh');
+      fs.writeFileSync(
+        twoSteps,
+        [
+          '#!/bin/bash',
+          ...[0, 1].map(() => `srun -n1 --overlap --mem=50 sh -c '${HOLD}' ${devices.path('mlx5_1')} &`),
+          'wait',
+          '',
+        ].join('\n'),
+        { mode: 0o755 },
+      );
+      job.steps = await sbatch(n1, '-n2', '--mem=200', twoSteps);
+      job.otherUid = await sbatch(
+        n2,
+        '--uid=65534',
+        '--mem=100',
+        '--wrap',
+        `exec 3<${devices.path('mlx5_2')}; exec sleep 900`,
+      );
+      job.sharedA = await sbatch(n1, '--mem=100', '--wrap', `exec 3<${devices.path('mlx5_3')}; exec sleep 900`);
+      job.sharedB = await sbatch(n2, '--mem=100', '--wrap', `exec 3<${devices.path('mlx5_3')}; exec sleep 900`);
+      outsider = spawn('sh', ['-c', HOLD, devices.path('mlx5_4')], { stdio: 'ignore' });
+      // Every holder has its file open: one batch process, two step tasks, and so on.
+      const want: Record<Hca, number> = { mlx5_0: 1, mlx5_1: 2, mlx5_2: 1, mlx5_3: 2, mlx5_4: 1 };
+      await waitFor(
+        'every job process to hold its stand-in device',
+        () => (HCAS.every((h) => holdersOf(devices.path(h)).length === want[h]) ? true : undefined),
+        WAIT_MS,
+      );
+    }, REAL_SLURM_START_TIMEOUT_MS);
 
-  it('job series count what the port counted while the job was its sole user', async () => {
-    const before = valueOf(await scrape(agent!), 'ib_slurm_job_transmit_bytes_total', { job_id: job.batch, device: 'mlx5_0' }) as number;
-    counters('mlx5_0', 1000 + 250);
-    await waitFor('the batch job to be credited 1000 bytes', async () =>
-      valueOf(await scrape(agent!), 'ib_slurm_job_transmit_bytes_total', { job_id: job.batch, device: 'mlx5_0' }) === before + 1000 ? true : undefined, WAIT_MS);
-  });
+    // A safety net: the last test cleans up and checks it; this runs when an earlier one failed.
+    afterAll(async () => {
+      await cleanUp();
+    }, 120_000);
 
-  it('scancel: the job series are gone and the port goes idle', async () => {
-    await slurm.run(['scancel', job.batch]);
-    const s = await waitFor('the cancelled job to leave', async () => {
-      const got = await scrape(agent!);
-      return statusOf(got, 'mlx5_0') === 'idle' && !got.some((x) => x.labels.job_id === job.batch) ? got : undefined;
-    }, WAIT_MS);
-    expect(valueOf(s, 'ib_slurm_device_jobs', { device: 'mlx5_0', port: '1' })).toBe(0);
-    expect(holdersOf(devices.path('mlx5_0'))).toEqual([]);
-  });
-
-  it('a shared port that becomes sole starts its job series at 0', async () => {
-    counters('mlx5_3', 50_000);
-    await slurm.run(['scancel', job.sharedB]);
-    const s = await waitFor('the shared port to become sole', async () => {
-      const got = await scrape(agent!);
-      return statusOf(got, 'mlx5_3') === 'sole' ? got : undefined;
-    }, WAIT_MS);
-    expect(jobIdsOn(s, 'ib_slurm_job_transmit_bytes_total', 'mlx5_3')).toEqual([job.sharedA]);
-    expect(valueOf(s, 'ib_slurm_job_transmit_bytes_total', { job_id: job.sharedA, device: 'mlx5_3' })).toBe(0);
-    expect(valueOf(s, 'ib_slurm_device_transmit_bytes_total', { device: 'mlx5_3', port: '1' })).toBe(200_000);
-    counters('mlx5_3', 50_010);
-    await waitFor('the newly sole job to be credited 40 bytes', async () =>
-      valueOf(await scrape(agent!), 'ib_slurm_job_transmit_bytes_total', { job_id: job.sharedA, device: 'mlx5_3' }) === 40 ? true : undefined, WAIT_MS);
-  });
-
-  it('strict (the default): an unreadable process outside the jobs suppresses every job series', async () => {
-    const r = await run(process.execPath, [BIN, 'node', '--once', '--sysfs-root', sysfs, '--log-format', 'plain']);
-    expect(r.code, r.stderr).toBe(0);
-    const samples = parseExposition(r.stdout);
-    const hidden = unreadableOutsideJobs();
-    if (hidden.length > 0) {
-      // Root cannot read these fd tables (an LSM, a protected init): any of them might hold an HCA.
-      expect(HCAS.map((h) => statusOf(samples, h))).toEqual(HCAS.map(() => 'incomplete'));
-      expect(select(samples, 'ib_slurm_job_transmit_bytes_total')).toEqual([]);
-      expect(select(samples, 'ib_slurm_job_counters_total')).toEqual([]);
-      expect(r.stderr).toContain(`pid=${hidden[0]}`);
-    } else {
-      expect(statusOf(samples, 'mlx5_1')).toBe('sole');
+    let cleaned = false;
+    async function cleanUp(): Promise<void> {
+      if (cleaned) return;
+      cleaned = true;
+      if (agent) await stopChild(agent.child);
+      if (outsider) await stopChild(outsider);
+      await slurm?.stop();
+      devices?.remove();
+      if (sysfs) fs.rmSync(sysfs, { recursive: true, force: true });
     }
-  });
 
-  it('cleans up every process, cgroup and file it made', async () => {
-    const stepdHolders = HCAS.flatMap((h) => holdersOf(devices.path(h)));
-    expect(stepdHolders.length).toBeGreaterThan(0);
-    await cleanUp();
-    expect(stepdHolders.filter((pid) => fs.existsSync(`/proc/${pid}`))).toEqual([]);
-    expect(jobCgroupRoots(slurm)).toEqual([]);
-    expect(HCAS.filter((h) => fs.existsSync(devices.path(h)))).toEqual([]);
-    expect(fs.existsSync(sysfs)).toBe(false);
-  });
-});
+    it('finds the jobs in the real v1 cgroups that slurmstepd made', () => {
+      const roots = jobCgroupRoots(slurm);
+      expect(roots.map((r) => r.split('/')[4]).sort()).toEqual(expect.arrayContaining(['freezer', 'memory']));
+      for (const id of Object.values(job)) {
+        expect(
+          roots.some((r) => fs.readdirSync(r).some((uid) => fs.existsSync(path.join(r, uid, `job_${id}`)))),
+          `job_${id}`,
+        ).toBe(true);
+      }
+    });
+
+    it('with ignore-outside-jobs: exact attribution, device_jobs and job series on the real /proc', async () => {
+      agent = await startAgent(['--sysfs-root', sysfs, '--unreadable-processes', 'ignore-outside-jobs']);
+      const samples = await waitFor(
+        'the attribution of every port',
+        async () => {
+          const s = await scrape(agent!);
+          return statusOf(s, 'mlx5_3') === 'shared' && statusOf(s, 'mlx5_0') === 'sole' ? s : undefined;
+        },
+        WAIT_MS,
+      );
+      const statuses = Object.fromEntries(HCAS.map((h) => [h, statusOf(samples, h)]));
+      expect(statuses, agent.stderr()).toEqual({
+        mlx5_0: 'sole',
+        mlx5_1: 'sole',
+        mlx5_2: 'sole',
+        mlx5_3: 'shared',
+        mlx5_4: 'nonjob',
+      });
+      const deviceJobs = Object.fromEntries(
+        HCAS.map((h) => [h, valueOf(samples, 'ib_slurm_device_jobs', { device: h, port: '1' })]),
+      );
+      expect(deviceJobs).toEqual({ mlx5_0: 1, mlx5_1: 1, mlx5_2: 1, mlx5_3: 2, mlx5_4: 0 });
+      expect(jobIdsOn(samples, 'ib_slurm_job_transmit_bytes_total', 'mlx5_0')).toEqual([job.batch]);
+      expect(jobIdsOn(samples, 'ib_slurm_job_transmit_bytes_total', 'mlx5_1')).toEqual([job.steps]);
+      expect(jobIdsOn(samples, 'ib_slurm_job_transmit_bytes_total', 'mlx5_2')).toEqual([job.otherUid]);
+      expect(jobIdsOn(samples, 'ib_slurm_job_transmit_bytes_total', 'mlx5_3')).toEqual([]);
+      expect(jobIdsOn(samples, 'ib_slurm_job_transmit_bytes_total', 'mlx5_4')).toEqual([]);
+      expect(jobIdsOn(samples, 'ib_slurm_job_device_attributed', 'mlx5_3')).toEqual([job.sharedA, job.sharedB].sort());
+      expect(select(samples, 'ib_slurm_job_device_attributed', { device: 'mlx5_3' }).map((s) => s.value)).toEqual([
+        0, 0,
+      ]);
+      // The two srun steps and the batch step of one job are one job: its process count covers all three.
+      expect(valueOf(samples, 'ib_slurm_job_processes', { job_id: job.steps })).toBeGreaterThanOrEqual(3);
+      expect(valueOf(samples, 'ib_slurm_job_processes', { job_id: job.otherUid })).toBeGreaterThanOrEqual(1);
+    });
+
+    it('job series count what the port counted while the job was its sole user', async () => {
+      const before = valueOf(await scrape(agent!), 'ib_slurm_job_transmit_bytes_total', {
+        job_id: job.batch,
+        device: 'mlx5_0',
+      }) as number;
+      counters('mlx5_0', 1000 + 250);
+      await waitFor(
+        'the batch job to be credited 1000 bytes',
+        async () =>
+          valueOf(await scrape(agent!), 'ib_slurm_job_transmit_bytes_total', {
+            job_id: job.batch,
+            device: 'mlx5_0',
+          }) ===
+          before + 1000
+            ? true
+            : undefined,
+        WAIT_MS,
+      );
+    });
+
+    it('scancel: the job series are gone and the port goes idle', async () => {
+      await slurm.run(['scancel', job.batch]);
+      const s = await waitFor(
+        'the cancelled job to leave',
+        async () => {
+          const got = await scrape(agent!);
+          return statusOf(got, 'mlx5_0') === 'idle' && !got.some((x) => x.labels.job_id === job.batch)
+            ? got
+            : undefined;
+        },
+        WAIT_MS,
+      );
+      expect(valueOf(s, 'ib_slurm_device_jobs', { device: 'mlx5_0', port: '1' })).toBe(0);
+      expect(holdersOf(devices.path('mlx5_0'))).toEqual([]);
+    });
+
+    it('a shared port that becomes sole starts its job series at 0', async () => {
+      counters('mlx5_3', 50_000);
+      await slurm.run(['scancel', job.sharedB]);
+      const s = await waitFor(
+        'the shared port to become sole',
+        async () => {
+          const got = await scrape(agent!);
+          return statusOf(got, 'mlx5_3') === 'sole' ? got : undefined;
+        },
+        WAIT_MS,
+      );
+      expect(jobIdsOn(s, 'ib_slurm_job_transmit_bytes_total', 'mlx5_3')).toEqual([job.sharedA]);
+      expect(valueOf(s, 'ib_slurm_job_transmit_bytes_total', { job_id: job.sharedA, device: 'mlx5_3' })).toBe(0);
+      expect(valueOf(s, 'ib_slurm_device_transmit_bytes_total', { device: 'mlx5_3', port: '1' })).toBe(200_000);
+      counters('mlx5_3', 50_010);
+      await waitFor(
+        'the newly sole job to be credited 40 bytes',
+        async () =>
+          valueOf(await scrape(agent!), 'ib_slurm_job_transmit_bytes_total', {
+            job_id: job.sharedA,
+            device: 'mlx5_3',
+          }) === 40
+            ? true
+            : undefined,
+        WAIT_MS,
+      );
+    });
+
+    it('strict (the default): an unreadable process outside the jobs suppresses every job series', async () => {
+      const r = await run(process.execPath, [BIN, 'node', '--once', '--sysfs-root', sysfs, '--log-format', 'plain']);
+      expect(r.code, r.stderr).toBe(0);
+      const samples = parseExposition(r.stdout);
+      const hidden = unreadableOutsideJobs();
+      if (hidden.length > 0) {
+        // Root cannot read these fd tables (an LSM, a protected init): any of them might hold an HCA.
+        expect(HCAS.map((h) => statusOf(samples, h))).toEqual(HCAS.map(() => 'incomplete'));
+        expect(select(samples, 'ib_slurm_job_transmit_bytes_total')).toEqual([]);
+        expect(select(samples, 'ib_slurm_job_counters_total')).toEqual([]);
+        expect(r.stderr).toContain(`pid=${hidden[0]}`);
+      } else {
+        expect(statusOf(samples, 'mlx5_1')).toBe('sole');
+      }
+    });
+
+    it('cleans up every process, cgroup and file it made', async () => {
+      const stepdHolders = HCAS.flatMap((h) => holdersOf(devices.path(h)));
+      expect(stepdHolders.length).toBeGreaterThan(0);
+      await cleanUp();
+      expect(stepdHolders.filter((pid) => fs.existsSync(`/proc/${pid}`))).toEqual([]);
+      expect(jobCgroupRoots(slurm)).toEqual([]);
+      expect(HCAS.filter((h) => fs.existsSync(devices.path(h)))).toEqual([]);
+      expect(fs.existsSync(sysfs)).toBe(false);
+    });
+  },
+);

@@ -23,10 +23,17 @@ afterEach(async () => {
 });
 
 function options(extra: Partial<NodeAgentOptions> = {}): NodeAgentOptions {
-  return nodeAgentOptions(writeTree(tmpDir(), demoTree({ layout: 'v2-sluid', nonJobHolder: true })), { collectionIntervalMs: 3_600_000, ...extra });
+  return nodeAgentOptions(writeTree(tmpDir(), demoTree({ layout: 'v2-sluid', nonJobHolder: true })), {
+    collectionIntervalMs: 3_600_000,
+    ...extra,
+  });
 }
 
-function get(url: string, headers: Record<string, string> = {}, method = 'GET'): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+function get(
+  url: string,
+  headers: Record<string, string> = {},
+  method = 'GET',
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
   return new Promise((resolve, reject) => {
     const req = http.request(url, { method, headers }, (res) => {
       const chunks: Buffer[] = [];
@@ -44,24 +51,42 @@ describe('node agent over HTTP', () => {
     const spec = demoTree({ layout: 'v2-sluid', nonJobHolder: true });
     const jobs = spec.jobs.map((j, i) => (i === 0 ? { ...j, rdma: { mlx5_0: { handles: 1, objects: 30 } } } : j));
     const rdma = new FakeRdma(tmpDir('fake-rdma-'));
-    rdma.counters([{ ifname: 'mlx5_1', port: 1, cntn: 1, pid: 42010, counters: { rx_write_requests: 5, rdma_tx_bytes: 100, rdma_rx_bytes: 90 }, lqpn: [7] }]);
+    rdma.counters([
+      {
+        ifname: 'mlx5_1',
+        port: 1,
+        cntn: 1,
+        pid: 42010,
+        counters: { rx_write_requests: 5, rdma_tx_bytes: 100, rdma_rx_bytes: 90 },
+        lqpn: [7],
+      },
+    ]);
     rdma.resources([{ ifname: 'mlx5_1', port: 1, pid: 42010, lqpn: 7 }]);
     const qpCounters = { path: rdma.path, mode: 'observe', timeoutMs: 5000 } as const;
-    agent = await startNodeAgent(nodeAgentOptions(writeTree(tmpDir(), { ...spec, jobs }), { collectionIntervalMs: 3_600_000, qpCounters }));
+    agent = await startNodeAgent(
+      nodeAgentOptions(writeTree(tmpDir(), { ...spec, jobs }), { collectionIntervalMs: 3_600_000, qpCounters }),
+    );
     await expect.poll(() => agent?.last() !== undefined).toBe(true);
     // The QP reading arrives in the background: cycle until a cycle has it.
-    const qpPoints = async () => (await (agent as NodeAgent).cycleNow()).families.find((f) => f.spec === NODE_METRICS.jobQpCounters)?.points.length ?? 0;
+    const qpPoints = async () =>
+      (await (agent as NodeAgent).cycleNow()).families.find((f) => f.spec === NODE_METRICS.jobQpCounters)?.points
+        .length ?? 0;
     await expect.poll(qpPoints, { timeout: 10_000 }).toBeGreaterThan(0);
     const plain = await get(`${agent.metricsUrl}/metrics`);
     expect(plain.status).toBe(200);
     expect(plain.headers['content-type']).toContain('text/plain; version=0.0.4');
     const text = plain.body.toString();
-    for (const spec of Object.values(NODE_METRICS)) expect(text, spec.name).toContain(`# TYPE ${prometheusName(spec)} `);
+    for (const spec of Object.values(NODE_METRICS))
+      expect(text, spec.name).toContain(`# TYPE ${prometheusName(spec)} `);
     expect(text).toMatch(/ib_slurm_port_attribution\{device="mlx5_1",port="1",status="shared"\} 1/);
     expect(text).toMatch(/ib_slurm_port_attribution\{device="mlx5_3",port="1",status="nonjob"\} 1/);
-    expect(text).toMatch(/ib_slurm_job_counters_total\{job_id="918001",device="mlx5_0",port="1",counter="packet_seq_err"\} 0/);
+    expect(text).toMatch(
+      /ib_slurm_job_counters_total\{job_id="918001",device="mlx5_0",port="1",counter="packet_seq_err"\} 0/,
+    );
     expect(text).toMatch(/^ib_slurm_job_rdma_handles\{job_id="918001",device="mlx5_0"\} 1$/m);
-    expect(text).toMatch(/^ib_slurm_job_qp_counters_total\{job_id="918002",device="mlx5_1",port="1",counter="rx_write_requests"\} 0$/m);
+    expect(text).toMatch(
+      /^ib_slurm_job_qp_counters_total\{job_id="918002",device="mlx5_1",port="1",counter="rx_write_requests"\} 0$/m,
+    );
     expect(text).toMatch(/^ib_slurm_job_qp_transmit_bytes_total\{job_id="918002",device="mlx5_1",port="1"\} 0$/m);
     const zipped = await get(`${agent.metricsUrl}/metrics`, { 'accept-encoding': 'gzip' });
     expect(zipped.headers['content-encoding']).toBe('gzip');
@@ -90,11 +115,21 @@ describe('node agent over HTTP', () => {
 
   it('pushes the same families over OTLP when an endpoint is configured', async () => {
     receiver = await startReceiver();
-    agent = await startNodeAgent(options({ otlp: { url: `${receiver.url}/v1/metrics`, protocol: 'http/protobuf', intervalMs: 200, timeoutMs: 2000 } }));
-    await expect.poll(() => receiver?.requests.some((r) => r.points.some((p) => p.metric === 'ib_slurm_job_counters')), { timeout: 10_000 }).toBe(true);
+    agent = await startNodeAgent(
+      options({
+        otlp: { url: `${receiver.url}/v1/metrics`, protocol: 'http/protobuf', intervalMs: 200, timeoutMs: 2000 },
+      }),
+    );
+    await expect
+      .poll(() => receiver?.requests.some((r) => r.points.some((p) => p.metric === 'ib_slurm_job_counters')), {
+        timeout: 10_000,
+      })
+      .toBe(true);
     const req = receiver.requests.find((r) => r.points.some((p) => p.metric === 'ib_slurm_job_counters'));
     expect(req?.resource['host.name']).toBe('node1');
-    expect(req?.points.filter((p) => p.metric === 'ib_slurm_job_counters').every((p) => p.attributes.device !== 'mlx5_1')).toBe(true);
+    expect(
+      req?.points.filter((p) => p.metric === 'ib_slurm_job_counters').every((p) => p.attributes.device !== 'mlx5_1'),
+    ).toBe(true);
   });
 
   it('keeps serving the last good data when a cycle fails, and counts the error', async () => {

@@ -18,21 +18,58 @@ const DEVICES = ['mlx5_0', 'mlx5_1'];
 
 function snap(s: Setup): NodeSnapshot {
   const allocations: JobAllocation[] = (s.jobs ?? []).map((j) => ({
-    key: j.key, id: j.jobId ?? 'sXXXXXXXXXXXXX', idKind: j.jobId ? 'jobid' : 'sluid', layout: 'v2', scope: 'x',
-    pids: [], stepdPids: [], procsFiles: [], gaps: [], ...(j.jobId ? { jobId: j.jobId } : { unresolved: 'test' }),
+    key: j.key,
+    id: j.jobId ?? 'sXXXXXXXXXXXXX',
+    idKind: j.jobId ? 'jobid' : 'sluid',
+    layout: 'v2',
+    scope: 'x',
+    pids: [],
+    stepdPids: [],
+    procsFiles: [],
+    gaps: [],
+    ...(j.jobId ? { jobId: j.jobId } : { unresolved: 'test' }),
   }));
-  const holders = new Map(Object.entries(s.holders ?? {}).map(([d, h]) => [d, { allocations: h.allocations ?? [], nonJobPids: h.nonJobPids ?? [], jobPids: h.jobPids ?? [], jobEvidence: new Map(), nonJobEvidence: new Map() }]));
+  const holders = new Map(
+    Object.entries(s.holders ?? {}).map(([d, h]) => [
+      d,
+      {
+        allocations: h.allocations ?? [],
+        nonJobPids: h.nonJobPids ?? [],
+        jobPids: h.jobPids ?? [],
+        jobEvidence: new Map(),
+        nonJobEvidence: new Map(),
+      },
+    ]),
+  );
   return {
     atMs: s.atMs ?? 0,
-    hca: { present: true, hcas: (s.devices ?? DEVICES).map((device) => ({ device, ports: [{ port: '1', counters: new Map(Object.entries(s.counters?.[device] ?? {})) }] })) },
-    allocations, scopes: [], holders, gaps: s.gaps ?? [], unreadable: s.unreadable ?? [], rdma: new Map(), slurmCgroups: { found: true, searched: '' }, holderNames: new Map(), problems: [], stats: { processes: 0, fdLinksRead: 0, coveredByRdmaCgroup: 0 },
+    hca: {
+      present: true,
+      hcas: (s.devices ?? DEVICES).map((device) => ({
+        device,
+        ports: [{ port: '1', counters: new Map(Object.entries(s.counters?.[device] ?? {})) }],
+      })),
+    },
+    allocations,
+    scopes: [],
+    holders,
+    gaps: s.gaps ?? [],
+    unreadable: s.unreadable ?? [],
+    rdma: new Map(),
+    slurmCgroups: { found: true, searched: '' },
+    holderNames: new Map(),
+    problems: [],
+    stats: { processes: 0, fdLinksRead: 0, coveredByRdmaCgroup: 0 },
   };
 }
 
 const status = (s: NodeSnapshot, device: string) => judgePorts(s).find((v) => v.device === device)?.status;
 
 describe('port verdicts', () => {
-  const jobs = [{ key: 'a', jobId: '1' }, { key: 'b', jobId: '2' }];
+  const jobs = [
+    { key: 'a', jobId: '1' },
+    { key: 'b', jobId: '2' },
+  ];
 
   it('sole: one job, nothing else, full knowledge', () => {
     const s = snap({ jobs, holders: { mlx5_0: { allocations: ['a'] } } });
@@ -42,11 +79,15 @@ describe('port verdicts', () => {
   });
 
   it('shared: two jobs on one device, whatever else', () => {
-    expect(status(snap({ jobs, holders: { mlx5_0: { allocations: ['a', 'b'], nonJobPids: [9] } } }), 'mlx5_0')).toBe('shared');
+    expect(status(snap({ jobs, holders: { mlx5_0: { allocations: ['a', 'b'], nonJobPids: [9] } } }), 'mlx5_0')).toBe(
+      'shared',
+    );
   });
 
   it('nonjob: a process outside Slurm holds the device too', () => {
-    expect(status(snap({ jobs, holders: { mlx5_0: { allocations: ['a'], nonJobPids: [9] } } }), 'mlx5_0')).toBe('nonjob');
+    expect(status(snap({ jobs, holders: { mlx5_0: { allocations: ['a'], nonJobPids: [9] } } }), 'mlx5_0')).toBe(
+      'nonjob',
+    );
     expect(status(snap({ jobs, holders: { mlx5_0: { nonJobPids: [9] } } }), 'mlx5_0')).toBe('nonjob');
   });
 
@@ -57,28 +98,61 @@ describe('port verdicts', () => {
   });
 
   it('incomplete: the sole holder is an allocation whose job id is unresolved', () => {
-    expect(status(snap({ jobs: [{ key: 'u' }], holders: { mlx5_0: { allocations: ['u'] } } }), 'mlx5_0')).toBe('incomplete');
+    expect(status(snap({ jobs: [{ key: 'u' }], holders: { mlx5_0: { allocations: ['u'] } } }), 'mlx5_0')).toBe(
+      'incomplete',
+    );
   });
 
   it('a job with an unreadable process is sole nowhere, and no other job is sole where it could hold the device', () => {
-    const blind: UnreadableProcess = { pid: 77, comm: 'hidden', cgroup: '/x', errno: 'EACCES', scope: 'job', allocation: 'a', job: '1', effect: 'job', cause: 'test' };
+    const blind: UnreadableProcess = {
+      pid: 77,
+      comm: 'hidden',
+      cgroup: '/x',
+      errno: 'EACCES',
+      scope: 'job',
+      allocation: 'a',
+      job: '1',
+      effect: 'job',
+      cause: 'test',
+    };
     const s = snap({
       jobs: [...jobs, { key: 'c', jobId: '3' }],
       devices: ['own', 'other', 'shared', 'nonjob', 'idle'],
-      holders: { own: { allocations: ['a'] }, other: { allocations: ['b'] }, shared: { allocations: ['b', 'c'] }, nonjob: { allocations: ['b'], nonJobPids: [9] } },
+      holders: {
+        own: { allocations: ['a'] },
+        other: { allocations: ['b'] },
+        shared: { allocations: ['b', 'c'] },
+        nonjob: { allocations: ['b'], nonJobPids: [9] },
+      },
       unreadable: [blind],
     });
-    expect(Object.fromEntries(judgePorts(s).map((v) => [v.device, v.status]))).toEqual({ own: 'incomplete', other: 'incomplete', shared: 'shared', nonjob: 'nonjob', idle: 'incomplete' });
+    expect(Object.fromEntries(judgePorts(s).map((v) => [v.device, v.status]))).toEqual({
+      own: 'incomplete',
+      other: 'incomplete',
+      shared: 'shared',
+      nonjob: 'nonjob',
+      idle: 'incomplete',
+    });
     const why = (d: string) => judgePorts(s).find((v) => v.device === d)?.why;
-    expect(why('own')).toMatch(/job 1 has a process whose fd table cannot be read \(PID 77 hidden\): the devices it holds are not all known/);
+    expect(why('own')).toMatch(
+      /job 1 has a process whose fd table cannot be read \(PID 77 hidden\): the devices it holds are not all known/,
+    );
     expect(why('other')).toMatch(/job 1 .*PID 77.*may hold this device too/);
     // An outside process the policy ignored changes nothing.
-    const ignored = snap({ jobs, holders: { own: { allocations: ['a'] } }, devices: ['own', 'idle'], unreadable: [{ ...blind, scope: 'outside', effect: 'ignored' }] });
+    const ignored = snap({
+      jobs,
+      holders: { own: { allocations: ['a'] } },
+      devices: ['own', 'idle'],
+      unreadable: [{ ...blind, scope: 'outside', effect: 'ignored' }],
+    });
     expect(judgePorts(ignored).map((v) => v.status)).toEqual(['sole', 'idle']);
   });
 
   it('an unresolved allocation still counts as a user: two holders are shared', () => {
-    const s = snap({ jobs: [{ key: 'a', jobId: '1' }, { key: 'u' }], holders: { mlx5_0: { allocations: ['a', 'u'] } } });
+    const s = snap({
+      jobs: [{ key: 'a', jobId: '1' }, { key: 'u' }],
+      holders: { mlx5_0: { allocations: ['a', 'u'] } },
+    });
     expect(status(s, 'mlx5_0')).toBe('shared');
   });
 });
@@ -91,14 +165,23 @@ describe('job counters', () => {
   function run(steps: { counters: Record<string, bigint>; sole?: boolean; alive?: boolean }[]): AttributionState[] {
     let st = EMPTY_STATE;
     return steps.map((step, i) => {
-      const s = snap({ jobs: step.alive === false ? [] : one, holders: step.sole === false ? { mlx5_0: { allocations: ['a'], nonJobPids: [7] } } : sole, counters: { mlx5_0: step.counters }, atMs: i * 1000 });
+      const s = snap({
+        jobs: step.alive === false ? [] : one,
+        holders: step.sole === false ? { mlx5_0: { allocations: ['a'], nonJobPids: [7] } } : sole,
+        counters: { mlx5_0: step.counters },
+        atMs: i * 1000,
+      });
       st = attribute(s, st).state;
       return st;
     });
   }
 
   it('starts at 0 when the job becomes sole user and adds the increases', () => {
-    const st = run([{ counters: { packet_seq_err: 100n } }, { counters: { packet_seq_err: 130n } }, { counters: { packet_seq_err: 131n } }]);
+    const st = run([
+      { counters: { packet_seq_err: 100n } },
+      { counters: { packet_seq_err: 130n } },
+      { counters: { packet_seq_err: 131n } },
+    ]);
     expect(st.map((s) => value(s, 'packet_seq_err'))).toEqual([0n, 30n, 31n]);
     expect(st[2]?.jobs.get('1 mlx5_0 1')?.startMs).toBe(0);
   });
@@ -125,7 +208,11 @@ describe('job counters', () => {
   });
 
   it('adds nothing for a saturated PMA counter', () => {
-    const st = run([{ counters: { symbol_error: 65000n } }, { counters: { symbol_error: 65535n } }, { counters: { symbol_error: 65535n } }]);
+    const st = run([
+      { counters: { symbol_error: 65000n } },
+      { counters: { symbol_error: 65535n } },
+      { counters: { symbol_error: 65535n } },
+    ]);
     expect(value(st[2] as AttributionState, 'symbol_error')).toBe(0n);
   });
 
@@ -159,26 +246,37 @@ describe('job counters', () => {
   it('never goes down and never adds more than the device saw, whatever the readings (property)', () => {
     const reading = fc.record({ v: fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }), sole: fc.boolean() });
     fc.assert(
-      fc.property(fc.constantFrom('port_xmit_data', 'packet_seq_err', 'symbol_error', 'link_downed'), fc.array(reading, { minLength: 1, maxLength: 30 }), (counter, readings) => {
-        const st = run(readings.map((r) => ({ counters: { [counter]: r.v }, sole: r.sole })));
-        let prev = 0n;
-        for (const s of st) {
-          const v = value(s, counter) ?? 0n;
-          expect(v >= prev).toBe(true);
-          prev = v;
-        }
-        // Upper bound: the sum of each step's possible increase (wraps and resets included).
-        let bound = 0n;
-        for (let i = 1; i < readings.length; i++) bound += increase(counter, readings[i - 1]?.v ?? 0n, readings[i]?.v ?? 0n);
-        expect(prev <= bound).toBe(true);
-      }),
+      fc.property(
+        fc.constantFrom('port_xmit_data', 'packet_seq_err', 'symbol_error', 'link_downed'),
+        fc.array(reading, { minLength: 1, maxLength: 30 }),
+        (counter, readings) => {
+          const st = run(readings.map((r) => ({ counters: { [counter]: r.v }, sole: r.sole })));
+          let prev = 0n;
+          for (const s of st) {
+            const v = value(s, counter) ?? 0n;
+            expect(v >= prev).toBe(true);
+            prev = v;
+          }
+          // Upper bound: the sum of each step's possible increase (wraps and resets included).
+          let bound = 0n;
+          for (let i = 1; i < readings.length; i++)
+            bound += increase(counter, readings[i - 1]?.v ?? 0n, readings[i]?.v ?? 0n);
+          expect(prev <= bound).toBe(true);
+        },
+      ),
     );
   });
 });
 
 describe('increase', () => {
   it('is the plain difference for a counter that went up', () => {
-    fc.assert(fc.property(fc.bigInt({ min: 0n, max: 1n << 63n }), fc.bigInt({ min: 0n, max: 1n << 60n }), (a, d) => increase('port_rcv_data', a, a + d) === d));
+    fc.assert(
+      fc.property(
+        fc.bigInt({ min: 0n, max: 1n << 63n }),
+        fc.bigInt({ min: 0n, max: 1n << 60n }),
+        (a, d) => increase('port_rcv_data', a, a + d) === d,
+      ),
+    );
   });
 });
 

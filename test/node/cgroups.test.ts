@@ -48,7 +48,12 @@ describe('scanCgroups', () => {
     const scan = scanCgroups(root, new Problems());
     expect(scan.allocations.map((a) => a.id).sort()).toEqual(['77', '78']);
     expect([...(scan.allocations.find((a) => a.id === '77')?.pids ?? [])].sort()).toEqual([10, 11, 12]);
-    expect(scan.scopes).toEqual(expect.arrayContaining([{ layout: 'v1', scope: 'slurm' }, { layout: 'v1', scope: 'slurm_nodeA' }]));
+    expect(scan.scopes).toEqual(
+      expect.arrayContaining([
+        { layout: 'v1', scope: 'slurm' },
+        { layout: 'v1', scope: 'slurm_nodeA' },
+      ]),
+    );
   });
 
   it('finds scopes under nested slices and node-prefixed scope names, skipping system/ and slurmd/', () => {
@@ -117,16 +122,23 @@ describe('scanCgroups', () => {
 
   it('on a v1 root with no slurm* tree, names the controllers and the unified tree it searched', () => {
     const root = tmpDir();
-    for (const d of ['freezer/user.slice', 'memory/system.slice', 'unified/system.slice']) fs.mkdirSync(path.join(root, d), { recursive: true });
+    for (const d of ['freezer/user.slice', 'memory/system.slice', 'unified/system.slice'])
+      fs.mkdirSync(path.join(root, d), { recursive: true });
     const scan = scanCgroups(root, new Problems());
     expect(scan.foundSlurm).toBe(false);
-    expect(scan.searched).toBe(`\`slurm*\` under each cgroup v1 controller in ${root}, and \`*slurmstepd.scope\` under \`*.slice\` in ${path.join(root, 'unified')}`);
+    expect(scan.searched).toBe(
+      `\`slurm*\` under each cgroup v1 controller in ${root}, and \`*slurmstepd.scope\` under \`*.slice\` in ${path.join(root, 'unified')}`,
+    );
   });
 
   it('counts an empty Slurm hierarchy as found: a v1 slurm_<node> root or a v2 stepd scope without jobs', () => {
     const v1 = tmpDir();
     fs.mkdirSync(path.join(v1, 'freezer/slurm_node7/system'), { recursive: true });
-    expect(scanCgroups(v1, new Problems())).toMatchObject({ foundSlurm: true, allocations: [], scopes: [{ layout: 'v1', scope: 'slurm_node7' }] });
+    expect(scanCgroups(v1, new Problems())).toMatchObject({
+      foundSlurm: true,
+      allocations: [],
+      scopes: [{ layout: 'v1', scope: 'slurm_node7' }],
+    });
     const v2 = tmpDir();
     put(path.join(v2, 'cgroup.controllers'), '');
     put(path.join(v2, 'system.slice/node7_slurmstepd.scope/system/cgroup.procs'), '');
@@ -139,7 +151,9 @@ describe('scanCgroups', () => {
     fs.rmSync(path.join(roots.cgroupfs, 'cgroup.controllers'));
     const scan = scanCgroups(roots.cgroupfs, new Problems());
     expect(scan.foundSlurm).toBe(true);
-    expect(scan.allocations.map((a) => `${a.layout} ${a.id}`).sort()).toEqual(spec.jobs.map((j) => `v2 ${j.jobId}`).sort());
+    expect(scan.allocations.map((a) => `${a.layout} ${a.id}`).sort()).toEqual(
+      spec.jobs.map((j) => `v2 ${j.jobId}`).sort(),
+    );
   });
 });
 
@@ -147,7 +161,10 @@ describe('scanCgroups on this host (real /sys/fs/cgroup)', () => {
   it('finds no Slurm hierarchy while no Slurm runs here, and says where it looked', (ctx) => {
     if (!fs.existsSync(HOST_CGROUP)) ctx.skip(`${HOST_CGROUP} does not exist on this host`);
     const trees = slurmTreesOnHost();
-    if (trees.length > 0) ctx.skip(`Slurm cgroup trees exist here (${trees.join(', ')}): someone runs Slurm, so "none found" cannot be checked`);
+    if (trees.length > 0)
+      ctx.skip(
+        `Slurm cgroup trees exist here (${trees.join(', ')}): someone runs Slurm, so "none found" cannot be checked`,
+      );
     const scan = scanCgroups(HOST_CGROUP, new Problems());
     expect(scan.foundSlurm).toBe(false);
     expect(scan.allocations).toEqual([]);
@@ -164,7 +181,17 @@ describe('parsePids and pidLeft', () => {
     const root = tmpDir();
     const file = path.join(root, 'cgroup.procs');
     put(file, '5\n6\n');
-    const alloc = { key: 'k', id: '1', idKind: 'jobid', layout: 'v2', scope: 's', pids: [5, 6], stepdPids: [], procsFiles: [file], gaps: [] } as const;
+    const alloc = {
+      key: 'k',
+      id: '1',
+      idKind: 'jobid',
+      layout: 'v2',
+      scope: 's',
+      pids: [5, 6],
+      stepdPids: [],
+      procsFiles: [file],
+      gaps: [],
+    } as const;
     expect(pidLeft(alloc, 5)).toBe(false);
     put(file, '6\n');
     expect(pidLeft(alloc, 5)).toBe(true);

@@ -19,7 +19,10 @@ function value(c: Cycle, name: string, attrs: Record<string, string>): number | 
 
 const statusOf = (c: Cycle, device: string) => c.attribution.verdicts.find((v) => v.device === device)?.status;
 
-function demo(layout: TreeLayout = 'v2', nonJobHolder = false): { roots: Roots; collector: NodeCollector; drift: CounterDrift } {
+function demo(
+  layout: TreeLayout = 'v2',
+  nonJobHolder = false,
+): { roots: Roots; collector: NodeCollector; drift: CounterDrift } {
   const roots = writeTree(tmpDir(), demoTree({ layout, nonJobHolder }));
   const drift = new CounterDrift(roots.sysfs);
   drift.tick(10);
@@ -45,13 +48,23 @@ describe('node collector on the demo node', () => {
   it('gives a job exactly the increase the device saw while it was sole user', () => {
     const { collector, drift } = demo();
     const first = collector.cycle(1000);
-    const dev0 = value(first, NODE_METRICS.deviceCounters.name, { device: 'mlx5_0', counter: 'port_xmit_data' }) as bigint;
+    const dev0 = value(first, NODE_METRICS.deviceCounters.name, {
+      device: 'mlx5_0',
+      counter: 'port_xmit_data',
+    }) as bigint;
     drift.tick(3);
     const second = collector.cycle(2000);
-    const dev1 = value(second, NODE_METRICS.deviceCounters.name, { device: 'mlx5_0', counter: 'port_xmit_data' }) as bigint;
+    const dev1 = value(second, NODE_METRICS.deviceCounters.name, {
+      device: 'mlx5_0',
+      counter: 'port_xmit_data',
+    }) as bigint;
     expect(dev1 > dev0).toBe(true);
-    expect(value(second, NODE_METRICS.jobCounters.name, { job_id: '918001', device: 'mlx5_0', counter: 'port_xmit_data' })).toBe(dev1 - dev0);
-    expect(value(second, NODE_METRICS.jobTransmitBytes.name, { job_id: '918001', device: 'mlx5_0' })).toBe((dev1 - dev0) * 4n);
+    expect(
+      value(second, NODE_METRICS.jobCounters.name, { job_id: '918001', device: 'mlx5_0', counter: 'port_xmit_data' }),
+    ).toBe(dev1 - dev0);
+    expect(value(second, NODE_METRICS.jobTransmitBytes.name, { job_id: '918001', device: 'mlx5_0' })).toBe(
+      (dev1 - dev0) * 4n,
+    );
     expect(value(second, NODE_METRICS.deviceTransmitBytes.name, { device: 'mlx5_0' })).toBe(dev1 * 4n);
   });
 
@@ -59,7 +72,9 @@ describe('node collector on the demo node', () => {
     const { collector } = demo();
     const c = collector.cycle(1000);
     expect(points(c, NODE_METRICS.jobCounters.name).filter((p) => p.attributes.device === 'mlx5_1')).toEqual([]);
-    expect(value(c, NODE_METRICS.deviceCounters.name, { device: 'mlx5_1', counter: 'packet_seq_err' })).toBeGreaterThan(0n);
+    expect(value(c, NODE_METRICS.deviceCounters.name, { device: 'mlx5_1', counter: 'packet_seq_err' })).toBeGreaterThan(
+      0n,
+    );
     expect(value(c, NODE_METRICS.deviceJobs.name, { device: 'mlx5_1' })).toBe(2);
     expect(value(c, NODE_METRICS.deviceJobs.name, { device: 'mlx5_3' })).toBe(0);
     expect(value(c, NODE_METRICS.jobDeviceAttributed.name, { job_id: '918002', device: 'mlx5_1' })).toBe(0);
@@ -76,12 +91,15 @@ describe('node collector on the demo node', () => {
 
   it("drops a job's series at the next collection after it ends", () => {
     const { roots, collector } = demo();
-    expect(points(collector.cycle(1000), NODE_METRICS.jobCounters.name).some((p) => p.attributes.job_id === '918004')).toBe(true);
+    expect(
+      points(collector.cycle(1000), NODE_METRICS.jobCounters.name).some((p) => p.attributes.job_id === '918004'),
+    ).toBe(true);
     const spec = demoTree({ layout: 'v2', nonJobHolder: false });
     const job = spec.jobs.find((j) => j.jobId === '918004');
     if (!job) throw new Error('demo job');
     fs.rmSync(path.join(roots.cgroupfs, 'system.slice/slurmstepd.scope', jobDirName(job, 'v2')), { recursive: true });
-    for (const step of job.steps) for (const p of [...step.tasks, ...(step.stepd ? [step.stepd] : [])]) removeProcess(roots.procfs, p.pid);
+    for (const step of job.steps)
+      for (const p of [...step.tasks, ...(step.stepd ? [step.stepd] : [])]) removeProcess(roots.procfs, p.pid);
     const after = collector.cycle(2000);
     expect(points(after, NODE_METRICS.jobCounters.name).some((p) => p.attributes.job_id === '918004')).toBe(false);
     expect(points(after, NODE_METRICS.jobProcesses.name).some((p) => p.attributes.job_id === '918004')).toBe(false);
@@ -109,7 +127,10 @@ describe('node collector on the demo node', () => {
   it('suppresses every port when /proc hides other users and the agent is not root', () => {
     const { roots, collector } = demo();
     fs.mkdirSync(path.join(roots.procfs, 'self'));
-    fs.writeFileSync(path.join(roots.procfs, 'self', 'mountinfo'), `22 27 0:21 / ${roots.procfs} rw,relatime - proc proc rw,hidepid=invisible\n`);
+    fs.writeFileSync(
+      path.join(roots.procfs, 'self', 'mountinfo'),
+      `22 27 0:21 / ${roots.procfs} rw,relatime - proc proc rw,hidepid=invisible\n`,
+    );
     expect(collector.cycle(1000).attribution.verdicts.map((v) => v.status)).toContain('sole');
     const c = asUnprivileged(() => collector.cycle(2000));
     expect(c.attribution.verdicts.every((v) => v.status === 'incomplete')).toBe(true);
@@ -158,7 +179,9 @@ describe('node collector on the demo node', () => {
     fs.chmodSync(classDir, 0o755);
     expect(failed.failed).toMatch(/class\/infiniband.*EACCES/);
     expect(failed.families).toEqual([]);
-    expect(failed.snapshot.problems).toContainEqual(expect.objectContaining({ source: 'sysfs', kind: 'denied', count: 1 }));
+    expect(failed.snapshot.problems).toContainEqual(
+      expect.objectContaining({ source: 'sysfs', kind: 'denied', count: 1 }),
+    );
     drift.tick(3);
     const third = collector.cycle(3000);
     const dev2 = value(third, NODE_METRICS.deviceCounters.name, counter) as bigint;
@@ -179,6 +202,8 @@ describe('node collector on the demo node', () => {
     expect(value(c, NODE_METRICS.deviceCounters.name, { ...dp, counter: 'port_xmit_data_64' })).toBe(123456789012n);
     expect(value(c, NODE_METRICS.deviceReceiveBytes.name, dp)).toBe(4000n);
     expect(value(c, NODE_METRICS.jobReceiveBytes.name, { job_id: '918001', ...dp })).toBe(0n);
-    expect([NODE_METRICS.portState, NODE_METRICS.portPhysicalState, NODE_METRICS.portRate].map((m) => value(c, m.name, dp))).toEqual([4, 5, 50_000_000_000]);
+    expect(
+      [NODE_METRICS.portState, NODE_METRICS.portPhysicalState, NODE_METRICS.portRate].map((m) => value(c, m.name, dp)),
+    ).toEqual([4, 5, 50_000_000_000]);
   });
 });

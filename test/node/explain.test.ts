@@ -34,7 +34,13 @@ describe('attribution rows', () => {
 
   it('escape what they show in HTML', () => {
     const rows = attributionRows(new NodeCollector({ roots: demoRoots(), fdRescanIntervalMs: 60_000 }).cycle());
-    const html = renderLanding([{ ...(rows[0] as (typeof rows)[0]), why: '<script>alert(1)</script>' }], { host: 'n<1>', version: '1', atMs: 0, refreshSeconds: 15, gaps: [] });
+    const html = renderLanding([{ ...(rows[0] as (typeof rows)[0]), why: '<script>alert(1)</script>' }], {
+      host: 'n<1>',
+      version: '1',
+      atMs: 0,
+      refreshSeconds: 15,
+      gaps: [],
+    });
     expect(html).not.toContain('<script>');
     expect(html).toContain('&#60;script&#62;');
     expect(html).toContain('n&#60;1&#62;');
@@ -44,7 +50,11 @@ describe('attribution rows', () => {
 describe('slurm-otel explain', () => {
   it('prints one row per port with holders, status and why', () => {
     const roots = demoRoots();
-    const r = spawnSync(process.execPath, [BIN, 'explain', '--sysfs-root', roots.sysfs, '--procfs-root', roots.procfs, '--cgroup-root', roots.cgroupfs], { encoding: 'utf8' });
+    const r = spawnSync(
+      process.execPath,
+      [BIN, 'explain', '--sysfs-root', roots.sysfs, '--procfs-root', roots.procfs, '--cgroup-root', roots.cgroupfs],
+      { encoding: 'utf8' },
+    );
     expect(r.status).toBe(0);
     const text = r.stdout.replace(/\s+/g, ' ');
     expect(text).toMatch(/mlx5_1 │ 1 │ .*job 918002: 42010 python, 42011 python/);
@@ -55,18 +65,42 @@ describe('slurm-otel explain', () => {
   it('shows control characters of process names as escapes, and UTF-8 names as they are', () => {
     const roots = demoRoots();
     fs.writeFileSync(path.join(roots.procfs, '950', 'comm'), '\x1b]0;owned\x07\x1b[2Jwéka\u202e\n');
-    const r = spawnSync(process.execPath, [BIN, 'explain', '--sysfs-root', roots.sysfs, '--procfs-root', roots.procfs, '--cgroup-root', roots.cgroupfs], { encoding: 'utf8' });
+    const r = spawnSync(
+      process.execPath,
+      [BIN, 'explain', '--sysfs-root', roots.sysfs, '--procfs-root', roots.procfs, '--cgroup-root', roots.cgroupfs],
+      { encoding: 'utf8' },
+    );
     expect(r.status).toBe(0);
+    // eslint-disable-next-line no-control-regex -- matching control characters is the point
     expect(r.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/);
     expect(r.stdout).toContain('\\x1b]0;owned\\x07\\x1b[2Jwéka\\u202e');
   });
 
   it('--json gives the same rows for scripts', () => {
     const roots = demoRoots(false);
-    const r = spawnSync(process.execPath, [BIN, 'explain', '--json', '--sysfs-root', roots.sysfs, '--procfs-root', roots.procfs, '--cgroup-root', roots.cgroupfs], { encoding: 'utf8' });
+    const r = spawnSync(
+      process.execPath,
+      [
+        BIN,
+        'explain',
+        '--json',
+        '--sysfs-root',
+        roots.sysfs,
+        '--procfs-root',
+        roots.procfs,
+        '--cgroup-root',
+        roots.cgroupfs,
+      ],
+      { encoding: 'utf8' },
+    );
     expect(r.status).toBe(0);
     const out = JSON.parse(r.stdout) as { ports: { device: string; status: string }[]; gaps: string[] };
     expect(out.gaps).toEqual([]);
-    expect(out.ports.map((p) => `${p.device}:${p.status}`)).toEqual(['mlx5_0:sole', 'mlx5_1:shared', 'mlx5_2:sole', 'mlx5_3:idle']);
+    expect(out.ports.map((p) => `${p.device}:${p.status}`)).toEqual([
+      'mlx5_0:sole',
+      'mlx5_1:shared',
+      'mlx5_2:sole',
+      'mlx5_3:idle',
+    ]);
   });
 });

@@ -101,7 +101,11 @@ interface Tree {
 interface Fixture {
   readonly infiniband: Tree;
   /** node_exporter's series names without `node_infiniband_`. */
-  readonly expected: readonly { readonly series: string; readonly labels: Readonly<Record<string, string>>; readonly value: number }[];
+  readonly expected: readonly {
+    readonly series: string;
+    readonly labels: Readonly<Record<string, string>>;
+    readonly value: number;
+  }[];
 }
 
 function load(file: string): Fixture {
@@ -170,9 +174,13 @@ function nothingExtra(expected: readonly Sample[], ours: readonly Sample[]): voi
   for (const s of select(ours, 'ib_slurm_device_counters_total')) {
     const key = known.get(s.labels.counter as string);
     if (key === undefined) continue;
-    expect(one(expected, `node_infiniband_${key}`, { device: s.labels.device as string, port: s.labels.port as string }), `${key} ${JSON.stringify(s.labels)}`).toBeDefined();
+    expect(
+      one(expected, `node_infiniband_${key}`, { device: s.labels.device as string, port: s.labels.port as string }),
+      `${key} ${JSON.stringify(s.labels)}`,
+    ).toBeDefined();
   }
-  for (const [key, family] of Object.entries(BYTES)) expect(select(ours, family).length, family).toBe(select(expected, `node_infiniband_${key}`).length);
+  for (const [key, family] of Object.entries(BYTES))
+    expect(select(ours, family).length, family).toBe(select(expected, `node_infiniband_${key}`).length);
 }
 
 describe('InfiniBand parity with node_exporter and procfs fixtures', () => {
@@ -183,8 +191,12 @@ describe('InfiniBand parity with node_exporter and procfs fixtures', () => {
     expect(compare(expected, ours)).toBe(expected.length + 4);
     nothingExtra(expected, ours);
     // The mlx4 port where counters_ext/port_rcv_packets_64 reads 0 beside counters/port_rcv_packets.
-    expect(one(ours, 'ib_slurm_device_counters_total', { device: 'mlx4_0', port: '1', counter: 'port_rcv_packets' })).toBe(6825908347);
-    expect(one(ours, 'ib_slurm_device_counters_total', { device: 'mlx4_0', port: '1', counter: 'port_rcv_packets_64' })).toBe(0);
+    expect(
+      one(ours, 'ib_slurm_device_counters_total', { device: 'mlx4_0', port: '1', counter: 'port_rcv_packets' }),
+    ).toBe(6825908347);
+    expect(
+      one(ours, 'ib_slurm_device_counters_total', { device: 'mlx4_0', port: '1', counter: 'port_rcv_packets_64' }),
+    ).toBe(0);
   });
 
   it("matches the values procfs's own test states for its sysfs tree", async () => {

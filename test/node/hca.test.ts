@@ -13,26 +13,41 @@ function sysfs(): string {
     name: 'mlx5_4',
     uverbs: 1,
     ports: [
-      { linkLayer: 'InfiniBand', rate: '400 Gb/sec (4X NDR)', counters: { port_xmit_data: 10, symbol_error: 65535 }, hwCounters: { packet_seq_err: 7, lifespan: 10 } },
+      {
+        linkLayer: 'InfiniBand',
+        rate: '400 Gb/sec (4X NDR)',
+        counters: { port_xmit_data: 10, symbol_error: 65535 },
+        hwCounters: { packet_seq_err: 7, lifespan: 10 },
+      },
       { linkLayer: 'Ethernet', rate: '200 Gb/sec (4X HDR)', state: '1: DOWN', counters: { port_rcv_data: 3 } },
     ],
   });
   return dir;
 }
 
-const counterFile = (root: string, port: number, group: string, name: string) => path.join(root, 'class/infiniband/mlx5_4/ports', String(port), group, name);
+const counterFile = (root: string, port: number, group: string, name: string) =>
+  path.join(root, 'class/infiniband/mlx5_4/ports', String(port), group, name);
 
 describe('readHcas', () => {
   it('reads identity, port state and every counter of counters/ and hw_counters/, lifespan excluded', () => {
     const scan = readHcas(sysfs(), new Problems());
     expect(scan.present).toBe(true);
     const [hca] = scan.hcas;
-    expect(hca).toMatchObject({ device: 'mlx5_4', boardId: 'MT_0000000223', firmware: '28.39.1002', hcaType: 'MT4129' });
+    expect(hca).toMatchObject({
+      device: 'mlx5_4',
+      boardId: 'MT_0000000223',
+      firmware: '28.39.1002',
+      hcaType: 'MT4129',
+    });
     expect(hca?.ports.map((p) => [p.port, p.linkLayer, p.state, p.rate])).toEqual([
       ['1', 'InfiniBand', '4: ACTIVE', '400 Gb/sec (4X NDR)'],
       ['2', 'Ethernet', '1: DOWN', '200 Gb/sec (4X HDR)'],
     ]);
-    expect(Object.fromEntries(hca?.ports[0]?.counters ?? [])).toEqual({ port_xmit_data: 10n, symbol_error: 65535n, packet_seq_err: 7n });
+    expect(Object.fromEntries(hca?.ports[0]?.counters ?? [])).toEqual({
+      port_xmit_data: 10n,
+      symbol_error: 65535n,
+      packet_seq_err: 7n,
+    });
   });
 
   it('treats N/A, unsupported and unreadable counters as absent, never 0, and counts garbage as malformed', () => {
@@ -49,14 +64,19 @@ describe('readHcas', () => {
     expect(counters?.has('port_xmit_packets')).toBe(false);
     expect(counters?.has('out_of_buffer')).toBe(false);
     expect(counters?.get('port_xmit_data')).toBe(10n);
-    const kinds = problems.list().map((p) => `${p.source}/${p.kind}:${p.count}`).sort();
+    const kinds = problems
+      .list()
+      .map((p) => `${p.source}/${p.kind}:${p.count}`)
+      .sort();
     expect(kinds).toEqual(['sysfs/denied:1', 'sysfs/malformed:2']);
   });
 
   it('keeps counters beyond 2^53 exact', () => {
     const root = sysfs();
     fs.writeFileSync(counterFile(root, 1, 'counters', 'port_xmit_data'), '18446744073709551615\n');
-    expect(readHcas(root, new Problems()).hcas[0]?.ports[0]?.counters.get('port_xmit_data')).toBe(18446744073709551615n);
+    expect(readHcas(root, new Problems()).hcas[0]?.ports[0]?.counters.get('port_xmit_data')).toBe(
+      18446744073709551615n,
+    );
   });
 
   it('keeps counters_ext of old kernels under their own names, never in place of counters/', () => {
@@ -94,7 +114,8 @@ describe('readHcas', () => {
 
   it('exports only decimal port directories and counts the others as malformed', () => {
     const root = sysfs();
-    for (const name of ['abc', '-1', '0x10', '01', '256']) fs.mkdirSync(path.join(root, 'class/infiniband/mlx5_4/ports', name));
+    for (const name of ['abc', '-1', '0x10', '01', '256'])
+      fs.mkdirSync(path.join(root, 'class/infiniband/mlx5_4/ports', name));
     const problems = new Problems();
     expect(readHcas(root, problems).hcas[0]?.ports.map((p) => p.port)).toEqual(['1', '2']);
     expect(problems.list()).toMatchObject([{ source: 'sysfs', kind: 'malformed', count: 5 }]);
@@ -112,7 +133,11 @@ describe('readHcas', () => {
     deny(path.join(root, 'class/infiniband'));
     const problems = new Problems();
     const scan = asUnprivileged(() => readHcas(root, problems));
-    expect(scan).toMatchObject({ present: true, hcas: [], failure: expect.stringMatching(/class\/infiniband.*EACCES/) });
+    expect(scan).toMatchObject({
+      present: true,
+      hcas: [],
+      failure: expect.stringMatching(/class\/infiniband.*EACCES/),
+    });
     expect(problems.list()).toMatchObject([{ source: 'sysfs', kind: 'denied', count: 1 }]);
   });
 

@@ -5,17 +5,37 @@ import { writeCounters, writeTree } from '../../src/demo/nodetree.js';
 import { demoTree } from '../../src/demo/scenarios.js';
 import { NodeCollector } from '../../src/node/collector.js';
 import { attributionRows } from '../../src/node/explain.js';
-import { CounterHistory, HISTORY_LENGTH, jobKey, motionReadings, portKey, rateSteps, RX_BYTES, TX_BYTES, type Reading } from '../../src/node/history.js';
+import {
+  CounterHistory,
+  HISTORY_LENGTH,
+  jobKey,
+  motionReadings,
+  portKey,
+  rateSteps,
+  RX_BYTES,
+  TX_BYTES,
+  type Reading,
+} from '../../src/node/history.js';
 import { renderLanding } from '../../src/node/landing.js';
 import { tmpDir } from '../support/tmp.js';
 
-const at = (atMs: number, values: Record<string, bigint>): Reading => ({ atMs, values: new Map(Object.entries(values)) });
+const at = (atMs: number, values: Record<string, bigint>): Reading => ({
+  atMs,
+  values: new Map(Object.entries(values)),
+});
 const one = (key: string, values: Record<string, bigint>) => new Map([[key, new Map(Object.entries(values))]]);
 
 describe('rates between consecutive readings', () => {
   it('are the increase over the elapsed seconds', () => {
-    const steps = rateSteps([at(0, { c: 100n }), at(2_000, { c: 300n }), at(2_500, { c: 300n }), at(4_500, { c: 1_300n })], 'c');
-    expect(steps).toEqual([{ atMs: 2_000, perSecond: 100 }, { atMs: 2_500, perSecond: 0 }, { atMs: 4_500, perSecond: 500 }]);
+    const steps = rateSteps(
+      [at(0, { c: 100n }), at(2_000, { c: 300n }), at(2_500, { c: 300n }), at(4_500, { c: 1_300n })],
+      'c',
+    );
+    expect(steps).toEqual([
+      { atMs: 2_000, perSecond: 100 },
+      { atMs: 2_500, perSecond: 0 },
+      { atMs: 4_500, perSecond: 500 },
+    ]);
   });
 
   it('have no value for a step where the counter went down (a reset), and resume after it', () => {
@@ -24,7 +44,10 @@ describe('rates between consecutive readings', () => {
   });
 
   it('have no value where either reading lacks the counter or no time passed', () => {
-    const steps = rateSteps([at(0, { c: 1n }), at(1_000, {}), at(2_000, { c: 5n }), at(2_000, { c: 9n }), at(3_000, { c: 10n })], 'c');
+    const steps = rateSteps(
+      [at(0, { c: 1n }), at(1_000, {}), at(2_000, { c: 5n }), at(2_000, { c: 9n }), at(3_000, { c: 10n })],
+      'c',
+    );
     expect(steps.map((s) => s.perSecond)).toEqual([undefined, undefined, undefined, 1]);
   });
 
@@ -47,11 +70,23 @@ describe('counter history', () => {
 
   it('drops a key absent from a reading at once, and starts it afresh if it comes back', () => {
     const h = new CounterHistory(5);
-    h.record(0, new Map([['a', new Map([['c', 1n]])], ['b', new Map([['c', 1n]])]]));
+    h.record(
+      0,
+      new Map([
+        ['a', new Map([['c', 1n]])],
+        ['b', new Map([['c', 1n]])],
+      ]),
+    );
     h.record(1_000, one('a', { c: 2n }));
     expect(h.keys()).toEqual(['a']);
     expect(h.readings('b')).toEqual([]);
-    h.record(2_000, new Map([['a', new Map([['c', 3n]])], ['b', new Map([['c', 9n]])]]));
+    h.record(
+      2_000,
+      new Map([
+        ['a', new Map([['c', 3n]])],
+        ['b', new Map([['c', 9n]])],
+      ]),
+    );
     expect(h.readings('b').length).toBe(1);
     expect(h.rates('b', 'c')).toEqual([]);
   });
@@ -71,11 +106,23 @@ describe('what the history keeps from a cycle', () => {
   it('bytes (data words × 4) and the error counters per port, bytes per sole job, from the real files', () => {
     const { roots, collector } = node();
     const h = new CounterHistory();
-    writeCounters(roots.sysfs, 'mlx5_0', 1, { port_xmit_data: 1_000, port_rcv_data: 2_000, symbol_error: 3 }, 'counters');
+    writeCounters(
+      roots.sysfs,
+      'mlx5_0',
+      1,
+      { port_xmit_data: 1_000, port_rcv_data: 2_000, symbol_error: 3 },
+      'counters',
+    );
     writeCounters(roots.sysfs, 'mlx5_0', 1, { rnr_nak_retry_err: 7 }, 'hw_counters');
     let c = collector.cycle(10_000);
     h.record(c.snapshot.atMs, motionReadings(c.snapshot, c.attribution));
-    writeCounters(roots.sysfs, 'mlx5_0', 1, { port_xmit_data: 6_000, port_rcv_data: 2_500, symbol_error: 1 }, 'counters');
+    writeCounters(
+      roots.sysfs,
+      'mlx5_0',
+      1,
+      { port_xmit_data: 6_000, port_rcv_data: 2_500, symbol_error: 1 },
+      'counters',
+    );
     c = collector.cycle(12_000);
     h.record(c.snapshot.atMs, motionReadings(c.snapshot, c.attribution));
 
@@ -91,7 +138,12 @@ describe('what the history keeps from a cycle', () => {
     // Job 918001 is the only holder of mlx5_0: its own bytes grow by the port's increase from 0.
     const job = h.readings(jobKey('918001', 'mlx5_0', '1'));
     expect(job.map((r) => r.values.get(TX_BYTES))).toEqual([0n, 20_000n]);
-    expect(h.keys().filter((k) => k.startsWith('job ')).sort()).toEqual([jobKey('918001', 'mlx5_0', '1'), jobKey('918004', 'mlx5_2', '1')]);
+    expect(
+      h
+        .keys()
+        .filter((k) => k.startsWith('job '))
+        .sort(),
+    ).toEqual([jobKey('918001', 'mlx5_0', '1'), jobKey('918004', 'mlx5_2', '1')]);
   });
 
   it('forgets a port that vanished from sysfs', () => {
@@ -113,16 +165,36 @@ describe('the node landing page with history', () => {
     const roots = writeTree(tmpDir(), demoTree({ layout: 'v2-sluid', nonJobHolder: true }));
     const c = new NodeCollector({ roots, fdRescanIntervalMs: 60_000 }).cycle(1_000);
     const hostile = '<script>alert(1)</script>';
-    const rows = attributionRows(c).map((r) => r.attributedTo === undefined ? r : {
-      ...r, attributedTo: hostile, jobs: r.jobs.map((j) => ({ ...j, jobId: hostile, holders: j.holders.map((x) => ({ ...x, comm: hostile })) })),
-    });
+    const rows = attributionRows(c).map((r) =>
+      r.attributedTo === undefined
+        ? r
+        : {
+            ...r,
+            attributedTo: hostile,
+            jobs: r.jobs.map((j) => ({
+              ...j,
+              jobId: hostile,
+              holders: j.holders.map((x) => ({ ...x, comm: hostile })),
+            })),
+          },
+    );
     const h = new CounterHistory();
     const readings = new Map([...motionReadings(c.snapshot, c.attribution)].filter(([k]) => k.startsWith('port ')));
-    for (const r of rows) if (r.attributedTo) readings.set(jobKey(r.attributedTo, r.device, r.port), new Map([[TX_BYTES, 4n]]));
+    for (const r of rows)
+      if (r.attributedTo) readings.set(jobKey(r.attributedTo, r.device, r.port), new Map([[TX_BYTES, 4n]]));
     h.record(1_000, readings);
-    const html = renderLanding(rows, { host: 'n1', version: '1', atMs: 1_000, refreshSeconds: 15, gaps: [], history: h });
+    const html = renderLanding(rows, {
+      host: 'n1',
+      version: '1',
+      atMs: 1_000,
+      refreshSeconds: 15,
+      gaps: [],
+      history: h,
+    });
     expect(html).not.toContain('<script>');
-    expect(html).toContain(`<tr data-sole-job="&#60;script&#62;alert(1)&#60;/script&#62;" data-motion="mlx5_0/1"><td>&#60;script&#62;alert(1)&#60;/script&#62;</td>`);
+    expect(html).toContain(
+      `<tr data-sole-job="&#60;script&#62;alert(1)&#60;/script&#62;" data-motion="mlx5_0/1"><td>&#60;script&#62;alert(1)&#60;/script&#62;</td>`,
+    );
     expect(html).toContain('<td class="num" data-total="tx_bytes">4 B</td>');
   });
 
@@ -139,12 +211,36 @@ describe('the node landing page with history', () => {
 describe('saturated error counters', () => {
   it('have no rate once stuck at their maximum, and the page says so', () => {
     // symbol_error is a 16-bit PMA counter: it stops at 65535.
-    const readings = [at(0, { symbol_error: 65_000n }), at(1_000, { symbol_error: 65_535n }), at(2_000, { symbol_error: 65_535n })];
+    const readings = [
+      at(0, { symbol_error: 65_000n }),
+      at(1_000, { symbol_error: 65_535n }),
+      at(2_000, { symbol_error: 65_535n }),
+    ];
     expect(rateSteps(readings, 'symbol_error').map((s) => s.perSecond)).toEqual([undefined, undefined]);
     const h = new CounterHistory();
     for (const r of readings) h.record(r.atMs, new Map([[portKey('mlx5_0', '1'), r.values]]));
-    const row = { device: 'mlx5_0', port: '1', linkLayer: 'InfiniBand', rate: '', state: '', status: 'idle' as const, why: '', jobs: [], nonJob: [], counters: {} };
-    const html = renderLanding([row], { host: 'n1', version: '1', atMs: 2_000, refreshSeconds: 15, gaps: [], history: h });
-    expect(html).toContain('<div class="err moved" data-counter="symbol_error"><span class="num">symbol_error saturated</span>');
+    const row = {
+      device: 'mlx5_0',
+      port: '1',
+      linkLayer: 'InfiniBand',
+      rate: '',
+      state: '',
+      status: 'idle' as const,
+      why: '',
+      jobs: [],
+      nonJob: [],
+      counters: {},
+    };
+    const html = renderLanding([row], {
+      host: 'n1',
+      version: '1',
+      atMs: 2_000,
+      refreshSeconds: 15,
+      gaps: [],
+      history: h,
+    });
+    expect(html).toContain(
+      '<div class="err moved" data-counter="symbol_error"><span class="num">symbol_error saturated</span>',
+    );
   });
 });

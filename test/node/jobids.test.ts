@@ -15,7 +15,17 @@ import { tmpDir } from '../support/tmp.js';
 const SLUID = 'sEKNKTV3WPV500';
 
 function alloc(id: string, stepdPids: number[], idKind: Allocation['idKind'] = 'sluid'): Allocation {
-  return { key: `scope/${id}`, id, idKind, layout: 'v2-sluid', scope: 'scope', pids: [], stepdPids, procsFiles: [], gaps: [] };
+  return {
+    key: `scope/${id}`,
+    id,
+    idKind,
+    layout: 'v2-sluid',
+    scope: 'scope',
+    pids: [],
+    stepdPids,
+    procsFiles: [],
+    gaps: [],
+  };
 }
 
 describe('parseStepdTitle', () => {
@@ -94,9 +104,20 @@ describe('squeue', () => {
     const dir = tmpDir();
     const script = path.join(dir, 'squeue');
     const argsFile = path.join(dir, 'args');
-    fs.writeFileSync(script, `#!/bin/sh\necho "$@" > ${argsFile}\n[ -e ${dir}/fail ] && exit 1\necho "918001|${SLUID}"\n`, { mode: 0o755 });
+    fs.writeFileSync(
+      script,
+      `#!/bin/sh\necho "$@" > ${argsFile}\n[ -e ${dir}/fail ] && exit 1\necho "918001|${SLUID}"\n`,
+      { mode: 0o755 },
+    );
     const errors: number[] = [];
-    const table = squeueJobIds({ path: script, nodeName: 'n1', minIntervalMs: 0, timeoutMs: 5000, logger: silentLogger(), onError: () => errors.push(1) });
+    const table = squeueJobIds({
+      path: script,
+      nodeName: 'n1',
+      minIntervalMs: 0,
+      timeoutMs: 5000,
+      logger: silentLogger(),
+      onError: () => errors.push(1),
+    });
     table.want();
     await expect.poll(() => table.lookup(SLUID), { timeout: 5000 }).toBe('918001');
     expect(fs.readFileSync(argsFile, 'utf8').trim()).toBe('--noheader --nodelist=n1 --Format=JobID:|,Sluid:');
@@ -120,8 +141,15 @@ function running(pid: number): boolean {
 function squeueWithChild(dir: string, then: string): { script: string; pids: () => number[] | undefined } {
   const script = path.join(dir, 'squeue');
   const pidFile = path.join(dir, 'pids');
-  fs.writeFileSync(script, `#!/bin/sh\nsleep 300 &\necho $$ $! > ${pidFile}.tmp && mv ${pidFile}.tmp ${pidFile}\n${then}\n`, { mode: 0o755 });
-  return { script, pids: () => (fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8').trim().split(' ').map(Number) : undefined) };
+  fs.writeFileSync(
+    script,
+    `#!/bin/sh\nsleep 300 &\necho $$ $! > ${pidFile}.tmp && mv ${pidFile}.tmp ${pidFile}\n${then}\n`,
+    { mode: 0o755 },
+  );
+  return {
+    script,
+    pids: () => (fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8').trim().split(' ').map(Number) : undefined),
+  };
 }
 
 describe('squeue runs leave no process behind', () => {
@@ -141,7 +169,14 @@ describe('squeue runs leave no process behind', () => {
   it('kills the children of a squeue that timed out', async () => {
     const fake = squeueWithChild(tmpDir(), 'sleep 300');
     const errors: number[] = [];
-    const table = squeueJobIds({ path: fake.script, nodeName: 'n1', minIntervalMs: 0, timeoutMs: 500, logger: silentLogger(), onError: () => errors.push(1) });
+    const table = squeueJobIds({
+      path: fake.script,
+      nodeName: 'n1',
+      minIntervalMs: 0,
+      timeoutMs: 500,
+      logger: silentLogger(),
+      onError: () => errors.push(1),
+    });
     table.want();
     const pid = await childOf(fake);
     await expect.poll(() => errors.length, { timeout: 5000 }).toBe(1);
@@ -150,7 +185,13 @@ describe('squeue runs leave no process behind', () => {
 
   it('kills what a squeue that answered left running, and keeps its answer', async () => {
     const fake = squeueWithChild(tmpDir(), `echo "918001|${SLUID}"`);
-    const table = squeueJobIds({ path: fake.script, nodeName: 'n1', minIntervalMs: 0, timeoutMs: 60_000, logger: silentLogger() });
+    const table = squeueJobIds({
+      path: fake.script,
+      nodeName: 'n1',
+      minIntervalMs: 0,
+      timeoutMs: 60_000,
+      logger: silentLogger(),
+    });
     table.want();
     const pid = await childOf(fake);
     await expect.poll(() => table.lookup(SLUID), { timeout: 5000 }).toBe('918001');
@@ -159,7 +200,14 @@ describe('squeue runs leave no process behind', () => {
 
   it('counts a squeue that cannot be started, and tries again at the next request', async () => {
     const errors: number[] = [];
-    const table = squeueJobIds({ path: path.join(tmpDir(), 'missing-squeue'), nodeName: 'n1', minIntervalMs: 0, timeoutMs: 60_000, logger: silentLogger(), onError: () => errors.push(1) });
+    const table = squeueJobIds({
+      path: path.join(tmpDir(), 'missing-squeue'),
+      nodeName: 'n1',
+      minIntervalMs: 0,
+      timeoutMs: 60_000,
+      logger: silentLogger(),
+      onError: () => errors.push(1),
+    });
     table.want();
     await expect.poll(() => errors.length, { timeout: 5000 }).toBe(1);
     table.want();
@@ -169,9 +217,20 @@ describe('squeue runs leave no process behind', () => {
   it('refuses squeue output beyond 16 MiB, keeping the previous table', async () => {
     const dir = tmpDir();
     const script = path.join(dir, 'squeue');
-    fs.writeFileSync(script, `#!/bin/sh\n[ -e ${dir}/big ] && exec head -c 17000000 /dev/zero\necho "918001|${SLUID}"\n`, { mode: 0o755 });
+    fs.writeFileSync(
+      script,
+      `#!/bin/sh\n[ -e ${dir}/big ] && exec head -c 17000000 /dev/zero\necho "918001|${SLUID}"\n`,
+      { mode: 0o755 },
+    );
     const errors: number[] = [];
-    const table = squeueJobIds({ path: script, nodeName: 'n1', minIntervalMs: 0, timeoutMs: 60_000, logger: silentLogger(), onError: () => errors.push(1) });
+    const table = squeueJobIds({
+      path: script,
+      nodeName: 'n1',
+      minIntervalMs: 0,
+      timeoutMs: 60_000,
+      logger: silentLogger(),
+      onError: () => errors.push(1),
+    });
     table.want();
     await expect.poll(() => table.lookup(SLUID), { timeout: 5000 }).toBe('918001');
     fs.writeFileSync(path.join(dir, 'big'), '');
@@ -184,7 +243,9 @@ describe('squeue runs leave no process behind', () => {
     const dir = tmpDir();
     const fake = squeueWithChild(dir, 'sleep 300');
     const roots = writeTree(path.join(dir, 'tree'), demoTree({ layout: 'v2', nonJobHolder: false }));
-    const agent = await startTestNodeAgent(roots, { jobMetadata: { path: fake.script, nodeName: 'n1', minIntervalMs: 0, timeoutMs: 60_000 } });
+    const agent = await startTestNodeAgent(roots, {
+      jobMetadata: { path: fake.script, nodeName: 'n1', minIntervalMs: 0, timeoutMs: 60_000 },
+    });
     let pid: number;
     try {
       pid = await childOf(fake);
@@ -206,23 +267,40 @@ describe('job metadata from squeue', () => {
   it('labels the job series of a node with them once squeue has answered', async () => {
     const dir = tmpDir();
     const script = path.join(dir, 'squeue');
-    fs.writeFileSync(script, `#!/bin/sh\nprintf '918001|alice|ml-research|gpu\\n918004|dave|bio|gpu\\n'\n`, { mode: 0o755 });
+    fs.writeFileSync(script, `#!/bin/sh\nprintf '918001|alice|ml-research|gpu\\n918004|dave|bio|gpu\\n'\n`, {
+      mode: 0o755,
+    });
     const roots = writeTree(path.join(dir, 'tree'), demoTree({ layout: 'v2', nonJobHolder: false }));
-    const metadata = squeueMetadata({ path: script, nodeName: 'gpu-001', minIntervalMs: 0, timeoutMs: 5000, logger: silentLogger() });
+    const metadata = squeueMetadata({
+      path: script,
+      nodeName: 'gpu-001',
+      minIntervalMs: 0,
+      timeoutMs: 5000,
+      logger: silentLogger(),
+    });
     const collector = new NodeCollector({ roots, fdRescanIntervalMs: 60_000, metadata });
     const first = collector.cycle(1000);
     // Nothing known yet: the labels exist, empty, so the series keep one identity.
-    expect(first.families.find((f) => f.spec.name === 'ib_slurm_job_processes')?.points[0]?.attributes).toMatchObject({ user_name: '', account: '' });
+    expect(first.families.find((f) => f.spec.name === 'ib_slurm_job_processes')?.points[0]?.attributes).toMatchObject({
+      user_name: '',
+      account: '',
+    });
     await expect.poll(() => metadata.lookup('918001')?.user_name, { timeout: 5000 }).toBe('alice');
     const c = collector.cycle(2000);
     const counters = c.families.find((f) => f.spec.name === 'ib_slurm_job_counters')?.points ?? [];
-    expect(counters.filter((p) => p.attributes.job_id === '918001').every((p) => p.attributes.user_name === 'alice' && p.attributes.slurm_partition === 'gpu')).toBe(true);
+    expect(
+      counters
+        .filter((p) => p.attributes.job_id === '918001')
+        .every((p) => p.attributes.user_name === 'alice' && p.attributes.slurm_partition === 'gpu'),
+    ).toBe(true);
     expect(counters.some((p) => p.attributes.job_id === '918004' && p.attributes.account === 'bio')).toBe(true);
   });
 
   it('adds no metadata labels when no source is configured', () => {
     const roots = writeTree(tmpDir(), demoTree({ layout: 'v2', nonJobHolder: false }));
     const c = new NodeCollector({ roots, fdRescanIntervalMs: 60_000 }).cycle(1000);
-    expect(Object.keys(c.families.find((f) => f.spec.name === 'ib_slurm_job_processes')?.points[0]?.attributes ?? {})).toEqual(['job_id']);
+    expect(
+      Object.keys(c.families.find((f) => f.spec.name === 'ib_slurm_job_processes')?.points[0]?.attributes ?? {}),
+    ).toEqual(['job_id']);
   });
 });

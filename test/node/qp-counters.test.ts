@@ -9,7 +9,16 @@ import { silentLogger } from '../../src/log.js';
 import { NodeRunner } from '../../src/node/agent.js';
 import { NodeCollector, type Cycle } from '../../src/node/collector.js';
 import { NODE_METRICS } from '../../src/node/metrics.js';
-import { accumulateQp, autoOff, EMPTY_QP_STATE, parseLinkModes, parseQpCounters, parseQpResources, type QpCounter, type QpState } from '../../src/node/qp-counters.js';
+import {
+  accumulateQp,
+  autoOff,
+  EMPTY_QP_STATE,
+  parseLinkModes,
+  parseQpCounters,
+  parseQpResources,
+  type QpCounter,
+  type QpState,
+} from '../../src/node/qp-counters.js';
 import { QpSource } from '../../src/node/qp-source.js';
 import { attributionRows } from '../../src/node/explain.js';
 import { renderLanding } from '../../src/node/landing.js';
@@ -25,20 +34,39 @@ const points = (c: Cycle, name: string) => (c.families.find((f) => f.spec.name =
 
 describe('rdma JSON', () => {
   it('reads statistic qp show: counters by name, pid, QPs; kernel QPs have no pid; u64 values stay exact', () => {
-    const text = '[{"ifindex":1,"ifname":"mlx5_0","port":1,"cntn":4,"qp-type":"RC","pid":41010,"comm":"py:1234567890123456789,","rx_write_requests":12,"out_of_sequence":0,"rdma_tx_bytes":18446744073709551615,"lqpn":[814,815]},'
-      + '{"ifindex":1,"ifname":"mlx5_0","port":1,"cntn":5,"qp-type":"UD","rx_read_requests":3,"lqpn":[1]}]';
+    const text =
+      '[{"ifindex":1,"ifname":"mlx5_0","port":1,"cntn":4,"qp-type":"RC","pid":41010,"comm":"py:1234567890123456789,","rx_write_requests":12,"out_of_sequence":0,"rdma_tx_bytes":18446744073709551615,"lqpn":[814,815]},' +
+      '{"ifindex":1,"ifname":"mlx5_0","port":1,"cntn":5,"qp-type":"UD","rx_read_requests":3,"lqpn":[1]}]';
     const r = parseQpCounters(text);
     expect(r.ok).toBe(true);
     if (!r.ok) return;
-    expect(r.value[0]).toEqual({ device: 'mlx5_0', port: '1', cntn: 4, pid: 41010, qpns: [814, 815], values: new Map([['rx_write_requests', 12n], ['out_of_sequence', 0n], ['rdma_tx_bytes', 18446744073709551615n]]) });
+    expect(r.value[0]).toEqual({
+      device: 'mlx5_0',
+      port: '1',
+      cntn: 4,
+      pid: 41010,
+      qpns: [814, 815],
+      values: new Map([
+        ['rx_write_requests', 12n],
+        ['out_of_sequence', 0n],
+        ['rdma_tx_bytes', 18446744073709551615n],
+      ]),
+    });
     expect(r.value[1]?.pid).toBeUndefined();
   });
 
   it('reads resource show qp and statistic qp mode', () => {
-    const qps = parseQpResources('[{"ifindex":2,"ifname":"mlx5_1","port":1,"lqpn":9,"rqpn":77,"type":"RC","state":"RTS","rq-psn":1,"sq-psn":2,"path-mig-state":"MIGRATED","pdn":3,"pid":42010,"comm":"python"},{"ifindex":2,"ifname":"mlx5_1","lqpn":10,"type":"RC","state":"RESET","pid":42010}]');
+    const qps = parseQpResources(
+      '[{"ifindex":2,"ifname":"mlx5_1","port":1,"lqpn":9,"rqpn":77,"type":"RC","state":"RTS","rq-psn":1,"sq-psn":2,"path-mig-state":"MIGRATED","pdn":3,"pid":42010,"comm":"python"},{"ifindex":2,"ifname":"mlx5_1","lqpn":10,"type":"RC","state":"RESET","pid":42010}]',
+    );
     expect(qps.ok && qps.value).toEqual([{ device: 'mlx5_1', port: '1', pid: 42010 }]);
-    const modes = parseLinkModes('[{"ifindex":1,"ifname":"mlx5_0","port":1,"mode":"qp auto off"},{"ifindex":2,"ifname":"mlx5_1","port":1,"mode":"qp auto type,pid on optional-counters off"}]');
-    expect(modes.ok && modes.value.map((m) => [m.device, autoOff(m.mode)])).toEqual([['mlx5_0', true], ['mlx5_1', false]]);
+    const modes = parseLinkModes(
+      '[{"ifindex":1,"ifname":"mlx5_0","port":1,"mode":"qp auto off"},{"ifindex":2,"ifname":"mlx5_1","port":1,"mode":"qp auto type,pid on optional-counters off"}]',
+    );
+    expect(modes.ok && modes.value.map((m) => [m.device, autoOff(m.mode)])).toEqual([
+      ['mlx5_0', true],
+      ['mlx5_1', false],
+    ]);
   });
 
   it('calls anything but a JSON array malformed', () => {
@@ -48,9 +76,17 @@ describe('rdma JSON', () => {
   });
 });
 
-const counter = (pid: number, cntn: number, values: Record<string, bigint>, qpns: number[] = [cntn * 100]): QpCounter =>
-  ({ device: 'mlx5_1', port: '1', cntn, pid, qpns, values: new Map(Object.entries(values)) });
-const JOBS = new Map([[1, 'A'], [2, 'A'], [3, 'B']]);
+const counter = (
+  pid: number,
+  cntn: number,
+  values: Record<string, bigint>,
+  qpns: number[] = [cntn * 100],
+): QpCounter => ({ device: 'mlx5_1', port: '1', cntn, pid, qpns, values: new Map(Object.entries(values)) });
+const JOBS = new Map([
+  [1, 'A'],
+  [2, 'A'],
+  [3, 'B'],
+]);
 const ALIVE = new Set(['A', 'B']);
 const total = (s: QpState, job: string, name: string) => s.series.get(`${job} mlx5_1 1`)?.values.get(name);
 
@@ -65,75 +101,135 @@ function run(readings: QpCounter[][]): QpState[] {
 }
 
 describe('per-job accumulation', () => {
-  it('starts at 0, sums the job\'s PIDs, adds a later counter whole, never drops a vanished one, keeps jobs apart', () => {
+  it("starts at 0, sums the job's PIDs, adds a later counter whole, never drops a vanished one, keeps jobs apart", () => {
     const states = run([
       [counter(1, 1, { rx_write_requests: 100n }), counter(3, 2, { rx_write_requests: 7n })],
-      [counter(1, 1, { rx_write_requests: 150n }), counter(2, 3, { rx_write_requests: 20n }), counter(3, 2, { rx_write_requests: 9n })],
+      [
+        counter(1, 1, { rx_write_requests: 150n }),
+        counter(2, 3, { rx_write_requests: 20n }),
+        counter(3, 2, { rx_write_requests: 9n }),
+      ],
       [counter(2, 3, { rx_write_requests: 25n }), counter(3, 2, { rx_write_requests: 10n })],
     ]);
-    expect(states.map((s) => [total(s, 'A', 'rx_write_requests'), total(s, 'B', 'rx_write_requests')])).toEqual([[0n, 0n], [70n, 2n], [75n, 3n]]);
+    expect(states.map((s) => [total(s, 'A', 'rx_write_requests'), total(s, 'B', 'rx_write_requests')])).toEqual([
+      [0n, 0n],
+      [70n, 2n],
+      [75n, 3n],
+    ]);
     expect(states[2]?.series.get('A mlx5_1 1')?.startMs).toBe(0);
   });
 
   it('handles 32-bit wraps of Q counters, and a counter id reused by a new counter of the same PID', () => {
     const wrapped = run([[counter(1, 1, { out_of_sequence: 0xffff_fff0n })], [counter(1, 1, { out_of_sequence: 5n })]]);
     expect(total(wrapped[1] as QpState, 'A', 'out_of_sequence')).toBe(21n);
-    const reused = run([[counter(1, 1, { out_of_sequence: 500n }, [10])], [counter(1, 1, { out_of_sequence: 5n }, [11])]]);
+    const reused = run([
+      [counter(1, 1, { out_of_sequence: 500n }, [10])],
+      [counter(1, 1, { out_of_sequence: 5n }, [11])],
+    ]);
     expect(total(reused[1] as QpState, 'A', 'out_of_sequence')).toBe(5n);
   });
 
   it('the same reading seen twice adds nothing; ended jobs are dropped; unknown PIDs and kernel QPs count for no job', () => {
-    let s = accumulateQp(EMPTY_QP_STATE, { seq: 1, counters: [counter(1, 1, { x: 1n }), counter(99, 2, { x: 5n })] }, JOBS, ALIVE, 0);
+    let s = accumulateQp(
+      EMPTY_QP_STATE,
+      { seq: 1, counters: [counter(1, 1, { x: 1n }), counter(99, 2, { x: 5n })] },
+      JOBS,
+      ALIVE,
+      0,
+    );
     s = accumulateQp(s, { seq: 2, counters: [counter(1, 1, { x: 4n })] }, JOBS, ALIVE, 1000);
-    expect(accumulateQp(s, { seq: 2, counters: [counter(1, 1, { x: 4n })] }, JOBS, ALIVE, 2000).series).toEqual(s.series);
+    expect(accumulateQp(s, { seq: 2, counters: [counter(1, 1, { x: 4n })] }, JOBS, ALIVE, 2000).series).toEqual(
+      s.series,
+    );
     expect([...s.series.keys()]).toEqual(['A mlx5_1 1']);
     expect(accumulateQp(s, undefined, JOBS, new Set(['B']), 3000).series.size).toBe(0);
   });
 
   const pidArb = fc.constantFrom(1, 2, 3);
-  const readingArb = fc.array(fc.record({ pid: pidArb, cntn: fc.integer({ min: 1, max: 4 }), v: fc.bigInt({ min: 0n, max: (1n << 32n) - 1n }), q: fc.integer({ min: 1, max: 3 }) }), { maxLength: 6 });
+  const readingArb = fc.array(
+    fc.record({
+      pid: pidArb,
+      cntn: fc.integer({ min: 1, max: 4 }),
+      v: fc.bigInt({ min: 0n, max: (1n << 32n) - 1n }),
+      q: fc.integer({ min: 1, max: 3 }),
+    }),
+    { maxLength: 6 },
+  );
 
   it('totals never go down, whatever the kernel shows (property)', () => {
-    fc.assert(fc.property(fc.array(readingArb, { minLength: 1, maxLength: 8 }), (readings) => {
-      const states = run(readings.map((r) => r.map((c) => counter(c.pid, c.cntn, { out_of_sequence: c.v, rdma_tx_bytes: c.v }, [c.q]))));
-      for (let i = 1; i < states.length; i++) {
-        for (const [key, s] of (states[i - 1] as QpState).series) {
-          for (const [name, v] of s.values) expect((states[i] as QpState).series.get(key)?.values.get(name) ?? -1n).toBeGreaterThanOrEqual(v);
+    fc.assert(
+      fc.property(fc.array(readingArb, { minLength: 1, maxLength: 8 }), (readings) => {
+        const states = run(
+          readings.map((r) =>
+            r.map((c) => counter(c.pid, c.cntn, { out_of_sequence: c.v, rdma_tx_bytes: c.v }, [c.q])),
+          ),
+        );
+        for (let i = 1; i < states.length; i++) {
+          for (const [key, s] of (states[i - 1] as QpState).series) {
+            for (const [name, v] of s.values)
+              expect((states[i] as QpState).series.get(key)?.values.get(name) ?? -1n).toBeGreaterThanOrEqual(v);
+          }
         }
-      }
-    }));
+      }),
+    );
   });
 
-  it('a job\'s total is the sum of its PIDs\' increases when every counter stays (property)', () => {
-    const stepsArb = fc.array(fc.array(fc.bigInt({ min: 0n, max: 1000n }), { minLength: 3, maxLength: 3 }), { minLength: 2, maxLength: 6 });
-    fc.assert(fc.property(stepsArb, (steps) => {
-      let cur = [0n, 0n, 0n];
-      const readings = steps.map((inc) => {
-        cur = cur.map((v, i) => v + (inc[i] as bigint));
-        return cur.map((v, i) => counter(i + 1, i + 1, { rx_read_requests: v }));
-      });
-      const last = run(readings).at(-1) as QpState;
-      const increase = (i: number) => (readings.at(-1)?.[i]?.values.get('rx_read_requests') ?? 0n) - (readings[0]?.[i]?.values.get('rx_read_requests') ?? 0n);
-      expect(total(last, 'A', 'rx_read_requests')).toBe(increase(0) + increase(1));
-      expect(total(last, 'B', 'rx_read_requests')).toBe(increase(2));
-    }));
+  it("a job's total is the sum of its PIDs' increases when every counter stays (property)", () => {
+    const stepsArb = fc.array(fc.array(fc.bigInt({ min: 0n, max: 1000n }), { minLength: 3, maxLength: 3 }), {
+      minLength: 2,
+      maxLength: 6,
+    });
+    fc.assert(
+      fc.property(stepsArb, (steps) => {
+        let cur = [0n, 0n, 0n];
+        const readings = steps.map((inc) => {
+          cur = cur.map((v, i) => v + (inc[i] as bigint));
+          return cur.map((v, i) => counter(i + 1, i + 1, { rx_read_requests: v }));
+        });
+        const last = run(readings).at(-1) as QpState;
+        const increase = (i: number) =>
+          (readings.at(-1)?.[i]?.values.get('rx_read_requests') ?? 0n) -
+          (readings[0]?.[i]?.values.get('rx_read_requests') ?? 0n);
+        expect(total(last, 'A', 'rx_read_requests')).toBe(increase(0) + increase(1));
+        expect(total(last, 'B', 'rx_read_requests')).toBe(increase(2));
+      }),
+    );
   });
 });
 
 /** Counters of the demo's two jobs sharing mlx5_1 (918002: PIDs 42010, 42011; 918003: 43010), and a kernel QP. */
 function sharedPort(scale: number): QpCounterJson[] {
   const c = (pid: number, cntn: number, base: number, lqpn: number[]): QpCounterJson => ({
-    ifname: 'mlx5_1', port: 1, cntn, pid,
-    counters: { rx_write_requests: base * scale, out_of_sequence: scale, rdma_tx_bytes: base * 1000 * scale, rdma_rx_bytes: base * 900 * scale }, lqpn,
+    ifname: 'mlx5_1',
+    port: 1,
+    cntn,
+    pid,
+    counters: {
+      rx_write_requests: base * scale,
+      out_of_sequence: scale,
+      rdma_tx_bytes: base * 1000 * scale,
+      rdma_rx_bytes: base * 900 * scale,
+    },
+    lqpn,
   });
-  return [c(42010, 1, 10, [100, 101]), c(42011, 2, 20, [102]), c(43010, 3, 5, [200]), { ifname: 'mlx5_1', port: 1, cntn: 4, counters: { rx_write_requests: 999 * scale }, lqpn: [1] }];
+  return [
+    c(42010, 1, 10, [100, 101]),
+    c(42011, 2, 20, [102]),
+    c(43010, 3, 5, [200]),
+    { ifname: 'mlx5_1', port: 1, cntn: 4, counters: { rx_write_requests: 999 * scale }, lqpn: [1] },
+  ];
 }
 
 /**
  * The first cycle after a reading newer than `after`: a cycle asks for a reading only when none
  * is running, so cycles are repeated (adding nothing while the reading is the same) until one lands.
  */
-async function cycleAfterReading(collector: NodeCollector, source: QpSource, after: number | undefined, nowMs: number): Promise<Cycle> {
+async function cycleAfterReading(
+  collector: NodeCollector,
+  source: QpSource,
+  after: number | undefined,
+  nowMs: number,
+): Promise<Cycle> {
   for (let i = 0; i < 100; i++) {
     const t0 = Date.now();
     while (source.latest()?.seq === after && Date.now() - t0 < 200) await new Promise((r) => setTimeout(r, 10));
@@ -148,7 +244,11 @@ describe('--qp-counters observe with a stand-in rdma', () => {
     const roots = writeTree(tmpDir(), demoTree({ layout: 'v2', nonJobHolder: false }));
     const rdma = new FakeRdma(tmpDir('fake-rdma-'));
     rdma.counters(sharedPort(1));
-    rdma.resources([100, 101, 102, 103].map((lqpn) => ({ ifname: 'mlx5_1', port: 1, pid: 42010, lqpn })).concat([{ ifname: 'mlx5_1', port: 1, pid: 43010, lqpn: 200 }]));
+    rdma.resources(
+      [100, 101, 102, 103]
+        .map((lqpn) => ({ ifname: 'mlx5_1', port: 1, pid: 42010, lqpn }))
+        .concat([{ ifname: 'mlx5_1', port: 1, pid: 43010, lqpn: 200 }]),
+    );
     const source = new QpSource({ path: rdma.path, mode: 'observe', timeoutMs: 5000, logger: silentLogger() });
     const collector = new NodeCollector({ roots, fdRescanIntervalMs: 60_000, qp: source });
     try {
@@ -160,7 +260,12 @@ describe('--qp-counters observe with a stand-in rdma', () => {
       const c = await cycleAfterReading(collector, source, source.latest()?.seq, 3000);
       expect(c.attribution.verdicts.find((v) => v.device === 'mlx5_1')?.status).toBe('shared');
       const of = (name: string, job: string, counter?: string) =>
-        points(c, name).find((p) => p.attributes.job_id === job && p.attributes.device === 'mlx5_1' && (counter === undefined || p.attributes.counter === counter))?.value;
+        points(c, name).find(
+          (p) =>
+            p.attributes.job_id === job &&
+            p.attributes.device === 'mlx5_1' &&
+            (counter === undefined || p.attributes.counter === counter),
+        )?.value;
       expect(of(NODE_METRICS.jobQpCounters.name, '918002', 'rx_write_requests')).toBe(60n); // (10 + 20) × (3 − 1)
       expect(of(NODE_METRICS.jobQpCounters.name, '918003', 'rx_write_requests')).toBe(10n);
       expect(of(NODE_METRICS.jobQpCounters.name, '918002', 'out_of_sequence')).toBe(4n);
@@ -169,10 +274,22 @@ describe('--qp-counters observe with a stand-in rdma', () => {
       expect(of(NODE_METRICS.jobQpCounted.name, '918002')).toBe(3);
       expect(of(NODE_METRICS.jobQps.name, '918002')).toBe(4);
       expect(of(NODE_METRICS.jobQps.name, '918003')).toBe(1);
-      expect(new Set(points(c, NODE_METRICS.jobQpCounters.name).map((p) => p.attributes.job_id))).toEqual(new Set(['918002', '918003']));
+      expect(new Set(points(c, NODE_METRICS.jobQpCounters.name).map((p) => p.attributes.job_id))).toEqual(
+        new Set(['918002', '918003']),
+      );
       // The landing page shows each job's own totals on the shared port, with the coverage.
-      const html = renderLanding(attributionRows(c), { host: 'n', version: 't', atMs: 3000, refreshSeconds: 15, gaps: [], ...(c.qp ? { qp: c.qp } : {}) });
-      const row = (job: string) => new RegExp(`<tr data-qp-job="${job}"><td>${job}</td><td>mlx5_1/1</td><td>([^<]*)</td><td><code>([^]*?)</code>`).exec(html);
+      const html = renderLanding(attributionRows(c), {
+        host: 'n',
+        version: 't',
+        atMs: 3000,
+        refreshSeconds: 15,
+        gaps: [],
+        ...(c.qp ? { qp: c.qp } : {}),
+      });
+      const row = (job: string) =>
+        new RegExp(
+          `<tr data-qp-job="${job}"><td>${job}</td><td>mlx5_1/1</td><td>([^<]*)</td><td><code>([^]*?)</code>`,
+        ).exec(html);
       expect(row('918002')?.[1]).toBe('3 of 4 QPs');
       expect(row('918003')?.[1]).toBe('1 of 1 QPs');
       expect(row('918002')?.[2]).toContain('out_of_sequence=4');
@@ -188,7 +305,13 @@ describe('--qp-counters observe with a stand-in rdma', () => {
   it('keeps the last reading when rdma fails, and counts the failure', async () => {
     const roots = writeTree(tmpDir(), demoTree({ layout: 'v2', nonJobHolder: false }));
     let errors = 0;
-    const source = new QpSource({ path: '/nonexistent/rdma', mode: 'observe', timeoutMs: 5000, logger: silentLogger(), onError: () => errors++ });
+    const source = new QpSource({
+      path: '/nonexistent/rdma',
+      mode: 'observe',
+      timeoutMs: 5000,
+      logger: silentLogger(),
+      onError: () => errors++,
+    });
     const collector = new NodeCollector({ roots, fdRescanIntervalMs: 60_000, qp: source });
     collector.cycle(1000);
     const t0 = Date.now();
@@ -213,7 +336,9 @@ describe('--qp-counters manage with a stand-in rdma', () => {
     ]);
     rdma.busy(['mlx5_2/1']);
     const { logger, lines } = capturingLogger();
-    const runner = new NodeRunner(nodeAgentOptions(roots, { logger, qpCounters: { path: rdma.path, mode: 'manage', timeoutMs: 5000 } }));
+    const runner = new NodeRunner(
+      nodeAgentOptions(roots, { logger, qpCounters: { path: rdma.path, mode: 'manage', timeoutMs: 5000 } }),
+    );
     // A cycle asks for a reading only when none is running: cycle until the n-th reading is taken.
     const reads = () => rdma.calls().filter((l) => l === '-j resource show qp').length;
     const cycleUntil = async (n: number) => {
@@ -228,7 +353,10 @@ describe('--qp-counters manage with a stand-in rdma', () => {
     await cycleUntil(2);
     rdma.busy([]);
     await cycleUntil(3);
-    expect(rdma.sets()).toEqual(['mlx5_0/1 auto type,pid on optional-counters on', 'mlx5_2/1 auto type,pid on optional-counters on']);
+    expect(rdma.sets()).toEqual([
+      'mlx5_0/1 auto type,pid on optional-counters on',
+      'mlx5_2/1 auto type,pid on optional-counters on',
+    ]);
     expect(lines.filter((l) => /bound/.test(l.msg))).toHaveLength(1);
     // Nothing left to turn on and no new link: the mode is not read again.
     const modeReads = rdma.calls().filter((l) => l === '-j statistic qp mode').length;
@@ -243,7 +371,9 @@ describe('--qp-counters manage with a stand-in rdma', () => {
     const rdma = new FakeRdma(tmpDir('fake-rdma-'));
     rdma.modes([{ ifname: 'mlx5_0', port: 1, mode: 'qp auto off' }]);
     (await import('node:fs')).writeFileSync(`${rdma.dir}/no-optional`, '');
-    const runner = new NodeRunner(nodeAgentOptions(roots, { qpCounters: { path: rdma.path, mode: 'manage', timeoutMs: 5000 } }));
+    const runner = new NodeRunner(
+      nodeAgentOptions(roots, { qpCounters: { path: rdma.path, mode: 'manage', timeoutMs: 5000 } }),
+    );
     await runner.cycle();
     const t0 = Date.now();
     while (rdma.sets().length === 0 && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 20));
@@ -258,7 +388,13 @@ describe('rdma runs that fail', () => {
     const hung = `${dir}/rdma`;
     (await import('node:fs')).writeFileSync(hung, '#!/bin/sh\nsleep 30\n', { mode: 0o755 });
     let errors = 0;
-    const source = new QpSource({ path: hung, mode: 'observe', timeoutMs: 300, logger: silentLogger(), onError: () => errors++ });
+    const source = new QpSource({
+      path: hung,
+      mode: 'observe',
+      timeoutMs: 300,
+      logger: silentLogger(),
+      onError: () => errors++,
+    });
     const t0 = Date.now();
     source.want([]);
     while (errors === 0 && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 20));
@@ -274,14 +410,18 @@ describe('rdma runs that fail', () => {
     rdma.modes([{ ifname: 'mlx5_0', port: 1, mode: 'qp auto off' }]);
     (await import('node:fs')).writeFileSync(`${rdma.dir}/denied`, '');
     const { logger, lines } = capturingLogger();
-    const runner = new NodeRunner(nodeAgentOptions(roots, { logger, qpCounters: { path: rdma.path, mode: 'manage', timeoutMs: 5000 } }));
+    const runner = new NodeRunner(
+      nodeAgentOptions(roots, { logger, qpCounters: { path: rdma.path, mode: 'manage', timeoutMs: 5000 } }),
+    );
     const reads = () => rdma.calls().filter((l) => l === '-j resource show qp').length;
     for (let i = 0; i < 50 && reads() < 3; i++) {
       await runner.cycle();
       await new Promise((r) => setTimeout(r, 100));
     }
     await runner.shutdown();
-    expect(rdma.calls().filter((l) => l.startsWith('statistic qp set'))).toEqual(['statistic qp set link mlx5_0/1 auto type,pid on optional-counters on']);
+    expect(rdma.calls().filter((l) => l.startsWith('statistic qp set'))).toEqual([
+      'statistic qp set link mlx5_0/1 auto type,pid on optional-counters on',
+    ]);
     expect(rdma.calls().filter((l) => l === '-j statistic qp mode')).toHaveLength(1);
     expect(lines.filter((l) => /CAP_NET_ADMIN/.test(l.msg))).toHaveLength(1);
     expect(rdma.sets()).toEqual([]);

@@ -17,7 +17,14 @@ import { Problems } from '../../src/node/problems.js';
 import { parseRdmaCurrent, processCgroupDirs, readRdmaCurrent } from '../../src/node/rdma-cgroup.js';
 import { cgroupLines, type UnreadablePolicy } from '../../src/node/unreadable.js';
 import { demoTree } from '../../src/demo/scenarios.js';
-import { rdmaCurrentText, writeTree, type JobSpec, type ProcSpec, type RdmaSpec, type TreeLayout } from '../../src/demo/nodetree.js';
+import {
+  rdmaCurrentText,
+  writeTree,
+  type JobSpec,
+  type ProcSpec,
+  type RdmaSpec,
+  type TreeLayout,
+} from '../../src/demo/nodetree.js';
 import type { Roots } from '../../src/node/roots.js';
 import type { Point } from '../../src/telemetry/spec.js';
 import { asUnprivileged, deny, tmpDir } from '../support/tmp.js';
@@ -40,7 +47,11 @@ interface Setup {
 /** The demo node (918001 sole on mlx5_0, 918002+918003 share mlx5_1, 918004 sole on mlx5_2, mlx5_3 idle) with rdma.current where asked. */
 function node(s: Setup = {}): Roots {
   const base = demoTree({ layout: s.layout ?? 'v2', nonJobHolder: false });
-  const proc = (p: ProcSpec): ProcSpec => ({ ...p, ...(s.procs?.[p.pid] ? { rdma: s.procs[p.pid] } : {}), ...(s.cgroups?.[p.pid] ? { cgroup: s.cgroups[p.pid] } : {}) });
+  const proc = (p: ProcSpec): ProcSpec => ({
+    ...p,
+    ...(s.procs?.[p.pid] ? { rdma: s.procs[p.pid] } : {}),
+    ...(s.cgroups?.[p.pid] ? { cgroup: s.cgroups[p.pid] } : {}),
+  });
   const jobs: JobSpec[] = base.jobs.map((j) => ({
     ...j,
     ...(s.jobs?.[j.jobId] ? { rdma: s.jobs[j.jobId] } : {}),
@@ -56,7 +67,10 @@ function node(s: Setup = {}): Roots {
  */
 function cycle(roots: Roots, denyPids: number[] = [], policy: UnreadablePolicy = 'strict'): Cycle {
   for (const pid of denyPids) deny(path.join(roots.procfs, String(pid), 'fd'));
-  const run = (readAllFds: boolean) => asUnprivileged(() => new NodeCollector({ roots, fdRescanIntervalMs: 60_000, unreadableProcesses: policy, readAllFds }).cycle(1000));
+  const run = (readAllFds: boolean) =>
+    asUnprivileged(() =>
+      new NodeCollector({ roots, fdRescanIntervalMs: 60_000, unreadableProcesses: policy, readAllFds }).cycle(1000),
+    );
   const all = run(true);
   expect(statuses(run(false))).toEqual(statuses(all));
   return all;
@@ -65,13 +79,22 @@ function cycle(roots: Roots, denyPids: number[] = [], policy: UnreadablePolicy =
 describe('rdma.current', () => {
   it('parses the kernel lines, zeros included', () => {
     const r = parseRdmaCurrent('mlx5_0 hca_handle=2 hca_object=37 \nmlx5_1 hca_handle=0 hca_object=0 \n');
-    expect(r.ok && [...r.value]).toEqual([['mlx5_0', { handles: 2, objects: 37 }], ['mlx5_1', { handles: 0, objects: 0 }]]);
+    expect(r.ok && [...r.value]).toEqual([
+      ['mlx5_0', { handles: 2, objects: 37 }],
+      ['mlx5_1', { handles: 0, objects: 0 }],
+    ]);
     const empty = parseRdmaCurrent('');
     expect(empty.ok && empty.value.size).toBe(0);
   });
 
   it('calls anything else malformed, never zero', () => {
-    for (const bad of ['mlx5_0 hca_handle=max hca_object=3 \n', 'mlx5_0\n', 'mlx5_0 hca_handle=1\n', 'garbage', 'mlx5_0 hca_handle=-1 hca_object=0']) {
+    for (const bad of [
+      'mlx5_0 hca_handle=max hca_object=3 \n',
+      'mlx5_0\n',
+      'mlx5_0 hca_handle=1\n',
+      'garbage',
+      'mlx5_0 hca_handle=-1 hca_object=0',
+    ]) {
       expect(parseRdmaCurrent(bad)).toMatchObject({ ok: false, kind: 'malformed' });
     }
   });
@@ -79,16 +102,23 @@ describe('rdma.current', () => {
   it('reads back what the tree writer writes, for any charges', () => {
     const device = fc.stringMatching(/^[a-z][a-z0-9_]{0,11}$/);
     const charge = fc.record({ handles: fc.nat(1 << 20), objects: fc.nat(1 << 30) });
-    fc.assert(fc.property(fc.dictionary(device, charge), (charges) => {
-      const r = parseRdmaCurrent(rdmaCurrentText(charges, []));
-      expect(r.ok && Object.fromEntries(r.value)).toEqual(charges);
-    }));
+    fc.assert(
+      fc.property(fc.dictionary(device, charge), (charges) => {
+        const r = parseRdmaCurrent(rdmaCurrentText(charges, []));
+        expect(r.ok && Object.fromEntries(r.value)).toEqual(charges);
+      }),
+    );
   });
 
   it('finds a process cgroup from /proc/<pid>/cgroup: the v1 rdma line, else the v2 line; none for the root', () => {
     const dirs = (text: string) => processCgroupDirs('/cg', cgroupLines(text));
-    expect(dirs('0::/system.slice/weka.service\n')).toEqual(['/cg/system.slice/weka.service', '/cg/unified/system.slice/weka.service']);
-    expect(dirs('12:rdma:/slurm/uid_1/job_5/step_0\n4:freezer:/slurm/uid_1/job_5/step_0\n0::/\n')).toEqual(['/cg/rdma/slurm/uid_1/job_5/step_0']);
+    expect(dirs('0::/system.slice/weka.service\n')).toEqual([
+      '/cg/system.slice/weka.service',
+      '/cg/unified/system.slice/weka.service',
+    ]);
+    expect(dirs('12:rdma:/slurm/uid_1/job_5/step_0\n4:freezer:/slurm/uid_1/job_5/step_0\n0::/\n')).toEqual([
+      '/cg/rdma/slurm/uid_1/job_5/step_0',
+    ]);
     expect(dirs('12:rdma:/\n0::/\n')).toEqual([]);
     expect(dirs('0::/../../etc\n')).toEqual([]);
   });
@@ -109,7 +139,13 @@ describe('attribution with rdma cgroup evidence', () => {
     const c = cycle(node({ procs: { 900: ZERO } }), [900]);
     expect(statuses(c)).toEqual(EXACT);
     expect(c.snapshot.gaps).toEqual([]);
-    expect(c.snapshot.unreadable).toEqual([expect.objectContaining({ pid: 900, effect: 'cleared', rdma: { file: expect.stringMatching(/system.slice\/slurmd.service\/rdma.current$/), charged: [] } })]);
+    expect(c.snapshot.unreadable).toEqual([
+      expect.objectContaining({
+        pid: 900,
+        effect: 'cleared',
+        rdma: { file: expect.stringMatching(/system.slice\/slurmd.service\/rdma.current$/), charged: [] },
+      }),
+    ]);
     expect(points(c, NODE_METRICS.jobCounters.name).some((p) => p.attributes.job_id === '918001')).toBe(true);
   });
 
@@ -128,7 +164,12 @@ describe('attribution with rdma cgroup evidence', () => {
   });
 
   it('and so does a controller that is off for its cgroup; ignore-outside-jobs still applies then', () => {
-    expect(Object.values(statuses(cycle(node(), [900])))).toEqual(['incomplete', 'incomplete', 'incomplete', 'incomplete']);
+    expect(Object.values(statuses(cycle(node(), [900])))).toEqual([
+      'incomplete',
+      'incomplete',
+      'incomplete',
+      'incomplete',
+    ]);
     expect(statuses(cycle(node(), [900], 'ignore-outside-jobs'))).toEqual(EXACT);
   });
 
@@ -139,7 +180,9 @@ describe('attribution with rdma cgroup evidence', () => {
   });
 
   it('a job charged on a device without any fd there is a holder of it: a port it shares cannot be sole', () => {
-    const c = cycle(node({ jobs: { '918001': { mlx5_0: { handles: 2, objects: 40 }, mlx5_2: { handles: 1, objects: 5 } } } }));
+    const c = cycle(
+      node({ jobs: { '918001': { mlx5_0: { handles: 2, objects: 40 }, mlx5_2: { handles: 1, objects: 5 } } } }),
+    );
     expect(statuses(c)).toEqual({ ...EXACT, mlx5_2: 'shared' });
     const h = c.snapshot.holders.get('mlx5_2');
     const key918001 = c.snapshot.allocations.find((a) => a.jobId === '918001')?.key as string;
@@ -150,7 +193,9 @@ describe('attribution with rdma cgroup evidence', () => {
   });
 
   it('a job charged on an idle device is its sole user there', () => {
-    const c = cycle(node({ jobs: { '918004': { mlx5_2: { handles: 1, objects: 5 }, mlx5_3: { handles: 1, objects: 3 } } } }));
+    const c = cycle(
+      node({ jobs: { '918004': { mlx5_2: { handles: 1, objects: 5 }, mlx5_3: { handles: 1, objects: 3 } } } }),
+    );
     expect(statuses(c)).toEqual({ ...EXACT, mlx5_3: 'sole' });
     expect(c.attribution.verdicts.find((v) => v.device === 'mlx5_3')?.soleJobId).toBe('918004');
   });
@@ -162,24 +207,42 @@ describe('attribution with rdma cgroup evidence', () => {
     expect(c.snapshot.holders.get('mlx5_0')?.jobPids).toContain(41010);
   });
 
-  it('an unreadable job process charged on another job\'s device makes that port shared', () => {
+  it("an unreadable job process charged on another job's device makes that port shared", () => {
     const c = cycle(node({ procs: { 41010: { mlx5_2: { handles: 1, objects: 9 } } } }), [41010]);
     expect(statuses(c)).toEqual({ ...EXACT, mlx5_2: 'shared' });
   });
 
   it('v1: job charges under the rdma hierarchy, process charges from the v1 rdma line', () => {
-    const c = cycle(node({ layout: 'v1', jobs: { '918004': { mlx5_2: { handles: 1, objects: 5 } } }, procs: { 41010: ZERO } }), [41010]);
+    const c = cycle(
+      node({ layout: 'v1', jobs: { '918004': { mlx5_2: { handles: 1, objects: 5 } } }, procs: { 41010: ZERO } }),
+      [41010],
+    );
     expect(statuses(c)).toEqual(EXACT);
-    expect(c.snapshot.unreadable[0]).toMatchObject({ effect: 'cleared', rdma: { file: expect.stringMatching(/rdma\/slurm\/uid_1000\/job_918001\/step_0\/task_0\/rdma.current$/) } });
+    expect(c.snapshot.unreadable[0]).toMatchObject({
+      effect: 'cleared',
+      rdma: { file: expect.stringMatching(/rdma\/slurm\/uid_1000\/job_918001\/step_0\/task_0\/rdma.current$/) },
+    });
     const handles = points(c, NODE_METRICS.jobRdmaHandles.name);
-    expect(handles.filter((p) => p.value !== 0)).toEqual([{ attributes: { job_id: '918004', device: 'mlx5_2' }, value: 1 }]);
+    expect(handles.filter((p) => p.value !== 0)).toEqual([
+      { attributes: { job_id: '918004', device: 'mlx5_2' }, value: 1 },
+    ]);
   });
 
-  it('exports each job cgroup\'s handles and objects per device, zeros included; nothing for a job without the file', () => {
+  it("exports each job cgroup's handles and objects per device, zeros included; nothing for a job without the file", () => {
     const c = cycle(node({ jobs: { '918001': { mlx5_0: { handles: 2, objects: 40 } } } }));
     const by = (name: string) => points(c, name).map((p) => [p.attributes.job_id, p.attributes.device, p.value]);
-    expect(by(NODE_METRICS.jobRdmaHandles.name)).toEqual([['918001', 'mlx5_0', 2], ['918001', 'mlx5_1', 0], ['918001', 'mlx5_2', 0], ['918001', 'mlx5_3', 0]]);
-    expect(by(NODE_METRICS.jobRdmaObjects.name)).toEqual([['918001', 'mlx5_0', 40], ['918001', 'mlx5_1', 0], ['918001', 'mlx5_2', 0], ['918001', 'mlx5_3', 0]]);
+    expect(by(NODE_METRICS.jobRdmaHandles.name)).toEqual([
+      ['918001', 'mlx5_0', 2],
+      ['918001', 'mlx5_1', 0],
+      ['918001', 'mlx5_2', 0],
+      ['918001', 'mlx5_3', 0],
+    ]);
+    expect(by(NODE_METRICS.jobRdmaObjects.name)).toEqual([
+      ['918001', 'mlx5_0', 40],
+      ['918001', 'mlx5_1', 0],
+      ['918001', 'mlx5_2', 0],
+      ['918001', 'mlx5_3', 0],
+    ]);
   });
 });
 
@@ -187,14 +250,30 @@ describe('explain names the evidence behind each holder', () => {
   const BIN = path.resolve('dist/src/cli/main.js');
 
   it('fd, rdma cgroup, or both, in the rows, the terminal table and the JSON', () => {
-    const roots = node({ jobs: { '918001': { mlx5_0: { handles: 2, objects: 40 }, mlx5_2: { handles: 1, objects: 5 } } }, procs: { 900: { mlx5_3: { handles: 1, objects: 2 } } } });
+    const roots = node({
+      jobs: { '918001': { mlx5_0: { handles: 2, objects: 40 }, mlx5_2: { handles: 1, objects: 5 } } },
+      procs: { 900: { mlx5_3: { handles: 1, objects: 2 } } },
+    });
     const rows = attributionRows(cycle(roots, [900]));
     const row = (d: string) => rows.find((r) => r.device === d);
-    expect(row('mlx5_0')?.jobs).toEqual([expect.objectContaining({ jobId: '918001', evidence: ['fd', 'rdma-cgroup'] })]);
-    expect(row('mlx5_2')?.jobs.map((j) => [j.jobId, j.holders.length, j.evidence])).toEqual([['918004', 2, ['fd']], ['918001', 0, ['rdma-cgroup']]]);
+    expect(row('mlx5_0')?.jobs).toEqual([
+      expect.objectContaining({ jobId: '918001', evidence: ['fd', 'rdma-cgroup'] }),
+    ]);
+    expect(row('mlx5_2')?.jobs.map((j) => [j.jobId, j.holders.length, j.evidence])).toEqual([
+      ['918004', 2, ['fd']],
+      ['918001', 0, ['rdma-cgroup']],
+    ]);
     expect(row('mlx5_3')?.nonJob).toEqual([{ pid: 900, comm: 'slurmd', evidence: ['rdma-cgroup'] }]);
 
-    const args = ['explain', '--sysfs-root', roots.sysfs, '--procfs-root', roots.procfs, '--cgroup-root', roots.cgroupfs];
+    const args = [
+      'explain',
+      '--sysfs-root',
+      roots.sysfs,
+      '--procfs-root',
+      roots.procfs,
+      '--cgroup-root',
+      roots.cgroupfs,
+    ];
     const text = asUnprivileged(() => spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8' }));
     expect(text.status).toBe(0);
     const flat = text.stdout.replace(/\s+/g, ' ');
@@ -202,16 +281,24 @@ describe('explain names the evidence behind each holder', () => {
     expect(flat).toMatch(/job 918001: 41010 python, 41011 python │ sole .* \[fd \+ rdma cgroup\]/);
     expect(flat).toContain('job 918001 [rdma cgroup]');
     expect(flat).toContain('non-job: 900 slurmd [rdma cgroup]');
-    expect(flat).toMatch(/unreadable: PID 900 .*holds only mlx5_3 \(charged in .*slurmd.service\/rdma.current\): those ports count it as a holder outside the jobs/);
+    expect(flat).toMatch(
+      /unreadable: PID 900 .*holds only mlx5_3 \(charged in .*slurmd.service\/rdma.current\): those ports count it as a holder outside the jobs/,
+    );
     const json = asUnprivileged(() => spawnSync(process.execPath, [BIN, ...args, '--json'], { encoding: 'utf8' }));
-    const out = JSON.parse(json.stdout) as { ports: { device: string; jobs: { jobId: string; evidence: string[] }[] }[] };
-    expect(out.ports.find((p) => p.device === 'mlx5_2')?.jobs.map((j) => j.evidence)).toEqual([['fd'], ['rdma-cgroup']]);
+    const out = JSON.parse(json.stdout) as {
+      ports: { device: string; jobs: { jobId: string; evidence: string[] }[] }[];
+    };
+    expect(out.ports.find((p) => p.device === 'mlx5_2')?.jobs.map((j) => j.evidence)).toEqual([
+      ['fd'],
+      ['rdma-cgroup'],
+    ]);
   });
 });
 
 describe('fewer fd tables: the rdma cgroup charges stand in for them', () => {
   /** The demo node with rdma.current in every cgroup, charged as the processes' fds say. */
-  const everywhere = (layout: TreeLayout = 'v2') => writeTree(tmpDir(), { ...demoTree({ layout, nonJobHolder: true }), rdmaEverywhere: true });
+  const everywhere = (layout: TreeLayout = 'v2') =>
+    writeTree(tmpDir(), { ...demoTree({ layout, nonJobHolder: true }), rdmaEverywhere: true });
 
   for (const layout of ['v2', 'v1'] as const) {
     it(`${layout}: reads no fd table of a process in a cgroup with rdma.current, and attributes exactly as from the fds`, () => {
@@ -219,12 +306,18 @@ describe('fewer fd tables: the rdma cgroup charges stand in for them', () => {
       const fromFds = new NodeCollector({ roots, fdRescanIntervalMs: 60_000, readAllFds: true }).cycle(1000);
       const c = new NodeCollector({ roots, fdRescanIntervalMs: 60_000 }).cycle(1000);
       expect(statuses(c)).toEqual({ mlx5_0: 'sole', mlx5_1: 'shared', mlx5_2: 'sole', mlx5_3: 'nonjob' });
-      expect(c.attribution.verdicts.map((v) => [v.device, v.status, v.soleJobId])).toEqual(fromFds.attribution.verdicts.map((v) => [v.device, v.status, v.soleJobId]));
+      expect(c.attribution.verdicts.map((v) => [v.device, v.status, v.soleJobId])).toEqual(
+        fromFds.attribution.verdicts.map((v) => [v.device, v.status, v.soleJobId]),
+      );
       // The agent's cycle names no covered job process; reading every fd table (explain) does.
       expect(c.snapshot.holders.get('mlx5_1')?.jobPids).toEqual([]);
       expect(c.snapshot.holders.get('mlx5_1')?.allocations).toHaveLength(2);
       expect([...(fromFds.snapshot.holders.get('mlx5_1')?.jobPids ?? [])].sort()).toEqual([42010, 42011, 43010, 43011]);
-      expect(fromFds.snapshot.holders.get('mlx5_1')?.jobEvidence.get(fromFds.snapshot.holders.get('mlx5_1')?.allocations[0] as string)).toEqual(['fd', 'rdma-cgroup']);
+      expect(
+        fromFds.snapshot.holders
+          .get('mlx5_1')
+          ?.jobEvidence.get(fromFds.snapshot.holders.get('mlx5_1')?.allocations[0] as string),
+      ).toEqual(['fd', 'rdma-cgroup']);
       if (layout === 'v2') {
         // Only PID 1 (the root cgroup) has its fds read: 40 links; every other process is covered.
         expect(c.snapshot.stats.fdLinksRead).toBe(40);
@@ -242,7 +335,10 @@ describe('fewer fd tables: the rdma cgroup charges stand in for them', () => {
 
   it('v1: a job process not listed in the rdma hierarchy has its fds read', () => {
     const roots = everywhere('v1');
-    fs.writeFileSync(path.join(roots.cgroupfs, 'rdma', 'slurm', 'uid_1000', 'job_918001', 'step_0', 'task_0', 'cgroup.procs'), '');
+    fs.writeFileSync(
+      path.join(roots.cgroupfs, 'rdma', 'slurm', 'uid_1000', 'job_918001', 'step_0', 'task_0', 'cgroup.procs'),
+      '',
+    );
     const c = new NodeCollector({ roots, fdRescanIntervalMs: 60_000 }).cycle(1000);
     expect(c.snapshot.stats.coveredByRdmaCgroup).toBe(11);
     expect(c.snapshot.stats.fdLinksRead).toBe(40 + 12 + 3 + 20 + 64);

@@ -29,7 +29,17 @@ function readHcasInChild(sysfs: string): { counters: Record<string, string>; pro
 
 function hcaTree(): { sysfs: string; counters: string } {
   const sysfs = path.join(tmpDir(), 'sys');
-  writeHca(sysfs, { name: 'mlx5_0', uverbs: 0, ports: [{ linkLayer: 'InfiniBand', rate: '200 Gb/sec (4X HDR)', counters: { port_xmit_data: 7, port_rcv_data: 8, port_xmit_packets: 9, symbol_error: 1 } }] });
+  writeHca(sysfs, {
+    name: 'mlx5_0',
+    uverbs: 0,
+    ports: [
+      {
+        linkLayer: 'InfiniBand',
+        rate: '200 Gb/sec (4X HDR)',
+        counters: { port_xmit_data: 7, port_rcv_data: 8, port_xmit_packets: 9, symbol_error: 1 },
+      },
+    ],
+  });
   return { sysfs, counters: path.join(sysfs, 'class/infiniband/mlx5_0/ports/1/counters') };
 }
 
@@ -66,7 +76,10 @@ describe('readSmall', () => {
     expect(readSmall(path.join(dir, 'cgroup.procs'), { limit: LIST_LIMIT })).toEqual({ ok: true, value: pids });
     expect(readSmall(path.join(dir, 'cgroup.procs'))).toMatchObject({ ok: false, kind: 'too_large' });
     fs.truncateSync(path.join(dir, 'cgroup.procs'), LIST_LIMIT + 1);
-    expect(readSmall(path.join(dir, 'cgroup.procs'), { limit: LIST_LIMIT })).toMatchObject({ ok: false, kind: 'too_large' });
+    expect(readSmall(path.join(dir, 'cgroup.procs'), { limit: LIST_LIMIT })).toMatchObject({
+      ok: false,
+      kind: 'too_large',
+    });
   });
 
   it('decodes UTF-8 when asked and keeps bytes as latin1 otherwise', () => {

@@ -28,10 +28,21 @@ export function startTestNodeAgent(roots: Roots, extra: Partial<NodeAgentOptions
 }
 
 /** A fake cluster of 12 nodes, 45 minutes into its workload, behind a fake slurmrestd that wants `token`. */
-export async function fakeSlurm(versions: readonly RenderVersion[], token: string, failing?: readonly Endpoint[]): Promise<{ cluster: FakeCluster; server: FakeSlurmrestd }> {
+export async function fakeSlurm(
+  versions: readonly RenderVersion[],
+  token: string,
+  failing?: readonly Endpoint[],
+): Promise<{ cluster: FakeCluster; server: FakeSlurmrestd }> {
   const cluster = new FakeCluster({ nodes: 12, seed: 7 });
   cluster.advance(45 * 60_000);
-  const server = await startFakeSlurmrestd({ cluster, versions, host: '127.0.0.1', port: 0, token, ...(failing ? { failing } : {}) });
+  const server = await startFakeSlurmrestd({
+    cluster,
+    versions,
+    host: '127.0.0.1',
+    port: 0,
+    token,
+    ...(failing ? { failing } : {}),
+  });
   return { cluster, server };
 }
 
@@ -45,20 +56,36 @@ export interface TestClusterOptions {
 }
 
 /** Options for a cluster agent reading the fake slurmrestd on loopback, collecting only when asked. */
-export function clusterAgentOptions(slurm: { cluster: FakeCluster; server: FakeSlurmrestd }, token: string, o: TestClusterOptions = {}): ClusterAgentOptions {
+export function clusterAgentOptions(
+  slurm: { cluster: FakeCluster; server: FakeSlurmrestd },
+  token: string,
+  o: TestClusterOptions = {},
+): ClusterAgentOptions {
   const { cluster, server } = slurm;
-  const api = new SlurmClient({ server: server.url, tokenSource: staticToken({ token, userName: 'root' }), requestTimeoutMs: 10_000, logger: silentLogger() });
+  const api = new SlurmClient({
+    server: server.url,
+    tokenSource: staticToken({ token, userName: 'root' }),
+    requestTimeoutMs: 10_000,
+    logger: silentLogger(),
+  });
   return {
     source: {
-      api, jobSource: o.jobSource ?? 'controller', accountingLookbackMs: 24 * 3_600_000, clusterName: cluster.clusterName, now: () => cluster.now,
-      ...(o.optional ? { optional: o.optional } : {}), accountingLimits: o.accountingLimits ?? false,
+      api,
+      jobSource: o.jobSource ?? 'controller',
+      accountingLookbackMs: 24 * 3_600_000,
+      clusterName: cluster.clusterName,
+      now: () => cluster.now,
+      ...(o.optional ? { optional: o.optional } : {}),
+      accountingLimits: o.accountingLimits ?? false,
     },
     collectionIntervalMs: 3_600_000,
     maxInflight: 1,
     metrics: { host: '127.0.0.1', port: 0 },
     monitoring: { host: '127.0.0.1', port: 0 },
     resource: { serviceName: 'slurm-otel-cluster', serviceVersion: 'test', hostName: 'test' },
-    ...(o.otlpUrl ? { otlp: { url: o.otlpUrl, protocol: 'http/protobuf' as const, intervalMs: 3_600_000, timeoutMs: 5000 } } : {}),
+    ...(o.otlpUrl
+      ? { otlp: { url: o.otlpUrl, protocol: 'http/protobuf' as const, intervalMs: 3_600_000, timeoutMs: 5000 } }
+      : {}),
     userAccountMetrics: o.userAccountMetrics ?? false,
     logger: silentLogger(),
     serverLabel: server.url,

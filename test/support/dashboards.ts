@@ -71,7 +71,10 @@ export function templateVariables(d: Obj): Obj[] {
 export function variableQuery(v: Obj): { label: string; expr: string } {
   const q = text(v.definition) || (isObj(v.query) ? text(v.query.query) : text(v.query));
   const m = /^label_values\(\s*(.+),\s*(\w+)\s*\)$/s.exec(q.trim());
-  if (!m) throw new Error(`variable ${text(v.name)}: unsupported query ${JSON.stringify(q)} (only label_values(selector, label))`);
+  if (!m)
+    throw new Error(
+      `variable ${text(v.name)}: unsupported query ${JSON.stringify(q)} (only label_values(selector, label))`,
+    );
   return { label: m[2] as string, expr: `count by (${m[2]}) (${m[1]})` };
 }
 
@@ -86,7 +89,8 @@ export function variableValues(d: Obj, choices: Readonly<Record<string, Choice>>
     if (v.type === 'datasource') continue; // selects the datasource; never part of PromQL
     const choice = choices[name];
     if (choice === undefined) throw new Error(`template variable $${name}: the test has no value for it`);
-    if (choice === ALL && !(v.includeAll === true && v.allValue === '.*')) throw new Error(`template variable $${name}: chosen as All but its All value is not ".*"`);
+    if (choice === ALL && !(v.includeAll === true && v.allValue === '.*'))
+      throw new Error(`template variable $${name}: chosen as All but its All value is not ".*"`);
     values[name] = choice === ALL ? '.*' : choice;
   }
   return values;
@@ -97,12 +101,15 @@ export function variableValues(d: Obj, choices: Readonly<Record<string, Choice>>
  * (variables and macros alike). Anything unknown, or any `$` left over, throws.
  */
 export function substitute(expr: string, values: Readonly<Record<string, string>>): string {
-  const out = expr.replace(/\$\{(\w+)(?::\w+)?\}|\$(\w+)|\[\[(\w+)(?::\w+)?\]\]/g, (ref, a?: string, b?: string, c?: string) => {
-    const name = (a ?? b ?? c) as string;
-    const value = values[name];
-    if (value === undefined) throw new Error(`unknown template variable ${ref} in ${expr}`);
-    return value;
-  });
+  const out = expr.replace(
+    /\$\{(\w+)(?::\w+)?\}|\$(\w+)|\[\[(\w+)(?::\w+)?\]\]/g,
+    (ref, a?: string, b?: string, c?: string) => {
+      const name = (a ?? b ?? c) as string;
+      const value = values[name];
+      if (value === undefined) throw new Error(`unknown template variable ${ref} in ${expr}`);
+      return value;
+    },
+  );
   if (out.includes('$') || out.includes('[[')) throw new Error(`unsubstituted reference left in ${out}`);
   return out;
 }
@@ -113,7 +120,10 @@ export function structureProblems(d: Obj): string[] {
   const bad = (cond: boolean, msg: string) => void (cond && problems.push(msg));
   bad(!/^[\w-]{1,40}$/.test(text(d.uid)), `uid ${JSON.stringify(d.uid)} is not 1-40 letters, digits, - or _`);
   bad(text(d.title).trim() === '', 'no title');
-  bad(typeof d.schemaVersion !== 'number' || d.schemaVersion < 36 || d.schemaVersion > 41, `schemaVersion ${String(d.schemaVersion)} is not one Grafana 11 reads as current`);
+  bad(
+    typeof d.schemaVersion !== 'number' || d.schemaVersion < 36 || d.schemaVersion > 41,
+    `schemaVersion ${String(d.schemaVersion)} is not one Grafana 11 reads as current`,
+  );
   bad(d.id !== null && d.id !== undefined, 'a provisioned dashboard must not carry a database id');
   bad(list(d.panels).length === 0, 'no panels');
   const ids = new Set<unknown>();
@@ -123,23 +133,37 @@ export function structureProblems(d: Obj): string[] {
     ids.add(p.id);
     bad(text(p.type) === '', `${name}: no type`);
     problems.push(...gridProblems(name, p.gridPos));
-    if (p.type === 'row') bad(p.collapsed !== true && list(p.panels).length > 0, `${name}: an expanded row must not hold panels`);
+    if (p.type === 'row')
+      bad(p.collapsed !== true && list(p.panels).length > 0, `${name}: an expanded row must not hold panels`);
     else problems.push(...datasourceProblems(name, p));
   }
-  for (const v of templateVariables(d)) if (v.type === 'query') problems.push(...datasourceProblems(`variable $${text(v.name)}`, v));
+  for (const v of templateVariables(d))
+    if (v.type === 'query') problems.push(...datasourceProblems(`variable $${text(v.name)}`, v));
   return problems;
 }
 
 function gridProblems(name: string, g: unknown): string[] {
   if (!isObj(g)) return [`${name}: no gridPos`];
-  const [h, w, x, y] = [g.h, g.w, g.x, g.y].map((n) => (Number.isInteger(n) ? (n as number) : NaN)) as [number, number, number, number];
+  const [h, w, x, y] = [g.h, g.w, g.x, g.y].map((n) => (Number.isInteger(n) ? (n as number) : NaN)) as [
+    number,
+    number,
+    number,
+    number,
+  ];
   const ok = h >= 1 && w >= 1 && x >= 0 && y >= 0 && x + w <= GRID_COLUMNS;
   return ok ? [] : [`${name}: gridPos ${JSON.stringify(g)} is not within the ${GRID_COLUMNS}-column grid`];
 }
 
 function datasourceProblems(name: string, p: Obj): string[] {
-  const sources = [p.datasource, ...list(p.targets).filter(isObj).map((t) => t.datasource ?? p.datasource)];
+  const sources = [
+    p.datasource,
+    ...list(p.targets)
+      .filter(isObj)
+      .map((t) => t.datasource ?? p.datasource),
+  ];
   return sources.flatMap((ds) =>
-    isObj(ds) && ds.type === 'prometheus' && DATASOURCE_UIDS.includes(text(ds.uid)) ? [] : [`${name}: datasource ${JSON.stringify(ds)} is not the Prometheus one (uid ${DATASOURCE_UIDS.join(' or ')})`],
+    isObj(ds) && ds.type === 'prometheus' && DATASOURCE_UIDS.includes(text(ds.uid))
+      ? []
+      : [`${name}: datasource ${JSON.stringify(ds)} is not the Prometheus one (uid ${DATASOURCE_UIDS.join(' or ')})`],
   );
 }

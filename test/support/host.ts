@@ -10,7 +10,8 @@ export function slurmTreesOnHost(): string[] {
   if (!fs.existsSync(HOST_CGROUP)) return out;
   for (const dir of [...fs.readdirSync(HOST_CGROUP), 'system.slice', 'unified/system.slice']) {
     try {
-      for (const name of fs.readdirSync(path.join(HOST_CGROUP, dir))) if (/^slurm|slurmstepd\.scope$/.test(name)) out.push(`${dir}/${name}`);
+      for (const name of fs.readdirSync(path.join(HOST_CGROUP, dir)))
+        if (/^slurm|slurmstepd\.scope$/.test(name)) out.push(`${dir}/${name}`);
     } catch {
       // a file, or absent: nothing of Slurm's there
     }

@@ -54,14 +54,24 @@ export async function startReceiver(): Promise<Receiver> {
     url: `http://127.0.0.1:${port}`,
     requests,
     failNext: (n) => void (failures = n),
-    close: () => new Promise((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    close: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- decoded OTLP JSON, whose shape the tests assert
 type J = Record<string, any>;
 
 function attrs(list: J[] | undefined): Record<string, string> {
-  return Object.fromEntries((list ?? []).map((kv) => [kv.key, String(kv.value?.stringValue ?? kv.value?.intValue ?? kv.value?.doubleValue ?? '')]));
+  return Object.fromEntries(
+    (list ?? []).map((kv) => [
+      kv.key,
+      String(kv.value?.stringValue ?? kv.value?.intValue ?? kv.value?.doubleValue ?? ''),
+    ]),
+  );
 }
 
 function fromJson(text: string, contentType: string): Received {
@@ -74,7 +84,14 @@ function fromJson(text: string, contentType: string): Received {
       for (const m of sm.metrics ?? []) {
         const kind = m.sum ? 'sum' : m.gauge ? 'gauge' : 'histogram';
         for (const dp of (m.sum ?? m.gauge ?? m.histogram)?.dataPoints ?? []) {
-          points.push({ metric: m.name, kind, monotonic: m.sum?.isMonotonic, attributes: attrs(dp.attributes), value: Number(dp.asDouble ?? dp.asInt ?? dp.count ?? 0), startNs: BigInt(dp.startTimeUnixNano ?? 0) });
+          points.push({
+            metric: m.name,
+            kind,
+            monotonic: m.sum?.isMonotonic,
+            attributes: attrs(dp.attributes),
+            value: Number(dp.asDouble ?? dp.asInt ?? dp.count ?? 0),
+            startNs: BigInt(dp.startTimeUnixNano ?? 0),
+          });
         }
       }
     }
@@ -101,10 +118,17 @@ function fields(buf: Buffer): Field[] {
     const n = key >>> 3;
     const wire = key & 7;
     if (wire === 0) out.push({ n, wire, v: varint() });
-    else if (wire === 1) { out.push({ n, wire, v: buf.subarray(i, i + 8) }); i += 8; }
-    else if (wire === 2) { const len = Number(varint()); out.push({ n, wire, v: buf.subarray(i, i + len) }); i += len; }
-    else if (wire === 5) { out.push({ n, wire, v: buf.subarray(i, i + 4) }); i += 4; }
-    else throw new Error(`unsupported wire type ${wire}`);
+    else if (wire === 1) {
+      out.push({ n, wire, v: buf.subarray(i, i + 8) });
+      i += 8;
+    } else if (wire === 2) {
+      const len = Number(varint());
+      out.push({ n, wire, v: buf.subarray(i, i + len) });
+      i += len;
+    } else if (wire === 5) {
+      out.push({ n, wire, v: buf.subarray(i, i + 4) });
+      i += 4;
+    } else throw new Error(`unsupported wire type ${wire}`);
   }
   return out;
 }
@@ -113,7 +137,12 @@ const sub = (fs: Field[], n: number) => fs.filter((f) => f.n === n).map((f) => f
 const str = (fs: Field[], n: number) => sub(fs, n)[0]?.toString('utf8') ?? '';
 
 function pbAttrs(kvs: Buffer[]): Record<string, string> {
-  return Object.fromEntries(kvs.map((kv) => { const f = fields(kv); return [str(f, 1), str(fields(sub(f, 2)[0] ?? Buffer.alloc(0)), 1)]; }));
+  return Object.fromEntries(
+    kvs.map((kv) => {
+      const f = fields(kv);
+      return [str(f, 1), str(fields(sub(f, 2)[0] ?? Buffer.alloc(0)), 1)];
+    }),
+  );
 }
 
 function fromProtobuf(body: Buffer, contentType: string): Received {
@@ -125,15 +154,31 @@ function fromProtobuf(body: Buffer, contentType: string): Received {
     for (const sm of sub(rmf, 2)) {
       for (const m of sub(fields(sm), 2)) {
         const mf = fields(m);
-        const [kind, data] = sub(mf, 7)[0] ? (['sum', sub(mf, 7)[0]] as const) : sub(mf, 5)[0] ? (['gauge', sub(mf, 5)[0]] as const) : (['histogram', sub(mf, 9)[0]] as const);
+        const [kind, data] = sub(mf, 7)[0]
+          ? (['sum', sub(mf, 7)[0]] as const)
+          : sub(mf, 5)[0]
+            ? (['gauge', sub(mf, 5)[0]] as const)
+            : (['histogram', sub(mf, 9)[0]] as const);
         const df = fields(data ?? Buffer.alloc(0));
         const monotonic = kind === 'sum' ? df.some((f) => f.n === 3 && f.v === 1n) : undefined;
         for (const dp of sub(df, 1)) {
           const pf = fields(dp);
           const dbl = sub(pf, 4)[0];
           const cnt = pf.find((f) => f.n === 4 && f.wire === 1);
-          const value = kind === 'histogram' ? Number((cnt?.v as Buffer | undefined)?.readBigUInt64LE() ?? 0n) : dbl ? dbl.readDoubleLE() : 0;
-          points.push({ metric: str(mf, 1), kind, monotonic, attributes: pbAttrs(sub(pf, kind === 'histogram' ? 9 : 7)), value, startNs: sub(pf, 2)[0]?.readBigUInt64LE() ?? 0n });
+          const value =
+            kind === 'histogram'
+              ? Number((cnt?.v as Buffer | undefined)?.readBigUInt64LE() ?? 0n)
+              : dbl
+                ? dbl.readDoubleLE()
+                : 0;
+          points.push({
+            metric: str(mf, 1),
+            kind,
+            monotonic,
+            attributes: pbAttrs(sub(pf, kind === 'histogram' ? 9 : 7)),
+            value,
+            startNs: sub(pf, 2)[0]?.readBigUInt64LE() ?? 0n,
+          });
         }
       }
     }

@@ -13,21 +13,44 @@ export interface PrometheusServer {
 }
 
 /** `ruleFiles`: rule files to load (absolute paths), evaluated every second like the scrapes. */
-export async function startPrometheus(binary: string, dir: string, jobs: Record<string, string[]>, ruleFiles: readonly string[] = []): Promise<PrometheusServer> {
+export async function startPrometheus(
+  binary: string,
+  dir: string,
+  jobs: Record<string, string[]>,
+  ruleFiles: readonly string[] = [],
+): Promise<PrometheusServer> {
   const port = await freePort();
   const scrape = Object.entries(jobs)
-    .map(([job, targets]) => `  - job_name: ${job}\n    scrape_interval: 1s\n    static_configs:\n      - targets: [${targets.map((t) => `'${t}'`).join(', ')}]`)
+    .map(
+      ([job, targets]) =>
+        `  - job_name: ${job}\n    scrape_interval: 1s\n    static_configs:\n      - targets: [${targets.map((t) => `'${t}'`).join(', ')}]`,
+    )
     .join('\n');
   const config = path.join(dir, 'prometheus.yml');
   const rules = ruleFiles.length > 0 ? `rule_files:\n${ruleFiles.map((f) => `  - '${f}'`).join('\n')}\n` : '';
-  fs.writeFileSync(config, `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n${rules}scrape_configs:\n${scrape}\n`);
-  const child: ChildProcess = spawn(binary, [`--config.file=${config}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+  fs.writeFileSync(
+    config,
+    `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n${rules}scrape_configs:\n${scrape}\n`,
+  );
+  const child: ChildProcess = spawn(
+    binary,
+    [
+      `--config.file=${config}`,
+      `--storage.tsdb.path=${path.join(dir, 'data')}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   let log = '';
   child.stderr?.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
   const url = `http://127.0.0.1:${port}`;
   const query = async (expr: string) => {
     const res = await fetch(`${url}/api/v1/query?query=${encodeURIComponent(expr)}`);
-    const body = (await res.json()) as { status: string; data?: { result: { metric: Record<string, string>; value: [number, string] }[] }; error?: string };
+    const body = (await res.json()) as {
+      status: string;
+      data?: { result: { metric: Record<string, string>; value: [number, string] }[] };
+      error?: string;
+    };
     if (body.status !== 'success') throw new Error(`query ${expr}: ${body.error}`);
     return body.data?.result ?? [];
   };
@@ -40,7 +63,8 @@ export async function startPrometheus(binary: string, dir: string, jobs: Record<
       } catch (err) {
         if (Date.now() > deadline) throw err;
       }
-      if (Date.now() > deadline) throw new Error(`no data for ${expr} within ${timeoutMs} ms; prometheus log tail:\n${log}`);
+      if (Date.now() > deadline)
+        throw new Error(`no data for ${expr} within ${timeoutMs} ms; prometheus log tail:\n${log}`);
       if (child.exitCode !== null) throw new Error(`prometheus exited (${child.exitCode}):\n${log}`);
       await new Promise((r) => setTimeout(r, 250));
     }

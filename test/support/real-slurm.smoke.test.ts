@@ -132,41 +132,61 @@ describe.skipIf(gate.skip)('real Slurm 22.05 on loopback (smoke)', () => {
     const busy = (await jobs()).find((j) => j.name === 'smoke-run')?.nodes;
     expect(busy).toMatch(/^node[12]$/);
     await slurm.run(['scontrol', 'update', `nodename=${busy}`, 'state=drain', 'reason=smoke-test drain']);
-    const drained = await waitFor('DRAIN flag in REST', async () => {
-      const n = (await nodes()).find((x) => x.name === busy);
-      return n?.state_flags?.includes('DRAIN') ? n : undefined;
-    }, 10_000);
+    const drained = await waitFor(
+      'DRAIN flag in REST',
+      async () => {
+        const n = (await nodes()).find((x) => x.name === busy);
+        return n?.state_flags?.includes('DRAIN') ? n : undefined;
+      },
+      10_000,
+    );
     expect(drained.reason).toBe('smoke-test drain');
     expect(['mixed', 'allocated']).toContain(drained.state); // jobs still run: "draining" in sinfo
     const sinfo = await slurm.run(['sinfo', '-h', '-N', '-n', String(busy), '-o', '%T']);
     expect(sinfo.stdout.trim()).toBe('draining');
 
     await slurm.run(['scontrol', 'update', `nodename=${busy}`, 'state=resume']);
-    await waitFor('DRAIN flag gone', async () => {
-      const n = (await nodes()).find((x) => x.name === busy);
-      return n && !n.state_flags?.includes('DRAIN') ? n : undefined;
-    }, 10_000);
+    await waitFor(
+      'DRAIN flag gone',
+      async () => {
+        const n = (await nodes()).find((x) => x.name === busy);
+        return n && !n.state_flags?.includes('DRAIN') ? n : undefined;
+      },
+      10_000,
+    );
   });
 
   it('shows a node whose slurmd is stopped as NOT_RESPONDING, and back once restarted', async () => {
     await slurm.slurmd('stop', 'node4');
     // ~13 s with the harness's SlurmdTimeout=10 / MessageTimeout=5.
-    await waitFor('node4 NOT_RESPONDING', async () => {
-      const n = (await nodes()).find((x) => x.name === 'node4');
-      return n?.state_flags?.includes('NOT_RESPONDING') ? n : undefined;
-    }, 45_000);
+    await waitFor(
+      'node4 NOT_RESPONDING',
+      async () => {
+        const n = (await nodes()).find((x) => x.name === 'node4');
+        return n?.state_flags?.includes('NOT_RESPONDING') ? n : undefined;
+      },
+      45_000,
+    );
     await slurm.slurmd('start', 'node4');
-    await waitFor('node4 responding again', async () => {
-      const n = (await nodes()).find((x) => x.name === 'node4');
-      return n && !n.state_flags?.includes('NOT_RESPONDING') && n.state !== 'down' ? n : undefined;
-    }, 30_000);
+    await waitFor(
+      'node4 responding again',
+      async () => {
+        const n = (await nodes()).find((x) => x.name === 'node4');
+        return n && !n.state_flags?.includes('NOT_RESPONDING') && n.state !== 'down' ? n : undefined;
+      },
+      30_000,
+    );
   }, 90_000);
 
   it('cancels everything and is back to idle', async () => {
     await slurm.run(['scancel', '--user=root']);
-    await waitFor('all nodes idle again', async () => {
-      const ns = await nodes();
-      return ns.every((n) => n.state === 'idle' && !n.state_flags?.length) ? ns : undefined;
-    }, 30_000);
+    await waitFor(
+      'all nodes idle again',
+      async () => {
+        const ns = await nodes();
+        return ns.every((n) => n.state === 'idle' && !n.state_flags?.length) ? ns : undefined;
+      },
+      30_000,
+    );
   });
 });

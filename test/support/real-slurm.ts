@@ -20,7 +20,17 @@
  * running in parallel never stop each other's cluster.
  */
 import { execFile, spawnSync } from 'node:child_process';
-import { accessSync, closeSync, constants, existsSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  accessSync,
+  closeSync,
+  constants,
+  existsSync,
+  openSync,
+  readFileSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -187,11 +197,15 @@ export function realSlurmGate(): { skip: boolean; why?: string } {
   if (a.ok) return { skip: false };
   const install = `apt-get install -y ${REAL_SLURM_PACKAGES.join(' ')}`;
   if (isCI()) {
-    throw new Error(`real Slurm is required in CI (CI=${process.env.CI}) but cannot run here: ${a.why}. ` +
-      `Run the tests as root on Debian 12 (packages: ${install}).`);
+    throw new Error(
+      `real Slurm is required in CI (CI=${process.env.CI}) but cannot run here: ${a.why}. ` +
+        `Run the tests as root on Debian 12 (packages: ${install}).`,
+    );
   }
   const bar = '!'.repeat(78);
-  console.warn(`\n${bar}\n!! SKIPPING real-Slurm tests: ${a.why}\n!! To run them: as root on Debian 12, ${install}\n${bar}\n`);
+  console.warn(
+    `\n${bar}\n!! SKIPPING real-Slurm tests: ${a.why}\n!! To run them: as root on Debian 12, ${install}\n${bar}\n`,
+  );
   return { skip: true, why: a.why };
 }
 
@@ -290,7 +304,7 @@ function claimSlot(base: string, pool: number): { slot: number; release: () => v
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
       }
-      let owner = Number.NaN;
+      let owner: number;
       try {
         owner = Number.parseInt(readFileSync(lease, 'utf8'), 10);
       } catch {

@@ -19,7 +19,9 @@ export function findTool(name: string, debianPackage: string): Tool {
     path = undefined;
   }
   if (!path && !process.env.CI) {
-    process.stderr.write(`\n!!! SKIPPING tests that need ${name}: install it with 'apt-get install -y ${debianPackage}' !!!\n\n`);
+    process.stderr.write(
+      `\n!!! SKIPPING tests that need ${name}: install it with 'apt-get install -y ${debianPackage}' !!!\n\n`,
+    );
   }
   return { name, path, debianPackage };
 }
@@ -30,7 +32,10 @@ export function shouldRun(tool: Tool): boolean {
 }
 
 export function toolPath(tool: Tool): string {
-  if (!tool.path) throw new Error(`${tool.name} is not installed (CI is set, so this fails instead of skipping): apt-get install -y ${tool.debianPackage}`);
+  if (!tool.path)
+    throw new Error(
+      `${tool.name} is not installed (CI is set, so this fails instead of skipping): apt-get install -y ${tool.debianPackage}`,
+    );
   return tool.path;
 }
 
@@ -44,7 +49,11 @@ export async function freePort(): Promise<number> {
 }
 
 /** Runs a command and gives back its exit code and output. */
-export function run(cmd: string, args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
+export function run(
+  cmd: string,
+  args: string[],
+  input?: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
@@ -67,7 +76,11 @@ export function stopChild(child: ChildProcess): Promise<void> {
 }
 
 /** Polls `fn` until it gives a value (not undefined) or the deadline passes; a throw counts as "not yet". */
-export async function waitFor<T>(what: string, fn: () => T | undefined | Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  fn: () => T | undefined | Promise<T | undefined>,
+  timeoutMs = 30_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -77,7 +90,8 @@ export async function waitFor<T>(what: string, fn: () => T | undefined | Promise
     } catch (e) {
       last = e;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }

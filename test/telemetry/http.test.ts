@@ -7,7 +7,14 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { acceptsGzip, DEFAULT_HTTP_LIMITS, serve, textBody, type Endpoint, type HttpLimits } from '../../src/telemetry/http.js';
+import {
+  acceptsGzip,
+  DEFAULT_HTTP_LIMITS,
+  serve,
+  textBody,
+  type Endpoint,
+  type HttpLimits,
+} from '../../src/telemetry/http.js';
 
 let endpoint: Endpoint | undefined;
 const sockets: net.Socket[] = [];
@@ -17,7 +24,14 @@ afterEach(async () => {
   endpoint = undefined;
 });
 
-const TIGHT: HttpLimits = { headersTimeoutMs: 300, requestTimeoutMs: 600, writeTimeoutMs: 500, keepAliveTimeoutMs: 300, idleTimeoutMs: 600, maxConnections: 64 };
+const TIGHT: HttpLimits = {
+  headersTimeoutMs: 300,
+  requestTimeoutMs: 600,
+  writeTimeoutMs: 500,
+  keepAliveTimeoutMs: 300,
+  idleTimeoutMs: 600,
+  maxConnections: 64,
+};
 
 function connect(ep: Endpoint): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
@@ -37,7 +51,13 @@ function closed(s: net.Socket): Promise<string> {
 
 describe('HTTP server limits', () => {
   it('closes a connection whose headers never complete', async () => {
-    endpoint = await serve({ host: '127.0.0.1', port: 0 }, { '/metrics': () => textBody('up 1\n') }, undefined, undefined, TIGHT);
+    endpoint = await serve(
+      { host: '127.0.0.1', port: 0 },
+      { '/metrics': () => textBody('up 1\n') },
+      undefined,
+      undefined,
+      TIGHT,
+    );
     const s = await connect(endpoint);
     s.write('GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ');
     const got = await closed(s);
@@ -47,7 +67,13 @@ describe('HTTP server limits', () => {
 
   it('drops a client that asks for a large body and never reads it', async () => {
     const big = 'x'.repeat(64 * 1024 * 1024);
-    endpoint = await serve({ host: '127.0.0.1', port: 0 }, { '/metrics': () => textBody(big) }, undefined, undefined, TIGHT);
+    endpoint = await serve(
+      { host: '127.0.0.1', port: 0 },
+      { '/metrics': () => textBody(big) },
+      undefined,
+      undefined,
+      TIGHT,
+    );
     const s = await connect(endpoint);
     s.pause();
     s.write('GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n');
@@ -56,14 +82,26 @@ describe('HTTP server limits', () => {
   });
 
   it('closes a keep-alive connection left idle', async () => {
-    endpoint = await serve({ host: '127.0.0.1', port: 0 }, { '/metrics': () => textBody('up 1\n') }, undefined, undefined, TIGHT);
+    endpoint = await serve(
+      { host: '127.0.0.1', port: 0 },
+      { '/metrics': () => textBody('up 1\n') },
+      undefined,
+      undefined,
+      TIGHT,
+    );
     const s = await connect(endpoint);
     s.write('GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n');
     expect(await closed(s)).toMatch(/^HTTP\/1\.1 200[\s\S]*up 1\n$/);
   });
 
   it('refuses connections beyond the cap and serves those within it', async () => {
-    endpoint = await serve({ host: '127.0.0.1', port: 0 }, { '/metrics': () => textBody('up 1\n') }, undefined, undefined, { ...DEFAULT_HTTP_LIMITS, maxConnections: 2 });
+    endpoint = await serve(
+      { host: '127.0.0.1', port: 0 },
+      { '/metrics': () => textBody('up 1\n') },
+      undefined,
+      undefined,
+      { ...DEFAULT_HTTP_LIMITS, maxConnections: 2 },
+    );
     const first = await connect(endpoint);
     await connect(endpoint);
     await vi.waitFor(async () => expect(await endpoint?.connections()).toBe(2));
@@ -77,7 +115,13 @@ describe('HTTP server limits', () => {
   it('the README states the default limits', () => {
     const readme = fs.readFileSync(path.join(__dirname, '../../README.md'), 'utf8');
     const l = DEFAULT_HTTP_LIMITS;
-    for (const [what, ms] of [['headers', l.headersTimeoutMs], ['request', l.requestTimeoutMs], ['response', l.writeTimeoutMs], ['idle', l.idleTimeoutMs], ['keep-alive', l.keepAliveTimeoutMs]] as const) {
+    for (const [what, ms] of [
+      ['headers', l.headersTimeoutMs],
+      ['request', l.requestTimeoutMs],
+      ['response', l.writeTimeoutMs],
+      ['idle', l.idleTimeoutMs],
+      ['keep-alive', l.keepAliveTimeoutMs],
+    ] as const) {
       expect(readme, what).toMatch(new RegExp(`${what}[^|\\n]*\\| ${ms / 1000} s`, 'i'));
     }
     expect(readme).toMatch(new RegExp(`${l.maxConnections} connections`));

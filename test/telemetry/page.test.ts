@@ -19,7 +19,9 @@ describe('sparkline paths', () => {
   });
 
   it('break the line where a value is unknown, with a dot for a point left alone', () => {
-    expect(sparkPath([1, 2, undefined, 2, undefined, 4, 4], { width: 60, height: 24 })).toBe('M0 17 L10 12 M30 12 h0 M50 2 L60 2');
+    expect(sparkPath([1, 2, undefined, 2, undefined, 4, 4], { width: 60, height: 24 })).toBe(
+      'M0 17 L10 12 M30 12 h0 M50 2 L60 2',
+    );
   });
 
   it('are empty with no known value', () => {
@@ -29,7 +31,9 @@ describe('sparkline paths', () => {
 
   it('come inside an inline SVG with an escaped label, and no path when there is nothing to draw', () => {
     const svg = sparkline([1, 2], '<b>"x"</b>', SIZE);
-    expect(svg).toMatch(/^<svg class="spark" width="100" height="24" viewBox="0 0 100 24" role="img" aria-label="&#60;b&#62;&#34;x&#34;&#60;\/b&#62;"><title>&#60;b&#62;/);
+    expect(svg).toMatch(
+      /^<svg class="spark" width="100" height="24" viewBox="0 0 100 24" role="img" aria-label="&#60;b&#62;&#34;x&#34;&#60;\/b&#62;"><title>&#60;b&#62;/,
+    );
     expect(svg).toContain('<path d="M0 12 L100 2"');
     expect(sparkline([], 'empty', SIZE)).not.toContain('<path');
   });

@@ -29,7 +29,10 @@ describe('Pipeline (producer → Prometheus rendering)', () => {
   it('has no 2000-series cap per family', async () => {
     const p = new Pipeline({ resource, scope: { name: 't', version: '0' }, logger: silentLogger() });
     const ids = Array.from({ length: 5000 }, (_, i) => String(i + 1));
-    await p.publish([counterFamily(ids), { spec: level, points: ids.map((id) => ({ attributes: { job_id: id }, value: 1 })) }]);
+    await p.publish([
+      counterFamily(ids),
+      { spec: level, points: ids.map((id) => ({ attributes: { job_id: id }, value: 1 })) },
+    ]);
     expect(lines(p.exposition.text, 'test_job_things_total')).toHaveLength(5000);
     expect(lines(p.exposition.text, 'test_level')).toHaveLength(5000);
     expect(p.exposition.text).not.toContain('otel_metric_overflow');
@@ -49,7 +52,9 @@ describe('Pipeline (producer → OTLP push)', () => {
     it(`pushes each series with its own start time and drops ended ones (${protocol})`, async () => {
       const rx = await startReceiver();
       const p = new Pipeline({
-        resource, scope: { name: 't', version: '0' }, logger: silentLogger(),
+        resource,
+        scope: { name: 't', version: '0' },
+        logger: silentLogger(),
         otlp: { url: `${rx.url}/v1/metrics`, protocol, intervalMs: 3_600_000, timeoutMs: 5000 },
       });
       await p.publish([counterFamily(['1', '2'], 1_700_000_000_000)]);
@@ -75,7 +80,10 @@ describe('Pipeline (producer → OTLP push)', () => {
     const rx = await startReceiver();
     const results: boolean[] = [];
     const p = new Pipeline({
-      resource, scope: { name: 't', version: '0' }, logger: silentLogger(), onExport: (ok) => results.push(ok),
+      resource,
+      scope: { name: 't', version: '0' },
+      logger: silentLogger(),
+      onExport: (ok) => results.push(ok),
       otlp: { url: `${rx.url}/v1/metrics`, protocol: 'http/json', intervalMs: 3_600_000, timeoutMs: 2000 },
     });
     rx.failNext(100);
@@ -98,7 +106,12 @@ describe('Pipeline secrets', () => {
     const destination = new Writable({ write: (chunk: Buffer, _e, done) => (lines.push(chunk.toString()), done()) });
     const logger = createLogger({ level: 'debug', format: 'plain', destination });
     const url = rx.url.replace('http://', 'http://otlp-user:otlp-pass-123@') + '/v1/metrics';
-    const p = new Pipeline({ resource, scope: { name: 't', version: '0' }, logger, otlp: { url, protocol: 'http/json', intervalMs: 3_600_000, timeoutMs: 2000 } });
+    const p = new Pipeline({
+      resource,
+      scope: { name: 't', version: '0' },
+      logger,
+      otlp: { url, protocol: 'http/json', intervalMs: 3_600_000, timeoutMs: 2000 },
+    });
     logger.info({ otlp: url }, `started, pushing to ${url}`);
     rx.failNext(100);
     await p.publish([counterFamily(['1'])]);
@@ -116,7 +129,12 @@ describe('Pipeline events (SDK synchronous instruments)', () => {
   const outage = defineMetric('histogram', 'test_outage_seconds', 's', ['node_name'], 'Outages.', [30, 60, 300]);
 
   it('accumulates counter events beyond 2000 series without overflow', async () => {
-    const p = new Pipeline({ resource, scope: { name: 't', version: '0' }, logger: silentLogger(), eventSpecs: [fails, outage] });
+    const p = new Pipeline({
+      resource,
+      scope: { name: 't', version: '0' },
+      logger: silentLogger(),
+      eventSpecs: [fails, outage],
+    });
     const nodes = Array.from({ length: 3000 }, (_, i) => `n${i}`);
     p.record(nodes.map((n) => ({ spec: fails, value: 1, attributes: { node_name: n } })));
     p.record([{ spec: fails, value: 2, attributes: { node_name: 'n0' } }]);
@@ -129,7 +147,12 @@ describe('Pipeline events (SDK synchronous instruments)', () => {
   });
 
   it('observes histogram events into the buckets the catalogue declares', async () => {
-    const p = new Pipeline({ resource, scope: { name: 't', version: '0' }, logger: silentLogger(), eventSpecs: [fails, outage] });
+    const p = new Pipeline({
+      resource,
+      scope: { name: 't', version: '0' },
+      logger: silentLogger(),
+      eventSpecs: [fails, outage],
+    });
     p.record([45, 100, 4000].map((v) => ({ spec: outage, value: v, attributes: { node_name: 'a' } })));
     await p.publish([]);
     const buckets = lines(p.exposition.text, 'test_outage_seconds_bucket');
@@ -139,7 +162,9 @@ describe('Pipeline events (SDK synchronous instruments)', () => {
       'test_outage_seconds_bucket{node_name="a",le="300"} 2',
       'test_outage_seconds_bucket{node_name="a",le="+Inf"} 3',
     ]);
-    expect(() => p.record([{ spec: defineMetric('counter', 'undeclared', '', [], 'x'), value: 1, attributes: {} }])).toThrow(/not declared/);
+    expect(() =>
+      p.record([{ spec: defineMetric('counter', 'undeclared', '', [], 'x'), value: 1, attributes: {} }]),
+    ).toThrow(/not declared/);
     await p.shutdown();
   });
 });

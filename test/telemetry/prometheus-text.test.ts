@@ -31,20 +31,35 @@ async function ourText(families: Family[], atMs: number): Promise<string> {
   return text;
 }
 
-const labelValue = fc.string({ unit: fc.constantFrom('a', 'Z', '0', ' ', '"', '\\', '\n', 'é', '☃', '{', '}', '=', ','), maxLength: 8 });
+const labelValue = fc.string({
+  unit: fc.constantFrom('a', 'Z', '0', ' ', '"', '\\', '\n', 'é', '☃', '{', '}', '=', ','),
+  maxLength: 8,
+});
 
 describe('snapshot families as Prometheus text', () => {
   it('match the SDK serializer byte for byte, whatever the label values (property)', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ a: labelValue, b: labelValue, v: fc.oneof(fc.integer(), fc.double({ noNaN: true }), fc.bigInt({ min: 0n, max: 1n << 64n })) }), { maxLength: 6 }),
+        fc.array(
+          fc.record({
+            a: labelValue,
+            b: labelValue,
+            v: fc.oneof(fc.integer(), fc.double({ noNaN: true }), fc.bigInt({ min: 0n, max: 1n << 64n })),
+          }),
+          { maxLength: 6 },
+        ),
         fc.array(fc.record({ a: labelValue, v: fc.double({ noNaN: true }) }), { maxLength: 4 }),
         async (cs, gs) => {
           const families: Family[] = [
             { spec: counter, points: cs.map((c) => ({ attributes: { a: c.a, b: c.b }, value: c.v })) },
             { spec: gauge, points: gs.map((g) => ({ attributes: { a: g.a }, value: g.v })) },
           ];
-          expect(await ourText(families, 1_700_000_000_000)).toBe(sdkText(families.filter((f) => f.points.length > 0), 1_700_000_000_000));
+          expect(await ourText(families, 1_700_000_000_000)).toBe(
+            sdkText(
+              families.filter((f) => f.points.length > 0),
+              1_700_000_000_000,
+            ),
+          );
         },
       ),
       { numRuns: 60 },
@@ -53,7 +68,10 @@ describe('snapshot families as Prometheus text', () => {
 
   it('match it for histograms and for an empty snapshot', async () => {
     const families: Family[] = [
-      { spec: hist, points: [{ attributes: { a: 'x' }, startTimeMs: 1000, count: 3, sum: 7.5, bucketCounts: [1, 1, 1] }] },
+      {
+        spec: hist,
+        points: [{ attributes: { a: 'x' }, startTimeMs: 1000, count: 3, sum: 7.5, bucketCounts: [1, 1, 1] }],
+      },
       { spec: gauge, points: [{ attributes: { a: 'y' }, value: 2 }] },
     ];
     expect(await ourText(families, 5000)).toBe(sdkText(families, 5000));

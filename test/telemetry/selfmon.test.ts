@@ -18,9 +18,24 @@ beforeAll(async () => {
   receiver = await startReceiver();
   const loopback = { host: '127.0.0.1', port: 0 };
   const unused = { sysfs: '/nonexistent', procfs: '/nonexistent', cgroupfs: '/nonexistent' };
-  const otlp = { url: `${receiver.url}/v1/metrics`, protocol: 'http/protobuf' as const, intervalMs: 200, timeoutMs: 2000 };
-  const node = nodeAgentOptions(unused, { collectionIntervalMs: 500, otlp, resource: { serviceName: 'slurm-otel-node', serviceVersion: 'test', hostName: DEMO_NODE } });
-  demo = await startDemo({ node, layout: 'v2-sluid', nonJobHolder: false, tickMs: 250, cluster: { metrics: loopback, monitoring: loopback } });
+  const otlp = {
+    url: `${receiver.url}/v1/metrics`,
+    protocol: 'http/protobuf' as const,
+    intervalMs: 200,
+    timeoutMs: 2000,
+  };
+  const node = nodeAgentOptions(unused, {
+    collectionIntervalMs: 500,
+    otlp,
+    resource: { serviceName: 'slurm-otel-node', serviceVersion: 'test', hostName: DEMO_NODE },
+  });
+  demo = await startDemo({
+    node,
+    layout: 'v2-sluid',
+    nonJobHolder: false,
+    tickMs: 250,
+    cluster: { metrics: loopback, monitoring: loopback },
+  });
 });
 
 afterAll(async () => {
@@ -93,7 +108,11 @@ describe.each(['node', 'cluster'])('the %s agent self-monitoring endpoint', (whi
 
 describe('self-monitoring and OTLP', () => {
   it('pushes the agent families but none of the process families', async () => {
-    await expect.poll(() => receiver.requests.some((r) => r.points.some((p) => p.metric === 'ib_slurm_job_counters')), { timeout: 10_000 }).toBe(true);
+    await expect
+      .poll(() => receiver.requests.some((r) => r.points.some((p) => p.metric === 'ib_slurm_job_counters')), {
+        timeout: 10_000,
+      })
+      .toBe(true);
     const pushed = new Set(receiver.requests.flatMap((r) => r.points.map((p) => p.metric)));
     for (const spec of Object.values(PROCESS_METRICS)) expect(pushed.has(spec.name), spec.name).toBe(false);
   });

@@ -20,18 +20,46 @@ afterEach(async () => {
 function selfSigned(dir: string): { cert: string; key: string } {
   const cert = path.join(dir, 'server.crt');
   const key = path.join(dir, 'server.key');
-  execFileSync(toolPath(openssl), ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    toolPath(openssl),
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=localhost',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
   return { cert, key };
 }
 
-function get(url: string, ca: Buffer | undefined, auth?: string): Promise<{ status: number; body: string; authenticate?: string }> {
+function get(
+  url: string,
+  ca: Buffer | undefined,
+  auth?: string,
+): Promise<{ status: number; body: string; authenticate?: string }> {
   return new Promise((resolve, reject) => {
     const headers = auth ? { authorization: `Basic ${Buffer.from(auth).toString('base64')}` } : undefined;
-    https.get(url, { ca, headers }, (res) => {
-      let body = '';
-      res.on('data', (d: Buffer) => (body += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, authenticate: res.headers['www-authenticate'] }));
-    }).on('error', reject);
+    https
+      .get(url, { ca, headers }, (res) => {
+        let body = '';
+        res.on('data', (d: Buffer) => (body += d.toString()));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body, authenticate: res.headers['www-authenticate'] }),
+        );
+      })
+      .on('error', reject);
   });
 }
 
@@ -39,13 +67,19 @@ describe.runIf(shouldRun(openssl))('web config: TLS and basic auth', () => {
   it('serves over TLS to a client that trusts the certificate and checks bcrypt passwords', async () => {
     const dir = tmpDir();
     selfSigned(dir);
-    fs.writeFileSync(path.join(dir, 'web.yml'), `tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\nbasic_auth_users:\n  prom: ${bcrypt.hashSync('s3cret', 4)}\n`);
+    fs.writeFileSync(
+      path.join(dir, 'web.yml'),
+      `tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\nbasic_auth_users:\n  prom: ${bcrypt.hashSync('s3cret', 4)}\n`,
+    );
     const config = loadWebConfig(path.join(dir, 'web.yml'));
     endpoint = await serve({ host: '127.0.0.1', port: 0 }, { '/metrics': () => textBody('up 1\n') }, undefined, config);
     expect(endpoint.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
     const ca = fs.readFileSync(path.join(dir, 'server.crt'));
     expect(await get(`${endpoint.url}/metrics`, ca, 'prom:s3cret')).toMatchObject({ status: 200, body: 'up 1\n' });
-    expect(await get(`${endpoint.url}/metrics`, ca, 'prom:wrong')).toMatchObject({ status: 401, authenticate: 'Basic realm="slurm-otel"' });
+    expect(await get(`${endpoint.url}/metrics`, ca, 'prom:wrong')).toMatchObject({
+      status: 401,
+      authenticate: 'Basic realm="slurm-otel"',
+    });
     expect(await get(`${endpoint.url}/metrics`, ca, 'other:s3cret')).toMatchObject({ status: 401 });
     expect(await get(`${endpoint.url}/metrics`, ca)).toMatchObject({ status: 401 });
     // A client that does not trust the certificate refuses the connection.
@@ -55,9 +89,25 @@ describe.runIf(shouldRun(openssl))('web config: TLS and basic auth', () => {
   it('closes a connection that never starts its TLS handshake', async () => {
     const dir = tmpDir();
     selfSigned(dir);
-    fs.writeFileSync(path.join(dir, 'web.yml'), 'tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n');
-    const limits = { headersTimeoutMs: 300, requestTimeoutMs: 600, writeTimeoutMs: 500, keepAliveTimeoutMs: 300, idleTimeoutMs: 500, maxConnections: 64 };
-    endpoint = await serve({ host: '127.0.0.1', port: 0 }, { '/metrics': () => textBody('up 1\n') }, undefined, loadWebConfig(path.join(dir, 'web.yml')), limits);
+    fs.writeFileSync(
+      path.join(dir, 'web.yml'),
+      'tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n',
+    );
+    const limits = {
+      headersTimeoutMs: 300,
+      requestTimeoutMs: 600,
+      writeTimeoutMs: 500,
+      keepAliveTimeoutMs: 300,
+      idleTimeoutMs: 500,
+      maxConnections: 64,
+    };
+    endpoint = await serve(
+      { host: '127.0.0.1', port: 0 },
+      { '/metrics': () => textBody('up 1\n') },
+      undefined,
+      loadWebConfig(path.join(dir, 'web.yml')),
+      limits,
+    );
     const socket = net.connect(endpoint.port, '127.0.0.1');
     socket.on('error', () => undefined);
     await new Promise((resolve) => socket.once('close', resolve));
@@ -76,7 +126,10 @@ describe('web config file', () => {
     ['basic_auth_users:\n  a: plaintext\n', /not a bcrypt hash/],
     ['tls_server_config:\n  key_file: k\n', /cert_file is required/],
     ['tls_server_config:\n  cert_file: nope.crt\n  key_file: nope.key\n', /cannot read cert_file nope.crt: ENOENT/],
-    ['tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: Sometimes\n', /client_auth_type "Sometimes"/],
+    [
+      'tls_server_config:\n  cert_file: a\n  key_file: b\n  client_auth_type: Sometimes\n',
+      /client_auth_type "Sometimes"/,
+    ],
     ['basic_auth: {}\n', /unknown key\(s\) basic_auth/],
     ['- a\n- b\n', /expected a mapping/],
     ['a: [\n', /web config/],
@@ -115,7 +168,7 @@ describe('basic auth under attack', () => {
     expect(await auth.check(h('u:pw', 'BASIC'))).toBe('ok');
   });
 
-  it('compares an unknown user with a dummy hash of the known users\' cost, and never lets it in', async () => {
+  it("compares an unknown user with a dummy hash of the known users' cost, and never lets it in", async () => {
     const s = spy();
     const auth = new BasicAuth(new Map([['u', hash]]), { verify: s.verify });
     expect(await auth.check(h('nobody:pw'), 'a')).toBe('denied');
@@ -140,7 +193,12 @@ describe('basic auth under attack', () => {
   it('answers "limited" without bcrypt after too many failures from one address, until the window ends', async () => {
     const s = spy();
     let now = 0;
-    const auth = new BasicAuth(new Map([['u', hash]]), { verify: s.verify, maxFailures: 3, failureWindowMs: 60_000, now: () => now });
+    const auth = new BasicAuth(new Map([['u', hash]]), {
+      verify: s.verify,
+      maxFailures: 3,
+      failureWindowMs: 60_000,
+      now: () => now,
+    });
     for (let i = 0; i < 3; i++) expect(await auth.check(h('u:guess' + i), '10.0.0.1')).toBe('denied');
     expect(await auth.check(h('u:guess9'), '10.0.0.1')).toBe('limited');
     expect(await auth.check(h('u:pw'), '10.0.0.1')).toBe('limited');
@@ -154,7 +212,9 @@ describe('basic auth under attack', () => {
 
   it('queues at most 32 comparisons for the worker; later clients are told to retry', async () => {
     const auth = new BasicAuth(new Map([['u', bcrypt.hashSync('pw', 4)]]));
-    const verdicts = await Promise.all(Array.from({ length: 40 }, (_, i) => auth.check(h(`u:guess${i}`), `10.0.1.${i}`)));
+    const verdicts = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => auth.check(h(`u:guess${i}`), `10.0.1.${i}`)),
+    );
     expect(verdicts.filter((v) => v === 'denied')).toHaveLength(32);
     expect(verdicts.filter((v) => v === 'limited')).toHaveLength(8);
     expect(await auth.check(h('u:pw'), '10.0.2.1')).toBe('ok');
@@ -162,14 +222,22 @@ describe('basic auth under attack', () => {
 
   it('serves 429 to a client guessing passwords', async () => {
     const security = { users: new Map([['u', hash]]), auth: { maxFailures: 2 } };
-    endpoint = await serve({ host: '127.0.0.1', port: 0 }, { '/metrics': () => textBody('up 1\n') }, undefined, security);
-    const status = async (auth: string) => (await fetch(`${endpoint?.url}/metrics`, { headers: { authorization: auth } })).status;
+    endpoint = await serve(
+      { host: '127.0.0.1', port: 0 },
+      { '/metrics': () => textBody('up 1\n') },
+      undefined,
+      security,
+    );
+    const status = async (auth: string) =>
+      (await fetch(`${endpoint?.url}/metrics`, { headers: { authorization: auth } })).status;
     expect([await status(h('u:a')), await status(h('u:b')), await status(h('u:c'))]).toEqual([401, 401, 429]);
   });
 
   it('serves an authorised scrape while wrong passwords are being compared', async () => {
     const slow = bcrypt.hashSync('pw', 11);
-    endpoint = await serve({ host: '127.0.0.1', port: 0 }, { '/metrics': () => textBody('up 1\n') }, undefined, { users: new Map([['u', slow]]) });
+    endpoint = await serve({ host: '127.0.0.1', port: 0 }, { '/metrics': () => textBody('up 1\n') }, undefined, {
+      users: new Map([['u', slow]]),
+    });
     const url = `${endpoint.url}/metrics`;
     const get = (auth: string) => fetch(url, { headers: { authorization: auth } }).then((r) => r.status);
     expect(await get(h('u:pw'))).toBe(200);
@@ -190,36 +258,105 @@ describe.runIf(shouldRun(openssl))('TLS client certificates (exporter-toolkit se
   /** A CA, a server and a client certificate from it, one from a rogue CA, one self-signed. */
   function pki(dir: string) {
     const p = (n: string) => path.join(dir, n);
-    for (const ca of ['ca', 'rogue']) run(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', p(`${ca}.key`), '-out', p(`${ca}.crt`), '-days', '1', '-subj', `/CN=${ca}`]);
+    for (const ca of ['ca', 'rogue'])
+      run([
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        p(`${ca}.key`),
+        '-out',
+        p(`${ca}.crt`),
+        '-days',
+        '1',
+        '-subj',
+        `/CN=${ca}`,
+      ]);
     const issue = (name: string, ca: string, ext: string) => {
-      run(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', p(`${name}.key`), '-out', p(`${name}.csr`), '-subj', `/CN=${name}`]);
+      run([
+        'req',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        p(`${name}.key`),
+        '-out',
+        p(`${name}.csr`),
+        '-subj',
+        `/CN=${name}`,
+      ]);
       fs.writeFileSync(p(`${name}.ext`), ext);
-      run(['x509', '-req', '-in', p(`${name}.csr`), '-CA', p(`${ca}.crt`), '-CAkey', p(`${ca}.key`), '-CAcreateserial', '-out', p(`${name}.crt`), '-days', '1', '-extfile', p(`${name}.ext`)]);
+      run([
+        'x509',
+        '-req',
+        '-in',
+        p(`${name}.csr`),
+        '-CA',
+        p(`${ca}.crt`),
+        '-CAkey',
+        p(`${ca}.key`),
+        '-CAcreateserial',
+        '-out',
+        p(`${name}.crt`),
+        '-days',
+        '1',
+        '-extfile',
+        p(`${name}.ext`),
+      ]);
     };
     issue('server', 'ca', 'subjectAltName=IP:127.0.0.1\n');
     issue('client', 'ca', 'extendedKeyUsage=clientAuth\n');
     issue('rogueclient', 'rogue', 'extendedKeyUsage=clientAuth\n');
-    run(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', p('self.key'), '-out', p('self.crt'), '-days', '1', '-subj', '/CN=self']);
+    run([
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      p('self.key'),
+      '-out',
+      p('self.crt'),
+      '-days',
+      '1',
+      '-subj',
+      '/CN=self',
+    ]);
   }
 
   function request(url: string, dir: string, cert?: string): Promise<number> {
     const read = (n: string) => fs.readFileSync(path.join(dir, n));
     const client = cert ? { cert: read(`${cert}.crt`), key: read(`${cert}.key`) } : {};
     return new Promise((resolve, reject) => {
-      https.get(url, { ca: read('ca.crt'), ...client, agent: false }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-        res.on('error', reject);
-      }).on('error', reject);
+      https
+        .get(url, { ca: read('ca.crt'), ...client, agent: false }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+          res.on('error', reject);
+        })
+        .on('error', reject);
     });
   }
 
   async function outcomes(dir: string, clientAuth: string): Promise<Record<string, string>> {
-    fs.writeFileSync(path.join(dir, 'web.yml'), `tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  client_ca_file: ca.crt\n  client_auth_type: ${clientAuth}\n`);
-    endpoint = await serve({ host: '127.0.0.1', port: 0 }, { '/metrics': () => textBody('up 1\n') }, undefined, loadWebConfig(path.join(dir, 'web.yml')));
+    fs.writeFileSync(
+      path.join(dir, 'web.yml'),
+      `tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  client_ca_file: ca.crt\n  client_auth_type: ${clientAuth}\n`,
+    );
+    endpoint = await serve(
+      { host: '127.0.0.1', port: 0 },
+      { '/metrics': () => textBody('up 1\n') },
+      undefined,
+      loadWebConfig(path.join(dir, 'web.yml')),
+    );
     const out: Record<string, string> = {};
     for (const cert of ['none', 'client', 'rogueclient', 'self']) {
-      out[cert] = await request(`${endpoint.url}/metrics`, dir, cert === 'none' ? undefined : cert).then(String, () => 'refused');
+      out[cert] = await request(`${endpoint.url}/metrics`, dir, cert === 'none' ? undefined : cert).then(
+        String,
+        () => 'refused',
+      );
     }
     await endpoint.close();
     endpoint = undefined;
@@ -229,17 +366,40 @@ describe.runIf(shouldRun(openssl))('TLS client certificates (exporter-toolkit se
   it('accepts, requires and verifies client certificates as Go does', async () => {
     const dir = tmpDir();
     pki(dir);
-    expect(await outcomes(dir, 'RequestClientCert')).toEqual({ none: '200', client: '200', rogueclient: '200', self: '200' });
-    expect(await outcomes(dir, 'RequireAnyClientCert')).toEqual({ none: 'refused', client: '200', rogueclient: '200', self: '200' });
-    expect(await outcomes(dir, 'VerifyClientCertIfGiven')).toEqual({ none: '200', client: '200', rogueclient: 'refused', self: 'refused' });
-    expect(await outcomes(dir, 'RequireAndVerifyClientCert')).toEqual({ none: 'refused', client: '200', rogueclient: 'refused', self: 'refused' });
+    expect(await outcomes(dir, 'RequestClientCert')).toEqual({
+      none: '200',
+      client: '200',
+      rogueclient: '200',
+      self: '200',
+    });
+    expect(await outcomes(dir, 'RequireAnyClientCert')).toEqual({
+      none: 'refused',
+      client: '200',
+      rogueclient: '200',
+      self: '200',
+    });
+    expect(await outcomes(dir, 'VerifyClientCertIfGiven')).toEqual({
+      none: '200',
+      client: '200',
+      rogueclient: 'refused',
+      self: 'refused',
+    });
+    expect(await outcomes(dir, 'RequireAndVerifyClientCert')).toEqual({
+      none: 'refused',
+      client: '200',
+      rogueclient: 'refused',
+      self: 'refused',
+    });
   });
 
   it('refuses a client CA without a policy that uses it, and a verifying policy without a CA', () => {
     const dir = tmpDir();
     pki(dir);
     const write = (extra: string) => {
-      fs.writeFileSync(path.join(dir, 'web.yml'), `tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n${extra}`);
+      fs.writeFileSync(
+        path.join(dir, 'web.yml'),
+        `tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n${extra}`,
+      );
       return () => loadWebConfig(path.join(dir, 'web.yml'));
     };
     expect(write('  client_ca_file: ca.crt\n')).toThrow(/client_ca_file is set but client_auth_type is NoClientCert/);

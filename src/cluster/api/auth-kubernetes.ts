@@ -49,7 +49,8 @@ export function secretNameFor(clusterName: string): string {
 
 export function kubernetesSecretSigner(opts: KubernetesSecretKeyOptions): TokenSource {
   const name = opts.secretName ?? (opts.clusterName !== undefined ? secretNameFor(opts.clusterName) : undefined);
-  if (name === undefined || name === '') throw new AuthError('Kubernetes Secret key source needs clusterName or secretName');
+  if (name === undefined || name === '')
+    throw new AuthError('Kubernetes Secret key source needs clusterName or secretName');
   const dataKey = opts.dataKey ?? DEFAULT_SECRET_DATA_KEY;
   const load = async (): Promise<Uint8Array> => {
     const endpoint = await resolveAccess(opts.access);
@@ -61,7 +62,9 @@ export function kubernetesSecretSigner(opts: KubernetesSecretKeyOptions): TokenS
 }
 
 export function resolveAccess(access: KubernetesAccess): Promise<KubeEndpoint> {
-  return access.kind === 'in-cluster' ? inClusterEndpoint(access.apiServer, access.serviceAccountDir) : kubeconfigEndpoint(access.path, access.context);
+  return access.kind === 'in-cluster'
+    ? inClusterEndpoint(access.apiServer, access.serviceAccountDir)
+    : kubeconfigEndpoint(access.path, access.context);
 }
 
 /** Re-read at every fetch: projected service-account tokens are rotated by the kubelet. */
@@ -69,7 +72,12 @@ export async function inClusterEndpoint(apiServer: string, dir = DEFAULT_SERVICE
   const token = (await readRequired(join(dir, 'token'), 'service-account token')).toString('utf8').trim();
   const ca = await readOptional(join(dir, 'ca.crt'));
   const ns = (await readOptional(join(dir, 'namespace')))?.toString('utf8').trim();
-  return { server: apiServer, tls: ca !== undefined ? { ca } : {}, bearerToken: token, ...(ns ? { namespace: ns } : {}) };
+  return {
+    server: apiServer,
+    tls: ca !== undefined ? { ca } : {},
+    bearerToken: token,
+    ...(ns ? { namespace: ns } : {}),
+  };
 }
 
 /** Reads the current (or named) context of a kubeconfig file. JSON is valid YAML, so one parser reads both. */
@@ -94,7 +102,9 @@ export async function kubeconfigEndpoint(path: string, contextName?: string): Pr
     ...(await pem(user, 'client-certificate', base, 'cert')),
     ...(await pem(user, 'client-key', base, 'key')),
     ...(field(cluster, 'insecure-skip-tls-verify') === true ? { rejectUnauthorized: false } : {}),
-    ...(str(field(cluster, 'tls-server-name')) !== undefined ? { servername: str(field(cluster, 'tls-server-name')) as string } : {}),
+    ...(str(field(cluster, 'tls-server-name')) !== undefined
+      ? { servername: str(field(cluster, 'tls-server-name')) as string }
+      : {}),
   };
   const bearerToken = await userToken(user, base, path);
   const namespace = str(field(context, 'namespace'));
@@ -105,15 +115,23 @@ async function userToken(user: unknown, base: string, path: string): Promise<str
   const inline = str(field(user, 'token'));
   if (inline !== undefined) return inline.trim();
   const file = str(field(user, 'tokenFile'));
-  if (file !== undefined) return (await readRequired(resolve(base, file), 'kubeconfig tokenFile')).toString('utf8').trim();
+  if (file !== undefined)
+    return (await readRequired(resolve(base, file), 'kubeconfig tokenFile')).toString('utf8').trim();
   if (field(user, 'exec') !== undefined || field(user, 'auth-provider') !== undefined) {
-    throw new AuthError(`kubeconfig ${path}: exec and auth-provider users are not supported (use a token, tokenFile or client certificate)`);
+    throw new AuthError(
+      `kubeconfig ${path}: exec and auth-provider users are not supported (use a token, tokenFile or client certificate)`,
+    );
   }
   return undefined;
 }
 
 /** `<name>-data` (base64) or `<name>` (a path relative to the kubeconfig). */
-async function pem(section: unknown, name: string, base: string, as: 'ca' | 'cert' | 'key'): Promise<Partial<TlsOptions>> {
+async function pem(
+  section: unknown,
+  name: string,
+  base: string,
+  as: 'ca' | 'cert' | 'key',
+): Promise<Partial<TlsOptions>> {
   const data = str(field(section, `${name}-data`));
   if (data !== undefined) return { [as]: Buffer.from(data, 'base64') };
   const file = str(field(section, name));
@@ -129,11 +147,25 @@ function named(doc: unknown, list: string, name: string, member: string, path: s
 }
 
 /** GETs the Secret and returns the decoded bytes of one data key. */
-export async function fetchSecretKey(endpoint: KubeEndpoint, namespace: string, name: string, dataKey: string, timeoutMs: number): Promise<Uint8Array> {
-  const transport = new HttpTransport({ server: endpoint.server, tls: endpoint.tls, timeoutMs, attempts: 2, baseDelayMs: 200, maxResponseBytes: SECRET_BODY_LIMIT });
+export async function fetchSecretKey(
+  endpoint: KubeEndpoint,
+  namespace: string,
+  name: string,
+  dataKey: string,
+  timeoutMs: number,
+): Promise<Uint8Array> {
+  const transport = new HttpTransport({
+    server: endpoint.server,
+    tls: endpoint.tls,
+    timeoutMs,
+    attempts: 2,
+    baseDelayMs: 200,
+    maxResponseBytes: SECRET_BODY_LIMIT,
+  });
   const path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(name)}`;
   registerSecret(endpoint.bearerToken);
-  const headers: Record<string, string> = endpoint.bearerToken !== undefined ? { authorization: `Bearer ${endpoint.bearerToken}` } : {};
+  const headers: Record<string, string> =
+    endpoint.bearerToken !== undefined ? { authorization: `Bearer ${endpoint.bearerToken}` } : {};
   let text: string;
   try {
     text = await transport.getText(path, { headers });
@@ -148,11 +180,20 @@ export async function fetchSecretKey(endpoint: KubeEndpoint, namespace: string, 
 function secretFetchError(err: unknown, what: string): AuthError {
   if (err instanceof SlurmHttpError) {
     const hint =
-      err.status === 401 ? ' (credentials rejected)' : err.status === 403 ? ' (not allowed: the account needs get on secrets)' : err.status === 404 ? ' (no such Secret)' : '';
+      err.status === 401
+        ? ' (credentials rejected)'
+        : err.status === 403
+          ? ' (not allowed: the account needs get on secrets)'
+          : err.status === 404
+            ? ' (no such Secret)'
+            : '';
     return new AuthError(`Kubernetes API: reading Secret ${what} answered HTTP ${err.status}${hint}`);
   }
-  if (err instanceof TransportError) return new AuthError(`Kubernetes API: reading Secret ${what} failed: ${err.message}`);
-  return new AuthError(`Kubernetes API: reading Secret ${what} failed: ${redact(String((err as Error)?.message ?? err))}`);
+  if (err instanceof TransportError)
+    return new AuthError(`Kubernetes API: reading Secret ${what} failed: ${err.message}`);
+  return new AuthError(
+    `Kubernetes API: reading Secret ${what} failed: ${redact(String((err as Error)?.message ?? err))}`,
+  );
 }
 
 export function decodeSecretData(text: string, dataKey: string, what: string): Uint8Array {
@@ -165,7 +206,8 @@ export function decodeSecretData(text: string, dataKey: string, what: string): U
   const b64 = str(field(field(doc, 'data'), dataKey));
   if (b64 === undefined) throw new AuthError(`Kubernetes Secret ${what} has no data key "${dataKey}"`);
   const compact = b64.replace(/\s+/g, '');
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(compact)) throw new AuthError(`Kubernetes Secret ${what}: data "${dataKey}" is not base64`);
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(compact))
+    throw new AuthError(`Kubernetes Secret ${what}: data "${dataKey}" is not base64`);
   const bytes = Buffer.from(compact, 'base64');
   if (bytes.length === 0) throw new AuthError(`Kubernetes Secret ${what}: data "${dataKey}" is empty`);
   return new Uint8Array(bytes);

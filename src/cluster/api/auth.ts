@@ -83,7 +83,11 @@ export function needsRenewal(now: number, iat: number, exp: number): boolean {
 
 /** unix socket with auth/local, or a slurmrestd that needs nothing. */
 export function noAuth(): TokenSource {
-  return { headers: async () => ({}), invalidate: () => undefined, describe: () => 'no authentication (auth/local or none)' };
+  return {
+    headers: async () => ({}),
+    invalidate: () => undefined,
+    describe: () => 'no authentication (auth/local or none)',
+  };
 }
 
 export interface StaticTokenOptions {
@@ -107,7 +111,10 @@ export function staticToken(opts: StaticTokenOptions): TokenSource {
 
 /** A bare token or a `SLURM_JWT=...` line (as `scontrol token` prints it); comments ignored. */
 export function parseTokenText(text: string): string | undefined {
-  const lines = text.split(/\r?\n/).map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+  const lines = text
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
   const assignment = lines.map((l) => /^(?:export\s+)?SLURM_JWT=(.*)$/.exec(l)?.[1]).find((v) => v !== undefined);
   const raw = (assignment ?? lines[0] ?? '').trim().replace(/^(["'])(.*)\1$/, '$2');
   return raw === '' || /\s/.test(raw) ? undefined : raw;
@@ -210,7 +217,11 @@ export interface SignerOptions {
  * Signs HS256 tokens with a key from `loadKey` (a file, a Kubernetes Secret). The key is loaded
  * once and again after invalidate(), since a rejected token may mean the key was rotated.
  */
-export function signingTokenSource(loadKey: () => Promise<Uint8Array>, label: string, opts: SignerOptions): TokenSource {
+export function signingTokenSource(
+  loadKey: () => Promise<Uint8Array>,
+  label: string,
+  opts: SignerOptions,
+): TokenSource {
   const user = opts.user ?? 'root';
   const lifetime = Math.floor(opts.lifetimeSec ?? DEFAULT_TOKEN_LIFETIME_SEC);
   if (!(lifetime > 0)) throw new AuthError(`token lifetime must be positive, got ${opts.lifetimeSec}`);
@@ -241,7 +252,11 @@ export function signingTokenSource(loadKey: () => Promise<Uint8Array>, label: st
 }
 
 export async function signHs256(key: Uint8Array, user: string, iat: number, exp: number): Promise<string> {
-  return new SignJWT({ sun: user }).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuedAt(iat).setExpirationTime(exp).sign(key);
+  return new SignJWT({ sun: user })
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setIssuedAt(iat)
+    .setExpirationTime(exp)
+    .sign(key);
 }
 
 export interface KeyFileSignerOptions extends SignerOptions {
@@ -301,16 +316,29 @@ export function scontrolToken(opts: ScontrolTokenOptions = {}): TokenSource {
   };
 }
 
-function run(command: string, args: readonly string[], timeoutMs: number, env: NodeJS.ProcessEnv | undefined): Promise<string> {
+function run(
+  command: string,
+  args: readonly string[],
+  timeoutMs: number,
+  env: NodeJS.ProcessEnv | undefined,
+): Promise<string> {
   return new Promise((resolve, reject) => {
-    const options = { timeout: timeoutMs, killSignal: 'SIGKILL' as const, maxBuffer: 1024 * 1024, encoding: 'utf8' as const, ...(env ? { env } : {}) };
+    const options = {
+      timeout: timeoutMs,
+      killSignal: 'SIGKILL' as const,
+      maxBuffer: 1024 * 1024,
+      encoding: 'utf8' as const,
+      ...(env ? { env } : {}),
+    };
     execFile(command, args, options, (err, stdout, stderr) => {
       if (err === null) return resolve(stdout);
       const e = err as NodeJS.ErrnoException & { killed?: boolean; code?: string | number; signal?: string | null };
       if (e.killed) return reject(new AuthError(`${command} token did not finish within ${timeoutMs} ms`));
       if (e.code === 'ENOENT') return reject(new AuthError(`${command} not found`));
       const why = redact(String(stderr).trim()).slice(0, 200);
-      reject(new AuthError(`${command} token failed (exit ${String(e.code ?? e.signal ?? '?')})${why ? `: ${why}` : ''}`));
+      reject(
+        new AuthError(`${command} token failed (exit ${String(e.code ?? e.signal ?? '?')})${why ? `: ${why}` : ''}`),
+      );
     });
   });
 }

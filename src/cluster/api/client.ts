@@ -13,7 +13,22 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../../log.js';
-import type { ApiMessage, DecodedOk, DecodeFailureKind, Decoded, ResponseMeta, SlurmDiag, SlurmJob, SlurmLicense, SlurmNode, SlurmPartition, SlurmQosLimits, SlurmReservation, SlurmShare, SlurmAssociationLimits } from '../model.js';
+import type {
+  ApiMessage,
+  DecodedOk,
+  DecodeFailureKind,
+  Decoded,
+  ResponseMeta,
+  SlurmDiag,
+  SlurmJob,
+  SlurmLicense,
+  SlurmNode,
+  SlurmPartition,
+  SlurmQosLimits,
+  SlurmReservation,
+  SlurmShare,
+  SlurmAssociationLimits,
+} from '../model.js';
 import { AuthError, type TokenSource } from './auth.js';
 import { describeMessages, readMessages } from './envelope.js';
 import { decodeListStream } from './stream-decode.js';
@@ -35,7 +50,16 @@ import {
   type RequestStats,
   type TlsOptions,
 } from './transport.js';
-import { compareVersionsDesc, decoderFor, familyOf, parseServedVersions, pickVersion, SUPPORTED_VERSIONS, type ServedVersions, type SupportedVersion } from './versions.js';
+import {
+  compareVersionsDesc,
+  decoderFor,
+  familyOf,
+  parseServedVersions,
+  pickVersion,
+  SUPPORTED_VERSIONS,
+  type ServedVersions,
+  type SupportedVersion,
+} from './versions.js';
 
 /** Discovery documents, in the order slurmrestd releases added them (newest first). */
 export const OPENAPI_PATHS = ['/openapi/v3', '/openapi.json', '/openapi'] as const;
@@ -65,23 +89,28 @@ export interface SlurmClientOptions {
   readonly logger: Logger;
 }
 
-export type FailureKind =
-  /** Credentials missing, rejected (401, 22.05's auth 500) after one renewal, or forbidden (403). */
-  | 'auth'
-  | 'timeout'
-  | 'network'
-  | 'too_large'
-  /** Any other HTTP status (502 after retries, 404 after renegotiation, a 500 without errors[]). */
-  | 'http'
-  /** No API version both sides know, or the requested one is not served. */
-  | 'version'
-  /** Not JSON, truncated, or JSON without the expected data. */
-  | 'decode'
-  /** Slurm answered with `errors[]` and no data. */
-  | 'api_errors'
-  | 'aborted'
-  /** A bug on our side; reported rather than thrown so one endpoint cannot take down a cycle. */
-  | 'internal';
+/**
+ * Why a call failed; `slurm_exporter_collector_errors_total` counts runs by it:
+ * - auth: credentials missing, rejected (401, 22.05's auth 500) after one renewal, or forbidden (403);
+ * - http: any other HTTP status (502 after retries, 404 after renegotiation, a 500 without errors[]);
+ * - version: no API version both sides know, or the requested one is not served;
+ * - decode: not JSON, truncated, or JSON without the expected data;
+ * - api_errors: Slurm answered with `errors[]` and no data;
+ * - internal: a bug on our side, reported rather than thrown so one endpoint cannot take down a cycle.
+ */
+export const FAILURE_KINDS = [
+  'auth',
+  'timeout',
+  'network',
+  'too_large',
+  'http',
+  'version',
+  'decode',
+  'api_errors',
+  'aborted',
+  'internal',
+] as const;
+export type FailureKind = (typeof FAILURE_KINDS)[number];
 
 export interface CallFailure {
   readonly kind: FailureKind;
@@ -103,7 +132,12 @@ export interface CallTiming {
 
 export type CallResult<T> =
   | { readonly ok: true; readonly data: DecodedOk<T>; readonly version: SupportedVersion; readonly timing: CallTiming }
-  | { readonly ok: false; readonly failure: CallFailure; readonly version?: SupportedVersion; readonly timing: CallTiming };
+  | {
+      readonly ok: false;
+      readonly failure: CallFailure;
+      readonly version?: SupportedVersion;
+      readonly timing: CallTiming;
+    };
 
 export type NegotiationSource = 'openapi' | 'probe' | 'configured';
 
@@ -140,6 +174,11 @@ export class SlurmCallError extends Error {
   constructor(readonly failure: CallFailure) {
     super(failure.message);
   }
+}
+
+/** The kind of any error a sub-collector run ended with: a call's own, else a bug on our side. */
+export function failureKindOf(err: unknown): FailureKind {
+  return err instanceof SlurmCallError ? err.failure.kind : 'internal';
 }
 
 /** The data of a successful call, or a SlurmCallError. */
@@ -184,7 +223,11 @@ export class SlurmClient {
       ...(opts.retryBaseDelayMs !== undefined ? { baseDelayMs: opts.retryBaseDelayMs } : {}),
       ...(opts.maxResponseBytes !== undefined ? { maxResponseBytes: opts.maxResponseBytes } : {}),
       ...(opts.tls !== undefined ? { tls: opts.tls } : {}),
-      onRetry: (err, attempt, delayMs) => this.log.warn({ path: err.path, attempt, delay_ms: Math.round(delayMs), err: err.message }, 'slurmrestd request failed; retrying'),
+      onRetry: (err, attempt, delayMs) =>
+        this.log.warn(
+          { path: err.path, attempt, delay_ms: Math.round(delayMs), err: err.message },
+          'slurmrestd request failed; retrying',
+        ),
     });
   }
 
@@ -204,34 +247,63 @@ export class SlurmClient {
   }
 
   nodes(opts: CallOptions<SlurmNode> = {}): Promise<CallResult<SlurmNode>> {
-    return this.call({ api: 'slurm', name: 'nodes', decode: (res, v) => decodeListStream(res.body, 'nodes', decoderFor(v).decodeNode, opts) }, opts);
+    return this.call(
+      {
+        api: 'slurm',
+        name: 'nodes',
+        decode: (res, v) => decodeListStream(res.body, 'nodes', decoderFor(v).decodeNode, opts),
+      },
+      opts,
+    );
   }
 
   jobs(opts: CallOptions<SlurmJob> = {}): Promise<CallResult<SlurmJob>> {
-    return this.call({ api: 'slurm', name: 'jobs', decode: (res, v) => decodeListStream(res.body, 'jobs', decoderFor(v).decodeJob, opts) }, opts);
+    return this.call(
+      {
+        api: 'slurm',
+        name: 'jobs',
+        decode: (res, v) => decodeListStream(res.body, 'jobs', decoderFor(v).decodeJob, opts),
+      },
+      opts,
+    );
   }
 
   partitions(opts: CallOptions = {}): Promise<CallResult<SlurmPartition>> {
-    return this.call({ api: 'slurm', name: 'partitions', decode: (res) => decodeListStream(res.body, 'partitions', decodePartition) }, opts);
+    return this.call(
+      { api: 'slurm', name: 'partitions', decode: (res) => decodeListStream(res.body, 'partitions', decodePartition) },
+      opts,
+    );
   }
 
   licenses(opts: CallOptions = {}): Promise<CallResult<SlurmLicense>> {
-    return this.call({ api: 'slurm', name: 'licenses', decode: (res) => decodeListStream(res.body, 'licenses', decodeLicense) }, opts);
+    return this.call(
+      { api: 'slurm', name: 'licenses', decode: (res) => decodeListStream(res.body, 'licenses', decodeLicense) },
+      opts,
+    );
   }
 
   reservations(opts: CallOptions = {}): Promise<CallResult<SlurmReservation>> {
-    return this.call({ api: 'slurm', name: 'reservations', decode: (res) => decodeListStream(res.body, 'reservations', decodeReservation) }, opts);
+    return this.call(
+      {
+        api: 'slurm',
+        name: 'reservations',
+        decode: (res) => decodeListStream(res.body, 'reservations', decodeReservation),
+      },
+      opts,
+    );
   }
 
   /** sshare's rows; an API older than v0.0.40 has no /shares: an empty answer, without a request. */
   shares(opts: CallOptions = {}): Promise<CallResult<SlurmShare>> {
-    const decode = async (res: HttpResponse): Promise<Decoded<SlurmShare>> => parseWhole(await readText(res.body, MAX_TEXT_BYTES), 'shares', decodeShares);
+    const decode = async (res: HttpResponse): Promise<Decoded<SlurmShare>> =>
+      parseWhole(await readText(res.body, MAX_TEXT_BYTES), 'shares', decodeShares);
     return this.call({ api: 'slurm', name: 'shares', since: 'v0.0.40', decode }, opts);
   }
 
   /** QoS limits from slurmdbd. */
   qos(opts: CallOptions = {}): Promise<CallResult<SlurmQosLimits>> {
-    const decode = async (res: HttpResponse): Promise<Decoded<SlurmQosLimits>> => parseWhole(await readText(res.body, MAX_TEXT_BYTES), 'qos', decodeQosList);
+    const decode = async (res: HttpResponse): Promise<Decoded<SlurmQosLimits>> =>
+      parseWhole(await readText(res.body, MAX_TEXT_BYTES), 'qos', decodeQosList);
     return this.call({ api: 'slurmdb', name: 'qos', decode }, opts);
   }
 
@@ -287,19 +359,31 @@ export class SlurmClient {
     return { ok: false, failure: out.outcome.failure, ...v, timing };
   }
 
-  private async fetchWithRecovery<T>(ep: Endpoint<T>, stats: RequestStats, signal: AbortSignal): Promise<{ outcome: Outcome<DecodedOk<T>>; version?: SupportedVersion }> {
+  private async fetchWithRecovery<T>(
+    ep: Endpoint<T>,
+    stats: RequestStats,
+    signal: AbortSignal,
+  ): Promise<{ outcome: Outcome<DecodedOk<T>>; version?: SupportedVersion }> {
     let version: SupportedVersion | undefined;
     // Two rounds at most: the second only after a 404 made us renegotiate.
     for (let round = 1; round <= 2; round++) {
       const neg = await this.ensureNegotiated(stats);
       if (!neg.ok) return { outcome: neg };
       version = ep.api === 'slurm' ? neg.value.version : neg.value.slurmdbVersion;
-      if (version === undefined) return { outcome: failure('version', noSlurmdbMessage(neg.value.served, this.pinned)) };
-      if (ep.since !== undefined && compareVersionsDesc(version, ep.since) > 0) return { outcome: { ok: true, value: emptyResult<T>() }, version };
+      if (version === undefined)
+        return { outcome: failure('version', noSlurmdbMessage(neg.value.served, this.pinned)) };
+      if (ep.since !== undefined && compareVersionsDesc(version, ep.since) > 0)
+        return { outcome: { ok: true, value: emptyResult<T>() }, version };
       const path = endpointPath(ep.api, version, ep.name);
       const v = version;
       try {
-        const decoded = await this.authed(path, ep.query?.(v), (res) => ep.decode(res, v).then((d) => explainDecoded(d, res)), stats, signal);
+        const decoded = await this.authed(
+          path,
+          ep.query?.(v),
+          (res) => ep.decode(res, v).then((d) => explainDecoded(d, res)),
+          stats,
+          signal,
+        );
         return { outcome: fromDecoded(decoded, path), version };
       } catch (err) {
         if (round === 1 && err instanceof SlurmHttpError && err.status === 404) {
@@ -310,11 +394,22 @@ export class SlurmClient {
         return { outcome: { ok: false, failure: toFailure(err, this.tokens) }, version };
       }
     }
-    return { outcome: failure('http', `${ep.api}/${ep.name}: still HTTP 404 after renegotiating (API ${version})`, { status: 404 }), ...(version ? { version } : {}) };
+    return {
+      outcome: failure('http', `${ep.api}/${ep.name}: still HTTP 404 after renegotiating (API ${version})`, {
+        status: 404,
+      }),
+      ...(version ? { version } : {}),
+    };
   }
 
   /** Runs one request with the current credentials; a rejected token is renewed and tried once more. */
-  private async authed<T>(path: string, query: Readonly<Record<string, string>> | undefined, handle: (res: HttpResponse) => Promise<T>, stats: RequestStats, signal: AbortSignal): Promise<T> {
+  private async authed<T>(
+    path: string,
+    query: Readonly<Record<string, string>> | undefined,
+    handle: (res: HttpResponse) => Promise<T>,
+    stats: RequestStats,
+    signal: AbortSignal,
+  ): Promise<T> {
     let rejection: unknown;
     for (let round = 1; round <= 2; round++) {
       const headers = await this.tokens.headers();
@@ -324,7 +419,10 @@ export class SlurmClient {
         if (!isTokenRejection(err)) throw err;
         rejection = err;
         if (round === 1) {
-          this.log.warn({ path, status: (err as SlurmHttpError).status, auth: this.tokens.describe() }, 'slurmrestd rejected the token; renewing it');
+          this.log.warn(
+            { path, status: (err as SlurmHttpError).status, auth: this.tokens.describe() },
+            'slurmrestd rejected the token; renewing it',
+          );
           this.tokens.invalidate();
         }
       }
@@ -359,10 +457,21 @@ export class SlurmClient {
       if (!pick.ok) return failure('version', pick.error);
       // Without a discovery document the slurmdb plugins are unknown: assume they match, a 404 will tell.
       const slurmdb = found.source === 'openapi' ? pickSlurmdb(found.served, pick.version, this.pinned) : pick.version;
-      const negotiated: Negotiated = { version: pick.version, ...(slurmdb ? { slurmdbVersion: slurmdb } : {}), served: found.served, source: found.source };
+      const negotiated: Negotiated = {
+        version: pick.version,
+        ...(slurmdb ? { slurmdbVersion: slurmdb } : {}),
+        served: found.served,
+        source: found.source,
+      };
       this.negotiated = negotiated;
       this.log.info(
-        { api_version: negotiated.version, slurmdb_api_version: slurmdb ?? null, served: found.served.slurm, source: found.source, auth: this.tokens.describe() },
+        {
+          api_version: negotiated.version,
+          slurmdb_api_version: slurmdb ?? null,
+          served: found.served.slurm,
+          source: found.source,
+          auth: this.tokens.describe(),
+        },
         'slurmrestd API version chosen',
       );
       return { ok: true, value: negotiated };
@@ -371,7 +480,10 @@ export class SlurmClient {
     }
   }
 
-  private async discover(stats: RequestStats, signal: AbortSignal): Promise<{ served: ServedVersions; source: NegotiationSource }> {
+  private async discover(
+    stats: RequestStats,
+    signal: AbortSignal,
+  ): Promise<{ served: ServedVersions; source: NegotiationSource }> {
     for (const path of OPENAPI_PATHS) {
       const served = await this.readOpenapi(path, stats, signal);
       if (served !== undefined) return { served, source: 'openapi' };
@@ -382,7 +494,11 @@ export class SlurmClient {
   }
 
   /** Served versions from one discovery document; undefined when that document is no use. */
-  private async readOpenapi(path: string, stats: RequestStats, signal: AbortSignal): Promise<ServedVersions | undefined> {
+  private async readOpenapi(
+    path: string,
+    stats: RequestStats,
+    signal: AbortSignal,
+  ): Promise<ServedVersions | undefined> {
     let text: string;
     try {
       text = await this.authed(path, undefined, (res) => readText(res.body, MAX_TEXT_BYTES), stats, signal);
@@ -402,10 +518,19 @@ export class SlurmClient {
   }
 
   /** Last resort: `GET /slurm/vX/diag/` newest first; anything but 404 means the version exists. */
-  private async probe(stats: RequestStats, signal: AbortSignal): Promise<{ served: ServedVersions; source: NegotiationSource }> {
+  private async probe(
+    stats: RequestStats,
+    signal: AbortSignal,
+  ): Promise<{ served: ServedVersions; source: NegotiationSource }> {
     for (const v of SUPPORTED_VERSIONS) {
       try {
-        const d = await this.authed(endpointPath('slurm', v, 'diag'), undefined, (res) => decodeDiagBody(res, v), stats, signal);
+        const d = await this.authed(
+          endpointPath('slurm', v, 'diag'),
+          undefined,
+          (res) => decodeDiagBody(res, v),
+          stats,
+          signal,
+        );
         if (d.ok) this.noteRelease(d.meta);
       } catch (err) {
         if (err instanceof SlurmHttpError && err.status === 404) continue;
@@ -419,7 +544,10 @@ export class SlurmClient {
   private noteRelease(meta: ResponseMeta): void {
     if (meta.slurm_release === undefined || meta.slurm_release === this.release) return;
     this.release = meta.slurm_release;
-    this.log.info({ slurm_release: meta.slurm_release, data_parser: meta.data_parser, cluster: meta.cluster }, 'slurmrestd reports Slurm release');
+    this.log.info(
+      { slurm_release: meta.slurm_release, data_parser: meta.data_parser, cluster: meta.cluster },
+      'slurmrestd reports Slurm release',
+    );
   }
 
   private signal(user: AbortSignal | undefined): AbortSignal {
@@ -439,7 +567,11 @@ function noSlurmdbMessage(served: ServedVersions, pinned: string | undefined): s
   return `no usable /slurmdb/ API version: slurmrestd serves ${served.slurmdb.join(', ')}${pinned !== undefined ? `, ${pinned} was requested` : ''}`;
 }
 
-function pickSlurmdb(served: ServedVersions, slurmVersion: SupportedVersion, pinned: string | undefined): SupportedVersion | undefined {
+function pickSlurmdb(
+  served: ServedVersions,
+  slurmVersion: SupportedVersion,
+  pinned: string | undefined,
+): SupportedVersion | undefined {
   if (served.slurmdb.length === 0) return undefined;
   if (served.slurmdb.includes(slurmVersion)) return slurmVersion;
   const pick = pickVersion(served.slurmdb, pinned);
@@ -450,7 +582,9 @@ function pickSlurmdb(served: ServedVersions, slurmVersion: SupportedVersion, pin
 export function errorBodyMessages(body: string): ApiMessage[] {
   try {
     const doc = JSON.parse(body) as unknown;
-    return readMessages(typeof doc === 'object' && doc !== null ? (doc as Record<string, unknown>)['errors'] : undefined);
+    return readMessages(
+      typeof doc === 'object' && doc !== null ? (doc as Record<string, unknown>)['errors'] : undefined,
+    );
   } catch {
     return [];
   }
@@ -490,7 +624,13 @@ function parseWhole<T>(text: string, what: string, decode: (body: unknown) => De
   try {
     return decode(JSON.parse(text) as unknown);
   } catch (err) {
-    return { ok: false, kind: 'malformed_json', message: `${what}: response is not valid JSON (${(err as Error).message})`, errors: [], meta: {} };
+    return {
+      ok: false,
+      kind: 'malformed_json',
+      message: `${what}: response is not valid JSON (${(err as Error).message})`,
+      errors: [],
+      meta: {},
+    };
   }
 }
 
@@ -511,27 +651,42 @@ function fromDecoded<T>(d: Decoded<T>, path: string): Outcome<DecodedOk<T>> {
   return failure(kind, `GET ${path}: ${d.message}`, { decodeKind: d.kind, errors: d.errors });
 }
 
-function failure(kind: FailureKind, message: string, extra: Partial<Omit<CallFailure, 'kind' | 'message'>> = {}): { ok: false; failure: CallFailure } {
+function failure(
+  kind: FailureKind,
+  message: string,
+  extra: Partial<Omit<CallFailure, 'kind' | 'message'>> = {},
+): { ok: false; failure: CallFailure } {
   return { ok: false, failure: { kind, message, errors: [], ...extra } };
 }
 
 /** Maps anything thrown below the client to a counted failure. */
 export function toFailure(err: unknown, tokens: TokenSource): CallFailure {
-  if (err instanceof AuthError) return { kind: 'auth', message: `credentials (${tokens.describe()}): ${err.message}`, errors: [] };
+  if (err instanceof AuthError)
+    return { kind: 'auth', message: `credentials (${tokens.describe()}): ${err.message}`, errors: [] };
   if (err instanceof SlurmHttpError) return httpFailure(err, tokens);
   if (err instanceof TimeoutError) return { kind: 'timeout', message: err.message, errors: [] };
   if (err instanceof TooLargeError) return { kind: 'too_large', message: err.message, errors: [] };
   if (err instanceof NetworkError) return { kind: 'network', message: err.message, errors: [] };
   if (err instanceof AbortedError) return { kind: 'aborted', message: err.message, errors: [] };
-  return { kind: 'internal', message: `unexpected error: ${err instanceof Error ? err.message : String(err)}`, errors: [] };
+  return {
+    kind: 'internal',
+    message: `unexpected error: ${err instanceof Error ? err.message : String(err)}`,
+    errors: [],
+  };
 }
 
 function httpFailure(err: SlurmHttpError, tokens: TokenSource): CallFailure {
   const errors = errorBodyMessages(err.body);
   const slurm = errors.length > 0 ? `: ${describeMessages(errors)}` : '';
   const base = { status: err.status, errors };
-  if (err.status === 403) return { kind: 'auth', message: `${err.message} (forbidden for ${tokens.describe()})${slurm}`, ...base };
-  if (isTokenRejection(err)) return { kind: 'auth', message: `${err.message}: token rejected even after renewal (${tokens.describe()})${slurm}`, ...base };
+  if (err.status === 403)
+    return { kind: 'auth', message: `${err.message} (forbidden for ${tokens.describe()})${slurm}`, ...base };
+  if (isTokenRejection(err))
+    return {
+      kind: 'auth',
+      message: `${err.message}: token rejected even after renewal (${tokens.describe()})${slurm}`,
+      ...base,
+    };
   if (errors.length > 0) return { kind: 'api_errors', message: `${err.message}${slurm}`, ...base };
   const ct = err.contentType !== undefined ? ` (${err.contentType.split(';')[0]})` : '';
   return { kind: 'http', message: `${err.message}${ct}`, ...base };
@@ -544,5 +699,12 @@ function unixSeconds(t: number | Date): number {
 function startClock(): { stop(stats: RequestStats): CallTiming } {
   const startedAtMs = Date.now();
   const t0 = performance.now();
-  return { stop: (stats) => ({ startedAtMs, durationMs: performance.now() - t0, attempts: stats.attempts, bytes: stats.bytes }) };
+  return {
+    stop: (stats) => ({
+      startedAtMs,
+      durationMs: performance.now() - t0,
+      attempts: stats.attempts,
+      bytes: stats.bytes,
+    }),
+  };
 }

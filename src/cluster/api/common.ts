@@ -151,12 +151,18 @@ export function jobCommon(v: Wire<MemberOf<typeof JOB_COMMON_MEMBERS>>) {
  */
 export const JOB_ARRAY_MEMBERS = ['array_job_id', 'array_task_id', 'array_task_string'] as const;
 
-export function jobArray(v: Wire<MemberOf<typeof JOB_ARRAY_MEMBERS>>): { array_job_id?: string; array_task_id?: string } {
+export function jobArray(v: Wire<MemberOf<typeof JOB_ARRAY_MEMBERS>>): {
+  array_job_id?: string;
+  array_task_id?: string;
+} {
   // A job outside any array has array_job_id 0, kept as "0" as slurmctld sends it (and Soperator exports it).
   const arrayJobId = jobIdText(v['array_job_id']);
   if (arrayJobId === undefined) return {};
   const taskId = count(v['array_task_id'], { u32: true });
-  return { array_job_id: arrayJobId, array_task_id: taskId !== undefined ? String(taskId) : text(v['array_task_string']) };
+  return {
+    array_job_id: arrayJobId,
+    array_task_id: taskId !== undefined ? String(taskId) : text(v['array_task_string']),
+  };
 }
 
 /**
@@ -235,7 +241,13 @@ function decodeRpcType(v: unknown): ItemResult<RpcByMessageType> {
   if (messageType === undefined || n === undefined || total === undefined) {
     return { ok: false, reason: 'RPC type row without message_type, count or total_time' };
   }
-  const row = { message_type: messageType, type_id: count(v['type_id']), count: n, total_time_us: total, average_time_us: count(v['average_time']) };
+  const row = {
+    message_type: messageType,
+    type_id: count(v['type_id']),
+    count: n,
+    total_time_us: total,
+    average_time_us: count(v['average_time']),
+  };
   return { ok: true, item: row };
 }
 
@@ -247,7 +259,13 @@ function decodeRpcUser(v: unknown): ItemResult<RpcByUser> {
   if (user === undefined || n === undefined || total === undefined) {
     return { ok: false, reason: 'RPC user row without user, count or total_time' };
   }
-  const row = { user, user_id: count(v['user_id']), count: n, total_time_us: total, average_time_us: count(v['average_time']) };
+  const row = {
+    user,
+    user_id: count(v['user_id']),
+    count: n,
+    total_time_us: total,
+    average_time_us: count(v['average_time']),
+  };
   return { ok: true, item: row };
 }
 
@@ -310,7 +328,10 @@ function diagScalars(stats: JsonRecord): DiagScalars {
 }
 
 /** A `schedule_exit` / `bf_exit` block (v0.0.40+) as reason → count; nothing when absent. */
-function exitCounts(key: 'schedule_exit' | 'bf_exit', v: unknown): { schedule_exit?: Record<string, number>; bf_exit?: Record<string, number> } {
+function exitCounts(
+  key: 'schedule_exit' | 'bf_exit',
+  v: unknown,
+): { schedule_exit?: Record<string, number>; bf_exit?: Record<string, number> } {
   if (!isRecord(v)) return {};
   const out: Record<string, number> = {};
   for (const [reason, n] of Object.entries(v)) {

@@ -52,7 +52,11 @@ const ASSOCIATION_TRES: Readonly<Record<string, Path>> = {
   max_tres_per_node: ['max', 'tres', 'per', 'node'],
 };
 
-function limits(v: Record<string, unknown>, scalars: Readonly<Record<string, Scalar>>, tresPaths: Readonly<Record<string, Path>>): SlurmLimits {
+function limits(
+  v: Record<string, unknown>,
+  scalars: Readonly<Record<string, Scalar>>,
+  tresPaths: Readonly<Record<string, Path>>,
+): SlurmLimits {
   const values: Record<string, number> = {};
   for (const [name, s] of Object.entries(scalars)) {
     // NO_VAL and INFINITE in their 32-bit forms are "no limit" too.
@@ -85,13 +89,22 @@ export function decodeAssociation(element: unknown): ItemResult<SlurmAssociation
   if (!isRecord(element)) return NOT_AN_OBJECT;
   const account = text(element['account']);
   if (account === undefined) return { ok: false, reason: 'association without an account' };
-  const item = { account, user: text(element['user']) ?? '', partition: text(element['partition']) ?? '', ...limits(element, ASSOCIATION_SCALARS, ASSOCIATION_TRES) };
+  const item = {
+    account,
+    user: text(element['user']) ?? '',
+    partition: text(element['partition']) ?? '',
+    ...limits(element, ASSOCIATION_SCALARS, ASSOCIATION_TRES),
+  };
   return { ok: true, item };
 }
 
 export function decodeQosList(body: unknown): Decoded<SlurmQosLimits> {
   if (!isRecord(body)) return notAnObject(body, 'qos');
-  return decodeList(body['qos'] === undefined && body['QOS'] !== undefined ? { ...body, qos: body['QOS'] } : body, 'qos', decodeQos);
+  return decodeList(
+    body['qos'] === undefined && body['QOS'] !== undefined ? { ...body, qos: body['QOS'] } : body,
+    'qos',
+    decodeQos,
+  );
 }
 
 export function decodeAssociations(body: unknown): Decoded<SlurmAssociationLimits> {

@@ -26,4 +26,15 @@ export function decodeReservation(element: unknown): ItemResult<SlurmReservation
   };
   return { ok: true, item: reservation };
 }
-decodeReservation.members = ['name', 'partition', 'flags', 'start_time', 'end_time', 'node_list', 'node_count', 'core_count', 'users', 'accounts'] as const;
+decodeReservation.members = [
+  'name',
+  'partition',
+  'flags',
+  'start_time',
+  'end_time',
+  'node_list',
+  'node_count',
+  'core_count',
+  'users',
+  'accounts',
+] as const;

@@ -37,9 +37,27 @@ export { decodeDiag } from './common.js';
  * The stream reader parses only these, so the ~100 members of a job the model does not use (and
  * `job_resources`, the bulk of a job object) are skipped without being decoded.
  */
-const NODE_MEMBERS = [...NODE_COMMON_MEMBERS, 'name', 'state', 'alloc_idle_cpus', 'effective_cpus', 'free_mem', 'version'] as const;
+const NODE_MEMBERS = [
+  ...NODE_COMMON_MEMBERS,
+  'name',
+  'state',
+  'alloc_idle_cpus',
+  'effective_cpus',
+  'free_mem',
+  'version',
+] as const;
 const JOB_MEMBERS = [...JOB_COMMON_MEMBERS, ...JOB_ARRAY_MEMBERS, 'job_id', 'job_state', 'exit_code'] as const;
-const ACCOUNTING_JOB_MEMBERS = [...ACCOUNTING_COMMON_MEMBERS, 'job_id', 'array', 'stderr', 'stderr_expanded', 'stdout', 'stdout_expanded', 'required', 'exit_code'] as const;
+const ACCOUNTING_JOB_MEMBERS = [
+  ...ACCOUNTING_COMMON_MEMBERS,
+  'job_id',
+  'array',
+  'stderr',
+  'stderr_expanded',
+  'stdout',
+  'stdout_expanded',
+  'required',
+  'exit_code',
+] as const;
 
 export function decodeNode(element: unknown): ItemResult<SlurmNode> {
   if (!isRecord(element)) return NOT_AN_OBJECT;

@@ -67,7 +67,11 @@ function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]
 export function describeMessages(errors: readonly ApiMessage[]): string {
   return errors
     .slice(0, 3)
-    .map((e) => [e.error, e.description, e.error_number !== undefined ? `#${e.error_number}` : undefined].filter(Boolean).join(': '))
+    .map((e) =>
+      [e.error, e.description, e.error_number !== undefined ? `#${e.error_number}` : undefined]
+        .filter(Boolean)
+        .join(': '),
+    )
     .join('; ');
 }
 
@@ -127,12 +131,26 @@ export class ItemCollector<T> {
     const warnings = readMessages(field(envelope, 'warnings'));
     const fatalErrors = errors.filter((e) => !isBenign(e));
     if (this.items.length === 0 && fatalErrors.length > 0) {
-      return { ok: false, kind: 'api_errors', message: `${what}: Slurm returned errors: ${describeMessages(fatalErrors)}`, errors, meta };
+      return {
+        ok: false,
+        kind: 'api_errors',
+        message: `${what}: Slurm returned errors: ${describeMessages(fatalErrors)}`,
+        errors,
+        meta,
+      };
     }
     if (!arrayPresent && errors.length === 0) {
       return { ok: false, kind: 'missing_data', message: `${what}: response has no ${what} data`, errors, meta };
     }
-    return { ok: true, items: this.items, skipped: this.skippedCount, skip_reasons: this.reasons, meta, errors, warnings };
+    return {
+      ok: true,
+      items: this.items,
+      skipped: this.skippedCount,
+      skip_reasons: this.reasons,
+      meta,
+      errors,
+      warnings,
+    };
   }
 }
 

@@ -150,7 +150,12 @@ export class JsonArraySplitter {
   }
 
   private describeMode(): string {
-    if (this.mode === Mode.InElement || this.mode === Mode.Element || this.mode === Mode.AfterElement || this.mode === Mode.ElementOrEnd) {
+    if (
+      this.mode === Mode.InElement ||
+      this.mode === Mode.Element ||
+      this.mode === Mode.AfterElement ||
+      this.mode === Mode.ElementOrEnd
+    ) {
       return `in "${this.arrayKey}" after ${this.elements} elements`;
     }
     return this.key === '' ? 'in the top-level object' : `near member "${this.key}"`;
@@ -543,7 +548,11 @@ export class MemberPicker {
 
   private has(h: number, src: Buffer, from: number, to: number): boolean {
     let slot = h & this.mask;
-    for (let idx = this.slots[slot] as number; idx !== 0; slot = (slot + 1) & this.mask, idx = this.slots[slot] as number) {
+    for (
+      let idx = this.slots[slot] as number;
+      idx !== 0;
+      slot = (slot + 1) & this.mask, idx = this.slots[slot] as number
+    ) {
       if (this.hashes[slot] !== h) continue;
       const name = this.names[idx - 1] as Buffer;
       if (name.length !== to - from) continue;
@@ -599,7 +608,10 @@ function skipValue(src: Buffer, i: number, end: number): number {
  * Convenience wrapper: feeds an async byte source (an HTTP response body, a file stream) through
  * a splitter and returns the top-level members once the body is complete.
  */
-export async function splitJsonArray(source: AsyncIterable<Uint8Array>, opts: JsonArraySplitterOptions): Promise<SplitResult> {
+export async function splitJsonArray(
+  source: AsyncIterable<Uint8Array>,
+  opts: JsonArraySplitterOptions,
+): Promise<SplitResult> {
   const splitter = new JsonArraySplitter(opts);
   for await (const chunk of source) splitter.write(chunk);
   return splitter.end();

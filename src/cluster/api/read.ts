@@ -45,7 +45,11 @@ export function bool(v: unknown): boolean | undefined {
  * entries are dropped.
  */
 export function strList(v: unknown): string[] {
-  if (typeof v === 'string') return v.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  if (typeof v === 'string')
+    return v
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '');
   if (!Array.isArray(v)) return [];
   const out: string[] = [];
   for (const e of v) if (typeof e === 'string' && e !== '') out.push(e);
@@ -69,7 +73,8 @@ const INFINITE32 = 0xffffffff;
 const SENTINEL64_MIN = 2 ** 63;
 
 /** The three things a Slurm number can be. */
-export type NoVal = { readonly kind: 'number'; readonly value: number } | { readonly kind: 'infinite' } | { readonly kind: 'unset' };
+export type NoVal =
+  { readonly kind: 'number'; readonly value: number } | { readonly kind: 'infinite' } | { readonly kind: 'unset' };
 
 const UNSET: NoVal = { kind: 'unset' };
 const INFINITE: NoVal = { kind: 'infinite' };

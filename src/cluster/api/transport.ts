@@ -107,7 +107,13 @@ export class AbortedError extends TransportError {
 
 /** Where the server is: a TCP URL (with an optional path prefix) or a unix socket. */
 export type ServerAddress =
-  | { readonly kind: 'tcp'; readonly protocol: 'http:' | 'https:'; readonly host: string; readonly port: number; readonly basePath: string }
+  | {
+      readonly kind: 'tcp';
+      readonly protocol: 'http:' | 'https:';
+      readonly host: string;
+      readonly port: number;
+      readonly basePath: string;
+    }
   | { readonly kind: 'unix'; readonly socketPath: string };
 
 /** `http(s)://host[:port][/prefix]` or `unix:/path/to/socket` (also `unix:///path`). */
@@ -115,7 +121,8 @@ export function parseServer(server: string): ServerAddress {
   const s = server.trim();
   if (s.startsWith('unix:')) {
     const socketPath = s.slice('unix:'.length).replace(/^\/\/(?=\/)/, '');
-    if (!socketPath.startsWith('/')) throw new Error(`server "${server}": a unix socket needs an absolute path (unix:/run/slurmrestd.sock)`);
+    if (!socketPath.startsWith('/'))
+      throw new Error(`server "${server}": a unix socket needs an absolute path (unix:/run/slurmrestd.sock)`);
     return { kind: 'unix', socketPath };
   }
   let url: URL;
@@ -124,7 +131,8 @@ export function parseServer(server: string): ServerAddress {
   } catch {
     throw new Error(`server "${server}" is not a URL (expected http(s)://host:port or unix:/path)`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`server "${server}": protocol ${url.protocol} is not http, https or unix`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new Error(`server "${server}": protocol ${url.protocol} is not http, https or unix`);
   if (url.username !== '' || url.password !== '') throw new Error('server URL must not carry credentials');
   const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
@@ -192,7 +200,12 @@ export type ResponseHandler<T> = (res: HttpResponse) => Promise<T>;
  * Backoff before retry number `attempt` (1 = first retry): exponential, capped, with "equal
  * jitter" so that agents restarted together do not retry in lockstep but never retry at once.
  */
-export function backoffDelay(attempt: number, baseMs: number, maxMs: number, random: () => number = Math.random): number {
+export function backoffDelay(
+  attempt: number,
+  baseMs: number,
+  maxMs: number,
+  random: () => number = Math.random,
+): number {
   const ceiling = Math.min(maxMs, baseMs * 2 ** Math.max(0, attempt - 1));
   return ceiling / 2 + (random() * ceiling) / 2;
 }
@@ -291,7 +304,8 @@ export class HttpTransport {
       ...extra,
     };
     const base = { method: 'GET', path: target, headers, agent: this.agent };
-    if (this.address.kind === 'unix') return { ...base, socketPath: this.address.socketPath, headers: { host: 'localhost', ...headers } };
+    if (this.address.kind === 'unix')
+      return { ...base, socketPath: this.address.socketPath, headers: { host: 'localhost', ...headers } };
     return { ...base, host: this.address.host, port: this.address.port, protocol: this.address.protocol };
   }
 }
@@ -325,7 +339,10 @@ class Exchange {
   async run<T>(handle: (res: RawResponse) => Promise<T>): Promise<T> {
     if (this.limits.signal?.aborted) throw new AbortedError(this.path);
     this.limits.signal?.addEventListener('abort', this.onAbort, { once: true });
-    this.timer = setTimeout(() => this.fail(new TimeoutError(this.path, this.limits.timeoutMs, this.phase, this.bytes)), this.limits.timeoutMs);
+    this.timer = setTimeout(
+      () => this.fail(new TimeoutError(this.path, this.limits.timeoutMs, this.phase, this.bytes)),
+      this.limits.timeoutMs,
+    );
     try {
       const res = await this.start();
       return await handle(res);
@@ -418,7 +435,10 @@ function networkError(path: string, err: unknown): TransportError {
   if (err instanceof TransportError) return err;
   const e = err as NodeJS.ErrnoException;
   const code = typeof e?.code === 'string' ? e.code : undefined;
-  const detail = code === undefined ? (e?.message ?? String(err)) : `${code}${e.message && !e.message.startsWith(code) ? ` (${e.message})` : ''}`;
+  const detail =
+    code === undefined
+      ? (e?.message ?? String(err))
+      : `${code}${e.message && !e.message.startsWith(code) ? ` (${e.message})` : ''}`;
   return new NetworkError(path, code, detail);
 }
 

@@ -75,7 +75,8 @@ export function parseServedVersions(openapi: unknown): ServedVersions {
   const paths = field(openapi, 'paths');
   if (isRecord(paths)) for (const p of Object.keys(paths)) add(p);
   const servers = field(openapi, 'servers');
-  if (Array.isArray(servers)) for (const s of servers) if (typeof field(s, 'url') === 'string') add(field(s, 'url') as string);
+  if (Array.isArray(servers))
+    for (const s of servers) if (typeof field(s, 'url') === 'string') add(field(s, 'url') as string);
   return { slurm: [...slurm].sort(compareVersionsDesc), slurmdb: [...slurmdb].sort(compareVersionsDesc) };
 }
 
@@ -83,7 +84,8 @@ export function isSupportedVersion(v: string): v is SupportedVersion {
   return (SUPPORTED_VERSIONS as readonly string[]).includes(v);
 }
 
-export type PickResult = { readonly ok: true; readonly version: SupportedVersion } | { readonly ok: false; readonly error: string };
+export type PickResult =
+  { readonly ok: true; readonly version: SupportedVersion } | { readonly ok: false; readonly error: string };
 
 /**
  * Chooses the API version to use: the override when given (it must be one this agent decodes and,
@@ -109,7 +111,10 @@ function pickOverride(served: readonly string[], override: string): PickResult {
   const v = normalizeVersion(override);
   if (v === undefined) return { ok: false, error: `"${override}" is not an API version (expected e.g. v0.0.44)` };
   if (!isSupportedVersion(v)) {
-    return { ok: false, error: `API version ${v} is not supported by this agent (supported: ${SUPPORTED_VERSIONS.join(', ')})` };
+    return {
+      ok: false,
+      error: `API version ${v} is not supported by this agent (supported: ${SUPPORTED_VERSIONS.join(', ')})`,
+    };
   }
   if (served.length > 0 && !served.includes(v)) {
     return { ok: false, error: `API version ${v} was requested but slurmrestd serves only ${served.join(', ')}` };

@@ -7,12 +7,18 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ClusterRunner } from '../../../src/cluster/agent.js';
 import { baseState } from '../../../src/cluster/node-state.js';
 import type { FakeSlurmrestd } from '../../../src/demo/fake-slurmrestd.js';
-import { FAKE_LICENSE_TOTAL, RENDER_VERSIONS, truthSeenThrough, type Endpoint, type RenderVersion } from '../../../src/demo/slurm-render.js';
+import {
+  FAKE_LICENSE_TOTAL,
+  RENDER_VERSIONS,
+  type Endpoint,
+  type RenderVersion,
+} from '../../../src/demo/slurm-render.js';
 import { OPTIONAL_SUB_COLLECTORS, type OptionalSubCollector } from '../../../src/cluster/snapshot.js';
 import { clusterAgentOptions, fakeSlurm } from '../../support/agents.js';
-import { parseExposition, select, valueOf } from '../../support/exposition.js';
+import { parseExposition, select, sumOf, valueOf } from '../../support/exposition.js';
 import { startReceiver } from '../../support/otlp-receiver.js';
 import { EXTRA_SPECS, NATIVE_SPECS, NATIVE_USER_ACCOUNT_SPECS } from '../../../src/cluster/metrics.js';
+import { knownTruth, truthSeenThrough } from '../../support/fake-cluster-truth.js';
 
 const TOKEN = 'test-token';
 let server: FakeSlurmrestd | undefined;
@@ -33,10 +39,16 @@ interface StartOptions {
   readonly accountingLimits?: boolean;
 }
 
-async function start(versions: readonly RenderVersion[], jobSource: 'controller' | 'accounting' = 'controller', o: StartOptions = {}) {
+async function start(
+  versions: readonly RenderVersion[],
+  jobSource: 'controller' | 'accounting' = 'controller',
+  o: StartOptions = {},
+) {
   const slurm = await fakeSlurm(versions, TOKEN, o.failing);
   server = slurm.server;
-  runner = new ClusterRunner(clusterAgentOptions(slurm, TOKEN, { ...o, jobSource, optional: o.optional ?? OPTIONAL_SUB_COLLECTORS }));
+  runner = new ClusterRunner(
+    clusterAgentOptions(slurm, TOKEN, { ...o, jobSource, optional: o.optional ?? OPTIONAL_SUB_COLLECTORS }),
+  );
   const { cluster } = slurm;
   return { cluster, runner };
 }
@@ -47,17 +59,21 @@ describe('cluster agent against a fake slurmrestd, one API version at a time', (
       const { cluster, runner } = await start([version]);
       const tick = await runner.collect();
       expect(tick.failed).toEqual([]);
-      const truth = truthSeenThrough(version, cluster.knownTruth());
+      const truth = truthSeenThrough(version, knownTruth(cluster));
       const samples = parseExposition(runner.pipeline.exposition.text);
       const nodes = select(samples, 'slurm_node_info');
       expect(nodes.map((s) => s.labels.node_name).sort()).toEqual(truth.nodes.map((n) => n.name).sort());
-      for (const n of truth.nodes) expect(nodes.find((s) => s.labels.node_name === n.name)?.labels.state_base, n.name).toBe(baseState(n.state));
+      for (const n of truth.nodes)
+        expect(nodes.find((s) => s.labels.node_name === n.name)?.labels.state_base, n.name).toBe(baseState(n.state));
       const jobs = select(samples, 'slurm_job_info');
       expect(new Set(jobs.map((s) => s.labels.job_id))).toEqual(new Set(truth.jobs.map((j) => j.job_id)));
-      for (const j of truth.jobs) expect(jobs.find((s) => s.labels.job_id === j.job_id)?.labels.job_state, j.job_id).toBe(j.state[0] ?? '');
+      for (const j of truth.jobs)
+        expect(jobs.find((s) => s.labels.job_id === j.job_id)?.labels.job_state, j.job_id).toBe(j.state[0] ?? '');
       expect(valueOf(samples, 'slurm_controller_server_thread_count')).toBe(truth.diag.server_thread_count);
       const rpcs = truth.diag.rpcs_by_message_type;
-      expect(select(samples, 'slurm_controller_rpc_calls_total').length).toBe(new Set(rpcs.map((r) => r.message_type)).size);
+      expect(select(samples, 'slurm_controller_rpc_calls_total').length).toBe(
+        new Set(rpcs.map((r) => r.message_type)).size,
+      );
     });
   }
 });
@@ -82,28 +98,37 @@ describe("Slurm's native families through a fake slurmrestd, one API version at 
     it(`counts nodes, jobs and partitions as the cluster holds them, and serves the scheduler fields ${version} carries (${version})`, async () => {
       const { cluster, runner } = await start([version]);
       expect((await runner.collect()).failed).toEqual([]);
-      const truth = truthSeenThrough(version, cluster.knownTruth());
+      const truth = truthSeenThrough(version, knownTruth(cluster));
       const samples = parseExposition(runner.pipeline.exposition.text);
       const minor = Number(version.slice(-2));
       expect(valueOf(samples, 'slurm_nodes')).toBe(truth.nodes.length);
       expect(valueOf(samples, 'slurm_jobs')).toBe(truth.jobs.length);
       expect(valueOf(samples, 'slurm_jobs_running')).toBe(truth.jobs.filter((j) => j.state[0] === 'RUNNING').length);
       expect(valueOf(samples, 'slurm_jobs_pending')).toBe(truth.jobs.filter((j) => j.state[0] === 'PENDING').length);
-      expect(valueOf(samples, 'slurm_nodes_drain')).toBe(truth.nodes.filter((n) => n.state.flags.includes('DRAIN')).length);
+      expect(valueOf(samples, 'slurm_nodes_drain')).toBe(
+        truth.nodes.filter((n) => n.state.flags.includes('DRAIN')).length,
+      );
       const partitions = [...new Set(truth.nodes.flatMap((n) => n.partitions))];
       expect(valueOf(samples, 'slurm_partitions')).toBe(partitions.length);
       for (const p of partitions) {
         const nodes = truth.nodes.filter((n) => n.partitions.includes(p));
         expect(valueOf(samples, 'slurm_partition_nodes', { partition: p }), p).toBe(nodes.length);
-        expect(valueOf(samples, 'slurm_partition_cpus', { partition: p }), p).toBe(nodes.reduce((a, n) => a + (n.cpus ?? 0), 0));
-        expect(valueOf(samples, 'slurm_partition_nodes_cpus_alloc', { partition: p }), p).toBe(nodes.reduce((a, n) => a + (n.alloc_cpus ?? 0), 0));
-        expect(valueOf(samples, 'slurm_partition_jobs', { partition: p }), p).toBe(truth.jobs.filter((j) => j.partition === p).length);
+        expect(valueOf(samples, 'slurm_partition_cpus', { partition: p }), p).toBe(
+          nodes.reduce((a, n) => a + (n.cpus ?? 0), 0),
+        );
+        expect(valueOf(samples, 'slurm_partition_nodes_cpus_alloc', { partition: p }), p).toBe(
+          nodes.reduce((a, n) => a + (n.alloc_cpus ?? 0), 0),
+        );
+        expect(valueOf(samples, 'slurm_partition_jobs', { partition: p }), p).toBe(
+          truth.jobs.filter((j) => j.partition === p).length,
+        );
       }
       const first = truth.nodes[0]?.name ?? '';
       expect(valueOf(samples, 'slurm_node_cpus', { node: first })).toBe(truth.nodes[0]?.cpus);
       expect(select(samples, 'slurm_node_cpus_effective', { node: first }).length).toBe(minor >= 40 ? 1 : 0);
       expect(valueOf(samples, 'slurm_schedule_cycle_cnt')).toBe(truth.diag.schedule_cycle_total);
-      for (const [name, since] of Object.entries(SCHEDULER_SINCE)) expect(select(samples, name).length, name).toBe(minor >= since ? 1 : 0);
+      for (const [name, since] of Object.entries(SCHEDULER_SINCE))
+        expect(select(samples, name).length, name).toBe(minor >= since ? 1 : 0);
       expect(select(samples, 'slurm_bf_cycle_max').length).toBe(minor === 40 ? 0 : 1);
       if (minor >= 41) expect(valueOf(samples, 'slurm_schedule_cycle_tot')).toBe(truth.diag.schedule_cycle_sum);
     });
@@ -111,14 +136,17 @@ describe("Slurm's native families through a fake slurmrestd, one API version at 
     it(`counts pending jobs by reason and partition, and reads the license pools (${version})`, async () => {
       const { cluster, runner } = await start([version]);
       expect((await runner.collect()).failed).toEqual([]);
-      const truth = truthSeenThrough(version, cluster.knownTruth());
+      const truth = truthSeenThrough(version, knownTruth(cluster));
       const samples = parseExposition(runner.pipeline.exposition.text);
       const pending = truth.jobs.filter((j) => j.state[0] === 'PENDING');
       expect(pending.length).toBeGreaterThan(0);
       const reasons = select(samples, 'slurm_jobs_pending_reason');
       expect(reasons.reduce((a, s) => a + s.value, 0)).toBe(pending.length);
       for (const s of reasons) {
-        expect(s.value, JSON.stringify(s.labels)).toBe(pending.filter((j) => (j.state_reason ?? '') === s.labels.reason && j.partition === s.labels.partition).length);
+        expect(s.value, JSON.stringify(s.labels)).toBe(
+          pending.filter((j) => (j.state_reason ?? '') === s.labels.reason && j.partition === s.labels.partition)
+            .length,
+        );
       }
       const used = Math.min(FAKE_LICENSE_TOTAL - 2, truth.jobs.filter((j) => j.state[0] === 'RUNNING').length);
       expect(valueOf(samples, 'slurm_license_total', { license: 'fluent' })).toBe(FAKE_LICENSE_TOTAL);
@@ -130,7 +158,7 @@ describe("Slurm's native families through a fake slurmrestd, one API version at 
     it(`reads fairshare per account and user from v0.0.40, and asks nothing of an older API (${version})`, async () => {
       const { cluster, runner } = await start([version]);
       expect((await runner.collect()).failed).toEqual([]);
-      const truth = truthSeenThrough(version, cluster.knownTruth());
+      const truth = truthSeenThrough(version, knownTruth(cluster));
       const samples = parseExposition(runner.pipeline.exposition.text);
       const factors = select(samples, 'slurm_fairshare_factor');
       if (version === 'v0.0.38') {
@@ -139,34 +167,52 @@ describe("Slurm's native families through a fake slurmrestd, one API version at 
         return;
       }
       const users = new Set(truth.jobs.map((j) => `${j.account ?? ''}/${j.user_name ?? ''}`));
-      expect(factors.filter((s) => s.labels.user !== '').map((s) => `${s.labels.account}/${s.labels.user}`).sort()).toEqual([...users].sort());
+      expect(
+        factors
+          .filter((s) => s.labels.user !== '')
+          .map((s) => `${s.labels.account}/${s.labels.user}`)
+          .sort(),
+      ).toEqual([...users].sort());
       for (const s of factors.filter((x) => x.labels.user !== '')) {
         const mine = truth.jobs.filter((j) => j.account === s.labels.account && j.user_name === s.labels.user).length;
         expect(valueOf(samples, 'slurm_fairshare_raw_usage', s.labels), JSON.stringify(s.labels)).toBe(100 * mine);
         expect(s.value).toBeCloseTo(1 - mine / truth.jobs.length, 9);
       }
-      expect(valueOf(samples, 'slurm_fairshare_raw_usage', { account: 'root', user: '', partition: '' })).toBe(100 * truth.jobs.length);
+      expect(valueOf(samples, 'slurm_fairshare_raw_usage', { account: 'root', user: '', partition: '' })).toBe(
+        100 * truth.jobs.length,
+      );
     });
 
     it(`reads reservations, with the states of their nodes (${version})`, async () => {
       const { cluster, runner } = await start([version]);
       expect((await runner.collect()).failed).toEqual([]);
-      const truth = truthSeenThrough(version, cluster.knownTruth());
+      const truth = truthSeenThrough(version, knownTruth(cluster));
       const samples = parseExposition(runner.pipeline.exposition.text);
       const two = truth.nodes.slice(0, 2);
       const info = select(samples, 'slurm_reservation_info');
       expect(info.map((s) => s.labels)).toEqual([
-        { reservation: 'maint-window', partition: two[0]?.partitions[0], flags: 'MAINT,IGNORE_JOBS', users: 'root', accounts: '', nodes: two.map((n) => n.name).join(',') },
+        {
+          reservation: 'maint-window',
+          partition: two[0]?.partitions[0],
+          flags: 'MAINT,IGNORE_JOBS',
+          users: 'root',
+          accounts: '',
+          nodes: two.map((n) => n.name).join(','),
+        },
       ]);
       const from = Math.floor(truth.nowMs / 1000 / 3600) * 3600 + 3600;
       expect(valueOf(samples, 'slurm_reservation_start_time_seconds', { reservation: 'maint-window' })).toBe(from);
       expect(valueOf(samples, 'slurm_reservation_end_time_seconds', { reservation: 'maint-window' })).toBe(from + 3600);
       expect(valueOf(samples, 'slurm_reservation_nodes', { reservation: 'maint-window' })).toBe(2);
       const states = select(samples, 'slurm_reservation_nodes_state', { reservation: 'maint-window' });
-      const bases = states.filter((s) => ['alloc', 'mixed', 'idle', 'down', 'future', 'unknown'].includes(s.labels.state as string));
+      const bases = states.filter((s) =>
+        ['alloc', 'mixed', 'idle', 'down', 'future', 'unknown'].includes(s.labels.state as string),
+      );
       expect(bases.reduce((a, s) => a + s.value, 0)).toBe(2);
       const drained = two.filter((n) => n.state.flags.includes('DRAIN')).length;
-      expect(valueOf(samples, 'slurm_reservation_nodes_state', { reservation: 'maint-window', state: 'drain' }) ?? 0).toBe(drained);
+      expect(
+        valueOf(samples, 'slurm_reservation_nodes_state', { reservation: 'maint-window', state: 'drain' }) ?? 0,
+      ).toBe(drained);
     });
   }
 });
@@ -175,7 +221,10 @@ describe("Slurm's native families over OTLP", () => {
   it('every native and beyond family on /metrics is pushed under the same name, as a gauge, with the same points', async () => {
     const rx = await startReceiver();
     try {
-      const { runner } = await start(['v0.0.44'], 'controller', { otlpUrl: `${rx.url}/v1/metrics`, userAccountMetrics: true });
+      const { runner } = await start(['v0.0.44'], 'controller', {
+        otlpUrl: `${rx.url}/v1/metrics`,
+        userAccountMetrics: true,
+      });
       expect((await runner.collect()).failed).toEqual([]);
       await runner.pipeline.flush();
       const pushed = rx.requests.flatMap((r) => r.points);
@@ -206,11 +255,21 @@ describe('optional sub-collectors', () => {
       expect(select(samples, 'slurm_jobs')).toHaveLength(1);
       expect(select(samples, 'slurm_nodes')).toHaveLength(1);
       expect(select(samples, 'slurm_schedule_cycle_cnt')).toHaveLength(1);
-      const own = { licenses: 'slurm_license_total', partitions: 'slurm_partitions', reservations: 'slurm_reservation_info', shares: 'slurm_fairshare_factor' };
-      for (const [other, family] of Object.entries(own)) expect(select(samples, family).length > 0, family).toBe(other !== endpoint);
+      const own = {
+        licenses: 'slurm_license_total',
+        partitions: 'slurm_partitions',
+        reservations: 'slurm_reservation_info',
+        shares: 'slurm_fairshare_factor',
+      };
+      for (const [other, family] of Object.entries(own))
+        expect(select(samples, family).length > 0, family).toBe(other !== endpoint);
       const self = parseExposition((await runner.self.exposition()).text);
-      expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: endpoint })).toBe(1);
-      expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: 'nodes' })).toBe(0);
+      // The fake answers 500 with Slurm errors[] and no data.
+      expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: endpoint, kind: 'api_errors' })).toBe(
+        1,
+      );
+      expect(sumOf(self, 'slurm_exporter_collector_errors_total', { collector: endpoint })).toBe(1);
+      expect(sumOf(self, 'slurm_exporter_collector_errors_total', { collector: 'nodes' })).toBe(0);
     });
   }
 
@@ -218,12 +277,21 @@ describe('optional sub-collectors', () => {
     const { runner } = await start(['v0.0.44'], 'controller', { accountingLimits: true });
     expect((await runner.collect()).failed).toEqual(['limits']);
     const samples = parseExposition(runner.pipeline.exposition.text);
-    for (const name of ['slurm_node_info', 'slurm_jobs', 'slurm_partitions', 'slurm_license_total', 'slurm_reservation_info', 'slurm_fairshare_factor']) {
+    for (const name of [
+      'slurm_node_info',
+      'slurm_jobs',
+      'slurm_partitions',
+      'slurm_license_total',
+      'slurm_reservation_info',
+      'slurm_fairshare_factor',
+    ]) {
       expect(select(samples, name).length, name).toBeGreaterThan(0);
     }
     expect(select(samples, 'slurm_qos_limit')).toHaveLength(0);
     const self = parseExposition((await runner.self.exposition()).text);
-    expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: 'limits' })).toBe(1);
+    // The fake answers the unknown path with a 404 carrying Slurm errors[].
+    expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: 'limits', kind: 'api_errors' })).toBe(1);
+    expect(sumOf(self, 'slurm_exporter_collector_errors_total', { collector: 'limits' })).toBe(1);
   });
 
   it('a sub-collector not chosen sends no request and has no families and no self-monitoring series', async () => {
@@ -248,12 +316,23 @@ describe('cluster agent faults, end to end', () => {
     await server?.close();
     server = undefined;
     const tick = await runner.collect();
-    expect([...tick.failed].sort()).toEqual(['diag', 'jobs', 'licenses', 'nodes', 'partitions', 'reservations', 'shares']);
+    expect([...tick.failed].sort()).toEqual([
+      'diag',
+      'jobs',
+      'licenses',
+      'nodes',
+      'partitions',
+      'reservations',
+      'shares',
+    ]);
     const after = parseExposition(runner.pipeline.exposition.text);
     expect(select(after, 'slurm_node_info').length).toBe(before);
     expect(select(after, 'slurm_job_info').length).toBeGreaterThan(0);
     const self = parseExposition((await runner.self.exposition()).text);
-    for (const collector of ['nodes', 'jobs', 'diag', 'partitions', 'licenses', 'reservations', 'shares']) expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector })).toBe(1);
+    for (const collector of ['nodes', 'jobs', 'diag', 'partitions', 'licenses', 'reservations', 'shares']) {
+      expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector, kind: 'network' }), collector).toBe(1);
+      expect(sumOf(self, 'slurm_exporter_collector_errors_total', { collector }), collector).toBe(1);
+    }
     expect(valueOf(self, 'slurm_exporter_collection_failures_total')).toBe(1);
     expect(valueOf(self, 'slurm_exporter_collection_attempts_total')).toBe(2);
   });
@@ -269,8 +348,12 @@ describe('cluster agent faults, end to end', () => {
     await server?.close();
     server = undefined;
     await runner.collect();
-    expect(runner.landing.text).toMatch(/data-collector="jobs" data-ok="false"><td>jobs<\/td><td><span class="warn">failed; serving the last good data/);
-    expect(runner.landing.text).toMatch(/data-collector="jobs" .*<td class="num" data-runs>2<\/td><td class="num" data-errors>1<\/td>/);
+    expect(runner.landing.text).toMatch(
+      /data-collector="jobs" data-ok="false"><td>jobs<\/td><td><span class="warn">failed; serving the last good data/,
+    );
+    expect(runner.landing.text).toMatch(
+      /data-collector="jobs" .*<td class="num" data-runs>2<\/td><td class="num" data-errors>1<\/td>/,
+    );
     expect(runner.landing.text).toMatch(/<table id="errors">[^]*<td>jobs<\/td><td><code>[^<]+<\/code>/);
     expect(runner.landing.text).not.toContain(TOKEN);
   });
@@ -287,9 +370,13 @@ describe('cluster agent faults, end to end', () => {
     const { cluster, runner } = await start(['v0.0.44'], 'accounting');
     expect((await runner.collect()).failed).toEqual([]);
     const jobs = select(parseExposition(runner.pipeline.exposition.text), 'slurm_job_info');
-    const running = cluster.knownTruth().accountingJobs.filter((j) => j.state[0] === 'RUNNING');
+    const running = knownTruth(cluster).accountingJobs.filter((j) => j.state[0] === 'RUNNING');
     expect(running.length).toBeGreaterThan(0);
-    for (const j of running) expect(jobs.some((s) => s.labels.job_id === j.job_id && s.labels.job_state === 'RUNNING'), j.job_id).toBe(true);
+    for (const j of running)
+      expect(
+        jobs.some((s) => s.labels.job_id === j.job_id && s.labels.job_state === 'RUNNING'),
+        j.job_id,
+      ).toBe(true);
     expect(jobs.every((s) => s.labels.user_id === '')).toBe(true);
   });
 });

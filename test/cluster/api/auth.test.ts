@@ -74,7 +74,9 @@ describe('parseTokenText', () => {
 
   it('round-trips any token-shaped string in either form', () => {
     const token = fc.stringMatching(/^[A-Za-z0-9_-]{1,40}(\.[A-Za-z0-9_-]{1,40}){0,2}$/);
-    fc.assert(fc.property(token, (t) => parseTokenText(`SLURM_JWT=${t}\r\n`) === t && parseTokenText(`\t${t}\n`) === t));
+    fc.assert(
+      fc.property(token, (t) => parseTokenText(`SLURM_JWT=${t}\r\n`) === t && parseTokenText(`\t${t}\n`) === t),
+    );
   });
 });
 
@@ -103,8 +105,14 @@ describe('none and static sources', () => {
 
   it('a static token takes the user from its sun claim unless given', async () => {
     const jwt = await signHs256(KEY, 'slurm', T0, T0 + 60);
-    expect(await staticToken({ token: jwt }).headers()).toEqual({ 'X-SLURM-USER-TOKEN': jwt, 'X-SLURM-USER-NAME': 'slurm' });
-    expect(await staticToken({ token: ' opaque ', userName: 'alice' }).headers()).toEqual({ 'X-SLURM-USER-TOKEN': 'opaque', 'X-SLURM-USER-NAME': 'alice' });
+    expect(await staticToken({ token: jwt }).headers()).toEqual({
+      'X-SLURM-USER-TOKEN': jwt,
+      'X-SLURM-USER-NAME': 'slurm',
+    });
+    expect(await staticToken({ token: ' opaque ', userName: 'alice' }).headers()).toEqual({
+      'X-SLURM-USER-TOKEN': 'opaque',
+      'X-SLURM-USER-NAME': 'alice',
+    });
     expect(await staticToken({ token: 'opaque' }).headers()).toEqual({ 'X-SLURM-USER-TOKEN': 'opaque' });
     expect(staticToken({ token: jwt }).describe()).not.toContain(jwt);
     expect(() => staticToken({ token: '  ' })).toThrow(AuthError);
@@ -234,7 +242,9 @@ describe('scontrolToken', () => {
     expect(failed.message).not.toMatch(/leakedvalue|eyJabc/);
 
     const hung = fakeScontrol(dir, 'exec sleep 30');
-    expect((await authError(scontrolToken({ command: hung, timeoutMs: 200 }).headers())).message).toMatch(/did not finish within 200 ms/);
+    expect((await authError(scontrolToken({ command: hung, timeoutMs: 200 }).headers())).message).toMatch(
+      /did not finish within 200 ms/,
+    );
 
     const silent = fakeScontrol(dir, 'echo "nothing here"');
     expect((await authError(scontrolToken({ command: silent }).headers())).message).toMatch(/no SLURM_JWT= line/);
@@ -261,10 +271,16 @@ describe('kubernetesSecretSigner', () => {
 
   it('reads the key in-cluster with the service-account token and signs with it', async () => {
     const k = await kube();
-    const src = kubernetesSecretSigner({ access: { kind: 'in-cluster', apiServer: k.url, serviceAccountDir: serviceAccountDir() }, clusterName: 'soperator', now: clock().now });
+    const src = kubernetesSecretSigner({
+      access: { kind: 'in-cluster', apiServer: k.url, serviceAccountDir: serviceAccountDir() },
+      clusterName: 'soperator',
+      now: clock().now,
+    });
     const h = await src.headers();
     expect(await verify(h['X-SLURM-USER-TOKEN'] as string)).toMatchObject({ sun: 'root', exp: T0 + 1800 });
-    expect(k.requests).toEqual([{ path: `/api/v1/namespaces/slurm/secrets/${NAME}`, authorization: `Bearer ${BEARER}` }]);
+    expect(k.requests).toEqual([
+      { path: `/api/v1/namespaces/slurm/secrets/${NAME}`, authorization: `Bearer ${BEARER}` },
+    ]);
     await src.headers();
     expect(k.requests).toHaveLength(1);
     src.invalidate();
@@ -291,7 +307,12 @@ describe('kubernetesSecretSigner', () => {
       '- name: agent\n  user:\n    tokenFile: sa-token',
     ].join('\n');
     writeFileSync(join(dir, 'config.yaml'), yaml);
-    const fromYaml = kubernetesSecretSigner({ access: { kind: 'kubeconfig', path: join(dir, 'config.yaml') }, clusterName: 'soperator', user: 'slurm', now: clock().now });
+    const fromYaml = kubernetesSecretSigner({
+      access: { kind: 'kubeconfig', path: join(dir, 'config.yaml') },
+      clusterName: 'soperator',
+      user: 'slurm',
+      now: clock().now,
+    });
     expect(await verify(await tokenOf(fromYaml))).toMatchObject({ sun: 'slurm' });
 
     const json = {
@@ -301,7 +322,12 @@ describe('kubernetesSecretSigner', () => {
       users: [{ name: 'u', user: { token: BEARER } }],
     };
     writeFileSync(join(dir, 'config.json'), JSON.stringify(json));
-    const fromJson = kubernetesSecretSigner({ access: { kind: 'kubeconfig', path: join(dir, 'config.json') }, namespace: 'slurm', secretName: NAME, now: clock().now });
+    const fromJson = kubernetesSecretSigner({
+      access: { kind: 'kubeconfig', path: join(dir, 'config.json') },
+      namespace: 'slurm',
+      secretName: NAME,
+      now: clock().now,
+    });
     await verify(await tokenOf(fromJson));
     expect(k.requests.every((r) => r.authorization === `Bearer ${BEARER}`)).toBe(true);
     expect(k.requests).toHaveLength(2);
@@ -316,10 +342,18 @@ describe('kubernetesSecretSigner', () => {
     k.forbidden = false;
     const missing = await authError(kubernetesSecretSigner({ access, clusterName: 'other' }).headers());
     expect(missing.message).toMatch(/other-rest-jwt-key answered HTTP 404/);
-    const wrongKey = await authError(kubernetesSecretSigner({ access, clusterName: 'soperator', dataKey: 'nope' }).headers());
+    const wrongKey = await authError(
+      kubernetesSecretSigner({ access, clusterName: 'soperator', dataKey: 'nope' }).headers(),
+    );
     expect(wrongKey.message).toMatch(/no data key "nope"/);
-    const badBearer = { kind: 'in-cluster', apiServer: k.url, serviceAccountDir: serviceAccountDir('slurm', 'wrong') } as const;
-    expect((await authError(kubernetesSecretSigner({ access: badBearer, clusterName: 'soperator' }).headers())).message).toMatch(/HTTP 401/);
+    const badBearer = {
+      kind: 'in-cluster',
+      apiServer: k.url,
+      serviceAccountDir: serviceAccountDir('slurm', 'wrong'),
+    } as const;
+    expect(
+      (await authError(kubernetesSecretSigner({ access: badBearer, clusterName: 'soperator' }).headers())).message,
+    ).toMatch(/HTTP 401/);
     for (const e of [forbidden, missing, wrongKey]) {
       expect(e.message).not.toContain(BEARER);
       expect(e.message).not.toContain(KEY.toString('base64'));
@@ -335,10 +369,18 @@ describe('kubernetesSecretSigner', () => {
       users: [{ name: 'u', user: { exec: { command: 'aws' } } }],
     };
     writeFileSync(join(dir, 'config'), JSON.stringify(cfg));
-    const src = kubernetesSecretSigner({ access: { kind: 'kubeconfig', path: join(dir, 'config') }, clusterName: 'soperator' });
+    const src = kubernetesSecretSigner({
+      access: { kind: 'kubeconfig', path: join(dir, 'config') },
+      clusterName: 'soperator',
+    });
     expect((await authError(src.headers())).message).toMatch(/exec and auth-provider users are not supported/);
-    const noCtx = kubernetesSecretSigner({ access: { kind: 'kubeconfig', path: join(dir, 'config'), context: 'missing' }, clusterName: 'soperator' });
+    const noCtx = kubernetesSecretSigner({
+      access: { kind: 'kubeconfig', path: join(dir, 'config'), context: 'missing' },
+      clusterName: 'soperator',
+    });
     expect((await authError(noCtx.headers())).message).toMatch(/no context named "missing"/);
-    expect(() => kubernetesSecretSigner({ access: { kind: 'kubeconfig', path: join(dir, 'config') } })).toThrow(/clusterName or secretName/);
+    expect(() => kubernetesSecretSigner({ access: { kind: 'kubeconfig', path: join(dir, 'config') } })).toThrow(
+      /clusterName or secretName/,
+    );
   });
 });

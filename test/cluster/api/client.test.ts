@@ -5,8 +5,22 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { jwtVerify } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
-import { keyFileSigner, noAuth, signHs256, staticToken, tokenFile, type TokenSource } from '../../../src/cluster/api/auth.js';
-import { isAuthMessage, orThrow, SlurmCallError, SlurmClient, type CallResult, type SlurmClientOptions } from '../../../src/cluster/api/client.js';
+import {
+  keyFileSigner,
+  noAuth,
+  signHs256,
+  staticToken,
+  tokenFile,
+  type TokenSource,
+} from '../../../src/cluster/api/auth.js';
+import {
+  isAuthMessage,
+  orThrow,
+  SlurmCallError,
+  SlurmClient,
+  type CallResult,
+  type SlurmClientOptions,
+} from '../../../src/cluster/api/client.js';
 import { createLogger, silentLogger, type Logger } from '../../../src/log.js';
 import { FaultServer, type FaultServerOptions } from './fault-server.js';
 
@@ -62,7 +76,12 @@ function hs256Valid(key: Buffer, token: string): boolean {
 
 /** Counts invalidate() calls of a source. */
 function counting(src: TokenSource): TokenSource & { invalidations: number } {
-  const out = { invalidations: 0, headers: () => src.headers(), describe: () => src.describe(), invalidate: () => (out.invalidations++, src.invalidate()) };
+  const out = {
+    invalidations: 0,
+    headers: () => src.headers(),
+    describe: () => src.describe(),
+    invalidate: () => (out.invalidations++, src.invalidate()),
+  };
   return out;
 }
 
@@ -87,7 +106,11 @@ describe('SlurmClient negotiation', () => {
     const s = await serve({ versions: ['v0.0.43', 'v0.0.44', 'v0.0.99'] });
     const { logger, lines } = capture();
     const neg = await client(s, { logger }).negotiate();
-    expect(neg.ok && neg.negotiated).toMatchObject({ version: 'v0.0.44', slurmdbVersion: 'v0.0.44', source: 'openapi' });
+    expect(neg.ok && neg.negotiated).toMatchObject({
+      version: 'v0.0.44',
+      slurmdbVersion: 'v0.0.44',
+      source: 'openapi',
+    });
     expect(s.requests.map((r) => r.path)).toEqual(['/openapi/v3']);
     expect(lines.some((l) => l.includes('"api_version":"v0.0.44"'))).toBe(true);
   });
@@ -97,7 +120,10 @@ describe('SlurmClient negotiation', () => {
     const pinned = await client(s, { apiVersion: 'v0.0.43' }).nodes();
     expect(pinned.ok && pinned.version).toBe('v0.0.43');
     const missing = await client(s, { apiVersion: 'v0.0.41' }).nodes();
-    expect(failureOf(missing)).toMatchObject({ kind: 'version', message: expect.stringMatching(/v0.0.41 was requested but slurmrestd serves only v0.0.44, v0.0.43/) });
+    expect(failureOf(missing)).toMatchObject({
+      kind: 'version',
+      message: expect.stringMatching(/v0.0.41 was requested but slurmrestd serves only v0.0.44, v0.0.43/),
+    });
   });
 
   it('falls back to /openapi.json and /openapi', async () => {
@@ -150,7 +176,11 @@ describe('SlurmClient endpoints', () => {
     expect(diag.timing).toMatchObject({ attempts: 1 });
     expect(diag.timing.bytes).toBeGreaterThan(1000);
     expect(diag.timing.durationMs).toBeGreaterThanOrEqual(0);
-    const acct = await c.accountingJobs({ cluster: 'gpu-lab', startTime: 1_764_000_000, endTime: new Date(1_764_003_600_000) });
+    const acct = await c.accountingJobs({
+      cluster: 'gpu-lab',
+      startTime: 1_764_000_000,
+      endTime: new Date(1_764_003_600_000),
+    });
     expect(orThrow(acct).items.every((j) => j.source === 'accounting')).toBe(true);
     const path = s.requests.at(-1)?.path ?? '';
     expect(path.split('?')[0]).toBe('/slurmdb/v0.0.44/jobs/');
@@ -168,7 +198,11 @@ describe('SlurmClient endpoints', () => {
     const c = client(s);
     const nodes = await c.nodes();
     expect(nodes.ok && nodes.version).toBe('v0.0.38');
-    expect(orThrow(nodes).items.map((n) => n.name).sort()).toEqual(['node1', 'node2', 'node3', 'node4']);
+    expect(
+      orThrow(nodes)
+        .items.map((n) => n.name)
+        .sort(),
+    ).toEqual(['node1', 'node2', 'node3', 'node4']);
     expect(orThrow(nodes).meta.slurm_release).toBe('22.05.8');
     expect(orThrow(await c.accountingJobs({ startTime: 0, endTime: 1 })).items.length).toBeGreaterThan(0);
     expect(s.requests.map((r) => r.path.split('?')[0])).toContain('/slurm/v0.0.38/nodes');
@@ -178,7 +212,10 @@ describe('SlurmClient endpoints', () => {
   it('says accounting is unavailable when no /slurmdb/ version is served', async () => {
     const s = await serve({ dbVersions: [] });
     const r = await client(s).accountingJobs({ startTime: 0, endTime: 1 });
-    expect(failureOf(r)).toMatchObject({ kind: 'version', message: expect.stringMatching(/no \/slurmdb\/ API version/) });
+    expect(failureOf(r)).toMatchObject({
+      kind: 'version',
+      message: expect.stringMatching(/no \/slurmdb\/ API version/),
+    });
   });
 
   it('works over a unix socket with no authentication', async () => {
@@ -215,25 +252,28 @@ describe('SlurmClient authentication', () => {
     expect(s.requests.at(-1)?.headers['x-slurm-user-name']).toBe('root');
   });
 
-  it.each([401, 500] as const)('a rejected signed token (HTTP %s; 500 is how 22.05 answers) → re-signed once with the rotated key', async (rejectWith) => {
-    const dir = tmp();
-    const keyFile = join(dir, 'jwt_hs256.key');
-    const oldKey = Buffer.from('the-old-key-that-slurmctld-dropped');
-    writeFileSync(keyFile, oldKey);
-    const s = await serve({ auth: { valid: (t) => hs256Valid(KEY, t), rejectWith } });
-    const src = counting(keyFileSigner({ keyFile, user: 'slurm', lifetimeSec: 600 }));
-    const c = client(s, { tokenSource: src });
-    await src.headers(); // caches a token signed with the old key
-    writeFileSync(keyFile, KEY);
-    const r = await c.jobs();
-    expect(orThrow(r).items).toHaveLength(10);
-    expect(src.invalidations).toBe(1);
-    const sent = s.requests.at(-1)?.headers['x-slurm-user-token'] as string;
-    const { payload } = await jwtVerify(sent, KEY, { algorithms: ['HS256'] });
-    expect(payload.sun).toBe('slurm');
-    expect((payload.exp as number) - (payload.iat as number)).toBe(600);
-    expect(payload.exp as number).toBeGreaterThan(NOW);
-  });
+  it.each([401, 500] as const)(
+    'a rejected signed token (HTTP %s; 500 is how 22.05 answers) → re-signed once with the rotated key',
+    async (rejectWith) => {
+      const dir = tmp();
+      const keyFile = join(dir, 'jwt_hs256.key');
+      const oldKey = Buffer.from('the-old-key-that-slurmctld-dropped');
+      writeFileSync(keyFile, oldKey);
+      const s = await serve({ auth: { valid: (t) => hs256Valid(KEY, t), rejectWith } });
+      const src = counting(keyFileSigner({ keyFile, user: 'slurm', lifetimeSec: 600 }));
+      const c = client(s, { tokenSource: src });
+      await src.headers(); // caches a token signed with the old key
+      writeFileSync(keyFile, KEY);
+      const r = await c.jobs();
+      expect(orThrow(r).items).toHaveLength(10);
+      expect(src.invalidations).toBe(1);
+      const sent = s.requests.at(-1)?.headers['x-slurm-user-token'] as string;
+      const { payload } = await jwtVerify(sent, KEY, { algorithms: ['HS256'] });
+      expect(payload.sun).toBe('slurm');
+      expect((payload.exp as number) - (payload.iat as number)).toBe(600);
+      expect(payload.exp as number).toBeGreaterThan(NOW);
+    },
+  );
 
   it('a token rejected twice is an auth failure after exactly one renewal', async () => {
     for (const rejectWith of [401, 500] as const) {
@@ -270,7 +310,9 @@ describe('SlurmClient authentication', () => {
     expect(isAuthMessage({ error: 'Protocol authentication error', error_number: 1007 })).toBe(true);
     expect(isAuthMessage({ error_number: 6000 })).toBe(true);
     expect(isAuthMessage({ error: 'Invalid authentication credential' })).toBe(true);
-    expect(isAuthMessage({ error: 'Unable to contact slurm controller (connect failure)', error_number: 1001 })).toBe(false);
+    expect(isAuthMessage({ error: 'Unable to contact slurm controller (connect failure)', error_number: 1001 })).toBe(
+      false,
+    );
   });
 });
 
@@ -282,7 +324,13 @@ describe('SlurmClient faults', { timeout: 15_000 }, () => {
     s.versions = ['v0.0.43'];
     const r = await c.nodes();
     expect(r.ok && r.version).toBe('v0.0.43');
-    expect(s.requests.map((q) => q.path)).toEqual(['/openapi/v3', '/slurm/v0.0.44/nodes/', '/slurm/v0.0.44/nodes/', '/openapi/v3', '/slurm/v0.0.43/nodes/']);
+    expect(s.requests.map((q) => q.path)).toEqual([
+      '/openapi/v3',
+      '/slurm/v0.0.44/nodes/',
+      '/slurm/v0.0.44/nodes/',
+      '/openapi/v3',
+      '/slurm/v0.0.43/nodes/',
+    ]);
     expect(r.timing.attempts).toBe(3);
     expect(c.current()?.version).toBe('v0.0.43');
   });
@@ -301,7 +349,11 @@ describe('SlurmClient faults', { timeout: 15_000 }, () => {
     s.fault('/slurm/v0.0.44/nodes/', { kind: 'html' });
     s.fault('/slurm/v0.0.44/diag/', { kind: 'html' });
     const c = client(s);
-    expect(failureOf(await c.nodes())).toMatchObject({ kind: 'decode', decodeKind: 'malformed_json', message: expect.stringMatching(/content-type text\/html/) });
+    expect(failureOf(await c.nodes())).toMatchObject({
+      kind: 'decode',
+      decodeKind: 'malformed_json',
+      message: expect.stringMatching(/content-type text\/html/),
+    });
     expect(failureOf(await c.diag())).toMatchObject({ kind: 'decode', decodeKind: 'malformed_json' });
   });
 
@@ -309,7 +361,11 @@ describe('SlurmClient faults', { timeout: 15_000 }, () => {
     const s = await serve();
     s.fault('/slurm/v0.0.44/nodes/', { kind: 'html', status: 502 });
     const r = await client(s, { retries: 1 }).nodes();
-    expect(failureOf(r)).toMatchObject({ kind: 'http', status: 502, message: expect.stringMatching(/HTTP 502 \(text\/html\)/) });
+    expect(failureOf(r)).toMatchObject({
+      kind: 'http',
+      status: 502,
+      message: expect.stringMatching(/HTTP 502 \(text\/html\)/),
+    });
     expect(s.count('/slurm/v0.0.44/nodes/')).toBe(2);
   });
 
@@ -317,7 +373,11 @@ describe('SlurmClient faults', { timeout: 15_000 }, () => {
     const s = await serve();
     s.fault('/slurm/v0.0.44/jobs/', { kind: 'truncated' });
     const r = await client(s).jobs();
-    expect(failureOf(r)).toMatchObject({ kind: 'decode', decodeKind: 'malformed_json', message: expect.stringMatching(/truncated JSON/) });
+    expect(failureOf(r)).toMatchObject({
+      kind: 'decode',
+      decodeKind: 'malformed_json',
+      message: expect.stringMatching(/truncated JSON/),
+    });
     expect(s.count('/slurm/v0.0.44/jobs/')).toBe(1);
   });
 
@@ -412,11 +472,18 @@ describe('secrets stay out of logs and errors', { timeout: 30_000 }, () => {
     for (const setup of scenarios) {
       const s = await serve();
       setup(s);
-      const c = client(s, { tokenSource: keyFileSigner({ keyFile, lifetimeSec: 600 }), logger, requestTimeoutMs: 150, maxResponseBytes: 100_000 });
+      const c = client(s, {
+        tokenSource: keyFileSigner({ keyFile, lifetimeSec: 600 }),
+        logger,
+        requestTimeoutMs: 150,
+        maxResponseBytes: 100_000,
+      });
       const r = await c.nodes();
       expect(r.ok).toBe(false);
       if (!r.ok) messages.push(r.failure.message);
-      const tokens = new Set(s.requests.map((q) => q.headers['x-slurm-user-token']).filter((t): t is string => typeof t === 'string'));
+      const tokens = new Set(
+        s.requests.map((q) => q.headers['x-slurm-user-token']).filter((t): t is string => typeof t === 'string'),
+      );
       expect(tokens.size).toBeGreaterThan(0);
       for (const text of [...messages, ...lines]) {
         for (const t of tokens) expect(text).not.toContain(t);

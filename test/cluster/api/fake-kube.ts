@@ -25,10 +25,9 @@ export class FakeKube {
   ) {}
 
   static async start(opts: FakeKubeOptions): Promise<FakeKube> {
-    let self: FakeKube | undefined;
-    const server = http.createServer((req, res) => self?.handle(req, res));
+    const server = http.createServer((req, res) => self.handle(req, res));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    self = new FakeKube(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, opts);
+    const self = new FakeKube(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, opts);
     return self;
   }
 
@@ -43,10 +42,18 @@ export class FakeKube {
     if (req.headers.authorization !== `Bearer ${this.opts.bearer}`) return status(res, 401, 'Unauthorized');
     if (this.forbidden) return status(res, 403, 'Forbidden');
     const m = /^\/api\/v1\/namespaces\/([^/]+)\/secrets\/([^/?]+)$/.exec(path);
-    const secret = m ? this.opts.secrets[`${decodeURIComponent(m[1] as string)}/${decodeURIComponent(m[2] as string)}`] : undefined;
+    const secret = m
+      ? this.opts.secrets[`${decodeURIComponent(m[1] as string)}/${decodeURIComponent(m[2] as string)}`]
+      : undefined;
     if (secret === undefined) return status(res, 404, 'NotFound');
     const data = Object.fromEntries(Object.entries(secret).map(([k, v]) => [k, v.toString('base64')]));
-    const body = JSON.stringify({ kind: 'Secret', apiVersion: 'v1', metadata: { name: m?.[2], namespace: m?.[1] }, type: 'Opaque', data });
+    const body = JSON.stringify({
+      kind: 'Secret',
+      apiVersion: 'v1',
+      metadata: { name: m?.[2], namespace: m?.[1] },
+      type: 'Opaque',
+      data,
+    });
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(body);
   }

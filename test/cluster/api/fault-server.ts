@@ -69,7 +69,10 @@ interface Rule {
 
 /** What Slurm 22.05.8 answers (HTTP 500) to a bad, expired or malformed token: measured, not guessed. */
 export const AUTH_ERROR_BODY = JSON.stringify({
-  meta: { plugin: { type: 'openapi/v0.0.38', name: 'Slurm OpenAPI v0.0.38' }, Slurm: { version: { major: 22, micro: 8, minor: 5 }, release: '22.05.8' } },
+  meta: {
+    plugin: { type: 'openapi/v0.0.38', name: 'Slurm OpenAPI v0.0.38' },
+    Slurm: { version: { major: 22, micro: 8, minor: 5 }, release: '22.05.8' },
+  },
   errors: [{ error: 'Unspecified error', errno: -1 }],
   nodes: [],
 });
@@ -99,15 +102,17 @@ export class FaultServer {
   }
 
   static async start(opts: FaultServerOptions = {}): Promise<FaultServer> {
-    let self: FaultServer | undefined;
-    const server = http.createServer((req, res) => self?.handle(req, res));
+    const server = http.createServer((req, res) => self.handle(req, res));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       if (opts.socketPath !== undefined) server.listen(opts.socketPath, resolve);
       else server.listen(0, '127.0.0.1', resolve);
     });
-    const url = opts.socketPath !== undefined ? `unix:${opts.socketPath}` : `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    self = new FaultServer(server, url, opts);
+    const url =
+      opts.socketPath !== undefined
+        ? `unix:${opts.socketPath}`
+        : `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const self = new FaultServer(server, url, opts);
     return self;
   }
 
@@ -166,12 +171,15 @@ export class FaultServer {
     const served = m?.[1] === 'slurmdb' ? this.dbVersions : this.versions;
     if (m === null || !served.includes(m[2] as string)) return { status: 404, body: 'Not Found', type: 'text/plain' };
     const file = fixtureFile(m[1] as string, m[2] as string, m[3] as string);
-    return file === undefined ? { status: 404, body: 'Not Found', type: 'text/plain' } : json(readFileSync(file, 'utf8'));
+    return file === undefined
+      ? { status: 404, body: 'Not Found', type: 'text/plain' }
+      : json(readFileSync(file, 'utf8'));
   }
 
   private openapi(): string {
     const paths: Record<string, unknown> = {};
-    for (const v of this.versions) for (const ep of ['nodes', 'jobs', 'diag']) paths[`/slurm/${v}/${ep}/`] = { get: {} };
+    for (const v of this.versions)
+      for (const ep of ['nodes', 'jobs', 'diag']) paths[`/slurm/${v}/${ep}/`] = { get: {} };
     for (const v of this.dbVersions) paths[`/slurmdb/${v}/jobs/`] = { get: {} };
     return JSON.stringify({ openapi: '3.0.3', info: { title: 'fake slurmrestd' }, paths });
   }
@@ -297,7 +305,14 @@ function json(body: string): { status: number; body: string; type: string } {
 function errorsEnvelope(): string {
   return JSON.stringify({
     meta: { plugin: { data_parser: 'data_parser/v0.0.44' }, slurm: { release: '25.11.7' } },
-    errors: [{ description: 'Unable to contact slurm controller', error_number: 1001, error: 'Unable to contact slurm controller (connect failure)', source: 'slurm_load_jobs()' }],
+    errors: [
+      {
+        description: 'Unable to contact slurm controller',
+        error_number: 1001,
+        error: 'Unable to contact slurm controller (connect failure)',
+        source: 'slurm_load_jobs()',
+      },
+    ],
     warnings: [],
     jobs: [],
   });
@@ -312,6 +327,7 @@ export function fixtureFile(api: string, version: string, endpoint: string): str
     const v = minor === 39 ? 'v0.0.40' : version;
     return join(FIXTURES, 'built', v, api === 'slurmdb' ? 'slurmdb-jobs.json' : `${endpoint}.json`);
   }
-  if (api === 'slurmdb') return endpoint === 'jobs' ? join(RECORDED, 'v0.0.38', '01-jobs-slurmdb-jobs.json') : undefined;
+  if (api === 'slurmdb')
+    return endpoint === 'jobs' ? join(RECORDED, 'v0.0.38', '01-jobs-slurmdb-jobs.json') : undefined;
   return join(RECORDED, version, `01-jobs-${endpoint}.json`);
 }

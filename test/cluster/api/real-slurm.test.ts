@@ -10,7 +10,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyFileSigner, scontrolToken, signHs256, staticToken, tokenFile } from '../../../src/cluster/api/auth.js';
 import { orThrow, SlurmClient } from '../../../src/cluster/api/client.js';
 import { silentLogger } from '../../../src/log.js';
-import { REAL_SLURM_START_TIMEOUT_MS, realSlurmGate, startRealSlurm, type RealSlurm } from '../../support/real-slurm.js';
+import {
+  REAL_SLURM_START_TIMEOUT_MS,
+  realSlurmGate,
+  startRealSlurm,
+  type RealSlurm,
+} from '../../support/real-slurm.js';
 
 const gate = realSlurmGate();
 
@@ -28,7 +33,14 @@ describe.skipIf(gate.skip)('SlurmClient against real Slurm 22.05', () => {
   }, 90_000);
 
   function client(tokenSource: ConstructorParameters<typeof SlurmClient>[0]['tokenSource']): SlurmClient {
-    const c = new SlurmClient({ server: slurm.restUrl, tokenSource, requestTimeoutMs: 10_000, retries: 1, retryBaseDelayMs: 50, logger: silentLogger() });
+    const c = new SlurmClient({
+      server: slurm.restUrl,
+      tokenSource,
+      requestTimeoutMs: 10_000,
+      retries: 1,
+      retryBaseDelayMs: 50,
+      logger: silentLogger(),
+    });
     clients.push(c);
     return c;
   }
@@ -55,10 +67,16 @@ describe.skipIf(gate.skip)('SlurmClient against real Slurm 22.05', () => {
     const dir = mkdtempSync(join(tmpdir(), 'slurm-otel-real-token-'));
     try {
       const path = join(dir, 'token');
-      writeFileSync(path, `SLURM_JWT=${await signHs256(Buffer.from('not-the-cluster-key'), slurm.user, 0, 4_000_000_000)}\n`);
+      writeFileSync(
+        path,
+        `SLURM_JWT=${await signHs256(Buffer.from('not-the-cluster-key'), slurm.user, 0, 4_000_000_000)}\n`,
+      );
       const file = tokenFile({ path });
       // Stands in for the sidecar that refreshes the file: the good token lands when ours is refused.
-      const renewing = { ...file, invalidate: () => (writeFileSync(path, `SLURM_JWT=${slurm.token}\n`), file.invalidate()) };
+      const renewing = {
+        ...file,
+        invalidate: () => (writeFileSync(path, `SLURM_JWT=${slurm.token}\n`), file.invalidate()),
+      };
       const r = await client(renewing).nodes();
       expect(r.ok).toBe(true);
       expect(r.timing.attempts).toBe(3); // openapi, refused nodes, nodes
@@ -68,7 +86,10 @@ describe.skipIf(gate.skip)('SlurmClient against real Slurm 22.05', () => {
   });
 
   it('reports a token signed with the wrong key as an auth failure after one renewal', async () => {
-    const bad = staticToken({ token: slurm.token.replace(/.$/, (ch) => (ch === 'A' ? 'B' : 'A')), userName: slurm.user });
+    const bad = staticToken({
+      token: slurm.token.replace(/.$/, (ch) => (ch === 'A' ? 'B' : 'A')),
+      userName: slurm.user,
+    });
     const r = await client(bad).nodes();
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.failure).toMatchObject({ kind: 'auth', status: 500 });

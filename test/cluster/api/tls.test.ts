@@ -27,11 +27,27 @@ describe.skipIf(!hasOpenssl)('HTTPS transport', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'slurm-otel-tls-'));
-    execFileSync('openssl', [
-      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
-      '-addext', 'subjectAltName=IP:127.0.0.1',
-      '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
-    ], { stdio: 'ignore', timeout: 30_000 });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+      ],
+      { stdio: 'ignore', timeout: 30_000 },
+    );
     cert = readFileSync(join(dir, 'cert.pem'));
     server = https.createServer({ key: readFileSync(join(dir, 'key.pem')), cert }, (req, res) => {
       seen.push(req.headers.authorization);
@@ -71,7 +87,10 @@ describe.skipIf(!hasOpenssl)('HTTPS transport', () => {
       users: [{ name: 'u', user: { token: BEARER } }],
     };
     writeFileSync(join(dir, 'kubeconfig'), JSON.stringify(cfg));
-    const src = kubernetesSecretSigner({ access: { kind: 'kubeconfig', path: join(dir, 'kubeconfig') }, clusterName: 'lab' });
+    const src = kubernetesSecretSigner({
+      access: { kind: 'kubeconfig', path: join(dir, 'kubeconfig') },
+      clusterName: 'lab',
+    });
     const token = (await src.headers())['X-SLURM-USER-TOKEN'] as string;
     expect((await jwtVerify(token, KEY)).payload.sun).toBe('root');
     expect(seen).toEqual([`Bearer ${BEARER}`]);

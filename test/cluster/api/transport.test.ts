@@ -56,7 +56,13 @@ async function get(t: HttpTransport, path: string, headers: Record<string, strin
 
 describe('parseServer', () => {
   it('reads http, https with a prefix, and unix sockets', () => {
-    expect(parseServer('http://slurm:6820')).toMatchObject({ kind: 'tcp', protocol: 'http:', host: 'slurm', port: 6820, basePath: '' });
+    expect(parseServer('http://slurm:6820')).toMatchObject({
+      kind: 'tcp',
+      protocol: 'http:',
+      host: 'slurm',
+      port: 6820,
+      basePath: '',
+    });
     expect(parseServer('https://gw.example/slurm/')).toMatchObject({ kind: 'tcp', port: 443, basePath: '/slurm' });
     expect(parseServer('unix:/run/slurmrestd.sock')).toEqual({ kind: 'unix', socketPath: '/run/slurmrestd.sock' });
     expect(parseServer('unix:///run/slurmrestd.sock')).toEqual({ kind: 'unix', socketPath: '/run/slurmrestd.sock' });
@@ -73,11 +79,17 @@ describe('parseServer', () => {
 describe('backoffDelay', () => {
   it('stays between half and all of the capped exponential step', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 5000 }), fc.integer({ min: 1, max: 60_000 }), fc.double({ min: 0, max: 0.999999, noNaN: true }), (attempt, base, max, r) => {
-        const ceiling = Math.min(max, base * 2 ** (attempt - 1));
-        const d = backoffDelay(attempt, base, max, () => r);
-        return d >= ceiling / 2 && d <= ceiling;
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 40 }),
+        fc.integer({ min: 1, max: 5000 }),
+        fc.integer({ min: 1, max: 60_000 }),
+        fc.double({ min: 0, max: 0.999999, noNaN: true }),
+        (attempt, base, max, r) => {
+          const ceiling = Math.min(max, base * 2 ** (attempt - 1));
+          const d = backoffDelay(attempt, base, max, () => r);
+          return d >= ceiling / 2 && d <= ceiling;
+        },
+      ),
     );
   });
 });
@@ -174,7 +186,12 @@ describe('HttpTransport', { timeout: 10_000 }, () => {
   it('never retries 4xx or 500, and keeps the start of the error body', async () => {
     for (const status of [400, 401, 403, 404, 500]) {
       const s = await serve();
-      s.fault(NODES, { kind: 'status', status, body: `{"errors":[{"error":"e${status}"}]}`, contentType: 'application/json' });
+      s.fault(NODES, {
+        kind: 'status',
+        status,
+        body: `{"errors":[{"error":"e${status}"}]}`,
+        contentType: 'application/json',
+      });
       const err = await get(transport(s.url, { attempts: 5 }), NODES);
       expect(err).toBeInstanceOf(SlurmHttpError);
       expect((err as SlurmHttpError).status).toBe(status);
@@ -262,11 +279,18 @@ describe('HttpTransport', { timeout: 10_000 }, () => {
 
   it('names the path in every error and never a header value', async () => {
     const s = await serve();
-    const faults = [{ kind: 'hang-headers' }, { kind: 'status', status: 503 }, { kind: 'reset' }, { kind: 'huge', bytes: 200_000, contentLength: false }] as const;
+    const faults = [
+      { kind: 'hang-headers' },
+      { kind: 'status', status: 503 },
+      { kind: 'reset' },
+      { kind: 'huge', bytes: 200_000, contentLength: false },
+    ] as const;
     for (const f of faults) {
       s.clearFaults();
       s.fault(NODES, f);
-      const err = await get(transport(s.url, { timeoutMs: 150, attempts: 1, maxResponseBytes: 10_000 }), NODES, { 'X-SLURM-USER-TOKEN': SECRET });
+      const err = await get(transport(s.url, { timeoutMs: 150, attempts: 1, maxResponseBytes: 10_000 }), NODES, {
+        'X-SLURM-USER-TOKEN': SECRET,
+      });
       expect(err).toBeInstanceOf(Error);
       expect((err as Error).message).toContain(NODES);
       expect(`${(err as Error).message} ${(err as Error).stack}`).not.toContain(SECRET);

@@ -6,14 +6,14 @@
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { staticToken } from '../../../src/cluster/api/auth.js';
-import { SlurmClient } from '../../../src/cluster/api/client.js';
+import { failureKindOf, SlurmClient, type FailureKind } from '../../../src/cluster/api/client.js';
 import { decoderFor } from '../../../src/cluster/api/versions.js';
 import { decodeListStream } from '../../../src/cluster/api/stream-decode.js';
 import { CollectionLoop, type LoopHooks } from '../../../src/cluster/collect.js';
 import { makeFetchers } from '../../../src/cluster/fetchers.js';
 import { observe } from '../../../src/cluster/rules.js';
 import type { SubCollector } from '../../../src/cluster/snapshot.js';
-import { createLogger, type Logger } from '../../../src/log.js';
+import { createLogger, silentLogger, type Logger } from '../../../src/log.js';
 import { materialized } from '../../../src/telemetry/spec.js';
 import { FaultServer } from '../api/fault-server.js';
 
@@ -30,6 +30,8 @@ function capture(): { logger: Logger; text: () => string } {
 
 interface Counts {
   errors: string[];
+  /** The failure kind of each failed run, as slurm_exporter_collector_errors_total counts it. */
+  kinds: FailureKind[];
   skipped: Partial<Record<SubCollector, number>>;
   apiErrors: Partial<Record<SubCollector, number>>;
   fieldsLost: Partial<Record<SubCollector, readonly string[]>>;
@@ -40,8 +42,13 @@ async function setup(opts: { versions?: string[]; token?: string } = {}) {
   servers.push(server);
   const { logger, text } = capture();
   const tokenSource = opts.token !== undefined ? staticToken({ token: opts.token, userName: 'root' }) : undefined;
-  const api = new SlurmClient({ server: server.url, ...(tokenSource ? { tokenSource } : { tokenSource: staticToken({ token: 'unused-token-xyz', userName: 'root' }) }), retries: 0, logger });
-  const counts: Counts = { errors: [], skipped: {}, apiErrors: {}, fieldsLost: {} };
+  const api = new SlurmClient({
+    server: server.url,
+    ...(tokenSource ? { tokenSource } : { tokenSource: staticToken({ token: 'unused-token-xyz', userName: 'root' }) }),
+    retries: 0,
+    logger,
+  });
+  const counts: Counts = { errors: [], kinds: [], skipped: {}, apiErrors: {}, fieldsLost: {} };
   const add = (m: Partial<Record<SubCollector, number>>, c: SubCollector, n: number) => (m[c] = (m[c] ?? 0) + n);
   const fetchers = makeFetchers({
     api,
@@ -55,7 +62,11 @@ async function setup(opts: { versions?: string[]; token?: string } = {}) {
     onFieldsLost: (c, f) => (counts.fieldsLost[c] = f),
   });
   const hooks: LoopHooks = {
-    runFinished: (c, _ms, err) => void (err !== undefined && counts.errors.push(c)),
+    runFinished: (c, _ms, err) => {
+      if (err === undefined) return;
+      counts.errors.push(c);
+      counts.kinds.push(failureKindOf(err));
+    },
     skipped: () => undefined,
     stale: () => undefined,
     inflight: () => undefined,
@@ -64,18 +75,31 @@ async function setup(opts: { versions?: string[]; token?: string } = {}) {
   return { server, loop, counts, text, close: () => api.close() };
 }
 
-const body = (o: unknown) => ({ kind: 'status' as const, status: 200, body: JSON.stringify(o), contentType: 'application/json' });
+const body = (o: unknown) => ({
+  kind: 'status' as const,
+  status: 200,
+  body: JSON.stringify(o),
+  contentType: 'application/json',
+});
 const META = { meta: { plugin: { data_parser: 'data_parser/v0.0.44' } }, errors: [], warnings: [] };
 
 describe('cluster collection against a hostile slurmrestd', () => {
   it('never logs a token that an error body echoes', async () => {
     const token = 'static-token-0123456789-secret';
     const t = await setup({ token });
-    t.server.fault('/slurm/v0.0.44/jobs/', { kind: 'status', status: 500, contentType: 'application/json', body: JSON.stringify({ errors: [{ error: 'Unspecified error', errno: -1, description: `rejected token ${token}` }] }) });
+    t.server.fault('/slurm/v0.0.44/jobs/', {
+      kind: 'status',
+      status: 500,
+      contentType: 'application/json',
+      body: JSON.stringify({
+        errors: [{ error: 'Unspecified error', errno: -1, description: `rejected token ${token}` }],
+      }),
+    });
     const tick = await t.loop.tick();
     t.close();
     expect(tick.failed).toEqual(['jobs']);
     expect(t.text()).toMatch(/sub-collector failed/);
+    expect(t.counts.kinds).toEqual(['auth']);
     expect(t.text()).toContain('rejected token <redacted>');
     expect(t.text()).not.toContain(token);
   });
@@ -84,19 +108,44 @@ describe('cluster collection against a hostile slurmrestd', () => {
     ['jobs', { jobs: [[1], [2], [3]] }],
     ['jobs', { jobs: Array.from({ length: 10_000 }, () => ({})) }],
     ['nodes', { nodes: [[1], 'x', null] }],
-  ] as const)('a %s list none of whose elements decodes is a failed run: last good data kept, skips counted', async (name, broken) => {
-    const t = await setup();
-    const first = await t.loop.tick();
-    const good = first.snapshot[name]?.value.length ?? 0;
-    expect(good).toBeGreaterThan(0);
-    t.server.fault(`/slurm/v0.0.44/${name}/`, body({ ...META, ...broken }));
-    const second = await t.loop.tick();
-    t.close();
-    expect(second.failed).toEqual([name]);
-    expect(second.snapshot[name]?.value.length).toBe(good);
-    expect(t.counts.errors).toEqual([name]);
-    expect(t.counts.skipped[name]).toBe((broken as Record<string, unknown[]>)[name]?.length);
-    expect(t.text()).toMatch(/all \d+ elements are malformed/);
+  ] as const)(
+    'a %s list none of whose elements decodes is a failed run: last good data kept, skips counted',
+    async (name, broken) => {
+      const t = await setup();
+      const first = await t.loop.tick();
+      const good = first.snapshot[name]?.value.length ?? 0;
+      expect(good).toBeGreaterThan(0);
+      t.server.fault(`/slurm/v0.0.44/${name}/`, body({ ...META, ...broken }));
+      const second = await t.loop.tick();
+      t.close();
+      expect(second.failed).toEqual([name]);
+      expect(second.snapshot[name]?.value.length).toBe(good);
+      expect(t.counts.errors).toEqual([name]);
+      expect(t.counts.kinds).toEqual(['decode']);
+      expect(t.counts.skipped[name]).toBe((broken as Record<string, unknown[]>)[name]?.length);
+      expect(t.text()).toMatch(/all \d+ elements are malformed/);
+    },
+  );
+
+  it('a failure that is not a call result (a bug on our side) is counted as internal', async () => {
+    const kinds: FailureKind[] = [];
+    const loop = new CollectionLoop({
+      fetchers: {
+        nodes: () => Promise.reject(new TypeError('x is undefined')),
+        jobs: async () => [],
+        diag: () => Promise.reject(new Error('never')),
+      },
+      maxInflight: 1,
+      hooks: {
+        runFinished: (_c, _ms, err) => void (err !== undefined && kinds.push(failureKindOf(err))),
+        skipped: () => undefined,
+        stale: () => undefined,
+        inflight: () => undefined,
+      },
+      logger: silentLogger(),
+    });
+    expect((await loop.tick()).failed).toEqual(['nodes', 'diag']);
+    expect(kinds).toEqual(['internal', 'internal']);
   });
 
   it('an empty list is still an empty cluster, not a failure', async () => {
@@ -144,7 +193,12 @@ describe('stream decoding as JSON.parse reads it', () => {
     for (let i = 0; i < text.length; i += size) yield Buffer.from(text.slice(i, i + size));
   }
   const decode = (text: string) => decodeListStream(chunks(text), 'jobs', decoderFor('v0.0.44').decodeJob);
-  const job = (id: number | string, extra: Record<string, unknown> = {}) => `{"job_id":${id},"job_state":["RUNNING"],"name":"j","nodes":"",${Object.entries(extra).map(([k, v]) => `"${k}":${typeof v === 'string' ? v : JSON.stringify(v)}`).join(',') || '"x":0'}}`;
+  const job = (id: number | string, extra: Record<string, unknown> = {}) =>
+    `{"job_id":${id},"job_state":["RUNNING"],"name":"j","nodes":"",${
+      Object.entries(extra)
+        .map(([k, v]) => `"${k}":${typeof v === 'string' ? v : JSON.stringify(v)}`)
+        .join(',') || '"x":0'
+    }}`;
 
   it('keeps the last of duplicate top-level keys, as JSON.parse does', async () => {
     const text = `{"jobs":[${job(1)},${job(2)}],"meta":{},"jobs":[${job(3)}]}`;
@@ -168,7 +222,9 @@ describe('stream decoding as JSON.parse reads it', () => {
     expect(d.items[0]?.job_id).toBe(big);
     expect(d.items[0]?.array_job_id).toBe(arrayId);
     const families = observe({ atMs: 0, jobs: { value: d.items, atMs: 0, seq: 1 } }, 0);
-    const labels = families.flatMap((f) => materialized(f).points.map((p) => p.attributes['job_id'])).filter((v) => v !== undefined);
+    const labels = families
+      .flatMap((f) => materialized(f).points.map((p) => p.attributes['job_id']))
+      .filter((v) => v !== undefined);
     expect(labels.length).toBeGreaterThan(0);
     expect(new Set(labels)).toEqual(new Set([big]));
   });

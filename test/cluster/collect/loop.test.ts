@@ -88,7 +88,8 @@ describe('CollectionLoop', () => {
 
   it('aborts runs in flight on shutdown', async () => {
     const fetchers: Fetchers = {
-      nodes: (signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')))),
+      nodes: (signal) =>
+        new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')))),
       jobs: async () => [],
       diag: async () => diag,
     };
@@ -105,8 +106,16 @@ describe('CollectionLoop: Soperator stale-sequence cases', () => {
   // Each: the newer run's result, then the older run's; the newer must stay.
   const cases = {
     jobs: { newer: [job('2')], older: [job('1')], read: (s: ClusterSnapshot) => s.jobs?.value.map((j) => j.job_id) },
-    nodes: { newer: [node('node-2')], older: [node('node-1')], read: (s: ClusterSnapshot) => s.nodes?.value.map((n) => n.name) },
-    diag: { newer: { ...diag, server_thread_count: 2 }, older: { ...diag, server_thread_count: 1 }, read: (s: ClusterSnapshot) => s.diag?.value.server_thread_count },
+    nodes: {
+      newer: [node('node-2')],
+      older: [node('node-1')],
+      read: (s: ClusterSnapshot) => s.nodes?.value.map((n) => n.name),
+    },
+    diag: {
+      newer: { ...diag, server_thread_count: 2 },
+      older: { ...diag, server_thread_count: 1 },
+      read: (s: ClusterSnapshot) => s.diag?.value.server_thread_count,
+    },
   };
   it.each(Object.entries(cases))('refresh %s drops a result older than the stored one', async (name, c) => {
     const calls: ReturnType<typeof deferred<unknown>>[] = [];
@@ -129,7 +138,9 @@ describe('CollectionLoop: Soperator stale-sequence cases', () => {
     await newer;
     calls[0]?.resolve(c.older);
     await older;
-    expect(c.read(loop.snapshot())).toEqual(c.read({ atMs: 0, [name]: { value: c.newer, atMs: 0, seq: 0 } } as ClusterSnapshot));
+    expect(c.read(loop.snapshot())).toEqual(
+      c.read({ atMs: 0, [name]: { value: c.newer, atMs: 0, seq: 0 } } as ClusterSnapshot),
+    );
     expect(log).toContain(`${name}:stale`);
   });
 });

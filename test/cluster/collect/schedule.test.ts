@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ClusterRunner } from '../../../src/cluster/agent.js';
 import { staticToken } from '../../../src/cluster/api/auth.js';
-import { SlurmClient } from '../../../src/cluster/api/client.js';
+import { FAILURE_KINDS, SlurmClient } from '../../../src/cluster/api/client.js';
 import type { Schedule } from '../../../src/telemetry/runtime.js';
 import { silentLogger } from '../../../src/log.js';
 import { parseExposition, select, valueOf } from '../../support/exposition.js';
@@ -31,7 +31,12 @@ afterEach(async () => {
 async function scheduled(opts: { jobsDelayMs: number; intervalMs: number; maxInflight: number }) {
   server = await FaultServer.start({ versions: ['v0.0.44'] });
   server.fault(JOBS, { kind: 'delay', ms: opts.jobsDelayMs });
-  const api = new SlurmClient({ server: server.url, tokenSource: staticToken({ token: 't', userName: 'root' }), requestTimeoutMs: 10_000, logger: silentLogger() });
+  const api = new SlurmClient({
+    server: server.url,
+    tokenSource: staticToken({ token: 't', userName: 'root' }),
+    requestTimeoutMs: 10_000,
+    logger: silentLogger(),
+  });
   runner = new ClusterRunner({
     source: { api, jobSource: 'controller', accountingLookbackMs: 3_600_000 },
     collectionIntervalMs: opts.intervalMs,
@@ -68,11 +73,16 @@ describe('sub-collectors on their own schedules', () => {
     const early = parseExposition(runner.pipeline.exposition.text);
     expect(select(early, 'slurm_node_info').length).toBeGreaterThan(0);
     expect(select(early, 'slurm_job_info')).toEqual([]);
-    expect(valueOf(await self(runner), 'slurm_exporter_collector_skipped_total', { collector: 'jobs' })).toBeGreaterThanOrEqual(3);
+    expect(
+      valueOf(await self(runner), 'slurm_exporter_collector_skipped_total', { collector: 'jobs' }),
+    ).toBeGreaterThanOrEqual(3);
     expect(valueOf(await self(runner), 'slurm_exporter_collector_skipped_total', { collector: 'nodes' })).toBe(0);
     expect(server.peak.get(JOBS)).toBe(1);
 
-    await until('the jobs published', () => select(parseExposition(runner.pipeline.exposition.text), 'slurm_job_info').length > 0);
+    await until(
+      'the jobs published',
+      () => select(parseExposition(runner.pipeline.exposition.text), 'slurm_job_info').length > 0,
+    );
     const published = select(parseExposition(runner.pipeline.exposition.text), 'slurm_job_info').length;
     await until('a second /jobs in flight', () => server.count(JOBS) >= 2);
     // Meanwhile the last good jobs are still served, next to ever newer nodes.
@@ -85,7 +95,10 @@ describe('sub-collectors on their own schedules', () => {
   it('overlaps two runs of one sub-collector with --max-collector-inflight 2, and skips the third', async () => {
     const { server, runner } = await scheduled({ jobsDelayMs: 1500, intervalMs: 100, maxInflight: 2 });
     await until('two /jobs in flight', () => (server.active.get(JOBS) ?? 0) >= 2);
-    await until('a skipped /jobs tick', async () => valueOf(await self(runner), 'slurm_exporter_collector_skipped_total', { collector: 'jobs' }) === 1);
+    await until(
+      'a skipped /jobs tick',
+      async () => valueOf(await self(runner), 'slurm_exporter_collector_skipped_total', { collector: 'jobs' }) === 1,
+    );
     expect(server.peak.get(JOBS)).toBe(2);
     expect(valueOf(await self(runner), 'slurm_exporter_collector_inflight', { collector: 'jobs' })).toBe(2);
   });
@@ -94,12 +107,22 @@ describe('sub-collectors on their own schedules', () => {
     const { runner } = await scheduled({ jobsDelayMs: 5000, intervalMs: 60_000, maxInflight: 1 });
     const samples = await self(runner);
     for (const collector of ['nodes', 'jobs', 'diag']) {
-      for (const name of ['slurm_exporter_collector_errors_total', 'slurm_exporter_collector_skipped_total', 'slurm_exporter_collector_stale_results_total']) {
+      for (const name of ['slurm_exporter_collector_skipped_total', 'slurm_exporter_collector_stale_results_total']) {
         expect(valueOf(samples, name, { collector }), `${name}{collector="${collector}"}`).toBe(0);
       }
+      // Every failure kind too, so a first failure of any kind shows in rate().
+      for (const kind of FAILURE_KINDS)
+        expect(
+          valueOf(samples, 'slurm_exporter_collector_errors_total', { collector, kind }),
+          `${collector} ${kind}`,
+        ).toBe(0);
       expect(valueOf(samples, 'slurm_exporter_collector_duration_seconds', { collector })).toBeDefined();
     }
-    for (const name of ['slurm_exporter_collection_attempts_total', 'slurm_exporter_collection_failures_total', 'slurm_exporter_metrics_requests_total']) {
+    for (const name of [
+      'slurm_exporter_collection_attempts_total',
+      'slurm_exporter_collection_failures_total',
+      'slurm_exporter_metrics_requests_total',
+    ]) {
       expect(valueOf(samples, name), name).toBe(0);
     }
     expect(valueOf(samples, 'slurm_exporter_collection_duration_seconds')).toBe(0);

@@ -7,7 +7,8 @@ import { jobMemoryBytes } from '../../../src/cluster/tres.js';
 import { recorded } from '../fixtures.js';
 import { job, ok, T0 } from './helpers.js';
 
-const acct = (id: string, state: string[], extra: Partial<SlurmJob> = {}): SlurmJob => job(id, state, { source: 'accounting', ...extra });
+const acct = (id: string, state: string[], extra: Partial<SlurmJob> = {}): SlurmJob =>
+  job(id, state, { source: 'accounting', ...extra });
 const nowS = T0 / 1000;
 const DAY = 24 * 3600;
 
@@ -32,7 +33,14 @@ describe('adjustAccountingJobs', () => {
   });
 
   it('normalises unallocated node lists to empty', () => {
-    const out = adjustAccountingJobs([acct('1', ['PENDING'], { nodes: 'None assigned' }), acct('2', ['PENDING'], { nodes: ' (null) ' }), acct('3', ['RUNNING'], { nodes: 'n[1-2]' })], T0);
+    const out = adjustAccountingJobs(
+      [
+        acct('1', ['PENDING'], { nodes: 'None assigned' }),
+        acct('2', ['PENDING'], { nodes: ' (null) ' }),
+        acct('3', ['RUNNING'], { nodes: 'n[1-2]' }),
+      ],
+      T0,
+    );
     expect(out.map((j) => j.nodes)).toEqual(['', '', 'n[1-2]']);
   });
 
@@ -58,7 +66,10 @@ describe('adjustAccountingJobs', () => {
   });
 
   it('passes controller rows through untouched, zombies included', () => {
-    const rows = [job('1', ['RUNNING'], { start_time: nowS - 10, time_limit: 5 }), job('2', ['PENDING'], { submit_time: nowS - 90 * DAY, nodes: 'None assigned' })];
+    const rows = [
+      job('1', ['RUNNING'], { start_time: nowS - 10, time_limit: 5 }),
+      job('2', ['PENDING'], { submit_time: nowS - 90 * DAY, nodes: 'None assigned' }),
+    ];
     const out = adjustAccountingJobs(rows, T0);
     expect(out).toHaveLength(2);
     expect(out[0]).toBe(rows[0]);
@@ -79,9 +90,14 @@ describe('adjustAccountingJobs', () => {
     const now = 1796021500 * 1000;
     for (const at of [now, now + 3650 * DAY * 1000]) {
       const out = adjustAccountingJobs(rows, at);
-      expect(out.map((j) => [j.job_id, j.start_time, j.end_time])).toEqual(rows.map((j) => [j.job_id, j.start_time, j.end_time]));
+      expect(out.map((j) => [j.job_id, j.start_time, j.end_time])).toEqual(
+        rows.map((j) => [j.job_id, j.start_time, j.end_time]),
+      );
     }
     const pending = adjustAccountingJobs(rows, now).filter((j) => j.state[0] === 'PENDING');
-    expect(pending.map((j) => [j.job_id, j.nodes])).toEqual([['7', ''], ['17', '']]);
+    expect(pending.map((j) => [j.job_id, j.nodes])).toEqual([
+      ['7', ''],
+      ['17', ''],
+    ]);
   });
 });

@@ -21,8 +21,14 @@ const selfSpecs = byProm(Object.values(CLUSTER_SELF_METRICS));
  * families slurmctld also serves carry its `node` label after Soperator's.
  */
 const CONTRACT: Record<string, [string, string[]]> = {
-  slurm_node_gpu_seconds_total: ['counter', ['node_name', 'state_base', 'state_is_drain', 'state_is_maintenance', 'state_is_reserved']],
-  slurm_node_fails_total: ['counter', ['node_name', 'state_base', 'state_is_drain', 'state_is_maintenance', 'state_is_reserved', 'reason']],
+  slurm_node_gpu_seconds_total: [
+    'counter',
+    ['node_name', 'state_base', 'state_is_drain', 'state_is_maintenance', 'state_is_reserved'],
+  ],
+  slurm_node_fails_total: [
+    'counter',
+    ['node_name', 'state_base', 'state_is_drain', 'state_is_maintenance', 'state_is_reserved', 'reason'],
+  ],
   slurm_node_unavailability_duration_seconds: ['histogram', ['node_name']],
   slurm_node_draining_duration_seconds: ['histogram', ['node_name']],
   slurm_node_cpus_total: ['gauge', ['node_name']],
@@ -48,14 +54,46 @@ const CONTRACT: Record<string, [string, string[]]> = {
 };
 
 const NODE_INFO = [
-  'node_name', 'instance_id', 'state_base', 'state_is_drain', 'state_is_maintenance', 'state_is_reserved', 'state_is_completing',
-  'state_is_fail', 'state_is_planned', 'state_is_not_responding', 'state_is_invalid', 'state_is_cloud', 'state_is_power_down',
-  'state_is_power_drain', 'state_is_powered_down', 'state_is_powering_down', 'state_is_powering_up', 'state_is_power_up',
-  'is_unavailable', 'reservation_name', 'address', 'reason', 'comment',
+  'node_name',
+  'instance_id',
+  'state_base',
+  'state_is_drain',
+  'state_is_maintenance',
+  'state_is_reserved',
+  'state_is_completing',
+  'state_is_fail',
+  'state_is_planned',
+  'state_is_not_responding',
+  'state_is_invalid',
+  'state_is_cloud',
+  'state_is_power_down',
+  'state_is_power_drain',
+  'state_is_powered_down',
+  'state_is_powering_down',
+  'state_is_powering_up',
+  'state_is_power_up',
+  'is_unavailable',
+  'reservation_name',
+  'address',
+  'reason',
+  'comment',
 ];
 const JOB_INFO_DOCUMENTED = [
-  'job_id', 'job_state', 'job_state_reason', 'slurm_partition', 'job_name', 'user_name', 'user_id', 'standard_error',
-  'standard_output', 'array_job_id', 'array_task_id', 'submit_time', 'start_time', 'end_time', 'finished_time',
+  'job_id',
+  'job_state',
+  'job_state_reason',
+  'slurm_partition',
+  'job_name',
+  'user_name',
+  'user_id',
+  'standard_error',
+  'standard_output',
+  'array_job_id',
+  'array_task_id',
+  'submit_time',
+  'start_time',
+  'end_time',
+  'finished_time',
 ];
 
 describe('cluster catalogue', () => {
@@ -78,7 +116,11 @@ describe('cluster catalogue', () => {
   });
 
   it('OTLP names never end in _total except gauges Soperator named so', () => {
-    for (const s of [...Object.values(CLUSTER_METRICS), ...CLUSTER_EVENT_SPECS, ...Object.values(CLUSTER_SELF_METRICS)]) {
+    for (const s of [
+      ...Object.values(CLUSTER_METRICS),
+      ...CLUSTER_EVENT_SPECS,
+      ...Object.values(CLUSTER_SELF_METRICS),
+    ]) {
       if (s.name.endsWith('_total')) expect([s.name, s.kind]).toEqual([s.name, 'gauge']);
     }
   });
@@ -91,13 +133,19 @@ describe('cluster catalogue', () => {
       'slurm_node_unavailability_duration_seconds',
     ]);
     for (const s of CLUSTER_EVENT_SPECS) expect(['counter', 'histogram']).toContain(s.kind);
-    expect(CLUSTER_EVENT_METRICS.nodeUnavailability.buckets).toEqual([30, 60, 300, 600, 1800, 3600, 7200, 14400, 28800, 43200, 86400, 172800, 259200, 604800, 1209600, 2592000]);
+    expect(CLUSTER_EVENT_METRICS.nodeUnavailability.buckets).toEqual([
+      30, 60, 300, 600, 1800, 3600, 7200, 14400, 28800, 43200, 86400, 172800, 259200, 604800, 1209600, 2592000,
+    ]);
     expect(CLUSTER_EVENT_METRICS.nodeDraining.buckets).toBe(DURATION_BUCKETS);
     expect(Object.values(CLUSTER_METRICS).some((s: MetricSpec) => s.kind === 'histogram')).toBe(false);
   });
 
   it('units: By for bytes, s for seconds, empty for counts', () => {
-    for (const s of [...Object.values(CLUSTER_METRICS), ...CLUSTER_EVENT_SPECS, ...Object.values(CLUSTER_SELF_METRICS)]) {
+    for (const s of [
+      ...Object.values(CLUSTER_METRICS),
+      ...CLUSTER_EVENT_SPECS,
+      ...Object.values(CLUSTER_SELF_METRICS),
+    ]) {
       const expected = /_bytes$/.test(s.name) ? 'By' : /_seconds$/.test(s.name) ? 's' : '';
       expect([s.name, s.unit]).toEqual([s.name, expected]);
       expect(s.description.length).toBeGreaterThan(10);
@@ -105,13 +153,17 @@ describe('cluster catalogue', () => {
   });
 
   it("self-monitoring: Soperator's family plus stale results, skipped items, API errors and lost fields", () => {
-    expect(Object.entries(selfSpecs).map(([n, s]) => [n, s.kind, s.attributes]).sort()).toEqual(
+    expect(
+      Object.entries(selfSpecs)
+        .map(([n, s]) => [n, s.kind, s.attributes])
+        .sort(),
+    ).toEqual(
       [
         ['slurm_exporter_collection_duration_seconds', 'gauge', []],
         ['slurm_exporter_collection_attempts_total', 'counter', []],
         ['slurm_exporter_collection_failures_total', 'counter', []],
         ['slurm_exporter_collector_duration_seconds', 'gauge', ['collector']],
-        ['slurm_exporter_collector_errors_total', 'counter', ['collector']],
+        ['slurm_exporter_collector_errors_total', 'counter', ['collector', 'kind']],
         ['slurm_exporter_collector_inflight', 'gauge', ['collector']],
         ['slurm_exporter_collector_skipped_total', 'counter', ['collector']],
         ['slurm_exporter_collector_stale_results_total', 'counter', ['collector']],

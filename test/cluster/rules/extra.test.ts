@@ -27,12 +27,14 @@ describe('pending reasons', () => {
   });
 
   it('no pending job: the family is there, empty', () => {
-    expect(points(extraFamilies({ atMs: T0, jobs: at([job('1', ['RUNNING'])]) }), 'slurm_jobs_pending_reason')).toEqual([]);
+    expect(points(extraFamilies({ atMs: T0, jobs: at([job('1', ['RUNNING'])]) }), 'slurm_jobs_pending_reason')).toEqual(
+      [],
+    );
   });
 });
 
 describe('licenses', () => {
-  it('decodes every version\'s element and skips one without a name, keeping the rest', () => {
+  it("decodes every version's element and skips one without a name, keeping the rest", () => {
     const body = {
       licenses: [
         { LicenseName: 'matlab', Total: 10, Used: 3, Free: 5, Reserved: 2, Remote: false, LastConsumed: 3 },
@@ -43,7 +45,10 @@ describe('licenses', () => {
     const d = decodeList<SlurmLicense>(body, 'licenses', decodeLicense);
     expect(d.ok && d.skipped).toBe(1);
     const f = extraFamilies({ atMs: T0, licenses: at(ok(d)) });
-    expect(points(f, 'slurm_license_total').map((x) => [x.attributes.license, x.value])).toEqual([['matlab', 10], ['ansys', 2]]);
+    expect(points(f, 'slurm_license_total').map((x) => [x.attributes.license, x.value])).toEqual([
+      ['matlab', 10],
+      ['ansys', 2],
+    ]);
     expect(points(f, 'slurm_license_used').map((x) => x.value)).toEqual([3, 0]);
     expect(points(f, 'slurm_license_free').map((x) => x.value)).toEqual([5, 2]);
     expect(points(f, 'slurm_license_reserved').map((x) => x.value)).toEqual([2, 0]);
@@ -59,8 +64,26 @@ describe('licenses', () => {
 describe('reservations', () => {
   const body = {
     reservations: [
-      { name: 'maint', partition: 'gpu', flags: ['maint', 'ignore_jobs'], node_list: 'n[1-2]', node_count: 2, core_count: 16, start_time: 1800000000, end_time: 1800003600, users: 'root', accounts: '' },
-      { name: 'broken', flags: [], node_list: 'n[3-1]', node_count: 1, start_time: { set: true, infinite: false, number: 1800000000 }, end_time: { set: false, infinite: true, number: 0 } },
+      {
+        name: 'maint',
+        partition: 'gpu',
+        flags: ['maint', 'ignore_jobs'],
+        node_list: 'n[1-2]',
+        node_count: 2,
+        core_count: 16,
+        start_time: 1800000000,
+        end_time: 1800003600,
+        users: 'root',
+        accounts: '',
+      },
+      {
+        name: 'broken',
+        flags: [],
+        node_list: 'n[3-1]',
+        node_count: 1,
+        start_time: { set: true, infinite: false, number: 1800000000 },
+        end_time: { set: false, infinite: true, number: 0 },
+      },
     ],
   };
   const list = ok(decodeList<SlurmReservation>(body, 'reservations', decodeReservation));
@@ -68,13 +91,34 @@ describe('reservations', () => {
 
   it('exports identity, times, sizes and the states of the reserved nodes', () => {
     const f = extraFamilies({ atMs: T0, reservations: at(list), nodes: at(nodes) });
-    expect(points(f, 'slurm_reservation_info')[0]?.attributes).toEqual({ reservation: 'maint', partition: 'gpu', flags: 'MAINT,IGNORE_JOBS', users: 'root', accounts: '', nodes: 'n[1-2]' });
+    expect(points(f, 'slurm_reservation_info')[0]?.attributes).toEqual({
+      reservation: 'maint',
+      partition: 'gpu',
+      flags: 'MAINT,IGNORE_JOBS',
+      users: 'root',
+      accounts: '',
+      nodes: 'n[1-2]',
+    });
     expect(points(f, 'slurm_reservation_start_time_seconds').map((p) => p.value)).toEqual([1800000000, 1800000000]);
     // An INFINITE end is no time at all: absent.
-    expect(points(f, 'slurm_reservation_end_time_seconds').map((p) => [p.attributes.reservation, p.value])).toEqual([['maint', 1800003600]]);
+    expect(points(f, 'slurm_reservation_end_time_seconds').map((p) => [p.attributes.reservation, p.value])).toEqual([
+      ['maint', 1800003600],
+    ]);
     expect(points(f, 'slurm_reservation_cores').map((p) => p.value)).toEqual([16]);
-    const states = Object.fromEntries(points(f, 'slurm_reservation_nodes_state').map((p) => [`${p.attributes.reservation}/${p.attributes.state}`, p.value]));
-    expect(states).toEqual({ 'maint/idle': 1, 'maint/maint': 1, 'maint/resv': 1, 'maint/mixed': 1, 'maint/drain': 1, 'maint/draining': 1 });
+    const states = Object.fromEntries(
+      points(f, 'slurm_reservation_nodes_state').map((p) => [
+        `${p.attributes.reservation}/${p.attributes.state}`,
+        p.value,
+      ]),
+    );
+    expect(states).toEqual({
+      'maint/idle': 1,
+      'maint/maint': 1,
+      'maint/resv': 1,
+      'maint/mixed': 1,
+      'maint/drain': 1,
+      'maint/draining': 1,
+    });
   });
 
   it('without a node list yet, the reservation families are served without node states', () => {
@@ -85,17 +129,51 @@ describe('reservations', () => {
 });
 
 describe('fairshare', () => {
-  const v40 = { id: 2, name: 'phys', parent: 'root', partition: '', shares: { set: true, infinite: false, number: 10 }, shares_normalized: { set: true, infinite: false, number: 0.25 }, usage: 3600, usage_normalized: { set: true, infinite: false, number: 0.5 }, effective_usage: 0.5, fairshare: { factor: 0.4, level: 0.8 }, type: ['ASSOCIATION'] };
-  const v44user = { id: 3, name: 'alice', parent: 'phys', partition: '', shares: { set: true, infinite: false, number: 1 }, usage: 1800, usage_normalized: { set: false, infinite: false, number: 0 }, effective_usage: { set: true, infinite: false, number: 0.25 }, fairshare: { factor: { set: true, infinite: false, number: 0.6 }, level: { set: true, infinite: true, number: 0 } }, type: ['USER'] };
+  const v40 = {
+    id: 2,
+    name: 'phys',
+    parent: 'root',
+    partition: '',
+    shares: { set: true, infinite: false, number: 10 },
+    shares_normalized: { set: true, infinite: false, number: 0.25 },
+    usage: 3600,
+    usage_normalized: { set: true, infinite: false, number: 0.5 },
+    effective_usage: 0.5,
+    fairshare: { factor: 0.4, level: 0.8 },
+    type: ['ASSOCIATION'],
+  };
+  const v44user = {
+    id: 3,
+    name: 'alice',
+    parent: 'phys',
+    partition: '',
+    shares: { set: true, infinite: false, number: 1 },
+    usage: 1800,
+    usage_normalized: { set: false, infinite: false, number: 0 },
+    effective_usage: { set: true, infinite: false, number: 0.25 },
+    fairshare: { factor: { set: true, infinite: false, number: 0.6 }, level: { set: true, infinite: true, number: 0 } },
+    type: ['USER'],
+  };
 
   it('reads plain (v0.0.40) and struct (v0.0.42+) numbers; an account row has an empty user, a user row its account', () => {
-    const rows = ok(decodeShares({ shares: { shares: [v40, v44user, { id: 9 }], total_shares: 11 }, errors: [], warnings: [] }));
+    const rows = ok(
+      decodeShares({ shares: { shares: [v40, v44user, { id: 9 }], total_shares: 11 }, errors: [], warnings: [] }),
+    );
     expect(rows).toHaveLength(2);
     const f = extraFamilies({ atMs: T0, shares: at(rows) });
     const by = (name: string) => points(f, name).map((p) => [p.attributes.account, p.attributes.user, p.value]);
-    expect(by('slurm_fairshare_factor')).toEqual([['phys', '', 0.4], ['phys', 'alice', 0.6]]);
-    expect(by('slurm_fairshare_raw_shares')).toEqual([['phys', '', 10], ['phys', 'alice', 1]]);
-    expect(by('slurm_fairshare_effective_usage')).toEqual([['phys', '', 0.5], ['phys', 'alice', 0.25]]);
+    expect(by('slurm_fairshare_factor')).toEqual([
+      ['phys', '', 0.4],
+      ['phys', 'alice', 0.6],
+    ]);
+    expect(by('slurm_fairshare_raw_shares')).toEqual([
+      ['phys', '', 10],
+      ['phys', 'alice', 1],
+    ]);
+    expect(by('slurm_fairshare_effective_usage')).toEqual([
+      ['phys', '', 0.5],
+      ['phys', 'alice', 0.25],
+    ]);
     // Unset and infinite values are absent, not 0.
     expect(by('slurm_fairshare_norm_usage')).toEqual([['phys', '', 0.5]]);
     expect(by('slurm_fairshare_level')).toEqual([['phys', '', 0.8]]);
@@ -107,11 +185,14 @@ describe('fairshare', () => {
 });
 
 describe('QoS and association limits', () => {
-  it("reads the real 22.05 slurmdbd lists: only what is set (usage factor, shares) is exported", () => {
+  it('reads the real 22.05 slurmdbd lists: only what is set (usage factor, shares) is exported', () => {
     const qos = ok(decodeQosList(recorded('v0.0.38', '00-idle-slurmdb-qos.json')));
     const assoc = ok(decodeAssociations(recorded('v0.0.38', '00-idle-slurmdb-associations.json')));
     const f = extraFamilies({ atMs: T0, limits: at({ qos, associations: assoc }) });
-    expect(points(f, 'slurm_qos_limit').map((p) => [p.attributes.qos, p.attributes.limit, p.value])).toEqual([['normal', 'priority', 0], ['normal', 'usage_factor', 1]]);
+    expect(points(f, 'slurm_qos_limit').map((p) => [p.attributes.qos, p.attributes.limit, p.value])).toEqual([
+      ['normal', 'priority', 0],
+      ['normal', 'usage_factor', 1],
+    ]);
     expect(points(f, 'slurm_qos_tres_limit')).toEqual([]);
     expect(points(f, 'slurm_association_limit').map((p) => p.attributes.limit)).toEqual(['shares', 'shares']);
   });
@@ -127,16 +208,41 @@ describe('QoS and association limits', () => {
           limits: {
             max: {
               active_jobs: { count: unset },
-              jobs: { active_jobs: { per: { user: n(10), account: { set: true, infinite: true, number: 0 } } }, per: { user: n(50) } },
+              jobs: {
+                active_jobs: { per: { user: n(10), account: { set: true, infinite: true, number: 0 } } },
+                per: { user: n(50) },
+              },
               wall_clock: { per: { job: n(120) } },
-              tres: { total: [{ type: 'cpu', count: 64 }, { type: 'gres', name: 'gpu', count: 8 }], per: { user: [{ type: 'mem', count: 4096 }] } },
+              tres: {
+                total: [
+                  { type: 'cpu', count: 64 },
+                  { type: 'gres', name: 'gpu', count: 8 },
+                ],
+                per: { user: [{ type: 'mem', count: 4096 }] },
+              },
             },
           },
         },
       ],
     };
-    const assocBody = { associations: [{ account: 'phys', user: 'alice', partition: 'gpu', shares_raw: 5, max: { jobs: { per: { count: n(4), wall_clock: n(60) } }, tres: { per: { job: [{ type: 'node', count: 2 }] } } } }] };
-    const f = extraFamilies({ atMs: T0, limits: at({ qos: ok(decodeQosList(qosBody)), associations: ok(decodeAssociations(assocBody)) }) });
+    const assocBody = {
+      associations: [
+        {
+          account: 'phys',
+          user: 'alice',
+          partition: 'gpu',
+          shares_raw: 5,
+          max: {
+            jobs: { per: { count: n(4), wall_clock: n(60) } },
+            tres: { per: { job: [{ type: 'node', count: 2 }] } },
+          },
+        },
+      ],
+    };
+    const f = extraFamilies({
+      atMs: T0,
+      limits: at({ qos: ok(decodeQosList(qosBody)), associations: ok(decodeAssociations(assocBody)) }),
+    });
     const q = Object.fromEntries(points(f, 'slurm_qos_limit').map((p) => [p.attributes.limit, p.value]));
     expect(q).toEqual({ priority: 100, max_jobs_per_user: 10, max_submit_jobs_per_user: 50, max_wall_seconds: 7200 });
     expect(points(f, 'slurm_qos_tres_limit').map((p) => [p.attributes.limit, p.attributes.tres, p.value])).toEqual([
@@ -144,11 +250,21 @@ describe('QoS and association limits', () => {
       ['grp_tres', 'gres/gpu', 8],
       ['max_tres_per_user', 'mem', 4096],
     ]);
-    expect(points(f, 'slurm_association_limit').map((p) => [p.attributes.account, p.attributes.user, p.attributes.partition, p.attributes.limit, p.value])).toEqual([
+    expect(
+      points(f, 'slurm_association_limit').map((p) => [
+        p.attributes.account,
+        p.attributes.user,
+        p.attributes.partition,
+        p.attributes.limit,
+        p.value,
+      ]),
+    ).toEqual([
       ['phys', 'alice', 'gpu', 'shares', 5],
       ['phys', 'alice', 'gpu', 'max_jobs', 4],
       ['phys', 'alice', 'gpu', 'max_wall_seconds', 3600],
     ]);
-    expect(points(f, 'slurm_association_tres_limit').map((p) => [p.attributes.limit, p.attributes.tres, p.value])).toEqual([['max_tres_per_job', 'node', 2]]);
+    expect(
+      points(f, 'slurm_association_tres_limit').map((p) => [p.attributes.limit, p.attributes.tres, p.value]),
+    ).toEqual([['max_tres_per_job', 'node', 2]]);
   });
 });

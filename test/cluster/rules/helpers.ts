@@ -2,7 +2,13 @@
 import { nodeState } from '../../../src/cluster/api/states.js';
 import type { Decoded, SlurmDiag, SlurmJob, SlurmNode } from '../../../src/cluster/model.js';
 import type { ClusterSnapshot } from '../../../src/cluster/snapshot.js';
-import { materialized, type AnyFamily, type Family, type MetricEvent, type Point } from '../../../src/telemetry/spec.js';
+import {
+  materialized,
+  type AnyFamily,
+  type Family,
+  type MetricEvent,
+  type Point,
+} from '../../../src/telemetry/spec.js';
 
 export const T0 = Date.UTC(2025, 10, 24, 12, 0, 0);
 

@@ -6,7 +6,12 @@ import { describe, expect, it } from 'vitest';
 import { decodeDiag, decodeJobs, decodeNodes } from '../../../src/cluster/api/decode-v0038.js';
 import { decodePartition } from '../../../src/cluster/api/decode-partitions.js';
 import { decodeList } from '../../../src/cluster/api/envelope.js';
-import { NATIVE_JOB_STATES, NATIVE_NODE_STATES, NATIVE_SPECS, NATIVE_USER_ACCOUNT_SPECS } from '../../../src/cluster/metrics.js';
+import {
+  NATIVE_JOB_STATES,
+  NATIVE_NODE_STATES,
+  NATIVE_SPECS,
+  NATIVE_USER_ACCOUNT_SPECS,
+} from '../../../src/cluster/metrics.js';
 import { jobStateNames, nativeFamilies, nodeStateNames } from '../../../src/cluster/native.js';
 import type { SlurmPartition } from '../../../src/cluster/model.js';
 import { observe } from '../../../src/cluster/rules.js';
@@ -35,12 +40,21 @@ function cliSection(text: string, title: string): string[][] {
 
 /** sinfo -N -l rows: [node, partition, state word] (the first two lines are a date and a header). */
 function sinfoNodes(cli: string): { node: string; partition: string; state: string; cpus: number }[] {
-  return cliSection(cli, 'sinfo -N -l').slice(2).map((r) => ({ node: r[0] as string, partition: (r[2] as string).replace('*', ''), state: r[3] as string, cpus: Number(r[4]) }));
+  return cliSection(cli, 'sinfo -N -l')
+    .slice(2)
+    .map((r) => ({
+      node: r[0] as string,
+      partition: (r[2] as string).replace('*', ''),
+      state: r[3] as string,
+      cpus: Number(r[4]),
+    }));
 }
 
 /** squeue -t all rows: [partition, state, reason] (its first line is the header). */
 function squeueJobs(cli: string): { partition: string; state: string; reason: string }[] {
-  return cliSection(cli, 'squeue -t all').slice(1).map((r) => ({ partition: r[1] as string, state: r[3] as string, reason: r[4] as string }));
+  return cliSection(cli, 'squeue -t all')
+    .slice(1)
+    .map((r) => ({ partition: r[1] as string, state: r[3] as string, reason: r[4] as string }));
 }
 
 function scalar(families: readonly AnyFamily[], name: string): number {
@@ -53,7 +67,8 @@ const count = <T>(list: readonly T[], pred: (x: T) => boolean): number => list.f
 
 function snapshotOf(step: string): ClusterSnapshot {
   const files = listFiles(...DIR);
-  const read = (what: string) => (files.includes(`${step}-${what}.json`) ? recorded(V38, `${step}-${what}.json`) : undefined);
+  const read = (what: string) =>
+    files.includes(`${step}-${what}.json`) ? recorded(V38, `${step}-${what}.json`) : undefined;
   const nodes = read('nodes');
   const jobs = read('jobs');
   const parts = read('partitions') ?? recorded(V38, '07-recovered-partitions.json');
@@ -65,7 +80,9 @@ function snapshotOf(step: string): ClusterSnapshot {
   };
 }
 
-const STEPS = listFiles(...DIR).filter((f) => f.endsWith('-cli.txt') && !f.includes('-job-')).map((f) => f.replace('-cli.txt', ''));
+const STEPS = listFiles(...DIR)
+  .filter((f) => f.endsWith('-cli.txt') && !f.includes('-job-'))
+  .map((f) => f.replace('-cli.txt', ''));
 
 describe("Slurm's native families from real Slurm 22.05 responses", () => {
   for (const step of STEPS) {
@@ -75,7 +92,8 @@ describe("Slurm's native families from real Slurm 22.05 responses", () => {
       const sinfo = sinfoNodes(readText(...DIR, `${step}-cli.txt`));
       const f = nativeFamilies(snap);
       expect(scalar(f, 'slurm_nodes')).toBe(new Set(sinfo.map((r) => r.node)).size);
-      for (const word of ['draining', 'drained']) expect(scalar(f, `slurm_nodes_${word}`), word).toBe(count(sinfo, (r) => r.state.startsWith(word)));
+      for (const word of ['draining', 'drained'])
+        expect(scalar(f, `slurm_nodes_${word}`), word).toBe(count(sinfo, (r) => r.state.startsWith(word)));
       expect(scalar(f, 'slurm_nodes_noresp')).toBe(count(sinfo, (r) => r.state.endsWith('*')));
       expect(scalar(f, 'slurm_nodes_down')).toBe(count(sinfo, (r) => r.state.startsWith('down')));
       // A draining node is allocated or mixed underneath; every node has exactly one base state.
@@ -104,18 +122,25 @@ describe("Slurm's native families from real Slurm 22.05 responses", () => {
       expect(scalar(f, 'slurm_jobs_hold')).toBe(count(squeue, (r) => r.reason === 'JobHeldUser'));
       expect(scalar(f, 'slurm_jobs_started')).toBe(count(squeue, (r) => r.state !== 'PENDING'));
       const byPartition = valuesBy(f, 'slurm_partition_jobs', 'partition');
-      for (const p of new Set(squeue.map((r) => r.partition))) expect(byPartition[p], p).toBe(count(squeue, (r) => r.partition === p));
+      for (const p of new Set(squeue.map((r) => r.partition)))
+        expect(byPartition[p], p).toBe(count(squeue, (r) => r.partition === p));
     });
   }
 
-  it('allocated CPUs, memory and nodes are the running jobs\' TRES, as squeue prints them', () => {
+  it("allocated CPUs, memory and nodes are the running jobs' TRES, as squeue prints them", () => {
     const snap = snapshotOf('01-jobs');
     const f = nativeFamilies(snap);
-    const rows = cliSection(readText(...DIR, '01-jobs-cli.txt'), 'squeue -a -l').slice(2).filter((r) => r.includes('RUNNING'));
-    const tres = rows.map((r) => Object.fromEntries((r.at(-1) as string).split(',').map((kv) => kv.split('='))) as Record<string, string>);
+    const rows = cliSection(readText(...DIR, '01-jobs-cli.txt'), 'squeue -a -l')
+      .slice(2)
+      .filter((r) => r.includes('RUNNING'));
+    const tres = rows.map(
+      (r) => Object.fromEntries((r.at(-1) as string).split(',').map((kv) => kv.split('='))) as Record<string, string>,
+    );
     expect(scalar(f, 'slurm_jobs_cpus_alloc')).toBe(tres.reduce((a, t) => a + Number(t.cpu), 0));
     expect(scalar(f, 'slurm_jobs_nodes_alloc')).toBe(tres.reduce((a, t) => a + Number(t.node), 0));
-    expect(scalar(f, 'slurm_jobs_memory_alloc')).toBe(tres.reduce((a, t) => a + Number((t.mem as string).replace('M', '')), 0));
+    expect(scalar(f, 'slurm_jobs_memory_alloc')).toBe(
+      tres.reduce((a, t) => a + Number((t.mem as string).replace('M', '')), 0),
+    );
   });
 
   it('scheduler families come from diag; those 22.05 cannot carry are absent, not 0', () => {
@@ -128,13 +153,24 @@ describe("Slurm's native families from real Slurm 22.05 responses", () => {
     expect(scalar(f, 'slurm_slurmdbd_queue_size')).toBe(stats.statistics.dbd_agent_queue_size);
     expect(scalar(f, 'slurm_last_proc_req_start')).toBe(stats.statistics.req_time_start);
     const names = new Set(f.map((x) => x.spec.name));
-    for (const absent of ['slurm_sched_exit_end', 'slurm_bf_exit_end', 'slurm_schedule_cycle_tot', 'slurm_bf_cycle_tot', 'slurm_schedule_cycle_depth', 'slurm_bf_last_depth', 'slurm_bf_last_depth_try']) expect(names.has(absent), absent).toBe(false);
+    for (const absent of [
+      'slurm_sched_exit_end',
+      'slurm_bf_exit_end',
+      'slurm_schedule_cycle_tot',
+      'slurm_bf_cycle_tot',
+      'slurm_schedule_cycle_depth',
+      'slurm_bf_last_depth',
+      'slurm_bf_last_depth_try',
+    ])
+      expect(names.has(absent), absent).toBe(false);
   });
 
-  it('the v0.0.36 nodes (no flags, no partitions) still give per-partition node counts, from the partitions\' hostlists', () => {
+  it("the v0.0.36 nodes (no flags, no partitions) still give per-partition node counts, from the partitions' hostlists", () => {
     const nodes = ok(decodeNodes(recorded('v0.0.36', '01-jobs-nodes.json')));
     expect(nodes.every((n) => n.partitions.length === 0)).toBe(true);
-    const parts = ok(decodeList<SlurmPartition>(recorded('v0.0.36', '01-jobs-partitions.json'), 'partitions', decodePartition));
+    const parts = ok(
+      decodeList<SlurmPartition>(recorded('v0.0.36', '01-jobs-partitions.json'), 'partitions', decodePartition),
+    );
     const f = nativeFamilies({ atMs: T0, nodes: at(nodes), partitions: at(parts) });
     const states = valuesBy(f, 'slurm_partition_nodes_mixed', 'partition');
     const alloc = valuesBy(f, 'slurm_partition_nodes_alloc', 'partition');
@@ -146,14 +182,30 @@ describe('native state names', () => {
   it('tells drained from draining as slurmctld does, and maps every flag word', () => {
     expect(nodeStateNames(node('a', ['IDLE', 'DRAIN']))).toEqual(['idle', 'drain', 'drained']);
     expect(nodeStateNames(node('a', ['MIXED', 'DRAIN']))).toEqual(['mixed', 'drain', 'draining']);
-    expect(nodeStateNames(node('a', ['IDLE', 'DRAIN', 'COMPLETING']))).toEqual(['idle', 'drain', 'completing', 'draining']);
-    expect(nodeStateNames(node('a', ['DOWN', 'NOT_RESPONDING', 'REBOOT_REQUESTED', 'MAINTENANCE', 'RESERVED']))).toEqual(['down', 'noresp', 'reboot_req', 'maint', 'resv']);
+    expect(nodeStateNames(node('a', ['IDLE', 'DRAIN', 'COMPLETING']))).toEqual([
+      'idle',
+      'drain',
+      'completing',
+      'draining',
+    ]);
+    expect(
+      nodeStateNames(node('a', ['DOWN', 'NOT_RESPONDING', 'REBOOT_REQUESTED', 'MAINTENANCE', 'RESERVED'])),
+    ).toEqual(['down', 'noresp', 'reboot_req', 'maint', 'resv']);
     expect(nodeStateNames(node('a', ['IDLE', 'SOMETHING_NEW']))).toEqual(['idle']);
   });
 
   it('counts jobs under base state, flags, started, finished and hold', () => {
-    expect(jobStateNames(job('1', ['PENDING', 'REQUEUED'], { state_reason: 'JobHeldAdmin' }))).toEqual(['pending', 'requeued', 'hold']);
-    expect(jobStateNames(job('1', ['COMPLETED', 'COMPLETING']))).toEqual(['completed', 'completing', 'started', 'finished']);
+    expect(jobStateNames(job('1', ['PENDING', 'REQUEUED'], { state_reason: 'JobHeldAdmin' }))).toEqual([
+      'pending',
+      'requeued',
+      'hold',
+    ]);
+    expect(jobStateNames(job('1', ['COMPLETED', 'COMPLETING']))).toEqual([
+      'completed',
+      'completing',
+      'started',
+      'finished',
+    ]);
     expect(jobStateNames(job('1', ['OUT_OF_MEMORY']))).toEqual(['outofmemory', 'started', 'finished']);
     expect(jobStateNames(job('1', ['PENDING', 'EXPEDITING']))).toEqual(['pending', 'expediting']);
   });
@@ -189,10 +241,26 @@ describe('per-user and per-account families', () => {
 
 describe('names shared with the Soperator families', () => {
   it('node CPU and memory families slurmctld also serves carry both node and node_name', () => {
-    const n = node('n1', ['MIXED'], { cpus: 8, alloc_cpus: 2, alloc_idle_cpus: 6, effective_cpus: 7, real_memory: 100, free_mem: 50, specialized_memory: 10 });
+    const n = node('n1', ['MIXED'], {
+      cpus: 8,
+      alloc_cpus: 2,
+      alloc_idle_cpus: 6,
+      effective_cpus: 7,
+      real_memory: 100,
+      free_mem: 50,
+      specialized_memory: 10,
+    });
     const f = observe({ atMs: T0, nodes: at([n]) }, T0);
-    for (const name of ['slurm_node_cpus_idle', 'slurm_node_cpus_effective', 'slurm_node_memory_free_bytes', 'slurm_node_memory_effective_bytes']) {
-      expect(points(f, name).map((p) => p.attributes), name).toEqual([{ node_name: 'n1', node: 'n1' }]);
+    for (const name of [
+      'slurm_node_cpus_idle',
+      'slurm_node_cpus_effective',
+      'slurm_node_memory_free_bytes',
+      'slurm_node_memory_effective_bytes',
+    ]) {
+      expect(
+        points(f, name).map((p) => p.attributes),
+        name,
+      ).toEqual([{ node_name: 'n1', node: 'n1' }]);
     }
     expect(valuesBy(f, 'slurm_node_cpus', 'node')).toEqual({ n1: 8 });
     expect(valuesBy(f, 'slurm_node_cpus_total', 'node_name')).toEqual({ n1: 8 });

@@ -54,7 +54,11 @@ describe('flag labels', () => {
     const on = stateFlagLabels(s('IDLE', word));
     expect(on[label]).toBe('true');
     // Exactly that one flag is on.
-    expect(Object.entries(on).filter(([, v]) => v === 'true').map(([k]) => k)).toEqual([label]);
+    expect(
+      Object.entries(on)
+        .filter(([, v]) => v === 'true')
+        .map(([k]) => k),
+    ).toEqual([label]);
     expect(stateFlagLabels(s('IDLE'))[label]).toBe('');
   });
 
@@ -81,15 +85,23 @@ describe('flag labels', () => {
     const odd = s('IDLE', 'BLOCKED', 'DYNAMIC_NORM', 'POWER_DOWN_ASAP', 'SOMETHING_NEW');
     expect(stateFlagLabels(odd)).toEqual(stateFlagLabels(plain));
     expect(legacyStateLabels(odd)).toEqual(legacyStateLabels(plain));
-    expect([isUnavailable(odd), isFailed(odd), isDraining(odd), isPowerManaged(odd)]).toEqual([false, false, false, false]);
+    expect([isUnavailable(odd), isFailed(odd), isDraining(odd), isPowerManaged(odd)]).toEqual([
+      false,
+      false,
+      false,
+      false,
+    ]);
   });
 });
 
 describe('power management', () => {
-  it.each(['POWER_DOWN', 'POWER_DRAIN', 'POWERED_DOWN', 'POWERING_DOWN', 'POWERING_UP', 'POWER_UP'])('%s is power-managed', (w) => {
-    expect(isPowerManaged(s('IDLE', 'CLOUD', w))).toBe(true);
-    expect(isPowerManaged(s('IDLE', w))).toBe(true);
-  });
+  it.each(['POWER_DOWN', 'POWER_DRAIN', 'POWERED_DOWN', 'POWERING_DOWN', 'POWERING_UP', 'POWER_UP'])(
+    '%s is power-managed',
+    (w) => {
+      expect(isPowerManaged(s('IDLE', 'CLOUD', w))).toBe(true);
+      expect(isPowerManaged(s('IDLE', w))).toBe(true);
+    },
+  );
 
   it('CLOUD alone is not', () => {
     expect(isPowerManaged(s('IDLE', 'CLOUD'))).toBe(false);

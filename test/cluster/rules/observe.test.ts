@@ -3,8 +3,14 @@ import { describe, expect, it } from 'vitest';
 import * as v0038 from '../../../src/cluster/api/decode-v0038.js';
 import * as v004x from '../../../src/cluster/api/decode-v004x.js';
 import { CLUSTER_METRICS, EXTRA_SPECS, NATIVE_SPECS } from '../../../src/cluster/metrics.js';
-import type { SlurmDiag, SlurmJob, SlurmNode } from '../../../src/cluster/model.js';
-import { adjustAccountingJobs, jobDurationSeconds, observe, observeState, trimReservation } from '../../../src/cluster/rules.js';
+import type { SlurmDiag, SlurmJob } from '../../../src/cluster/model.js';
+import {
+  adjustAccountingJobs,
+  jobDurationSeconds,
+  observe,
+  observeState,
+  trimReservation,
+} from '../../../src/cluster/rules.js';
 import { advance, INITIAL_CLUSTER_STATE } from '../../../src/cluster/state.js';
 import type { AnyFamily } from '../../../src/telemetry/spec.js';
 import { built, readJson, recorded } from '../fixtures.js';
@@ -34,7 +40,9 @@ function pointOf(families: readonly AnyFamily[], name: string, match: Record<str
 }
 
 const pairs = (families: readonly AnyFamily[], name: string, a: string, b: string) =>
-  fam(families, name).points.map((p) => `${p.attributes[a]}@${p.attributes[b]}`).sort();
+  fam(families, name)
+    .points.map((p) => `${p.attributes[a]}@${p.attributes[b]}`)
+    .sort();
 
 describe('v0.0.38 recorded (Slurm 22.05)', () => {
   const nodes = ok(v0038.decodeNodes(recorded('v0.0.38', '02-drain-node2-nodes.json')));
@@ -69,7 +77,12 @@ describe('v0.0.38 recorded (Slurm 22.05)', () => {
     expect(valuesBy(out, 'slurm_node_memory_allocated_bytes', 'node_name')['node2']).toBe(300 * MIB);
     expect(valuesBy(out, 'slurm_node_memory_free_bytes', 'node_name')['node2']).toBe(23664 * MIB);
     expect(valuesBy(out, 'slurm_node_memory_effective_bytes', 'node_name')['node2']).toBe(8000 * MIB);
-    expect(pairs(out, 'slurm_node_partition', 'node_name', 'partition')).toEqual(['node1@cpu', 'node2@cpu', 'node3@gpu', 'node4@gpu']);
+    expect(pairs(out, 'slurm_node_partition', 'node_name', 'partition')).toEqual([
+      'node1@cpu',
+      'node2@cpu',
+      'node3@gpu',
+      'node4@gpu',
+    ]);
   });
 
   it('job 15 (running GPU job) has the exact slurm_job_info labels', () => {
@@ -95,9 +108,22 @@ describe('v0.0.38 recorded (Slurm 22.05)', () => {
 
   it('array identities, finished_time only for terminal jobs, empty times when unset', () => {
     expect(pointOf(out, 'slurm_job_info', { job_id: '11' })).toMatchObject({ array_job_id: '6', array_task_id: '1' });
-    expect(pointOf(out, 'slurm_job_info', { job_id: '6' })).toMatchObject({ array_job_id: '6', array_task_id: '4-7%4', start_time: '', end_time: '' });
-    expect(pointOf(out, 'slurm_job_info', { job_id: '1' })).toMatchObject({ job_state: 'COMPLETED', end_time: '1796021439', finished_time: '1796021439' });
-    expect(pointOf(out, 'slurm_job_info', { job_id: '4' })).toMatchObject({ job_state: 'RUNNING', end_time: '1827557441', finished_time: '' });
+    expect(pointOf(out, 'slurm_job_info', { job_id: '6' })).toMatchObject({
+      array_job_id: '6',
+      array_task_id: '4-7%4',
+      start_time: '',
+      end_time: '',
+    });
+    expect(pointOf(out, 'slurm_job_info', { job_id: '1' })).toMatchObject({
+      job_state: 'COMPLETED',
+      end_time: '1796021439',
+      finished_time: '1796021439',
+    });
+    expect(pointOf(out, 'slurm_job_info', { job_id: '4' })).toMatchObject({
+      job_state: 'RUNNING',
+      end_time: '1827557441',
+      finished_time: '',
+    });
   });
 
   it('durations: running to now, terminal end − start, none for pending jobs with a forecast start', () => {
@@ -179,11 +205,18 @@ describe('Soperator testdata (v0.0.41 node and job, v0.0.44 diag)', () => {
       ['REQUEST_NODE_INFO', 205430, 1747660800000],
       ['REQUEST_JOB_INFO', 102715, 1747660800000],
     ]);
-    expect(valuesBy(o, 'slurm_controller_rpc_duration_seconds', 'message_type')).toEqual({ REQUEST_NODE_INFO: 6871.947674, REQUEST_JOB_INFO: 0.512238 });
-    expect(points(o, 'slurm_controller_rpc_user_calls').map((p) => [p.attributes, p.value])).toEqual([[{ user: 'root', user_id: '0' }, 308145]]);
+    expect(valuesBy(o, 'slurm_controller_rpc_duration_seconds', 'message_type')).toEqual({
+      REQUEST_NODE_INFO: 6871.947674,
+      REQUEST_JOB_INFO: 0.512238,
+    });
+    expect(points(o, 'slurm_controller_rpc_user_calls').map((p) => [p.attributes, p.value])).toEqual([
+      [{ user: 'root', user_id: '0' }, 308145],
+    ]);
     expect(points(o, 'slurm_controller_rpc_user_duration_seconds')[0]?.value).toBeCloseTo(7384.185912, 6);
     expect(fam(o, 'slurm_controller_server_thread_count').points).toEqual([{ attributes: {}, value: 3 }]);
-    expect(o.map((f) => f.spec.name).filter((x) => x.startsWith('slurm_node') || x.startsWith('slurm_job'))).toEqual([]);
+    expect(o.map((f) => f.spec.name).filter((x) => x.startsWith('slurm_node') || x.startsWith('slurm_job'))).toEqual(
+      [],
+    );
   });
 });
 
@@ -213,7 +246,12 @@ describe.each(['v0.0.44', 'v0.0.45'] as const)('%s built', (version) => {
   });
 
   it('flags of the other nodes', () => {
-    expect(pointOf(out, 'slurm_node_info', { node_name: 'gpu-003' })).toMatchObject({ state_base: 'DOWN', state_is_not_responding: 'true', is_unavailable: 'true', reason: 'Not responding' });
+    expect(pointOf(out, 'slurm_node_info', { node_name: 'gpu-003' })).toMatchObject({
+      state_base: 'DOWN',
+      state_is_not_responding: 'true',
+      is_unavailable: 'true',
+      reason: 'Not responding',
+    });
     expect(pointOf(out, 'slurm_node_info', { node_name: 'cloud-001' })).toMatchObject({
       state_base: 'IDLE',
       state_is_cloud: 'true',
@@ -221,28 +259,54 @@ describe.each(['v0.0.44', 'v0.0.45'] as const)('%s built', (version) => {
       is_unavailable: '',
       address: 'cloud-001',
     });
-    expect(pointOf(out, 'slurm_node_info', { node_name: 'cloud-002' })).toMatchObject({ state_is_powering_up: 'true', state_is_powered_down: '' });
+    expect(pointOf(out, 'slurm_node_info', { node_name: 'cloud-002' })).toMatchObject({
+      state_is_powering_up: 'true',
+      state_is_powered_down: '',
+    });
     expect(pointOf(out, 'slurm_node_info', { node_name: 'cpu-002' })).toMatchObject({
       state_is_maintenance: 'true',
       state_is_reserved: 'true',
       state_is_drain: 'false',
       reservation_name: 'maint-2025-11-25',
     });
-    expect(pointOf(out, 'slurm_node_info', { node_name: 'cpu-003' })).toMatchObject({ state_base: 'IDLE', is_unavailable: '', ...NO_NEW_FLAGS });
-    expect(pairs(out, 'slurm_node_partition', 'node_name', 'partition').filter((x) => x.startsWith('cpu-001'))).toEqual(['cpu-001@cpu', 'cpu-001@debug']);
+    expect(pointOf(out, 'slurm_node_info', { node_name: 'cpu-003' })).toMatchObject({
+      state_base: 'IDLE',
+      is_unavailable: '',
+      ...NO_NEW_FLAGS,
+    });
+    expect(pairs(out, 'slurm_node_partition', 'node_name', 'partition').filter((x) => x.startsWith('cpu-001'))).toEqual(
+      ['cpu-001@cpu', 'cpu-001@debug'],
+    );
   });
 
   it('job 2001: user_mail only because it differs from the user name; two nodes; 8 GPUs', () => {
-    expect(pointOf(out, 'slurm_job_info', { job_id: '2001' })).toMatchObject({ user_name: 'alice', user_mail: 'alice@example.org', end_time: '1764079200', finished_time: '' });
-    expect(pointOf(out, 'slurm_job_info', { job_id: '2005' })).toMatchObject({ user_name: 'bob', user_mail: '', array_job_id: '2002', array_task_id: '3' });
-    expect(pairs(out, 'slurm_node_job', 'job_id', 'node_name').filter((x) => x.startsWith('2001@'))).toEqual(['2001@gpu-002', '2001@gpu-004']);
+    expect(pointOf(out, 'slurm_job_info', { job_id: '2001' })).toMatchObject({
+      user_name: 'alice',
+      user_mail: 'alice@example.org',
+      end_time: '1764079200',
+      finished_time: '',
+    });
+    expect(pointOf(out, 'slurm_job_info', { job_id: '2005' })).toMatchObject({
+      user_name: 'bob',
+      user_mail: '',
+      array_job_id: '2002',
+      array_task_id: '3',
+    });
+    expect(pairs(out, 'slurm_node_job', 'job_id', 'node_name').filter((x) => x.startsWith('2001@'))).toEqual([
+      '2001@gpu-002',
+      '2001@gpu-004',
+    ]);
     expect(valuesBy(out, 'slurm_job_gpus', 'job_id')).toEqual({ 2001: 8, 1990: 1 });
     expect(valuesBy(out, 'slurm_job_duration_seconds', 'job_id')['2001']).toBe(1764000000 - 1763992800);
   });
 
   it('job_state is the first word; pending array master keeps its range; pending plans are not GPUs', () => {
     expect(pointOf(out, 'slurm_job_info', { job_id: '2030' })['job_state']).toBe('PENDING');
-    expect(pointOf(out, 'slurm_job_info', { job_id: '2002' })).toMatchObject({ array_job_id: '2002', array_task_id: '4-7%2', job_state_reason: 'JobArrayTaskLimit' });
+    expect(pointOf(out, 'slurm_job_info', { job_id: '2002' })).toMatchObject({
+      array_job_id: '2002',
+      array_task_id: '4-7%2',
+      job_state_reason: 'JobArrayTaskLimit',
+    });
     expect(valuesBy(out, 'slurm_job_gpus', 'job_id')['1985']).toBeUndefined();
     expect(valuesBy(out, 'slurm_job_cpus', 'job_id')['2020']).toBe(256);
     expect(valuesBy(out, 'slurm_job_memory_bytes', 'job_id')['2020']).toBe(2000000 * MIB);
@@ -252,7 +316,9 @@ describe.each(['v0.0.44', 'v0.0.45'] as const)('%s built', (version) => {
     const acct = adjustAccountingJobs(ok(v004x.decodeAccountingJobs(built(version, 'slurmdb-jobs.json'))), now);
     const a = observe(snapshot({ atMs: now, seq: 1, jobs: acct }), now);
     // slurmdbd stores end 0 for the running job; projected as start + 1440 min, as slurmctld reports it.
-    expect(pointOf(a, 'slurm_job_info', { job_id: '2001' })['end_time']).toBe(pointOf(out, 'slurm_job_info', { job_id: '2001' })['end_time']);
+    expect(pointOf(a, 'slurm_job_info', { job_id: '2001' })['end_time']).toBe(
+      pointOf(out, 'slurm_job_info', { job_id: '2001' })['end_time'],
+    );
     expect(pointOf(a, 'slurm_job_info', { job_id: '2010' })['end_time']).toBe('');
     expect(pointOf(a, 'slurm_job_info', { job_id: '2001' })['user_id']).toBe('');
     // "None assigned" and "(null)" give no node edges.
@@ -271,19 +337,33 @@ describe('snapshot coverage', () => {
     const onlyNodes = observe(snapshot({ atMs: T0, seq: 1, nodes: [n] }), T0).map((f) => f.spec.name);
     const onlyJobs = observe(snapshot({ atMs: T0, seq: 1, jobs: [j] }), T0).map((f) => f.spec.name);
     expect(onlyNodes).toContain('slurm_node_info');
-    expect(onlyNodes.some((x) => x.startsWith('slurm_job') || x.startsWith('slurm_controller') || x === 'slurm_node_job')).toBe(false);
+    expect(
+      onlyNodes.some((x) => x.startsWith('slurm_job') || x.startsWith('slurm_controller') || x === 'slurm_node_job'),
+    ).toBe(false);
     expect(onlyJobs).toContain('slurm_job_info');
     expect(onlyJobs).toContain('slurm_node_job');
     expect(onlyJobs.some((x) => x === 'slurm_node_info' || x.startsWith('slurm_node_cpus'))).toBe(false);
     expect(observe({ atMs: T0 }, T0)).toEqual([]);
   });
 
-  it('with every sub-collector, emits each snapshot family once (with the state\'s) and no event family', () => {
-    const snap = snapshot({ atMs: T0, seq: 1, nodes: [n], jobs: [j], diag: { rpcs_by_message_type: [], rpcs_by_user: [] } });
-    const names = [...observe(snap, T0), ...observeState(advance(INITIAL_CLUSTER_STATE, snap).state)].map((f) => f.spec.name);
+  it("with every sub-collector, emits each snapshot family once (with the state's) and no event family", () => {
+    const snap = snapshot({
+      atMs: T0,
+      seq: 1,
+      nodes: [n],
+      jobs: [j],
+      diag: { rpcs_by_message_type: [], rpcs_by_user: [] },
+    });
+    const names = [...observe(snap, T0), ...observeState(advance(INITIAL_CLUSTER_STATE, snap).state)].map(
+      (f) => f.spec.name,
+    );
     expect(new Set(names).size).toBe(names.length);
     const native = new Set([...NATIVE_SPECS, ...EXTRA_SPECS].map((s) => s.name));
-    expect(names.filter((name) => !native.has(name)).sort()).toEqual(Object.values(CLUSTER_METRICS).map((s) => s.name).sort());
+    expect(names.filter((name) => !native.has(name)).sort()).toEqual(
+      Object.values(CLUSTER_METRICS)
+        .map((s) => s.name)
+        .sort(),
+    );
   });
 
   it('an empty node list is data: families present, without points', () => {
@@ -300,7 +380,12 @@ describe('snapshot coverage', () => {
 
   it('hostlists keep zero padding', () => {
     const out = observe(snapshot({ atMs: T0, seq: 1, jobs: [job('3', ['RUNNING'], { nodes: 'a[08-10],b5' })] }), T0);
-    expect(fam(out, 'slurm_node_job').points.map((p) => p.attributes['node_name'])).toEqual(['a08', 'a09', 'a10', 'b5']);
+    expect(fam(out, 'slurm_node_job').points.map((p) => p.attributes['node_name'])).toEqual([
+      'a08',
+      'a09',
+      'a10',
+      'b5',
+    ]);
   });
 
   it('reservation names are trimmed to 50 characters, by code point', () => {
@@ -308,7 +393,10 @@ describe('snapshot coverage', () => {
     expect(trimReservation(long)).toBe('r'.repeat(49) + '€');
     expect(trimReservation('short')).toBe('short');
     expect(trimReservation(undefined)).toBe('');
-    const out = observe(snapshot({ atMs: T0, seq: 1, nodes: [node('n1', ['IDLE'], { reservation: 'x'.repeat(80) })] }), T0);
+    const out = observe(
+      snapshot({ atMs: T0, seq: 1, nodes: [node('n1', ['IDLE'], { reservation: 'x'.repeat(80) })] }),
+      T0,
+    );
     expect(pointOf(out, 'slurm_node_info', { node_name: 'n1' })['reservation_name']).toBe('x'.repeat(50));
   });
 });

@@ -23,19 +23,50 @@ function decoded<T>(r: { ok: true; item: T } | { ok: false; reason: string }): T
 describe('collector: a successful collection (node-1, node-2, job 12345)', () => {
   const nodes: SlurmNode[] = [
     node('node-1', ['ALLOCATED'], {
-      instance_id: 'instance-1', tres: 'cpu=16,mem=191356M,gres/gpu=2', address: '10.0.0.1', partitions: ['gpu'],
-      cpus: 16, alloc_cpus: 8, alloc_idle_cpus: 8, effective_cpus: 16, alloc_memory: 64000, real_memory: 191356, free_mem: 120000, specialized_memory: 0,
+      instance_id: 'instance-1',
+      tres: 'cpu=16,mem=191356M,gres/gpu=2',
+      address: '10.0.0.1',
+      partitions: ['gpu'],
+      cpus: 16,
+      alloc_cpus: 8,
+      alloc_idle_cpus: 8,
+      effective_cpus: 16,
+      alloc_memory: 64000,
+      real_memory: 191356,
+      free_mem: 120000,
+      specialized_memory: 0,
     }),
     node('node-2', ['IDLE', 'DRAIN'], {
-      instance_id: 'instance-2', tres: 'cpu=8,mem=64000M,gres/gpu=1', address: '10.0.0.2', partitions: ['main'],
-      cpus: 8, alloc_cpus: 0, alloc_idle_cpus: 8, effective_cpus: 8, alloc_memory: 0, real_memory: 64000, free_mem: 50000, specialized_memory: 0,
+      instance_id: 'instance-2',
+      tres: 'cpu=8,mem=64000M,gres/gpu=1',
+      address: '10.0.0.2',
+      partitions: ['main'],
+      cpus: 8,
+      alloc_cpus: 0,
+      alloc_idle_cpus: 8,
+      effective_cpus: 8,
+      alloc_memory: 0,
+      real_memory: 64000,
+      free_mem: 50000,
+      specialized_memory: 0,
     }),
   ];
   const jobs: SlurmJob[] = [
     job('12345', ['RUNNING'], {
-      name: 'test_job', state_reason: 'None', partition: 'gpu', user_name: 'testuser', mail_user: 'testuser@example.com', user_id: 1000,
-      standard_error: '/path/to/stderr', standard_output: '/path/to/stdout', nodes: 'node-[1,2]', array_task_id: '42',
-      submit_time: 1722697200, start_time: 1722697230, tres_alloc_str: 'cpu=4,mem=64000M', cpus: 4,
+      name: 'test_job',
+      state_reason: 'None',
+      partition: 'gpu',
+      user_name: 'testuser',
+      mail_user: 'testuser@example.com',
+      user_id: 1000,
+      standard_error: '/path/to/stderr',
+      standard_output: '/path/to/stdout',
+      nodes: 'node-[1,2]',
+      array_task_id: '42',
+      submit_time: 1722697200,
+      start_time: 1722697230,
+      tres_alloc_str: 'cpu=4,mem=64000M',
+      cpus: 4,
     }),
   ];
   const now = 1722697240_000;
@@ -56,9 +87,22 @@ describe('collector: a successful collection (node-1, node-2, job 12345)', () =>
 
   it('job families', () => {
     expect(jobInfoLabels(jobs[0] as SlurmJob)).toEqual({
-      array_job_id: '', array_task_id: '42', end_time: '', finished_time: '', job_id: '12345', job_name: 'test_job', job_state: 'RUNNING',
-      job_state_reason: 'None', slurm_partition: 'gpu', standard_error: '/path/to/stderr', standard_output: '/path/to/stdout',
-      start_time: '1722697230', submit_time: '1722697200', user_id: '1000', user_mail: 'testuser@example.com', user_name: 'testuser',
+      array_job_id: '',
+      array_task_id: '42',
+      end_time: '',
+      finished_time: '',
+      job_id: '12345',
+      job_name: 'test_job',
+      job_state: 'RUNNING',
+      job_state_reason: 'None',
+      slurm_partition: 'gpu',
+      standard_error: '/path/to/stderr',
+      standard_output: '/path/to/stdout',
+      start_time: '1722697230',
+      submit_time: '1722697200',
+      user_id: '1000',
+      user_mail: 'testuser@example.com',
+      user_name: 'testuser',
     });
     expect(valuesBy(out, 'slurm_job_cpus', 'job_id')).toEqual({ 12345: 4 });
     expect(valuesBy(out, 'slurm_job_memory_bytes', 'job_id')).toEqual({ 12345: 6.7108864e10 });
@@ -67,12 +111,37 @@ describe('collector: a successful collection (node-1, node-2, job 12345)', () =>
 
 describe('job CPUs and memory: the fallbacks', () => {
   it.each<[string, Partial<SlurmJob>, number | undefined, number | undefined]>([
-    ['MemoryPerNode with NodeCount → memory reported', { memory_per_node: 8192, node_count: 4 }, undefined, 8192 * 4 * MIB],
+    [
+      'MemoryPerNode with NodeCount → memory reported',
+      { memory_per_node: 8192, node_count: 4 },
+      undefined,
+      8192 * 4 * MIB,
+    ],
     ['MemoryPerNode without NodeCount → memory omitted', { memory_per_node: 8192 }, undefined, undefined],
-    ['TresAllocated with mem wins over MemoryPerNode fallback', { tres_alloc_str: 'cpu=4,mem=16384M', memory_per_node: 8192 }, 4, 16384 * MIB],
-    ['TresRequested cpu used when TresAllocated empty', { tres_req_str: 'cpu=192,mem=64000M,gres/gpu=8', cpus: 1 }, 192, 64000 * MIB],
-    ['TresAllocated wins over TresRequested', { tres_alloc_str: 'cpu=4,mem=8192M', tres_req_str: 'cpu=192,mem=64000M' }, 4, 8192 * MIB],
-    ["TresRequested fills only the side that's missing", { tres_alloc_str: 'cpu=4', tres_req_str: 'cpu=192,mem=8192M' }, 4, 8192 * MIB],
+    [
+      'TresAllocated with mem wins over MemoryPerNode fallback',
+      { tres_alloc_str: 'cpu=4,mem=16384M', memory_per_node: 8192 },
+      4,
+      16384 * MIB,
+    ],
+    [
+      'TresRequested cpu used when TresAllocated empty',
+      { tres_req_str: 'cpu=192,mem=64000M,gres/gpu=8', cpus: 1 },
+      192,
+      64000 * MIB,
+    ],
+    [
+      'TresAllocated wins over TresRequested',
+      { tres_alloc_str: 'cpu=4,mem=8192M', tres_req_str: 'cpu=192,mem=64000M' },
+      4,
+      8192 * MIB,
+    ],
+    [
+      "TresRequested fills only the side that's missing",
+      { tres_alloc_str: 'cpu=4', tres_req_str: 'cpu=192,mem=8192M' },
+      4,
+      8192 * MIB,
+    ],
     ['a TRES count of 0 is no count', { tres_alloc_str: 'cpu=0,mem=0', tres_req_str: 'cpu=2,mem=1G' }, 2, 1024 * MIB],
   ])('%s', (_name, fields, cpus, memory) => {
     const j = job('1', ['PENDING'], fields);
@@ -84,14 +153,40 @@ describe('job CPUs and memory: the fallbacks', () => {
 describe('controller job conversion', () => {
   it('2_node_job.json: a job outside any array has array_job_id "0", as slurmctld sends it', () => {
     const j = decoded(v004x.decodeJob(readJson('recorded', 'soperator', '2_node_job.json')));
-    expect([j.job_id, j.name, j.state[0], j.state_reason, j.partition, j.user_name, j.standard_error, j.standard_output, j.nodes, j.node_count]).toEqual([
-      '349', 'wrap', 'COMPLETED', 'None', 'main', 'root', '/root/slurm-349.out', '/root/slurm-349.out', 'worker-[1,0]', 2,
+    expect([
+      j.job_id,
+      j.name,
+      j.state[0],
+      j.state_reason,
+      j.partition,
+      j.user_name,
+      j.standard_error,
+      j.standard_output,
+      j.nodes,
+      j.node_count,
+    ]).toEqual([
+      '349',
+      'wrap',
+      'COMPLETED',
+      'None',
+      'main',
+      'root',
+      '/root/slurm-349.out',
+      '/root/slurm-349.out',
+      'worker-[1,0]',
+      2,
     ]);
     expect(jobInfoLabels(j)).toMatchObject({ array_job_id: '0', array_task_id: '' });
   });
 
   it('user_name falls back to group_name when slurmctld sends none', () => {
-    const wire = { job_id: 7, job_state: ['RUNNING'], group_name: 'research', array_job_id: set(0), array_task_id: unset };
+    const wire = {
+      job_id: 7,
+      job_state: ['RUNNING'],
+      group_name: 'research',
+      array_job_id: set(0),
+      array_task_id: unset,
+    };
     expect(decoded(v004x.decodeJob(wire)).user_name).toBe('research');
     expect(decoded(v004x.decodeJob({ ...wire, user_name: 'alice' })).user_name).toBe('alice');
   });
@@ -101,29 +196,66 @@ describe('accounting job conversion', () => {
   const times = { submission: 1722697200, start: 1722697230, end: 1722697290 };
 
   it('complete accounting job', () => {
-    const j = decoded(v004x.decodeAccountingJob({
-      job_id: 54321, name: 'accounting_job', partition: 'main', user: 'testuser', nodes: 'worker-[1,2]',
-      state: { current: ['RUNNING'], reason: 'None' }, stderr: '/tmp/stderr', stdout: '/tmp/stdout',
-      array: { job_id: 54000, task_id: set(7) }, allocation_nodes: 2,
-      required: { CPUs: 8, memory_per_node: set(32768) }, time: times,
-    }));
+    const j = decoded(
+      v004x.decodeAccountingJob({
+        job_id: 54321,
+        name: 'accounting_job',
+        partition: 'main',
+        user: 'testuser',
+        nodes: 'worker-[1,2]',
+        state: { current: ['RUNNING'], reason: 'None' },
+        stderr: '/tmp/stderr',
+        stdout: '/tmp/stdout',
+        array: { job_id: 54000, task_id: set(7) },
+        allocation_nodes: 2,
+        required: { CPUs: 8, memory_per_node: set(32768) },
+        time: times,
+      }),
+    );
     expect(j).toMatchObject({
-      job_id: '54321', name: 'accounting_job', state: ['RUNNING'], state_reason: 'None', partition: 'main', user_name: 'testuser',
-      standard_error: '/tmp/stderr', standard_output: '/tmp/stdout', nodes: 'worker-[1,2]', node_count: 2,
-      array_job_id: '54000', array_task_id: '7', cpus: 8, memory_per_node: 32768,
-      submit_time: 1722697200, start_time: 1722697230, end_time: 1722697290,
+      job_id: '54321',
+      name: 'accounting_job',
+      state: ['RUNNING'],
+      state_reason: 'None',
+      partition: 'main',
+      user_name: 'testuser',
+      standard_error: '/tmp/stderr',
+      standard_output: '/tmp/stdout',
+      nodes: 'worker-[1,2]',
+      node_count: 2,
+      array_job_id: '54000',
+      array_task_id: '7',
+      cpus: 8,
+      memory_per_node: 32768,
+      submit_time: 1722697200,
+      start_time: 1722697230,
+      end_time: 1722697290,
     });
   });
 
   it('user falls back to association user', () => {
-    const j = decoded(v004x.decodeAccountingJob({ job_id: 123, group: 'group-name', association: { user: 'association-user' }, state: { current: ['RUNNING'] }, time: times }));
+    const j = decoded(
+      v004x.decodeAccountingJob({
+        job_id: 123,
+        group: 'group-name',
+        association: { user: 'association-user' },
+        state: { current: ['RUNNING'] },
+        time: times,
+      }),
+    );
     expect([j.job_id, j.state[0], j.user_name]).toEqual(['123', 'RUNNING', 'association-user']);
   });
 
   it('pending job: no node count (so no memory), CPUs from required.CPUs when there are no TRES', () => {
-    const row = decoded(v004x.decodeAccountingJob({
-      job_id: 125, state: { current: ['PENDING'] }, allocation_nodes: 0, required: { CPUs: 4, memory_per_node: set(8192) }, time: times,
-    }));
+    const row = decoded(
+      v004x.decodeAccountingJob({
+        job_id: 125,
+        state: { current: ['PENDING'] },
+        allocation_nodes: 0,
+        required: { CPUs: 4, memory_per_node: set(8192) },
+        time: times,
+      }),
+    );
     const [j] = adjustAccountingJobs([row], times.submission * 1000);
     expect(j?.node_count).toBeUndefined();
     expect([j?.cpus, j?.memory_per_node]).toEqual([4, 8192]);
@@ -132,15 +264,33 @@ describe('accounting job conversion', () => {
   });
 
   it('tres fields', () => {
-    const j = decoded(v004x.decodeAccountingJob({
-      job_id: 124, state: { current: ['RUNNING'] }, time: times,
-      tres: { allocated: [{ type: 'cpu', count: 4 }, { type: 'mem', count: 8192 }, { type: 'gres', name: 'gpu', count: 2 }], requested: [{ type: 'mem', count: 8192 }] },
-    }));
+    const j = decoded(
+      v004x.decodeAccountingJob({
+        job_id: 124,
+        state: { current: ['RUNNING'] },
+        time: times,
+        tres: {
+          allocated: [
+            { type: 'cpu', count: 4 },
+            { type: 'mem', count: 8192 },
+            { type: 'gres', name: 'gpu', count: 2 },
+          ],
+          requested: [{ type: 'mem', count: 8192 }],
+        },
+      }),
+    );
     expect([j.tres_alloc_str, j.tres_req_str]).toEqual(['cpu=4,mem=8192M,gres/gpu=2', 'mem=8192M']);
   });
 
   it('a row outside any array has array_job_id "0", as slurmdbd sends it', () => {
-    const j = decoded(v004x.decodeAccountingJob({ job_id: 9, state: { current: ['COMPLETED'] }, array: { job_id: 0, task_id: unset, task: '' }, time: times }));
+    const j = decoded(
+      v004x.decodeAccountingJob({
+        job_id: 9,
+        state: { current: ['COMPLETED'] },
+        array: { job_id: 0, task_id: unset, task: '' },
+        time: times,
+      }),
+    );
     expect(jobInfoLabels(j)).toMatchObject({ array_job_id: '0', array_task_id: '' });
   });
 });

@@ -14,7 +14,10 @@ const DRAINING = 'slurm_node_draining_duration_seconds';
 const NODE_GPU = 'slurm_node_gpu_seconds';
 
 /** Runs refreshes in order and returns the events of each step. */
-function run(refreshes: readonly Refresh[], from: ClusterState = INITIAL_CLUSTER_STATE): { steps: MetricEvent[][]; state: ClusterState } {
+function run(
+  refreshes: readonly Refresh[],
+  from: ClusterState = INITIAL_CLUSTER_STATE,
+): { steps: MetricEvent[][]; state: ClusterState } {
   let state = from;
   const steps: MetricEvent[][] = [];
   for (const r of refreshes) {
@@ -37,13 +40,32 @@ describe('node fails', () => {
   const down = node('n1', ['DOWN'], { reason: 'hw error' });
 
   it('increments once per transition to failed, labelled with the state and reason', () => {
-    const { steps } = run(nodeRefreshes([[healthy], [down], [down], [node('n1', ['IDLE'])], [node('n1', ['IDLE', 'DRAIN'], { reason: 'xid 79' })]]));
+    const { steps } = run(
+      nodeRefreshes([
+        [healthy],
+        [down],
+        [down],
+        [node('n1', ['IDLE'])],
+        [node('n1', ['IDLE', 'DRAIN'], { reason: 'xid 79' })],
+      ]),
+    );
     expect(steps.map((s) => eventsOf(s, FAILS).length)).toEqual([0, 1, 0, 0, 1]);
     expect(eventsOf(steps[1] ?? [], FAILS)[0]).toMatchObject({
       value: 1,
-      attributes: { node_name: 'n1', state_base: 'DOWN', state_is_drain: 'false', state_is_maintenance: 'false', state_is_reserved: 'false', reason: 'hw error' },
+      attributes: {
+        node_name: 'n1',
+        state_base: 'DOWN',
+        state_is_drain: 'false',
+        state_is_maintenance: 'false',
+        state_is_reserved: 'false',
+        reason: 'hw error',
+      },
     });
-    expect(eventsOf(steps[4] ?? [], FAILS)[0]?.attributes).toMatchObject({ state_base: 'IDLE', state_is_drain: 'true', reason: 'xid 79' });
+    expect(eventsOf(steps[4] ?? [], FAILS)[0]?.attributes).toMatchObject({
+      state_base: 'IDLE',
+      state_is_drain: 'true',
+      reason: 'xid 79',
+    });
   });
 
   it('DOWN → DRAIN is not a new failure', () => {
@@ -79,7 +101,13 @@ describe('unavailability durations', () => {
   it('observes the outage length when the node comes back', () => {
     const { steps } = run(
       nodeRefreshes(
-        [[node('n1', ['IDLE'])], [node('n1', ['DOWN'])], [node('n1', ['DOWN', 'NOT_RESPONDING'])], [node('n1', ['IDLE', 'DRAIN'])], [node('n1', ['IDLE'])]],
+        [
+          [node('n1', ['IDLE'])],
+          [node('n1', ['DOWN'])],
+          [node('n1', ['DOWN', 'NOT_RESPONDING'])],
+          [node('n1', ['IDLE', 'DRAIN'])],
+          [node('n1', ['IDLE'])],
+        ],
         30,
       ),
     );
@@ -96,17 +124,28 @@ describe('unavailability durations', () => {
   it('a restart (fresh state) forgets outages in progress', () => {
     const first = run(nodeRefreshes([[node('n1', ['IDLE'])], [node('n1', ['DOWN'])]]));
     expect(first.state.nodes?.unavailableSince.get('n1')).toBe(T0 + 60_000);
-    const later = run([{ atMs: T0 + 600_000, seq: 1, nodes: [node('n1', ['DOWN'])] }, { atMs: T0 + 660_000, seq: 2, nodes: [node('n1', ['IDLE'])] }]);
+    const later = run([
+      { atMs: T0 + 600_000, seq: 1, nodes: [node('n1', ['DOWN'])] },
+      { atMs: T0 + 660_000, seq: 2, nodes: [node('n1', ['IDLE'])] },
+    ]);
     expect(values(eventsOf(later.steps.flat(), UNAVAIL))).toEqual([60]);
   });
 
   it('excludes power-managed nodes', () => {
-    const { steps } = run(nodeRefreshes([[node('c1', ['DOWN', 'POWERED_DOWN'])], [node('c1', ['IDLE', 'POWERING_UP'])], [node('c1', ['IDLE'])]]));
+    const { steps } = run(
+      nodeRefreshes([
+        [node('c1', ['DOWN', 'POWERED_DOWN'])],
+        [node('c1', ['IDLE', 'POWERING_UP'])],
+        [node('c1', ['IDLE'])],
+      ]),
+    );
     expect(eventsOf(steps.flat(), UNAVAIL)).toEqual([]);
   });
 
   it('forgets a node that disappears, with its open outage', () => {
-    const { steps, state } = run(nodeRefreshes([[node('n1', ['IDLE'])], [node('n1', ['DOWN'])], [], [node('n1', ['IDLE'])]]));
+    const { steps, state } = run(
+      nodeRefreshes([[node('n1', ['IDLE'])], [node('n1', ['DOWN'])], [], [node('n1', ['IDLE'])]]),
+    );
     expect(eventsOf(steps.flat(), UNAVAIL)).toEqual([]);
     expect(state.nodes?.unavailableSince.size).toBe(0);
     expect([...(state.nodes?.byName.keys() ?? [])]).toEqual(['n1']);
@@ -116,7 +155,13 @@ describe('unavailability durations', () => {
 describe('draining durations', () => {
   it('observes drain-with-jobs until the node is drained, then the outage separately', () => {
     const { steps } = run(
-      nodeRefreshes([[node('n1', ['MIXED'])], [node('n1', ['MIXED', 'DRAIN'])], [node('n1', ['ALLOCATED', 'DRAIN'])], [node('n1', ['IDLE', 'DRAIN'])], [node('n1', ['IDLE'])]]),
+      nodeRefreshes([
+        [node('n1', ['MIXED'])],
+        [node('n1', ['MIXED', 'DRAIN'])],
+        [node('n1', ['ALLOCATED', 'DRAIN'])],
+        [node('n1', ['IDLE', 'DRAIN'])],
+        [node('n1', ['IDLE'])],
+      ]),
     );
     expect(steps.map((s) => values(eventsOf(s, DRAINING)))).toEqual([[], [], [], [120], []]);
     expect(steps.map((s) => values(eventsOf(s, UNAVAIL)))).toEqual([[], [], [], [], [60]]);
@@ -124,7 +169,13 @@ describe('draining durations', () => {
   });
 
   it('excludes power-managed drains', () => {
-    const { steps } = run(nodeRefreshes([[node('c1', ['MIXED'])], [node('c1', ['MIXED', 'DRAIN', 'POWER_DOWN'])], [node('c1', ['IDLE', 'POWERED_DOWN'])]]));
+    const { steps } = run(
+      nodeRefreshes([
+        [node('c1', ['MIXED'])],
+        [node('c1', ['MIXED', 'DRAIN', 'POWER_DOWN'])],
+        [node('c1', ['IDLE', 'POWERED_DOWN'])],
+      ]),
+    );
     expect(eventsOf(steps.flat(), DRAINING)).toEqual([]);
   });
 });
@@ -137,27 +188,58 @@ describe('node GPU seconds', () => {
     const gpu = steps.map((s) => eventsOf(s, NODE_GPU));
     expect(gpu[0]).toEqual([]);
     expect(gpu[1]?.map((e) => [e.value, e.attributes])).toEqual([
-      [240, { node_name: 'g1', state_base: 'MIXED', state_is_drain: 'false', state_is_maintenance: 'false', state_is_reserved: 'false' }],
+      [
+        240,
+        {
+          node_name: 'g1',
+          state_base: 'MIXED',
+          state_is_drain: 'false',
+          state_is_maintenance: 'false',
+          state_is_reserved: 'false',
+        },
+      ],
     ]);
     expect(gpu[2]?.map((e) => [e.value, e.attributes['state_base']])).toEqual([[240, 'DOWN']]);
   });
 
   it('nothing for nodes without GPUs, new nodes, or nodes that disappeared', () => {
     const cpu = node('c1', ['IDLE'], { tres: 'cpu=64,mem=257000M' });
-    const { steps } = run(nodeRefreshes([[cpu, gpuNode(['IDLE'])], [cpu, node('g2', ['IDLE'], { tres: 'gres/gpu=4' })], [cpu, node('g2', ['IDLE'], { tres: 'gres/gpu=4' })]]));
-    expect(steps.map((s) => eventsOf(s, NODE_GPU).map((e) => [e.attributes['node_name'], e.value]))).toEqual([[], [], [['g2', 240]]]);
+    const { steps } = run(
+      nodeRefreshes([
+        [cpu, gpuNode(['IDLE'])],
+        [cpu, node('g2', ['IDLE'], { tres: 'gres/gpu=4' })],
+        [cpu, node('g2', ['IDLE'], { tres: 'gres/gpu=4' })],
+      ]),
+    );
+    expect(steps.map((s) => eventsOf(s, NODE_GPU).map((e) => [e.attributes['node_name'], e.value]))).toEqual([
+      [],
+      [],
+      [['g2', 240]],
+    ]);
   });
 });
 
 describe('refresh bookkeeping', () => {
   it('acts only on a new nodes seq: the same or an older one gives no events', () => {
-    const a = advance(INITIAL_CLUSTER_STATE, snapshot({ atMs: T0, seq: 5, nodes: [node('n1', ['IDLE'], { tres: 'gres/gpu=1' })] }));
-    const same = advance(a.state, snapshot({ atMs: T0 + 30_000, seq: 5, nodes: [node('n1', ['DOWN'], { tres: 'gres/gpu=1' })] }));
-    const older = advance(a.state, snapshot({ atMs: T0 + 30_000, seq: 4, nodes: [node('n1', ['DOWN'], { tres: 'gres/gpu=1' })] }));
+    const a = advance(
+      INITIAL_CLUSTER_STATE,
+      snapshot({ atMs: T0, seq: 5, nodes: [node('n1', ['IDLE'], { tres: 'gres/gpu=1' })] }),
+    );
+    const same = advance(
+      a.state,
+      snapshot({ atMs: T0 + 30_000, seq: 5, nodes: [node('n1', ['DOWN'], { tres: 'gres/gpu=1' })] }),
+    );
+    const older = advance(
+      a.state,
+      snapshot({ atMs: T0 + 30_000, seq: 4, nodes: [node('n1', ['DOWN'], { tres: 'gres/gpu=1' })] }),
+    );
     expect(same.events).toEqual([]);
     expect(older.events).toEqual([]);
     expect(same.state).toEqual(a.state);
-    const newer = advance(a.state, snapshot({ atMs: T0 + 30_000, seq: 6, nodes: [node('n1', ['DOWN'], { tres: 'gres/gpu=1' })] }));
+    const newer = advance(
+      a.state,
+      snapshot({ atMs: T0 + 30_000, seq: 6, nodes: [node('n1', ['DOWN'], { tres: 'gres/gpu=1' })] }),
+    );
     expect(newer.events.map((e) => e.spec.name).sort()).toEqual([FAILS, NODE_GPU]);
   });
 
@@ -223,7 +305,11 @@ describe('job GPU seconds', () => {
     const ended = job('9', ['COMPLETED'], { start_time: startS - 600, end_time: startS + 40, ...gpus4 });
     const runningThen = job('9', ['RUNNING'], { start_time: startS - 600, ...gpus4 });
     // Refreshes at +0, +30, +60: job 8 starts at +40, job 9 ends at +40.
-    expect(jobSteps([[runningThen], [runningThen, started], [ended, started]])).toEqual([{}, { 9: 120 }, { 8: 80, 9: 40 }]);
+    expect(jobSteps([[runningThen], [runningThen, started], [ended, started]])).toEqual([
+      {},
+      { 9: 120 },
+      { 8: 80, 9: 40 },
+    ]);
   });
 
   it('a job that started and ended between two refreshes gets exactly its run', () => {
@@ -244,28 +330,74 @@ describe('job GPU seconds', () => {
 
   it('a job listed twice is counted once', () => {
     const j = job('7', ['RUNNING'], { start_time: startS - 600, ...gpus4 });
-    expect(jobSteps([[j, j], [j, j]])).toEqual([{}, { 7: 120 }]);
+    expect(
+      jobSteps([
+        [j, j],
+        [j, j],
+      ]),
+    ).toEqual([{}, { 7: 120 }]);
   });
 });
 
 describe('recorded Slurm 22.05 scenario (v0.0.38): drain, down, resume, not responding, recovered', () => {
-  const steps = ['01-jobs', '02-drain-node2', '03-down-node3', '04-resume-node3', '06a-node4-notresponding', '06b-node4-down', '07-recovered'];
+  const steps = [
+    '01-jobs',
+    '02-drain-node2',
+    '03-down-node3',
+    '04-resume-node3',
+    '06a-node4-notresponding',
+    '06b-node4-down',
+    '07-recovered',
+  ];
   const lists = steps.map((s) => ok(v0038.decodeNodes(recorded('v0.0.38', `${s}-nodes.json`))));
   const { steps: events } = run(nodeRefreshes(lists, 60));
 
   it('counts the three failures with their reasons', () => {
-    const fails = events.map((s) => eventsOf(s, FAILS).map((e) => [e.attributes['node_name'], e.attributes['state_base'], e.attributes['state_is_drain'], e.attributes['reason']]));
-    expect(fails).toEqual([[], [['node2', 'MIXED', 'true', 'bad hca']], [['node3', 'DOWN', 'false', 'test']], [], [], [['node4', 'DOWN', 'false', 'Not responding']], []]);
+    const fails = events.map((s) =>
+      eventsOf(s, FAILS).map((e) => [
+        e.attributes['node_name'],
+        e.attributes['state_base'],
+        e.attributes['state_is_drain'],
+        e.attributes['reason'],
+      ]),
+    );
+    expect(fails).toEqual([
+      [],
+      [['node2', 'MIXED', 'true', 'bad hca']],
+      [['node3', 'DOWN', 'false', 'test']],
+      [],
+      [],
+      [['node4', 'DOWN', 'false', 'Not responding']],
+      [],
+    ]);
   });
 
   it('observes node3 down for 60 s, node4 unavailable for 120 s and node2 draining for 300 s', () => {
-    expect(events.map((s) => eventsOf(s, UNAVAIL).map((e) => [e.attributes['node_name'], e.value]))).toEqual([[], [], [], [['node3', 60]], [], [], [['node4', 120]]]);
-    expect(events.map((s) => eventsOf(s, DRAINING).map((e) => [e.attributes['node_name'], e.value]))).toEqual([[], [], [], [], [], [], [['node2', 300]]]);
+    expect(events.map((s) => eventsOf(s, UNAVAIL).map((e) => [e.attributes['node_name'], e.value]))).toEqual([
+      [],
+      [],
+      [],
+      [['node3', 60]],
+      [],
+      [],
+      [['node4', 120]],
+    ]);
+    expect(events.map((s) => eventsOf(s, DRAINING).map((e) => [e.attributes['node_name'], e.value]))).toEqual([
+      [],
+      [],
+      [],
+      [],
+      [],
+      [],
+      [['node2', 300]],
+    ]);
   });
 
   it('accrues 2 GPUs × 60 s per step on node3 and node4, by the state at each step start', () => {
     const gpu = events.flatMap((s) => eventsOf(s, NODE_GPU));
-    expect(gpu.every((e) => e.value === 120 && ['node3', 'node4'].includes(e.attributes['node_name'] ?? ''))).toBe(true);
+    expect(gpu.every((e) => e.value === 120 && ['node3', 'node4'].includes(e.attributes['node_name'] ?? ''))).toBe(
+      true,
+    );
     expect(gpu).toHaveLength(12);
     const node3Bases = gpu.filter((e) => e.attributes['node_name'] === 'node3').map((e) => e.attributes['state_base']);
     expect(node3Bases).toEqual(['MIXED', 'MIXED', 'DOWN', 'IDLE', 'IDLE', 'MIXED']);

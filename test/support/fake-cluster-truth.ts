@@ -1,10 +1,18 @@
 /**
  * The fake cluster's state in the model's terms (src/cluster/model.ts): what a correct decoder
- * must produce from any rendering of it. Fields a given API version cannot carry are removed by
- * `truthSeenThrough` in slurm-render.ts, next to the renderers that lose them.
+ * must produce from any rendering of it, and (truthSeenThrough) what a reader of one API version
+ * can know of it. Only tests use it, so it is not shipped.
  */
-import type { JobExitCode, RpcByMessageType, RpcByUser, SlurmDiag, SlurmJob, SlurmNode } from '../cluster/model.js';
-import type { ClusterView, FakeDiag, FakeJob, FakeNode, RpcTypeCounter, RpcUserCounter } from './fake-cluster-types.js';
+import type {
+  JobExitCode,
+  RpcByMessageType,
+  RpcByUser,
+  SlurmDiag,
+  SlurmJob,
+  SlurmNode,
+} from '../../src/cluster/model.js';
+import type { FakeCluster } from '../../src/demo/fake-cluster.js';
+import type { ClusterView, FakeDiag, FakeJob, FakeNode } from '../../src/demo/fake-cluster-types.js';
 import {
   arrayTaskString,
   isTerminal,
@@ -16,14 +24,43 @@ import {
   nodeTres,
   nodeTresUsed,
   taskRanges,
-} from './fake-cluster-types.js';
+} from '../../src/demo/fake-cluster-types.js';
+import {
+  average,
+  gpuTypeOf,
+  SCHEDULE_CYCLES_PER_MINUTE,
+  sortedRpcTypes,
+  sortedRpcUsers,
+  SPECIALIZED_CPU_COUNT,
+  SPECIALIZED_CPUS,
+  SPECIALIZED_MEMORY_MIB,
+  stdoutPath,
+  tresEntries,
+  type TresEntry,
+} from '../../src/demo/fake-cluster-derived.js';
+import { minorOf, type RenderVersion } from '../../src/demo/slurm-render.js';
 
-/** CPUs the fake nodes keep for the system (CpuSpecList `0-1`). */
-export const SPECIALIZED_CPUS = '0-1';
-export const SPECIALIZED_CPU_COUNT = 2;
-export const SPECIALIZED_MEMORY_MIB = 8192;
-/** Main scheduler cycles per minute: one per simulation tick. */
-export const SCHEDULE_CYCLES_PER_MINUTE = 6;
+export interface ClusterTruth {
+  readonly nowMs: number;
+  readonly nodes: readonly SlurmNode[];
+  /** What `/slurm/vX/jobs/` reports. */
+  readonly jobs: readonly SlurmJob[];
+  /** What `/slurmdb/vX/jobs/` reports. */
+  readonly accountingJobs: readonly SlurmJob[];
+  readonly diag: SlurmDiag;
+}
+
+/** What a correct reader of this cluster's REST API must find, in the model's terms. */
+export function knownTruth(cluster: FakeCluster): ClusterTruth {
+  const v = cluster.view();
+  return {
+    nowMs: cluster.now,
+    nodes: v.nodes.map((n) => nodeTruth(n)),
+    jobs: v.jobs.map((j) => controllerJobTruth(j)),
+    accountingJobs: v.accounting.map((j) => accountingJobTruth(j, v)),
+    diag: diagTruth(v.diag, v.now),
+  };
+}
 
 const SIGTERM = 15;
 
@@ -67,7 +104,8 @@ export function nodeTruth(n: FakeNode): SlurmNode {
 /** Exit code words as the v0.0.4x parsers print them; PENDING while the job has not ended. */
 export function exitCodeTruth(j: FakeJob): JobExitCode {
   if (!isTerminal(j)) return { status: ['PENDING'] };
-  if (j.state === 'CANCELLED' || j.state === 'TIMEOUT') return { status: ['SIGNALED'], signal: SIGTERM, signal_name: 'SIGTERM' };
+  if (j.state === 'CANCELLED' || j.state === 'TIMEOUT')
+    return { status: ['SIGNALED'], signal: SIGTERM, signal_name: 'SIGTERM' };
   if (j.state === 'FAILED') return { status: ['ERROR'], return_code: j.exitStatus };
   return { status: ['SUCCESS'], return_code: 0 };
 }
@@ -79,7 +117,8 @@ function timeLimitTruth(j: FakeJob): { time_limit?: number; time_limit_unlimited
 function arrayTruth(j: FakeJob, withLimit: boolean): { array_job_id?: string; array_task_id?: string } {
   const a = j.array;
   if (a === undefined) return {};
-  const task = a.taskId !== undefined ? String(a.taskId) : withLimit ? arrayTaskString(j) : taskRanges(a.pendingTasks ?? []);
+  const task =
+    a.taskId !== undefined ? String(a.taskId) : withLimit ? arrayTaskString(j) : taskRanges(a.pendingTasks ?? []);
   return { array_job_id: String(a.jobId), array_task_id: task };
 }
 
@@ -106,11 +145,6 @@ function commonJobTruth(j: FakeJob) {
   };
 }
 
-/** Paths slurmctld reports; slurmdbd reports the unexpanded `%j` pattern instead. */
-export function stdoutPath(j: FakeJob, expanded: boolean): string {
-  return `/home/${j.user.name}/slurm-${expanded ? j.id : '%j'}.out`;
-}
-
 export function controllerJobTruth(j: FakeJob): SlurmJob {
   return {
     source: 'controller',
@@ -128,39 +162,12 @@ export function controllerJobTruth(j: FakeJob): SlurmJob {
   };
 }
 
-/** One slurmdbd TRES entry. Ids are the usual ones of a fresh slurmdbd (gres get 1001+). */
-export interface TresEntry {
-  readonly type: string;
-  readonly name: string;
-  readonly id: number;
-  readonly count: number;
-}
-
-/** The TRES arrays slurmdbd returns: requested always, allocated once the job was allocated. */
-export function tresEntries(j: FakeJob, which: 'requested' | 'allocated', gpuType: string): TresEntry[] {
-  if (which === 'allocated' && j.allocTres === '') return [];
-  const cpus = jobCpus(j);
-  const gpus = j.gpusPerNode * j.nodeCount;
-  const out: TresEntry[] = [
-    { type: 'cpu', name: '', id: 1, count: cpus },
-    { type: 'mem', name: '', id: 2, count: j.memPerNodeMiB * j.nodeCount },
-    { type: 'node', name: '', id: 4, count: j.nodeCount },
-    { type: 'billing', name: '', id: 5, count: cpus },
-  ];
-  if (gpus > 0) out.push({ type: 'gres', name: 'gpu', id: 1001, count: gpus });
-  if (gpus > 0 && which === 'allocated' && gpuType !== '') out.push({ type: 'gres', name: `gpu:${gpuType}`, id: 1002, count: gpus });
-  return out;
-}
-
 /** The controller string form of a TRES list, as the decoders render slurmdbd's arrays. */
 function tresListString(entries: readonly TresEntry[]): string | undefined {
   if (entries.length === 0) return undefined;
-  return entries.map((e) => `${e.name !== '' ? `${e.type}/${e.name}` : e.type}=${e.count}${e.type === 'mem' ? 'M' : ''}`).join(',');
-}
-
-export function gpuTypeOf(j: FakeJob, view: ClusterView): string {
-  const first = j.nodeIdx[0];
-  return first === undefined ? '' : (view.nodes[first]?.gpuType ?? '');
+  return entries
+    .map((e) => `${e.name !== '' ? `${e.type}/${e.name}` : e.type}=${e.count}${e.type === 'mem' ? 'M' : ''}`)
+    .join(',');
 }
 
 export function accountingJobTruth(j: FakeJob, view: ClusterView): SlurmJob {
@@ -175,19 +182,6 @@ export function accountingJobTruth(j: FakeJob, view: ClusterView): SlurmJob {
     tres_req_str: tresListString(tresEntries(j, 'requested', '')),
     tres_alloc_str: tresListString(tresEntries(j, 'allocated', gpuTypeOf(j, view))),
   };
-}
-
-/** sdiag lists RPC rows by descending count; rows never used are not listed. */
-export function sortedRpcTypes(d: FakeDiag): RpcTypeCounter[] {
-  return d.rpcsByType.filter((r) => r.count > 0).sort((a, b) => b.count - a.count || a.typeId - b.typeId);
-}
-
-export function sortedRpcUsers(d: FakeDiag): RpcUserCounter[] {
-  return d.rpcsByUser.filter((r) => r.count > 0).sort((a, b) => b.count - a.count || a.uid - b.uid);
-}
-
-export function average(total: number, count: number): number {
-  return count > 0 ? Math.floor(total / count) : 0;
 }
 
 export function diagTruth(d: FakeDiag, now: number): SlurmDiag {
@@ -237,5 +231,61 @@ export function diagTruth(d: FakeDiag, now: number): SlurmDiag {
     bf_active: false,
     rpcs_by_message_type: byType,
     rpcs_by_user: byUser,
+  };
+}
+
+// ------------------------------------------------------------------ what each version can carry
+
+const UINT32 = 2 ** 32;
+
+function nodeSeen(n: SlurmNode, version: RenderVersion): SlurmNode {
+  if (version !== 'v0.0.38') return n;
+  // No specialized resources and no effective CPU count in the 22.05 node.
+  return {
+    ...n,
+    effective_cpus: undefined,
+    specialized_cpus: undefined,
+    specialized_cpus_count: undefined,
+    specialized_memory: undefined,
+  };
+}
+
+function jobSeen(j: SlurmJob, version: RenderVersion): SlurmJob {
+  const minor = minorOf(version);
+  let out: SlurmJob = j;
+  if (version === 'v0.0.38') {
+    const pending = j.exit_code?.status[0] === 'PENDING';
+    const exit = pending
+      ? { status: ['SUCCESS'], return_code: 0 }
+      : j.source === 'controller' && j.exit_code
+        ? { ...j.exit_code, signal_name: undefined }
+        : j.exit_code;
+    // 22.05 has no mail_user in its job record.
+    out = { ...out, time_limit_unlimited: undefined, mail_user: undefined, exit_code: exit };
+  }
+  if (j.source === 'accounting' && minor < 41) out = { ...out, standard_output: undefined, standard_error: undefined };
+  if (j.source === 'accounting' && minor < 42) out = { ...out, restart_cnt: undefined };
+  return out;
+}
+
+function diagSeen(d: SlurmDiag, version: RenderVersion): SlurmDiag {
+  const minor = minorOf(version);
+  if (minor >= 44) return d;
+  const sum = minor >= 41 && d.schedule_cycle_sum !== undefined ? d.schedule_cycle_sum % UINT32 : undefined;
+  return { ...d, schedule_cycle_sum: sum, bf_cycle_max: minor === 40 ? undefined : d.bf_cycle_max };
+}
+
+/**
+ * The truth as a reader of `version` can know it: the members that version does not carry are
+ * removed, and the ones it carries differently (a 32-bit scheduler sum, 22.05's exit codes) are
+ * shown as that version shows them.
+ */
+export function truthSeenThrough(version: RenderVersion, truth: ClusterTruth): ClusterTruth {
+  return {
+    nowMs: truth.nowMs,
+    nodes: truth.nodes.map((n) => nodeSeen(n, version)),
+    jobs: truth.jobs.map((j) => jobSeen(j, version)),
+    accountingJobs: truth.accountingJobs.map((j) => jobSeen(j, version)),
+    diag: diagSeen(truth.diag, version),
   };
 }

@@ -1,0 +1,60 @@
+// Lint: eslint's and typescript-eslint's recommended rules (syntax only, no type information, so it
+// stays fast), plus the walls between the parts of the shipped code:
+// - src/node and src/cluster never import each other (the two agents share only src/telemetry,
+//   src/cli and src/log.ts);
+// - only src/telemetry imports @opentelemetry/* (the rest hands it plain points);
+// - only src/cli reads process.env and process.argv (everything else gets options passed in).
+// test/, bench/ and scripts/ are not shipped: they may read the environment and import anything.
+import js from '@eslint/js';
+import { defineConfig } from 'eslint/config';
+import tseslint from 'typescript-eslint';
+
+const OTEL = {
+  group: ['@opentelemetry/*'],
+  message: 'Only src/telemetry imports OpenTelemetry; hand it plain points.',
+};
+const agentWall = (other) => ({
+  group: [`**/${other}/*`, `**/${other}`],
+  message: 'src/node and src/cluster never import each other; share code through src/telemetry or src/log.ts.',
+});
+const ENV_MESSAGE = 'Only src/cli reads process.env and process.argv; pass options in.';
+const ENV_IMPORTS = ['process', 'node:process'].map((name) => ({
+  name,
+  importNames: ['env', 'argv'],
+  message: ENV_MESSAGE,
+}));
+
+/** The import rule of one part of src/: no-restricted-imports' options do not merge across entries. */
+const imports = (...patterns) => ['error', { paths: ENV_IMPORTS, patterns }];
+
+export default defineConfig(
+  { ignores: ['dist/', 'node_modules/', 'fixtures/', 'otel-config/', 'deploy/'] },
+  js.configs.recommended,
+  tseslint.configs.recommended,
+  {
+    files: ['**/*.ts'],
+    rules: {
+      // `_`-prefixed names are deliberately unused (callback positions, destructuring out).
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' },
+      ],
+    },
+  },
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/cli/**'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        { object: 'process', property: 'env', message: ENV_MESSAGE },
+        { object: 'process', property: 'argv', message: ENV_MESSAGE },
+      ],
+      'no-restricted-imports': imports(OTEL),
+    },
+  },
+  { files: ['src/cli/**/*.ts'], rules: { 'no-restricted-imports': ['error', { patterns: [OTEL] }] } },
+  { files: ['src/telemetry/**/*.ts'], rules: { 'no-restricted-imports': imports() } },
+  { files: ['src/node/**/*.ts'], rules: { 'no-restricted-imports': imports(OTEL, agentWall('cluster')) } },
+  { files: ['src/cluster/**/*.ts'], rules: { 'no-restricted-imports': imports(OTEL, agentWall('node')) } },
+);

@@ -1,0 +1,78 @@
+/**
+ * The walls between the parts of src/ are lint rules (eslint.config.js): each is shown to fire on
+ * code that breaks it, and to stay quiet where the code is allowed.
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ESLint } from 'eslint';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const eslint = new ESLint({ cwd: ROOT });
+
+/** The rules that fire on `code` as if it were the file at `file` (relative to the repository). */
+async function firing(file: string, code: string): Promise<string[]> {
+  const [result] = await eslint.lintText(`${code}\nexport {};\n`, { filePath: path.join(ROOT, file) });
+  return (result?.messages ?? []).map((m) => m.ruleId ?? m.message);
+}
+
+describe('lint walls', () => {
+  it.each([
+    ['src/node/x.ts', "import { CLUSTER_METRICS } from '../cluster/metrics.js';\nvoid CLUSTER_METRICS;"],
+    ['src/node/deep/x.ts', "import type { SlurmNode } from '../../cluster/model.js';\nexport type N = SlurmNode;"],
+    ['src/cluster/x.ts', "import { NODE_METRICS } from '../node/metrics.js';\nvoid NODE_METRICS;"],
+    ['src/cluster/api/x.ts', "import { classify } from '../../node/roots.js';\nvoid classify;"],
+  ])('src/node and src/cluster never import each other: %s', async (file, code) => {
+    expect(await firing(file, code)).toEqual(['no-restricted-imports']);
+  });
+
+  it.each(['src/node/x.ts', 'src/cluster/x.ts', 'src/cli/x.ts', 'src/demo/x.ts', 'src/x.ts'])(
+    'only src/telemetry imports @opentelemetry/*: %s',
+    async (file) => {
+      expect(await firing(file, "import { metrics } from '@opentelemetry/api';\nvoid metrics;")).toEqual([
+        'no-restricted-imports',
+      ]);
+      expect(await firing(file, "import type { Meter } from '@opentelemetry/api';\nexport type M = Meter;")).toEqual([
+        'no-restricted-imports',
+      ]);
+    },
+  );
+
+  it.each([
+    ['process.env', 'void process.env.HOME;', 'no-restricted-properties'],
+    ['process.argv', 'void process.argv[2];', 'no-restricted-properties'],
+    ['destructured from process', 'const { env } = process;\nvoid env;', 'no-restricted-properties'],
+    ['imported from node:process', "import { argv } from 'node:process';\nvoid argv;", 'no-restricted-imports'],
+  ])('only src/cli reads the environment: %s', async (_what, code, rule) => {
+    for (const file of ['src/node/x.ts', 'src/cluster/api/x.ts', 'src/telemetry/x.ts', 'src/demo/x.ts', 'src/log.ts']) {
+      expect(await firing(file, code), file).toEqual([rule]);
+    }
+    for (const file of ['src/cli/x.ts', 'test/x.ts', 'bench/x.ts', 'scripts/x.ts'])
+      expect(await firing(file, code), file).toEqual([]);
+  });
+
+  it('allows what the walls leave open', async () => {
+    expect(await firing('src/telemetry/x.ts', "import { metrics } from '@opentelemetry/api';\nvoid metrics;")).toEqual(
+      [],
+    );
+    expect(
+      await firing(
+        'src/node/x.ts',
+        "import { createLogger } from '../log.js';\nimport { Pipeline } from '../telemetry/pipeline.js';\nvoid createLogger;\nvoid Pipeline;",
+      ),
+    ).toEqual([]);
+    expect(
+      await firing(
+        'src/demo/x.ts',
+        "import { NODE_METRICS } from '../node/metrics.js';\nimport { CLUSTER_METRICS } from '../cluster/metrics.js';\nvoid [NODE_METRICS, CLUSTER_METRICS];",
+      ),
+    ).toEqual([]);
+    expect(
+      await firing(
+        'test/x.ts',
+        "import { metrics } from '@opentelemetry/api';\nimport { NODE_METRICS } from '../src/node/metrics.js';\nvoid [metrics, NODE_METRICS];",
+      ),
+    ).toEqual([]);
+    expect(await firing('src/node/x.ts', "import { hrtime } from 'node:process';\nvoid hrtime;")).toEqual([]);
+  });
+});
