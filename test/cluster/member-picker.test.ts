@@ -1,0 +1,121 @@
+import { describe, expect, it } from 'vitest';
+import { JsonArraySplitter } from '../../src/cluster/api/json-array-stream.js';
+import { MemberPicker } from '../../src/cluster/api/member-picker.js';
+
+/** The picker's output for one whole object text, parsed; undefined when it hands the text on. */
+function pick(names: readonly string[], text: string): unknown {
+  const out = new MemberPicker(names).pick(Buffer.from(text, 'utf8'));
+  return out === undefined ? undefined : JSON.parse(out.toString('utf8'));
+}
+
+/**
+ * What keeping `names` means for an element written by JSON.stringify: its own members filtered,
+ * where a key JSON.stringify writes with escapes is always kept.
+ */
+function expected(names: readonly string[], element: unknown): unknown {
+  if (typeof element !== 'object' || element === null || Array.isArray(element)) return element;
+  const kept = (k: string): boolean => names.includes(k) || JSON.stringify(k) !== `"${k}"`;
+  return Object.fromEntries(Object.entries(element).filter(([k]) => kept(k)));
+}
+
+/** Runs the splitter with keepMembers over `body` cut into the given chunks; returns the elements' texts. */
+function splitKeeping(names: readonly string[], chunks: readonly Buffer[]): string[] {
+  const texts: string[] = [];
+  const splitter = new JsonArraySplitter({
+    arrayKey: 'jobs',
+    keepMembers: names,
+    onElement: (b) => texts.push(b.toString('utf8')),
+  });
+  for (const chunk of chunks) splitter.write(chunk);
+  splitter.end();
+  return texts;
+}
+
+describe('MemberPicker', () => {
+  it('keeps the named members in their original order and drops the others', () => {
+    const out = new MemberPicker(['c', 'a']).pick(Buffer.from('{"a":1,"b":2,"c":3}'));
+    expect(out?.toString('utf8')).toBe('{"a":1,"c":3}');
+  });
+
+  it('keeps an escaped key whatever it spells, and matches unescaped keys by their bytes', () => {
+    const text = '{"a\\"b":1,"c":2,"\\u0063":3,"d":4,"c\\\\":5}';
+    // Keys written with escapes are kept (they are compared raw, so cannot be ruled out).
+    expect(pick(['c'], text)).toEqual({ 'a"b': 1, c: 3, 'c\\': 5 });
+    expect(pick(['d'], text)).toEqual({ 'a"b': 1, c: 3, d: 4, 'c\\': 5 });
+  });
+
+  it('copies nested values byte for byte and reads names at the top level only', () => {
+    const text =
+      '{"x":{"keep":1,"y":[1,{"}":"]"}]},"keep":"v}\\"]","arr":[[{"keep":[]}],"{"],' +
+      '"n":-1.5e3,"t":true,"z":null,"s":{"keep":{}}}';
+    expect(pick(['keep', 'n', 't', 'z', 's'], text)).toEqual({
+      keep: 'v}"]',
+      n: -1500,
+      t: true,
+      z: null,
+      s: { keep: {} },
+    });
+    expect(pick(['x', 'arr'], text)).toEqual({ x: { keep: 1, y: [1, { '}': ']' }] }, arr: [[{ keep: [] }], '{'] });
+  });
+
+  it('keeps non-ASCII names and values intact', () => {
+    expect(pick(['日本', 'é'], '{"日本":"😀","x":"ü","é":["ñ"]}')).toEqual({ 日本: '😀', é: ['ñ'] });
+  });
+
+  it('answers an empty object, and an object with none of the names, with {}', () => {
+    expect(pick(['a'], ' { } ')).toEqual({});
+    expect(pick(['a'], '{"b":{"a":1}}')).toEqual({});
+  });
+
+  it('hands on whole what is not an object or does not scan cleanly', () => {
+    for (const text of ['1', '"s"', 'null', '[{"a":1}]', '{"a":1', '{"a" 1}', '{"a":1}x', '{a:1}', '{"a":1,}'])
+      expect(pick(['a'], text), text).toBeUndefined();
+  });
+
+  it('tells where an object ends inside a larger buffer, or -1 when it ends past the limit', () => {
+    const src = Buffer.from('[{"a":"}","b":2},3]');
+    const picker = new MemberPicker(['b']);
+    expect(picker.scan(src, 1, src.length)).toBe(16);
+    expect(picker.picked().toString('utf8')).toBe('{"b":2}');
+    expect(picker.scan(src, 1, 15)).toBe(-1);
+    expect(picker.scan(src, 0, src.length)).toBe(-1);
+  });
+
+  it('grows its output for a kept member larger than its buffer', () => {
+    const big = 'x'.repeat(100_000);
+    expect(pick(['a'], `{"a":"${big}","b":1}`)).toEqual({ a: big });
+  });
+});
+
+describe('JsonArraySplitter with keepMembers', () => {
+  const elements: unknown[] = [
+    { job_id: 1, name: 'quote " and }]', nested: { job_id: 9, list: [{ name: '[' }] }, drop: 'x' },
+    'a bare string',
+    7,
+    null,
+    [{ job_id: 2 }],
+    {},
+    { 'job\\id': 3, job_id: 4, state: { current: ['RUNNING'] }, user: 'é日😀' },
+    { drop: [1, 2, 3], job_id: 5 },
+  ];
+  const names = ['job_id', 'state', 'user', 'name'];
+  const body = Buffer.from(`{"meta":{"v":1},"jobs":[ ${elements.map((e) => JSON.stringify(e)).join(' , ')} ]}`, 'utf8');
+  const want = elements.map((e) => expected(names, e));
+
+  it('hands on objects cut to the named members and other elements whole', () => {
+    const got = splitKeeping(names, [body]).map((t) => JSON.parse(t) as unknown);
+    expect(got).toEqual(want);
+  });
+
+  it('gives the same elements whatever offset the body is cut at', () => {
+    for (let cut = 0; cut <= body.length; cut++) {
+      const got = splitKeeping(names, [body.subarray(0, cut), body.subarray(cut)]).map((t) => JSON.parse(t) as unknown);
+      expect(got, `cut at byte ${cut}`).toEqual(want);
+    }
+  });
+
+  it('gives the same elements when every byte is its own chunk', () => {
+    const chunks = [...body].map((_, i) => body.subarray(i, i + 1));
+    expect(splitKeeping(names, chunks).map((t) => JSON.parse(t) as unknown)).toEqual(want);
+  });
+});
