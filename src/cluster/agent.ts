@@ -18,7 +18,7 @@ import {
 } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
 import type { WebConfig } from '../telemetry/webconfig.js';
-import { FAILURE_KINDS, failureKindOf } from './api/client.js';
+import { FAILURE_KINDS, failureKindOf } from './api/failures.js';
 import { CollectionLoop, summarize, type TickResult, type TickSummary } from './collect.js';
 import { makeFetchers, type FetcherOptions } from './fetchers.js';
 import { LandingRecord, renderClusterLanding } from './landing.js';

@@ -4,7 +4,8 @@
  * skipped and counted here; a whole failed response becomes an error the loop counts.
  */
 import type { Logger } from '../log.js';
-import { orThrow, SlurmCallError, type AccountingQuery, type CallOptions, type CallResult } from './api/client.js';
+import { orThrow, type AccountingQuery, type CallOptions, type CallResult } from './api/call-result.js';
+import { SlurmCallError } from './api/failures.js';
 import { describeMessages, isBenign } from './api/envelope.js';
 import type { Fetchers } from './collect.js';
 import { Interner, type InternFields } from './intern.js';

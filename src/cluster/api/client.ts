@@ -1,6 +1,7 @@
 /**
- * The slurmrestd client of the cluster agent: version negotiation, authentication recovery and
- * decoding, on top of the transport.
+ * The slurmrestd client of the cluster agent: one method per endpoint, each a call with recovery
+ * and decoding, on top of the transport; the version comes from negotiation.ts and failures are
+ * classified by failures.ts.
  *
  * Every public call resolves to a value, never rejects: a `CallResult` that is either decoded
  * data or a `CallFailure` whose `kind` the collectors count per sub-collector. Recovery is
@@ -11,12 +12,9 @@
  *   without that plugin; that is not an outage);
  * - network errors, timeouts and 502/503/504 → the transport's retries.
  */
-import { performance } from 'node:perf_hooks';
 import type { Logger } from '../../log.js';
 import type {
-  ApiMessage,
   DecodedOk,
-  DecodeFailureKind,
   Decoded,
   ResponseMeta,
   SlurmDiag,
@@ -29,8 +27,11 @@ import type {
   SlurmShare,
   SlurmAssociationLimits,
 } from '../model.js';
-import { AuthError, type TokenSource } from './auth.js';
-import { describeMessages, readMessages } from './envelope.js';
+import type { TokenSource } from './auth.js';
+import { startClock, type AccountingQuery, type CallOptions, type CallResult } from './call-result.js';
+import { failure, fromDecoded, isTokenRejection, toFailure, type Outcome } from './failures.js';
+import { endpointPath, noSlurmdbMessage, Negotiator, type Negotiated, type NegotiationResult } from './negotiation.js';
+import { decodeDiagBody, MAX_TEXT_BYTES, parseWhole } from './read-whole.js';
 import { decodeListStream } from './stream-decode.js';
 import { decodeLicense } from './decode-licenses.js';
 import { decodeAssociations, decodeQosList } from './decode-limits.js';
@@ -38,39 +39,15 @@ import { decodePartition } from './decode-partitions.js';
 import { decodeReservation } from './decode-reservations.js';
 import { decodeShares } from './decode-shares.js';
 import {
-  AbortedError,
   HttpTransport,
-  NetworkError,
   newStats,
   readText,
   SlurmHttpError,
-  TimeoutError,
-  TooLargeError,
   type HttpResponse,
   type RequestStats,
   type TlsOptions,
 } from './transport.js';
-import {
-  compareVersionsDesc,
-  decoderFor,
-  familyOf,
-  parseServedVersions,
-  pickVersion,
-  SUPPORTED_VERSIONS,
-  type ServedVersions,
-  type SupportedVersion,
-} from './versions.js';
-
-/** Discovery documents, in the order slurmrestd releases added them (newest first). */
-export const OPENAPI_PATHS = ['/openapi/v3', '/openapi.json', '/openapi'] as const;
-/** Bodies read whole (openapi, diag) must fit in one V8 string (~512 MiB on Node 20). */
-const MAX_TEXT_BYTES = 256 * 1024 * 1024;
-/**
- * Slurm errnos that mean "the credential was not accepted": SLURM_PROTOCOL_AUTHENTICATION_ERROR
- * (1007, what 22.05 reports for a bad or expired JWT) and the ESLURM_AUTH_* block (6000–6099).
- */
-const AUTH_ERRNOS = (n: number): boolean => n === 1007 || (n >= 6000 && n < 6100);
-const AUTH_TEXT = /authenticat|credential|\btoken\b|expired|\bjwt\b/i;
+import { compareVersionsDesc, decoderFor, familyOf, type SupportedVersion } from './versions.js';
 
 export interface SlurmClientOptions {
   /** `http(s)://host:port[/prefix]` or `unix:/path/to/slurmrestd.sock`. */
@@ -89,106 +66,6 @@ export interface SlurmClientOptions {
   readonly logger: Logger;
 }
 
-/**
- * Why a call failed; `slurm_exporter_collector_errors_total` counts runs by it:
- * - auth: credentials missing, rejected (401, 22.05's auth 500) after one renewal, or forbidden (403);
- * - http: any other HTTP status (502 after retries, 404 after renegotiation, a 500 without errors[]);
- * - version: no API version both sides know, or the requested one is not served;
- * - decode: not JSON, truncated, or JSON without the expected data;
- * - api_errors: Slurm answered with `errors[]` and no data;
- * - internal: a bug on our side, reported rather than thrown so one endpoint cannot take down a cycle.
- */
-export const FAILURE_KINDS = [
-  'auth',
-  'timeout',
-  'network',
-  'too_large',
-  'http',
-  'version',
-  'decode',
-  'api_errors',
-  'aborted',
-  'internal',
-] as const;
-export type FailureKind = (typeof FAILURE_KINDS)[number];
-
-export interface CallFailure {
-  readonly kind: FailureKind;
-  /** One line for logs; names the URL path, never a credential. */
-  readonly message: string;
-  readonly status?: number;
-  readonly decodeKind?: DecodeFailureKind;
-  readonly errors: readonly ApiMessage[];
-}
-
-export interface CallTiming {
-  readonly startedAtMs: number;
-  readonly durationMs: number;
-  /** HTTP requests made for this call, including retries, re-authentication and negotiation. */
-  readonly attempts: number;
-  /** Body bytes received (after decompression). */
-  readonly bytes: number;
-}
-
-export type CallResult<T> =
-  | { readonly ok: true; readonly data: DecodedOk<T>; readonly version: SupportedVersion; readonly timing: CallTiming }
-  | {
-      readonly ok: false;
-      readonly failure: CallFailure;
-      readonly version?: SupportedVersion;
-      readonly timing: CallTiming;
-    };
-
-export type NegotiationSource = 'openapi' | 'probe' | 'configured';
-
-export interface Negotiated {
-  /** For `/slurm/` (slurmctld) endpoints. */
-  readonly version: SupportedVersion;
-  /** For `/slurmdb/` endpoints; undefined when slurmrestd serves none (no slurmdbd). */
-  readonly slurmdbVersion?: SupportedVersion;
-  /** What discovery found (empty lists when the version was configured without discovery). */
-  readonly served: ServedVersions;
-  readonly source: NegotiationSource;
-}
-
-export type NegotiationResult =
-  | { readonly ok: true; readonly negotiated: Negotiated; readonly timing: CallTiming }
-  | { readonly ok: false; readonly failure: CallFailure; readonly timing: CallTiming };
-
-export interface CallOptions<T = never> {
-  readonly signal?: AbortSignal;
-  /** Sees each element of a list response as it is decoded (a retried attempt's too). */
-  readonly onItem?: (item: T) => void;
-}
-
-export interface AccountingQuery {
-  readonly cluster?: string;
-  /** Unix seconds or a Date. */
-  readonly startTime: number | Date;
-  readonly endTime: number | Date;
-}
-
-/** Thrown by orThrow(): carries the failure so a caller that prefers exceptions can still count kinds. */
-export class SlurmCallError extends Error {
-  override readonly name = 'SlurmCallError';
-  constructor(readonly failure: CallFailure) {
-    super(failure.message);
-  }
-}
-
-/** The kind of any error a sub-collector run ended with: a call's own, else a bug on our side. */
-export function failureKindOf(err: unknown): FailureKind {
-  return err instanceof SlurmCallError ? err.failure.kind : 'internal';
-}
-
-/** The data of a successful call, or a SlurmCallError. */
-export function orThrow<T>(result: CallResult<T>): DecodedOk<T> {
-  if (result.ok) return result.data;
-  throw new SlurmCallError(result.failure);
-}
-
-type Outcome<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly failure: CallFailure };
-
 interface Endpoint<T> {
   readonly api: 'slurm' | 'slurmdb';
   readonly name: string;
@@ -199,16 +76,13 @@ interface Endpoint<T> {
   decode(res: HttpResponse, version: SupportedVersion): Promise<Decoded<T>>;
 }
 
-const EMPTY_SERVED: ServedVersions = { slurm: [], slurmdb: [] };
-
 export class SlurmClient {
   private readonly transport: HttpTransport;
   private readonly tokens: TokenSource;
   private readonly log: Logger;
   private readonly pinned: string | undefined;
   private readonly closing = new AbortController();
-  private negotiated: Negotiated | undefined;
-  private negotiating: Promise<Outcome<Negotiated>> | undefined;
+  private readonly negotiator: Negotiator;
   private release: string | undefined;
 
   /** Throws on invalid options (a bad server string, a non-positive timeout): a configuration error. */
@@ -229,19 +103,28 @@ export class SlurmClient {
           'slurmrestd request failed; retrying',
         ),
     });
+    this.negotiator = new Negotiator({
+      pinned: this.pinned,
+      tokens: this.tokens,
+      log: this.log,
+      authed: (path, query, handle, stats, signal) => this.authed(path, query, handle, stats, signal),
+      noteRelease: (meta) => this.noteRelease(meta),
+      closing: this.closing.signal,
+    });
   }
 
   /** The version in use, once negotiated. */
   current(): Negotiated | undefined {
-    return this.negotiated;
+    return this.negotiator.current();
   }
 
   /** Discovers the served versions and picks one (again, when already negotiated). */
   async negotiate(): Promise<NegotiationResult> {
     const started = startClock();
     const stats = newStats();
-    if (this.negotiated !== undefined) this.forget(this.negotiated);
-    const out = await this.ensureNegotiated(stats);
+    const stale = this.negotiator.current();
+    if (stale !== undefined) this.negotiator.forget(stale);
+    const out = await this.negotiator.ensure(stats);
     const timing = started.stop(stats);
     return out.ok ? { ok: true, negotiated: out.value, timing } : { ok: false, failure: out.failure, timing };
   }
@@ -367,7 +250,7 @@ export class SlurmClient {
     let version: SupportedVersion | undefined;
     // Two rounds at most: the second only after a 404 made us renegotiate.
     for (let round = 1; round <= 2; round++) {
-      const neg = await this.ensureNegotiated(stats);
+      const neg = await this.negotiator.ensure(stats);
       if (!neg.ok) return { outcome: neg };
       version = ep.api === 'slurm' ? neg.value.version : neg.value.slurmdbVersion;
       if (version === undefined)
@@ -388,7 +271,7 @@ export class SlurmClient {
       } catch (err) {
         if (round === 1 && err instanceof SlurmHttpError && err.status === 404) {
           this.log.warn({ path, api_version: version }, 'slurmrestd no longer serves this API version; renegotiating');
-          this.forget(neg.value);
+          this.negotiator.forget(neg.value);
           continue;
         }
         return { outcome: { ok: false, failure: toFailure(err, this.tokens) }, version };
@@ -430,117 +313,6 @@ export class SlurmClient {
     throw rejection;
   }
 
-  // ---- negotiation ---------------------------------------------------------------------------
-
-  /**
-   * Concurrent sub-collectors share one negotiation. It listens to close() only, not to one
-   * caller's signal, so that one aborted caller cannot fail it for the others; the transport's
-   * timeouts bound it.
-   */
-  private ensureNegotiated(stats: RequestStats): Promise<Outcome<Negotiated>> {
-    if (this.negotiated !== undefined) return Promise.resolve({ ok: true, value: this.negotiated });
-    this.negotiating ??= this.runNegotiation(stats, this.closing.signal).finally(() => {
-      this.negotiating = undefined;
-    });
-    return this.negotiating;
-  }
-
-  /** Drops a negotiation result, unless another call already replaced it. */
-  private forget(stale: Negotiated): void {
-    if (this.negotiated === stale) this.negotiated = undefined;
-  }
-
-  private async runNegotiation(stats: RequestStats, signal: AbortSignal): Promise<Outcome<Negotiated>> {
-    try {
-      const found = await this.discover(stats, signal);
-      const pick = pickVersion(found.served.slurm, this.pinned);
-      if (!pick.ok) return failure('version', pick.error);
-      // Without a discovery document the slurmdb plugins are unknown: assume they match, a 404 will tell.
-      const slurmdb = found.source === 'openapi' ? pickSlurmdb(found.served, pick.version, this.pinned) : pick.version;
-      const negotiated: Negotiated = {
-        version: pick.version,
-        ...(slurmdb ? { slurmdbVersion: slurmdb } : {}),
-        served: found.served,
-        source: found.source,
-      };
-      this.negotiated = negotiated;
-      this.log.info(
-        {
-          api_version: negotiated.version,
-          slurmdb_api_version: slurmdb ?? null,
-          served: found.served.slurm,
-          source: found.source,
-          auth: this.tokens.describe(),
-        },
-        'slurmrestd API version chosen',
-      );
-      return { ok: true, value: negotiated };
-    } catch (err) {
-      return { ok: false, failure: toFailure(err, this.tokens) };
-    }
-  }
-
-  private async discover(
-    stats: RequestStats,
-    signal: AbortSignal,
-  ): Promise<{ served: ServedVersions; source: NegotiationSource }> {
-    for (const path of OPENAPI_PATHS) {
-      const served = await this.readOpenapi(path, stats, signal);
-      if (served !== undefined) return { served, source: 'openapi' };
-    }
-    // A pinned version needs no probing: its first request will tell.
-    if (this.pinned !== undefined) return { served: EMPTY_SERVED, source: 'configured' };
-    return this.probe(stats, signal);
-  }
-
-  /** Served versions from one discovery document; undefined when that document is no use. */
-  private async readOpenapi(
-    path: string,
-    stats: RequestStats,
-    signal: AbortSignal,
-  ): Promise<ServedVersions | undefined> {
-    let text: string;
-    try {
-      text = await this.authed(path, undefined, (res) => readText(res.body, MAX_TEXT_BYTES), stats, signal);
-    } catch (err) {
-      // Credentials and outages end negotiation; an unknown or broken document means try the next.
-      if ((err instanceof SlurmHttpError && !isAuthFailure(err)) || err instanceof TooLargeError) return undefined;
-      throw err;
-    }
-    let doc: unknown;
-    try {
-      doc = JSON.parse(text);
-    } catch {
-      return undefined;
-    }
-    const served = parseServedVersions(doc);
-    return served.slurm.length > 0 ? served : undefined;
-  }
-
-  /** Last resort: `GET /slurm/vX/diag/` newest first; anything but 404 means the version exists. */
-  private async probe(
-    stats: RequestStats,
-    signal: AbortSignal,
-  ): Promise<{ served: ServedVersions; source: NegotiationSource }> {
-    for (const v of SUPPORTED_VERSIONS) {
-      try {
-        const d = await this.authed(
-          endpointPath('slurm', v, 'diag'),
-          undefined,
-          (res) => decodeDiagBody(res, v),
-          stats,
-          signal,
-        );
-        if (d.ok) this.noteRelease(d.meta);
-      } catch (err) {
-        if (err instanceof SlurmHttpError && err.status === 404) continue;
-        if (!(err instanceof SlurmHttpError) || isAuthFailure(err)) throw err;
-      }
-      return { served: { slurm: [v], slurmdb: [v] }, source: 'probe' };
-    }
-    return { served: EMPTY_SERVED, source: 'probe' };
-  }
-
   private noteRelease(meta: ResponseMeta): void {
     if (meta.slurm_release === undefined || meta.slurm_release === this.release) return;
     this.release = meta.slurm_release;
@@ -557,85 +329,8 @@ export class SlurmClient {
 
 // ---- helpers (pure) ---------------------------------------------------------------------------
 
-/** v0.0.36–v0.0.38 paths have no trailing slash (as 22.05 lists them); v0.0.39+ have one. */
-export function endpointPath(api: 'slurm' | 'slurmdb', version: SupportedVersion, name: string): string {
-  return familyOf(version) === 'v0038' ? `/${api}/${version}/${name}` : `/${api}/${version}/${name}/`;
-}
-
-function noSlurmdbMessage(served: ServedVersions, pinned: string | undefined): string {
-  if (served.slurmdb.length === 0) return 'slurmrestd serves no /slurmdb/ API version (is slurmdbd configured?)';
-  return `no usable /slurmdb/ API version: slurmrestd serves ${served.slurmdb.join(', ')}${pinned !== undefined ? `, ${pinned} was requested` : ''}`;
-}
-
-function pickSlurmdb(
-  served: ServedVersions,
-  slurmVersion: SupportedVersion,
-  pinned: string | undefined,
-): SupportedVersion | undefined {
-  if (served.slurmdb.length === 0) return undefined;
-  if (served.slurmdb.includes(slurmVersion)) return slurmVersion;
-  const pick = pickVersion(served.slurmdb, pinned);
-  return pick.ok ? pick.version : undefined;
-}
-
-/** The messages of a JSON error body, or none when it is not JSON. */
-export function errorBodyMessages(body: string): ApiMessage[] {
-  try {
-    const doc = JSON.parse(body) as unknown;
-    return readMessages(
-      typeof doc === 'object' && doc !== null ? (doc as Record<string, unknown>)['errors'] : undefined,
-    );
-  } catch {
-    return [];
-  }
-}
-
-/** Does a Slurm error message say the credential was refused? */
-export function isAuthMessage(m: ApiMessage): boolean {
-  if (m.error_number !== undefined && AUTH_ERRNOS(m.error_number)) return true;
-  return AUTH_TEXT.test(`${m.error ?? ''} ${m.description ?? ''}`);
-}
-
-/**
- * Measured on Slurm 22.05.8: a bad, expired or malformed token is answered 500 with
- * `errors: [{error: "Unspecified error", errno: -1}]` (slurmctld refused the RPC; slurmrestd
- * does not say why). That answer means little else there, so it is treated as a refused token.
- */
-function isOpaqueRejection(m: ApiMessage): boolean {
-  return m.error_number === -1 || /^unspecified error$/i.test(m.error ?? '');
-}
-
-/** 401, or a 500 whose errors[] say (or, on 22.05, imply) the token was refused: worth renewing it. */
-export function isTokenRejection(err: unknown): boolean {
-  if (!(err instanceof SlurmHttpError)) return false;
-  if (err.status === 401) return true;
-  return err.status === 500 && errorBodyMessages(err.body).some((m) => isAuthMessage(m) || isOpaqueRejection(m));
-}
-
-function isAuthFailure(err: SlurmHttpError): boolean {
-  return err.status === 403 || isTokenRejection(err);
-}
-
 function emptyResult<T>(): DecodedOk<T> {
   return { ok: true, items: [], skipped: 0, skip_reasons: [], meta: {}, errors: [], warnings: [] };
-}
-
-function parseWhole<T>(text: string, what: string, decode: (body: unknown) => Decoded<T>): Decoded<T> {
-  try {
-    return decode(JSON.parse(text) as unknown);
-  } catch (err) {
-    return {
-      ok: false,
-      kind: 'malformed_json',
-      message: `${what}: response is not valid JSON (${(err as Error).message})`,
-      errors: [],
-      meta: {},
-    };
-  }
-}
-
-async function decodeDiagBody(res: HttpResponse, version: SupportedVersion): Promise<Decoded<SlurmDiag>> {
-  return parseWhole(await readText(res.body, MAX_TEXT_BYTES), 'diag', decoderFor(version).decodeDiag);
 }
 
 /** Says what the server sent when a body did not decode (an HTML page from a proxy, typically). */
@@ -644,67 +339,6 @@ function explainDecoded<T>(d: Decoded<T>, res: HttpResponse): Decoded<T> {
   return { ...d, message: `${d.message} (content-type ${res.contentType.split(';')[0]})` };
 }
 
-function fromDecoded<T>(d: Decoded<T>, path: string): Outcome<DecodedOk<T>> {
-  if (d.ok) return { ok: true, value: d };
-  // Counted as auth, not as a Slurm-side error, should a release report a refused token in a 2xx envelope.
-  const kind: FailureKind = d.kind !== 'api_errors' ? 'decode' : d.errors.some(isAuthMessage) ? 'auth' : 'api_errors';
-  return failure(kind, `GET ${path}: ${d.message}`, { decodeKind: d.kind, errors: d.errors });
-}
-
-function failure(
-  kind: FailureKind,
-  message: string,
-  extra: Partial<Omit<CallFailure, 'kind' | 'message'>> = {},
-): { ok: false; failure: CallFailure } {
-  return { ok: false, failure: { kind, message, errors: [], ...extra } };
-}
-
-/** Maps anything thrown below the client to a counted failure. */
-export function toFailure(err: unknown, tokens: TokenSource): CallFailure {
-  if (err instanceof AuthError)
-    return { kind: 'auth', message: `credentials (${tokens.describe()}): ${err.message}`, errors: [] };
-  if (err instanceof SlurmHttpError) return httpFailure(err, tokens);
-  if (err instanceof TimeoutError) return { kind: 'timeout', message: err.message, errors: [] };
-  if (err instanceof TooLargeError) return { kind: 'too_large', message: err.message, errors: [] };
-  if (err instanceof NetworkError) return { kind: 'network', message: err.message, errors: [] };
-  if (err instanceof AbortedError) return { kind: 'aborted', message: err.message, errors: [] };
-  return {
-    kind: 'internal',
-    message: `unexpected error: ${err instanceof Error ? err.message : String(err)}`,
-    errors: [],
-  };
-}
-
-function httpFailure(err: SlurmHttpError, tokens: TokenSource): CallFailure {
-  const errors = errorBodyMessages(err.body);
-  const slurm = errors.length > 0 ? `: ${describeMessages(errors)}` : '';
-  const base = { status: err.status, errors };
-  if (err.status === 403)
-    return { kind: 'auth', message: `${err.message} (forbidden for ${tokens.describe()})${slurm}`, ...base };
-  if (isTokenRejection(err))
-    return {
-      kind: 'auth',
-      message: `${err.message}: token rejected even after renewal (${tokens.describe()})${slurm}`,
-      ...base,
-    };
-  if (errors.length > 0) return { kind: 'api_errors', message: `${err.message}${slurm}`, ...base };
-  const ct = err.contentType !== undefined ? ` (${err.contentType.split(';')[0]})` : '';
-  return { kind: 'http', message: `${err.message}${ct}`, ...base };
-}
-
 function unixSeconds(t: number | Date): number {
   return Math.floor(t instanceof Date ? t.getTime() / 1000 : t);
-}
-
-function startClock(): { stop(stats: RequestStats): CallTiming } {
-  const startedAtMs = Date.now();
-  const t0 = performance.now();
-  return {
-    stop: (stats) => ({
-      startedAtMs,
-      durationMs: performance.now() - t0,
-      attempts: stats.attempts,
-      bytes: stats.bytes,
-    }),
-  };
 }

@@ -13,14 +13,9 @@ import {
   tokenFile,
   type TokenSource,
 } from '../../../src/cluster/api/auth.js';
-import {
-  isAuthMessage,
-  orThrow,
-  SlurmCallError,
-  SlurmClient,
-  type CallResult,
-  type SlurmClientOptions,
-} from '../../../src/cluster/api/client.js';
+import { orThrow, type CallResult } from '../../../src/cluster/api/call-result.js';
+import { SlurmClient, type SlurmClientOptions } from '../../../src/cluster/api/client.js';
+import { isAuthMessage, SlurmCallError } from '../../../src/cluster/api/failures.js';
 import { createLogger, silentLogger, type Logger } from '../../../src/log.js';
 import { FaultServer, type FaultServerOptions } from './fault-server.js';
 

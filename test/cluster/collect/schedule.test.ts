@@ -7,7 +7,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ClusterRunner } from '../../../src/cluster/agent.js';
 import { staticToken } from '../../../src/cluster/api/auth.js';
-import { FAILURE_KINDS, SlurmClient } from '../../../src/cluster/api/client.js';
+import { SlurmClient } from '../../../src/cluster/api/client.js';
+import { FAILURE_KINDS } from '../../../src/cluster/api/failures.js';
 import type { Schedule } from '../../../src/telemetry/runtime.js';
 import { silentLogger } from '../../../src/log.js';
 import { parseExposition, select, valueOf } from '../../support/exposition.js';
