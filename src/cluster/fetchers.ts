@@ -22,7 +22,7 @@ import type {
   SlurmReservation,
   SlurmShare,
 } from './model.js';
-import { adjustAccountingJobs } from './rules.js';
+import { adjustAccountingJobs } from './adjust-accounting.js';
 import { DEFAULT_OPTIONAL_SUB_COLLECTORS, type OptionalSubCollector, type SubCollector } from './snapshot.js';
 
 /** What the fetchers need of the client (the real SlurmClient, or a test double). */

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import * as v0038 from '../../../src/cluster/api/decode-v0038.js';
 import type { SlurmJob } from '../../../src/cluster/model.js';
-import { adjustAccountingJobs, ZOMBIE_PENDING_AGE_MS } from '../../../src/cluster/rules.js';
+import { adjustAccountingJobs, ZOMBIE_PENDING_AGE_MS } from '../../../src/cluster/adjust-accounting.js';
 import { jobMemoryBytes } from '../../../src/cluster/tres.js';
 import { recorded } from '../fixtures.js';
 import { job, ok, T0 } from './helpers.js';

@@ -4,13 +4,8 @@ import * as v0038 from '../../../src/cluster/api/decode-v0038.js';
 import * as v004x from '../../../src/cluster/api/decode-v004x.js';
 import { CLUSTER_METRICS, EXTRA_SPECS, NATIVE_SPECS } from '../../../src/cluster/metrics.js';
 import type { SlurmDiag, SlurmJob } from '../../../src/cluster/model.js';
-import {
-  adjustAccountingJobs,
-  jobDurationSeconds,
-  observe,
-  observeState,
-  trimReservation,
-} from '../../../src/cluster/rules.js';
+import { adjustAccountingJobs } from '../../../src/cluster/adjust-accounting.js';
+import { jobDurationSeconds, observe, observeState, trimReservation } from '../../../src/cluster/rules.js';
 import { advance, INITIAL_CLUSTER_STATE } from '../../../src/cluster/state.js';
 import type { AnyFamily } from '../../../src/telemetry/spec.js';
 import { built, readJson, recorded } from '../fixtures.js';

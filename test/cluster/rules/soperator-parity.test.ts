@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import * as v004x from '../../../src/cluster/api/decode-v004x.js';
 import type { SlurmJob, SlurmNode } from '../../../src/cluster/model.js';
-import { adjustAccountingJobs, jobInfoLabels, observe } from '../../../src/cluster/rules.js';
+import { adjustAccountingJobs } from '../../../src/cluster/adjust-accounting.js';
+import { jobInfoLabels, observe } from '../../../src/cluster/rules.js';
 import { jobCpuCount, jobMemoryBytes } from '../../../src/cluster/tres.js';
 import { readJson } from '../fixtures.js';
 import { job, node, snapshot, valuesBy } from './helpers.js';
