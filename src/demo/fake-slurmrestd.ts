@@ -12,8 +12,8 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FakeCluster } from './fake-cluster.js';
-import { isRenderVersion, openapiDocument, renderChunks } from './slurm-render.js';
-import type { AccountingQuery, Endpoint, RenderVersion } from './slurm-render.js';
+import { isRenderVersion, openapiDocument, plannerFor, renderChunks } from './slurm-render.js';
+import type { AccountingQuery, Endpoint, Renderers, RenderVersion } from './slurm-render.js';
 
 export interface FakeSlurmrestdOptions {
   readonly cluster: FakeCluster;
@@ -30,6 +30,8 @@ export interface FakeSlurmrestdOptions {
   readonly release?: string;
   /** Endpoints answered with an HTTP 500 (a slurmctld-side failure), to test isolation. */
   readonly failing?: readonly Endpoint[];
+  /** Renderers for versions the package does not render (v0.0.38); see RenderOptions.renderers. */
+  readonly renderers?: Renderers;
 }
 
 export interface FakeSlurmrestd {
@@ -147,8 +149,14 @@ async function stream(res: ServerResponse, chunks: AsyncIterable<string>): Promi
   res.end();
 }
 
+/** The versions to serve; throws, before anything is served, on one without a renderer. */
+function servable(versions: readonly RenderVersion[], renderers: Renderers | undefined): Set<RenderVersion> {
+  for (const v of versions) plannerFor(v, renderers);
+  return new Set(versions);
+}
+
 export async function startFakeSlurmrestd(opts: FakeSlurmrestdOptions): Promise<FakeSlurmrestd> {
-  let served = new Set<RenderVersion>(opts.versions);
+  let served = servable(opts.versions, opts.renderers);
   const requests = new Map<string, number>();
   const slurmdbd = opts.slurmdbd ?? true;
 
@@ -183,6 +191,7 @@ export async function startFakeSlurmrestd(opts: FakeSlurmrestdOptions): Promise<
     const renderOpts = {
       ...(opts.release !== undefined ? { release: opts.release } : {}),
       ...(query !== undefined ? { query } : {}),
+      ...(opts.renderers !== undefined ? { renderers: opts.renderers } : {}),
     };
     await stream(res, renderChunks(opts.cluster, r.version, r.endpoint, renderOpts));
   };
@@ -203,7 +212,7 @@ export async function startFakeSlurmrestd(opts: FakeSlurmrestdOptions): Promise<
     url: `http://${host}:${addr.port}`,
     requests,
     setVersions(versions) {
-      served = new Set(versions);
+      served = servable(versions, opts.renderers);
     },
     close: () =>
       new Promise<void>((resolve, reject) => {

@@ -9,8 +9,6 @@
 import type { FakeCluster } from './fake-cluster.js';
 import type { ClusterView, FakeJob, FakeNode } from './fake-cluster-types.js';
 import { isTerminal } from './fake-cluster-types.js';
-import { dbJob38, diagStats38, job38, meta38, node38 } from './slurm-render-v0038.js';
-import type { Ctx38 } from './slurm-render-v0038.js';
 import { dbJob4x, diagStats4x, job4x, meta4x, node4x, nv } from './slurm-render-v004x.js';
 import type { Ctx4x, Minor } from './slurm-render-v004x.js';
 
@@ -48,29 +46,32 @@ export interface AccountingQuery {
   readonly endTime?: number;
 }
 
+/** Plans the body of one endpoint in one API version's wire shape. */
+export type BodyPlanner = (view: ClusterView, endpoint: Endpoint, opts: RenderOptions) => BodyPlan;
+/**
+ * Renderers for versions the package does not render itself (v0.0.38 is rendered by the tests'
+ * own support code): a fake slurmrestd serves a version only with a renderer for it.
+ */
+export type Renderers = Readonly<Partial<Record<RenderVersion, BodyPlanner>>>;
+
 export interface RenderOptions {
   /** `meta.slurm.release`; default DEFAULT_RELEASES[version]. */
   readonly release?: string;
   readonly query?: AccountingQuery;
   /** Minimum chunk size of `renderChunks`, in characters (all output is ASCII). */
   readonly chunkChars?: number;
+  /** Renderers added to (or replacing) the built-in v0.0.40–v0.0.45 ones. */
+  readonly renderers?: Renderers;
 }
 
 export function isRenderVersion(v: string): v is RenderVersion {
   return (RENDER_VERSIONS as readonly string[]).includes(v);
 }
 
-/** ESLURM_REST_EMPTY_RESULT, as slurmdbd 22.05 reports a query that matched nothing. */
-const NOTHING_FOUND = {
-  description: 'Nothing found',
-  error_number: 9003,
-  error: 'Nothing found with query',
-  source: 'slurmdb_jobs_get',
-};
 const DEFAULT_CHUNK_CHARS = 64 * 1024;
 
 /** A body is one object (diag) or a list with envelope members before and after it. */
-type BodyPlan =
+export type BodyPlan =
   | { readonly kind: 'object'; readonly body: Readonly<Record<string, unknown>> }
   | {
       readonly kind: 'list';
@@ -82,9 +83,10 @@ type BodyPlan =
       readonly tail: Readonly<Record<string, unknown>>;
     };
 
-type Members = Readonly<Record<string, unknown>>;
+export type Members = Readonly<Record<string, unknown>>;
 
-function list<T>(
+/** A list body: its elements rendered one by one, between envelope members. */
+export function list<T>(
   key: string,
   items: readonly T[],
   render: (item: T) => unknown,
@@ -98,7 +100,8 @@ export function minorOf(version: RenderVersion): number {
   return Number(version.slice(version.lastIndexOf('.') + 1));
 }
 
-function accountingJobs(view: ClusterView, q: AccountingQuery | undefined): readonly FakeJob[] {
+/** The accounting rows a `/slurmdb/vX/jobs/` query selects. */
+export function accountingJobs(view: ClusterView, q: AccountingQuery | undefined): readonly FakeJob[] {
   if (q === undefined) return view.accounting;
   if (q.cluster !== undefined && q.cluster !== '' && q.cluster !== view.clusterName) return [];
   return view.accounting.filter(
@@ -106,32 +109,6 @@ function accountingJobs(view: ClusterView, q: AccountingQuery | undefined): read
       (q.endTime === undefined || j.submitTime <= q.endTime) &&
       (q.startTime === undefined || !isTerminal(j) || j.endTime >= q.startTime),
   );
-}
-
-function plan38(view: ClusterView, endpoint: Endpoint, opts: RenderOptions): BodyPlan {
-  const c: Ctx38 = { release: opts.release ?? DEFAULT_RELEASES['v0.0.38'], view };
-  const ctld = { meta: meta38(c, 'slurmctld'), errors: [] };
-  switch (endpoint) {
-    case 'nodes':
-      return list('nodes', view.nodes, (n) => node38(n, c), ctld, {});
-    case 'jobs':
-      return list('jobs', view.jobs, (j) => job38(j, c), ctld, {});
-    case 'diag':
-      return { kind: 'object', body: { ...ctld, statistics: diagStats38(view.diag, c) } };
-    case 'partitions':
-      return list('partitions', partitionsOf(view), partition38, ctld, {});
-    case 'licenses':
-      return list('licenses', licensesOf(view), (l) => l, ctld, {});
-    case 'reservations':
-      return list('reservations', reservationsOf(view), (r) => reservationWire(r, (n) => n), ctld, {});
-    case 'shares':
-      throw new Error('v0.0.38 has no /shares');
-    case 'slurmdb-jobs': {
-      const items = accountingJobs(view, opts.query);
-      const head = { meta: meta38(c, 'slurmdbd'), errors: items.length === 0 ? [NOTHING_FOUND] : [] };
-      return list('jobs', items, (j) => dbJob38(j, c), head, {});
-    }
-  }
 }
 
 function plan4x(view: ClusterView, version: RenderVersion, endpoint: Endpoint, opts: RenderOptions): BodyPlan {
@@ -207,7 +184,8 @@ export function partitionsOf(view: ClusterView): FakePartition[] {
   return [...byName].map(([name, nodes]) => ({ name, nodes }));
 }
 
-function partitionTres(p: FakePartition): string {
+/** A partition's configured TRES string, summed over its nodes. */
+export function partitionTres(p: FakePartition): string {
   const cpus = p.nodes.reduce((a, n) => a + n.cpus, 0);
   const mem = p.nodes.reduce((a, n) => a + n.realMemoryMiB, 0);
   const gpus = p.nodes.reduce((a, n) => a + n.gpus, 0);
@@ -262,7 +240,7 @@ export function reservationsOf(view: ClusterView): FakeReservation[] {
   ];
 }
 
-function reservationWire(r: FakeReservation, time: (n: number) => unknown): unknown {
+export function reservationWire(r: FakeReservation, time: (n: number) => unknown): unknown {
   return {
     name: r.name,
     partition: r.partition,
@@ -329,22 +307,6 @@ function shareWire(r: FakeShare, minor: number): unknown {
   };
 }
 
-/** 22.05's shape: hostlist and totals at the top (and its `min nodes per job` spelling). */
-function partition38(p: FakePartition): unknown {
-  const cpus = p.nodes.reduce((a, n) => a + n.cpus, 0);
-  return {
-    flags: [],
-    name: p.name,
-    nodes: p.nodes.map((n) => n.name).join(','),
-    'min nodes per job': 0,
-    maximum_nodes_per_job: -1,
-    state: 'UP',
-    total_cpus: cpus,
-    total_nodes: p.nodes.length,
-    tres: partitionTres(p),
-  };
-}
-
 function partition4x(p: FakePartition): unknown {
   const cpus = p.nodes.reduce((a, n) => a + n.cpus, 0);
   return {
@@ -354,6 +316,14 @@ function partition4x(p: FakePartition): unknown {
     tres: { billing_weights: '', configured: partitionTres(p) },
     partition: { state: ['UP'] },
   };
+}
+
+/** The planner of a version: a supplied one, else the built-in one; throws when there is none. */
+export function plannerFor(version: RenderVersion, renderers: Renderers | undefined): BodyPlanner {
+  const supplied = renderers?.[version];
+  if (supplied !== undefined) return supplied;
+  if (version === 'v0.0.38') throw new Error(`no renderer for ${version}: supply one in renderers`);
+  return (view, endpoint, opts) => plan4x(view, version, endpoint, opts);
 }
 
 /** `{"a":1}` → `"a":1`, for splicing members around a streamed array. */
@@ -369,7 +339,7 @@ export function* bodyParts(
   endpoint: Endpoint,
   opts: RenderOptions = {},
 ): Generator<string> {
-  const p = version === 'v0.0.38' ? plan38(view, endpoint, opts) : plan4x(view, version, endpoint, opts);
+  const p = plannerFor(version, opts.renderers)(view, endpoint, opts);
   if (p.kind === 'object') {
     yield JSON.stringify(p.body);
     return;

@@ -11,6 +11,7 @@ import { FakeCluster } from '../../src/demo/fake-cluster.js';
 import { startFakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
 import type { FakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
 import { renderText } from '../../src/demo/slurm-render.js';
+import { V0038_RENDERERS } from '../support/slurm-render-v0038.js';
 import { knownTruth } from '../support/fake-cluster-truth.js';
 
 const TOKEN = 'eyJhbGciOiJIUzI1NiJ9.e30.fake';
@@ -156,13 +157,27 @@ describe('fake slurmrestd options', () => {
 
   it('22.05 style: v0.0.38 paths without the trailing slash, Nothing found from slurmdbd', async () => {
     const cluster = new FakeCluster({ seed: 4, workload: 'none' });
-    const server = await startFakeSlurmrestd({ cluster, versions: ['v0.0.38'] });
+    const server = await startFakeSlurmrestd({ cluster, versions: ['v0.0.38'], renderers: V0038_RENDERERS });
     try {
       const doc = (await (await get(server, '/openapi/v3', {})).json()) as { paths: Record<string, unknown> };
       expect(Object.keys(doc.paths)).toContain('/slurm/v0.0.38/nodes');
       const body = (await (await get(server, '/slurmdb/v0.0.38/jobs', {})).json()) as unknown;
       const decoded = decoderFor('v0.0.38').decodeAccountingJobs(body);
       expect(decoded).toMatchObject({ ok: true, items: [], errors: [{ error_number: 9003 }] });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('refuses to serve a version it has no renderer for, at start and on a version change', async () => {
+    const cluster = new FakeCluster({ seed: 4, workload: 'none' });
+    await expect(startFakeSlurmrestd({ cluster, versions: ['v0.0.44', 'v0.0.38'] })).rejects.toThrow(
+      /no renderer for v0\.0\.38/,
+    );
+    const server = await startFakeSlurmrestd({ cluster, versions: ['v0.0.44'] });
+    try {
+      expect(() => server.setVersions(['v0.0.38'])).toThrow(/no renderer for v0\.0\.38/);
+      expect((await get(server, '/slurm/v0.0.44/nodes/', {})).status).toBe(200);
     } finally {
       await server.close();
     }

@@ -24,6 +24,9 @@ import { recorded } from '../cluster/fixtures.js';
 import { coverage, interestingMoments } from './moments.js';
 import { errorsOf, unknownMembers, V0038_PATCHES, validatorFor } from './schema.js';
 import { truthSeenThrough } from '../support/fake-cluster-truth.js';
+import { V0038_RENDERERS } from '../support/slurm-render-v0038.js';
+
+const withV0038 = { renderers: V0038_RENDERERS };
 
 const moments = interestingMoments(7);
 
@@ -141,7 +144,7 @@ for (const version of RENDER_VERSIONS) {
       it(`${endpoint} validates against the ${version} schema at every moment`, () => {
         const fn = validatorFor(version, endpoint);
         for (const m of moments) {
-          const body = JSON.parse(renderText(m.view, version, endpoint)) as unknown;
+          const body = JSON.parse(renderText(m.view, version, endpoint, withV0038)) as unknown;
           expect(fn(body), `${m.label}: ${errorsOf(fn)}`).toBe(true);
           if (version !== 'v0.0.38') expect(unknownMembers(version, endpoint, body), m.label).toEqual([]);
         }
@@ -149,7 +152,7 @@ for (const version of RENDER_VERSIONS) {
 
       it(`${endpoint} decodes to what the cluster holds, nothing skipped`, () => {
         for (const m of moments) {
-          const decoded = decode(version, endpoint, JSON.parse(renderText(m.view, version, endpoint)));
+          const decoded = decode(version, endpoint, JSON.parse(renderText(m.view, version, endpoint, withV0038)));
           if (!decoded.ok) throw new Error(`${m.label}: ${decoded.message}`);
           expect(decoded.skipped, m.label).toBe(0);
           expect(decoded.meta.slurm_release).toBe(DEFAULT_RELEASES[version]);
@@ -168,7 +171,14 @@ for (const version of RENDER_VERSIONS) {
 describe('version-specific details', () => {
   const start = moments[0];
   const body = (version: RenderVersion, endpoint: Endpoint): Record<string, unknown> =>
-    JSON.parse(renderText(start!.view, version, endpoint)) as Record<string, unknown>;
+    JSON.parse(renderText(start!.view, version, endpoint, withV0038)) as Record<string, unknown>;
+
+  it('renders v0.0.38 only with a supplied renderer; a supplied one replaces a built-in one', () => {
+    const view = moments[0]!.view;
+    expect(() => renderText(view, 'v0.0.38', 'nodes')).toThrow(/no renderer for v0\.0\.38/);
+    const own = { 'v0.0.44': () => ({ kind: 'object' as const, body: { own: true } }) };
+    expect(renderText(view, 'v0.0.44', 'nodes', { renderers: own })).toBe('{"own":true}');
+  });
 
   it('v0.0.38 speaks 22.05: lower-case node state, flags apart, string job state, meta.Slurm', () => {
     const nodes = body('v0.0.38', 'nodes')['nodes'] as { state: unknown; state_flags: unknown }[];
@@ -236,7 +246,7 @@ describe('version-specific details', () => {
 describe('the schema checks can fail', () => {
   const start = moments[0];
   const parsed = (version: RenderVersion, endpoint: Endpoint): Record<string, unknown> =>
-    JSON.parse(renderText(start!.view, version, endpoint)) as Record<string, unknown>;
+    JSON.parse(renderText(start!.view, version, endpoint, withV0038)) as Record<string, unknown>;
 
   it('rejects a 22.05-style string node state in v0.0.44, and flags a member v0.0.44 does not define', () => {
     const body = parsed('v0.0.44', 'nodes');

@@ -6,6 +6,7 @@ import type { JobSource } from '../../src/cluster/model.js';
 import { FakeCluster } from '../../src/demo/fake-cluster.js';
 import { startFakeSlurmrestd, type FakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
 import type { Endpoint, RenderVersion } from '../../src/demo/slurm-render.js';
+import { V0038_RENDERERS } from './slurm-render-v0038.js';
 import type { OptionalSubCollector } from '../../src/cluster/snapshot.js';
 import { silentLogger } from '../../src/log.js';
 import { startNodeAgent, type NodeAgent, type NodeAgentOptions } from '../../src/node/agent.js';
@@ -41,6 +42,7 @@ export async function fakeSlurm(
     host: '127.0.0.1',
     port: 0,
     token,
+    renderers: V0038_RENDERERS,
     ...(failing ? { failing } : {}),
   });
   return { cluster, server };

@@ -8,8 +8,11 @@
  * Where 22.05 sends `null` (an unset or INFINITE number, no owner), the static v0.0.38 spec says
  * integer or string: those members are left out instead, which a reader sees the same way and the
  * spec accepts. That loses one fact: v0.0.38 cannot tell an unlimited time limit from an unset one.
+ *
+ * Only tests speak v0.0.38 to the agent, so this renderer lives with them: they hand
+ * V0038_RENDERERS to renderText or to the fake slurmrestd.
  */
-import type { FakeDiag, FakeJob, FakeNode } from './fake-cluster-types.js';
+import type { FakeDiag, FakeJob, FakeNode } from '../../src/demo/fake-cluster-types.js';
 import {
   arrayTaskString,
   isTerminal,
@@ -20,7 +23,7 @@ import {
   nodeStateOf,
   nodeTres,
   nodeTresUsed,
-} from './fake-cluster-types.js';
+} from '../../src/demo/fake-cluster-types.js';
 import {
   average,
   gpuTypeOf,
@@ -29,9 +32,24 @@ import {
   SCHEDULE_CYCLES_PER_MINUTE,
   stdoutPath,
   tresEntries,
-} from './fake-cluster-derived.js';
-import type { TresEntry } from './fake-cluster-derived.js';
-import type { ClusterView } from './fake-cluster-types.js';
+} from '../../src/demo/fake-cluster-derived.js';
+import type { TresEntry } from '../../src/demo/fake-cluster-derived.js';
+import type { ClusterView } from '../../src/demo/fake-cluster-types.js';
+import {
+  accountingJobs,
+  DEFAULT_RELEASES,
+  licensesOf,
+  list,
+  partitionsOf,
+  partitionTres,
+  reservationsOf,
+  reservationWire,
+  type BodyPlan,
+  type Endpoint,
+  type FakePartition,
+  type RenderOptions,
+  type Renderers,
+} from '../../src/demo/slurm-render.js';
 
 export interface Ctx38 {
   readonly release: string;
@@ -363,3 +381,56 @@ export function diagStats38(d: FakeDiag, c: Ctx38): Obj {
     rpcs_by_user: sortedRpcUsers(d).map((r) => ({ user: r.user, user_id: r.uid, ...row(r.totalUs, r.count) })),
   };
 }
+
+/** ESLURM_REST_EMPTY_RESULT, as slurmdbd 22.05 reports a query that matched nothing. */
+const NOTHING_FOUND = {
+  description: 'Nothing found',
+  error_number: 9003,
+  error: 'Nothing found with query',
+  source: 'slurmdb_jobs_get',
+};
+
+function plan38(view: ClusterView, endpoint: Endpoint, opts: RenderOptions): BodyPlan {
+  const c: Ctx38 = { release: opts.release ?? DEFAULT_RELEASES['v0.0.38'], view };
+  const ctld = { meta: meta38(c, 'slurmctld'), errors: [] };
+  switch (endpoint) {
+    case 'nodes':
+      return list('nodes', view.nodes, (n) => node38(n, c), ctld, {});
+    case 'jobs':
+      return list('jobs', view.jobs, (j) => job38(j, c), ctld, {});
+    case 'diag':
+      return { kind: 'object', body: { ...ctld, statistics: diagStats38(view.diag, c) } };
+    case 'partitions':
+      return list('partitions', partitionsOf(view), partition38, ctld, {});
+    case 'licenses':
+      return list('licenses', licensesOf(view), (l) => l, ctld, {});
+    case 'reservations':
+      return list('reservations', reservationsOf(view), (r) => reservationWire(r, (n) => n), ctld, {});
+    case 'shares':
+      throw new Error('v0.0.38 has no /shares');
+    case 'slurmdb-jobs': {
+      const items = accountingJobs(view, opts.query);
+      const head = { meta: meta38(c, 'slurmdbd'), errors: items.length === 0 ? [NOTHING_FOUND] : [] };
+      return list('jobs', items, (j) => dbJob38(j, c), head, {});
+    }
+  }
+}
+
+/** 22.05's shape: hostlist and totals at the top (and its `min nodes per job` spelling). */
+function partition38(p: FakePartition): unknown {
+  const cpus = p.nodes.reduce((a, n) => a + n.cpus, 0);
+  return {
+    flags: [],
+    name: p.name,
+    nodes: p.nodes.map((n) => n.name).join(','),
+    'min nodes per job': 0,
+    maximum_nodes_per_job: -1,
+    state: 'UP',
+    total_cpus: cpus,
+    total_nodes: p.nodes.length,
+    tres: partitionTres(p),
+  };
+}
+
+/** What tests give the renderer or the fake slurmrestd so that they speak v0.0.38. */
+export const V0038_RENDERERS: Renderers = { 'v0.0.38': plan38 };
