@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { NODE_METRICS as M } from '../../src/node/metrics.js';
 import { defineMetric, optionalLabels, point } from '../../src/telemetry/spec.js';
+import { expositionKeyErrors, familyKeyErrors } from '../support/catalogue-keys.js';
 
 const jobKeys = { job_id: '7', device: 'mlx5_0', port: '1', counter: 'port_xmit_data' };
 
@@ -29,5 +30,30 @@ describe('point', () => {
     // @ts-expect-error: `c` is neither required nor optional
     point(f, { a: '1', c: '2' }, 1);
     expect(f.optional).toEqual({ attributes: ['b'], option: '--b' });
+  });
+});
+
+describe('the run-time key check of the tests', () => {
+  const sample = (name: string, labels: Record<string, string>) => ({ name, labels, value: 1 });
+
+  it('finds a missing key, an extra key, optional keys where their option is off, and unknown families', () => {
+    const meta = { user_name: 'a', account: 'b', slurm_partition: 'c' };
+    const fam = (attributes: Record<string, string>) => ({ spec: M.jobCounters, points: [{ attributes, value: 1n }] });
+    expect(familyKeyErrors([fam(jobKeys)])).toEqual([]);
+    expect(familyKeyErrors([fam({ ...jobKeys, ...meta })], true)).toEqual([]);
+    expect(familyKeyErrors([fam({ ...jobKeys, ...meta })])).toHaveLength(1);
+    expect(familyKeyErrors([fam(jobKeys)], true)).toHaveLength(1);
+    expect(familyKeyErrors([fam({ ...jobKeys, user_name: 'a' })], true)).toHaveLength(1);
+    expect(familyKeyErrors([fam({ job_id: '7', device: 'd', port: '1' })])).toEqual([
+      'ib_slurm_job_counters: keys device,job_id,port, expected counter,device,job_id,port',
+    ]);
+    expect(expositionKeyErrors([sample('ib_slurm_job_counters_total', { ...jobKeys, extra: 'x' })])).toHaveLength(1);
+    expect(expositionKeyErrors([sample('ib_slurm_nothing', {})])).toEqual(['ib_slurm_nothing: not in any catalogue']);
+  });
+
+  it('reads histogram series by their family, le aside', () => {
+    const buckets = { node_name: 'n1', le: '30' };
+    expect(expositionKeyErrors([sample('slurm_node_unavailability_duration_seconds_bucket', buckets)])).toEqual([]);
+    expect(expositionKeyErrors([sample('slurm_node_unavailability_duration_seconds_sum', buckets)])).toHaveLength(1);
   });
 });
