@@ -140,3 +140,12 @@ export interface MetricEvent {
   readonly value: number;
   readonly attributes: Attributes;
 }
+
+/** An event of the family: like `point`, a key it does not declare, or a missing one, does not compile. */
+export function event<S extends MetricSpec & { kind: 'counter' | 'histogram' }>(
+  spec: S,
+  attributes: NoInfer<AttributesOf<S>>,
+  value: number,
+): MetricEvent {
+  return { spec, value, attributes: attributes as Attributes };
+}

@@ -1,7 +1,8 @@
 /** The catalogue types its points: tsc (which checks test/) rejects a wrong or missing key. */
 import { describe, expect, it } from 'vitest';
 import { NODE_METRICS as M } from '../../src/node/metrics.js';
-import { defineMetric, optionalLabels, point } from '../../src/telemetry/spec.js';
+import { CLUSTER_EVENT_METRICS as E } from '../../src/cluster/metrics.js';
+import { defineMetric, event, optionalLabels, point } from '../../src/telemetry/spec.js';
 import { expositionKeyErrors, familyKeyErrors } from '../support/catalogue-keys.js';
 
 const jobKeys = { job_id: '7', device: 'mlx5_0', port: '1', counter: 'port_xmit_data' };
@@ -30,6 +31,16 @@ describe('point', () => {
     // @ts-expect-error: `c` is neither required nor optional
     point(f, { a: '1', c: '2' }, 1);
     expect(f.optional).toEqual({ attributes: ['b'], option: '--b' });
+  });
+
+  it('types the events of the cluster agent the same way', () => {
+    expect(event(E.nodeDraining, { node_name: 'n1' }, 30)).toEqual({
+      spec: E.nodeDraining,
+      value: 30,
+      attributes: { node_name: 'n1' },
+    });
+    // @ts-expect-error: the draining histogram is labelled by node_name, not node
+    event(E.nodeDraining, { node: 'n1' }, 30);
   });
 });
 
