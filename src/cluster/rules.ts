@@ -4,11 +4,11 @@
  * strings. A sub-collector that has not succeeded yet contributes no family at all, so a failing
  * /jobs never blanks the node families and vice versa.
  */
-import { point } from '../telemetry/spec.js';
-import type { AnyFamily, Attributes, AttributesOf, Family, LazyFamily, MetricSpec, Point } from '../telemetry/spec.js';
+import type { AnyFamily, Attributes, Family, LazyFamily, MetricSpec, Point } from '../telemetry/spec.js';
 import { expandHostlist, isEmptyHostlist } from './hostlist.js';
 import { CLUSTER_METRICS as M } from './metrics.js';
 import type { SlurmDiag, SlurmJob, SlurmNode } from './model.js';
+import { point, type AttributesOf } from '../telemetry/spec.js';
 import { JOB_TERMINAL_STATES } from './model.js';
 import { flagValue, isUnavailable, legacyStateLabels, stateFlagLabels } from './node-state.js';
 import { extraFamilies } from './extra.js';
