@@ -4,7 +4,7 @@
  * (from /shares), QoS and association limits (from slurmdbd). Each comes only from a sub-collector that has succeeded: a failing /licenses never
  * touches the job families, and a switched-off one leaves its families out.
  */
-import type { Attributes, Family, Point } from '../telemetry/spec.js';
+import { point, type Attributes, type Family, type Point } from '../telemetry/spec.js';
 import { expandHostlist } from './hostlist.js';
 import {
   FAIRSHARE_METRICS,
@@ -49,10 +49,9 @@ function pendingReasons(jobs: readonly SlurmJob[]): Family {
       counts.set(key, c);
     }
   }
-  const points = [...counts.values()].map((c) => ({
-    attributes: { reason: c.reason, partition: c.partition },
-    value: c.n,
-  }));
+  const points = [...counts.values()].map((c) =>
+    point(JOB_EXTRA_METRICS.pendingReason, { reason: c.reason, partition: c.partition }, c.n),
+  );
   return { spec: JOB_EXTRA_METRICS.pendingReason, points };
 }
 
@@ -61,7 +60,7 @@ function licenseFamilies(licenses: readonly SlurmLicense[]): Family[] {
   const fam = (key: keyof typeof LICENSE_METRICS): Family => ({
     spec: LICENSE_METRICS[key],
     points: unique.flatMap((l) =>
-      l[key] === undefined ? [] : [{ attributes: { license: l.name }, value: l[key] as number }],
+      l[key] === undefined ? [] : [point(LICENSE_METRICS[key], { license: l.name }, l[key] as number)],
     ),
   });
   return [fam('total'), fam('used'), fam('free'), fam('reserved')];
@@ -69,24 +68,30 @@ function licenseFamilies(licenses: readonly SlurmLicense[]): Family[] {
 
 function reservationFamilies(list: readonly SlurmReservation[], nodes: readonly SlurmNode[] | undefined): Family[] {
   const unique = [...new Map(list.map((r) => [r.name, r])).values()];
-  const per = (spec: (typeof R)[keyof typeof R], value: (r: SlurmReservation) => number | undefined): Family => ({
+  const per = (
+    spec: (typeof R)['startTime' | 'endTime' | 'nodes' | 'cores'],
+    value: (r: SlurmReservation) => number | undefined,
+  ): Family => ({
     spec,
     points: unique.flatMap((r) => {
       const v = value(r);
-      return v === undefined ? [] : [{ attributes: { reservation: r.name }, value: v }];
+      return v === undefined ? [] : [point(spec, { reservation: r.name }, v)];
     }),
   });
-  const info = unique.map((r) => ({
-    attributes: {
-      reservation: r.name,
-      partition: r.partition ?? '',
-      flags: r.flags.join(','),
-      users: r.users ?? '',
-      accounts: r.accounts ?? '',
-      nodes: r.node_list,
-    },
-    value: 1,
-  }));
+  const info = unique.map((r) =>
+    point(
+      R.info,
+      {
+        reservation: r.name,
+        partition: r.partition ?? '',
+        flags: r.flags.join(','),
+        users: r.users ?? '',
+        accounts: r.accounts ?? '',
+        nodes: r.node_list,
+      },
+      1,
+    ),
+  );
   return [
     { spec: R.info, points: info },
     per(R.startTime, (r) => r.start_time),
@@ -112,7 +117,7 @@ function reservationNodeStates(list: readonly SlurmReservation[], nodes: readonl
       const node = byName.get(name);
       if (node !== undefined) for (const s of nodeStateNames(node)) counts.set(s, (counts.get(s) ?? 0) + 1);
     }
-    return [...counts].map(([state, n]) => ({ attributes: { reservation: r.name, state }, value: n }));
+    return [...counts].map(([state, n]) => point(R.nodeStates, { reservation: r.name, state }, n));
   });
   return { spec: R.nodeStates, points };
 }
@@ -145,7 +150,7 @@ function fairshareFamilies(rows: readonly SlurmShare[]): Family[] {
     spec: FAIRSHARE_METRICS[key],
     points: unique.flatMap(({ r, attributes }) => {
       const v = r[field];
-      return typeof v === 'number' && Number.isFinite(v) ? [{ attributes, value: v }] : [];
+      return typeof v === 'number' && Number.isFinite(v) ? [point(FAIRSHARE_METRICS[key], attributes, v)] : [];
     }),
   }));
 }

@@ -346,9 +346,13 @@ export const CLUSTER_SELF_METRICS = {
 // Slurm ≥ 25.11 work unchanged. Each description ends with the first API version that carries
 // its source field: on an older slurmrestd the family is absent, never 0.
 
-type GaugeSpec = MetricSpec & { kind: 'gauge' };
-const gauge = (name: string, labels: readonly string[], description: string, unit = ''): GaugeSpec =>
-  spec('gauge', name, unit, labels, description);
+type GaugeSpec<L extends string = string> = MetricSpec<L, never> & { kind: 'gauge' };
+const gauge = <const L extends string>(
+  name: string,
+  labels: readonly L[],
+  description: string,
+  unit = '',
+): GaugeSpec<L> => spec('gauge', name, unit, labels, description);
 const SINCE_38 = 'From API v0.0.38.';
 
 /** Suffixes of `slurm_nodes_<s>`: one per base state and state flag slurmctld counts. */
@@ -446,8 +450,11 @@ export const NATIVE_JOB_STATES = [
 ] as const;
 export type NativeJobState = (typeof NATIVE_JOB_STATES)[number];
 
-function perKey<K extends string>(keys: readonly K[], make: (k: K) => GaugeSpec): Readonly<Record<K, GaugeSpec>> {
-  return Object.fromEntries(keys.map((k) => [k, make(k)])) as Record<K, GaugeSpec>;
+function perKey<K extends string, L extends string>(
+  keys: readonly K[],
+  make: (k: K) => GaugeSpec<L>,
+): Readonly<Record<K, GaugeSpec<L>>> {
+  return Object.fromEntries(keys.map((k) => [k, make(k)])) as Record<K, GaugeSpec<L>>;
 }
 
 const NATIVE_NODE = ['node'] as const;
@@ -499,7 +506,7 @@ const JOB_AGGREGATES = {
   ],
 } as const;
 
-function jobFamilies(prefix: string, labels: readonly string[], whose: string) {
+function jobFamilies<const L extends string>(prefix: string, labels: readonly L[], whose: string) {
   return {
     jobs: gauge(`${prefix}jobs`, labels, `Jobs slurmctld lists${whose}. ${SINCE_38}`),
     states: perKey(NATIVE_JOB_STATES, (s) =>
@@ -514,7 +521,7 @@ function jobFamilies(prefix: string, labels: readonly string[], whose: string) {
         k,
         gauge(`${prefix}${suffix}`, labels, `${d.slice(0, -1)}${whose}. ${SINCE_38}`),
       ]),
-    ) as Record<keyof typeof JOB_AGGREGATES, GaugeSpec>),
+    ) as Record<keyof typeof JOB_AGGREGATES, GaugeSpec<L>>),
   };
 }
 
@@ -526,7 +533,7 @@ export const NATIVE_USER_METRICS = jobFamilies('slurm_user_', ['username'], ' of
 export const NATIVE_ACCOUNT_METRICS = jobFamilies('slurm_account_', ['account'], ' of the account');
 
 const PARTITION = ['partition'] as const;
-const pGauge = (name: string, description: string): GaugeSpec =>
+const pGauge = (name: string, description: string): GaugeSpec<'partition'> =>
   gauge(`slurm_partition_${name}`, PARTITION, `${description} ${SINCE_38}`);
 
 /** `/metrics/partitions`: /partitions for the partitions, /nodes and /jobs for what is in them. */
@@ -572,7 +579,7 @@ export const NATIVE_PARTITION_METRICS = {
   gpus: pGauge('gpus', 'GPUs of the partition (gres/gpu in its TRES; slurmctld serves it from 26.05).'),
 } as const;
 
-const sGauge = (name: string, description: string, since = 'v0.0.38'): GaugeSpec =>
+const sGauge = (name: string, description: string, since = 'v0.0.38'): GaugeSpec<never> =>
   gauge(`slurm_${name}`, [], `${description} From API ${since}.`);
 
 /** `/metrics/scheduler`, from /diag (sdiag's figures; times in microseconds, cumulative ones since the last reset). */
@@ -737,7 +744,7 @@ export const RESERVATION_METRICS = {
 } as const;
 
 const SHARE = ['account', 'user', 'partition'] as const;
-const share = (name: string, d: string): GaugeSpec =>
+const share = (name: string, d: string): GaugeSpec<(typeof SHARE)[number]> =>
   gauge(
     `slurm_fairshare_${name}`,
     SHARE,

@@ -5,7 +5,7 @@
  * source the API version does not carry (a diag field, effective CPUs before v0.0.40) is left
  * out, never reported as 0; counts over a list that was read are real zeros.
  */
-import type { Attributes, Family, LazyFamily, MetricSpec, Point } from '../telemetry/spec.js';
+import { point, type Attributes, type Family, type LazyFamily, type MetricSpec } from '../telemetry/spec.js';
 import { expandHostlist } from './hostlist.js';
 import {
   NATIVE_ACCOUNT_METRICS,
@@ -27,7 +27,7 @@ import type { ClusterSnapshot } from './snapshot.js';
 import { nodesByName, uniqueJobs } from './state.js';
 import { parseTres, type Tres } from './tres.js';
 
-type GaugeSpec = MetricSpec & { kind: 'gauge' };
+type GaugeSpec<L extends string = string> = MetricSpec<L, never> & { kind: 'gauge' };
 const MIB = 1024 * 1024;
 
 export interface NativeOptions {
@@ -47,10 +47,8 @@ export function nativeFamilies(snap: ClusterSnapshot, opts: NativeOptions = {}):
   ];
 }
 
-const gaugeOf = (spec: GaugeSpec, value: number, attributes: Attributes = {}): Family => ({
-  spec,
-  points: [{ attributes, value }],
-});
+/** The one point of a family without labels. */
+const gaugeOf = (spec: GaugeSpec<never>, value: number): Family => ({ spec, points: [point(spec, {}, value)] });
 
 // ---- node states ----
 
@@ -131,7 +129,7 @@ function countStates<K extends string>(
 // ---- nodes ----
 
 function perNode(
-  spec: GaugeSpec,
+  spec: GaugeSpec<'node'>,
   nodes: readonly SlurmNode[],
   value: (n: SlurmNode) => number | undefined,
 ): LazyFamily {
@@ -141,7 +139,7 @@ function perNode(
       *[Symbol.iterator]() {
         for (const n of nodes) {
           const v = value(n);
-          if (v !== undefined && Number.isFinite(v)) yield { attributes: { node: n.name }, value: v } satisfies Point;
+          if (v !== undefined && Number.isFinite(v)) yield point(spec, { node: n.name }, v);
         }
       },
     },
@@ -262,13 +260,14 @@ function addJob(t: JobTotals, job: SlurmJob, names: readonly NativeJobState[], t
   t.gpusAlloc += alloc.gpus ?? 0;
 }
 
-type JobSpecs = typeof NATIVE_JOB_METRICS;
+/** The label (none, username, account) is the caller's: these families are typed by it alone. */
+type JobSpecs = typeof NATIVE_JOB_METRICS | typeof NATIVE_USER_METRICS | typeof NATIVE_ACCOUNT_METRICS;
 
 function totalsFamilies(specs: JobSpecs, rows: ReadonlyMap<string, JobTotals>, label: string | undefined): Family[] {
   const attrs = (k: string): Attributes => (label === undefined ? {} : { [label]: k });
   const fam = (spec: GaugeSpec, value: (t: JobTotals) => number): Family => ({
     spec,
-    points: [...rows].map(([k, t]) => ({ attributes: attrs(k), value: value(t) })),
+    points: [...rows].map(([k, t]) => point(spec, attrs(k), value(t))),
   });
   return [
     fam(specs.jobs, (t) => t.jobs),
@@ -334,11 +333,11 @@ function partitionFamilies(
   tres: TresOf,
 ): Family[] {
   const named = [...new Map(parts.map((p) => [p.name, p])).values()];
-  const per = (spec: GaugeSpec, value: (p: SlurmPartition) => number | undefined): Family => ({
+  const per = (spec: GaugeSpec<'partition'>, value: (p: SlurmPartition) => number | undefined): Family => ({
     spec,
     points: named.flatMap((p) => {
       const v = value(p);
-      return v === undefined || !Number.isFinite(v) ? [] : [{ attributes: { partition: p.name }, value: v }];
+      return v === undefined || !Number.isFinite(v) ? [] : [point(spec, { partition: p.name }, v)];
     }),
   });
   return [
@@ -350,7 +349,7 @@ function partitionFamilies(
   ];
 }
 
-type PerPartition = (spec: GaugeSpec, value: (p: SlurmPartition) => number | undefined) => Family;
+type PerPartition = (spec: GaugeSpec<'partition'>, value: (p: SlurmPartition) => number | undefined) => Family;
 
 function partitionNodeFamilies(
   parts: readonly SlurmPartition[],

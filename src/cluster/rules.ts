@@ -8,6 +8,7 @@ import type { AnyFamily, Attributes, Family, LazyFamily, MetricSpec, Point } fro
 import { expandHostlist } from './hostlist.js';
 import { CLUSTER_METRICS as M } from './metrics.js';
 import type { SlurmDiag, SlurmJob, SlurmNode } from './model.js';
+import { point, type AttributesOf } from '../telemetry/spec.js';
 import { JOB_TERMINAL_STATES } from './model.js';
 import { flagValue, isUnavailable, legacyStateLabels, stateFlagLabels } from './node-state.js';
 import { extraFamilies } from './extra.js';
@@ -72,16 +73,17 @@ function lazy(spec: PointSpec, points: () => Iterable<Point>): LazyFamily {
   return { spec, lazy: { [Symbol.iterator]: () => points()[Symbol.iterator]() } };
 }
 
-/** One point per item whose value is known (a missing value is not a zero). */
-function perItem<T>(
+/** One point of the family per item whose value is known (a missing value is not a zero). */
+function perItem<S extends PointSpec, T>(
+  spec: S,
   items: readonly T[],
-  attributes: (item: T) => Attributes,
+  attributes: (item: T) => NoInfer<AttributesOf<S>>,
   value: (item: T) => number | undefined,
 ): () => Iterable<Point> {
   return function* () {
     for (const item of items) {
       const v = value(item);
-      if (v !== undefined && Number.isFinite(v)) yield { attributes: attributes(item), value: v };
+      if (v !== undefined && Number.isFinite(v)) yield point(spec, attributes(item), v);
     }
   };
 }
@@ -110,10 +112,16 @@ function memoized<R>(
   };
 }
 
-/** A point when the value is known; nothing otherwise (a missing value is not a zero). */
-function maybe(out: Point[], attributes: Attributes, value: number | undefined, startTimeMs?: number): void {
+/** A point of the family when the value is known; nothing otherwise (a missing value is not a zero). */
+function maybe<S extends PointSpec>(
+  out: Point[],
+  spec: S,
+  attributes: NoInfer<AttributesOf<S>>,
+  value: number | undefined,
+  startTimeMs?: number,
+): void {
   if (value === undefined || !Number.isFinite(value)) return;
-  out.push(startTimeMs === undefined ? { attributes, value } : { attributes, value, startTimeMs });
+  out.push(point(spec, attributes, value, startTimeMs));
 }
 
 /** Unix seconds as a label; empty when unset or 0. */
@@ -129,7 +137,7 @@ export function trimReservation(name: string | undefined): string {
 
 // ---- nodes ----
 
-export function nodeInfoLabels(node: SlurmNode): Attributes {
+export function nodeInfoLabels(node: SlurmNode): AttributesOf<typeof M.nodeInfo> {
   return {
     node_name: node.name,
     instance_id: node.instance_id ?? '',
@@ -172,7 +180,17 @@ export function nodeResources(node: SlurmNode): NodeResources {
   };
 }
 
-const NODE_RESOURCE_FAMILIES: readonly [PointSpec, keyof NodeResources][] = [
+type NodeResourceSpec = (typeof M)[
+  | 'nodeCpusTotal'
+  | 'nodeCpusAllocated'
+  | 'nodeCpusIdle'
+  | 'nodeCpusEffective'
+  | 'nodeMemoryTotal'
+  | 'nodeMemoryAllocated'
+  | 'nodeMemoryFree'
+  | 'nodeMemoryEffective'];
+
+const NODE_RESOURCE_FAMILIES: readonly [NodeResourceSpec, keyof NodeResources][] = [
   [M.nodeCpusTotal, 'cpusTotal'],
   [M.nodeCpusAllocated, 'cpusAllocated'],
   [M.nodeCpusIdle, 'cpusIdle'],
@@ -186,25 +204,30 @@ const NODE_RESOURCE_FAMILIES: readonly [PointSpec, keyof NodeResources][] = [
 function nodeFamilies(list: readonly SlurmNode[]): LazyFamily[] {
   // Node names are distinct (nodesByName), and so are the partitions listed per node.
   const nodes = [...nodesByName(list).values()];
-  const name = (n: SlurmNode): Attributes => ({ node_name: n.name });
+  const name = (n: SlurmNode): AttributesOf<typeof M.nodeCpusTotal> => ({ node_name: n.name });
   // The families slurmctld also serves carry its `node` label as well.
-  const both = (n: SlurmNode): Attributes => ({ node_name: n.name, node: n.name });
+  const both = (n: SlurmNode): AttributesOf<typeof M.nodeCpusIdle> => ({ node_name: n.name, node: n.name });
   const perResource = NODE_RESOURCE_FAMILIES.map(([spec, key]) =>
     lazy(
       spec,
-      perItem(nodes, spec.attributes.includes('node') ? both : name, (n) => nodeResources(n)[key]),
+      perItem(
+        spec,
+        nodes,
+        (spec.attributes as readonly string[]).includes('node') ? both : name,
+        (n) => nodeResources(n)[key],
+      ),
     ),
   );
   return [
     lazy(
       M.nodeInfo,
-      perItem(nodes, nodeInfoLabels, () => 1),
+      perItem(M.nodeInfo, nodes, nodeInfoLabels, () => 1),
     ),
     ...perResource,
     lazy(M.nodePartition, function* () {
       for (const n of nodes)
         for (const partition of uniqueValues(n.partitions))
-          yield { attributes: { node_name: n.name, partition }, value: 1 };
+          yield point(M.nodePartition, { node_name: n.name, partition }, 1);
     }),
   ];
 }
@@ -221,7 +244,7 @@ function userMail(job: SlurmJob): string {
   return job.mail_user !== undefined && user !== '' && job.mail_user !== user ? job.mail_user : '';
 }
 
-export function jobInfoLabels(job: SlurmJob): Attributes {
+export function jobInfoLabels(job: SlurmJob): AttributesOf<typeof M.jobInfo> {
   const end = timeLabel(job.end_time);
   return {
     job_id: job.job_id,
@@ -275,7 +298,7 @@ function jobHosts(job: SlurmJob): string[] {
 function jobFamilies(list: readonly SlurmJob[], nowMs: number): LazyFamily[] {
   // Job ids are distinct (uniqueJobs), and so are the hosts listed per job.
   const jobs = uniqueJobs(list);
-  const id = (j: SlurmJob): Attributes => ({ job_id: j.job_id });
+  const id = (j: SlurmJob): AttributesOf<typeof M.jobCpus> => ({ job_id: j.job_id });
   const cpuCount = memoized(jobCpuCount, (j) => [j.tres_alloc_str, j.tres_req_str, j.cpus]);
   const memoryBytes = memoized(jobMemoryBytes, (j) => [
     j.tres_alloc_str,
@@ -287,20 +310,20 @@ function jobFamilies(list: readonly SlurmJob[], nowMs: number): LazyFamily[] {
   return [
     lazy(
       M.jobInfo,
-      perItem(jobs, jobInfoLabels, () => 1),
+      perItem(M.jobInfo, jobs, jobInfoLabels, () => 1),
     ),
     lazy(M.nodeJob, function* () {
       for (const job of jobs)
         for (const host of uniqueValues(jobHosts(job)))
-          yield { attributes: { job_id: job.job_id, node_name: host }, value: 1 };
+          yield point(M.nodeJob, { job_id: job.job_id, node_name: host }, 1);
     }),
     lazy(
       M.jobDuration,
-      perItem(jobs, id, (j) => jobDurationSeconds(j, nowMs)),
+      perItem(M.jobDuration, jobs, id, (j) => jobDurationSeconds(j, nowMs)),
     ),
-    lazy(M.jobCpus, perItem(jobs, id, cpuCount)),
-    lazy(M.jobMemory, perItem(jobs, id, memoryBytes)),
-    lazy(M.jobGpus, perItem(jobs, id, gpuCount)),
+    lazy(M.jobCpus, perItem(M.jobCpus, jobs, id, cpuCount)),
+    lazy(M.jobMemory, perItem(M.jobMemory, jobs, id, memoryBytes)),
+    lazy(M.jobGpus, perItem(M.jobGpus, jobs, id, gpuCount)),
   ];
 }
 
@@ -317,16 +340,16 @@ function diagFamilies(diag: SlurmDiag): Family[] {
   const userCalls: Point[] = [];
   const userTime: Point[] = [];
   for (const r of diag.rpcs_by_message_type) {
-    maybe(calls, { message_type: r.message_type }, r.count, start);
-    maybe(time, { message_type: r.message_type }, r.total_time_us / 1e6, start);
+    maybe(calls, M.rpcCalls, { message_type: r.message_type }, r.count, start);
+    maybe(time, M.rpcDuration, { message_type: r.message_type }, r.total_time_us / 1e6, start);
   }
   for (const r of diag.rpcs_by_user) {
     const attributes = { user: r.user, user_id: r.user_id === undefined ? '' : String(r.user_id) };
-    maybe(userCalls, attributes, r.count, start);
-    maybe(userTime, attributes, r.total_time_us / 1e6, start);
+    maybe(userCalls, M.rpcUserCalls, attributes, r.count, start);
+    maybe(userTime, M.rpcUserDuration, attributes, r.total_time_us / 1e6, start);
   }
   const threads: Point[] = [];
-  maybe(threads, {}, diag.server_thread_count);
+  maybe(threads, M.serverThreadCount, {}, diag.server_thread_count);
   return [
     family(M.rpcCalls, calls),
     family(M.rpcDuration, time),

@@ -7,7 +7,7 @@
  * the clock by building snapshots. Nothing survives a restart: the first refresh after one only
  * starts tracking (an outage in progress is then measured from that refresh, not from its start).
  */
-import type { MetricEvent } from '../telemetry/spec.js';
+import { event, type MetricEvent } from '../telemetry/spec.js';
 import { CLUSTER_EVENT_METRICS as E } from './metrics.js';
 import type { SlurmJob, SlurmNode } from './model.js';
 import { JOB_TERMINAL_STATES } from './model.js';
@@ -98,10 +98,10 @@ function advanceNodes(
     nodeGpuSeconds(before, byName, (got.atMs - prev.atMs) / 1000, events);
   }
   const unavailableSince = trackPeriods(before, byName, prev?.unavailableSince, got.atMs, isUnavailable, (d, n) =>
-    events.push({ spec: E.nodeUnavailability, value: d, attributes: { node_name: n } }),
+    events.push(event(E.nodeUnavailability, { node_name: n }, d)),
   );
   const drainingSince = trackPeriods(before, byName, prev?.drainingSince, got.atMs, isDraining, (d, n) =>
-    events.push({ spec: E.nodeDraining, value: d, attributes: { node_name: n } }),
+    events.push(event(E.nodeDraining, { node_name: n }, d)),
   );
   return { seq: got.seq, atMs: got.atMs, byName, unavailableSince, drainingSince };
 }
@@ -115,11 +115,9 @@ function nodeFails(
   for (const [name, node] of now) {
     const was = before.get(name);
     if (was === undefined || isFailed(was.state) || !isFailed(node.state)) continue;
-    events.push({
-      spec: E.nodeFails,
-      value: 1,
-      attributes: { node_name: name, ...legacyStateLabels(node.state), reason: node.reason ?? '' },
-    });
+    events.push(
+      event(E.nodeFails, { node_name: name, ...legacyStateLabels(node.state), reason: node.reason ?? '' }, 1),
+    );
   }
 }
 
@@ -139,11 +137,7 @@ function nodeGpuSeconds(
     if (!now.has(name)) continue;
     const gpus = parseTres(was.tres).gpus ?? 0;
     if (gpus <= 0) continue;
-    events.push({
-      spec: E.nodeGpuSeconds,
-      value: elapsedS * gpus,
-      attributes: { node_name: name, ...legacyStateLabels(was.state) },
-    });
+    events.push(event(E.nodeGpuSeconds, { node_name: name, ...legacyStateLabels(was.state) }, elapsedS * gpus));
   }
 }
 

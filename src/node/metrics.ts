@@ -2,9 +2,25 @@
  * The node agent's metric families, declared once. The README tables and the
  * tests are checked against this list; the exposition is built from it.
  */
-import { checkCatalogue, defineMetric as spec } from '../telemetry/spec.js';
+import { checkCatalogue, defineMetric, optionalLabels, type MetricKind } from '../telemetry/spec.js';
 
 const DP = ['device', 'port'] as const;
+
+/** Labels --job-metadata adds to every point of the job families (empty while a job's are unknown). */
+export const JOB_METADATA_LABELS = ['user_name', 'account', 'slurm_partition'] as const;
+
+const spec = defineMetric;
+
+/** A job family: with --job-metadata its points also carry the job's user, account and partition. */
+function jobSpec<K extends MetricKind, const L extends string>(
+  kind: K,
+  name: string,
+  unit: string,
+  attributes: readonly L[],
+  description: string,
+) {
+  return optionalLabels(defineMetric(kind, name, unit, attributes, description), JOB_METADATA_LABELS, '--job-metadata');
+}
 
 export const NODE_METRICS = {
   deviceCounters: spec(
@@ -28,21 +44,21 @@ export const NODE_METRICS = {
     DP,
     'Bytes received by the port: counters/port_rcv_data × 4 (counters_ext/port_rcv_data_64 × 4 only when counters/ lacks the file).',
   ),
-  jobCounters: spec(
+  jobCounters: jobSpec(
     'counter',
     'ib_slurm_job_counters',
     '',
     ['job_id', ...DP, 'counter'],
     'Increase of each port counter while the job was the sole user of the device, from 0 when it became the sole user.',
   ),
-  jobTransmitBytes: spec(
+  jobTransmitBytes: jobSpec(
     'counter',
     'ib_slurm_job_transmit_bytes',
     'By',
     ['job_id', ...DP],
     'Bytes transmitted by the port while the job was its sole user.',
   ),
-  jobReceiveBytes: spec(
+  jobReceiveBytes: jobSpec(
     'counter',
     'ib_slurm_job_receive_bytes',
     'By',
@@ -63,7 +79,7 @@ export const NODE_METRICS = {
     [...DP, 'status'],
     'Why a port has or lacks job series: status is sole, shared, idle, nonjob (a process outside Slurm holds it) or incomplete (the agent could not see everything).',
   ),
-  jobDeviceAttributed: spec(
+  jobDeviceAttributed: jobSpec(
     'gauge',
     'ib_slurm_job_device_attributed',
     '',
@@ -112,56 +128,56 @@ export const NODE_METRICS = {
     [...DP, 'counter'],
     '1 when a fixed-width PMA counter has reached its maximum and stopped counting, else 0.',
   ),
-  jobRdmaHandles: spec(
+  jobRdmaHandles: jobSpec(
     'gauge',
     'ib_slurm_job_rdma_handles',
     '',
     ['job_id', 'device'],
     'Verbs contexts (hca_handle) the job cgroup holds on the device, from its rdma.current; absent when the rdma cgroup controller is not enabled for the job (no evidence, not zero).',
   ),
-  jobRdmaObjects: spec(
+  jobRdmaObjects: jobSpec(
     'gauge',
     'ib_slurm_job_rdma_objects',
     '',
     ['job_id', 'device'],
     'Verbs objects (hca_object: QPs, CQs, MRs, PDs …) the job cgroup holds on the device, from its rdma.current; absent without the rdma cgroup controller.',
   ),
-  jobQpCounters: spec(
+  jobQpCounters: jobSpec(
     'counter',
     'ib_slurm_job_qp_counters',
     '',
     ['job_id', ...DP, 'counter'],
     "The job's own QP counters (requests, errors, and rdma_tx_bytes/rdma_rx_bytes where the kernel has them), summed over its processes' per-PID QP counters (--qp-counters), from 0 at its first sight on the port; exported on shared ports too.",
   ),
-  jobQpTransmitBytes: spec(
+  jobQpTransmitBytes: jobSpec(
     'counter',
     'ib_slurm_job_qp_transmit_bytes',
     'By',
     ['job_id', ...DP],
     "Bytes the job's counted QPs transmitted (the optional rdma_tx_bytes QP counter), on shared ports too.",
   ),
-  jobQpReceiveBytes: spec(
+  jobQpReceiveBytes: jobSpec(
     'counter',
     'ib_slurm_job_qp_receive_bytes',
     'By',
     ['job_id', ...DP],
     "Bytes the job's counted QPs received (the optional rdma_rx_bytes QP counter), on shared ports too.",
   ),
-  jobQpCounted: spec(
+  jobQpCounted: jobSpec(
     'gauge',
     'ib_slurm_job_qp_counted',
     '',
     ['job_id', ...DP],
     "The job's QPs bound to a per-PID counter: QPs created before the mode was on, and mlx5 DEVX QPs, are not; compare with ib_slurm_job_qps.",
   ),
-  jobQps: spec(
+  jobQps: jobSpec(
     'gauge',
     'ib_slurm_job_qps',
     '',
     ['job_id', ...DP],
     "The job's QPs on the port (rdma resource show qp).",
   ),
-  jobProcesses: spec(
+  jobProcesses: jobSpec(
     'gauge',
     'ib_slurm_job_processes',
     '',

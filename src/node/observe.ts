@@ -1,8 +1,8 @@
 /** Snapshot + attribution → the node families of the catalogue, as points. */
-import type { Family, Point } from '../telemetry/spec.js';
+import { point, type Family, type Point } from '../telemetry/spec.js';
 import { PORT_STATUSES, type Attribution } from './attribution.js';
 import { PMA_WIDTH, saturated } from './hca.js';
-import { NODE_METRICS as M } from './metrics.js';
+import { NODE_METRICS as M, type JOB_METADATA_LABELS } from './metrics.js';
 import type { QpState } from './qp-counters.js';
 import type { NodeSnapshot } from './snapshot.js';
 
@@ -21,44 +21,37 @@ function deviceFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
   const info: Point[] = [];
   const sat: Point[] = [];
   for (const hca of snap.hca.hcas) {
-    info.push({
-      attributes: {
-        device: hca.device,
-        board_id: hca.boardId ?? '',
-        firmware_version: hca.firmware ?? '',
-        hca_type: hca.hcaType ?? '',
-      },
-      value: 1,
-    });
+    info.push(
+      point(
+        M.deviceInfo,
+        {
+          device: hca.device,
+          board_id: hca.boardId ?? '',
+          firmware_version: hca.firmware ?? '',
+          hca_type: hca.hcaType ?? '',
+        },
+        1,
+      ),
+    );
     for (const p of hca.ports) {
       const dp = { device: hca.device, port: p.port };
-      up.push({
-        attributes: { ...dp, link_layer: p.linkLayer ?? '', rate: p.rate ?? '' },
-        value: /\bACTIVE\b/.test(p.state ?? '') ? 1 : 0,
-      });
-      if (p.stateId !== undefined) state.push({ attributes: dp, value: p.stateId });
-      if (p.physStateId !== undefined) physState.push({ attributes: dp, value: p.physStateId });
-      if (p.rateBytesPerSecond !== undefined) rate.push({ attributes: dp, value: p.rateBytesPerSecond });
+      const active = /\bACTIVE\b/.test(p.state ?? '') ? 1 : 0;
+      up.push(point(M.portUp, { ...dp, link_layer: p.linkLayer ?? '', rate: p.rate ?? '' }, active));
+      if (p.stateId !== undefined) state.push(point(M.portState, dp, p.stateId));
+      if (p.physStateId !== undefined) physState.push(point(M.portPhysicalState, dp, p.physStateId));
+      if (p.rateBytesPerSecond !== undefined) rate.push(point(M.portRate, dp, p.rateBytesPerSecond));
       for (const [counter, value] of p.counters) {
         const startTimeMs = attr.state.deviceStarts.get(`${hca.device} ${p.port} ${counter}`)?.startMs;
-        counters.push({ attributes: { ...dp, counter }, value, startTimeMs });
+        counters.push(point(M.deviceCounters, { ...dp, counter }, value, startTimeMs));
         if (counter in PMA_WIDTH)
-          sat.push({ attributes: { ...dp, counter }, value: saturated(counter, value) ? 1 : 0 });
+          sat.push(point(M.counterSaturated, { ...dp, counter }, saturated(counter, value) ? 1 : 0));
       }
       const xmit = dataCounter(p.counters, 'xmit');
       const rcv = dataCounter(p.counters, 'rcv');
-      if (xmit)
-        tx.push({
-          attributes: dp,
-          value: xmit.value * 4n,
-          startTimeMs: attr.state.deviceStarts.get(`${hca.device} ${p.port} ${xmit.name}`)?.startMs,
-        });
-      if (rcv)
-        rx.push({
-          attributes: dp,
-          value: rcv.value * 4n,
-          startTimeMs: attr.state.deviceStarts.get(`${hca.device} ${p.port} ${rcv.name}`)?.startMs,
-        });
+      const startOf = (name: string): number | undefined =>
+        attr.state.deviceStarts.get(`${hca.device} ${p.port} ${name}`)?.startMs;
+      if (xmit) tx.push(point(M.deviceTransmitBytes, dp, xmit.value * 4n, startOf(xmit.name)));
+      if (rcv) rx.push(point(M.deviceReceiveBytes, dp, rcv.value * 4n, startOf(rcv.name)));
     }
   }
   return [
@@ -91,8 +84,10 @@ export function dataCounter(
 
 const NO_METADATA = { user_name: '', account: '', slurm_partition: '' };
 
+type Metadata = Partial<Record<(typeof JOB_METADATA_LABELS)[number], string>>;
+
 /** The job's metadata labels when a source is configured (empty values while unknown), else none. */
-function metadataOf(snap: NodeSnapshot, jobId: string): Record<string, string> {
+function metadataOf(snap: NodeSnapshot, jobId: string): Metadata {
   return snap.metadata ? { ...(snap.metadata.get(jobId) ?? NO_METADATA) } : {};
 }
 
@@ -109,26 +104,27 @@ function jobFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
     if (!sole.has(`${s.jobId} ${s.device} ${s.port}`)) continue;
     const base = { job_id: s.jobId, device: s.device, port: s.port, ...metadataOf(snap, s.jobId) };
     for (const [counter, value] of s.values)
-      counters.push({ attributes: { ...base, counter }, value, startTimeMs: s.startMs });
+      counters.push(point(M.jobCounters, { ...base, counter }, value, s.startMs));
     const xmit = dataCounter(s.values, 'xmit');
     const rcv = dataCounter(s.values, 'rcv');
-    if (xmit) tx.push({ attributes: base, value: xmit.value * 4n, startTimeMs: s.startMs });
-    if (rcv) rx.push({ attributes: base, value: rcv.value * 4n, startTimeMs: s.startMs });
+    if (xmit) tx.push(point(M.jobTransmitBytes, base, xmit.value * 4n, s.startMs));
+    if (rcv) rx.push(point(M.jobReceiveBytes, base, rcv.value * 4n, s.startMs));
   }
   for (const v of attr.verdicts) {
     for (const job of jobIdsOf(snap, v.device)) {
-      attributed.push({
-        attributes: { job_id: job, device: v.device, port: v.port, ...metadataOf(snap, job) },
-        value: v.status === 'sole' && v.soleJobId === job ? 1 : 0,
-      });
+      const attributes = { job_id: job, device: v.device, port: v.port, ...metadataOf(snap, job) };
+      attributed.push(point(M.jobDeviceAttributed, attributes, v.status === 'sole' && v.soleJobId === job ? 1 : 0));
     }
   }
   const processes = snap.allocations
     .filter((a) => a.jobId !== undefined)
-    .map((a) => ({
-      attributes: { job_id: a.jobId as string, ...metadataOf(snap, a.jobId as string) },
-      value: new Set([...a.pids, ...a.stepdPids]).size,
-    }));
+    .map((a) =>
+      point(
+        M.jobProcesses,
+        { job_id: a.jobId as string, ...metadataOf(snap, a.jobId as string) },
+        new Set([...a.pids, ...a.stepdPids]).size,
+      ),
+    );
   const [handles, objects] = rdmaPoints(snap);
   return [
     { spec: M.jobCounters, points: counters },
@@ -150,8 +146,8 @@ function rdmaPoints(snap: NodeSnapshot): [Point[], Point[]] {
     if (a.jobId === undefined || e === undefined) continue;
     for (const [device, c] of e.charges) {
       const attributes = { job_id: a.jobId, device, ...metadataOf(snap, a.jobId) };
-      handles.push({ attributes, value: c.handles });
-      objects.push({ attributes, value: c.objects });
+      handles.push(point(M.jobRdmaHandles, attributes, c.handles));
+      objects.push(point(M.jobRdmaObjects, attributes, c.objects));
     }
   }
   return [handles, objects];
@@ -169,8 +165,8 @@ function summaryFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
   const unattributed = new Set<string>();
   for (const v of attr.verdicts) {
     const dp = { device: v.device, port: v.port };
-    for (const s of PORT_STATUSES) status.push({ attributes: { ...dp, status: s }, value: s === v.status ? 1 : 0 });
-    jobs.push({ attributes: dp, value: v.jobs.length });
+    for (const s of PORT_STATUSES) status.push(point(M.portAttribution, { ...dp, status: s }, s === v.status ? 1 : 0));
+    jobs.push(point(M.deviceJobs, dp, v.jobs.length));
     if (v.status !== 'sole') for (const j of jobIdsOf(snap, v.device)) unattributed.add(j);
   }
   return [
@@ -178,21 +174,20 @@ function summaryFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
     { spec: M.deviceJobs, points: jobs },
     {
       spec: M.unresolvedAllocations,
-      points: [{ attributes: {}, value: snap.allocations.filter((a) => a.jobId === undefined).length }],
+      points: [point(M.unresolvedAllocations, {}, snap.allocations.filter((a) => a.jobId === undefined).length)],
     },
-    { spec: M.unattributedJobs, points: [{ attributes: {}, value: unattributed.size }] },
+    { spec: M.unattributedJobs, points: [point(M.unattributedJobs, {}, unattributed.size)] },
     {
       spec: M.unreadableProcesses,
-      points: (['job', 'outside'] as const).map((scope) => ({
-        attributes: { scope },
-        value: snap.unreadable.filter((u) => u.scope === scope).length,
-      })),
+      points: (['job', 'outside'] as const).map((scope) =>
+        point(M.unreadableProcesses, { scope }, snap.unreadable.filter((u) => u.scope === scope).length),
+      ),
     },
     {
       spec: M.cgroupLayout,
-      points: snap.scopes.map((s) => ({ attributes: { layout: s.layout, scope: s.scope }, value: 1 })),
+      points: snap.scopes.map((s) => point(M.cgroupLayout, { layout: s.layout, scope: s.scope }, 1)),
     },
-    { spec: M.cgroupFoundSlurm, points: [{ attributes: {}, value: snap.slurmCgroups.found ? 1 : 0 }] },
+    { spec: M.cgroupFoundSlurm, points: [point(M.cgroupFoundSlurm, {}, snap.slurmCgroups.found ? 1 : 0)] },
   ];
 }
 
@@ -204,22 +199,22 @@ export function qpFamilies(snap: NodeSnapshot, qp: QpState): Family[] {
   for (const s of qp.series.values()) {
     const base = { job_id: s.jobId, device: s.device, port: s.port, ...metadataOf(snap, s.jobId) };
     for (const [counter, value] of s.values)
-      counters.push({ attributes: { ...base, counter }, value, startTimeMs: s.startMs });
+      counters.push(point(M.jobQpCounters, { ...base, counter }, value, s.startMs));
     const txBytes = s.values.get('rdma_tx_bytes');
     const rxBytes = s.values.get('rdma_rx_bytes');
-    if (txBytes !== undefined) tx.push({ attributes: base, value: txBytes, startTimeMs: s.startMs });
-    if (rxBytes !== undefined) rx.push({ attributes: base, value: rxBytes, startTimeMs: s.startMs });
+    if (txBytes !== undefined) tx.push(point(M.jobQpTransmitBytes, base, txBytes, s.startMs));
+    if (rxBytes !== undefined) rx.push(point(M.jobQpReceiveBytes, base, rxBytes, s.startMs));
   }
-  const gauge = (m: ReadonlyMap<string, number>): Point[] =>
+  const gauge = (spec: typeof M.jobQpCounted | typeof M.jobQps, m: ReadonlyMap<string, number>): Point[] =>
     [...m].map(([key, value]) => {
       const [job_id, device, port] = key.split(' ') as [string, string, string];
-      return { attributes: { job_id, device, port, ...metadataOf(snap, job_id) }, value };
+      return point(spec, { job_id, device, port, ...metadataOf(snap, job_id) }, value);
     });
   return [
     { spec: M.jobQpCounters, points: counters },
     { spec: M.jobQpTransmitBytes, points: tx },
     { spec: M.jobQpReceiveBytes, points: rx },
-    { spec: M.jobQpCounted, points: gauge(qp.counted) },
-    { spec: M.jobQps, points: gauge(qp.qps) },
+    { spec: M.jobQpCounted, points: gauge(M.jobQpCounted, qp.counted) },
+    { spec: M.jobQps, points: gauge(M.jobQps, qp.qps) },
   ];
 }

@@ -3,10 +3,16 @@ import { prometheusName, type MetricSpec } from './spec.js';
 
 export function metricsTable(specs: readonly MetricSpec[]): string {
   const rows = specs.map(
-    (s) =>
-      `| \`${prometheusName(s)}\` | ${s.kind} | ${s.attributes.map((a) => `\`${a}\``).join(', ') || '—'} | ${s.description.replace(/\|/g, '\\|')} |`,
+    (s) => `| \`${prometheusName(s)}\` | ${s.kind} | ${labels(s)} | ${s.description.replace(/\|/g, '\\|')} |`,
   );
   return ['| Prometheus name | type | labels | description |', '|---|---|---|---|', ...rows].join('\n');
+}
+
+/** The required labels, then those an option adds. */
+function labels(s: MetricSpec): string {
+  const code = (keys: readonly string[]): string => keys.map((a) => `\`${a}\``).join(', ');
+  const optional = s.optional ? `; with \`${s.optional.option}\`: ${code(s.optional.attributes)}` : '';
+  return (code(s.attributes) || '—') + optional;
 }
 
 /** Replaces the text between `<!-- begin:KEY -->` and `<!-- end:KEY -->`. */

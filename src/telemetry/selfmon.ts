@@ -20,14 +20,15 @@ import { PROMETHEUS_CONTENT_TYPE } from './pipeline.js';
 import { PROCESS_METRICS } from './process-metrics.js';
 import type { Scope } from './producer.js';
 import { buildResource, type ResourceOptions } from './resource.js';
-import type { Attributes, MetricSpec } from './spec.js';
+import type { Attributes, AttributesOf, MetricSpec } from './spec.js';
 
 /** counter/updowncounter: adds; gauge: sets; histogram: observes. */
-export interface Recorder {
-  record(value: number, attributes?: Attributes): void;
+export interface Recorder<A extends Attributes = Attributes> {
+  record(value: number, attributes?: A): void;
 }
 
-export type Recorders<T extends Record<string, MetricSpec>> = { readonly [K in keyof T]: Recorder };
+/** One recorder per family, taking that family's attribute keys only. */
+export type Recorders<T extends Record<string, MetricSpec>> = { readonly [K in keyof T]: Recorder<AttributesOf<T[K]>> };
 
 export class SelfMonitor<T extends Record<string, MetricSpec>> {
   readonly m: Recorders<T>;
@@ -55,7 +56,7 @@ export class SelfMonitor<T extends Record<string, MetricSpec>> {
   zero(labels: Readonly<Record<string, readonly string[]>>): void {
     for (const [key, spec] of Object.entries(this.specs)) {
       if (spec.kind === 'histogram' || !spec.attributes.every((a) => a in labels)) continue;
-      const rec = this.m[key as keyof T];
+      const rec = this.m[key as keyof T] as Recorder;
       for (const attrs of combinations(spec.attributes, labels)) rec.record(0, attrs);
     }
   }

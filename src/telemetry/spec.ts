@@ -6,8 +6,11 @@
 
 export type MetricKind = 'counter' | 'gauge' | 'updowncounter' | 'histogram';
 
-/** One metric family, declared once in an agent's catalogue. */
-export interface MetricSpec {
+/**
+ * One metric family, declared once in an agent's catalogue. `L` are the attribute keys every point
+ * carries, `O` those an option adds to every point (none unless declared with `optionalLabels`).
+ */
+export interface MetricSpec<L extends string = string, O extends string = string> {
   /** OTLP name. Prometheus appends `_total` to counters. */
   readonly name: string;
   readonly kind: MetricKind;
@@ -16,7 +19,9 @@ export interface MetricSpec {
   readonly unit: string;
   readonly description: string;
   /** Attribute keys every point of this family carries, in order. */
-  readonly attributes: readonly string[];
+  readonly attributes: readonly L[];
+  /** Attribute keys an option adds, all of them, to every point (the table lists them with the option). */
+  readonly optional?: { readonly attributes: readonly O[]; readonly option: string };
   /** Explicit bucket boundaries, histograms only. */
   readonly buckets?: readonly number[];
 }
@@ -68,18 +73,46 @@ export function prometheusName(spec: MetricSpec): string {
   return spec.kind === 'counter' && !spec.name.endsWith('_total') ? `${spec.name}_total` : spec.name;
 }
 
-/** Declares a family in a catalogue, keeping its kind as a literal type. */
-export function defineMetric<K extends MetricKind>(
+/**
+ * Declares a family in a catalogue, keeping its kind and its attribute keys as literal types, so
+ * that points built with `point` must carry exactly those keys.
+ */
+export function defineMetric<K extends MetricKind, const L extends string>(
   kind: K,
   name: string,
   unit: string,
-  attributes: readonly string[],
+  attributes: readonly L[],
   description: string,
   buckets?: readonly number[],
-): MetricSpec & { kind: K } {
+): MetricSpec<L, never> & { kind: K } {
   return buckets
     ? { kind, name, unit, attributes, description, buckets }
     : { kind, name, unit, attributes, description };
+}
+
+/** The family with keys that `option` adds to every point when it is on. */
+export function optionalLabels<S extends MetricSpec<string, never>, const O extends string>(
+  spec: S,
+  attributes: readonly O[],
+  option: string,
+): Omit<S, 'optional'> & MetricSpec<S['attributes'][number], O> {
+  return { ...spec, optional: { attributes, option } };
+}
+
+/** The attributes a point of the family carries: every required key, the optional ones or none. */
+export type AttributesOf<S extends MetricSpec> =
+  S extends MetricSpec<infer L, infer O> ? Readonly<Record<L, string> & Partial<Record<O, string>>> : never;
+
+/** A point of the family: a key it does not declare, or a missing one, does not compile. */
+export function point<S extends MetricSpec>(
+  _spec: S,
+  attributes: NoInfer<AttributesOf<S>>,
+  value: number | bigint,
+  startTimeMs?: number,
+): Point {
+  return startTimeMs === undefined
+    ? { attributes: attributes as Attributes, value }
+    : { attributes: attributes as Attributes, value, startTimeMs };
 }
 
 /** A catalogue must not declare a name twice, nor an attribute twice within a family. */
@@ -88,7 +121,8 @@ export function checkCatalogue(specs: readonly MetricSpec[]): void {
   for (const spec of specs) {
     if (seen.has(spec.name)) throw new Error(`metric ${spec.name} declared twice`);
     seen.add(spec.name);
-    if (new Set(spec.attributes).size !== spec.attributes.length) {
+    const keys = [...spec.attributes, ...(spec.optional?.attributes ?? [])];
+    if (new Set(keys).size !== keys.length) {
       throw new Error(`metric ${spec.name} repeats an attribute key`);
     }
     if (!/^[a-z_][a-z0-9_]*$/.test(spec.name))
@@ -105,4 +139,13 @@ export interface MetricEvent {
   readonly spec: MetricSpec & { kind: 'counter' | 'histogram' };
   readonly value: number;
   readonly attributes: Attributes;
+}
+
+/** An event of the family: like `point`, a key it does not declare, or a missing one, does not compile. */
+export function event<S extends MetricSpec & { kind: 'counter' | 'histogram' }>(
+  spec: S,
+  attributes: NoInfer<AttributesOf<S>>,
+  value: number,
+): MetricEvent {
+  return { spec, value, attributes: attributes as Attributes };
 }

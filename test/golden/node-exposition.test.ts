@@ -9,6 +9,8 @@ import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { DEMO_NODE, demoTree } from '../../src/demo/scenarios.js';
 import { writeCounters, writeTree } from '../../src/demo/nodetree.js';
+import { expositionKeyErrors } from '../support/catalogue-keys.js';
+import { parseExposition } from '../support/exposition.js';
 import { tmpDir } from '../support/tmp.js';
 
 const BIN = path.resolve('dist/src/cli/main.js');
@@ -75,6 +77,7 @@ describe('node agent exposition (golden file)', () => {
     });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
+    expect(expositionKeyErrors(parseExposition(r.stdout))).toEqual([]);
     const actual = normalize(r.stdout);
     if (process.env.UPDATE === '1') fs.writeFileSync(GOLDEN, actual);
     expect(actual).toBe(fs.readFileSync(GOLDEN, 'utf8'));

@@ -10,6 +10,7 @@ import { demoTree } from '../../src/demo/scenarios.js';
 import { writeProcess, writeTree } from '../../src/demo/nodetree.js';
 import { silentLogger } from '../../src/log.js';
 import { startTestNodeAgent } from '../support/agents.js';
+import { familyKeyErrors } from '../support/catalogue-keys.js';
 import { tmpDir } from '../support/tmp.js';
 
 const SLUID = 'sEKNKTV3WPV500';
@@ -287,6 +288,7 @@ describe('job metadata from squeue', () => {
     });
     await expect.poll(() => metadata.lookup('918001')?.user_name, { timeout: 5000 }).toBe('alice');
     const c = collector.cycle(2000);
+    expect(familyKeyErrors([...first.families, ...c.families], true)).toEqual([]);
     const counters = c.families.find((f) => f.spec.name === 'ib_slurm_job_counters')?.points ?? [];
     expect(
       counters
@@ -302,5 +304,6 @@ describe('job metadata from squeue', () => {
     expect(
       Object.keys(c.families.find((f) => f.spec.name === 'ib_slurm_job_processes')?.points[0]?.attributes ?? {}),
     ).toEqual(['job_id']);
+    expect(familyKeyErrors(c.families)).toEqual([]);
   });
 });

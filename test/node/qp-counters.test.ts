@@ -26,6 +26,7 @@ import { demoTree } from '../../src/demo/scenarios.js';
 import { writeTree } from '../../src/demo/nodetree.js';
 import type { Point } from '../../src/telemetry/spec.js';
 import { nodeAgentOptions } from '../support/agents.js';
+import { familyKeyErrors } from '../support/catalogue-keys.js';
 import { capturingLogger } from '../support/log.js';
 import { FakeRdma, type QpCounterJson } from '../../src/demo/fake-rdma.js';
 import { tmpDir } from '../support/tmp.js';
@@ -277,6 +278,7 @@ describe('--qp-counters observe with a stand-in rdma', () => {
       expect(new Set(points(c, NODE_METRICS.jobQpCounters.name).map((p) => p.attributes.job_id))).toEqual(
         new Set(['918002', '918003']),
       );
+      expect(familyKeyErrors(c.families)).toEqual([]);
       // The landing page shows each job's own totals on the shared port, with the coverage.
       const html = renderLanding(attributionRows(c), {
         host: 'n',

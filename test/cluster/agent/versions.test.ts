@@ -15,6 +15,7 @@ import {
 } from '../../../src/demo/slurm-render.js';
 import { OPTIONAL_SUB_COLLECTORS, type OptionalSubCollector } from '../../../src/cluster/snapshot.js';
 import { clusterAgentOptions, fakeSlurm } from '../../support/agents.js';
+import { expositionKeyErrors } from '../../support/catalogue-keys.js';
 import { parseExposition, select, sumOf, valueOf } from '../../support/exposition.js';
 import { startReceiver } from '../../support/otlp-receiver.js';
 import { EXTRA_SPECS, NATIVE_SPECS, NATIVE_USER_ACCOUNT_SPECS } from '../../../src/cluster/metrics.js';
@@ -75,6 +76,20 @@ describe('cluster agent against a fake slurmrestd, one API version at a time', (
         new Set(rpcs.map((r) => r.message_type)).size,
       );
     });
+  }
+});
+
+describe('every exported sample carries exactly the keys its catalogue entry declares', () => {
+  for (const version of RENDER_VERSIONS) {
+    for (const source of ['controller', 'accounting'] as const) {
+      it(`${version}, jobs from the ${source}, with the per-user and per-account families`, async () => {
+        const { runner } = await start([version], source, { userAccountMetrics: true });
+        expect((await runner.collect()).failed).toEqual([]);
+        const samples = parseExposition(runner.pipeline.exposition.text);
+        expect(samples.length).toBeGreaterThan(100);
+        expect(expositionKeyErrors(samples)).toEqual([]);
+      });
+    }
   }
 });
 

@@ -7,6 +7,7 @@ import { extraFamilies } from '../../../src/cluster/extra.js';
 import { decodeReservation } from '../../../src/cluster/api/decode-reservations.js';
 import { decodeShares } from '../../../src/cluster/api/decode-shares.js';
 import type { SlurmLicense, SlurmReservation } from '../../../src/cluster/model.js';
+import { familyKeyErrors } from '../../support/catalogue-keys.js';
 import { recorded } from '../fixtures.js';
 import { job, node, ok, points, T0 } from './helpers.js';
 
@@ -45,6 +46,7 @@ describe('licenses', () => {
     const d = decodeList<SlurmLicense>(body, 'licenses', decodeLicense);
     expect(d.ok && d.skipped).toBe(1);
     const f = extraFamilies({ atMs: T0, licenses: at(ok(d)) });
+    expect(familyKeyErrors(f)).toEqual([]);
     expect(points(f, 'slurm_license_total').map((x) => [x.attributes.license, x.value])).toEqual([
       ['matlab', 10],
       ['ansys', 2],
@@ -91,6 +93,7 @@ describe('reservations', () => {
 
   it('exports identity, times, sizes and the states of the reserved nodes', () => {
     const f = extraFamilies({ atMs: T0, reservations: at(list), nodes: at(nodes) });
+    expect(familyKeyErrors(f)).toEqual([]);
     expect(points(f, 'slurm_reservation_info')[0]?.attributes).toEqual({
       reservation: 'maint',
       partition: 'gpu',
@@ -161,6 +164,7 @@ describe('fairshare', () => {
     );
     expect(rows).toHaveLength(2);
     const f = extraFamilies({ atMs: T0, shares: at(rows) });
+    expect(familyKeyErrors(f)).toEqual([]);
     const by = (name: string) => points(f, name).map((p) => [p.attributes.account, p.attributes.user, p.value]);
     expect(by('slurm_fairshare_factor')).toEqual([
       ['phys', '', 0.4],
@@ -243,6 +247,7 @@ describe('QoS and association limits', () => {
       atMs: T0,
       limits: at({ qos: ok(decodeQosList(qosBody)), associations: ok(decodeAssociations(assocBody)) }),
     });
+    expect(familyKeyErrors(f)).toEqual([]);
     const q = Object.fromEntries(points(f, 'slurm_qos_limit').map((p) => [p.attributes.limit, p.value]));
     expect(q).toEqual({ priority: 100, max_jobs_per_user: 10, max_submit_jobs_per_user: 50, max_wall_seconds: 7200 });
     expect(points(f, 'slurm_qos_tres_limit').map((p) => [p.attributes.limit, p.attributes.tres, p.value])).toEqual([

@@ -1,0 +1,56 @@
+/**
+ * Run-time check that points carry exactly their family's keys: every required key, and the
+ * optional ones all together when their option is on, none when it is off. The compiler checks
+ * points built with `point()`; this checks what reaches the exposition, whatever built it.
+ */
+import { DOC_TABLES } from '../../src/catalogues.js';
+import { materialized, prometheusName, type AnyFamily, type MetricSpec } from '../../src/telemetry/spec.js';
+import type { Sample } from './exposition.js';
+
+/** Why a point's keys are wrong for its family, or undefined when they are right. */
+export function keyError(spec: MetricSpec, keys: readonly string[], optionalOn: boolean): string | undefined {
+  const expected = [...spec.attributes, ...(optionalOn ? (spec.optional?.attributes ?? []) : [])].sort();
+  const got = [...keys].sort();
+  if (expected.length === got.length && expected.every((k, i) => k === got[i])) return undefined;
+  return `${spec.name}: keys ${got.join(',') || '(none)'}, expected ${expected.join(',') || '(none)'}`;
+}
+
+/** Every wrong point of the families, one line each (the first few per family). */
+export function familyKeyErrors(families: readonly AnyFamily[], optionalOn = false): string[] {
+  return families.flatMap((fam) => {
+    const errors = materialized(fam).points.map((p) => keyError(fam.spec, Object.keys(p.attributes), optionalOn));
+    return [...new Set(errors.filter((e) => e !== undefined))].slice(0, 3);
+  });
+}
+
+const BY_NAME = new Map(
+  Object.values(DOC_TABLES).flatMap((specs) => specs.map((s) => [prometheusName(s), s] as const)),
+);
+
+/** The family of an exposition sample, histogram series (`_bucket`, `_sum`, `_count`) included. */
+function specOf(name: string): { spec: MetricSpec; bucket: boolean } | undefined {
+  const spec = BY_NAME.get(name);
+  if (spec) return { spec, bucket: false };
+  const base = BY_NAME.get(name.replace(/_(bucket|sum|count)$/, ''));
+  return base?.kind === 'histogram' ? { spec: base, bucket: name.endsWith('_bucket') } : undefined;
+}
+
+/**
+ * Every wrong sample of an exposition; a sample of no catalogued family is wrong too (target_info,
+ * the resource, is not a family). `le` is the exposition's own label on histogram buckets.
+ */
+export function expositionKeyErrors(samples: readonly Sample[], optionalOn = false): string[] {
+  const errors = new Set<string>();
+  for (const s of samples) {
+    if (s.name === 'target_info') continue;
+    const found = specOf(s.name);
+    if (!found) {
+      errors.add(`${s.name}: not in any catalogue`);
+      continue;
+    }
+    const keys = Object.keys(s.labels).filter((k) => !(found.bucket && k === 'le'));
+    const e = keyError(found.spec, keys, optionalOn);
+    if (e) errors.add(e);
+  }
+  return [...errors];
+}
