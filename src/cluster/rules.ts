@@ -361,10 +361,8 @@ function diagFamilies(diag: SlurmDiag): Family[] {
 
 /** Families only this agent's state knows: each listed job's accumulated GPU seconds. */
 export function observeState(state: ClusterState): Family[] {
-  const points = [...(state.jobs?.gpuSeconds ?? [])].map(([job_id, g]) => ({
-    attributes: { job_id },
-    value: g.seconds,
-    startTimeMs: g.sinceMs,
-  }));
+  const points = [...(state.jobs?.gpuSeconds ?? [])].map(([job_id, g]) =>
+    point(M.jobGpuSeconds, { job_id }, g.seconds, g.sinceMs),
+  );
   return [{ spec: M.jobGpuSeconds, points }];
 }
