@@ -95,26 +95,8 @@ type Stored = {
 
 export class CollectionLoop {
   private readonly stored: Stored = {};
-  private readonly seq: Record<SubCollector, number> = {
-    nodes: 0,
-    jobs: 0,
-    diag: 0,
-    partitions: 0,
-    licenses: 0,
-    reservations: 0,
-    shares: 0,
-    limits: 0,
-  };
-  private readonly running: Record<SubCollector, number> = {
-    nodes: 0,
-    jobs: 0,
-    diag: 0,
-    partitions: 0,
-    licenses: 0,
-    reservations: 0,
-    shares: 0,
-    limits: 0,
-  };
+  private readonly seq = perSubCollector(0);
+  private readonly running = perSubCollector(0);
   private readonly aborts = new Set<AbortController>();
   private readonly now: () => number;
   /** The sub-collectors that have a fetcher, in SUB_COLLECTORS order. */
@@ -189,4 +171,8 @@ export class CollectionLoop {
     this.stored[name] = result;
     this.opts.hooks.stored?.(name);
   }
+}
+
+function perSubCollector<T>(initial: T): Record<SubCollector, T> {
+  return Object.fromEntries(SUB_COLLECTORS.map((name) => [name, initial])) as Record<SubCollector, T>;
 }
