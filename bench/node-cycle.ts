@@ -22,29 +22,14 @@ import type { TreeSpec } from '../src/demo/nodetree.js';
 import { FakeRdma, type QpCounterJson } from '../src/demo/fake-rdma.js';
 import { HEAVY_NODE, heavyTree } from '../src/demo/scenarios.js';
 import { writeTree } from '../src/demo/nodetree.js';
+import { WRAPS_32 } from '../src/node/hca.js';
 
-/** The per-QP counters of mlx5 (the Q group, congestion, and the optional byte counters). */
+/**
+ * The per-QP counters of mlx5: the 32-bit Q and error group the agent already knows (less
+ * rx_dct_connect, which is per port), the congestion counters and the optional byte counters.
+ */
 const Q_COUNTERS = [
-  'rx_write_requests',
-  'rx_read_requests',
-  'rx_atomic_requests',
-  'out_of_buffer',
-  'out_of_sequence',
-  'duplicate_request',
-  'rnr_nak_retry_err',
-  'packet_seq_err',
-  'implied_nak_seq_err',
-  'local_ack_timeout_err',
-  'resp_local_length_error',
-  'resp_cqe_error',
-  'req_cqe_error',
-  'req_remote_invalid_request',
-  'req_remote_access_errors',
-  'resp_remote_access_errors',
-  'resp_cqe_flush_error',
-  'req_cqe_flush_error',
-  'req_transport_retries_exceeded',
-  'req_rnr_retries_exceeded',
+  ...[...WRAPS_32].filter((c) => c !== 'rx_dct_connect'),
   'rp_cnp_ignored',
   'rp_cnp_handled',
   'np_ecn_marked_roce_packets',
