@@ -288,9 +288,11 @@ describe('optional sub-collectors', () => {
     });
   }
 
-  it('the limits sub-collector fails alone when slurmdbd has no /qos (the fake serves none): every other family is served', async () => {
+  it('the limits sub-collector is absent alone when slurmdbd has no /qos (the fake serves none): every other family is served', async () => {
     const { runner } = await start(['v0.0.44'], 'controller', { accountingLimits: true });
-    expect((await runner.collect()).failed).toEqual(['limits']);
+    const tick = await runner.collect();
+    expect(tick.failed).toEqual([]);
+    expect(tick.absent).toEqual(['limits']);
     const samples = parseExposition(runner.pipeline.exposition.text);
     for (const name of [
       'slurm_node_info',
@@ -304,8 +306,8 @@ describe('optional sub-collectors', () => {
     }
     expect(select(samples, 'slurm_qos_limit')).toHaveLength(0);
     const self = parseExposition((await runner.self.exposition()).text);
-    // The fake answers the unknown path with a 404 carrying Slurm errors[].
-    expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: 'limits', kind: 'api_errors' })).toBe(1);
+    // The fake answers the unknown path with a 404, as slurmrestd does without the plugin.
+    expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: 'limits', kind: 'absent' })).toBe(1);
     expect(sumOf(self, 'slurm_exporter_collector_errors_total', { collector: 'limits' })).toBe(1);
   });
 
