@@ -33,7 +33,7 @@ import { startClock, type AccountingQuery, type CallOptions, type CallResult } f
 import { failure, fromDecoded, isTokenRejection, toFailure, type Absence, type Outcome } from './failures.js';
 import { ABSENT_RETRY_MS, EndpointMemory } from './absent.js';
 import { noSlurmdbMessage, Negotiator, type Negotiated, type NegotiationResult } from './negotiation.js';
-import { endpointPath, ENDPOINTS, servedBy, type EndpointName } from './paths.js';
+import { endpointPath, ENDPOINTS, servedBy, type EndpointName, type KnownEndpoint } from './paths.js';
 import { decodeDiagBody, MAX_TEXT_BYTES, parseWhole } from './read-whole.js';
 import { decodeListStream } from './stream-decode.js';
 import { decodeLicense } from './decode-licenses.js';
@@ -73,11 +73,12 @@ export interface SlurmClientOptions {
   readonly now?: () => number;
 }
 
-interface Endpoint<T> extends EndpointName {
+/** What one request is: a known endpoint (so that every path is checked against Slurm's specs) and its decoding. */
+type Endpoint<T> = KnownEndpoint & {
   /** Query parameters for the negotiated version (they differ between API families). */
   query?(version: SupportedVersion): Readonly<Record<string, string>>;
   decode(res: HttpResponse, version: SupportedVersion): Promise<Decoded<T>>;
-}
+};
 
 export class SlurmClient {
   private readonly transport: HttpTransport;

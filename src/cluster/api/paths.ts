@@ -24,6 +24,9 @@ export const ENDPOINTS = {
   accountingJobs: { api: 'slurmdb', name: 'jobs' },
 } as const satisfies Readonly<Record<string, EndpointName>>;
 
+/** One of ENDPOINTS: the client requests no other. */
+export type KnownEndpoint = (typeof ENDPOINTS)[keyof typeof ENDPOINTS];
+
 /** Listed without a trailing slash by every version that has them (v0.0.40 to v0.0.45). */
 const NO_TRAILING_SLASH: ReadonlySet<string> = new Set(['shares']);
 
