@@ -276,7 +276,10 @@ export class SlurmClient {
         if (!(err instanceof SlurmHttpError && err.status === 404))
           return { outcome: { ok: false, failure: toFailure(err, this.tokens) }, version };
         if (round === 1 && this.endpoints.worthRenegotiating(neg.value, path)) {
-          this.log.warn({ path, api_version: version }, 'slurmrestd no longer serves this API version; renegotiating');
+          this.log.warn(
+            { path, api_version: version },
+            'slurmrestd answered 404; renegotiating in case it no longer serves this API version',
+          );
           this.negotiator.forget(neg.value);
           continue;
         }
