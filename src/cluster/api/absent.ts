@@ -4,6 +4,9 @@
  * its version works. Renegotiating would not bring them back, so such a 404 is remembered: the
  * endpoint is asked again once per retry period (or after a renegotiation), not every cycle.
  *
+ * A slurmrestd whose discovery document lists no `/slurmdb/` version at all is remembered the same
+ * way, under `/slurmdb/`, and asked again by renegotiating.
+ *
  * A 404 is taken for a missing endpoint when the negotiation already served another path and not
  * this one; a 404 on a path it served before, or before anything was served, still means the
  * version itself may be gone (slurmrestd restarted with other plugins): renegotiate first.
@@ -36,12 +39,23 @@ export class EndpointMemory {
     return retryAt !== undefined && this.now() < retryAt;
   }
 
-  /** The path answered; returns true when it had been reported missing (it has appeared). */
+  /** Remembered missing, and its retry time has come. */
+  retryDue(negotiation: object, path: string): boolean {
+    const retryAt = this.of(negotiation).absent.get(path);
+    return retryAt !== undefined && this.now() >= retryAt;
+  }
+
+  /**
+   * The path answered; returns true when it had been reported missing (it has appeared). Its
+   * whole API (`/slurmdb/`, remembered when slurmrestd listed no version of it) is there too.
+   */
   served(negotiation: object, path: string): boolean {
     const paths = this.of(negotiation);
     paths.served.add(path);
     paths.absent.delete(path);
-    return this.reported.delete(path);
+    const api = `/${path.split('/')[1] ?? ''}/`;
+    const apiBack = this.reported.delete(api);
+    return this.reported.delete(path) || apiBack;
   }
 
   /** After a 404: does it call the version itself into question (see the header)? */

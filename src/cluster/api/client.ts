@@ -255,6 +255,15 @@ export class SlurmClient {
       const neg = await this.negotiator.ensure(stats);
       if (!neg.ok) return { outcome: neg };
       const version = ep.api === 'slurm' ? neg.value.version : neg.value.slurmdbVersion;
+      if (version === undefined && neg.value.served.slurmdb.length === 0) {
+        // slurmrestd lists no /slurmdb/ version at all (no slurmdbd): missing like a 404, and only
+        // a new discovery document can bring it, so the retry renegotiates.
+        if (round === 1 && this.endpoints.retryDue(neg.value, NO_SLURMDB)) {
+          this.negotiator.forget(neg.value);
+          continue;
+        }
+        return { outcome: this.noSlurmdb(ep, neg.value) };
+      }
       if (version === undefined)
         return { outcome: failure('version', noSlurmdbMessage(neg.value.served, this.pinned)) };
       if (!servedBy(ep, version)) return { outcome: { ok: true, value: emptyResult<T>() }, version };
@@ -286,6 +295,16 @@ export class SlurmClient {
         return { outcome: this.markAbsent(ep, neg.value, path, version), version };
       }
     }
+  }
+
+  /** No /slurmdb/ API at all: every slurmdb endpoint is missing, reported like a 404 (once, then quietly). */
+  private noSlurmdb(ep: EndpointName, negotiated: Negotiated): Outcome<never> {
+    const known = this.endpoints.isAbsent(negotiated, NO_SLURMDB);
+    const absence = known ? 'known' : this.endpoints.markAbsent(negotiated, NO_SLURMDB).absence;
+    const message = `${ep.api}/${ep.name}: ${noSlurmdbMessage(negotiated.served, this.pinned)}`;
+    if (absence === 'new')
+      this.log.warn({ endpoint: `${ep.api}/${ep.name}`, api_version: null }, `${message}; its metrics are absent`);
+    return failure('absent', message, { absence });
   }
 
   /** A 404 that renegotiating would not cure: the endpoint is missing on this version. */
@@ -349,6 +368,9 @@ export class SlurmClient {
 }
 
 // ---- helpers (pure) ---------------------------------------------------------------------------
+
+/** The key under which a slurmrestd without any /slurmdb/ version is remembered. */
+const NO_SLURMDB = '/slurmdb/';
 
 function absentFailure(ep: EndpointName, path: string, version: SupportedVersion, absence: Absence): Outcome<never> {
   const message = `${ep.api}/${ep.name}: slurmrestd does not serve ${path} (HTTP 404 on API ${version}; asked again later)`;

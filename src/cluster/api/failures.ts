@@ -18,7 +18,8 @@ const AUTH_TEXT = /authenticat|credential|\btoken\b|expired|\bjwt\b/i;
  * Why a call failed; `slurm_exporter_collector_errors_total` counts runs by it:
  * - auth: credentials missing, rejected (401, 22.05's auth 500) after one renewal, or forbidden (403);
  * - http: any other HTTP status (502 after retries, a 500 without errors[]);
- * - absent: the endpoint answered 404 on an API version that serves others (see absent.ts);
+ * - absent: the endpoint answered 404 on an API version that serves others, or slurmrestd lists
+ *   no /slurmdb/ version at all (see absent.ts);
  * - version: no API version both sides know, or the requested one is not served;
  * - decode: not JSON, truncated, or JSON without the expected data;
  * - api_errors: Slurm answered with `errors[]` and no data;

@@ -204,13 +204,28 @@ describe('SlurmClient endpoints', () => {
     expect(s.requests.map((r) => r.path.split('?')[0])).toContain('/slurmdb/v0.0.38/jobs');
   });
 
-  it('says accounting is unavailable when no /slurmdb/ version is served', async () => {
+  it('says accounting is missing when no /slurmdb/ version is served, and finds it by renegotiating after the wait', async () => {
     const s = await serve({ dbVersions: [] });
-    const r = await client(s).accountingJobs({ startTime: 0, endTime: 1 });
-    expect(failureOf(r)).toMatchObject({
-      kind: 'version',
+    let now = 0;
+    const c = client(s, { now: () => now, absentRetryMs: 600_000 });
+    const q = { startTime: 0, endTime: 1 };
+    expect(failureOf(await c.accountingJobs(q))).toMatchObject({
+      kind: 'absent',
+      absence: 'new',
       message: expect.stringMatching(/no \/slurmdb\/ API version/),
     });
+    expect(failureOf(await c.qos())).toMatchObject({ kind: 'absent', absence: 'known' });
+    expect(s.requests.map((r) => r.path)).toEqual(['/openapi/v3']);
+    s.dbVersions = ['v0.0.44'];
+    now += 600_000;
+    expect((await c.accountingJobs(q)).ok).toBe(true);
+    expect(s.count('/openapi/v3')).toBe(2);
+  });
+
+  it('says accounting is unavailable when the pinned version has no /slurmdb/ counterpart', async () => {
+    const s = await serve({ dbVersions: ['v0.0.43'] });
+    const r = await client(s, { apiVersion: 'v0.0.44' }).accountingJobs({ startTime: 0, endTime: 1 });
+    expect(failureOf(r)).toMatchObject({ kind: 'version', message: expect.stringMatching(/v0\.0\.44 was requested/) });
   });
 
   it('works over a unix socket with no authentication', async () => {
