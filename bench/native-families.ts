@@ -35,7 +35,10 @@ function gc(): void {
   (globalThis as { gc?: () => void }).gc?.();
 }
 
-/** Requests one collection makes, per choice of optional sub-collectors (on a small fake: the count does not depend on size). */
+/**
+ * Requests one collection makes, per choice of optional sub-collectors (on a small fake: the count
+ * does not depend on size).
+ */
 async function requestsPerCycle(optional: readonly OptionalSubCollector[]): Promise<number> {
   const cluster = new FakeCluster({ nodes: 8, seed: 1 });
   const server = await startFakeSlurmrestd({ cluster, versions: ['v0.0.44'], host: '127.0.0.1', port: 0 });

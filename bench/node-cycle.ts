@@ -161,7 +161,10 @@ function qpCounters(spec: TreeSpec, round: number): QpCounterJson[] {
   return out;
 }
 
-/** --qp-counters observe: each measured cycle folds in a new reading; the rdma runs themselves are in the background. */
+/**
+ * --qp-counters observe: each measured cycle folds in a new reading; the rdma runs themselves are
+ * in the background.
+ */
 async function qpObserve(spec: TreeSpec, roots: ReturnType<typeof writeTree>, without: number): Promise<void> {
   const rdmaDir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-bench-fake-rdma-'));
   const rdma = new FakeRdma(rdmaDir);

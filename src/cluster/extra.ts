@@ -1,8 +1,9 @@
 /**
  * Families beyond slurmctld's own set: pending-reason counts (from /jobs), license pools (from
  * /licenses), reservations (from /reservations, their nodes' states from /nodes) and fairshare
- * (from /shares), QoS and association limits (from slurmdbd). Each comes only from a sub-collector that has succeeded: a failing /licenses never
- * touches the job families, and a switched-off one leaves its families out.
+ * (from /shares), QoS and association limits (from slurmdbd). Each comes only from a
+ * sub-collector that has succeeded: a failing /licenses never touches the job families, and a
+ * switched-off one leaves its families out.
  */
 import { point, type Family, type Point } from '../telemetry/spec.js';
 import { expandHostlist } from './hostlist.js';

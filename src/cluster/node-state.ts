@@ -1,7 +1,8 @@
 /**
  * Soperator's node state model, as its exporter's code behaves in production: broader than its
- * docs, e.g. an IDLE+DRAIN, UNKNOWN, ERROR, FAIL or INVALID node is unavailable too. Pure functions of a decoded NodeState; words the model does not
- * know (BLOCKED, DYNAMIC_NORM, POWER_DOWN_ASAP, ...) are carried but never change a verdict.
+ * docs, e.g. an IDLE+DRAIN, UNKNOWN, ERROR, FAIL or INVALID node is unavailable too. Pure
+ * functions of a decoded NodeState; words the model does not know (BLOCKED, DYNAMIC_NORM,
+ * POWER_DOWN_ASAP, ...) are carried but never change a verdict.
  */
 import type { NodeBaseState, NodeState } from './model.js';
 import type { LEGACY_STATE_LABELS, NEW_STATE_FLAG_LABELS } from './metrics.js';

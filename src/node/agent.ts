@@ -236,7 +236,10 @@ export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent>
   return { ...running, last: () => runner.last, cycleNow: () => runner.cycle() };
 }
 
-/** `slurm-otel node --once`: one cycle, rendered through the same producer and serializer; `failed` says why there is none. */
+/**
+ * `slurm-otel node --once`: one cycle, rendered through the same producer and serializer; `failed`
+ * says why there is none.
+ */
 export async function runNodeOnce(
   opts: NodeAgentOptions,
 ): Promise<{ readonly text: string; readonly failed?: string }> {

@@ -32,7 +32,10 @@ export class ChildRunner {
     for (const child of this.children) killGroup(child);
   }
 
-  /** stdout of a successful run; rejects on a timeout, the output cap, a failed start or a non-zero exit (with stderr). */
+  /**
+   * stdout of a successful run; rejects on a timeout, the output cap, a failed start or a non-zero
+   * exit (with stderr).
+   */
   run(path: string, args: readonly string[]): Promise<string> {
     if (this.stopped) return Promise.reject(new Error(`${this.name} stopped`));
     const { timeoutMs, maxOutput } = this.limits;

@@ -139,7 +139,8 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
       for (const device of u.rdma?.charged ?? []) holders.add(device, u.pid, u.allocation, 'rdma-cgroup');
   for (const pid of owners.covered) {
     const allocation = allocationOf.get(pid);
-    // A job process's job is the holder, by the job cgroup's charges above; explain, reading every fd table, names the process too.
+    // A job process's job is the holder, by the job cgroup's charges above; explain, reading every
+    // fd table, names the process too.
     if (allocation !== undefined && readers.readAllFds !== true) continue;
     const e = charges.of(pid);
     for (const device of e ? chargedDevices(e.charges) : []) holders.add(device, pid, allocation, 'rdma-cgroup');
@@ -212,7 +213,10 @@ interface MutableHolders {
 class HolderTable {
   private readonly byDevice = new Map<string, MutableHolders>();
 
-  /** A holder: a process (pid) of a job (allocation key), a job known only by its cgroup (no pid), or a process outside the jobs. */
+  /**
+   * A holder: a process (pid) of a job (allocation key), a job known only by its cgroup (no pid),
+   * or a process outside the jobs.
+   */
   add(device: string, pid: number | undefined, allocation: string | undefined, evidence: HolderEvidence): void {
     let h = this.byDevice.get(device);
     if (!h)

@@ -206,7 +206,10 @@ function observed(
 }
 
 let diagRouted = false;
-/** The SDK reports failures through `diag`: a failed export is retried, then dropped silently unless a diag logger is set. */
+/**
+ * The SDK reports failures through `diag`: a failed export is retried, then dropped silently unless
+ * a diag logger is set.
+ */
 function routeSdkDiagnostics(logger: Logger): void {
   if (diagRouted) return;
   diagRouted = true;

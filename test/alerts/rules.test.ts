@@ -60,7 +60,10 @@ const FUNCTIONS_AND_KEYWORDS = new Set([
   'offset',
 ]);
 
-/** The metric names a PromQL expression selects: identifiers outside strings, label matchers and grouping lists that are not functions. */
+/**
+ * The metric names a PromQL expression selects: identifiers outside strings, label matchers and
+ * grouping lists that are not functions.
+ */
 export function metricNames(expr: string): string[] {
   const bare = expr
     .replace(/"(?:[^"\\]|\\.)*"/g, '""')

@@ -419,7 +419,8 @@ describe.skipIf(gate.skip)('cluster agent on a real Slurm 22.05', () => {
           carried.filter((n) => !answered.has(n)),
           'names without data',
         ).toEqual([]);
-        // The scheduler exit reasons and the last backfill depths come with v0.0.40: absent on 22.05, never a made-up 0.
+        // The scheduler exit reasons and the last backfill depths come with v0.0.40: absent on
+        // 22.05, never a made-up 0.
         const absent = [...names].filter((n) => NOT_IN_V0038.has(n)).sort();
         expect(absent.length).toBe(14);
         for (const n of absent) expect(await prom.query(n), n).toEqual([]);

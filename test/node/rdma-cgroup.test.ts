@@ -44,7 +44,10 @@ interface Setup {
   cgroups?: Record<number, string>;
 }
 
-/** The demo node (918001 sole on mlx5_0, 918002+918003 share mlx5_1, 918004 sole on mlx5_2, mlx5_3 idle) with rdma.current where asked. */
+/**
+ * The demo node (918001 sole on mlx5_0, 918002+918003 share mlx5_1, 918004 sole on mlx5_2, mlx5_3
+ * idle) with rdma.current where asked.
+ */
 function node(s: Setup = {}): Roots {
   const base = demoTree({ layout: s.layout ?? 'v2', nonJobHolder: false });
   const proc = (p: ProcSpec): ProcSpec => ({

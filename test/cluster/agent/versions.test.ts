@@ -414,7 +414,10 @@ async function absentErrors(r: ClusterRunner, collector: string): Promise<{ abse
 const familySize = (r: ClusterRunner, name: string): number =>
   select(parseExposition(r.pipeline.exposition.text), name).length;
 
-/** Endpoints slurmrestd does not serve on the negotiated version (no slurmdbd, no plugin), counting requests per path. */
+/**
+ * Endpoints slurmrestd does not serve on the negotiated version (no slurmdbd, no plugin), counting
+ * requests per path.
+ */
 describe('an endpoint slurmrestd does not serve', () => {
   const WAIT_MS = 600_000;
   const LICENSES = '/slurm/v0.0.44/licenses/';
