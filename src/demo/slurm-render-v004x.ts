@@ -45,7 +45,8 @@ export interface Ctx4x {
 
 type Obj = Record<string, unknown>;
 
-const UNSET = Object.freeze({ set: false, infinite: false, number: 0 });
+/** A no-val struct that is not set (NO_VAL on the wire of older versions). */
+export const UNSET = Object.freeze({ set: false, infinite: false, number: 0 });
 const INFINITE = Object.freeze({ set: false, infinite: true, number: 0 });
 const UINT32 = 2 ** 32;
 
