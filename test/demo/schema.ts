@@ -116,6 +116,7 @@ function patched(components: JsonObject): JsonObject {
   return out;
 }
 
+/** Every endpoint the fake slurmrestd renders, and its response schema in v0.0.40–v0.0.45. */
 const SCHEMA_4X: Readonly<Record<Endpoint, string>> = {
   nodes: 'openapi_nodes_resp',
   jobs: 'openapi_job_info_resp',
@@ -126,6 +127,8 @@ const SCHEMA_4X: Readonly<Record<Endpoint, string>> = {
   shares: 'openapi_shares_resp',
   'slurmdb-jobs': 'openapi_slurmdbd_jobs_resp',
 };
+
+export const ENDPOINTS = Object.keys(SCHEMA_4X) as readonly Endpoint[];
 
 const SCHEMA_38: Readonly<Record<Endpoint, readonly [string, string]>> = {
   nodes: ['v0.0.38-slurmctld.json', 'v0.0.38_nodes_response'],

@@ -12,17 +12,11 @@ import { decodeShares } from '../../src/cluster/api/decode-shares.js';
 import { decodeList } from '../../src/cluster/api/envelope.js';
 import { decoderFor } from '../../src/cluster/api/versions.js';
 import type { Decoded, SlurmJob, SlurmNode } from '../../src/cluster/model.js';
-import {
-  DEFAULT_RELEASES,
-  ENDPOINTS,
-  FAKE_LICENSE_TOTAL,
-  RENDER_VERSIONS,
-  renderText,
-} from '../../src/demo/slurm-render.js';
+import { DEFAULT_RELEASES, FAKE_LICENSE_TOTAL, RENDER_VERSIONS, renderText } from '../../src/demo/slurm-render.js';
 import type { Endpoint, RenderVersion } from '../../src/demo/slurm-render.js';
 import { recorded } from '../cluster/fixtures.js';
 import { coverage, interestingMoments } from './moments.js';
-import { errorsOf, unknownMembers, V0038_PATCHES, validatorFor } from './schema.js';
+import { ENDPOINTS, errorsOf, unknownMembers, V0038_PATCHES, validatorFor } from './schema.js';
 import { truthSeenThrough } from '../support/fake-cluster-truth.js';
 import { V0038_RENDERERS } from '../support/slurm-render-v0038.js';
 
