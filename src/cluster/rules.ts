@@ -95,19 +95,29 @@ function uniqueValues(values: readonly string[]): readonly string[] {
 
 /**
  * `f(job)` computed once per distinct combination of `inputs(job)`: on a 100k-job snapshot the
- * TRES strings repeat (a few shapes of allocation), so each distinct one is parsed once.
+ * TRES strings repeat (a few shapes of allocation), so each distinct one is parsed once. The
+ * inputs index nested maps: the strings are shared between jobs, so looking one up costs no
+ * hashing, where a key built from them would be a new string to hash for every job.
  */
 function memoized<R>(
   f: (job: SlurmJob) => R,
   inputs: (job: SlurmJob) => readonly (string | number | undefined)[],
 ): (job: SlurmJob) => R {
-  const cache = new Map<string, R>();
+  const root = new Map<unknown, unknown>();
+  const DONE = Symbol('result');
   return (job) => {
-    let key = '';
-    for (const v of inputs(job)) key += v === undefined ? '-' : typeof v === 'number' ? `n${v};` : `s${v.length}:${v}`;
-    if (cache.has(key)) return cache.get(key) as R;
+    let level = root;
+    for (const v of inputs(job)) {
+      let next = level.get(v) as Map<unknown, unknown> | undefined;
+      if (next === undefined) {
+        next = new Map();
+        level.set(v, next);
+      }
+      level = next;
+    }
+    if (level.has(DONE)) return level.get(DONE) as R;
     const r = f(job);
-    cache.set(key, r);
+    level.set(DONE, r);
     return r;
   };
 }

@@ -68,15 +68,31 @@ function isNew<T>(seen: { readonly seq: number } | undefined, got: Collected<T> 
   return got !== undefined && (seen === undefined || got.seq > seen.seq);
 }
 
+/**
+ * The result of `f` for each list, computed once: a stored result list is never changed, and
+ * the state and several rules ask for the same index of it in every publish.
+ */
+function perList<T extends object, R>(f: (list: readonly T[]) => R): (list: readonly T[]) => R {
+  const results = new WeakMap<readonly T[], R>();
+  return (list) => {
+    let r = results.get(list);
+    if (r === undefined) {
+      r = f(list);
+      results.set(list, r);
+    }
+    return r;
+  };
+}
+
 /** Last record per name: a name listed twice is a slurmrestd glitch, and the last is the freshest. */
-export function nodesByName(nodes: readonly SlurmNode[]): Map<string, SlurmNode> {
+export const nodesByName: (nodes: readonly SlurmNode[]) => ReadonlyMap<string, SlurmNode> = perList((nodes) => {
   const byName = new Map<string, SlurmNode>();
   for (const n of nodes) byName.set(n.name, n);
   return byName;
-}
+});
 
 /** Last record per job id, for the same reason. */
-export function uniqueJobs(jobs: readonly SlurmJob[]): readonly SlurmJob[] {
+export const uniqueJobs: (jobs: readonly SlurmJob[]) => readonly SlurmJob[] = perList((jobs) => {
   const ids = new Set<string>();
   for (const j of jobs) ids.add(j.job_id);
   // The usual case, no id twice: the list as it is (100k jobs need no second copy).
@@ -84,7 +100,7 @@ export function uniqueJobs(jobs: readonly SlurmJob[]): readonly SlurmJob[] {
   const byId = new Map<string, SlurmJob>();
   for (const j of jobs) byId.set(j.job_id, j);
   return [...byId.values()];
-}
+});
 
 function advanceNodes(
   prev: NodeTracking | undefined,

@@ -80,7 +80,27 @@ export function tresGpuCount(entries: ReadonlyMap<string, string>): number | und
   return sum;
 }
 
+/** Distinct TRES strings remembered; a cluster has a few shapes of node and of allocation. */
+const TRES_CACHE_SIZE = 4096;
+const parsedTres = new Map<string, Tres>();
+
+/**
+ * The parsed form of a TRES string. Results are shared between callers (they are read-only): on a
+ * 100k-job cluster the same few strings are parsed for every job and node, each collection.
+ */
 export function parseTres(s: string | null | undefined): Tres {
+  if (typeof s !== 'string') return parseTresUncached(s);
+  let tres = parsedTres.get(s);
+  if (tres === undefined) {
+    // A full cache starts again: bounded memory when every job's string is different.
+    if (parsedTres.size >= TRES_CACHE_SIZE) parsedTres.clear();
+    tres = parseTresUncached(s);
+    parsedTres.set(s, tres);
+  }
+  return tres;
+}
+
+function parseTresUncached(s: string | null | undefined): Tres {
   const entries = parseTresEntries(s);
   const get = (k: string): number | undefined => {
     const v = entries.get(k);

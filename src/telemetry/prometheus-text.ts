@@ -106,9 +106,19 @@ function escapeText(s: string): string {
   return s.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
 }
 
+/** Whether a label value holds a backslash, a newline or a quote (a loop beats a regex call on short values). */
+function needsEscape(v: string): boolean {
+  if (v.length > 64) return NEEDS_ESCAPE.test(v);
+  for (let i = 0; i < v.length; i++) {
+    const c = v.charCodeAt(i);
+    if (c === 0x5c || c === 0x0a || c === 0x22) return true;
+  }
+  return false;
+}
+
 /** PrometheusSerializer's label value escaping (non-strings as JSON, undefined as empty). */
 function labelValue(v: unknown): string {
-  if (typeof v === 'string') return NEEDS_ESCAPE.test(v) ? escapeText(v).replace(/"/g, '\\"') : v;
+  if (typeof v === 'string') return needsEscape(v) ? escapeText(v).replace(/"/g, '\\"') : v;
   if (v === undefined) return '';
   return escapeText(JSON.stringify(v)).replace(/"/g, '\\"');
 }

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { JsonArraySplitter } from '../../src/cluster/api/json-array-stream.js';
 import { MemberPicker } from '../../src/cluster/api/member-picker.js';
@@ -79,6 +80,25 @@ describe('MemberPicker', () => {
     expect(picker.picked().toString('utf8')).toBe('{"b":2}');
     expect(picker.scan(src, 1, 15)).toBe(-1);
     expect(picker.scan(src, 0, src.length)).toBe(-1);
+  });
+
+  it('tells apart names of one length and the same first and last bytes, and keeps an empty name', () => {
+    const text = '{"abxc":1,"abyc":2,"azzc":3,"":4,"a":5}';
+    expect(pick(['abyc'], text)).toEqual({ abyc: 2 });
+    expect(pick(['azzc', 'abxc'], text)).toEqual({ abxc: 1, azzc: 3 });
+    expect(pick([''], text)).toEqual({ '': 4 });
+    expect(pick(['a'], text)).toEqual({ a: 5 });
+  });
+
+  it('keeps exactly the named members of any object (property)', () => {
+    const key = fc.oneof(fc.constantFrom('job_id', 'job_ie', 'jab_id', 'id', 'state', ''), fc.string({ maxLength: 6 }));
+    fc.assert(
+      fc.property(fc.dictionary(key, fc.jsonValue({ maxDepth: 3 })), fc.array(key, { maxLength: 4 }), (obj, names) => {
+        const text = JSON.stringify(obj);
+        expect(pick(names, text)).toEqual(expected(names, JSON.parse(text)));
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it('grows its output for a kept member larger than its buffer', () => {

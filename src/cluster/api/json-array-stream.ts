@@ -18,17 +18,7 @@
  * decoded, and only ASCII bytes are ever structural in UTF-8.
  */
 
-import {
-  BACKSLASH,
-  CLOSE_BRACE,
-  CLOSE_BRACKET,
-  COLON,
-  COMMA,
-  isWhitespace,
-  OPEN_BRACE,
-  OPEN_BRACKET,
-  QUOTE,
-} from './json-bytes.js';
+import { Byte, isWhitespace } from './json-bytes.js';
 import { MemberPicker } from './member-picker.js';
 
 export class JsonStreamError extends Error {
@@ -172,7 +162,7 @@ export class JsonArraySplitter {
       case Mode.InKey:
         return this.continueValue(buf, i, n, false);
       case Mode.Colon:
-        return this.expect(buf, i, COLON, Mode.Value, 'a ":" after a member name');
+        return this.expect(buf, i, Byte.Colon, Mode.Value, 'a ":" after a member name');
       case Mode.Value:
         return this.startMemberValue(buf, i);
       case Mode.InMember:
@@ -208,7 +198,7 @@ export class JsonArraySplitter {
       return i + 1;
     }
     if (isWhitespace(c)) return i + 1;
-    if (c !== OPEN_BRACE) throw this.unexpected(buf, i, 'a JSON object ("{")');
+    if (c !== Byte.OpenBrace) throw this.unexpected(buf, i, 'a JSON object ("{")');
     this.mode = Mode.KeyOrEnd;
     return i + 1;
   }
@@ -216,11 +206,11 @@ export class JsonArraySplitter {
   private expectKey(buf: Buffer, i: number): number {
     const c = buf[i] as number;
     if (isWhitespace(c)) return i + 1;
-    if (c === CLOSE_BRACE && this.mode === Mode.KeyOrEnd) {
+    if (c === Byte.CloseBrace && this.mode === Mode.KeyOrEnd) {
       this.mode = Mode.Done;
       return i + 1;
     }
-    if (c !== QUOTE) throw this.unexpected(buf, i, 'a member name');
+    if (c !== Byte.Quote) throw this.unexpected(buf, i, 'a member name');
     this.mode = Mode.InKey;
     this.beginValue(ValueKind.String, true);
     return this.continueValue(buf, i + 1, buf.length, false, i);
@@ -238,7 +228,7 @@ export class JsonArraySplitter {
     const c = buf[i] as number;
     if (isWhitespace(c)) return i + 1;
     if (this.key === this.arrayKey) {
-      const isArray = c === OPEN_BRACKET;
+      const isArray = c === Byte.OpenBracket;
       this.restartArray(isArray);
       if (isArray) {
         this.mode = Mode.ElementOrEnd;
@@ -262,8 +252,8 @@ export class JsonArraySplitter {
   private afterMember(buf: Buffer, i: number): number {
     const c = buf[i] as number;
     if (isWhitespace(c)) return i + 1;
-    if (c === COMMA) this.mode = Mode.Key;
-    else if (c === CLOSE_BRACE) this.mode = Mode.Done;
+    if (c === Byte.Comma) this.mode = Mode.Key;
+    else if (c === Byte.CloseBrace) this.mode = Mode.Done;
     else throw this.unexpected(buf, i, '"," or "}" after a member');
     return i + 1;
   }
@@ -271,14 +261,14 @@ export class JsonArraySplitter {
   private startElement(buf: Buffer, i: number): number {
     const c = buf[i] as number;
     if (isWhitespace(c)) return i + 1;
-    if (c === CLOSE_BRACKET && this.mode === Mode.ElementOrEnd) {
+    if (c === Byte.CloseBracket && this.mode === Mode.ElementOrEnd) {
       this.mode = Mode.AfterMember;
       return i + 1;
     }
-    if (c === COMMA || c === CLOSE_BRACKET || c === CLOSE_BRACE || c === COLON) {
+    if (c === Byte.Comma || c === Byte.CloseBracket || c === Byte.CloseBrace || c === Byte.Colon) {
       throw this.unexpected(buf, i, `an element of "${this.arrayKey}"`);
     }
-    if (this.picker !== undefined && c === OPEN_BRACE) {
+    if (this.picker !== undefined && c === Byte.OpenBrace) {
       // One pass for the usual element, an object that ends in this chunk: find its end and pick
       // its members at once. Any other element takes the general path (and is picked when whole).
       const end = this.picker.scan(buf, i, buf.length);
@@ -296,8 +286,8 @@ export class JsonArraySplitter {
   private afterElement(buf: Buffer, i: number): number {
     const c = buf[i] as number;
     if (isWhitespace(c)) return i + 1;
-    if (c === COMMA) this.mode = Mode.Element;
-    else if (c === CLOSE_BRACKET) this.mode = Mode.AfterMember;
+    if (c === Byte.Comma) this.mode = Mode.Element;
+    else if (c === Byte.CloseBracket) this.mode = Mode.AfterMember;
     else throw this.unexpected(buf, i, `"," or "]" in "${this.arrayKey}"`);
     return i + 1;
   }
@@ -314,10 +304,10 @@ export class JsonArraySplitter {
   /** Starts scanning the value whose first byte is at i. */
   private startValue(buf: Buffer, i: number, isElement: boolean): number {
     const c = buf[i] as number;
-    if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+    if (c === Byte.OpenBrace || c === Byte.OpenBracket) {
       this.beginValue(ValueKind.Container, false);
       this.depth = 1;
-    } else if (c === QUOTE) {
+    } else if (c === Byte.Quote) {
       this.beginValue(ValueKind.String, true);
     } else {
       this.beginValue(ValueKind.Scalar, false);
@@ -360,9 +350,9 @@ export class JsonArraySplitter {
         let c = 0;
         while (i < n) {
           c = buf[i++] as number;
-          if (c === QUOTE || c === BACKSLASH) break;
+          if (c === Byte.Quote || c === Byte.Backslash) break;
         }
-        if (c === BACKSLASH) {
+        if (c === Byte.Backslash) {
           if (i >= n) {
             this.escape = true;
             break;
@@ -370,15 +360,15 @@ export class JsonArraySplitter {
           i++;
           continue;
         }
-        if (c !== QUOTE) break;
+        if (c !== Byte.Quote) break;
         if (isString) return i;
         inString = false;
         continue;
       }
       const c = buf[i++] as number;
-      if (c === QUOTE) inString = true;
-      else if (c === OPEN_BRACE || c === OPEN_BRACKET) depth++;
-      else if ((c === CLOSE_BRACE || c === CLOSE_BRACKET) && --depth === 0) return i;
+      if (c === Byte.Quote) inString = true;
+      else if (c === Byte.OpenBrace || c === Byte.OpenBracket) depth++;
+      else if ((c === Byte.CloseBrace || c === Byte.CloseBracket) && --depth === 0) return i;
     }
     this.depth = depth;
     this.inString = inString;
@@ -389,7 +379,7 @@ export class JsonArraySplitter {
   private scanScalar(buf: Buffer, i: number, n: number): number {
     for (; i < n; i++) {
       const c = buf[i] as number;
-      if (c === COMMA || c === CLOSE_BRACKET || c === CLOSE_BRACE || isWhitespace(c)) return i;
+      if (c === Byte.Comma || c === Byte.CloseBracket || c === Byte.CloseBrace || isWhitespace(c)) return i;
     }
     return -1;
   }
