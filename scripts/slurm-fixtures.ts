@@ -1,7 +1,8 @@
 /**
- * The constructed v0.0.40–v0.0.45 responses in fixtures/slurm/built/: one small GPU cluster,
- * described as fake-cluster records and rendered by the fake slurmrestd's own renderer, so the
- * wire shapes of these versions are written once (src/demo/slurm-render-v004x.ts).
+ * The constructed v0.0.40–v0.0.45 responses in fixtures/slurm/built/: one small GPU cluster (the
+ * fake cluster's own nodes and controller statistics, changed where the scenario needs it, and
+ * hand-written jobs) rendered by the fake slurmrestd's own renderer, so the wire shapes of these
+ * versions are written once (src/demo/slurm-render-v004x.ts).
  *
  * The simulation never produces some states real clusters send (cloud and reserved nodes, flags of
  * newer releases, per-CPU memory, a `(null)` node list): those are patched into the rendered
@@ -14,13 +15,14 @@ import { UNSET, meta4x, nv } from '../src/demo/slurm-render-v004x.js';
 import type { Minor } from '../src/demo/slurm-render-v004x.js';
 import { renderText } from '../src/demo/slurm-render.js';
 import type { Endpoint, RenderVersion } from '../src/demo/slurm-render.js';
+import { DEFAULT_START_MS, FakeCluster } from '../src/demo/fake-cluster.js';
 import type { ClusterView, FakeDiag, FakeJob, FakeNode, FakeUser } from '../src/demo/fake-cluster-types.js';
 
 /** Reference "now" of the scenario: 2025-11-24 16:00:00 UTC. */
-const T = 1764000000;
+const T = DEFAULT_START_MS / 1000;
 const DAY = 86400;
 
-export const BUILT_MINORS: readonly Minor[] = [40, 41, 42, 43, 44, 45];
+const BUILT_MINORS: readonly Minor[] = [40, 41, 42, 43, 44, 45];
 
 /** The release of the slurmrestd that answers in each version (a 24.05 one still serves v0.0.40). */
 const RELEASES: Readonly<Record<Minor, string>> = {
@@ -38,96 +40,52 @@ type Patch = Readonly<Record<string, unknown>>;
 
 // ---------------------------------------------------------------- nodes
 
-type NodeSpec = Partial<FakeNode> & Pick<FakeNode, 'name'>;
-
-function node(index: number, o: NodeSpec): FakeNode {
-  const gpus = o.gpus ?? 0;
-  const cpus = o.cpus ?? 128;
-  const allocCpus = o.allocCpus ?? 0;
-  return {
-    index,
-    address: o.name,
-    partition: gpus > 0 ? 'gpu' : 'cpu',
-    sockets: 2,
-    coresPerSocket: cpus / 4,
-    threadsPerCore: 2,
-    cpus,
-    realMemoryMiB: gpus > 0 ? 1031000 : 257000,
-    gpus,
-    gpuType: 'h100',
-    features: gpus > 0 ? ['h100', 'ib'] : ['epyc'],
-    allocCpus,
-    allocMemoryMiB: 0,
-    allocGpus: 0,
-    drain: false,
-    notRespondingSince: 0,
-    downUntil: 0,
-    reason: '',
-    reasonSetBy: '',
-    reasonChangedAt: 0,
-    bootTime: T - 12 * DAY,
-    slurmdStartTime: T - 12 * DAY + 40,
-    lastBusy: T - 300,
-    cpuLoad: allocCpus > 0 ? 6120 : 15,
-    freeMemMiB: 950112,
-    ...o,
-  };
+/** The nodes of the fake cluster's own builder, in three partitions; newer versions get one more node each. */
+function clusterOf(v: Minor): FakeCluster {
+  return new FakeCluster({
+    clusterName: 'gpu-lab',
+    startMs: DEFAULT_START_MS,
+    workload: 'none',
+    partitions: [
+      { name: 'gpu', nodes: 4, gpusPerNode: 8 },
+      { name: 'cpu', nodes: v >= 44 ? 4 : 3 },
+      { name: 'cloud', nodes: v >= 45 ? 3 : 2 },
+    ],
+  });
 }
 
-function nodeSpecs(v: Minor): NodeSpec[] {
-  const cloud = {
-    cpus: 64,
-    partition: 'cloud',
-    features: ['cloud', 'spot'],
-    cpuLoad: 0,
-    bootTime: 0,
-    slurmdStartTime: 0,
-  };
-  const specs: NodeSpec[] = [
-    {
-      name: 'gpu-001',
-      address: '10.20.1.1',
-      gpus: 8,
-      drain: true,
-      reason: 'GPU health check failed: XID 79',
-      reasonSetBy: 'root',
-      reasonChangedAt: T - 3600,
-    },
-    { name: 'gpu-002', address: '10.20.1.2', gpus: 8, allocGpus: 4, allocCpus: 64, allocMemoryMiB: 512000 },
-    {
-      name: 'gpu-003',
-      address: '10.20.1.3',
-      gpus: 8,
-      downUntil: T + 3600,
-      notRespondingSince: T - 2 * 3600,
-      reason: 'Not responding',
-      reasonSetBy: 'slurm',
-      reasonChangedAt: T - 2 * 3600,
-      cpuLoad: 0,
-      lastBusy: T - 3 * 3600,
-    },
-    {
-      name: 'gpu-004',
-      address: '10.20.1.4',
-      gpus: 8,
-      allocGpus: 4,
-      allocCpus: 64,
-      allocMemoryMiB: 512000,
-      drain: true,
-      reason: 'maintenance: IB firmware upgrade',
-      reasonSetBy: 'admin',
-      reasonChangedAt: T - 1800,
-    },
-    { name: 'cpu-001', address: '10.20.2.1', cpus: 64, allocCpus: 64, allocMemoryMiB: 122880, freeMemMiB: 120333 },
-    { name: 'cpu-002', address: '10.20.2.2', cpus: 64, freeMemMiB: 251002 },
-    { name: 'cpu-003', address: '10.20.2.3', cpus: 64, freeMemMiB: 250876 },
-    { name: 'cloud-001', ...cloud, lastBusy: T - 5 * DAY },
-    { name: 'cloud-002', ...cloud, lastBusy: T - 2 * DAY },
-  ];
-  if (v >= 44) specs.push({ name: 'cpu-004', address: '10.20.2.4', cpus: 64 });
-  if (v >= 45) specs.push({ name: 'cloud-003', ...cloud });
-  return specs;
+/** A cloud node's address is its name; the others are on the cluster network. */
+function addressOf(n: FakeNode): string {
+  return n.partition === 'cloud' ? n.name : `10.20.${n.partition === 'gpu' ? 1 : 2}.${Number(n.name.slice(-3))}`;
 }
+
+const CLOUD: Partial<FakeNode> = { features: ['cloud', 'spot'], cpuLoad: 0, bootTime: 0, slurmdStartTime: 0 };
+const HALF_GPU_NODE: Partial<FakeNode> = { allocGpus: 4, allocCpus: 64, allocMemoryMiB: 512000, cpuLoad: 6120 };
+
+/** What happens to the nodes: drains, an outage, allocations (matching the jobs below), idle cloud nodes. */
+const NODE_CHANGES: Readonly<Record<string, Partial<FakeNode>>> = {
+  'gpu-001': { drain: true, reason: 'GPU health check failed: XID 79', reasonSetBy: 'root', reasonChangedAt: T - 3600 },
+  'gpu-002': { ...HALF_GPU_NODE, freeMemMiB: 950112 },
+  'gpu-003': {
+    downUntil: T + 3600,
+    notRespondingSince: T - 2 * 3600,
+    reason: 'Not responding',
+    reasonSetBy: 'slurm',
+    reasonChangedAt: T - 2 * 3600,
+    lastBusy: T - 3 * 3600,
+  },
+  'gpu-004': {
+    ...HALF_GPU_NODE,
+    drain: true,
+    reason: 'maintenance: IB firmware upgrade',
+    reasonSetBy: 'admin',
+    reasonChangedAt: T - 1800,
+  },
+  'cpu-001': { allocCpus: 64, allocMemoryMiB: 122880, freeMemMiB: 120333, cpuLoad: 6120 },
+  'cloud-001': { ...CLOUD, lastBusy: T - 5 * DAY },
+  'cloud-002': { ...CLOUD, lastBusy: T - 2 * DAY },
+  'cloud-003': CLOUD,
+};
 
 const UNKNOWN_NODE: Patch = { free_mem: UNSET, version: '' };
 
@@ -284,7 +242,7 @@ function dbJobPatches(id: number): Patch {
   const memory =
     perCpu === undefined ? {} : { 'required.memory_per_cpu': nv(perCpu), 'required.memory_per_node': UNSET };
   if (id === 2001) return { ...memory, 'tres.allocated': LLM_TRAIN_TRES };
-  // Some slurmdbd releases print a job that never ran on no node as `(null)`.
+  // slurmdbd prints the node list of some jobs that never ran as `(null)`.
   if (id === 2020) return { ...memory, nodes: '(null)' };
   return memory;
 }
@@ -305,77 +263,54 @@ const ACCOUNTED = new Set([2001, 2002, 2005, 2010, 1990, 1991, 2020]);
 
 // ---------------------------------------------------------------- the controller's statistics
 
-const DIAG: FakeDiag = {
-  reqTimeStart: T - DAY,
-  serverThreadCount: 3,
-  agentQueueSize: 0,
-  agentCount: 0,
-  agentThreadCount: 0,
-  dbdAgentQueueSize: 0,
-  jobsSubmitted: 1290,
-  jobsStarted: 1281,
-  jobsCompleted: 1275,
-  jobsCanceled: 4,
-  jobsFailed: 1,
-  jobsPending: 4,
-  jobsRunning: 3,
-  jobStatesTs: T - 30,
-  scheduleCycleMax: 214748,
-  scheduleCycleLast: 1873,
-  // Above 2^32, as on a busy controller (Soperator's recorded sdiag): v0.0.41–v0.0.43 carry it wrapped.
-  scheduleCycleSum: 6442450944,
-  scheduleCycleTotal: 52833,
-  scheduleCycleDepth: 52990,
-  scheduleQueueLength: 4,
-  bfBackfilledJobs: 311,
-  bfCycleCounter: 2870,
-  bfCycleSum: 12082700,
-  bfCycleLast: 3977,
-  bfCycleMax: 51234,
-  bfDepthSum: 14350,
-  bfQueueLen: 4,
-  bfQueueLenSum: 8610,
-  bfWhenLastCycle: T - 25,
-  rpcsByType: [
-    { type: 'REQUEST_NODE_INFO', typeId: 2007, count: 205430, totalUs: 6871947674 },
-    { type: 'REQUEST_JOB_INFO', typeId: 2003, count: 102715, totalUs: 512238 },
-    { type: 'REQUEST_PARTITION_INFO', typeId: 2009, count: 102711, totalUs: 388001 },
-    { type: 'REQUEST_STATS_INFO', typeId: 2035, count: 2880, totalUs: 50112 },
-    { type: 'REQUEST_SUBMIT_BATCH_JOB', typeId: 4003, count: 1290, totalUs: 1933002 },
-    { type: 'MESSAGE_NODE_REGISTRATION_STATUS', typeId: 1002, count: 45, totalUs: 10234 },
-    { type: 'REQUEST_COMPLETE_BATCH_SCRIPT', typeId: 5018, count: 1281, totalUs: 700233 },
-  ],
-  rpcsByUser: [
-    { user: 'root', uid: 0, count: 308145, totalUs: 7384185912 },
-    { user: 'slurm', uid: 64030, count: 4206, totalUs: 712467 },
-    { user: 'alice', uid: 1001, count: 812, totalUs: 1211010 },
-    { user: 'bob', uid: 1002, count: 478, totalUs: 722001 },
-  ],
-};
+/** The fake controller's opening statistics, with RPC tables of a busy controller. */
+function diagOf(cluster: FakeCluster): FakeDiag {
+  return {
+    ...cluster.view().diag,
+    // Above 2^32, as on a busy controller (Soperator's recorded sdiag): v0.0.41–v0.0.43 carry it wrapped.
+    scheduleCycleSum: 6442450944,
+    rpcsByType: [
+      { type: 'REQUEST_NODE_INFO', typeId: 2007, count: 205430, totalUs: 6871947674 },
+      { type: 'REQUEST_JOB_INFO', typeId: 2003, count: 102715, totalUs: 512238 },
+      { type: 'REQUEST_PARTITION_INFO', typeId: 2009, count: 102711, totalUs: 388001 },
+      { type: 'REQUEST_STATS_INFO', typeId: 2035, count: 2880, totalUs: 50112 },
+      { type: 'REQUEST_SUBMIT_BATCH_JOB', typeId: 4003, count: 1290, totalUs: 1933002 },
+      { type: 'MESSAGE_NODE_REGISTRATION_STATUS', typeId: 1002, count: 45, totalUs: 10234 },
+      { type: 'REQUEST_COMPLETE_BATCH_SCRIPT', typeId: 5018, count: 1281, totalUs: 700233 },
+    ],
+    rpcsByUser: [
+      { user: 'root', uid: 0, count: 308145, totalUs: 7384185912 },
+      { user: 'slurm', uid: 64030, count: 4206, totalUs: 712467 },
+      { user: 'alice', uid: 1001, count: 812, totalUs: 1211010 },
+      { user: 'bob', uid: 1002, count: 478, totalUs: 722001 },
+    ],
+  };
+}
 
 // ---------------------------------------------------------------- rendering
 
 function scenario(v: Minor): ClusterView {
+  const cluster = clusterOf(v);
   const jobs = jobSpecs(v).map(job);
   return {
-    clusterName: 'gpu-lab',
+    clusterName: cluster.clusterName,
     now: T,
-    nodes: nodeSpecs(v).map((s, i) => node(i, s)),
+    nodes: cluster.view().nodes.map((n) => ({ ...n, address: addressOf(n), ...NODE_CHANGES[n.name] })),
     jobs,
     accounting: jobs.filter((j) => ACCOUNTED.has(j.id)),
-    diag: DIAG,
+    diag: diagOf(cluster),
     nodesUpdatedAt: T - 5,
     jobsUpdatedAt: T - 2,
   };
 }
 
 /** Replaces members of `o`; throws on one it does not have, so a patch cannot add a member. */
-function patch(o: Obj, p: Patch, where: string): void {
+export function patch(o: Obj, p: Patch, where: string): void {
   for (const [path, value] of Object.entries(p)) {
     const keys = path.split('.');
     const last = keys.pop() as string;
-    let target = o;
-    for (const k of keys) target = target[k] as Obj;
+    let target: Obj | undefined = o;
+    for (const k of keys) target = target?.[k] as Obj | undefined;
     if (target === undefined || !(last in target)) throw new Error(`${where}: no member ${path} to replace`);
     target[last] = value;
   }

@@ -4,7 +4,7 @@
  * `npm run fixtures` rewrites them (and fixtures-schema.test.ts checks them against the specs).
  */
 import { describe, expect, it } from 'vitest';
-import { builtFixtures } from '../../scripts/slurm-fixtures.js';
+import { builtFixtures, patch } from '../../scripts/slurm-fixtures.js';
 import { BUILT_VERSIONS, listFiles, readText } from './fixtures.js';
 
 describe('built fixtures', () => {
@@ -20,4 +20,17 @@ describe('built fixtures', () => {
       expect(readText('built', file)).toBe(text);
     });
   }
+});
+
+describe('a patch of a rendered object', () => {
+  it('replaces members, nested ones too', () => {
+    const o = { state: ['IDLE'], required: { memory_per_cpu: 0 } };
+    patch(o, { state: ['IDLE', 'CLOUD'], 'required.memory_per_cpu': 4096 }, 'node');
+    expect(o).toEqual({ state: ['IDLE', 'CLOUD'], required: { memory_per_cpu: 4096 } });
+  });
+
+  it('cannot add a member the version does not send', () => {
+    expect(() => patch({ state: [] }, { suspend_time: 0 }, 'node x')).toThrow('node x: no member suspend_time');
+    expect(() => patch({ state: [] }, { 'required.memory_per_cpu': 0 }, 'job')).toThrow(/required\.memory_per_cpu/);
+  });
 });
