@@ -94,6 +94,14 @@ export class ClusterRunner implements Collecting<TickResult> {
           if (err !== undefined) m.collectorErrors.record(1, { collector, kind: failureKindOf(err) });
           this.landingRecord.runFinished(collector, Date.now(), ms, err);
         },
+        // Counted once, when found: a missing endpoint is a fact about slurmrestd, not a failing run.
+        absent: (collector, ms, absence, err) => {
+          m.collectorDuration.record(ms / 1000, { collector });
+          if (absence === 'new') {
+            m.collectorErrors.record(1, { collector, kind: 'absent' });
+            this.landingRecord.error(collector, Date.now(), err);
+          }
+        },
         skipped: (collector) => {
           m.collectorSkipped.record(1, { collector });
           this.landingRecord.skipped(collector);

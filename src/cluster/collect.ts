@@ -5,10 +5,12 @@
  * data and is counted; an in-flight limit per sub-collector skips a run rather
  * than pile requests onto a slow slurmrestd; a result older than the one
  * stored (runs overlapping when the limit is above 1) is dropped. Every stored
- * result is announced, so the agent can publish it at once. Scrapes never
- * reach this code.
+ * result is announced, so the agent can publish it at once. A run whose
+ * endpoint slurmrestd does not serve is no failure: its data is dropped, so its
+ * families are absent rather than frozen. Scrapes never reach this code.
  */
 import type { Logger } from '../log.js';
+import { absenceOf, type Absence } from './api/failures.js';
 import type {
   SlurmAccountingLimits,
   SlurmDiag,
@@ -36,10 +38,12 @@ export interface Fetchers {
 /** What the loop reports, for self-monitoring. */
 export interface LoopHooks {
   runFinished(name: SubCollector, durationMs: number, error?: unknown): void;
+  /** The run's endpoint is missing on the negotiated API version (`new`: found by this run). */
+  absent?(name: SubCollector, durationMs: number, absence: Absence, error: unknown): void;
   skipped(name: SubCollector): void;
   stale(name: SubCollector): void;
   inflight(name: SubCollector, count: number): void;
-  /** A result was stored (it is the newest of its sub-collector). */
+  /** A result was stored (it is the newest of its sub-collector), or dropped for a missing endpoint. */
   stored?(name: SubCollector): void;
 }
 
@@ -58,6 +62,8 @@ export interface TickResult {
   readonly started: readonly SubCollector[];
   /** Sub-collectors that failed in this tick. */
   readonly failed: readonly SubCollector[];
+  /** Sub-collectors whose endpoint slurmrestd does not serve (not failures). */
+  readonly absent: readonly SubCollector[];
 }
 
 /**
@@ -117,7 +123,8 @@ export class CollectionLoop {
     const outcomes = await Promise.all(runs);
     const started = this.enabled.filter((_, i) => outcomes[i] !== 'skipped');
     const failed = this.enabled.filter((_, i) => outcomes[i] === 'failed');
-    return { snapshot: this.snapshot(), durationMs: this.now() - t0, started, failed };
+    const absent = this.enabled.filter((_, i) => outcomes[i] === 'absent');
+    return { snapshot: this.snapshot(), durationMs: this.now() - t0, started, failed, absent };
   }
 
   snapshot(): ClusterSnapshot {
@@ -129,7 +136,7 @@ export class CollectionLoop {
     for (const a of this.aborts) a.abort();
   }
 
-  private async start(name: SubCollector): Promise<'ok' | 'failed' | 'skipped'> {
+  private async start(name: SubCollector): Promise<'ok' | 'failed' | 'absent' | 'skipped'> {
     const { hooks } = this.opts;
     if (this.running[name] >= this.opts.maxInflight) {
       hooks.skipped(name);
@@ -150,6 +157,12 @@ export class CollectionLoop {
       this.store(name, { value, atMs, seq } as Collected<never>);
       return 'ok';
     } catch (err) {
+      const absence = absenceOf(err);
+      if (absence !== undefined) {
+        hooks.absent?.(name, this.now() - atMs, absence, err);
+        this.drop(name, seq);
+        return 'absent';
+      }
       hooks.runFinished(name, this.now() - atMs, err);
       this.opts.logger.error(
         { collector: name, err: (err as Error).message },
@@ -160,6 +173,14 @@ export class CollectionLoop {
       this.aborts.delete(abort);
       hooks.inflight(name, --this.running[name]);
     }
+  }
+
+  /** Forgets the stored data, unless a newer run stored it. */
+  private drop(name: SubCollector, seq: number): void {
+    const current = this.stored[name];
+    if (current === undefined || current.seq > seq) return;
+    delete this.stored[name];
+    this.opts.hooks.stored?.(name);
   }
 
   private store(name: SubCollector, result: Collected<never>): void {

@@ -4,7 +4,7 @@
  * (from /shares), QoS and association limits (from slurmdbd). Each comes only from a sub-collector that has succeeded: a failing /licenses never
  * touches the job families, and a switched-off one leaves its families out.
  */
-import { point, type Attributes, type Family, type Point } from '../telemetry/spec.js';
+import { point, type Family, type Point } from '../telemetry/spec.js';
 import { expandHostlist } from './hostlist.js';
 import {
   FAIRSHARE_METRICS,
@@ -21,6 +21,7 @@ import type {
   SlurmNode,
   SlurmReservation,
   SlurmShare,
+  TresLimit,
 } from './model.js';
 import { nodeStateNames } from './native.js';
 import type { ClusterSnapshot } from './snapshot.js';
@@ -155,36 +156,50 @@ function fairshareFamilies(rows: readonly SlurmShare[]): Family[] {
   }));
 }
 
-function limitPoints(owners: readonly { readonly attributes: Attributes; readonly limits: SlurmLimits }[]): {
-  values: Point[];
-  tres: Point[];
-} {
-  const values: Point[] = [];
-  const tres: Point[] = [];
+/**
+ * The set limits and TRES limits of each owner (a QoS, an association), each owner once: the first
+ * of a repeated key wins, as does the first of a repeated TRES limit.
+ */
+function limitPoints<T extends SlurmLimits>(
+  owners: readonly T[],
+  key: (owner: T) => string,
+  value: (owner: T, limit: string, value: number) => Point,
+  tres: (owner: T, limit: TresLimit) => Point,
+): { values: Point[]; tres: Point[] } {
+  const out = { values: [] as Point[], tres: [] as Point[] };
   const seen = new Set<string>();
-  for (const { attributes, limits } of owners) {
-    const key = JSON.stringify(attributes);
-    if (seen.has(key)) continue;
-    seen.add(key);
-    for (const [limit, value] of Object.entries(limits.values))
-      values.push({ attributes: { ...attributes, limit }, value });
+  for (const owner of owners) {
+    if (seen.has(key(owner))) continue;
+    seen.add(key(owner));
+    for (const [limit, v] of Object.entries(owner.values)) out.values.push(value(owner, limit, v));
     const tresSeen = new Set<string>();
-    for (const t of limits.tres) {
+    for (const t of owner.tres) {
       if (tresSeen.has(`${t.limit}\0${t.tres}`)) continue;
       tresSeen.add(`${t.limit}\0${t.tres}`);
-      tres.push({ attributes: { ...attributes, limit: t.limit, tres: t.tres }, value: t.count });
+      out.tres.push(tres(owner, t));
     }
   }
-  return { values, tres };
+  return out;
 }
 
 function limitFamilies(l: SlurmAccountingLimits): Family[] {
-  const qos = limitPoints(l.qos.map((q) => ({ attributes: { qos: q.qos }, limits: q })));
+  const qos = limitPoints(
+    l.qos,
+    (q) => q.qos,
+    (q, limit, v) => point(LIMIT_METRICS.qos, { qos: q.qos, limit }, v),
+    (q, t) => point(LIMIT_METRICS.qosTres, { qos: q.qos, limit: t.limit, tres: t.tres }, t.count),
+  );
   const assoc = limitPoints(
-    l.associations.map((a) => ({
-      attributes: { account: a.account, user: a.user, partition: a.partition },
-      limits: a,
-    })),
+    l.associations,
+    (a) => JSON.stringify([a.account, a.user, a.partition]),
+    (a, limit, v) =>
+      point(LIMIT_METRICS.association, { account: a.account, user: a.user, partition: a.partition, limit }, v),
+    (a, t) =>
+      point(
+        LIMIT_METRICS.associationTres,
+        { account: a.account, user: a.user, partition: a.partition, limit: t.limit, tres: t.tres },
+        t.count,
+      ),
   );
   return [
     { spec: LIMIT_METRICS.qos, points: qos.values },

@@ -77,13 +77,14 @@ const JOB_FIELDS: InternFields<SlurmJob> = {
     'user_name',
     'group_name',
     'mail_user',
-    'standard_error',
     'standard_output',
     'nodes',
     'tres_alloc_str',
     'tres_req_str',
   ],
   values: ['state', 'exit_code'],
+  // By default stderr goes where stdout goes, one file per job (slurm-%j.out).
+  sameAs: [['standard_error', 'standard_output']],
 };
 
 const NODE_FIELDS: InternFields<SlurmNode> = {

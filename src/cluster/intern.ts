@@ -10,6 +10,12 @@
 export interface InternFields<T> {
   readonly strings: readonly (keyof T)[];
   readonly values: readonly (keyof T)[];
+  /**
+   * String fields that usually equal another field of the same item and seldom another item's
+   * (a job's stdout and stderr paths, one file per job): `[field, other]` makes `field` the
+   * other's copy when they are equal, without pooling either.
+   */
+  readonly sameAs?: readonly (readonly [keyof T, keyof T])[];
 }
 
 /** The pools of one response: nothing is kept between collections. */
@@ -26,6 +32,7 @@ export class Interner<T extends object> {
    */
   add(item: T): void {
     const rec = item as Record<keyof T, unknown>;
+    for (const [f, other] of this.fields.sameAs ?? []) if (rec[f] === rec[other]) rec[f] = rec[other];
     for (const f of this.fields.strings) {
       const s = rec[f];
       if (typeof s !== 'string') continue;
@@ -36,10 +43,21 @@ export class Interner<T extends object> {
     for (const f of this.fields.values) {
       const v = rec[f];
       if (v === undefined || v === null || typeof v !== 'object') continue;
-      const key = JSON.stringify(v);
+      const key = valueKey(v);
       const seen = this.values.get(key);
       if (seen === undefined) this.values.set(key, v);
       else rec[f] = seen;
     }
   }
+}
+
+/**
+ * A key telling values apart, made without JSON.stringify for the usual shape, an array of words
+ * (`["RUNNING"]`): its length, then its words, NUL-separated. It starts with a digit, where the
+ * JSON text of any other array or object starts with "[" or "{".
+ */
+function valueKey(v: object): string {
+  if (Array.isArray(v) && v.every((w) => typeof w === 'string' && !w.includes('\u0000')))
+    return `${v.length}\u0000${v.join('\u0000')}`;
+  return JSON.stringify(v);
 }

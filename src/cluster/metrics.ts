@@ -285,7 +285,7 @@ export const CLUSTER_SELF_METRICS = {
     'slurm_exporter_collector_errors',
     '',
     ['collector', 'kind'],
-    'Failed runs of each sub-collector, by why they failed (auth, timeout, network, too_large, http, version, decode, api_errors, aborted, internal); a failed sub-collector keeps exporting its last good data. `sum by (collector)` gives the Soperator series.',
+    'Failed runs of each sub-collector, by why they failed (auth, timeout, network, too_large, http, version, decode, api_errors, aborted, internal); a failed sub-collector keeps exporting its last good data. `sum by (collector)` gives the Soperator series. `absent`: slurmrestd does not serve the endpoint on the negotiated API version, counted once when found (its families are then absent; it is asked again every 10 minutes).',
   ),
   collectorInflight: spec(
     'gauge',

@@ -5,7 +5,7 @@
  * source the API version does not carry (a diag field, effective CPUs before v0.0.40) is left
  * out, never reported as 0; counts over a list that was read are real zeros.
  */
-import { point, type Attributes, type Family, type LazyFamily, type MetricSpec } from '../telemetry/spec.js';
+import { point, type AttributesOf, type Family, type LazyFamily, type MetricSpec } from '../telemetry/spec.js';
 import { expandHostlist } from './hostlist.js';
 import {
   NATIVE_ACCOUNT_METRICS,
@@ -260,12 +260,25 @@ function addJob(t: JobTotals, job: SlurmJob, names: readonly NativeJobState[], t
   t.gpusAlloc += alloc.gpus ?? 0;
 }
 
-/** The label (none, username, account) is the caller's: these families are typed by it alone. */
-type JobSpecs = typeof NATIVE_JOB_METRICS | typeof NATIVE_USER_METRICS | typeof NATIVE_ACCOUNT_METRICS;
+/** The job families of one grouping: the whole cluster (no label), per user or per account. */
+interface JobSpecs<L extends string> {
+  readonly jobs: GaugeSpec<L>;
+  readonly states: Readonly<Record<NativeJobState, GaugeSpec<L>>>;
+  readonly cpusAlloc: GaugeSpec<L>;
+  readonly memoryAlloc: GaugeSpec<L>;
+  readonly nodesAlloc: GaugeSpec<L>;
+  readonly gpusAlloc: GaugeSpec<L>;
+}
 
-function totalsFamilies(specs: JobSpecs, rows: ReadonlyMap<string, JobTotals>, label: string | undefined): Family[] {
-  const attrs = (k: string): Attributes => (label === undefined ? {} : { [label]: k });
-  const fam = (spec: GaugeSpec, value: (t: JobTotals) => number): Family => ({
+/** `label` is the families' one key (none for the whole cluster): another name does not compile. */
+function totalsFamilies<L extends string>(
+  specs: JobSpecs<L>,
+  rows: ReadonlyMap<string, JobTotals>,
+  label: NoInfer<L> | undefined,
+): Family[] {
+  // A computed key has type string to the compiler: the cast restores the label the caller was held to.
+  const attrs = (k: string) => (label === undefined ? {} : { [label]: k }) as AttributesOf<GaugeSpec<L>>;
+  const fam = (spec: GaugeSpec<L>, value: (t: JobTotals) => number): Family => ({
     spec,
     points: [...rows].map(([k, t]) => point(spec, attrs(k), value(t))),
   });

@@ -8,7 +8,7 @@ import type { AnyFamily, Attributes, Family, LazyFamily, MetricSpec, Point } fro
 import { expandHostlist } from './hostlist.js';
 import { CLUSTER_METRICS as M } from './metrics.js';
 import type { SlurmDiag, SlurmJob, SlurmNode } from './model.js';
-import { point, type AttributesOf } from '../telemetry/spec.js';
+import { point, type AttributesOf, type ExactAttributes } from '../telemetry/spec.js';
 import { JOB_TERMINAL_STATES } from './model.js';
 import { flagValue, isUnavailable, legacyStateLabels, stateFlagLabels } from './node-state.js';
 import { extraFamilies } from './extra.js';
@@ -74,10 +74,10 @@ function lazy(spec: PointSpec, points: () => Iterable<Point>): LazyFamily {
 }
 
 /** One point of the family per item whose value is known (a missing value is not a zero). */
-function perItem<S extends PointSpec, T>(
+function perItem<S extends PointSpec, T, A extends AttributesOf<S>>(
   spec: S,
   items: readonly T[],
-  attributes: (item: T) => NoInfer<AttributesOf<S>>,
+  attributes: (item: T) => ExactAttributes<NoInfer<S>, A>,
   value: (item: T) => number | undefined,
 ): () => Iterable<Point> {
   return function* () {
@@ -123,10 +123,10 @@ function memoized<R>(
 }
 
 /** A point of the family when the value is known; nothing otherwise (a missing value is not a zero). */
-function maybe<S extends PointSpec>(
+function maybe<S extends PointSpec, A extends AttributesOf<S>>(
   out: Point[],
   spec: S,
-  attributes: NoInfer<AttributesOf<S>>,
+  attributes: ExactAttributes<NoInfer<S>, A>,
   value: number | undefined,
   startTimeMs?: number,
 ): void {

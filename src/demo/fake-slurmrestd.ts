@@ -30,6 +30,8 @@ export interface FakeSlurmrestdOptions {
   readonly release?: string;
   /** Endpoints answered with an HTTP 500 (a slurmctld-side failure), to test isolation. */
   readonly failing?: readonly Endpoint[];
+  /** Paths answered 404, as by a slurmrestd without their plugin (a trailing slash makes no difference). */
+  readonly missing?: readonly string[];
   /** Renderers for versions the package does not render (v0.0.38); see RenderOptions.renderers. */
   readonly renderers?: Renderers;
 }
@@ -41,6 +43,8 @@ export interface FakeSlurmrestd {
   readonly requests: ReadonlyMap<string, number>;
   /** Changes the served versions from the next request on (an upgrade, a restricted parser list). */
   setVersions(versions: readonly RenderVersion[]): void;
+  /** Changes the paths answered 404 from the next request on (a plugin loaded or unloaded). */
+  setMissing(paths: readonly string[]): void;
   close(): Promise<void>;
 }
 
@@ -83,6 +87,8 @@ function authStatus(req: IncomingMessage, token: string | undefined): number | n
   if (given === undefined) return 401;
   return given === token ? null : 500;
 }
+
+const withoutSlash = (path: string): string => path.replace(/\/+$/, '');
 
 function route(path: string, served: ReadonlySet<RenderVersion>, slurmdbd: boolean): Route {
   const m = ROUTE.exec(path);
@@ -159,6 +165,7 @@ export async function startFakeSlurmrestd(opts: FakeSlurmrestdOptions): Promise<
   let served = servable(opts.versions, opts.renderers);
   const requests = new Map<string, number>();
   const slurmdbd = opts.slurmdbd ?? true;
+  let missing = new Set((opts.missing ?? []).map(withoutSlash));
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://fake');
@@ -168,6 +175,8 @@ export async function startFakeSlurmrestd(opts: FakeSlurmrestdOptions): Promise<
     if (auth === 500) return sendError(res, 500, 'Authentication failure: invalid token');
     if (req.method !== 'GET') return sendError(res, 405, `Method ${req.method ?? ''} not allowed`);
     if (opts.clock !== undefined) opts.cluster.advanceTo(opts.clock());
+    if (missing.has(withoutSlash(url.pathname)))
+      throw new HttpError(404, `Unable to find requested URL ${url.pathname}`);
     if (OPENAPI_PATHS.has(url.pathname)) {
       return sendJson(
         res,
@@ -213,6 +222,9 @@ export async function startFakeSlurmrestd(opts: FakeSlurmrestdOptions): Promise<
     requests,
     setVersions(versions) {
       served = servable(versions, opts.renderers);
+    },
+    setMissing(paths) {
+      missing = new Set(paths.map(withoutSlash));
     },
     close: () =>
       new Promise<void>((resolve, reject) => {

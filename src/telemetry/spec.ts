@@ -103,10 +103,22 @@ export function optionalLabels<S extends MetricSpec<string, never>, const O exte
 export type AttributesOf<S extends MetricSpec> =
   S extends MetricSpec<infer L, infer O> ? Readonly<Record<L, string> & Partial<Record<O, string>>> : never;
 
+/** Every key a point of the family may carry. */
+type KeysOf<S extends MetricSpec> = S extends MetricSpec<infer L, infer O> ? L | O : never;
+
+/**
+ * The attributes `A` given for a point of `S`, refused when they carry a key `S` does not declare.
+ * An object literal alone is checked for extra keys; this also catches those that arrive through
+ * a spread (`{ ...owner, limit }`) or a variable. Attributes typed `AttributesOf<S>` for a generic
+ * `S` (helpers building points of any family) pass as they are.
+ */
+export type ExactAttributes<S extends MetricSpec, A> = A &
+  ([keyof A] extends [keyof AttributesOf<S>] ? unknown : { readonly [K in Exclude<keyof A, KeysOf<S>>]: never });
+
 /** A point of the family: a key it does not declare, or a missing one, does not compile. */
-export function point<S extends MetricSpec>(
+export function point<S extends MetricSpec, A extends AttributesOf<S>>(
   _spec: S,
-  attributes: NoInfer<AttributesOf<S>>,
+  attributes: ExactAttributes<S, A>,
   value: number | bigint,
   startTimeMs?: number,
 ): Point {
@@ -142,9 +154,9 @@ export interface MetricEvent {
 }
 
 /** An event of the family: like `point`, a key it does not declare, or a missing one, does not compile. */
-export function event<S extends MetricSpec & { kind: 'counter' | 'histogram' }>(
+export function event<S extends MetricSpec & { kind: 'counter' | 'histogram' }, A extends AttributesOf<S>>(
   spec: S,
-  attributes: NoInfer<AttributesOf<S>>,
+  attributes: ExactAttributes<S, A>,
   value: number,
 ): MetricEvent {
   return { spec, value, attributes: attributes as Attributes };

@@ -31,6 +31,22 @@ describe('Interner', () => {
   });
 });
 
+describe('Interner keys', () => {
+  it('tells apart word arrays that join alike, and word arrays from other values', () => {
+    const items = [
+      { v: [] as unknown },
+      { v: [''] },
+      { v: ['a', 'b'] },
+      { v: ['a\u0000b'] },
+      { v: { 0: 'x' } },
+      { v: ['x'] },
+    ];
+    const interner = new Interner<(typeof items)[number]>({ strings: [], values: ['v'] });
+    for (const i of items) interner.add(i);
+    expect(items.map((i) => i.v)).toEqual([[], [''], ['a', 'b'], ['a\u0000b'], { 0: 'x' }, ['x']]);
+  });
+});
+
 describe('fetchers share repeated values of what slurmrestd sends', () => {
   it('each decoded job is seen once by onItem, and equal states are one array', async () => {
     const server = await FaultServer.start({ versions: ['v0.0.44'] });

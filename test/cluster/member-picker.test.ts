@@ -1,7 +1,9 @@
+import fs from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { JsonArraySplitter } from '../../src/cluster/api/json-array-stream.js';
 import { MemberPicker } from '../../src/cluster/api/member-picker.js';
+import { MODULE_FILE, renderWasmModule, WAT_FILE } from '../../scripts/wasm.js';
 
 /** The picker's output for one whole object text, parsed; undefined when it hands the text on. */
 function pick(names: readonly string[], text: string): unknown {
@@ -137,5 +139,38 @@ describe('JsonArraySplitter with keepMembers', () => {
   it('gives the same elements when every byte is its own chunk', () => {
     const chunks = [...body].map((_, i) => body.subarray(i, i + 1));
     expect(splitKeeping(names, chunks).map((t) => JSON.parse(t) as unknown)).toEqual(want);
+  });
+});
+
+describe('MemberPicker memory', () => {
+  it('scans a buffer the caller rewrote between chunks afresh', () => {
+    const texts: string[] = [];
+    const splitter = new JsonArraySplitter({
+      arrayKey: 'jobs',
+      keepMembers: ['a'],
+      onElement: (b) => texts.push(b.toString('utf8')),
+    });
+    // Same shapes at the same offsets: bytes left from the chunk before would scan cleanly.
+    const parts = ['{"jobs":[', '{"a":1,"b":2},', '{"a":3,"b":4},', '{"a":5,"b":6}]}'].map((p) => p.padEnd(16, ' '));
+    const reused = Buffer.alloc(16);
+    for (const p of parts) {
+      reused.write(p);
+      splitter.write(reused);
+    }
+    splitter.end();
+    expect(texts).toEqual(['{"a":1}', '{"a":3}', '{"a":5}']);
+  });
+
+  it('grows its memory for an element far larger than its first pages', () => {
+    const big = 'y'.repeat(3_000_000);
+    expect(pick(['b'], `{"a":"${big}","b":[1,2]}`)).toEqual({ b: [1, 2] });
+    expect(pick(['a'], `{"a":"${big}","b":[1,2]}`)).toEqual({ a: big });
+  });
+});
+
+describe('the scanner module', () => {
+  it('is the one member-picker.wat assembles to (run `npm run wasm` after editing it)', async () => {
+    const wat = fs.readFileSync(WAT_FILE, 'utf8');
+    expect(fs.readFileSync(MODULE_FILE, 'utf8')).toBe(await renderWasmModule(wat));
   });
 });

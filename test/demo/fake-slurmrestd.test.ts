@@ -194,4 +194,24 @@ describe('fake slurmrestd options', () => {
       await server.close();
     }
   });
+
+  it('answers 404 for the chosen paths, with or without the trailing slash, and follows setMissing', async () => {
+    const cluster = new FakeCluster({ seed: 4 });
+    const server = await startFakeSlurmrestd({
+      cluster,
+      versions: ['v0.0.44'],
+      missing: ['/slurm/v0.0.44/licenses/'],
+    });
+    try {
+      expect((await get(server, '/slurm/v0.0.44/licenses/', {})).status).toBe(404);
+      expect((await get(server, '/slurm/v0.0.44/licenses', {})).status).toBe(404);
+      expect((await get(server, '/slurm/v0.0.44/nodes/', {})).status).toBe(200);
+      server.setMissing(['/slurm/v0.0.44/nodes']);
+      expect((await get(server, '/slurm/v0.0.44/licenses/', {})).status).toBe(200);
+      expect((await get(server, '/slurm/v0.0.44/nodes/', {})).status).toBe(404);
+      expect(server.requests.get('/slurm/v0.0.44/licenses/')).toBe(2);
+    } finally {
+      await server.close();
+    }
+  });
 });

@@ -1,6 +1,6 @@
 /** Starting the real agents on loopback for tests. */
 import { staticToken } from '../../src/cluster/api/auth.js';
-import { SlurmClient } from '../../src/cluster/api/client.js';
+import { SlurmClient, type SlurmClientOptions } from '../../src/cluster/api/client.js';
 import type { ClusterAgentOptions } from '../../src/cluster/agent.js';
 import type { JobSource } from '../../src/cluster/model.js';
 import { FakeCluster } from '../../src/demo/fake-cluster.js';
@@ -33,6 +33,7 @@ export async function fakeSlurm(
   versions: readonly RenderVersion[],
   token: string,
   failing?: readonly Endpoint[],
+  missing?: readonly string[],
 ): Promise<{ cluster: FakeCluster; server: FakeSlurmrestd }> {
   const cluster = new FakeCluster({ nodes: 12, seed: 7 });
   cluster.advance(45 * 60_000);
@@ -44,6 +45,7 @@ export async function fakeSlurm(
     token,
     renderers: V0038_RENDERERS,
     ...(failing ? { failing } : {}),
+    ...(missing ? { missing } : {}),
   });
   return { cluster, server };
 }
@@ -55,6 +57,8 @@ export interface TestClusterOptions {
   readonly accountingLimits?: boolean;
   readonly userAccountMetrics?: boolean;
   readonly otlpUrl?: string;
+  /** The client's clock and wait before asking a missing endpoint again. */
+  readonly client?: Pick<SlurmClientOptions, 'now' | 'absentRetryMs'>;
 }
 
 /** Options for a cluster agent reading the fake slurmrestd on loopback, collecting only when asked. */
@@ -69,6 +73,7 @@ export function clusterAgentOptions(
     tokenSource: staticToken({ token, userName: 'root' }),
     requestTimeoutMs: 10_000,
     logger: silentLogger(),
+    ...o.client,
   });
   return {
     source: {

@@ -1,8 +1,15 @@
 /** The catalogue types its points: tsc (which checks test/) rejects a wrong or missing key. */
 import { describe, expect, it } from 'vitest';
 import { NODE_METRICS as M } from '../../src/node/metrics.js';
-import { CLUSTER_EVENT_METRICS as E } from '../../src/cluster/metrics.js';
-import { defineMetric, event, optionalLabels, point } from '../../src/telemetry/spec.js';
+import { CLUSTER_EVENT_METRICS as E, LIMIT_METRICS as L, NATIVE_USER_METRICS } from '../../src/cluster/metrics.js';
+import {
+  defineMetric,
+  event,
+  optionalLabels,
+  point,
+  type AttributesOf,
+  type MetricSpec,
+} from '../../src/telemetry/spec.js';
 import { expositionKeyErrors, familyKeyErrors } from '../support/catalogue-keys.js';
 
 const jobKeys = { job_id: '7', device: 'mlx5_0', port: '1', counter: 'port_xmit_data' };
@@ -31,6 +38,39 @@ describe('point', () => {
     // @ts-expect-error: `c` is neither required nor optional
     point(f, { a: '1', c: '2' }, 1);
     expect(f.optional).toEqual({ attributes: ['b'], option: '--b' });
+  });
+
+  it('rejects a key that arrives through a spread or a variable, where an object literal alone is not checked', () => {
+    const owner = { account: 'physics', user: 'alice', partition: 'gpu' };
+    expect(point(L.association, { ...owner, limit: 'max_jobs' }, 10).attributes).toEqual({
+      ...owner,
+      limit: 'max_jobs',
+    });
+    const qosOwner = { qos: 'normal', account: 'physics' };
+    // @ts-expect-error: `account` is not a key of slurm_qos_limit, though it comes in a spread
+    point(L.qos, { ...qosOwner, limit: 'grp_jobs' }, 10);
+    const attributes = { qos: 'normal', limit: 'grp_tres', tres: 'cpu', node: 'n1' };
+    // @ts-expect-error: `node` is not a key of slurm_qos_tres_limit, though the value is a variable
+    point(L.qosTres, attributes, 64);
+    const { user: _user, ...noUser } = owner;
+    // @ts-expect-error: `user` is missing from the spread
+    point(L.association, { ...noUser, limit: 'max_jobs' }, 10);
+    const meta: { user_name?: string; cluster?: string } = {};
+    // @ts-expect-error: an optional key the family does not declare (`cluster`) is refused too
+    point(M.jobProcesses, { job_id: '7', ...meta }, 1);
+    const labels: Record<string, string> = { username: 'alice' };
+    // @ts-expect-error: attributes typed by string keys carry any key
+    point(NATIVE_USER_METRICS.jobs, labels, 1);
+    // @ts-expect-error: events are held to the same rule
+    event(E.nodeDraining, { ...{ node_name: 'n1', node: 'n1' } }, 30);
+  });
+
+  it('lets a helper that builds points of any family pass attributes typed by that family', () => {
+    const helper = <S extends MetricSpec>(spec: S, attributes: AttributesOf<S>) => point(spec, attributes, 1);
+    expect(helper(L.qos, { qos: 'normal', limit: 'grp_jobs' }).attributes).toEqual({
+      qos: 'normal',
+      limit: 'grp_jobs',
+    });
   });
 
   it('types the events of the cluster agent the same way', () => {

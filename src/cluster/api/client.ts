@@ -9,7 +9,8 @@
  * - a rejected token (401, or the 500 with an authentication `errors[]` that Slurm 22.05 sends
  *   for a bad or expired token) → `tokenSource.invalidate()` and one more try; 403 is final;
  * - 404 on the negotiated version → renegotiate once and retry (slurmrestd was restarted
- *   without that plugin; that is not an outage);
+ *   without that plugin; that is not an outage), unless the version serves other paths and never
+ *   served this one: then the endpoint is missing there, remembered as such (absent.ts);
  * - network errors, timeouts and 502/503/504 → the transport's retries.
  */
 import type { Logger } from '../../log.js';
@@ -29,8 +30,10 @@ import type {
 } from '../model.js';
 import type { TokenSource } from './auth.js';
 import { startClock, type AccountingQuery, type CallOptions, type CallResult } from './call-result.js';
-import { failure, fromDecoded, isTokenRejection, toFailure, type Outcome } from './failures.js';
-import { endpointPath, noSlurmdbMessage, Negotiator, type Negotiated, type NegotiationResult } from './negotiation.js';
+import { failure, fromDecoded, isTokenRejection, toFailure, type Absence, type Outcome } from './failures.js';
+import { ABSENT_RETRY_MS, EndpointMemory } from './absent.js';
+import { noSlurmdbMessage, Negotiator, type Negotiated, type NegotiationResult } from './negotiation.js';
+import { endpointPath, ENDPOINTS, servedBy, type EndpointName, type KnownEndpoint } from './paths.js';
 import { decodeDiagBody, MAX_TEXT_BYTES, parseWhole } from './read-whole.js';
 import { decodeListStream } from './stream-decode.js';
 import { decodeLicense } from './decode-licenses.js';
@@ -47,7 +50,7 @@ import {
   type RequestStats,
   type TlsOptions,
 } from './transport.js';
-import { compareVersionsDesc, decoderFor, familyOf, type SupportedVersion } from './versions.js';
+import { decoderFor, familyOf, type SupportedVersion } from './versions.js';
 
 export interface SlurmClientOptions {
   /** `http(s)://host:port[/prefix]` or `unix:/path/to/slurmrestd.sock`. */
@@ -64,17 +67,18 @@ export interface SlurmClientOptions {
   readonly maxResponseBytes?: number;
   readonly tls?: TlsOptions;
   readonly logger: Logger;
+  /** How long an endpoint found missing is left alone before it is asked again (default 10 min). */
+  readonly absentRetryMs?: number;
+  /** The clock of that wait (default Date.now). */
+  readonly now?: () => number;
 }
 
-interface Endpoint<T> {
-  readonly api: 'slurm' | 'slurmdb';
-  readonly name: string;
-  /** The first API version serving the endpoint; an older one answers empty without a request. */
-  readonly since?: SupportedVersion;
+/** What one request is: a known endpoint (so that every path is checked against Slurm's specs) and its decoding. */
+type Endpoint<T> = KnownEndpoint & {
   /** Query parameters for the negotiated version (they differ between API families). */
   query?(version: SupportedVersion): Readonly<Record<string, string>>;
   decode(res: HttpResponse, version: SupportedVersion): Promise<Decoded<T>>;
-}
+};
 
 export class SlurmClient {
   private readonly transport: HttpTransport;
@@ -83,12 +87,14 @@ export class SlurmClient {
   private readonly pinned: string | undefined;
   private readonly closing = new AbortController();
   private readonly negotiator: Negotiator;
+  private readonly endpoints: EndpointMemory;
   private release: string | undefined;
 
   /** Throws on invalid options (a bad server string, a non-positive timeout): a configuration error. */
   constructor(opts: SlurmClientOptions) {
     this.tokens = opts.tokenSource;
     this.log = opts.logger;
+    this.endpoints = new EndpointMemory(opts.absentRetryMs ?? ABSENT_RETRY_MS, opts.now ?? Date.now);
     this.pinned = opts.apiVersion === undefined || opts.apiVersion === 'auto' ? undefined : opts.apiVersion;
     this.transport = new HttpTransport({
       server: opts.server,
@@ -132,8 +138,7 @@ export class SlurmClient {
   nodes(opts: CallOptions<SlurmNode> = {}): Promise<CallResult<SlurmNode>> {
     return this.call(
       {
-        api: 'slurm',
-        name: 'nodes',
+        ...ENDPOINTS.nodes,
         decode: (res, v) => decodeListStream(res.body, 'nodes', decoderFor(v).decodeNode, opts),
       },
       opts,
@@ -143,8 +148,7 @@ export class SlurmClient {
   jobs(opts: CallOptions<SlurmJob> = {}): Promise<CallResult<SlurmJob>> {
     return this.call(
       {
-        api: 'slurm',
-        name: 'jobs',
+        ...ENDPOINTS.jobs,
         decode: (res, v) => decodeListStream(res.body, 'jobs', decoderFor(v).decodeJob, opts),
       },
       opts,
@@ -153,14 +157,14 @@ export class SlurmClient {
 
   partitions(opts: CallOptions = {}): Promise<CallResult<SlurmPartition>> {
     return this.call(
-      { api: 'slurm', name: 'partitions', decode: (res) => decodeListStream(res.body, 'partitions', decodePartition) },
+      { ...ENDPOINTS.partitions, decode: (res) => decodeListStream(res.body, 'partitions', decodePartition) },
       opts,
     );
   }
 
   licenses(opts: CallOptions = {}): Promise<CallResult<SlurmLicense>> {
     return this.call(
-      { api: 'slurm', name: 'licenses', decode: (res) => decodeListStream(res.body, 'licenses', decodeLicense) },
+      { ...ENDPOINTS.licenses, decode: (res) => decodeListStream(res.body, 'licenses', decodeLicense) },
       opts,
     );
   }
@@ -168,8 +172,7 @@ export class SlurmClient {
   reservations(opts: CallOptions = {}): Promise<CallResult<SlurmReservation>> {
     return this.call(
       {
-        api: 'slurm',
-        name: 'reservations',
+        ...ENDPOINTS.reservations,
         decode: (res) => decodeListStream(res.body, 'reservations', decodeReservation),
       },
       opts,
@@ -180,25 +183,25 @@ export class SlurmClient {
   shares(opts: CallOptions = {}): Promise<CallResult<SlurmShare>> {
     const decode = async (res: HttpResponse): Promise<Decoded<SlurmShare>> =>
       parseWhole(await readText(res.body, MAX_TEXT_BYTES), 'shares', decodeShares);
-    return this.call({ api: 'slurm', name: 'shares', since: 'v0.0.40', decode }, opts);
+    return this.call({ ...ENDPOINTS.shares, decode }, opts);
   }
 
   /** QoS limits from slurmdbd. */
   qos(opts: CallOptions = {}): Promise<CallResult<SlurmQosLimits>> {
     const decode = async (res: HttpResponse): Promise<Decoded<SlurmQosLimits>> =>
       parseWhole(await readText(res.body, MAX_TEXT_BYTES), 'qos', decodeQosList);
-    return this.call({ api: 'slurmdb', name: 'qos', decode }, opts);
+    return this.call({ ...ENDPOINTS.qos, decode }, opts);
   }
 
   /** Association limits from slurmdbd. */
   associations(opts: CallOptions = {}): Promise<CallResult<SlurmAssociationLimits>> {
     const decode = async (res: HttpResponse): Promise<Decoded<SlurmAssociationLimits>> =>
       parseWhole(await readText(res.body, MAX_TEXT_BYTES), 'associations', decodeAssociations);
-    return this.call({ api: 'slurmdb', name: 'associations', decode }, opts);
+    return this.call({ ...ENDPOINTS.associations, decode }, opts);
   }
 
   diag(opts: CallOptions = {}): Promise<CallResult<SlurmDiag>> {
-    return this.call({ api: 'slurm', name: 'diag', decode: (res, v) => decodeDiagBody(res, v) }, opts);
+    return this.call({ ...ENDPOINTS.diag, decode: (res, v) => decodeDiagBody(res, v) }, opts);
   }
 
   /** Jobs from slurmdbd that were active in [startTime, endTime]. */
@@ -213,7 +216,7 @@ export class SlurmClient {
     });
     const decode = (res: HttpResponse, v: SupportedVersion): Promise<Decoded<SlurmJob>> =>
       decodeListStream(res.body, 'jobs', decoderFor(v).decodeAccountingJob, opts);
-    return this.call({ api: 'slurmdb', name: 'jobs', query, decode }, opts);
+    return this.call({ ...ENDPOINTS.accountingJobs, query, decode }, opts);
   }
 
   /** Aborts calls in flight and closes idle connections. */
@@ -247,42 +250,79 @@ export class SlurmClient {
     stats: RequestStats,
     signal: AbortSignal,
   ): Promise<{ outcome: Outcome<DecodedOk<T>>; version?: SupportedVersion }> {
-    let version: SupportedVersion | undefined;
     // Two rounds at most: the second only after a 404 made us renegotiate.
-    for (let round = 1; round <= 2; round++) {
+    for (let round = 1; ; round++) {
       const neg = await this.negotiator.ensure(stats);
       if (!neg.ok) return { outcome: neg };
-      version = ep.api === 'slurm' ? neg.value.version : neg.value.slurmdbVersion;
-      if (version === undefined)
-        return { outcome: failure('version', noSlurmdbMessage(neg.value.served, this.pinned)) };
-      if (ep.since !== undefined && compareVersionsDesc(version, ep.since) > 0)
-        return { outcome: { ok: true, value: emptyResult<T>() }, version };
-      const path = endpointPath(ep.api, version, ep.name);
-      const v = version;
-      try {
-        const decoded = await this.authed(
-          path,
-          ep.query?.(v),
-          (res) => ep.decode(res, v).then((d) => explainDecoded(d, res)),
-          stats,
-          signal,
-        );
-        return { outcome: fromDecoded(decoded, path), version };
-      } catch (err) {
-        if (round === 1 && err instanceof SlurmHttpError && err.status === 404) {
-          this.log.warn({ path, api_version: version }, 'slurmrestd no longer serves this API version; renegotiating');
+      const version = ep.api === 'slurm' ? neg.value.version : neg.value.slurmdbVersion;
+      if (version === undefined && neg.value.served.slurmdb.length === 0) {
+        // slurmrestd lists no /slurmdb/ version at all (no slurmdbd): missing like a 404, and only
+        // a new discovery document can bring it, so the retry renegotiates.
+        if (round === 1 && this.endpoints.retryDue(neg.value, NO_SLURMDB)) {
           this.negotiator.forget(neg.value);
           continue;
         }
-        return { outcome: { ok: false, failure: toFailure(err, this.tokens) }, version };
+        return { outcome: this.noSlurmdb(ep, neg.value) };
+      }
+      if (version === undefined)
+        return { outcome: failure('version', noSlurmdbMessage(neg.value.served, this.pinned)) };
+      if (!servedBy(ep, version)) return { outcome: { ok: true, value: emptyResult<T>() }, version };
+      const path = endpointPath(ep.api, version, ep.name);
+      if (this.endpoints.isAbsent(neg.value, path))
+        return { outcome: absentFailure(ep, path, version, 'known'), version };
+      try {
+        const decoded = await this.authed(
+          path,
+          ep.query?.(version),
+          (res) => ep.decode(res, version).then((d) => explainDecoded(d, res)),
+          stats,
+          signal,
+        );
+        if (this.endpoints.served(neg.value, path))
+          this.log.info({ path, api_version: version }, 'slurmrestd serves this endpoint again');
+        return { outcome: fromDecoded(decoded, path), version };
+      } catch (err) {
+        if (!(err instanceof SlurmHttpError && err.status === 404))
+          return { outcome: { ok: false, failure: toFailure(err, this.tokens) }, version };
+        if (round === 1 && this.endpoints.worthRenegotiating(neg.value, path)) {
+          this.log.warn(
+            { path, api_version: version },
+            'slurmrestd answered 404; renegotiating in case it no longer serves this API version',
+          );
+          this.negotiator.forget(neg.value);
+          continue;
+        }
+        return { outcome: this.markAbsent(ep, neg.value, path, version), version };
       }
     }
-    return {
-      outcome: failure('http', `${ep.api}/${ep.name}: still HTTP 404 after renegotiating (API ${version})`, {
-        status: 404,
-      }),
-      ...(version ? { version } : {}),
-    };
+  }
+
+  /** No /slurmdb/ API at all: every slurmdb endpoint is missing, reported like a 404 (once, then quietly). */
+  private noSlurmdb(ep: EndpointName, negotiated: Negotiated): Outcome<never> {
+    const known = this.endpoints.isAbsent(negotiated, NO_SLURMDB);
+    const absence = known ? 'known' : this.endpoints.markAbsent(negotiated, NO_SLURMDB).absence;
+    const message = `${ep.api}/${ep.name}: ${noSlurmdbMessage(negotiated.served, this.pinned)}`;
+    if (absence === 'new')
+      this.log.warn({ endpoint: `${ep.api}/${ep.name}`, api_version: null }, `${message}; its metrics are absent`);
+    return failure('absent', message, { absence });
+  }
+
+  /** A 404 that renegotiating would not cure: the endpoint is missing on this version. */
+  private markAbsent(
+    ep: EndpointName,
+    negotiated: Negotiated,
+    path: string,
+    version: SupportedVersion,
+  ): Outcome<never> {
+    const { absence, retryAtMs } = this.endpoints.markAbsent(negotiated, path);
+    const fields = { endpoint: `${ep.api}/${ep.name}`, path, api_version: version, retry_at: new Date(retryAtMs) };
+    if (absence === 'new')
+      this.log.warn(
+        fields,
+        'slurmrestd does not serve this endpoint on the negotiated API version; its metrics are absent',
+      );
+    else this.log.debug(fields, 'slurmrestd still does not serve this endpoint');
+    return absentFailure(ep, path, version, absence);
   }
 
   /** Runs one request with the current credentials; a rejected token is renewed and tried once more. */
@@ -328,6 +368,14 @@ export class SlurmClient {
 }
 
 // ---- helpers (pure) ---------------------------------------------------------------------------
+
+/** The key under which a slurmrestd without any /slurmdb/ version is remembered. */
+const NO_SLURMDB = '/slurmdb/';
+
+function absentFailure(ep: EndpointName, path: string, version: SupportedVersion, absence: Absence): Outcome<never> {
+  const message = `${ep.api}/${ep.name}: slurmrestd does not serve ${path} (HTTP 404 on API ${version}; asked again later)`;
+  return failure('absent', message, { status: 404, absence });
+}
 
 function emptyResult<T>(): DecodedOk<T> {
   return { ok: true, items: [], skipped: 0, skip_reasons: [], meta: {}, errors: [], warnings: [] };

@@ -17,7 +17,9 @@ const AUTH_TEXT = /authenticat|credential|\btoken\b|expired|\bjwt\b/i;
 /**
  * Why a call failed; `slurm_exporter_collector_errors_total` counts runs by it:
  * - auth: credentials missing, rejected (401, 22.05's auth 500) after one renewal, or forbidden (403);
- * - http: any other HTTP status (502 after retries, 404 after renegotiation, a 500 without errors[]);
+ * - http: any other HTTP status (502 after retries, a 500 without errors[]);
+ * - absent: the endpoint answered 404 on an API version that serves others, or slurmrestd lists
+ *   no /slurmdb/ version at all (see absent.ts);
  * - version: no API version both sides know, or the requested one is not served;
  * - decode: not JSON, truncated, or JSON without the expected data;
  * - api_errors: Slurm answered with `errors[]` and no data;
@@ -29,6 +31,7 @@ export const FAILURE_KINDS = [
   'network',
   'too_large',
   'http',
+  'absent',
   'version',
   'decode',
   'api_errors',
@@ -44,7 +47,11 @@ export interface CallFailure {
   readonly status?: number;
   readonly decodeKind?: DecodeFailureKind;
   readonly errors: readonly ApiMessage[];
+  /** Kind `absent` only: `new` when this call found the endpoint missing, `known` while it is remembered so. */
+  readonly absence?: Absence;
 }
+
+export type Absence = 'new' | 'known';
 
 /** Thrown by orThrow(): carries the failure so a caller that prefers exceptions can still count kinds. */
 export class SlurmCallError extends Error {
@@ -57,6 +64,11 @@ export class SlurmCallError extends Error {
 /** The kind of any error a sub-collector run ended with: a call's own, else a bug on our side. */
 export function failureKindOf(err: unknown): FailureKind {
   return err instanceof SlurmCallError ? err.failure.kind : 'internal';
+}
+
+/** Whether an error a sub-collector run ended with is a missing endpoint, and a newly found one. */
+export function absenceOf(err: unknown): Absence | undefined {
+  return err instanceof SlurmCallError && err.failure.kind === 'absent' ? (err.failure.absence ?? 'new') : undefined;
 }
 
 export type Outcome<T> =

@@ -125,6 +125,7 @@ export class JsonArraySplitter {
   write(chunk: Uint8Array): void {
     const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     this.bytes += buf.length;
+    this.picker?.forget();
     let i = 0;
     const n = buf.length;
     while (i < n) i = this.step(buf, i, n);

@@ -8,8 +8,8 @@ import type { TokenSource } from './auth.js';
 import { failure, isAuthFailure, toFailure, type Outcome, type CallFailure } from './failures.js';
 import { decodeDiagBody, MAX_TEXT_BYTES } from './read-whole.js';
 import { readText, SlurmHttpError, TooLargeError, type HttpResponse, type RequestStats } from './transport.js';
+import { endpointPath } from './paths.js';
 import {
-  familyOf,
   parseServedVersions,
   pickVersion,
   SUPPORTED_VERSIONS,
@@ -193,11 +193,6 @@ export class Negotiator {
     }
     return { served: EMPTY_SERVED, source: 'probe' };
   }
-}
-
-/** v0.0.36–v0.0.38 paths have no trailing slash (as 22.05 lists them); v0.0.39+ have one. */
-export function endpointPath(api: 'slurm' | 'slurmdb', version: SupportedVersion, name: string): string {
-  return familyOf(version) === 'v0038' ? `/${api}/${version}/${name}` : `/${api}/${version}/${name}/`;
 }
 
 /** Why no /slurmdb/ version can be used, for the failure message. */

@@ -14,7 +14,7 @@ import {
   type RenderVersion,
 } from '../../../src/demo/slurm-render.js';
 import { OPTIONAL_SUB_COLLECTORS, type OptionalSubCollector } from '../../../src/cluster/snapshot.js';
-import { clusterAgentOptions, fakeSlurm } from '../../support/agents.js';
+import { clusterAgentOptions, fakeSlurm, type TestClusterOptions } from '../../support/agents.js';
 import { expositionKeyErrors } from '../../support/catalogue-keys.js';
 import { parseExposition, select, sumOf, valueOf } from '../../support/exposition.js';
 import { startReceiver } from '../../support/otlp-receiver.js';
@@ -38,6 +38,9 @@ interface StartOptions {
   readonly otlpUrl?: string;
   readonly userAccountMetrics?: boolean;
   readonly accountingLimits?: boolean;
+  /** Paths the fake answers 404. */
+  readonly missing?: readonly string[];
+  readonly client?: TestClusterOptions['client'];
 }
 
 async function start(
@@ -45,7 +48,7 @@ async function start(
   jobSource: 'controller' | 'accounting' = 'controller',
   o: StartOptions = {},
 ) {
-  const slurm = await fakeSlurm(versions, TOKEN, o.failing);
+  const slurm = await fakeSlurm(versions, TOKEN, o.failing, o.missing);
   server = slurm.server;
   runner = new ClusterRunner(
     clusterAgentOptions(slurm, TOKEN, { ...o, jobSource, optional: o.optional ?? OPTIONAL_SUB_COLLECTORS }),
@@ -288,9 +291,11 @@ describe('optional sub-collectors', () => {
     });
   }
 
-  it('the limits sub-collector fails alone when slurmdbd has no /qos (the fake serves none): every other family is served', async () => {
+  it('the limits sub-collector is absent alone when slurmdbd has no /qos (the fake serves none): every other family is served', async () => {
     const { runner } = await start(['v0.0.44'], 'controller', { accountingLimits: true });
-    expect((await runner.collect()).failed).toEqual(['limits']);
+    const tick = await runner.collect();
+    expect(tick.failed).toEqual([]);
+    expect(tick.absent).toEqual(['limits']);
     const samples = parseExposition(runner.pipeline.exposition.text);
     for (const name of [
       'slurm_node_info',
@@ -304,8 +309,8 @@ describe('optional sub-collectors', () => {
     }
     expect(select(samples, 'slurm_qos_limit')).toHaveLength(0);
     const self = parseExposition((await runner.self.exposition()).text);
-    // The fake answers the unknown path with a 404 carrying Slurm errors[].
-    expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: 'limits', kind: 'api_errors' })).toBe(1);
+    // The fake answers the unknown path with a 404, as slurmrestd does without the plugin.
+    expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: 'limits', kind: 'absent' })).toBe(1);
     expect(sumOf(self, 'slurm_exporter_collector_errors_total', { collector: 'limits' })).toBe(1);
   });
 
@@ -393,5 +398,95 @@ describe('cluster agent faults, end to end', () => {
         j.job_id,
       ).toBe(true);
     expect(jobs.every((s) => s.labels.user_id === '')).toBe(true);
+  });
+});
+
+const requests = (s: FakeSlurmrestd, path: string): number => s.requests.get(path) ?? 0;
+
+async function absentErrors(r: ClusterRunner, collector: string): Promise<{ absent: number; all: number }> {
+  const self = parseExposition((await r.self.exposition()).text);
+  return {
+    absent: valueOf(self, 'slurm_exporter_collector_errors_total', { collector, kind: 'absent' }) ?? NaN,
+    all: sumOf(self, 'slurm_exporter_collector_errors_total', { collector }),
+  };
+}
+
+const familySize = (r: ClusterRunner, name: string): number =>
+  select(parseExposition(r.pipeline.exposition.text), name).length;
+
+/** Endpoints slurmrestd does not serve on the negotiated version (no slurmdbd, no plugin), counting requests per path. */
+describe('an endpoint slurmrestd does not serve', () => {
+  const WAIT_MS = 600_000;
+  const LICENSES = '/slurm/v0.0.44/licenses/';
+  /** An agent on the fake (v0.0.44) whose client's clock the test moves. */
+  const startClocked = async (o: StartOptions) => {
+    const clock = { now: 1_000_000 };
+    const started = await start(['v0.0.44'], 'controller', {
+      ...o,
+      client: { now: () => clock.now, absentRetryMs: WAIT_MS },
+    });
+    return { clock, server: server as FakeSlurmrestd, runner: started.runner };
+  };
+
+  it('slurmdbd without /qos: no renegotiation per cycle, counted once, the limit families absent', async () => {
+    const { server, runner } = await startClocked({ accountingLimits: true });
+    await runner.collect();
+    // At most one renegotiation, in the first cycle (when /qos answers before anything else did).
+    const openapi = requests(server, '/openapi/v3');
+    const qos = requests(server, '/slurmdb/v0.0.44/qos/');
+    expect(openapi).toBeLessThanOrEqual(2);
+    expect(qos).toBeGreaterThanOrEqual(1);
+    expect(qos).toBeLessThanOrEqual(2);
+    for (let i = 0; i < 4; i++) {
+      const tick = await runner.collect();
+      expect(tick.absent).toEqual(['limits']);
+      expect(tick.failed).toEqual([]);
+    }
+    expect(requests(server, '/openapi/v3')).toBe(openapi);
+    expect(requests(server, '/slurmdb/v0.0.44/qos/')).toBe(qos);
+    expect(requests(server, '/slurm/v0.0.44/nodes/')).toBe(5);
+    expect(await absentErrors(runner, 'limits')).toEqual({ absent: 1, all: 1 });
+    expect(familySize(runner, 'slurm_qos_limit')).toBe(0);
+    expect(familySize(runner, 'slurm_association_limit')).toBe(0);
+    expect(familySize(runner, 'slurm_node_info')).toBe(12);
+  });
+
+  it('is asked again after the wait, and its families come back when it appears', async () => {
+    const { clock, server, runner } = await startClocked({
+      optional: ['licenses'],
+      missing: ['/slurm/v0.0.44/licenses'],
+    });
+    expect((await runner.collect()).absent).toEqual(['licenses']);
+    expect(familySize(runner, 'slurm_license_total')).toBe(0);
+    server.setMissing([]);
+    await runner.collect();
+    expect(requests(server, LICENSES)).toBe(1);
+    expect(familySize(runner, 'slurm_license_total')).toBe(0);
+    clock.now += WAIT_MS;
+    const tick = await runner.collect();
+    expect(tick.absent).toEqual([]);
+    expect(requests(server, LICENSES)).toBe(2);
+    const total = select(parseExposition(runner.pipeline.exposition.text), 'slurm_license_total');
+    expect(total.map((s) => s.value)).toEqual([FAKE_LICENSE_TOTAL]);
+    expect(requests(server, '/openapi/v3')).toBe(1);
+    expect(await absentErrors(runner, 'licenses')).toEqual({ absent: 1, all: 1 });
+  });
+
+  it('that disappears drops its families rather than freezing them, and is counted once', async () => {
+    const { server, runner } = await startClocked({ optional: ['licenses'] });
+    await runner.collect();
+    expect(familySize(runner, 'slurm_license_total')).toBe(1);
+    server.setMissing([LICENSES]);
+    expect((await runner.collect()).absent).toEqual(['licenses']);
+    expect(familySize(runner, 'slurm_license_total')).toBe(0);
+    expect(familySize(runner, 'slurm_node_info')).toBe(12);
+    // Served before on this version: one renegotiation to rule out a restarted slurmrestd, then remembered.
+    expect(requests(server, '/openapi/v3')).toBe(2);
+    const asked = requests(server, LICENSES);
+    await runner.collect();
+    await runner.collect();
+    expect(requests(server, LICENSES)).toBe(asked);
+    expect(requests(server, '/openapi/v3')).toBe(2);
+    expect(await absentErrors(runner, 'licenses')).toEqual({ absent: 1, all: 1 });
   });
 });

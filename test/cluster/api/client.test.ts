@@ -205,13 +205,28 @@ describe('SlurmClient endpoints', () => {
     expect(s.requests.map((r) => r.path.split('?')[0])).toContain('/slurmdb/v0.0.38/jobs');
   });
 
-  it('says accounting is unavailable when no /slurmdb/ version is served', async () => {
+  it('says accounting is missing when no /slurmdb/ version is served, and finds it by renegotiating after the wait', async () => {
     const s = await serve({ dbVersions: [] });
-    const r = await client(s).accountingJobs({ startTime: 0, endTime: 1 });
-    expect(failureOf(r)).toMatchObject({
-      kind: 'version',
+    let now = 0;
+    const c = client(s, { now: () => now, absentRetryMs: 600_000 });
+    const q = { startTime: 0, endTime: 1 };
+    expect(failureOf(await c.accountingJobs(q))).toMatchObject({
+      kind: 'absent',
+      absence: 'new',
       message: expect.stringMatching(/no \/slurmdb\/ API version/),
     });
+    expect(failureOf(await c.qos())).toMatchObject({ kind: 'absent', absence: 'known' });
+    expect(s.requests.map((r) => r.path)).toEqual(['/openapi/v3']);
+    s.dbVersions = ['v0.0.44'];
+    now += 600_000;
+    expect((await c.accountingJobs(q)).ok).toBe(true);
+    expect(s.count('/openapi/v3')).toBe(2);
+  });
+
+  it('says accounting is unavailable when the pinned version has no /slurmdb/ counterpart', async () => {
+    const s = await serve({ dbVersions: ['v0.0.43'] });
+    const r = await client(s, { apiVersion: 'v0.0.44' }).accountingJobs({ startTime: 0, endTime: 1 });
+    expect(failureOf(r)).toMatchObject({ kind: 'version', message: expect.stringMatching(/v0\.0\.44 was requested/) });
   });
 
   it('works over a unix socket with no authentication', async () => {
@@ -331,11 +346,66 @@ describe('SlurmClient faults', { timeout: 15_000 }, () => {
     expect(c.current()?.version).toBe('v0.0.43');
   });
 
-  it('a 404 that survives renegotiation is reported, not looped on', async () => {
+  it('a 404 that survives renegotiation is remembered as a missing endpoint, not looped on', async () => {
     const s = await serve();
     s.fault('/slurm/v0.0.44/jobs/', { kind: 'status', status: 404 });
-    const r = await client(s).jobs();
-    expect(failureOf(r)).toMatchObject({ kind: 'http', status: 404 });
+    const c = client(s);
+    expect(failureOf(await c.jobs())).toMatchObject({ kind: 'absent', status: 404, absence: 'new' });
+    expect(s.count('/slurm/v0.0.44/jobs/')).toBe(2);
+    expect(s.count('/openapi/v3')).toBe(2);
+    expect(failureOf(await c.jobs())).toMatchObject({ kind: 'absent', absence: 'known' });
+    expect(s.requests).toHaveLength(4);
+  });
+
+  it('a 404 on one endpoint of a version that serves others: absent at once, one warning, asked again after the wait', async () => {
+    const s = await serve();
+    s.fault('/slurm/v0.0.44/jobs/', { kind: 'status', status: 404 });
+    const { logger, lines } = capture();
+    let now = 1_000_000;
+    const c = client(s, { logger, now: () => now, absentRetryMs: 600_000 });
+    expect((await c.nodes()).ok).toBe(true);
+    const first = failureOf(await c.jobs());
+    expect(first).toMatchObject({ kind: 'absent', absence: 'new', message: expect.stringMatching(/v0\.0\.44\/jobs/) });
+    for (let i = 0; i < 5; i++) expect(failureOf(await c.jobs())).toMatchObject({ kind: 'absent', absence: 'known' });
+    // One request for /jobs, no renegotiation, and the nodes endpoint still works.
+    expect(s.count('/slurm/v0.0.44/jobs/')).toBe(1);
+    expect(s.count('/openapi/v3')).toBe(1);
+    expect((await c.nodes()).ok).toBe(true);
+    const warned = lines.filter((l) => l.includes('does not serve this endpoint on the negotiated API version'));
+    expect(warned).toHaveLength(1);
+    expect(JSON.parse(warned[0] as string)).toMatchObject({
+      level: 40,
+      endpoint: 'slurm/jobs',
+      api_version: 'v0.0.44',
+      path: '/slurm/v0.0.44/jobs/',
+    });
+    // Still missing when asked again: one request more, no second warning.
+    now += 600_000;
+    expect(failureOf(await c.jobs())).toMatchObject({ kind: 'absent', absence: 'known' });
+    expect(s.count('/slurm/v0.0.44/jobs/')).toBe(2);
+    expect(lines.filter((l) => l.includes('does not serve this endpoint on the negotiated API version'))).toHaveLength(
+      1,
+    );
+    // The plugin came back: the next ask after the wait gets the data.
+    s.clearFaults();
+    now += 599_999;
+    expect(failureOf(await c.jobs())).toMatchObject({ kind: 'absent', absence: 'known' });
+    now += 1;
+    expect((await c.jobs()).ok).toBe(true);
+    expect(s.count('/slurm/v0.0.44/jobs/')).toBe(3);
+    expect(s.count('/openapi/v3')).toBe(1);
+    expect(lines.filter((l) => l.includes('serves this endpoint again'))).toHaveLength(1);
+  });
+
+  it('a missing endpoint is asked again at once after a renegotiation', async () => {
+    const s = await serve({ versions: ['v0.0.44', 'v0.0.43'] });
+    s.fault('/slurm/v0.0.44/jobs/', { kind: 'status', status: 404 });
+    const c = client(s, { now: () => 0 });
+    expect((await c.nodes()).ok).toBe(true);
+    expect(failureOf(await c.jobs())).toMatchObject({ kind: 'absent' });
+    expect((await c.negotiate()).ok).toBe(true);
+    expect((await c.nodes()).ok).toBe(true);
+    expect(failureOf(await c.jobs())).toMatchObject({ kind: 'absent', absence: 'known' });
     expect(s.count('/slurm/v0.0.44/jobs/')).toBe(2);
     expect(s.count('/openapi/v3')).toBe(2);
   });
