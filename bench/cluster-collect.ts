@@ -46,7 +46,7 @@ import type { SlurmApi } from '../src/cluster/fetchers.js';
 import { JsonArraySplitter } from '../src/cluster/api/json-array-stream.js';
 import { bigCluster } from '../test/support/big-cluster.js';
 import { startFakeSlurmrestd } from '../src/demo/fake-slurmrestd.js';
-import { silentLogger } from '../src/log.js';
+import { silentLogger } from '../test/support/log.js';
 import { serveAgent } from '../src/telemetry/runtime.js';
 
 const NODES = 20_000;

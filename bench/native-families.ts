@@ -17,7 +17,7 @@ import { OPTIONAL_SUB_COLLECTORS, type ClusterSnapshot, type OptionalSubCollecto
 import { FakeCluster } from '../src/demo/fake-cluster.js';
 import { bigCluster } from '../test/support/big-cluster.js';
 import { startFakeSlurmrestd } from '../src/demo/fake-slurmrestd.js';
-import { silentLogger } from '../src/log.js';
+import { silentLogger } from '../test/support/log.js';
 import { Pipeline } from '../src/telemetry/pipeline.js';
 import { NATIVE_SPECS, EXTRA_SPECS } from '../src/cluster/metrics.js';
 import { knownTruth } from '../test/support/fake-cluster-truth.js';

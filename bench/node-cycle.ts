@@ -15,12 +15,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { NodeCollector } from '../src/node/collector.js';
-import { silentLogger } from '../src/log.js';
+import { silentLogger } from '../test/support/log.js';
 import { parseQpCounters } from '../src/node/qp-counters.js';
 import { QpSource } from '../src/node/qp-source.js';
 import type { TreeSpec } from '../src/demo/nodetree.js';
 import { FakeRdma, type QpCounterJson } from '../src/demo/fake-rdma.js';
-import { HEAVY_NODE, heavyTree } from '../src/demo/scenarios.js';
+import { HEAVY_NODE, heavyTree } from './heavy-node.js';
 import { writeTree } from '../src/demo/nodetree.js';
 import { WRAPS_32 } from '../src/node/hca.js';
 

@@ -65,11 +65,6 @@ function redacting(dest: { write(line: string): unknown }): { write(line: string
   return { write: (line: string) => void dest.write(redactSecrets(line)) };
 }
 
-/** A logger that drops everything: for tests and library use. */
-export function silentLogger(): Logger {
-  return pino({ level: 'silent' });
-}
-
 const LEVEL_NAMES: Record<number, string> = {
   10: 'TRACE',
   20: 'DEBUG',

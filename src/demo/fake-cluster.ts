@@ -32,7 +32,6 @@ export const SLURMD_TIMEOUT_SECONDS = 300;
 const REQUEUE_DELAY_SECONDS = 120;
 /** A running job without a time limit reports this end time (start + 1 year). */
 const YEAR_SECONDS = 365 * 86_400;
-const POPULATE_WINDOW = 256;
 /** How long slurmdbd keeps a finished job here (a real one keeps it for months; memory is finite). */
 const ACCOUNTING_RETENTION_SECONDS = 86_400;
 
@@ -123,7 +122,8 @@ interface JobRequest {
 
 export class FakeCluster {
   readonly clusterName: string;
-  private readonly rng: Prng;
+  /** Protected, like the workload helpers below: test/support/big-cluster.ts fills large clusters with them. */
+  protected readonly rng: Prng;
   private readonly parts: readonly Partition[];
   private readonly nodeList: FakeNode[];
   /** Insertion order is the order slurmctld lists jobs in. */
@@ -193,28 +193,6 @@ export class FakeCluster {
       nodesUpdatedAt: this.nodesChangedAt,
       jobsUpdatedAt: this.jobsUpdatedAt,
     };
-  }
-
-  /**
-   * Submits `count` jobs at once and starts what fits, as a busy cluster would look (the benchmarks' big clusters).
-   * Each job looks for room within a window of nodes from its partition's cursor, so a large fill
-   * stays linear; what finds none waits.
-   */
-  populate(count: number): void {
-    const t = Math.floor(this.nowMs / 1000);
-    for (let i = 0; i < count; i++) {
-      const req = this.randomRequest(false);
-      const submit = t - this.rng.int(60, 4 * 3600);
-      if (this.rng.chance(0.08)) {
-        this.addFinished(req, submit, t - this.rng.int(1, MIN_JOB_AGE_SECONDS - 10));
-        continue;
-      }
-      const job = this.submit(req, submit);
-      const nodes = this.findNodes(job, POPULATE_WINDOW);
-      // Started at most runSeconds ago, so nothing is overdue at the first tick.
-      if (nodes !== undefined) this.startJob(job, nodes, Math.max(submit, t - this.rng.int(0, job.runSeconds - 1)));
-    }
-    this.schedule(t);
   }
 
   // ---------------------------------------------------------------- one tick
@@ -334,7 +312,7 @@ export class FakeCluster {
   }
 
   /** Next-fit from the partition's cursor (at most `window` nodes), so load spreads and a full partition costs one pass. */
-  private findNodes(job: FakeJob, window = Infinity): number[] | undefined {
+  protected findNodes(job: FakeJob, window = Infinity): number[] | undefined {
     const part = this.parts.find((p) => p.name === job.partition);
     if (part === undefined || part.nodeIdx.length < job.nodeCount) return undefined;
     const found: number[] = [];
@@ -398,7 +376,7 @@ export class FakeCluster {
     return j;
   }
 
-  private submit(req: JobRequest, t: number): FakeJob {
+  protected submit(req: JobRequest, t: number): FakeJob {
     const id = this.nextJobId++;
     const tasks = req.tasks;
     const job: FakeJob = {
@@ -434,7 +412,7 @@ export class FakeCluster {
   }
 
   /** Starts `job` (or, for a pending array master, its next task) on `idx` at `t`. */
-  private startJob(job: FakeJob, idx: readonly number[], t: number): FakeJob {
+  protected startJob(job: FakeJob, idx: readonly number[], t: number): FakeJob {
     const runner = this.nextArrayTask(job, t) ?? job;
     const gpuType = (this.nodeList[idx[0] as number] as FakeNode).gpuType;
     const endTime = t + (runner.timeLimitMin === 'UNLIMITED' ? YEAR_SECONDS : runner.timeLimitMin * 60);
@@ -499,7 +477,7 @@ export class FakeCluster {
    * blocked one, as backfill would let it); the first that does not fit in a partition waits for
    * Resources, the later ones for Priority.
    */
-  private schedule(t: number): { tested: number; started: number; backfilled: number } {
+  protected schedule(t: number): { tested: number; started: number; backfilled: number } {
     const running = this.runningArrayTasks();
     const blocked = new Set<string>();
     const out = { tested: 0, started: 0, backfilled: 0 };
@@ -564,7 +542,7 @@ export class FakeCluster {
 
   // ---------------------------------------------------------------- random and scripted workloads
 
-  private randomRequest(allowArrays: boolean): JobRequest {
+  protected randomRequest(allowArrays: boolean): JobRequest {
     const part = this.pickPartition();
     const user = this.rng.pick(USERS);
     const unlimited = this.rng.chance(0.03);
@@ -629,7 +607,7 @@ export class FakeCluster {
     return { outcome: 'TIMEOUT', exitStatus: 0 };
   }
 
-  private addFinished(req: JobRequest, submit: number, end: number): void {
+  protected addFinished(req: JobRequest, submit: number, end: number): void {
     const job = this.submit(req, submit);
     const start = Math.max(submit, end - Math.min(req.runSeconds, end - submit));
     const idx = [this.rng.pick((this.parts.find((p) => p.name === job.partition) as Partition).nodeIdx)];

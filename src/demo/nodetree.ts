@@ -249,10 +249,6 @@ export function writeProcess(procfs: string, p: ProcSpec): void {
   }
 }
 
-export function removeProcess(procfs: string, pid: number): void {
-  fs.rmSync(path.join(procfs, String(pid)), { recursive: true, force: true });
-}
-
 function writeCgroups(cgroupfs: string, spec: TreeSpec): void {
   fs.mkdirSync(cgroupfs, { recursive: true });
   if (spec.layout === 'v1') {

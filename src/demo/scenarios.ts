@@ -1,5 +1,5 @@
 /**
- * Named node trees: the demo's four-job node and the benchmark's heavy node.
+ * The demo's named node tree: four jobs on one node.
  * Counter values move with `drift` so rates are visible.
  */
 import type { FakeRdma, QpCounterJson } from './fake-rdma.js';
@@ -42,7 +42,8 @@ const HW = {
   lifespan: 10,
 } as const;
 
-function port(linkLayer: PortSpec['linkLayer'], rate: string): PortSpec {
+/** A port with every counter at 0; `drift` moves them. */
+export function port(linkLayer: PortSpec['linkLayer'], rate: string): PortSpec {
   return { linkLayer, rate, counters: { ...PMA }, hwCounters: { ...HW } };
 }
 
@@ -220,55 +221,4 @@ export class QpDrift {
     });
     this.rdma.counters(list);
   }
-}
-
-export interface HeavyOptions {
-  readonly layout: TreeLayout;
-  readonly hcas: number;
-  readonly portsPerHca: number;
-  readonly jobs: number;
-  readonly jobProcesses: number;
-  readonly fdsPerProcess: number;
-  readonly otherProcesses: number;
-}
-
-export const HEAVY_NODE: HeavyOptions = {
-  layout: 'v2',
-  hcas: 8,
-  portsPerHca: 2,
-  jobs: 64,
-  jobProcesses: 600,
-  fdsPerProcess: 256,
-  otherProcesses: 200,
-};
-
-/** The benchmark node: many jobs and processes, every job process holding one HCA. */
-export function heavyTree(o: HeavyOptions): TreeSpec {
-  const hcas: HcaSpec[] = Array.from({ length: o.hcas }, (_, i) => ({
-    name: `mlx5_${i}`,
-    uverbs: (i * 5 + 3) % o.hcas,
-    ports: Array.from({ length: o.portsPerHca }, () => port('InfiniBand', '400 Gb/sec (4X NDR)')),
-  }));
-  const perJob = Math.ceil(o.jobProcesses / o.jobs);
-  const jobs: JobSpec[] = Array.from({ length: o.jobs }, (_, j) => {
-    const jobId = String(1_000_000 + j);
-    const count = Math.max(0, Math.min(perJob, o.jobProcesses - j * perJob));
-    const tasks: ProcSpec[] = Array.from({ length: count }, (_, t) => ({
-      pid: 100_000 + j * 100 + t + 1,
-      comm: 'trainer',
-      uverbs: [j % o.hcas],
-      fds: o.fdsPerProcess,
-    }));
-    return {
-      jobId,
-      uid: 1000 + j,
-      steps: [{ name: 'step_0', tasks, stepd: stepd(100_000 + j * 100, jobId, 'step_0') }],
-    };
-  });
-  const others: ProcSpec[] = Array.from({ length: o.otherProcesses }, (_, i) => ({
-    pid: 10 + i,
-    comm: `daemon${i}`,
-    fds: 16,
-  }));
-  return { layout: o.layout, hcas, jobs, others };
 }

@@ -1,9 +1,10 @@
 /**
  * The fake cluster in the data_parser wire shapes v0.0.40–v0.0.45 (Slurm 23.11–26.05): state
  * arrays, `{set, infinite, number}` structs where each version's spec has them, members added and
- * removed per version (the gates below follow the OpenAPI specs in fixtures/slurm/openapi/), and
- * `job_resources` with the per-core layout slurmctld sends, which is what makes a real job object
- * ~5 KB.
+ * removed per version (one table, SPANS, following the OpenAPI specs in fixtures/slurm/openapi/),
+ * and `job_resources` with the per-core layout slurmctld sends, which is what makes a real job
+ * object ~5 KB. The demo's fake slurmrestd serves these, and scripts/slurm-fixtures.ts renders the
+ * fixtures of fixtures/slurm/built/ with them.
  *
  * A member a version does not define is set to `undefined`, which JSON.stringify leaves out: one
  * object literal per entity keeps Slurm's member order for every version.
@@ -45,7 +46,8 @@ export interface Ctx4x {
 
 type Obj = Record<string, unknown>;
 
-const UNSET = Object.freeze({ set: false, infinite: false, number: 0 });
+/** A no-val struct that is not set (NO_VAL on the wire of older versions). */
+export const UNSET = Object.freeze({ set: false, infinite: false, number: 0 });
 const INFINITE = Object.freeze({ set: false, infinite: true, number: 0 });
 const UINT32 = 2 ** 32;
 
@@ -53,12 +55,92 @@ export function nv(n: number): Obj {
   return { set: true, infinite: false, number: n };
 }
 
-function since(minor: Minor, first: Minor, value: unknown): unknown {
-  return minor >= first ? value : undefined;
+type Span = readonly [first: Minor, last: Minor];
+
+/**
+ * Members that not every version defines, with the first and last version that has each (as the
+ * OpenAPI specs in fixtures/slurm/openapi/ define them). Members not listed are in all six. The
+ * builders below write every member; `shaped` leaves out those the version does not define.
+ * Differences of value rather than presence (`job_resources` before v0.0.41, `average_time`,
+ * `schedule_cycle_sum`'s width) are written where the value is built.
+ */
+const SPANS = {
+  node: {
+    external_sensors: [40, 44],
+    power: [40, 44],
+    tres_weighted: [40, 44],
+    gpu_spec: [41, 45],
+    res_cores_per_gpu: [41, 45],
+    topology: [43, 45],
+    tls_cert_last_renewal: [43, 45],
+    cert_flags: [43, 45],
+    suspend_time: [45, 45],
+  },
+  job: {
+    minimum_switches: [40, 41],
+    exclusive: [40, 41],
+    oversubscribe: [40, 41],
+    show_flags: [40, 41],
+    power: [40, 44],
+    required_switches: [42, 45],
+    segment_size: [43, 45],
+    licenses_allocated: [43, 45],
+    stdin_expanded: [43, 45],
+    stdout_expanded: [43, 45],
+    stderr_expanded: [43, 45],
+    submit_line: [44, 45],
+  },
+  dbJob: {
+    stdin_expanded: [41, 45],
+    stdout_expanded: [41, 45],
+    stderr_expanded: [41, 45],
+    stdout: [41, 45],
+    stderr: [41, 45],
+    stdin: [41, 45],
+    qosreq: [42, 45],
+    restart_cnt: [42, 45],
+    segment_size: [43, 45],
+    sluid: [45, 45],
+  },
+  dbJobTime: { planned: [41, 45] },
+  dbJobReservation: { requested: [43, 45] },
+  diag: {
+    parts_packed: [40, 44],
+    schedule_cycle_sum: [41, 45],
+    schedule_cycle_depth: [41, 45],
+    bf_cycle_max: [41, 45],
+    bf_table_size_sum: [41, 45],
+    pending_rpcs: [41, 45],
+    pending_rpcs_by_hostlist: [41, 45],
+  },
+  rpcType: { queued: [41, 45], dropped: [41, 45], cycle_last: [41, 45], cycle_max: [41, 45] },
+} as const satisfies Record<string, Record<string, Span>>;
+
+type Kind = keyof typeof SPANS;
+const MINORS: readonly Minor[] = [40, 41, 42, 43, 44, 45];
+
+function absentPerVersion(spans: Readonly<Record<string, Span>>): Readonly<Record<Minor, readonly string[]>> {
+  const out = {} as Record<Minor, string[]>;
+  for (const v of MINORS) {
+    out[v] = Object.entries(spans)
+      .filter(([, [first, last]]) => v < first || v > last)
+      .map(([member]) => member);
+  }
+  return out;
 }
 
-function until(minor: Minor, last: Minor, value: unknown): unknown {
-  return minor <= last ? value : undefined;
+/** Per kind and version, the members to leave out. */
+const ABSENT = Object.fromEntries(
+  Object.entries(SPANS).map(([kind, spans]) => [kind, absentPerVersion(spans)]),
+) as Readonly<Record<Kind, Readonly<Record<Minor, readonly string[]>>>>;
+
+/**
+ * `o` in version `minor`'s shape: the members it does not define are set to undefined, which
+ * JSON.stringify leaves out. In place, so the object keeps the shape V8 built it with.
+ */
+function shaped<K extends Kind, T extends Record<keyof (typeof SPANS)[K], unknown>>(kind: K, minor: Minor, o: T): T {
+  for (const k of ABSENT[kind][minor]) (o as Record<string, unknown>)[k] = undefined;
+  return o;
 }
 
 export function meta4x(c: Ctx4x, daemon: 'slurmctld' | 'slurmdbd'): Obj {
@@ -86,9 +168,8 @@ const ENERGY = Object.freeze({
 });
 
 export function node4x(n: FakeNode, c: Ctx4x): Obj {
-  const v = c.minor;
   const state = nodeStateOf(n);
-  return {
+  return shaped('node', c.minor, {
     architecture: 'x86_64',
     burstbuffer_network_address: '',
     boards: 1,
@@ -103,15 +184,15 @@ export function node4x(n: FakeNode, c: Ctx4x): Obj {
     effective_cpus: n.cpus - SPECIALIZED_CPU_COUNT,
     specialized_cpus: SPECIALIZED_CPUS,
     energy: ENERGY,
-    external_sensors: until(v, 44, {}),
+    external_sensors: {},
     extra: '',
-    power: until(v, 44, {}),
+    power: {},
     features: n.features,
     active_features: n.features,
     gres: nodeGres(n),
     gres_drained: 'N/A',
     gres_used: nodeGresUsed(n),
-    gpu_spec: since(v, 41, ''),
+    gpu_spec: '',
     instance_id: '',
     instance_type: '',
     last_busy: nv(n.lastBusy),
@@ -127,7 +208,7 @@ export function node4x(n: FakeNode, c: Ctx4x): Obj {
     partitions: [n.partition],
     port: 6818,
     real_memory: n.realMemoryMiB,
-    res_cores_per_gpu: since(v, 41, 0),
+    res_cores_per_gpu: 0,
     comment: '',
     reason: n.reason,
     reason_changed_at: nv(n.reasonChangedAt),
@@ -138,7 +219,7 @@ export function node4x(n: FakeNode, c: Ctx4x): Obj {
     alloc_cpus: n.allocCpus,
     alloc_idle_cpus: n.cpus - n.allocCpus,
     tres_used: nodeTresUsed(n),
-    tres_weighted: until(v, 44, n.allocCpus),
+    tres_weighted: n.allocCpus,
     slurmd_start_time: nv(n.slurmdStartTime),
     sockets: n.sockets,
     threads: n.threadsPerCore,
@@ -146,11 +227,11 @@ export function node4x(n: FakeNode, c: Ctx4x): Obj {
     weight: 1,
     tres: nodeTres(n),
     version: c.release,
-    topology: since(v, 43, ''),
-    tls_cert_last_renewal: since(v, 43, nv(0)),
-    cert_flags: since(v, 43, []),
-    suspend_time: since(v, 45, UNSET),
-  };
+    topology: '',
+    tls_cert_last_renewal: nv(0),
+    cert_flags: [],
+    suspend_time: UNSET,
+  });
 }
 
 const NO_SIGNAL = Object.freeze({ id: UNSET, name: '' });
@@ -239,12 +320,11 @@ const JOB_FLAGS = Object.freeze(['EXACT_TASK_COUNT_REQUESTED', 'USING_DEFAULT_QO
 // One literal, no spreads: V8 builds it from a boilerplate; a spread in the middle of ~140
 // members made it build property by property, ten times slower.
 export function job4x(j: FakeJob, c: Ctx4x): Obj {
-  const v = c.minor;
   const u = j.user;
   const a = j.array;
   const cpus = jobCpus(j);
   const out = stdoutPath(j, true);
-  return {
+  return shaped('job', c.minor, {
     account: u.account,
     accrue_time: nv(j.submitTime),
     admin_comment: '',
@@ -327,7 +407,7 @@ export function job4x(j: FakeJob, c: Ctx4x): Obj {
     memory_per_node: nv(j.memPerNodeMiB),
     minimum_cpus_per_node: nv(1),
     minimum_tmp_disk_per_node: nv(0),
-    power: until(v, 44, { flags: [] }),
+    power: { flags: [] },
     preempt_time: nv(0),
     preemptable_time: nv(j.startTime),
     pre_sus_time: nv(0),
@@ -337,8 +417,8 @@ export function job4x(j: FakeJob, c: Ctx4x): Obj {
     qos: 'normal',
     reboot: false,
     required_nodes: '',
-    minimum_switches: until(v, 41, 0),
-    required_switches: since(v, 42, 0),
+    minimum_switches: 0,
+    required_switches: 0,
     requeue: true,
     resize_time: nv(0),
     restart_cnt: j.restartCnt,
@@ -346,9 +426,9 @@ export function job4x(j: FakeJob, c: Ctx4x): Obj {
     scheduled_nodes: '',
     selinux_context: '',
     shared: [],
-    exclusive: until(v, 41, []),
-    oversubscribe: until(v, 41, true),
-    show_flags: until(v, 41, ['ALL', 'DETAIL', 'LOCAL']),
+    exclusive: [],
+    oversubscribe: true,
+    show_flags: ['ALL', 'DETAIL', 'LOCAL'],
     sockets_per_board: 0,
     sockets_per_node: UNSET,
     start_time: nv(j.startTime),
@@ -376,13 +456,13 @@ export function job4x(j: FakeJob, c: Ctx4x): Obj {
     maximum_switch_wait_time: 0,
     wckey: '',
     current_working_directory: `/home/${u.name}`,
-    submit_line: since(v, 44, `sbatch ${j.name}.sh`),
-    segment_size: since(v, 43, 0),
-    licenses_allocated: since(v, 43, ''),
-    stdin_expanded: since(v, 43, '/dev/null'),
-    stdout_expanded: since(v, 43, out),
-    stderr_expanded: since(v, 43, out),
-  };
+    submit_line: `sbatch ${j.name}.sh`,
+    segment_size: 0,
+    licenses_allocated: '',
+    stdin_expanded: '/dev/null',
+    stdout_expanded: out,
+    stderr_expanded: out,
+  });
 }
 
 // ------------------------------------------------------------------ slurmdbd
@@ -411,11 +491,11 @@ function dbTime4x(j: FakeJob, c: Ctx4x): Obj {
   const started = j.startTime > 0;
   const ended = isTerminal(j);
   const zero = { seconds: 0, microseconds: 0 };
-  return {
+  return shaped('dbJobTime', c.minor, {
     elapsed: started ? (ended ? j.endTime : c.view.now) - j.startTime : 0,
     eligible: j.eligibleTime,
     end: ended ? j.endTime : 0,
-    planned: since(c.minor, 41, started ? nv(j.startTime - j.eligibleTime) : UNSET),
+    planned: started ? nv(j.startTime - j.eligibleTime) : UNSET,
     start: j.startTime,
     submission: j.submitTime,
     suspended: 0,
@@ -423,16 +503,15 @@ function dbTime4x(j: FakeJob, c: Ctx4x): Obj {
     limit: j.timeLimitMin === 'UNLIMITED' ? INFINITE : nv(j.timeLimitMin),
     total: zero,
     user: zero,
-  };
+  });
 }
 
 export function dbJob4x(j: FakeJob, c: Ctx4x): Obj {
-  const v = c.minor;
   const u = j.user;
   const a = j.array;
   const stdout = stdoutPath(j, false);
   const expanded = stdoutPath(j, true);
-  return {
+  return shaped('dbJob', c.minor, {
     account: u.account,
     comment: { administrator: '', job: '', system: '' },
     allocation_nodes: j.nodeCount,
@@ -470,20 +549,20 @@ export function dbJob4x(j: FakeJob, c: Ctx4x): Obj {
     hold: false,
     priority: nv(j.priority),
     qos: 'normal',
-    qosreq: since(v, 42, ''),
+    qosreq: '',
     required: { CPUs: jobCpus(j), memory_per_cpu: UNSET, memory_per_node: nv(j.memPerNodeMiB) },
     kill_request_user: '',
-    restart_cnt: since(v, 42, j.restartCnt),
-    reservation: { id: 0, name: '', requested: since(v, 43, '') },
+    restart_cnt: j.restartCnt,
+    reservation: shaped('dbJobReservation', c.minor, { id: 0, name: '', requested: '' }),
     script: '',
-    segment_size: since(v, 43, 0),
-    stdin_expanded: since(v, 41, '/dev/null'),
-    stdout_expanded: since(v, 41, expanded),
-    stderr_expanded: since(v, 41, expanded),
-    stdout: since(v, 41, stdout),
-    stderr: since(v, 41, stdout),
-    stdin: since(v, 41, '/dev/null'),
-    sluid: since(v, 45, sluidOf(j)),
+    segment_size: 0,
+    stdin_expanded: '/dev/null',
+    stdout_expanded: expanded,
+    stderr_expanded: expanded,
+    stdout: stdout,
+    stderr: stdout,
+    stdin: '/dev/null',
+    sluid: sluidOf(j),
     state: { current: [j.state], reason: j.reason },
     steps: [],
     submit_line: `sbatch ${j.name}.sh`,
@@ -495,24 +574,26 @@ export function dbJob4x(j: FakeJob, c: Ctx4x): Obj {
     user: u.name,
     wckey: { wckey: '', flags: [] },
     working_directory: `/home/${u.name}`,
-  };
+  });
 }
 
 // ------------------------------------------------------------------ diag
 
 function rpcRows4x(d: FakeDiag, v: Minor): { byType: Obj[]; byUser: Obj[] } {
   const avg = (total: number, count: number): unknown => (v >= 41 ? nv(average(total, count)) : average(total, count));
-  const byType = sortedRpcTypes(d).map((r) => ({
-    message_type: r.type,
-    type_id: r.typeId,
-    count: r.count,
-    queued: since(v, 41, 0),
-    dropped: since(v, 41, 0),
-    cycle_last: since(v, 41, 0),
-    cycle_max: since(v, 41, 0),
-    total_time: r.totalUs,
-    average_time: avg(r.totalUs, r.count),
-  }));
+  const byType = sortedRpcTypes(d).map((r) =>
+    shaped('rpcType', v, {
+      message_type: r.type,
+      type_id: r.typeId,
+      count: r.count,
+      queued: 0,
+      dropped: 0,
+      cycle_last: 0,
+      cycle_max: 0,
+      total_time: r.totalUs,
+      average_time: avg(r.totalUs, r.count),
+    }),
+  );
   const byUser = sortedRpcUsers(d).map((r) => ({
     user: r.user,
     user_id: r.uid,
@@ -523,18 +604,17 @@ function rpcRows4x(d: FakeDiag, v: Minor): { byType: Obj[]; byUser: Obj[] } {
   return { byType, byUser };
 }
 
-/** uint32 until v0.0.44 (wrapped, as the 32-bit field holds it), absent in v0.0.40. */
-function scheduleCycleSum(d: FakeDiag, v: Minor): number | undefined {
-  if (v >= 44) return d.scheduleCycleSum;
-  return v >= 41 ? d.scheduleCycleSum % UINT32 : undefined;
+/** uint32 until v0.0.44 (wrapped, as the 32-bit field holds it). */
+function scheduleCycleSum(d: FakeDiag, v: Minor): number {
+  return v >= 44 ? d.scheduleCycleSum : d.scheduleCycleSum % UINT32;
 }
 
 export function diagStats4x(d: FakeDiag, c: Ctx4x): Obj {
   const v = c.minor;
   const rows = rpcRows4x(d, v);
   const bfDepthMean = average(d.bfDepthSum, d.bfCycleCounter);
-  return {
-    parts_packed: until(v, 44, 1),
+  return shaped('diag', c.minor, {
+    parts_packed: 1,
     req_time: nv(c.view.now),
     req_time_start: nv(d.reqTimeStart),
     server_thread_count: d.serverThreadCount,
@@ -550,7 +630,7 @@ export function diagStats4x(d: FakeDiag, c: Ctx4x): Obj {
     schedule_cycle_mean: average(d.scheduleCycleSum, d.scheduleCycleTotal),
     schedule_cycle_mean_depth: average(d.scheduleCycleDepth, d.scheduleCycleTotal),
     schedule_cycle_per_minute: SCHEDULE_CYCLES_PER_MINUTE,
-    schedule_cycle_depth: since(v, 41, d.scheduleCycleDepth % UINT32),
+    schedule_cycle_depth: d.scheduleCycleDepth % UINT32,
     schedule_queue_length: d.scheduleQueueLength,
     schedule_exit: {
       end_job_queue: d.scheduleCycleTotal % UINT32,
@@ -577,7 +657,7 @@ export function diagStats4x(d: FakeDiag, c: Ctx4x): Obj {
     bf_depth_mean_try: bfDepthMean,
     bf_cycle_sum: d.bfCycleSum,
     bf_cycle_last: d.bfCycleLast,
-    bf_cycle_max: since(v, 41, d.bfCycleMax),
+    bf_cycle_max: d.bfCycleMax,
     bf_last_depth: Math.min(d.bfQueueLen, 100),
     bf_last_depth_try: Math.min(d.bfQueueLen, 100),
     bf_depth_sum: d.bfDepthSum,
@@ -587,7 +667,7 @@ export function diagStats4x(d: FakeDiag, c: Ctx4x): Obj {
     bf_queue_len_sum: d.bfQueueLenSum,
     bf_table_size: 1,
     bf_table_size_mean: 1,
-    bf_table_size_sum: since(v, 41, d.bfCycleCounter),
+    bf_table_size_sum: d.bfCycleCounter,
     bf_when_last_cycle: nv(d.bfWhenLastCycle),
     bf_active: false,
     bf_exit: {
@@ -600,7 +680,7 @@ export function diagStats4x(d: FakeDiag, c: Ctx4x): Obj {
     },
     rpcs_by_message_type: rows.byType,
     rpcs_by_user: rows.byUser,
-    pending_rpcs: since(v, 41, []),
-    pending_rpcs_by_hostlist: since(v, 41, []),
-  };
+    pending_rpcs: [],
+    pending_rpcs_by_hostlist: [],
+  });
 }

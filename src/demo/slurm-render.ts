@@ -18,16 +18,6 @@ export type RenderVersion = (typeof RENDER_VERSIONS)[number];
 
 export type Endpoint =
   'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses' | 'reservations' | 'shares' | 'slurmdb-jobs';
-export const ENDPOINTS: readonly Endpoint[] = [
-  'nodes',
-  'jobs',
-  'diag',
-  'partitions',
-  'licenses',
-  'reservations',
-  'shares',
-  'slurmdb-jobs',
-];
 
 /** The Slurm release a slurmrestd reports when this is the newest version it serves. */
 export const DEFAULT_RELEASES: Readonly<Record<RenderVersion, string>> = {

@@ -4,7 +4,7 @@ import { SlurmClient } from '../../src/cluster/api/client.js';
 import { makeFetchers } from '../../src/cluster/fetchers.js';
 import { Interner } from '../../src/cluster/intern.js';
 import type { SlurmJob } from '../../src/cluster/model.js';
-import { silentLogger } from '../../src/log.js';
+import { silentLogger } from '../support/log.js';
 import { FaultServer } from './api/fault-server.js';
 
 describe('Interner', () => {

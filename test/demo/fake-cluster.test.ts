@@ -9,7 +9,8 @@ import type { SlurmDiag, SlurmJob } from '../../src/cluster/model.js';
 import { compressHostlist, DEFAULT_START_MS, FakeCluster, MIN_JOB_AGE_SECONDS } from '../../src/demo/fake-cluster.js';
 import { bigCluster } from '../support/big-cluster.js';
 import type { ClusterView } from '../../src/demo/fake-cluster.js';
-import { ENDPOINTS, renderText } from '../../src/demo/slurm-render.js';
+import { renderText } from '../../src/demo/slurm-render.js';
+import { ENDPOINTS } from './schema.js';
 import { V0038_RENDERERS } from '../support/slurm-render-v0038.js';
 import { type ClusterTruth, knownTruth } from '../support/fake-cluster-truth.js';
 

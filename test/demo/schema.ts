@@ -116,6 +116,7 @@ function patched(components: JsonObject): JsonObject {
   return out;
 }
 
+/** Every endpoint the fake slurmrestd renders, and its response schema in v0.0.40–v0.0.45. */
 const SCHEMA_4X: Readonly<Record<Endpoint, string>> = {
   nodes: 'openapi_nodes_resp',
   jobs: 'openapi_job_info_resp',
@@ -126,6 +127,8 @@ const SCHEMA_4X: Readonly<Record<Endpoint, string>> = {
   shares: 'openapi_shares_resp',
   'slurmdb-jobs': 'openapi_slurmdbd_jobs_resp',
 };
+
+export const ENDPOINTS = Object.keys(SCHEMA_4X) as readonly Endpoint[];
 
 const SCHEMA_38: Readonly<Record<Endpoint, readonly [string, string]>> = {
   nodes: ['v0.0.38-slurmctld.json', 'v0.0.38_nodes_response'],
@@ -209,4 +212,53 @@ export function unknownMembers(version: RenderVersion, endpoint: Endpoint, value
   };
   walk(resolve(schemas, { $ref: `#/components/schemas/${schema}` }), value, '');
   return [...found].sort();
+}
+
+/** Every member path of a body, array indexes folded (`jobs[].power`). */
+export function memberPaths(value: unknown, where = '', into = new Set<string>()): Set<string> {
+  if (Array.isArray(value)) {
+    for (const e of value) memberPaths(e, `${where}[]`, into);
+  } else if (value !== null && typeof value === 'object') {
+    for (const [k, child] of Object.entries(value)) {
+      const at = where === '' ? k : `${where}.${k}`;
+      into.add(at);
+      memberPaths(child, at, into);
+    }
+  }
+  return into;
+}
+
+/** Whether a version's schema defines the member at `path` (as memberPaths writes it). */
+export function schemaDefines(version: RenderVersion, endpoint: Endpoint, path: string): boolean {
+  const { file, schema } = location(version, endpoint);
+  ajvFor(file);
+  const schemas = (specs.get(file) as JsonObject)['schemas'] as JsonObject;
+  let s = resolve(schemas, { $ref: `#/components/schemas/${schema}` });
+  for (const part of path.split('.')) {
+    const [name, ...arrays] = part.split('[]');
+    const props = s['properties'];
+    if (!isObject(props) || !((name as string) in props)) return false;
+    s = resolve(schemas, props[name as string]);
+    for (let i = 0; i < arrays.length; i++) s = resolve(schemas, s['items']);
+  }
+  return true;
+}
+
+/**
+ * Members written in one version that another version defines but does not write, as
+ * `version: path`: the other direction of unknownMembers, so a version's member list is checked
+ * against its spec both ways (as far as the renderer writes a member at all).
+ */
+export function missingMembers(endpoint: Endpoint, bodies: ReadonlyMap<RenderVersion, readonly unknown[]>): string[] {
+  const written = new Map<RenderVersion, Set<string>>();
+  for (const [v, list] of bodies) {
+    const paths = new Set<string>();
+    for (const body of list) memberPaths(body, '', paths);
+    written.set(v, paths);
+  }
+  const all = new Set([...written.values()].flatMap((paths) => [...paths]));
+  const missing: string[] = [];
+  for (const [v, paths] of written)
+    for (const p of all) if (!paths.has(p) && schemaDefines(v, endpoint, p)) missing.push(`${v}: ${p}`);
+  return missing.sort();
 }

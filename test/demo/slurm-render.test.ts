@@ -12,17 +12,11 @@ import { decodeShares } from '../../src/cluster/api/decode-shares.js';
 import { decodeList } from '../../src/cluster/api/envelope.js';
 import { decoderFor } from '../../src/cluster/api/versions.js';
 import type { Decoded, SlurmJob, SlurmNode } from '../../src/cluster/model.js';
-import {
-  DEFAULT_RELEASES,
-  ENDPOINTS,
-  FAKE_LICENSE_TOTAL,
-  RENDER_VERSIONS,
-  renderText,
-} from '../../src/demo/slurm-render.js';
+import { DEFAULT_RELEASES, FAKE_LICENSE_TOTAL, RENDER_VERSIONS, renderText } from '../../src/demo/slurm-render.js';
 import type { Endpoint, RenderVersion } from '../../src/demo/slurm-render.js';
 import { recorded } from '../cluster/fixtures.js';
 import { coverage, interestingMoments } from './moments.js';
-import { errorsOf, unknownMembers, V0038_PATCHES, validatorFor } from './schema.js';
+import { ENDPOINTS, errorsOf, missingMembers, unknownMembers, V0038_PATCHES, validatorFor } from './schema.js';
 import { truthSeenThrough } from '../support/fake-cluster-truth.js';
 import { V0038_RENDERERS } from '../support/slurm-render-v0038.js';
 
@@ -168,6 +162,19 @@ for (const version of RENDER_VERSIONS) {
   });
 }
 
+const V004X = RENDER_VERSIONS.filter((v) => v !== 'v0.0.38');
+
+describe('each version writes every member its spec defines, of those the renderer writes at all', () => {
+  for (const endpoint of ENDPOINTS) {
+    it(`${endpoint}`, () => {
+      const bodies = new Map(
+        V004X.map((v) => [v, moments.map((m) => JSON.parse(renderText(m.view, v, endpoint)) as unknown)] as const),
+      );
+      expect(missingMembers(endpoint, bodies)).toEqual([]);
+    });
+  }
+});
+
 describe('version-specific details', () => {
   const start = moments[0];
   const body = (version: RenderVersion, endpoint: Endpoint): Record<string, unknown> =>
@@ -255,6 +262,12 @@ describe('the schema checks can fail', () => {
     expect(validatorFor('v0.0.44', 'nodes')(body)).toBe(false);
     (nodes[1] as Record<string, unknown>)['suspend_time'] = { set: false, infinite: false, number: 0 };
     expect(unknownMembers('v0.0.44', 'nodes', body)).toEqual(['nodes[].suspend_time']);
+  });
+
+  it('flags a member a version defines but leaves out', () => {
+    const bodies = new Map(V004X.map((v) => [v, [parsed(v, 'nodes')]] as const));
+    for (const n of (bodies.get('v0.0.44')?.[0] as { nodes: Record<string, unknown>[] }).nodes) delete n['gpu_spec'];
+    expect(missingMembers('nodes', bodies)).toEqual(['v0.0.44: nodes[].gpu_spec']);
   });
 
   it('rejects a v0.0.4x state array in v0.0.38', () => {

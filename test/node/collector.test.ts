@@ -4,10 +4,10 @@ import { describe, expect, it } from 'vitest';
 import { NodeCollector, type Cycle } from '../../src/node/collector.js';
 import { NODE_METRICS } from '../../src/node/metrics.js';
 import { CounterDrift, demoTree } from '../../src/demo/scenarios.js';
-import { jobDirName, removeProcess, writeProcess, writeTree, type TreeLayout } from '../../src/demo/nodetree.js';
+import { jobDirName, writeProcess, writeTree, type TreeLayout } from '../../src/demo/nodetree.js';
 import type { Roots } from '../../src/node/roots.js';
 import type { Point } from '../../src/telemetry/spec.js';
-import { asUnprivileged, deny, tmpDir } from '../support/tmp.js';
+import { asUnprivileged, deny, removeProcess, tmpDir } from '../support/tmp.js';
 
 function points(c: Cycle, name: string): Point[] {
   return (c.families.find((f) => f.spec.name === name)?.points ?? []) as Point[];

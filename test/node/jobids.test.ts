@@ -8,7 +8,7 @@ import { parseMetadata, parseSqueue, squeueJobIds, squeueMetadata } from '../../
 import { NodeCollector } from '../../src/node/collector.js';
 import { demoTree } from '../../src/demo/scenarios.js';
 import { writeProcess, writeTree } from '../../src/demo/nodetree.js';
-import { silentLogger } from '../../src/log.js';
+import { silentLogger } from '../support/log.js';
 import { startTestNodeAgent } from '../support/agents.js';
 import { familyKeyErrors } from '../support/catalogue-keys.js';
 import { tmpDir } from '../support/tmp.js';

@@ -3,8 +3,8 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FdScanner, startTime } from '../../src/node/owners.js';
 import { Problems } from '../../src/node/problems.js';
-import { removeProcess, writeProcess } from '../../src/demo/nodetree.js';
-import { asUnprivileged, deny, tmpDir } from '../support/tmp.js';
+import { writeProcess } from '../../src/demo/nodetree.js';
+import { asUnprivileged, deny, removeProcess, tmpDir } from '../support/tmp.js';
 
 function procfs(): string {
   const dir = path.join(tmpDir(), 'proc');

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { silentLogger } from '../../src/log.js';
+import { silentLogger } from '../support/log.js';
 import { NodeRunner } from '../../src/node/agent.js';
 import { NodeCollector, type Cycle } from '../../src/node/collector.js';
 import { NODE_METRICS } from '../../src/node/metrics.js';

@@ -8,7 +8,7 @@ import { startFakeSlurmrestd, type FakeSlurmrestd } from '../../src/demo/fake-sl
 import type { Endpoint, RenderVersion } from '../../src/demo/slurm-render.js';
 import { V0038_RENDERERS } from './slurm-render-v0038.js';
 import type { OptionalSubCollector } from '../../src/cluster/snapshot.js';
-import { silentLogger } from '../../src/log.js';
+import { silentLogger } from './log.js';
 import { startNodeAgent, type NodeAgent, type NodeAgentOptions } from '../../src/node/agent.js';
 import type { Roots } from '../../src/node/roots.js';
 

@@ -1,5 +1,6 @@
 /** A logger whose JSON lines a test reads back. */
 import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import { createLogger, type Logger } from '../../src/log.js';
 
 export interface LogLine {
@@ -17,4 +18,9 @@ export function capturingLogger(): { logger: Logger; lines: LogLine[] } {
     },
   });
   return { logger: createLogger({ level: 'info', format: 'json', destination }), lines };
+}
+
+/** A logger that drops everything. */
+export function silentLogger(): Logger {
+  return pino({ level: 'silent' });
 }

@@ -14,6 +14,11 @@ export function tmpDir(prefix = 'slurm-otel-test-'): string {
   return dir;
 }
 
+/** A process exits: its /proc/<pid> directory goes away. */
+export function removeProcess(procfs: string, pid: number): void {
+  fs.rmSync(path.join(procfs, String(pid)), { recursive: true, force: true });
+}
+
 afterEach(() => {
   for (const dir of made.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
 });

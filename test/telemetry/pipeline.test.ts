@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Writable } from 'node:stream';
-import { createLogger, silentLogger } from '../../src/log.js';
+import { createLogger } from '../../src/log.js';
+import { silentLogger } from '../support/log.js';
 import { Pipeline } from '../../src/telemetry/pipeline.js';
 import { defineMetric, type Family } from '../../src/telemetry/spec.js';
 import { startReceiver } from '../support/otlp-receiver.js';

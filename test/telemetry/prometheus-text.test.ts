@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { describe, expect, it } from 'vitest';
-import { silentLogger } from '../../src/log.js';
+import { silentLogger } from '../support/log.js';
 import { Pipeline } from '../../src/telemetry/pipeline.js';
 import { toMetricData } from '../../src/telemetry/producer.js';
 import { defineMetric, type Family } from '../../src/telemetry/spec.js';

@@ -16,7 +16,8 @@ import {
 import { orThrow, type CallResult } from '../../../src/cluster/api/call-result.js';
 import { SlurmClient, type SlurmClientOptions } from '../../../src/cluster/api/client.js';
 import { isAuthMessage, SlurmCallError } from '../../../src/cluster/api/failures.js';
-import { createLogger, silentLogger, type Logger } from '../../../src/log.js';
+import { createLogger, type Logger } from '../../../src/log.js';
+import { silentLogger } from '../../support/log.js';
 import { FaultServer, type FaultServerOptions } from './fault-server.js';
 
 const KEY = Buffer.from('fault-server-signing-key-0123456789');

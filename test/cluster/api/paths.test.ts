@@ -11,7 +11,7 @@ import type { SupportedVersion } from '../../../src/cluster/api/versions.js';
 import { FakeCluster } from '../../../src/demo/fake-cluster.js';
 import { startFakeSlurmrestd, type FakeSlurmrestd } from '../../../src/demo/fake-slurmrestd.js';
 import { RENDER_VERSIONS, type RenderVersion } from '../../../src/demo/slurm-render.js';
-import { silentLogger } from '../../../src/log.js';
+import { silentLogger } from '../../support/log.js';
 import { V0038_RENDERERS } from '../../support/slurm-render-v0038.js';
 import { readJson } from '../fixtures.js';
 

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyFileSigner, scontrolToken, signHs256, staticToken, tokenFile } from '../../../src/cluster/api/auth.js';
 import { orThrow } from '../../../src/cluster/api/call-result.js';
 import { SlurmClient } from '../../../src/cluster/api/client.js';
-import { silentLogger } from '../../../src/log.js';
+import { silentLogger } from '../../support/log.js';
 import {
   REAL_SLURM_START_TIMEOUT_MS,
   realSlurmGate,

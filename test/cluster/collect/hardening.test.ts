@@ -14,7 +14,8 @@ import { CollectionLoop, type LoopHooks } from '../../../src/cluster/collect.js'
 import { makeFetchers } from '../../../src/cluster/fetchers.js';
 import { observe } from '../../../src/cluster/rules.js';
 import type { SubCollector } from '../../../src/cluster/snapshot.js';
-import { createLogger, silentLogger, type Logger } from '../../../src/log.js';
+import { createLogger, type Logger } from '../../../src/log.js';
+import { silentLogger } from '../../support/log.js';
 import { materialized } from '../../../src/telemetry/spec.js';
 import { FaultServer } from '../api/fault-server.js';
 

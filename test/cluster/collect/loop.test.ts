@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { CollectionLoop, type Fetchers, type LoopHooks } from '../../../src/cluster/collect.js';
 import type { SlurmDiag, SlurmJob, SlurmNode } from '../../../src/cluster/model.js';
 import type { ClusterSnapshot, SubCollector } from '../../../src/cluster/snapshot.js';
-import { silentLogger } from '../../../src/log.js';
+import { silentLogger } from '../../support/log.js';
 
 const node = (name: string): SlurmNode => ({ name, state: { base: 'IDLE', flags: [] }, partitions: [] });
 const job = (id: string): SlurmJob => ({ source: 'controller', job_id: id, state: ['RUNNING'], nodes: '' });

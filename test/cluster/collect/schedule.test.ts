@@ -10,7 +10,7 @@ import { staticToken } from '../../../src/cluster/api/auth.js';
 import { SlurmClient } from '../../../src/cluster/api/client.js';
 import { FAILURE_KINDS } from '../../../src/cluster/api/failures.js';
 import type { Schedule } from '../../../src/telemetry/runtime.js';
-import { silentLogger } from '../../../src/log.js';
+import { silentLogger } from '../../support/log.js';
 import { parseExposition, select, valueOf } from '../../support/exposition.js';
 import { FaultServer } from '../api/fault-server.js';
 
