@@ -311,7 +311,10 @@ export class FakeCluster {
     );
   }
 
-  /** Next-fit from the partition's cursor (at most `window` nodes), so load spreads and a full partition costs one pass. */
+  /**
+   * Next-fit from the partition's cursor (at most `window` nodes), so load spreads and a full
+   * partition costs one pass.
+   */
   protected findNodes(job: FakeJob, window = Infinity): number[] | undefined {
     const part = this.parts.find((p) => p.name === job.partition);
     if (part === undefined || part.nodeIdx.length < job.nodeCount) return undefined;

@@ -1,11 +1,10 @@
 /**
- * A stand-in for iproute2's `rdma` tool (the demo, the tests and the benchmarks use it): an executable script that answers
- * `rdma -j statistic qp show|mode` and `rdma -j resource show qp` from JSON
- * files in its directory (shaped exactly as iproute2 prints them), records
- * every call, and applies `statistic qp set link D/P auto …` to its mode file,
- * refusing with EBUSY for the links listed in `busy`, as the kernel does while
- * QPs are bound, and with EPERM for every link when a file `denied` exists (no
- * CAP_NET_ADMIN).
+ * A stand-in for iproute2's `rdma` tool (the demo, the tests and the benchmarks use it): an
+ * executable script that answers `rdma -j statistic qp show|mode` and `rdma -j resource show qp`
+ * from JSON files in its directory (shaped exactly as iproute2 prints them), records every call,
+ * and applies `statistic qp set link D/P auto …` to its mode file, refusing with EBUSY for the
+ * links listed in `busy`, as the kernel does while QPs are bound, and with EPERM for every link
+ * when a file `denied` exists (no CAP_NET_ADMIN).
  */
 import fs from 'node:fs';
 import path from 'node:path';

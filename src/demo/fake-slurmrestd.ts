@@ -1,7 +1,8 @@
 /**
  * A fake slurmrestd over node:http, serving a FakeCluster in the wire shapes of the versions it is
- * told to serve: `/openapi/v3` (also `/openapi.json`, `/openapi`), `/slurm/vX/{nodes,jobs,diag,partitions,licenses,reservations,shares}/`
- * and `/slurmdb/vX/jobs/`, with or without the trailing slash. Large bodies are streamed chunk by
+ * told to serve: `/openapi/v3` (also `/openapi.json`, `/openapi`),
+ * `/slurm/vX/{nodes,jobs,diag,partitions,licenses,reservations,shares}/` and `/slurmdb/vX/jobs/`,
+ * with or without the trailing slash. Large bodies are streamed chunk by
  * chunk, waiting for the socket to drain, so a 100k-job answer never sits in memory.
  *
  * Behaviour copied from real slurmrestd where agents depend on it: no token → 401, a wrong token →

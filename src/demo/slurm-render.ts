@@ -1,7 +1,8 @@
 /**
- * Renders the fake cluster as slurmrestd answers: `/slurm/vX/{nodes,jobs,diag,partitions,licenses,reservations,shares}/`,
- * `/slurmdb/vX/jobs/` and `/openapi/v3`, for API versions v0.0.40–v0.0.45, and for any other a caller
- * supplies a renderer for (the tests supply v0.0.38).
+ * Renders the fake cluster as slurmrestd answers:
+ * `/slurm/vX/{nodes,jobs,diag,partitions,licenses,reservations,shares}/`, `/slurmdb/vX/jobs/` and
+ * `/openapi/v3`, for API versions v0.0.40–v0.0.45, and for any other a caller supplies a renderer
+ * for (the tests supply v0.0.38).
  *
  * Bodies are produced as a stream of JSON text, element by element, never as one string: 100k
  * jobs are ~0.5 GB, more than V8's maximum string length. `bodyParts` yields the pieces,
