@@ -4,10 +4,8 @@
  * scripts/alerts.ts). `npm run docs`.
  */
 import fs from 'node:fs';
-import { DOC_TABLES } from '../src/catalogues.js';
-import { metricsTable, replaceSection } from '../src/telemetry/docs.js';
+import { DOC_TABLES, metricsTable, optionsTable, replaceSection } from './docs-tables.js';
 import { documentedCommands } from '../src/cli/program.js';
-import { optionsTable } from '../src/cli/options-table.js';
 import { ALERT_RULES_FILE, renderAlertRules, runbook, thresholdsTable } from './alerts.js';
 
 let readme = fs.readFileSync('README.md', 'utf8');

@@ -15,8 +15,7 @@ import {
   runbook,
   thresholdsTable,
 } from '../../scripts/alerts.js';
-import { DOC_TABLES } from '../../src/catalogues.js';
-import { section } from '../../src/telemetry/docs.js';
+import { DOC_TABLES, section } from '../../scripts/docs-tables.js';
 import { prometheusName, type MetricSpec } from '../../src/telemetry/spec.js';
 import { findTool, run, shouldRun, toolPath } from '../support/tools.js';
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { JsonArraySplitter, JsonStreamError, splitJsonArray } from '../../src/cluster/api/json-array-stream.js';
+import { JsonArraySplitter, JsonStreamError } from '../../src/cluster/api/json-array-stream.js';
 import type { SplitResult } from '../../src/cluster/api/json-array-stream.js';
 
 /** Runs the splitter over `body` cut at the given offsets; returns the parsed elements and members. */
@@ -168,20 +168,6 @@ describe('JsonArraySplitter', () => {
     }).toThrow(/exceeds 100 bytes/);
     const s3 = new JsonArraySplitter({ arrayKey: 'jobs', onElement: () => undefined, maxMemberBytes: 50 });
     expect(() => s3.write(Buffer.from(`{"meta":"${'m'.repeat(100)}"}`))).toThrow(/exceed 50 bytes/);
-  });
-
-  it('works from an async iterable', async () => {
-    async function* chunks(): AsyncGenerator<Buffer> {
-      yield Buffer.from('{"nodes":[{"name":"a"');
-      yield Buffer.from('},{"name":"b"}],"meta":{"x":1}}');
-    }
-    const names: string[] = [];
-    const r = await splitJsonArray(chunks(), {
-      arrayKey: 'nodes',
-      onElement: (b) => names.push((JSON.parse(b.toString()) as { name: string }).name),
-    });
-    expect(names).toEqual(['a', 'b']);
-    expect(r.members['meta']).toEqual({ x: 1 });
   });
 });
 

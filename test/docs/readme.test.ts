@@ -1,9 +1,7 @@
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { DOC_TABLES } from '../../src/catalogues.js';
 import { documentedCommands } from '../../src/cli/program.js';
-import { optionsTable } from '../../src/cli/options-table.js';
-import { metricsTable, section } from '../../src/telemetry/docs.js';
+import { DOC_TABLES, metricsTable, optionsTable, section } from '../../scripts/docs-tables.js';
 
 const readme = fs.readFileSync('README.md', 'utf8');
 

@@ -3,7 +3,7 @@
  * optional ones all together when their option is on, none when it is off. The compiler checks
  * points built with `point()`; this checks what reaches the exposition, whatever built it.
  */
-import { DOC_TABLES } from '../../src/catalogues.js';
+import { DOC_TABLES } from '../../scripts/docs-tables.js';
 import { materialized, prometheusName, type AnyFamily, type MetricSpec } from '../../src/telemetry/spec.js';
 import type { Sample } from './exposition.js';
 

@@ -428,16 +428,3 @@ export class JsonArraySplitter {
     }
   }
 }
-
-/**
- * Convenience wrapper: feeds an async byte source (an HTTP response body, a file stream) through
- * a splitter and returns the top-level members once the body is complete.
- */
-export async function splitJsonArray(
-  source: AsyncIterable<Uint8Array>,
-  opts: JsonArraySplitterOptions,
-): Promise<SplitResult> {
-  const splitter = new JsonArraySplitter(opts);
-  for await (const chunk of source) splitter.write(chunk);
-  return splitter.end();
-}

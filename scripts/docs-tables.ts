@@ -1,0 +1,69 @@
+/**
+ * What the README quotes from the code's own declarations, as Markdown: the metric tables (one
+ * per catalogue, by README section) and the option tables (from the commands' option
+ * definitions). `npm run docs` writes them; test/docs/readme.test.ts keeps them in step.
+ */
+import type { Command } from 'commander';
+import {
+  CLUSTER_EVENT_METRICS,
+  CLUSTER_METRICS,
+  CLUSTER_SELF_METRICS,
+  EXTRA_SPECS,
+  NATIVE_SPECS,
+  NATIVE_USER_ACCOUNT_SPECS,
+} from '../src/cluster/metrics.js';
+import { NODE_METRICS, NODE_SELF_METRICS } from '../src/node/metrics.js';
+import { PROCESS_METRICS } from '../src/telemetry/process-metrics.js';
+import { prometheusName, type MetricSpec } from '../src/telemetry/spec.js';
+
+/** Every agent's catalogue, by README section. */
+export const DOC_TABLES: Readonly<Record<string, readonly MetricSpec[]>> = {
+  'node-metrics': Object.values(NODE_METRICS),
+  'node-self-metrics': Object.values(NODE_SELF_METRICS),
+  'cluster-metrics': [...Object.values(CLUSTER_METRICS), ...Object.values(CLUSTER_EVENT_METRICS)],
+  'cluster-native-metrics': NATIVE_SPECS,
+  'cluster-native-user-account-metrics': NATIVE_USER_ACCOUNT_SPECS,
+  'cluster-extra-metrics': EXTRA_SPECS,
+  'cluster-self-metrics': Object.values(CLUSTER_SELF_METRICS),
+  'process-metrics': Object.values(PROCESS_METRICS),
+};
+
+export function metricsTable(specs: readonly MetricSpec[]): string {
+  const rows = specs.map(
+    (s) => `| \`${prometheusName(s)}\` | ${s.kind} | ${labels(s)} | ${s.description.replace(/\|/g, '\\|')} |`,
+  );
+  return ['| Prometheus name | type | labels | description |', '|---|---|---|---|', ...rows].join('\n');
+}
+
+/** The required labels, then those an option adds. */
+function labels(s: MetricSpec): string {
+  const code = (keys: readonly string[]): string => keys.map((a) => `\`${a}\``).join(', ');
+  const optional = s.optional ? `; with \`${s.optional.option}\`: ${code(s.optional.attributes)}` : '';
+  return (code(s.attributes) || '—') + optional;
+}
+
+/** Replaces the text between `<!-- begin:KEY -->` and `<!-- end:KEY -->`. */
+export function replaceSection(doc: string, key: string, body: string): string {
+  const begin = `<!-- begin:${key} -->`;
+  const end = `<!-- end:${key} -->`;
+  const i = doc.indexOf(begin);
+  const j = doc.indexOf(end);
+  if (i < 0 || j < i) throw new Error(`section ${key} not found`);
+  return `${doc.slice(0, i + begin.length)}\n${body}\n${doc.slice(j)}`;
+}
+
+export function section(doc: string, key: string): string | undefined {
+  const m = new RegExp(`<!-- begin:${key} -->\\n([\\s\\S]*?)\\n<!-- end:${key} -->`).exec(doc);
+  return m?.[1];
+}
+
+/** A command's options as a table: flag, environment variable, default, description. */
+export function optionsTable(cmd: Command): string {
+  const rows = cmd.options
+    .filter((o) => o.long !== '--help' && o.long !== '--version')
+    .map((o) => {
+      const def = o.defaultValueDescription ?? (o.defaultValue === undefined ? '—' : JSON.stringify(o.defaultValue));
+      return `| \`${o.flags}\` | ${o.envVar ? `\`${o.envVar}\`` : '—'} | ${def === '—' ? def : `\`${def.replace(/^"|"$/g, '')}\``} | ${o.description} |`;
+    });
+  return ['| flag | environment | default | description |', '|---|---|---|---|', ...rows].join('\n');
+}
