@@ -27,6 +27,8 @@ export interface OwnerScan {
   readonly unreadable: readonly UnreadableFds[];
   /** Every PID listed in /proc this cycle. */
   readonly present: ReadonlySet<number>;
+  /** The command name (comm) of each process whose stat was read this cycle. */
+  readonly names: ReadonlyMap<number, string>;
   /** PIDs whose own cgroup tells which HCAs it holds (rdma.current); their fd tables were not read unless asked. */
   readonly covered: readonly number[];
   readonly stats: { processes: number; fdLinksRead: number; fullRescan: boolean };
@@ -44,6 +46,7 @@ export interface Coverage {
 
 interface ProcEntry {
   start: string;
+  comm: string;
   /** The fd names at the last read, joined: the fast path compares against it. */
   listing: string;
   /** fd name → uverbs device, only for fds that are uverbs links. */
@@ -72,6 +75,7 @@ export class FdScanner {
         holders: new Map(),
         unreadable: [],
         present: new Set(),
+        names: new Map(),
         covered: [],
         stats: { processes: 0, fdLinksRead: 0, fullRescan: full },
       };
@@ -108,6 +112,7 @@ export class FdScanner {
       holders,
       unreadable,
       present,
+      names: new Map([...next].map(([pid, e]) => [pid, e.comm])),
       covered,
       stats: { processes: present.size, fdLinksRead: linksRead, fullRescan: full },
     };
@@ -129,6 +134,7 @@ export class FdScanner {
       return { errno: errnoOf(stat.detail) };
     }
     const start = startTime(stat.value);
+    const comm = commOf(stat.value);
     const fds = listDir(base + 'fd');
     if (!fds.ok) {
       if (fds.kind === 'gone') return 'gone';
@@ -139,8 +145,8 @@ export class FdScanner {
     const joined = names.join(',');
     let prev = this.cache.get(pid);
     if (prev && (prev.start !== start || full)) prev = undefined;
-    if (prev && prev.listing === joined) return { entry: prev, linksRead: 0 };
-    return this.readLinks(`${base}fd/`, start, names, joined, prev, problems);
+    if (prev && prev.listing === joined) return { entry: prev.comm === comm ? prev : { ...prev, comm }, linksRead: 0 };
+    return this.readLinks(`${base}fd/`, start, comm, names, joined, prev, problems);
   }
 
   /**
@@ -151,6 +157,7 @@ export class FdScanner {
   private readLinks(
     fdDir: string,
     start: string,
+    comm: string,
     names: string[],
     joined: string,
     prev: ProcEntry | undefined,
@@ -180,7 +187,7 @@ export class FdScanner {
       const m = UVERBS_RE.exec(target);
       if (m) uverbs.set(fd, m[1] as string);
     }
-    return { entry: { start, listing: joined, uverbs }, linksRead };
+    return { entry: { start, comm, listing: joined, uverbs }, linksRead };
   }
 }
 
@@ -194,4 +201,16 @@ export function startTime(stat: string): string {
   const close = stat.lastIndexOf(')');
   const fields = stat.slice(close + 2).split(' ');
   return fields[19] ?? '';
+}
+
+/**
+ * Field 2 of /proc/<pid>/stat, the command name between the first "(" and the last ")": the
+ * kernel's comm, as /proc/<pid>/comm gives it. The stat is read as latin1 (it is mostly numbers);
+ * a name with bytes beyond ASCII is decoded from its UTF-8 bytes.
+ */
+export function commOf(stat: string): string {
+  const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+  for (let i = 0; i < name.length; i++)
+    if (name.charCodeAt(i) > 0x7f) return Buffer.from(name, 'latin1').toString('utf8');
+  return name;
 }

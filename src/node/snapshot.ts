@@ -148,8 +148,13 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
   const metadata = readers.metadata ? jobMetadata(readers.metadata, allocations) : undefined;
   const holderNames = new Map<number, string>();
   for (const pid of new Set(holders.pids().flatMap((p) => [...p]))) {
-    const comm = readSmall(join(roots.procfs, String(pid), 'comm'), { utf8: true });
-    if (comm.ok) holderNames.set(pid, comm.value.trim());
+    // The stat read for the fd scan names the process; one not scanned (covered) is read here.
+    const known = owners.names.get(pid);
+    if (known !== undefined) holderNames.set(pid, known);
+    else {
+      const comm = readSmall(join(roots.procfs, String(pid), 'comm'), { utf8: true });
+      if (comm.ok) holderNames.set(pid, comm.value.trim());
+    }
   }
   return {
     atMs: nowMs,

@@ -64,7 +64,12 @@ describe('slurm-otel explain', () => {
 
   it('shows control characters of process names as escapes, and UTF-8 names as they are', () => {
     const roots = demoRoots();
-    fs.writeFileSync(path.join(roots.procfs, '950', 'comm'), '\x1b]0;owned\x07\x1b[2Jwéka\u202e\n');
+    // The kernel shows one name in both comm and stat.
+    const name = '\x1b]0;owned\x07\x1b[2Jwéka\u202e';
+    fs.writeFileSync(path.join(roots.procfs, '950', 'comm'), `${name}\n`);
+    const stat = path.join(roots.procfs, '950', 'stat');
+    const old = fs.readFileSync(stat, 'utf8');
+    fs.writeFileSync(stat, `${old.slice(0, old.indexOf('(') + 1)}${name}${old.slice(old.lastIndexOf(')'))}`);
     const r = spawnSync(
       process.execPath,
       [BIN, 'explain', '--sysfs-root', roots.sysfs, '--procfs-root', roots.procfs, '--cgroup-root', roots.cgroupfs],

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FdScanner, startTime } from '../../src/node/owners.js';
+import { commOf, FdScanner, startTime } from '../../src/node/owners.js';
 import { Problems } from '../../src/node/problems.js';
 import { writeProcess } from '../../src/demo/nodetree.js';
 import { asUnprivileged, deny, removeProcess, tmpDir } from '../support/tmp.js';
@@ -99,5 +99,30 @@ describe('startTime', () => {
   it('reads field 22 even when the command name has spaces and parentheses', () => {
     const rest = Array.from({ length: 50 }, (_, i) => (i === 19 ? '123456' : '0')).join(' ');
     expect(startTime(`77 (a b) (c)) ${rest}`)).toBe('123456');
+  });
+});
+
+describe('commOf', () => {
+  it('reads the name between the first "(" and the last ")", UTF-8 included, as /proc/<pid>/comm has it', () => {
+    const stat = (name: string) => Buffer.from(`77 (${name}) S 1 77 77 0 -1`, 'utf8').toString('latin1');
+    expect(commOf(stat('a b) (c)'))).toBe('a b) (c)');
+    expect(commOf(stat('wéka😀'))).toBe('wéka😀');
+    expect(commOf(stat(''))).toBe('');
+  });
+
+  it("names each process scanned by the comm in its stat, and follows a reused PID's new name", () => {
+    const proc = procfs();
+    writeProcess(proc, { pid: 23, comm: 'old', fds: 2, startTime: 100 });
+    const scanner = new FdScanner(proc, 60_000);
+    expect(scanner.scan(0, new Problems()).names.get(23)).toBe('old');
+    removeProcess(proc, 23);
+    writeProcess(proc, { pid: 23, comm: 'new name', fds: 2, startTime: 200 });
+    expect(scanner.scan(1000, new Problems()).names.get(23)).toBe('new name');
+    // Renamed in place (prctl), same start time and fds: the cached entry takes the new name.
+    removeProcess(proc, 23);
+    writeProcess(proc, { pid: 23, comm: 'renamed', fds: 2, startTime: 200 });
+    const scan = scanner.scan(2000, new Problems());
+    expect(scan.stats.fdLinksRead).toBe(0);
+    expect(scan.names.get(23)).toBe('renamed');
   });
 });

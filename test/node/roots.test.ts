@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -61,6 +61,22 @@ describe('hostile files in sysfs', () => {
 });
 
 describe('readSmall', () => {
+  it('refuses a FIFO that a writer holds open (EAGAIN) without waiting, and reads an empty file', () => {
+    const dir = tmpDir();
+    const fifo = path.join(dir, 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    // Opened read-write, the FIFO has a writer at once: a non-blocking read finds no data (EAGAIN).
+    const writer = spawn('sh', ['-c', `exec 3<>${fifo}; sleep 30`], { stdio: 'ignore' });
+    try {
+      for (let i = 0; i < 200 && !fs.existsSync(`/proc/${writer.pid}/fd/3`); i++) execFileSync('sleep', ['0.01']);
+      expect(readSmall(fifo)).toMatchObject({ ok: false, kind: 'malformed' });
+    } finally {
+      writer.kill();
+    }
+    fs.writeFileSync(path.join(dir, 'empty'), '');
+    expect(readSmall(path.join(dir, 'empty'))).toEqual({ ok: true, value: '' });
+  });
+
   it(`reads at most ${ATTRIBUTE_LIMIT} bytes of an attribute`, () => {
     const dir = tmpDir();
     fs.writeFileSync(path.join(dir, 'fits'), 'x'.repeat(ATTRIBUTE_LIMIT));
