@@ -97,6 +97,7 @@ export class ClusterRunner implements Collecting<TickResult> {
         // Counted once, when found: a missing endpoint is a fact about slurmrestd, not a failing run.
         absent: (collector, ms, absence, err) => {
           m.collectorDuration.record(ms / 1000, { collector });
+          this.landingRecord.absent(collector, Date.now(), ms);
           if (absence === 'new') {
             m.collectorErrors.record(1, { collector, kind: 'absent' });
             this.landingRecord.error(collector, Date.now(), err);

@@ -2,6 +2,7 @@
  * The cluster agent's landing page: what it is, where its endpoints are, node and job states at
  * the last collection, how each sub-collector fared, and the last errors (secrets redacted).
  */
+import { ABSENT_RETRY_MS } from './api/absent.js';
 import { redactSecrets } from '../log.js';
 import { escapeHtml as esc, page } from '../telemetry/page.js';
 import type { TickSummary } from './collect.js';
@@ -32,6 +33,8 @@ export interface CollectorHealth {
   readonly lastEndedAtMs?: number;
   readonly lastSuccessAtMs?: number;
   readonly lastDurationMs?: number;
+  /** Since when slurmrestd has not served the sub-collector's endpoint (unset once it answers). */
+  readonly absentSinceMs?: number;
 }
 
 export interface LandingError {
@@ -103,7 +106,7 @@ export class LandingRecord {
   private jobs: StateCount[] | undefined;
 
   runFinished(collector: SubCollector, endedAtMs: number, durationMs: number, err?: unknown): void {
-    const h = this.collectorHealth(collector);
+    const { absentSinceMs: _answered, ...h } = this.collectorHealth(collector);
     const ok = err === undefined;
     this.health.set(collector, {
       ...h,
@@ -114,6 +117,18 @@ export class LandingRecord {
       ...(ok ? { lastSuccessAtMs: endedAtMs } : {}),
     });
     if (!ok) this.error(collector, endedAtMs, err);
+  }
+
+  /** A run that found the endpoint missing: not an error, but the page says so until it answers. */
+  absent(collector: SubCollector, endedAtMs: number, durationMs: number): void {
+    const h = this.collectorHealth(collector);
+    this.health.set(collector, {
+      ...h,
+      runs: h.runs + 1,
+      lastEndedAtMs: endedAtMs,
+      lastDurationMs: durationMs,
+      absentSinceMs: h.absentSinceMs ?? endedAtMs,
+    });
   }
 
   skipped(collector: SubCollector): void {
@@ -207,10 +222,17 @@ function renderCollectors(tick: TickSummary | undefined, record: LandingRecord):
     const h = record.collectorHealth(name);
     const size = got === undefined ? '—' : got.items !== undefined ? `${got.items} items` : 'statistics';
     const failed = tick?.failed.includes(name) ?? false;
-    const status = failed ? '<span class="warn">failed; serving the last good data</span>' : got ? 'ok' : 'no data yet';
+    const status =
+      h.absentSinceMs !== undefined
+        ? `not served by this slurmrestd since ${iso(h.absentSinceMs)}; asked again every ${ABSENT_RETRY_MS / 60_000} minutes`
+        : failed
+          ? '<span class="warn">failed; serving the last good data</span>'
+          : got
+            ? 'ok'
+            : 'no data yet';
     const duration = h.lastDurationMs === undefined ? '—' : `${(h.lastDurationMs / 1000).toFixed(3)} s`;
     return (
-      `<tr data-collector="${esc(name)}" data-ok="${!failed && got !== undefined}"><td>${esc(name)}</td><td>${status}</td><td>${iso(got?.atMs)}</td><td>${size}</td>` +
+      `<tr data-collector="${esc(name)}" data-ok="${!failed && got !== undefined}" data-absent="${h.absentSinceMs !== undefined}"><td>${esc(name)}</td><td>${status}</td><td>${iso(got?.atMs)}</td><td>${size}</td>` +
       `<td>${iso(h.lastEndedAtMs)}</td><td>${iso(h.lastSuccessAtMs)}</td><td class="num">${duration}</td>` +
       `<td class="num" data-runs>${h.runs}</td><td class="num" data-errors>${h.errors}</td><td class="num" data-skipped>${h.skipped}</td></tr>`
     );

@@ -73,6 +73,27 @@ describe('cluster landing record', () => {
     expect(r.lastErrors).toEqual([{ atMs: 2_000, collector: 'nodes', message: 'boom' }]);
   });
 
+  it('says a sub-collector is not served from its first absent run until its endpoint answers', () => {
+    const r = new LandingRecord();
+    r.absent('licenses', 1_000, 5);
+    r.absent('licenses', 601_000, 6);
+    expect(r.collectorHealth('licenses')).toEqual({
+      runs: 2,
+      errors: 0,
+      skipped: 0,
+      lastEndedAtMs: 601_000,
+      lastDurationMs: 6,
+      absentSinceMs: 1_000,
+    });
+    const row = (html: string) => /<tr data-collector="licenses"[^\n]*/.exec(html)?.[0] ?? '';
+    expect(row(renderClusterLanding(undefined, META, r))).toContain(
+      'data-absent="true"><td>licenses</td><td>not served by this slurmrestd since 1970-01-01T00:00:01.000Z; asked again every 10 minutes',
+    );
+    r.runFinished('licenses', 1_201_000, 7);
+    expect(r.collectorHealth('licenses').absentSinceMs).toBeUndefined();
+    expect(row(renderClusterLanding(undefined, META, r))).toContain('data-absent="false"');
+  });
+
   it(`keeps the newest ${MAX_LANDING_ERRORS} errors, newest first`, () => {
     const r = new LandingRecord();
     for (let i = 0; i < MAX_LANDING_ERRORS + 5; i++) r.runFinished('jobs', i, 1, `failure ${i}`);
