@@ -232,7 +232,7 @@ function renderCollectors(tick: TickSummary | undefined, record: LandingRecord):
             : 'no data yet';
     const duration = h.lastDurationMs === undefined ? '—' : `${(h.lastDurationMs / 1000).toFixed(3)} s`;
     return (
-      `<tr data-collector="${esc(name)}" data-ok="${!failed && got !== undefined}" data-absent="${h.absentSinceMs !== undefined}"><td>${esc(name)}</td><td>${status}</td><td>${iso(got?.atMs)}</td><td>${size}</td>` +
+      `<tr data-collector="${esc(name)}" data-ok="${!failed && got !== undefined}"${h.absentSinceMs !== undefined ? ' data-absent="true"' : ''}><td>${esc(name)}</td><td>${status}</td><td>${iso(got?.atMs)}</td><td>${size}</td>` +
       `<td>${iso(h.lastEndedAtMs)}</td><td>${iso(h.lastSuccessAtMs)}</td><td class="num">${duration}</td>` +
       `<td class="num" data-runs>${h.runs}</td><td class="num" data-errors>${h.errors}</td><td class="num" data-skipped>${h.skipped}</td></tr>`
     );
