@@ -6,16 +6,14 @@
  * on one partition. They do not move with the workload.
  */
 import type { FakeAssociation, FakeQos, FakeTres, FakeUser } from './fake-cluster-types.js';
-
-/** The ids a fresh slurmdbd gives these TRES (gres get 1001+). */
-const TRES_IDS: Readonly<Record<string, number>> = { cpu: 1, mem: 2, node: 4, billing: 5, 'gres/gpu': 1001 };
+import { TRES_IDS } from './fake-cluster-derived.js';
 
 /** `cpu=512,gres/gpu=32` (memory in MiB) as slurmdbd's TRES list. */
 function tres(spec: string): FakeTres[] {
   return spec.split(',').map((item) => {
     const [key = '', count = ''] = item.split('=');
     const [type = '', name = ''] = key.split('/');
-    const id = TRES_IDS[key];
+    const id = (TRES_IDS as Readonly<Record<string, number>>)[key];
     if (id === undefined) throw new Error(`no TRES id for ${key}`);
     return { type, name, id, count: Number(count) };
   });

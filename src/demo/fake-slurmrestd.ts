@@ -2,8 +2,9 @@
  * A fake slurmrestd over node:http, serving a FakeCluster in the wire shapes of the versions it is
  * told to serve: `/openapi/v3` (also `/openapi.json`, `/openapi`),
  * `/slurm/vX/{nodes,jobs,diag,partitions,licenses,reservations,shares}/` and
- * `/slurmdb/vX/{jobs,qos,associations}/`, with or without the trailing slash. Large bodies are streamed chunk by
- * chunk, waiting for the socket to drain, so a 100k-job answer never sits in memory.
+ * `/slurmdb/vX/{jobs,qos,associations}/`, with or without the trailing slash. Large bodies are
+ * streamed chunk by chunk, waiting for the socket to drain, so a 100k-job answer never sits in
+ * memory.
  *
  * Behaviour copied from real slurmrestd where agents depend on it: no token → 401, a wrong token →
  * 500 with an `errors[]` body (what 22.05 does), an unknown path or version → 404, slurmdbd times
@@ -49,8 +50,7 @@ export interface FakeSlurmrestd {
   close(): Promise<void>;
 }
 
-const ROUTE =
-  /^\/(slurm|slurmdb)\/(v\d+\.\d+\.\d+)\/(nodes|jobs|diag|partitions|licenses|reservations|shares|qos|associations)\/?$/;
+const ROUTE = /^\/(slurm|slurmdb)\/(v\d+\.\d+\.\d+)\/([a-z]+)\/?$/;
 const SLURMCTLD: ReadonlySet<string> = new Set([
   'nodes',
   'jobs',

@@ -9,15 +9,7 @@
  * A member a version does not define is set to `undefined`, which JSON.stringify leaves out: one
  * object literal per entity keeps Slurm's member order for every version.
  */
-import type {
-  ClusterView,
-  FakeAssociation,
-  FakeDiag,
-  FakeJob,
-  FakeNode,
-  FakeQos,
-  FakeTres,
-} from './fake-cluster-types.js';
+import type { ClusterView, FakeAssociation, FakeDiag, FakeJob, FakeNode, FakeQos } from './fake-cluster-types.js';
 import {
   arrayTaskString,
   isTerminal,
@@ -594,10 +586,6 @@ function limit(n: number | undefined): Obj {
   return n === undefined ? INFINITE : nv(n);
 }
 
-function tres4x(list: readonly FakeTres[]): Obj[] {
-  return list.map((t) => ({ type: t.type, name: t.name, id: t.id, count: t.count }));
-}
-
 const PER_ACCOUNT_AND_USER = Object.freeze({ account: INFINITE, user: INFINITE });
 
 /** A QoS (`/slurmdb/vX/qos/`); GrpSubmitJobs and GrpTRESMins only have a member from v0.0.42. */
@@ -616,16 +604,16 @@ export function qos4x(q: FakeQos, c: Ctx4x): Obj {
           per: { account: limit(q.maxSubmitJobsPerAccount), user: limit(q.maxSubmitJobsPerUser) },
         }),
         tres: {
-          total: tres4x(q.grpTres),
+          total: tresList4x(q.grpTres),
           minutes: shaped('qosTresMinutes', c.minor, {
             total: [],
             per: { qos: [], job: [], account: [], user: [] },
           }),
           per: {
-            account: tres4x(q.maxTresPerAccount),
-            job: tres4x(q.maxTresPerJob),
-            node: tres4x(q.maxTresPerNode),
-            user: tres4x(q.maxTresPerUser),
+            account: tresList4x(q.maxTresPerAccount),
+            job: tresList4x(q.maxTresPerJob),
+            node: tresList4x(q.maxTresPerNode),
+            user: tresList4x(q.maxTresPerUser),
           },
         },
         wall_clock: { per: { qos: limit(q.grpWallMinutes), job: limit(q.maxWallMinutes) } },
@@ -671,10 +659,10 @@ export function association4x(a: FakeAssociation, c: Ctx4x): Obj {
         total: limit(a.grpSubmitJobs),
       },
       tres: {
-        total: tres4x(a.grpTres),
-        group: { minutes: tres4x(a.grpTresMinutes), active: [] },
+        total: tresList4x(a.grpTres),
+        group: { minutes: tresList4x(a.grpTresMinutes), active: [] },
         minutes: { total: [], per: { job: [] } },
-        per: { job: tres4x(a.maxTresPerJob), node: tres4x(a.maxTresPerNode) },
+        per: { job: tresList4x(a.maxTresPerJob), node: tresList4x(a.maxTresPerNode) },
       },
       per: { account: { wall_clock: INFINITE } },
     },
