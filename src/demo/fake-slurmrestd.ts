@@ -51,16 +51,9 @@ export interface FakeSlurmrestd {
 }
 
 const ROUTE = /^\/(slurm|slurmdb)\/(v\d+\.\d+\.\d+)\/([a-z]+)\/?$/;
-const SLURMCTLD: ReadonlySet<string> = new Set([
-  'nodes',
-  'jobs',
-  'diag',
-  'partitions',
-  'licenses',
-  'reservations',
-  'shares',
-]);
-const SLURMDBD: ReadonlySet<string> = new Set(['jobs', 'qos', 'associations']);
+/** What each daemon's plugin serves here (slurmrestd answers 404 for the rest). */
+const SLURMCTLD = new Set<string>(['nodes', 'jobs', 'diag', 'partitions', 'licenses', 'reservations', 'shares']);
+const SLURMDBD = new Set<string>(['jobs', 'qos', 'associations']);
 const OPENAPI_PATHS: ReadonlySet<string> = new Set(['/openapi/v3', '/openapi.json', '/openapi', '/openapi/v3/']);
 
 interface Route {
