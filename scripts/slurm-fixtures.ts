@@ -292,13 +292,16 @@ function diagOf(cluster: FakeCluster): FakeDiag {
 function scenario(v: Minor): ClusterView {
   const cluster = clusterOf(v);
   const jobs = jobSpecs(v).map(job);
+  const { nodes, qos, associations } = cluster.view();
   return {
     clusterName: cluster.clusterName,
     now: T,
-    nodes: cluster.view().nodes.map((n) => ({ ...n, address: addressOf(n), ...NODE_CHANGES[n.name] })),
+    nodes: nodes.map((n) => ({ ...n, address: addressOf(n), ...NODE_CHANGES[n.name] })),
     jobs,
     accounting: jobs.filter((j) => ACCOUNTED.has(j.id)),
     diag: diagOf(cluster),
+    qos,
+    associations,
     nodesUpdatedAt: T - 5,
     jobsUpdatedAt: T - 2,
   };
@@ -364,6 +367,8 @@ function bodies(v: Minor): Readonly<Record<string, Obj>> {
       'db job',
     ),
     'jobs-error.json': jobsError(view, v),
+    'qos.json': rendered(view, v, 'qos'),
+    'associations.json': rendered(view, v, 'associations'),
   };
 }
 

@@ -2,7 +2,7 @@
  * Values the renderers derive from the fake cluster's records the same way in every API version:
  * the nodes' reserved resources, output paths, slurmdbd's TRES arrays and sdiag's row order.
  */
-import type { ClusterView, FakeDiag, FakeJob, RpcTypeCounter, RpcUserCounter } from './fake-cluster-types.js';
+import type { ClusterView, FakeDiag, FakeJob, FakeTres, RpcTypeCounter, RpcUserCounter } from './fake-cluster-types.js';
 import { jobCpus } from './fake-cluster-types.js';
 
 /** CPUs the fake nodes keep for the system (CpuSpecList `0-1`). */
@@ -18,12 +18,9 @@ export function stdoutPath(j: FakeJob, expanded: boolean): string {
 }
 
 /** One slurmdbd TRES entry. Ids are the usual ones of a fresh slurmdbd (gres get 1001+). */
-export interface TresEntry {
-  readonly type: string;
-  readonly name: string;
-  readonly id: number;
-  readonly count: number;
-}
+export type TresEntry = FakeTres;
+
+export const TRES_IDS = { cpu: 1, mem: 2, node: 4, billing: 5, 'gres/gpu': 1001 } as const;
 
 /** The TRES arrays slurmdbd returns: requested always, allocated once the job was allocated. */
 export function tresEntries(j: FakeJob, which: 'requested' | 'allocated', gpuType: string): TresEntry[] {
@@ -31,12 +28,12 @@ export function tresEntries(j: FakeJob, which: 'requested' | 'allocated', gpuTyp
   const cpus = jobCpus(j);
   const gpus = j.gpusPerNode * j.nodeCount;
   const out: TresEntry[] = [
-    { type: 'cpu', name: '', id: 1, count: cpus },
-    { type: 'mem', name: '', id: 2, count: j.memPerNodeMiB * j.nodeCount },
-    { type: 'node', name: '', id: 4, count: j.nodeCount },
-    { type: 'billing', name: '', id: 5, count: cpus },
+    { type: 'cpu', name: '', id: TRES_IDS.cpu, count: cpus },
+    { type: 'mem', name: '', id: TRES_IDS.mem, count: j.memPerNodeMiB * j.nodeCount },
+    { type: 'node', name: '', id: TRES_IDS.node, count: j.nodeCount },
+    { type: 'billing', name: '', id: TRES_IDS.billing, count: cpus },
   ];
-  if (gpus > 0) out.push({ type: 'gres', name: 'gpu', id: 1001, count: gpus });
+  if (gpus > 0) out.push({ type: 'gres', name: 'gpu', id: TRES_IDS['gres/gpu'], count: gpus });
   if (gpus > 0 && which === 'allocated' && gpuType !== '')
     out.push({ type: 'gres', name: `gpu:${gpuType}`, id: 1002, count: gpus });
   return out;

@@ -151,6 +151,72 @@ export interface FakeDiag {
   readonly rpcsByUser: readonly RpcUserCounter[];
 }
 
+/** A TRES count as slurmdbd lists it (`gres/gpu=8` is type gres, name gpu); memory in MiB. */
+export interface FakeTres {
+  readonly type: string;
+  readonly name: string;
+  readonly id: number;
+  readonly count: number;
+}
+
+/**
+ * A QoS as sacctmgr sets it. A limit left out is not set (slurmdbd reads it back as INFINITE);
+ * wall clock limits are in minutes, as slurmdbd stores them.
+ */
+export interface FakeQos {
+  readonly id: number;
+  readonly name: string;
+  readonly description: string;
+  readonly flags: readonly string[];
+  readonly priority: number;
+  readonly usageFactor: number;
+  /** GrpJobs. */
+  readonly grpJobs?: number;
+  /** MaxJobsPerUser, MaxJobsPerAccount. */
+  readonly maxJobsPerUser?: number;
+  readonly maxJobsPerAccount?: number;
+  /** MaxSubmitJobsPerUser, MaxSubmitJobsPerAccount. */
+  readonly maxSubmitJobsPerUser?: number;
+  readonly maxSubmitJobsPerAccount?: number;
+  /** MaxWall (per job) and GrpWall, minutes. */
+  readonly maxWallMinutes?: number;
+  readonly grpWallMinutes?: number;
+  readonly grpTres: readonly FakeTres[];
+  readonly maxTresPerJob: readonly FakeTres[];
+  readonly maxTresPerNode: readonly FakeTres[];
+  readonly maxTresPerUser: readonly FakeTres[];
+  readonly maxTresPerAccount: readonly FakeTres[];
+}
+
+/**
+ * An association: an account's own (user ''), or a user's in an account, on every partition
+ * (partition '') or on one. Limits as in FakeQos.
+ */
+export interface FakeAssociation {
+  readonly id: number;
+  readonly account: string;
+  readonly user: string;
+  readonly partition: string;
+  /** The parent account of an account's association; '' for root and for users' ones. */
+  readonly parent: string;
+  readonly shares: number;
+  readonly qos: readonly string[];
+  readonly defaultQos: string;
+  readonly isDefault: boolean;
+  readonly priority?: number;
+  /** MaxJobs, MaxSubmitJobs, MaxWall (minutes). */
+  readonly maxJobs?: number;
+  readonly maxSubmitJobs?: number;
+  readonly maxWallMinutes?: number;
+  /** GrpJobs, GrpSubmitJobs. */
+  readonly grpJobs?: number;
+  readonly grpSubmitJobs?: number;
+  readonly grpTres: readonly FakeTres[];
+  readonly grpTresMinutes: readonly FakeTres[];
+  readonly maxTresPerJob: readonly FakeTres[];
+  readonly maxTresPerNode: readonly FakeTres[];
+}
+
 /** One consistent moment of the cluster, as a renderer or a truth accessor sees it. */
 export interface ClusterView {
   readonly clusterName: string;
@@ -162,6 +228,9 @@ export interface ClusterView {
   /** What slurmdbd holds: every job, finished ones included. */
   readonly accounting: readonly FakeJob[];
   readonly diag: FakeDiag;
+  /** What slurmdbd holds of QoS and associations (sacctmgr's settings; they do not change). */
+  readonly qos: readonly FakeQos[];
+  readonly associations: readonly FakeAssociation[];
   readonly nodesUpdatedAt: number;
   readonly jobsUpdatedAt: number;
 }

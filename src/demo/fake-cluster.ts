@@ -13,7 +13,8 @@
  * and the agent queue wander.
  */
 import { ControllerStats, QUEUE_DEPTH } from './fake-controller-stats.js';
-import type { ClusterView, FakeJob, FakeNode, FakeOutcome, FakeUser } from './fake-cluster-types.js';
+import type { ClusterView, FakeAssociation, FakeJob, FakeNode, FakeOutcome, FakeUser } from './fake-cluster-types.js';
+import { associationsOf, FAKE_QOS } from './fake-cluster-limits.js';
 import { compressHostlist, isTerminal, jobAllocTres } from './fake-cluster-types.js';
 import { SPECIALIZED_MEMORY_MIB } from './fake-cluster-derived.js';
 import { Prng } from './prng.js';
@@ -130,6 +131,7 @@ export class FakeCluster {
   private readonly ctld = new Map<number, FakeJob>();
   private readonly dbd = new Map<number, FakeJob>();
   private readonly stats: ControllerStats;
+  private readonly associations: readonly FakeAssociation[];
   private nowMs: number;
   private nextTick: number;
   private nextJobId = 2000;
@@ -150,6 +152,9 @@ export class FakeCluster {
     this.nodeList = buildNodes(specs, t0);
     this.parts = buildPartitions(specs, this.nodeList);
     this.stats = new ControllerStats(this.rng, USERS, t0);
+    // A user's limits on one partition: the GPU one where there is one.
+    const limited = specs.find((p) => (p.gpusPerNode ?? 0) > 0) ?? specs[0];
+    this.associations = associationsOf(USERS, limited?.name ?? '');
     if (opts.pinned) this.pin(opts.pinned, t0);
     if ((opts.workload ?? 'demo') === 'demo') this.seedDemoWorkload(t0);
     this.schedule(t0);
@@ -190,6 +195,8 @@ export class FakeCluster {
       jobs: [...this.ctld.values()],
       accounting: [...this.dbd.values()],
       diag: this.stats.snapshot(),
+      qos: FAKE_QOS,
+      associations: this.associations,
       nodesUpdatedAt: this.nodesChangedAt,
       jobsUpdatedAt: this.jobsUpdatedAt,
     };

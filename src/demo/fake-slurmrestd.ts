@@ -1,9 +1,10 @@
 /**
  * A fake slurmrestd over node:http, serving a FakeCluster in the wire shapes of the versions it is
  * told to serve: `/openapi/v3` (also `/openapi.json`, `/openapi`),
- * `/slurm/vX/{nodes,jobs,diag,partitions,licenses,reservations,shares}/` and `/slurmdb/vX/jobs/`,
- * with or without the trailing slash. Large bodies are streamed chunk by
- * chunk, waiting for the socket to drain, so a 100k-job answer never sits in memory.
+ * `/slurm/vX/{nodes,jobs,diag,partitions,licenses,reservations,shares}/` and
+ * `/slurmdb/vX/{jobs,qos,associations}/`, with or without the trailing slash. Large bodies are
+ * streamed chunk by chunk, waiting for the socket to drain, so a 100k-job answer never sits in
+ * memory.
  *
  * Behaviour copied from real slurmrestd where agents depend on it: no token → 401, a wrong token →
  * 500 with an `errors[]` body (what 22.05 does), an unknown path or version → 404, slurmdbd times
@@ -13,7 +14,7 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FakeCluster } from './fake-cluster.js';
-import { isRenderVersion, openapiDocument, plannerFor, renderChunks } from './slurm-render.js';
+import { FROM_V0040, isRenderVersion, openapiDocument, plannerFor, renderChunks } from './slurm-render.js';
 import type { AccountingQuery, Endpoint, Renderers, RenderVersion } from './slurm-render.js';
 
 export interface FakeSlurmrestdOptions {
@@ -49,7 +50,10 @@ export interface FakeSlurmrestd {
   close(): Promise<void>;
 }
 
-const ROUTE = /^\/(slurm|slurmdb)\/(v\d+\.\d+\.\d+)\/(nodes|jobs|diag|partitions|licenses|reservations|shares)\/?$/;
+const ROUTE = /^\/(slurm|slurmdb)\/(v\d+\.\d+\.\d+)\/([a-z]+)\/?$/;
+/** What each daemon's plugin serves here (slurmrestd answers 404 for the rest). */
+const SLURMCTLD = new Set<string>(['nodes', 'jobs', 'diag', 'partitions', 'licenses', 'reservations', 'shares']);
+const SLURMDBD = new Set<string>(['jobs', 'qos', 'associations']);
 const OPENAPI_PATHS: ReadonlySet<string> = new Set(['/openapi/v3', '/openapi.json', '/openapi', '/openapi/v3/']);
 
 interface Route {
@@ -92,20 +96,15 @@ function authStatus(req: IncomingMessage, token: string | undefined): number | n
 const withoutSlash = (path: string): string => path.replace(/\/+$/, '');
 
 function route(path: string, served: ReadonlySet<RenderVersion>, slurmdbd: boolean): Route {
+  const notFound = new HttpError(404, `Unable to find requested URL ${path}`);
   const m = ROUTE.exec(path);
-  if (m === null) throw new HttpError(404, `Unable to find requested URL ${path}`);
-  const [, family, version, what] = m as unknown as [
-    string,
-    'slurm' | 'slurmdb',
-    string,
-    'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses' | 'reservations' | 'shares',
-  ];
-  if (!isRenderVersion(version) || !served.has(version))
-    throw new HttpError(404, `Unable to find requested URL ${path}`);
-  if (family === 'slurmdb' && (!slurmdbd || what !== 'jobs'))
-    throw new HttpError(404, `Unable to find requested URL ${path}`);
-  if (what === 'shares' && version === 'v0.0.38') throw new HttpError(404, `Unable to find requested URL ${path}`);
-  return { version, endpoint: family === 'slurmdb' ? 'slurmdb-jobs' : what };
+  if (m === null) throw notFound;
+  const [, family, version, what] = m as unknown as [string, 'slurm' | 'slurmdb', string, string];
+  if (!isRenderVersion(version) || !served.has(version)) throw notFound;
+  if (family === 'slurmdb' ? !slurmdbd || !SLURMDBD.has(what) : !SLURMCTLD.has(what)) throw notFound;
+  const endpoint = (family === 'slurmdb' && what === 'jobs' ? 'slurmdb-jobs' : what) as Endpoint;
+  if (version === 'v0.0.38' && FROM_V0040.has(endpoint)) throw notFound;
+  return { version, endpoint };
 }
 
 /** slurmdbd takes `uts<epoch>` (Slurm's parse_time rejects a bare integer). */

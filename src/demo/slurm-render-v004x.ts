@@ -9,7 +9,7 @@
  * A member a version does not define is set to `undefined`, which JSON.stringify leaves out: one
  * object literal per entity keeps Slurm's member order for every version.
  */
-import type { ClusterView, FakeDiag, FakeJob, FakeNode } from './fake-cluster-types.js';
+import type { ClusterView, FakeAssociation, FakeDiag, FakeJob, FakeNode, FakeQos } from './fake-cluster-types.js';
 import {
   arrayTaskString,
   isTerminal,
@@ -114,6 +114,8 @@ const SPANS = {
     pending_rpcs_by_hostlist: [41, 45],
   },
   rpcType: { queued: [41, 45], dropped: [41, 45], cycle_last: [41, 45], cycle_max: [41, 45] },
+  qosMaxJobs: { count: [42, 45] },
+  qosTresMinutes: { total: [42, 45] },
 } as const satisfies Record<string, Record<string, Span>>;
 
 type Kind = keyof typeof SPANS;
@@ -575,6 +577,106 @@ export function dbJob4x(j: FakeJob, c: Ctx4x): Obj {
     wckey: { wckey: '', flags: [] },
     working_directory: `/home/${u.name}`,
   });
+}
+
+// ------------------------------------------------------------------ slurmdbd limits
+
+/** A limit sacctmgr set, or INFINITE: what slurmdbd reads back for one never set. */
+function limit(n: number | undefined): Obj {
+  return n === undefined ? INFINITE : nv(n);
+}
+
+const PER_ACCOUNT_AND_USER = Object.freeze({ account: INFINITE, user: INFINITE });
+
+/** A QoS (`/slurmdb/vX/qos/`); GrpSubmitJobs and GrpTRESMins only have a member from v0.0.42. */
+export function qos4x(q: FakeQos, c: Ctx4x): Obj {
+  return {
+    description: q.description,
+    flags: q.flags,
+    id: q.id,
+    limits: {
+      grace_time: 0,
+      max: {
+        active_jobs: { accruing: INFINITE, count: limit(q.grpJobs) },
+        jobs: shaped('qosMaxJobs', c.minor, {
+          count: INFINITE,
+          active_jobs: { per: { account: limit(q.maxJobsPerAccount), user: limit(q.maxJobsPerUser) } },
+          per: { account: limit(q.maxSubmitJobsPerAccount), user: limit(q.maxSubmitJobsPerUser) },
+        }),
+        tres: {
+          total: tresList4x(q.grpTres),
+          minutes: shaped('qosTresMinutes', c.minor, {
+            total: [],
+            per: { qos: [], job: [], account: [], user: [] },
+          }),
+          per: {
+            account: tresList4x(q.maxTresPerAccount),
+            job: tresList4x(q.maxTresPerJob),
+            node: tresList4x(q.maxTresPerNode),
+            user: tresList4x(q.maxTresPerUser),
+          },
+        },
+        wall_clock: { per: { qos: limit(q.grpWallMinutes), job: limit(q.maxWallMinutes) } },
+        accruing: { per: PER_ACCOUNT_AND_USER },
+      },
+      factor: INFINITE,
+      min: { priority_threshold: INFINITE, tres: { per: { job: [] } } },
+    },
+    name: q.name,
+    preempt: { list: [], mode: ['DISABLED'], exempt_time: INFINITE },
+    priority: nv(q.priority),
+    usage_factor: nv(q.usageFactor),
+    usage_threshold: INFINITE,
+  };
+}
+
+/** The association's lineage as slurmdbd 23.11+ writes it (`/account/0-user/partition/`). */
+function lineage(a: FakeAssociation): string {
+  const account = a.account === 'root' ? '/' : `/${a.account}/`;
+  return a.user === '' ? account : `${account}0-${a.user}/${a.partition === '' ? '' : `${a.partition}/`}`;
+}
+
+/** An association (`/slurmdb/vX/associations/`); its `id` is an object in v0.0.40, a number after. */
+export function association4x(a: FakeAssociation, c: Ctx4x): Obj {
+  const cluster = c.view.clusterName;
+  return {
+    accounting: [],
+    account: a.account,
+    cluster,
+    comment: '',
+    default: { qos: a.defaultQos },
+    flags: [],
+    max: {
+      jobs: {
+        per: {
+          count: limit(a.maxJobs),
+          accruing: INFINITE,
+          submitted: limit(a.maxSubmitJobs),
+          wall_clock: limit(a.maxWallMinutes),
+        },
+        active: limit(a.grpJobs),
+        accruing: INFINITE,
+        total: limit(a.grpSubmitJobs),
+      },
+      tres: {
+        total: tresList4x(a.grpTres),
+        group: { minutes: tresList4x(a.grpTresMinutes), active: [] },
+        minutes: { total: [], per: { job: [] } },
+        per: { job: tresList4x(a.maxTresPerJob), node: tresList4x(a.maxTresPerNode) },
+      },
+      per: { account: { wall_clock: INFINITE } },
+    },
+    id: c.minor === 40 ? { account: a.account, cluster, partition: a.partition, user: a.user, id: a.id } : a.id,
+    is_default: a.isDefault,
+    lineage: lineage(a),
+    min: { priority_threshold: INFINITE },
+    parent_account: a.parent,
+    partition: a.partition,
+    priority: limit(a.priority),
+    qos: a.qos,
+    shares_raw: a.shares,
+    user: a.user,
+  };
 }
 
 // ------------------------------------------------------------------ diag

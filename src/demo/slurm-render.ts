@@ -1,8 +1,8 @@
 /**
  * Renders the fake cluster as slurmrestd answers:
- * `/slurm/vX/{nodes,jobs,diag,partitions,licenses,reservations,shares}/`, `/slurmdb/vX/jobs/` and
- * `/openapi/v3`, for API versions v0.0.40–v0.0.45, and for any other a caller supplies a renderer
- * for (the tests supply v0.0.38).
+ * `/slurm/vX/{nodes,jobs,diag,partitions,licenses,reservations,shares}/`,
+ * `/slurmdb/vX/{jobs,qos,associations}/` and `/openapi/v3`, for API versions v0.0.40–v0.0.45, and
+ * for any other a caller supplies a renderer for (the tests supply v0.0.38).
  *
  * Bodies are produced as a stream of JSON text, element by element, never as one string: 100k
  * jobs are ~0.5 GB, more than V8's maximum string length. `bodyParts` yields the pieces,
@@ -11,14 +11,29 @@
 import type { FakeCluster } from './fake-cluster.js';
 import type { ClusterView, FakeJob, FakeNode } from './fake-cluster-types.js';
 import { isTerminal } from './fake-cluster-types.js';
-import { dbJob4x, diagStats4x, job4x, meta4x, node4x, nv } from './slurm-render-v004x.js';
+import { association4x, dbJob4x, diagStats4x, job4x, meta4x, node4x, nv, qos4x } from './slurm-render-v004x.js';
 import type { Ctx4x, Minor } from './slurm-render-v004x.js';
 
 export const RENDER_VERSIONS = ['v0.0.38', 'v0.0.40', 'v0.0.41', 'v0.0.42', 'v0.0.43', 'v0.0.44', 'v0.0.45'] as const;
 export type RenderVersion = (typeof RENDER_VERSIONS)[number];
 
 export type Endpoint =
-  'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses' | 'reservations' | 'shares' | 'slurmdb-jobs';
+  | 'nodes'
+  | 'jobs'
+  | 'diag'
+  | 'partitions'
+  | 'licenses'
+  | 'reservations'
+  | 'shares'
+  | 'slurmdb-jobs'
+  | 'qos'
+  | 'associations';
+
+/**
+ * Served from v0.0.40 only: `/shares` is new in Slurm 23.11, and slurmdbd's QoS and associations
+ * are rendered in the v0.0.40+ shapes only (22.05's are among the recorded responses).
+ */
+export const FROM_V0040: ReadonlySet<Endpoint> = new Set(['shares', 'qos', 'associations']);
 
 /** The Slurm release a slurmrestd reports when this is the newest version it serves. */
 export const DEFAULT_RELEASES: Readonly<Record<RenderVersion, string>> = {
@@ -161,6 +176,10 @@ function plan4x(view: ClusterView, version: RenderVersion, endpoint: Endpoint, o
     }
     case 'slurmdb-jobs':
       return list('jobs', accountingJobs(view, opts.query), (j) => dbJob4x(j, c), {}, envelope('slurmdbd'));
+    case 'qos':
+      return list('qos', view.qos, (q) => qos4x(q, c), {}, envelope('slurmdbd'));
+    case 'associations':
+      return list('associations', view.associations, (a) => association4x(a, c), {}, envelope('slurmdbd'));
   }
 }
 
@@ -410,7 +429,11 @@ export function openapiDocument(
     paths[`/slurm/${v}/licenses${slash}`] = get('get all Slurm tracked license info');
     paths[`/slurm/${v}/reservations${slash}`] = get('get all reservation info');
     if (v !== 'v0.0.38') paths[`/slurm/${v}/shares`] = get('get fairshare info');
-    if (opts.slurmdbd ?? true) paths[`/slurmdb/${v}/jobs${slash}`] = get('get job list');
+    if (!(opts.slurmdbd ?? true)) continue;
+    paths[`/slurmdb/${v}/jobs${slash}`] = get('get job list');
+    if (v === 'v0.0.38') continue;
+    paths[`/slurmdb/${v}/qos/`] = get('get QOS list');
+    paths[`/slurmdb/${v}/associations/`] = get('get association list');
   }
   const plugins = (opts.slurmdbd ?? true) ? 'openapi/slurmdbd&openapi/slurmctld' : 'openapi/slurmctld';
   return {

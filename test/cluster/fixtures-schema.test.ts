@@ -94,6 +94,8 @@ const SCHEMA_OF_FILE: Readonly<Record<string, string>> = {
   'jobs-error.json': 'openapi_job_info_resp',
   'diag.json': 'openapi_diag_resp',
   'slurmdb-jobs.json': 'openapi_slurmdbd_jobs_resp',
+  'qos.json': 'openapi_slurmdbd_qos_resp',
+  'associations.json': 'openapi_assocs_resp',
 };
 
 function errorsOf(fn: ValidateFunction): string {

@@ -4,6 +4,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Readable } from 'node:stream';
+import { decodeAssociation, decodeQos } from '../../src/cluster/api/decode-limits.js';
+import { endpointPath, ENDPOINTS } from '../../src/cluster/api/paths.js';
 import { decodeListStream } from '../../src/cluster/api/stream-decode.js';
 import { decoderFor, parseServedVersions } from '../../src/cluster/api/versions.js';
 import type { ItemResult } from '../../src/cluster/model.js';
@@ -64,11 +66,19 @@ describe('fake slurmrestd', () => {
       '/slurm/v0.0.99/jobs/',
       '/slurm/v0.0.44/ping/',
       '/slurmdb/v0.0.44/diag/',
+      '/slurm/v0.0.44/qos/',
       '/',
     ]) {
       expect((await get(server, p)).status, p).toBe(404);
     }
     expect((await fetch(`${server.url}/slurm/v0.0.44/jobs/`, { method: 'POST', headers: auth })).status).toBe(405);
+  });
+
+  it('serves every path the agent requests, spelt as it spells them', async () => {
+    for (const ep of Object.values(ENDPOINTS)) {
+      const path = endpointPath(ep.api, 'v0.0.44', ep.name);
+      expect((await get(server, path)).status, path).toBe(200);
+    }
   });
 
   it('serves the renderer’s bytes, with or without the trailing slash', async () => {
@@ -98,6 +108,10 @@ describe('fake slurmrestd', () => {
     expect(await streamed('/slurm/v0.0.44/nodes/', 'nodes', d.decodeNode)).toBe(truth.nodes.length);
     expect(await streamed('/slurmdb/v0.0.44/jobs/', 'jobs', d.decodeAccountingJob)).toBe(truth.accountingJobs.length);
     expect(d.decodeDiag(await (await get(server, '/slurm/v0.0.44/diag/')).json()).ok).toBe(true);
+    expect(await streamed('/slurmdb/v0.0.44/qos/', 'qos', decodeQos)).toBe(cluster.view().qos.length);
+    expect(await streamed('/slurmdb/v0.0.44/associations/', 'associations', decodeAssociation)).toBe(
+      cluster.view().associations.length,
+    );
   });
 
   it('slurmdbd: uts<epoch> times filter, a bare integer is refused, another cluster finds nothing', async () => {

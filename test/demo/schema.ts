@@ -126,6 +126,8 @@ const SCHEMA_4X: Readonly<Record<Endpoint, string>> = {
   reservations: 'openapi_reservation_resp',
   shares: 'openapi_shares_resp',
   'slurmdb-jobs': 'openapi_slurmdbd_jobs_resp',
+  qos: 'openapi_slurmdbd_qos_resp',
+  associations: 'openapi_assocs_resp',
 };
 
 export const ENDPOINTS = Object.keys(SCHEMA_4X) as readonly Endpoint[];
@@ -139,6 +141,8 @@ const SCHEMA_38: Readonly<Record<Endpoint, readonly [string, string]>> = {
   reservations: ['v0.0.38-slurmctld.json', 'v0.0.38_reservations_response'],
   shares: ['v0.0.38-slurmctld.json', 'none: v0.0.38 has no /shares'],
   'slurmdb-jobs': ['v0.0.38-slurmdbd.json', 'dbv0.0.38_job_info'],
+  qos: ['v0.0.38-slurmdbd.json', 'none: the v0.0.38 renderer has no /qos'],
+  associations: ['v0.0.38-slurmdbd.json', 'none: the v0.0.38 renderer has no /associations'],
 };
 
 const ajvs = new Map<string, Ajv>();

@@ -6,19 +6,27 @@
  */
 import { describe, expect, it } from 'vitest';
 import { decodeLicense } from '../../src/cluster/api/decode-licenses.js';
+import { decodeAssociations, decodeQosList } from '../../src/cluster/api/decode-limits.js';
 import { decodePartition } from '../../src/cluster/api/decode-partitions.js';
 import { decodeReservation } from '../../src/cluster/api/decode-reservations.js';
 import { decodeShares } from '../../src/cluster/api/decode-shares.js';
 import { decodeList } from '../../src/cluster/api/envelope.js';
 import { decoderFor } from '../../src/cluster/api/versions.js';
-import type { Decoded, SlurmJob, SlurmNode } from '../../src/cluster/model.js';
-import { DEFAULT_RELEASES, FAKE_LICENSE_TOTAL, RENDER_VERSIONS, renderText } from '../../src/demo/slurm-render.js';
+import type { Decoded, SlurmJob, SlurmLimits, SlurmNode } from '../../src/cluster/model.js';
+import {
+  DEFAULT_RELEASES,
+  FAKE_LICENSE_TOTAL,
+  FROM_V0040,
+  RENDER_VERSIONS,
+  renderText,
+} from '../../src/demo/slurm-render.js';
 import type { Endpoint, RenderVersion } from '../../src/demo/slurm-render.js';
 import { recorded } from '../cluster/fixtures.js';
 import { coverage, interestingMoments } from './moments.js';
 import { ENDPOINTS, errorsOf, missingMembers, unknownMembers, V0038_PATCHES, validatorFor } from './schema.js';
 import { truthSeenThrough } from '../support/fake-cluster-truth.js';
 import { V0038_RENDERERS } from '../support/slurm-render-v0038.js';
+import { limitsTruth, sortTres } from '../support/fake-limits-truth.js';
 
 const withV0038 = { renderers: V0038_RENDERERS };
 
@@ -33,7 +41,16 @@ function decode(version: RenderVersion, endpoint: Endpoint, body: unknown): Deco
   if (endpoint === 'licenses') return decodeList(body, 'licenses', decodeLicense);
   if (endpoint === 'reservations') return decodeList(body, 'reservations', decodeReservation);
   if (endpoint === 'shares') return decodeShares(body);
+  if (endpoint === 'qos') return decodeQosList(body);
+  if (endpoint === 'associations') return decodeAssociations(body);
   return d.decodeAccountingJobs(body);
+}
+
+/** TRES limits in the truth's order (which TRES list a limit comes from is the decoder's business). */
+function comparable(endpoint: Endpoint, item: unknown): unknown {
+  if (endpoint !== 'qos' && endpoint !== 'associations') return item;
+  const limits = item as SlurmLimits;
+  return { ...limits, tres: sortTres(limits.tres) };
 }
 
 /** The decoded item restricted to the truth's members (undefined members must decode as absent). */
@@ -52,6 +69,8 @@ function expectedItems(version: RenderVersion, endpoint: Endpoint, m: (typeof mo
   if (endpoint === 'licenses') return [licenseFromJobs(t.jobs)];
   if (endpoint === 'reservations') return reservationFromNodes(t.nodes, t.nowMs);
   if (endpoint === 'shares') return sharesFromJobs(t.jobs);
+  if (endpoint === 'qos') return limitsTruth(m.view).qos;
+  if (endpoint === 'associations') return limitsTruth(m.view).associations;
   return t.accountingJobs;
 }
 
@@ -133,8 +152,8 @@ describe('the moments cover every shape', () => {
 
 for (const version of RENDER_VERSIONS) {
   describe(`${version}`, () => {
-    // v0.0.38 (Slurm 22.05) has no /shares.
-    for (const endpoint of ENDPOINTS.filter((e) => version !== 'v0.0.38' || e !== 'shares')) {
+    // v0.0.38 (Slurm 22.05) has no /shares, and its limits are only recorded, not rendered.
+    for (const endpoint of ENDPOINTS.filter((e) => version !== 'v0.0.38' || !FROM_V0040.has(e))) {
       it(`${endpoint} validates against the ${version} schema at every moment`, () => {
         const fn = validatorFor(version, endpoint);
         for (const m of moments) {
@@ -154,7 +173,7 @@ for (const version of RENDER_VERSIONS) {
           expect(decoded.items.length, m.label).toBe(expected.length);
           decoded.items.forEach((item, i) => {
             const want = expected[i] as object;
-            expect(pick(item, want), `${m.label} #${i}`).toEqual(want);
+            expect(pick(comparable(endpoint, item), want), `${m.label} #${i}`).toEqual(want);
           });
         }
       });
@@ -173,6 +192,55 @@ describe('each version writes every member its spec defines, of those the render
       expect(missingMembers(endpoint, bodies)).toEqual([]);
     });
   }
+});
+
+describe("the fake's QoS and associations", () => {
+  const l = limitsTruth(moments[0]!.view);
+  const names = (owners: readonly SlurmLimits[]) => ({
+    values: [...new Set(owners.flatMap((o) => Object.keys(o.values)))].sort(),
+    tres: [...new Set(owners.flatMap((o) => o.tres.map((t) => t.limit)))].sort(),
+  });
+
+  it('set every limit the agent exports, so each member it reads carries a value somewhere', () => {
+    expect(names(l.qos)).toEqual({
+      values: [
+        'grp_jobs',
+        'grp_wall_seconds',
+        'max_jobs_per_account',
+        'max_jobs_per_user',
+        'max_submit_jobs_per_account',
+        'max_submit_jobs_per_user',
+        'max_wall_seconds',
+        'priority',
+        'usage_factor',
+      ],
+      tres: ['grp_tres', 'max_tres_per_account', 'max_tres_per_job', 'max_tres_per_node', 'max_tres_per_user'],
+    });
+    expect(names(l.associations)).toEqual({
+      values: ['grp_jobs', 'grp_submit_jobs', 'max_jobs', 'max_submit_jobs', 'max_wall_seconds', 'priority', 'shares'],
+      tres: ['grp_tres', 'grp_tres_minutes', 'max_tres_per_job', 'max_tres_per_node'],
+    });
+  });
+
+  it("hold an account's own association, users' ones and one on a partition, and a QoS with nothing set", () => {
+    expect(l.associations.some((a) => a.account !== 'root' && a.user === '')).toBe(true);
+    expect(l.associations.some((a) => a.user !== '' && a.partition === '')).toBe(true);
+    expect(l.associations.some((a) => a.user !== '' && a.partition !== '')).toBe(true);
+    expect(l.qos.some((q) => Object.keys(q.values).length === 2 && q.tres.length === 0)).toBe(true);
+  });
+
+  it('v0.0.40 identifies an association by an object, later versions by a number; GrpSubmitJobs from v0.0.42', () => {
+    const view = moments[0]!.view;
+    const assoc = (v: RenderVersion) =>
+      (JSON.parse(renderText(view, v, 'associations')) as { associations: { id: unknown }[] }).associations[0];
+    expect(assoc('v0.0.40')?.id).toMatchObject({ account: 'root', id: 1 });
+    expect(assoc('v0.0.41')?.id).toBe(1);
+    const qosJobs = (v: RenderVersion) =>
+      (JSON.parse(renderText(view, v, 'qos')) as { qos: { limits: { max: { jobs: object } } }[] }).qos[0]?.limits.max
+        .jobs;
+    expect(qosJobs('v0.0.41')).not.toHaveProperty('count');
+    expect(qosJobs('v0.0.42')).toHaveProperty('count');
+  });
 });
 
 describe('version-specific details', () => {

@@ -408,6 +408,10 @@ function plan38(view: ClusterView, endpoint: Endpoint, opts: RenderOptions): Bod
       return list('reservations', reservationsOf(view), (r) => reservationWire(r, (n) => n), ctld, {});
     case 'shares':
       throw new Error('v0.0.38 has no /shares');
+    case 'qos':
+    case 'associations':
+      // The real 22.05 answers are in the recorded fixtures; the fake serves these from v0.0.40.
+      throw new Error(`no v0.0.38 /${endpoint}`);
     case 'slurmdb-jobs': {
       const items = accountingJobs(view, opts.query);
       const head = { meta: meta38(c, 'slurmdbd'), errors: items.length === 0 ? [NOTHING_FOUND] : [] };

@@ -20,6 +20,8 @@ import { parseExposition, select, sumOf, valueOf } from '../../support/expositio
 import { startReceiver } from '../../support/otlp-receiver.js';
 import { EXTRA_SPECS, NATIVE_SPECS, NATIVE_USER_ACCOUNT_SPECS } from '../../../src/cluster/metrics.js';
 import { knownTruth, truthSeenThrough } from '../../support/fake-cluster-truth.js';
+import { limitSamples, limitsTruth } from '../../support/fake-limits-truth.js';
+import type { FakeCluster } from '../../../src/demo/fake-cluster.js';
 
 const TOKEN = 'test-token';
 let server: FakeSlurmrestd | undefined;
@@ -235,6 +237,44 @@ describe("Slurm's native families through a fake slurmrestd, one API version at 
   }
 });
 
+const LIMIT_FAMILIES = [
+  'slurm_qos_limit',
+  'slurm_qos_tres_limit',
+  'slurm_association_limit',
+  'slurm_association_tres_limit',
+] as const;
+
+const sampleKey = (s: { name: string; labels: Readonly<Record<string, string>>; value: number }): string =>
+  JSON.stringify([s.name, Object.entries(s.labels).sort(), s.value]);
+
+/** The limit families' samples on /metrics, one key per sample. */
+function exportedLimits(r: ClusterRunner): string[] {
+  const samples = parseExposition(r.pipeline.exposition.text);
+  return LIMIT_FAMILIES.flatMap((name) =>
+    select(samples, name).map((s) => sampleKey({ name, labels: s.labels as Record<string, string>, value: s.value })),
+  ).sort();
+}
+
+/** What the fake cluster's slurmdbd records say those samples must be. */
+function declaredLimits(cluster: FakeCluster): string[] {
+  return limitSamples(limitsTruth(cluster.view())).map(sampleKey).sort();
+}
+
+describe('QoS and association limits through a fake slurmrestd, one API version at a time', () => {
+  for (const version of RENDER_VERSIONS.filter((v) => v !== 'v0.0.38')) {
+    it(`exports every limit the fake's slurmdbd holds, and nothing else (${version})`, async () => {
+      const { cluster, runner } = await start([version], 'controller', { accountingLimits: true });
+      const tick = await runner.collect();
+      expect(tick.failed).toEqual([]);
+      expect(tick.absent).toEqual([]);
+      const exported = exportedLimits(runner);
+      expect(exported.length).toBeGreaterThan(40);
+      expect(exported).toEqual(declaredLimits(cluster));
+      expect(expositionKeyErrors(parseExposition(runner.pipeline.exposition.text))).toEqual([]);
+    });
+  }
+});
+
 describe("Slurm's native families over OTLP", () => {
   it('every native and beyond family on /metrics is pushed under the same name, as a gauge, with the same points', async () => {
     const rx = await startReceiver();
@@ -291,8 +331,8 @@ describe('optional sub-collectors', () => {
     });
   }
 
-  it('the limits sub-collector is absent alone when slurmdbd has no /qos (the fake serves none): every other family is served', async () => {
-    const { runner } = await start(['v0.0.44'], 'controller', { accountingLimits: true });
+  it('the limits sub-collector is absent alone when slurmdbd has no /qos: every other family is served', async () => {
+    const { runner } = await start(['v0.0.44'], 'controller', { accountingLimits: true, missing: [QOS_44] });
     const tick = await runner.collect();
     expect(tick.failed).toEqual([]);
     expect(tick.absent).toEqual(['limits']);
@@ -402,6 +442,7 @@ describe('cluster agent faults, end to end', () => {
 });
 
 const requests = (s: FakeSlurmrestd, path: string): number => s.requests.get(path) ?? 0;
+const QOS_44 = '/slurmdb/v0.0.44/qos/';
 
 async function absentErrors(r: ClusterRunner, collector: string): Promise<{ absent: number; all: number }> {
   const self = parseExposition((await r.self.exposition()).text);
@@ -428,15 +469,15 @@ describe('an endpoint slurmrestd does not serve', () => {
       ...o,
       client: { now: () => clock.now, absentRetryMs: WAIT_MS },
     });
-    return { clock, server: server as FakeSlurmrestd, runner: started.runner };
+    return { clock, server: server as FakeSlurmrestd, runner: started.runner, cluster: started.cluster };
   };
 
   it('slurmdbd without /qos: no renegotiation per cycle, counted once, the limit families absent', async () => {
-    const { server, runner } = await startClocked({ accountingLimits: true });
+    const { server, runner } = await startClocked({ accountingLimits: true, missing: [QOS_44] });
     await runner.collect();
     // At most one renegotiation, in the first cycle (when /qos answers before anything else did).
     const openapi = requests(server, '/openapi/v3');
-    const qos = requests(server, '/slurmdb/v0.0.44/qos/');
+    const qos = requests(server, QOS_44);
     expect(openapi).toBeLessThanOrEqual(2);
     expect(qos).toBeGreaterThanOrEqual(1);
     expect(qos).toBeLessThanOrEqual(2);
@@ -446,7 +487,7 @@ describe('an endpoint slurmrestd does not serve', () => {
       expect(tick.failed).toEqual([]);
     }
     expect(requests(server, '/openapi/v3')).toBe(openapi);
-    expect(requests(server, '/slurmdb/v0.0.44/qos/')).toBe(qos);
+    expect(requests(server, QOS_44)).toBe(qos);
     expect(requests(server, '/slurm/v0.0.44/nodes/')).toBe(5);
     expect(await absentErrors(runner, 'limits')).toEqual({ absent: 1, all: 1 });
     expect(familySize(runner, 'slurm_qos_limit')).toBe(0);
@@ -473,6 +514,22 @@ describe('an endpoint slurmrestd does not serve', () => {
     expect(total.map((s) => s.value)).toEqual([FAKE_LICENSE_TOTAL]);
     expect(requests(server, '/openapi/v3')).toBe(1);
     expect(await absentErrors(runner, 'licenses')).toEqual({ absent: 1, all: 1 });
+  });
+
+  it('slurmdbd whose /qos appears later: the limit families come after the wait, as the fake declares them', async () => {
+    const { clock, server, runner, cluster } = await startClocked({ accountingLimits: true, missing: [QOS_44] });
+    expect((await runner.collect()).absent).toEqual(['limits']);
+    server.setMissing([]);
+    expect((await runner.collect()).absent).toEqual(['limits']);
+    expect(familySize(runner, 'slurm_qos_limit')).toBe(0);
+    const asked = requests(server, QOS_44);
+    clock.now += WAIT_MS;
+    const tick = await runner.collect();
+    expect(tick.absent).toEqual([]);
+    expect(tick.failed).toEqual([]);
+    expect(requests(server, QOS_44)).toBe(asked + 1);
+    expect(exportedLimits(runner)).toEqual(declaredLimits(cluster));
+    expect(await absentErrors(runner, 'limits')).toEqual({ absent: 1, all: 1 });
   });
 
   it('that disappears drops its families rather than freezing them, and is counted once', async () => {
