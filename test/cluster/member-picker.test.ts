@@ -161,6 +161,12 @@ describe('MemberPicker memory', () => {
     expect(texts).toEqual(['{"a":1}', '{"a":3}', '{"a":5}']);
   });
 
+  it('refuses more names than its table holds, rather than probing a full table forever', () => {
+    const names = Array.from({ length: 513 }, (_, i) => `m${i}`);
+    expect(() => new MemberPicker(names)).toThrow(/more than 512 member names/);
+    expect(pick(names.slice(0, 512), '{"m511":1,"x":2}')).toEqual({ m511: 1 });
+  });
+
   it('grows its memory for an element far larger than its first pages', () => {
     const big = 'y'.repeat(3_000_000);
     expect(pick(['b'], `{"a":"${big}","b":[1,2]}`)).toEqual({ b: [1, 2] });

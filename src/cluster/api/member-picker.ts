@@ -28,6 +28,7 @@ interface ScannerExports {
 }
 
 const PAGE_BYTES = 65536;
+const MAX_NAMES = 512;
 const wasm = (globalThis as unknown as { WebAssembly: Wasm }).WebAssembly;
 const scannerModule = new wasm.Module(Buffer.from(MEMBER_PICKER_WASM, 'base64'));
 
@@ -49,7 +50,10 @@ export class MemberPicker {
     this.scanner = new wasm.Instance(scannerModule).exports as ScannerExports;
     this.inputBase = this.scanner.inputBase.value;
     let at = this.scanner.namesBase.value;
-    for (const name of new Set(names)) {
+    const unique = new Set(names);
+    // The name table has 1024 slots; at most half full, every probe ends at an empty one.
+    if (unique.size > MAX_NAMES) throw new RangeError(`more than ${MAX_NAMES} member names`);
+    for (const name of unique) {
       const bytes = Buffer.from(name, 'utf8');
       if (at + bytes.length > this.inputBase) throw new RangeError("member names exceed the scanner's name space");
       new Uint8Array(this.scanner.memory.buffer).set(bytes, at);
