@@ -1,8 +1,12 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { JsonArraySplitter } from '../../src/cluster/api/json-array-stream.js';
+import { decodeJob } from '../../src/cluster/api/decode-v004x.js';
 import { MemberPicker } from '../../src/cluster/api/member-picker.js';
+import { decodeListStream } from '../../src/cluster/api/stream-decode.js';
 import { MODULE_FILE, renderWasmModule, WAT_FILE } from '../../scripts/wasm.js';
 
 /** The picker's output for one whole object text, parsed; undefined when it hands the text on. */
@@ -171,6 +175,33 @@ describe('MemberPicker memory', () => {
     const big = 'y'.repeat(3_000_000);
     expect(pick(['b'], `{"a":"${big}","b":[1,2]}`)).toEqual({ b: [1, 2] });
     expect(pick(['a'], `{"a":"${big}","b":[1,2]}`)).toEqual({ a: big });
+  });
+});
+
+describe('without WebAssembly (node --jitless)', () => {
+  it('decodes the same jobs, from whole elements', async () => {
+    const file = path.resolve('fixtures/slurm/built/v0.0.44/jobs.json');
+    const decoder = path.resolve('dist/src/cluster/api/stream-decode.js');
+    const jobs = path.resolve('dist/src/cluster/api/decode-v004x.js');
+    const script = `
+      import fs from 'node:fs';
+      const { decodeListStream } = await import(${JSON.stringify(decoder)});
+      const { decodeJob } = await import(${JSON.stringify(jobs)});
+      const { MemberPicker } = await import(${JSON.stringify(decoder.replace('stream-decode', 'member-picker'))});
+      async function* chunks() { yield fs.readFileSync(${JSON.stringify(file)}); }
+      const d = await decodeListStream(chunks(), 'jobs', decodeJob);
+      console.log(JSON.stringify({ available: MemberPicker.available, items: d.ok ? d.items : d }));`;
+    const r = spawnSync(process.execPath, ['--jitless', '--input-type=module', '-e', script], { encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout) as { available: boolean; items: unknown };
+    async function* chunks(): AsyncGenerator<Buffer> {
+      yield fs.readFileSync(file);
+    }
+    const here = await decodeListStream(chunks(), 'jobs', decodeJob);
+    expect(out.available).toBe(false);
+    expect(MemberPicker.available).toBe(true);
+    expect(here.ok && here.items.length).toBeGreaterThan(3);
+    expect(out.items).toEqual(JSON.parse(JSON.stringify(here.ok ? here.items : here)));
   });
 });
 

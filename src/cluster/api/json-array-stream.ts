@@ -119,7 +119,9 @@ export class JsonArraySplitter {
     this.onArrayRestart = opts.onArrayRestart;
     this.maxElementBytes = opts.maxElementBytes ?? 256 * 1024 * 1024;
     this.maxMemberBytes = opts.maxMemberBytes ?? 16 * 1024 * 1024;
-    this.picker = opts.keepMembers === undefined ? undefined : new MemberPicker(opts.keepMembers);
+    // Without the picker (no WebAssembly) elements go on whole: the same result, parsed in full.
+    this.picker =
+      opts.keepMembers === undefined || !MemberPicker.available ? undefined : new MemberPicker(opts.keepMembers);
   }
 
   write(chunk: Uint8Array): void {

@@ -29,8 +29,9 @@ interface ScannerExports {
 
 const PAGE_BYTES = 65536;
 const MAX_NAMES = 512;
-const wasm = (globalThis as unknown as { WebAssembly: Wasm }).WebAssembly;
-const scannerModule = new wasm.Module(Buffer.from(MEMBER_PICKER_WASM, 'base64'));
+// Node run with --jitless has no WebAssembly: the splitter then hands elements on whole.
+const wasm = (globalThis as unknown as { WebAssembly?: Wasm }).WebAssembly;
+const scannerModule = wasm === undefined ? undefined : new wasm.Module(Buffer.from(MEMBER_PICKER_WASM, 'base64'));
 
 /**
  * Copies the members of a JSON object whose names are in a fixed set into a new, smaller JSON
@@ -40,6 +41,8 @@ const scannerModule = new wasm.Module(Buffer.from(MEMBER_PICKER_WASM, 'base64'))
  * byte of a /jobs response, at twice the speed of the same loop in JavaScript.
  */
 export class MemberPicker {
+  /** Whether this Node can run the scanner (not with --jitless). */
+  static readonly available: boolean = scannerModule !== undefined;
   private readonly scanner: ScannerExports;
   private readonly inputBase: number;
   /** The buffer whose bytes are in the scanner's memory. */
@@ -47,6 +50,7 @@ export class MemberPicker {
   private outBase = 0;
 
   constructor(names: Iterable<string>) {
+    if (wasm === undefined || scannerModule === undefined) throw new Error('this Node has no WebAssembly');
     this.scanner = new wasm.Instance(scannerModule).exports as ScannerExports;
     this.inputBase = this.scanner.inputBase.value;
     let at = this.scanner.namesBase.value;
