@@ -769,12 +769,12 @@ export const LIMIT_METRICS = {
   qos: gauge(
     'slurm_qos_limit',
     ['qos', 'limit'],
-    "A limit set on a QoS, by sacctmgr's name: priority, usage_factor, grp_jobs, max_jobs_per_user, max_jobs_per_account, max_submit_jobs_per_user, max_submit_jobs_per_account, max_wall_seconds, grp_wall_seconds. Unset limits are absent. From API v0.0.38.",
+    "A limit set on a QoS, by sacctmgr's name: priority, usage_factor, grp_jobs, grp_submit_jobs (from API v0.0.42), max_jobs_per_user, max_jobs_per_account, max_submit_jobs_per_user, max_submit_jobs_per_account, max_wall_seconds, grp_wall_seconds. Unset limits are absent. From API v0.0.38.",
   ),
   qosTres: gauge(
     'slurm_qos_tres_limit',
     ['qos', 'limit', 'tres'],
-    'A TRES limit on a QoS (grp_tres, max_tres_per_job, max_tres_per_node, max_tres_per_user, max_tres_per_account), per TRES (cpu, mem in MiB, node, gres/gpu, ...). From API v0.0.38.',
+    'A TRES limit on a QoS (grp_tres, grp_tres_minutes (from API v0.0.42), max_tres_minutes_per_job, max_tres_per_job, max_tres_per_node, max_tres_per_user, max_tres_per_account), per TRES (cpu, mem in MiB, node, gres/gpu, ...). From API v0.0.38.',
   ),
   association: gauge(
     'slurm_association_limit',

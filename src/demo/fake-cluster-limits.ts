@@ -25,6 +25,8 @@ const NO_TRES_LIMITS = {
   maxTresPerNode: [],
   maxTresPerUser: [],
   maxTresPerAccount: [],
+  grpTresMinutes: [],
+  maxTresMinutesPerJob: [],
 };
 
 export const FAKE_QOS: readonly FakeQos[] = [
@@ -46,12 +48,14 @@ export const FAKE_QOS: readonly FakeQos[] = [
     priority: 1000,
     usageFactor: 2,
     grpJobs: 32,
+    grpSubmitJobs: 128,
     maxJobsPerUser: 4,
     maxSubmitJobsPerUser: 20,
     maxWallMinutes: 24 * 60,
     grpTres: tres('cpu=512,gres/gpu=32'),
     maxTresPerJob: tres('mem=1048576,node=4,gres/gpu=8'),
     maxTresPerUser: tres('cpu=256,gres/gpu=16'),
+    grpTresMinutes: tres('gres/gpu=600000'),
   },
   {
     ...NO_TRES_LIMITS,
@@ -67,6 +71,7 @@ export const FAKE_QOS: readonly FakeQos[] = [
     grpWallMinutes: 600,
     maxTresPerNode: tres('cpu=32'),
     maxTresPerAccount: tres('node=2'),
+    maxTresMinutesPerJob: tres('cpu=960'),
   },
 ];
 

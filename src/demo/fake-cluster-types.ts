@@ -170,8 +170,9 @@ export interface FakeQos {
   readonly flags: readonly string[];
   readonly priority: number;
   readonly usageFactor: number;
-  /** GrpJobs. */
+  /** GrpJobs, GrpSubmitJobs. */
   readonly grpJobs?: number;
+  readonly grpSubmitJobs?: number;
   /** MaxJobsPerUser, MaxJobsPerAccount. */
   readonly maxJobsPerUser?: number;
   readonly maxJobsPerAccount?: number;
@@ -186,6 +187,9 @@ export interface FakeQos {
   readonly maxTresPerNode: readonly FakeTres[];
   readonly maxTresPerUser: readonly FakeTres[];
   readonly maxTresPerAccount: readonly FakeTres[];
+  /** GrpTRESMins, MaxTRESMinsPerJob. */
+  readonly grpTresMinutes: readonly FakeTres[];
+  readonly maxTresMinutesPerJob: readonly FakeTres[];
 }
 
 /**

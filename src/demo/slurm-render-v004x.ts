@@ -599,15 +599,15 @@ export function qos4x(q: FakeQos, c: Ctx4x): Obj {
       max: {
         active_jobs: { accruing: INFINITE, count: limit(q.grpJobs) },
         jobs: shaped('qosMaxJobs', c.minor, {
-          count: INFINITE,
+          count: limit(q.grpSubmitJobs),
           active_jobs: { per: { account: limit(q.maxJobsPerAccount), user: limit(q.maxJobsPerUser) } },
           per: { account: limit(q.maxSubmitJobsPerAccount), user: limit(q.maxSubmitJobsPerUser) },
         }),
         tres: {
           total: tresList4x(q.grpTres),
           minutes: shaped('qosTresMinutes', c.minor, {
-            total: [],
-            per: { qos: [], job: [], account: [], user: [] },
+            total: tresList4x(q.grpTresMinutes),
+            per: { qos: [], job: tresList4x(q.maxTresMinutesPerJob), account: [], user: [] },
           }),
           per: {
             account: tresList4x(q.maxTresPerAccount),

@@ -69,8 +69,8 @@ function expectedItems(version: RenderVersion, endpoint: Endpoint, m: (typeof mo
   if (endpoint === 'licenses') return [licenseFromJobs(t.jobs)];
   if (endpoint === 'reservations') return reservationFromNodes(t.nodes, t.nowMs);
   if (endpoint === 'shares') return sharesFromJobs(t.jobs);
-  if (endpoint === 'qos') return limitsTruth(m.view).qos;
-  if (endpoint === 'associations') return limitsTruth(m.view).associations;
+  if (endpoint === 'qos') return limitsTruth(m.view, version).qos;
+  if (endpoint === 'associations') return limitsTruth(m.view, version).associations;
   return t.accountingJobs;
 }
 
@@ -195,7 +195,7 @@ describe('each version writes every member its spec defines, of those the render
 });
 
 describe("the fake's QoS and associations", () => {
-  const l = limitsTruth(moments[0]!.view);
+  const l = limitsTruth(moments[0]!.view, 'v0.0.45');
   const names = (owners: readonly SlurmLimits[]) => ({
     values: [...new Set(owners.flatMap((o) => Object.keys(o.values)))].sort(),
     tres: [...new Set(owners.flatMap((o) => o.tres.map((t) => t.limit)))].sort(),
@@ -205,6 +205,7 @@ describe("the fake's QoS and associations", () => {
     expect(names(l.qos)).toEqual({
       values: [
         'grp_jobs',
+        'grp_submit_jobs',
         'grp_wall_seconds',
         'max_jobs_per_account',
         'max_jobs_per_user',
@@ -214,7 +215,15 @@ describe("the fake's QoS and associations", () => {
         'priority',
         'usage_factor',
       ],
-      tres: ['grp_tres', 'max_tres_per_account', 'max_tres_per_job', 'max_tres_per_node', 'max_tres_per_user'],
+      tres: [
+        'grp_tres',
+        'grp_tres_minutes',
+        'max_tres_minutes_per_job',
+        'max_tres_per_account',
+        'max_tres_per_job',
+        'max_tres_per_node',
+        'max_tres_per_user',
+      ],
     });
     expect(names(l.associations)).toEqual({
       values: ['grp_jobs', 'grp_submit_jobs', 'max_jobs', 'max_submit_jobs', 'max_wall_seconds', 'priority', 'shares'],

@@ -5,6 +5,7 @@
  */
 import type { SlurmAccountingLimits, SlurmLimits, TresLimit } from '../../src/cluster/model.js';
 import type { ClusterView, FakeAssociation, FakeQos, FakeTres } from '../../src/demo/fake-cluster-types.js';
+import { minorOf, type RenderVersion } from '../../src/demo/slurm-render.js';
 
 type Values = Readonly<Record<string, number | undefined>>;
 type TresLists = Readonly<Record<string, readonly FakeTres[]>>;
@@ -25,11 +26,14 @@ export function sortTres(list: readonly TresLimit[]): TresLimit[] {
   return [...list].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
 }
 
-function qosTruth(q: FakeQos): SlurmAccountingLimits['qos'][number] {
+/** GrpSubmitJobs and GrpTRESMins of a QoS have a member from v0.0.42 only. */
+function qosTruth(q: FakeQos, version: RenderVersion): SlurmAccountingLimits['qos'][number] {
+  const since42 = minorOf(version) >= 42;
   const values = {
     priority: q.priority,
     usage_factor: q.usageFactor,
     grp_jobs: q.grpJobs,
+    grp_submit_jobs: since42 ? q.grpSubmitJobs : undefined,
     max_jobs_per_user: q.maxJobsPerUser,
     max_jobs_per_account: q.maxJobsPerAccount,
     max_submit_jobs_per_user: q.maxSubmitJobsPerUser,
@@ -39,6 +43,8 @@ function qosTruth(q: FakeQos): SlurmAccountingLimits['qos'][number] {
   };
   const tres = {
     grp_tres: q.grpTres,
+    grp_tres_minutes: since42 ? q.grpTresMinutes : [],
+    max_tres_minutes_per_job: q.maxTresMinutesPerJob,
     max_tres_per_job: q.maxTresPerJob,
     max_tres_per_node: q.maxTresPerNode,
     max_tres_per_user: q.maxTresPerUser,
@@ -66,8 +72,8 @@ function associationTruth(a: FakeAssociation): SlurmAccountingLimits['associatio
   return { account: a.account, user: a.user, partition: a.partition, ...limitsOf(values, tres) };
 }
 
-export function limitsTruth(view: ClusterView): SlurmAccountingLimits {
-  return { qos: view.qos.map(qosTruth), associations: view.associations.map(associationTruth) };
+export function limitsTruth(view: ClusterView, version: RenderVersion): SlurmAccountingLimits {
+  return { qos: view.qos.map((q) => qosTruth(q, version)), associations: view.associations.map(associationTruth) };
 }
 
 export interface ExpectedSample {

@@ -22,6 +22,8 @@ const QOS_SCALARS: Readonly<Record<string, Scalar>> = {
   priority: { at: ['priority'] },
   usage_factor: { at: ['usage_factor'] },
   grp_jobs: { at: ['limits', 'max', 'active_jobs', 'count'] },
+  // GrpSubmitJobs has a member from v0.0.42 (Slurm 24.11).
+  grp_submit_jobs: { at: ['limits', 'max', 'jobs', 'count'] },
   max_jobs_per_user: { at: ['limits', 'max', 'jobs', 'active_jobs', 'per', 'user'] },
   max_jobs_per_account: { at: ['limits', 'max', 'jobs', 'active_jobs', 'per', 'account'] },
   max_submit_jobs_per_user: { at: ['limits', 'max', 'jobs', 'per', 'user'] },
@@ -31,6 +33,9 @@ const QOS_SCALARS: Readonly<Record<string, Scalar>> = {
 };
 const QOS_TRES: Readonly<Record<string, Path>> = {
   grp_tres: ['limits', 'max', 'tres', 'total'],
+  // GrpTRESMins has a member from v0.0.42; MaxTRESMinsPerJob in every version.
+  grp_tres_minutes: ['limits', 'max', 'tres', 'minutes', 'total'],
+  max_tres_minutes_per_job: ['limits', 'max', 'tres', 'minutes', 'per', 'job'],
   max_tres_per_job: ['limits', 'max', 'tres', 'per', 'job'],
   max_tres_per_node: ['limits', 'max', 'tres', 'per', 'node'],
   max_tres_per_user: ['limits', 'max', 'tres', 'per', 'user'],

@@ -256,8 +256,8 @@ function exportedLimits(r: ClusterRunner): string[] {
 }
 
 /** What the fake cluster's slurmdbd records say those samples must be. */
-function declaredLimits(cluster: FakeCluster): string[] {
-  return limitSamples(limitsTruth(cluster.view())).map(sampleKey).sort();
+function declaredLimits(cluster: FakeCluster, version: RenderVersion): string[] {
+  return limitSamples(limitsTruth(cluster.view(), version)).map(sampleKey).sort();
 }
 
 describe('QoS and association limits through a fake slurmrestd, one API version at a time', () => {
@@ -269,7 +269,7 @@ describe('QoS and association limits through a fake slurmrestd, one API version 
       expect(tick.absent).toEqual([]);
       const exported = exportedLimits(runner);
       expect(exported.length).toBeGreaterThan(40);
-      expect(exported).toEqual(declaredLimits(cluster));
+      expect(exported).toEqual(declaredLimits(cluster, version));
       expect(expositionKeyErrors(parseExposition(runner.pipeline.exposition.text))).toEqual([]);
     });
   }
@@ -528,7 +528,7 @@ describe('an endpoint slurmrestd does not serve', () => {
     expect(tick.absent).toEqual([]);
     expect(tick.failed).toEqual([]);
     expect(requests(server, QOS_44)).toBe(asked + 1);
-    expect(exportedLimits(runner)).toEqual(declaredLimits(cluster));
+    expect(exportedLimits(runner)).toEqual(declaredLimits(cluster, 'v0.0.44'));
     expect(await absentErrors(runner, 'limits')).toEqual({ absent: 1, all: 1 });
   });
 
