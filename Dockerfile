@@ -31,6 +31,11 @@ LABEL org.opencontainers.image.title="slurm-otel" \
       org.opencontainers.image.licenses="Apache-2.0"
 ENV NODE_ENV=production
 WORKDIR /app
+# iproute2 brings `rdma`, which --qp-counters observe|manage runs (about 3 MB).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends iproute2 \
+ && rm -rf /var/lib/apt/lists/* \
+ && test -x /usr/bin/rdma
 # A dedicated unprivileged user with a numeric id, so that Kubernetes' runAsNonRoot can verify it.
 # (The node agent's DaemonSet overrides it with uid 0 and exactly CAP_SYS_PTRACE and
 # CAP_DAC_READ_SEARCH: container runtimes grant added capabilities only to uid 0. See

@@ -579,6 +579,14 @@ describe('Dockerfile', () => {
     ).toBe(true);
   });
 
+  it("the runtime stage has iproute2's rdma for --qp-counters, installed before USER drops root", () => {
+    const stage = lastStage();
+    const install = stage.findIndex((i) => i.op === 'RUN' && /apt-get install .*\biproute2\b/.test(i.args));
+    expect(install).toBeGreaterThan(0);
+    expect(stage[install]?.args).toMatch(/rm -rf \/var\/lib\/apt\/lists/);
+    expect(install).toBeLessThan(stage.findIndex((i) => i.op === 'USER'));
+  });
+
   it('runs as a numeric non-root USER with a node-based HEALTHCHECK', () => {
     const users = lastStage().filter((i) => i.op === 'USER');
     expect(users.length).toBeGreaterThan(0);
