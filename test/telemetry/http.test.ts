@@ -42,6 +42,11 @@ function connect(ep: Endpoint): Promise<net.Socket> {
   });
 }
 
+/** An endpoint on a free loopback port serving `body` at /metrics, under the given limits. */
+function serveMetrics(body: string, limits: HttpLimits = TIGHT): Promise<Endpoint> {
+  return serve({ host: '127.0.0.1', port: 0 }, { '/metrics': () => textBody(body) }, undefined, undefined, limits);
+}
+
 /** Resolves with what the server sent once it closed the connection. */
 function closed(s: net.Socket): Promise<string> {
   let got = '';
@@ -51,13 +56,7 @@ function closed(s: net.Socket): Promise<string> {
 
 describe('HTTP server limits', () => {
   it('closes a connection whose headers never complete', async () => {
-    endpoint = await serve(
-      { host: '127.0.0.1', port: 0 },
-      { '/metrics': () => textBody('up 1\n') },
-      undefined,
-      undefined,
-      TIGHT,
-    );
+    endpoint = await serveMetrics('up 1\n');
     const s = await connect(endpoint);
     s.write('GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ');
     const got = await closed(s);
@@ -67,13 +66,7 @@ describe('HTTP server limits', () => {
 
   it('drops a client that asks for a large body and never reads it', async () => {
     const big = 'x'.repeat(64 * 1024 * 1024);
-    endpoint = await serve(
-      { host: '127.0.0.1', port: 0 },
-      { '/metrics': () => textBody(big) },
-      undefined,
-      undefined,
-      TIGHT,
-    );
+    endpoint = await serveMetrics(big);
     const s = await connect(endpoint);
     s.pause();
     s.write('GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n');
@@ -82,26 +75,14 @@ describe('HTTP server limits', () => {
   });
 
   it('closes a keep-alive connection left idle', async () => {
-    endpoint = await serve(
-      { host: '127.0.0.1', port: 0 },
-      { '/metrics': () => textBody('up 1\n') },
-      undefined,
-      undefined,
-      TIGHT,
-    );
+    endpoint = await serveMetrics('up 1\n');
     const s = await connect(endpoint);
     s.write('GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n');
     expect(await closed(s)).toMatch(/^HTTP\/1\.1 200[\s\S]*up 1\n$/);
   });
 
   it('refuses connections beyond the cap and serves those within it', async () => {
-    endpoint = await serve(
-      { host: '127.0.0.1', port: 0 },
-      { '/metrics': () => textBody('up 1\n') },
-      undefined,
-      undefined,
-      { ...DEFAULT_HTTP_LIMITS, maxConnections: 2 },
-    );
+    endpoint = await serveMetrics('up 1\n', { ...DEFAULT_HTTP_LIMITS, maxConnections: 2 });
     const first = await connect(endpoint);
     await connect(endpoint);
     await vi.waitFor(async () => expect(await endpoint?.connections()).toBe(2));
