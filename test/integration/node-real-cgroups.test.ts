@@ -317,6 +317,13 @@ describe.skipIf(gate.skip)(
       expect(select(samples, 'ib_slurm_job_device_attributed', { device: 'mlx5_3' }).map((s) => s.value)).toEqual([
         0, 0,
       ]);
+      // Holders are named as their own /proc/<pid>/comm names them (the agent reads the name from
+      // the stat it reads anyway).
+      const page = await (await fetch(agent.url.replace(/\/metrics$/, '/'))).text();
+      for (const pid of [...holdersOf(devices.path('mlx5_4')), ...holdersOf(devices.path('mlx5_0'))]) {
+        const comm = fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+        expect(page, `PID ${pid}`).toContain(`${pid} ${comm}`);
+      }
       // The two srun steps and the batch step of one job are one job: its process count covers all three.
       expect(valueOf(samples, 'ib_slurm_job_processes', { job_id: job.steps })).toBeGreaterThanOrEqual(3);
       expect(valueOf(samples, 'ib_slurm_job_processes', { job_id: job.otherUid })).toBeGreaterThanOrEqual(1);
