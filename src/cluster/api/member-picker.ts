@@ -31,7 +31,13 @@ const PAGE_BYTES = 65536;
 const MAX_NAMES = 512;
 // Node run with --jitless has no WebAssembly: the splitter then hands elements on whole.
 const wasm = (globalThis as unknown as { WebAssembly?: Wasm }).WebAssembly;
-const scannerModule = wasm === undefined ? undefined : new wasm.Module(Buffer.from(MEMBER_PICKER_WASM, 'base64'));
+let scannerModule: object | undefined;
+
+/** Compiled on first use: the node agent and the other commands never pay for it. */
+function compiled(w: Wasm): object {
+  scannerModule ??= new w.Module(Buffer.from(MEMBER_PICKER_WASM, 'base64'));
+  return scannerModule;
+}
 
 /**
  * Copies the members of a JSON object whose names are in a fixed set into a new, smaller JSON
@@ -42,7 +48,7 @@ const scannerModule = wasm === undefined ? undefined : new wasm.Module(Buffer.fr
  */
 export class MemberPicker {
   /** Whether this Node can run the scanner (not with --jitless). */
-  static readonly available: boolean = scannerModule !== undefined;
+  static readonly available: boolean = wasm !== undefined;
   private readonly scanner: ScannerExports;
   private readonly inputBase: number;
   /** The buffer whose bytes are in the scanner's memory. */
@@ -50,8 +56,8 @@ export class MemberPicker {
   private outBase = 0;
 
   constructor(names: Iterable<string>) {
-    if (wasm === undefined || scannerModule === undefined) throw new Error('this Node has no WebAssembly');
-    this.scanner = new wasm.Instance(scannerModule).exports as ScannerExports;
+    if (wasm === undefined) throw new Error('this Node has no WebAssembly');
+    this.scanner = new wasm.Instance(compiled(wasm)).exports as ScannerExports;
     this.inputBase = this.scanner.inputBase.value;
     let at = this.scanner.namesBase.value;
     const unique = new Set(names);
