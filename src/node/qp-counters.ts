@@ -12,6 +12,13 @@
  * adds its whole value (it counted from 0 since it was bound); one that
  * disappears never lowers the total; 32-bit Q counters wrap.
  *
+ * A counter can be missing from a reading and come back (an empty reading, or
+ * its PID briefly absent from the job's cgroup.procs): it is remembered and
+ * continues from its last value. Only a new counter starts afresh: another
+ * id, none of the QPs it had, or (after an absence) a value below the last one
+ * seen. A remembered counter is forgotten when its job ends or after
+ * MAX_ABSENT_READINGS readings without it; at most MAX_REMEMBERED are kept.
+ *
  * Only the tool's JSON is parsed: its text output changed layout in iproute2 6.7.
  */
 import { increase } from './attribution.js';
@@ -165,12 +172,25 @@ export interface QpState {
   readonly seq?: number;
   /** Keyed `jobId device port`; kept while the job lives. */
   readonly series: ReadonlyMap<string, QpSeries>;
-  /** Last reading of each counter of a job's PID, keyed `device port cntn pid`. */
-  readonly last: ReadonlyMap<string, QpCounter>;
+  /** Last reading of each counter of a job's PID, keyed `device port cntn pid`, absent ones included. */
+  readonly last: ReadonlyMap<string, RememberedCounter>;
   /** QPs with a counter and all QPs, per `jobId device port`, from the reading. */
   readonly counted: ReadonlyMap<string, number>;
   readonly qps: ReadonlyMap<string, number>;
 }
+
+/** A counter's last reading, and how many readings since lacked it. */
+export interface RememberedCounter {
+  readonly jobId: string;
+  readonly qpns: readonly number[];
+  readonly values: ReadonlyMap<string, bigint>;
+  readonly absent: number;
+}
+
+/** Readings a counter may be missing from and still continue from its last value (10 cycles). */
+export const MAX_ABSENT_READINGS = 10;
+/** Counters remembered at most; the ones seen in the reading come first. */
+export const MAX_REMEMBERED = 20_000;
 
 export const EMPTY_QP_STATE: QpState = { series: new Map(), last: new Map(), counted: new Map(), qps: new Map() };
 
@@ -187,9 +207,11 @@ export function accumulateQp(
   nowMs: number,
 ): QpState {
   const series = new Map([...prev.series].filter(([, s]) => alive.has(s.jobId)));
-  if (reading === undefined || reading.seq === prev.seq) return { ...prev, series };
+  if (reading === undefined || reading.seq === prev.seq) {
+    return { ...prev, series, last: new Map([...prev.last].filter(([, r]) => alive.has(r.jobId))) };
+  }
   const fresh = new Set<string>();
-  const last = new Map<string, QpCounter>();
+  const last = new Map<string, RememberedCounter>();
   const counted = new Map<string, number>();
   for (const c of reading.counters) {
     const jobId = c.pid === undefined ? undefined : jobOf.get(c.pid);
@@ -202,20 +224,44 @@ export function accumulateQp(
       fresh.add(key);
     }
     const counterKey = `${c.device} ${c.port} ${c.cntn} ${c.pid}`;
-    series.set(key, addCounter(s, sameCounter(prev.last.get(counterKey), c), c.values, fresh.has(key)));
-    last.set(counterKey, c);
+    const before = sameCounter(prev.last.get(counterKey), c, jobId);
+    series.set(key, addCounter(s, before, c.values, fresh.has(key)));
+    if (last.size < MAX_REMEMBERED) last.set(counterKey, { jobId, qpns: c.qpns, values: c.values, absent: 0 });
   }
+  rememberAbsent(prev.last, last, alive);
   return { seq: reading.seq, series, last, counted, qps: qpCounts(reading.qps, jobOf) };
 }
 
+/** Keeps the counters this reading lacked, while their job lives and for MAX_ABSENT_READINGS readings. */
+function rememberAbsent(
+  before: ReadonlyMap<string, RememberedCounter>,
+  last: Map<string, RememberedCounter>,
+  alive: ReadonlySet<string>,
+): void {
+  for (const [key, r] of before) {
+    if (last.size >= MAX_REMEMBERED) return;
+    if (last.has(key) || !alive.has(r.jobId) || r.absent >= MAX_ABSENT_READINGS) continue;
+    last.set(key, { ...r, absent: r.absent + 1 });
+  }
+}
+
 /**
- * The previous reading of the same counter, or undefined when the id was
- * released and allocated again between two readings: none of its QPs are the
- * ones it had (a 32-bit counter going down would otherwise pass for a wrap).
+ * The last reading of the same counter, or undefined when this is a new one:
+ * the PID is now another job's; the id was released and allocated again (none
+ * of its QPs are the ones it had: a 32-bit counter going down would otherwise
+ * pass for a wrap); or, after an absence, a value is below the last one seen.
  */
-function sameCounter(before: QpCounter | undefined, cur: QpCounter): ReadonlyMap<string, bigint> | undefined {
-  if (!before) return undefined;
-  if (before.qpns.length > 0 && cur.qpns.length > 0 && !cur.qpns.some((n) => before.qpns.includes(n))) return undefined;
+function sameCounter(
+  before: RememberedCounter | undefined,
+  cur: QpCounter,
+  jobId: string,
+): ReadonlyMap<string, bigint> | undefined {
+  if (!before || before.jobId !== jobId) return undefined;
+  if (before.qpns.length > 0 && cur.qpns.length > 0) {
+    const had = new Set(before.qpns);
+    if (!cur.qpns.some((n) => had.has(n))) return undefined;
+  }
+  if (before.absent > 0 && [...cur.values].some(([name, v]) => v < (before.values.get(name) ?? 0n))) return undefined;
   return before.values;
 }
 
