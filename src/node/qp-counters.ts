@@ -19,144 +19,21 @@
  * seen. A remembered counter is forgotten when its job ends or after
  * MAX_ABSENT_READINGS readings without it; at most MAX_REMEMBERED are kept.
  *
- * Only the tool's JSON is parsed: its text output changed layout in iproute2 6.7.
+ * The readings are parsed in qp-parse.ts.
  */
 import { increase } from './attribution.js';
-import { failed, ok, type Read } from './roots.js';
+import type { QpCounter, QpReading, QpResource } from './qp-parse.js';
 
-/** One counter of `rdma -j statistic qp show`: a PID's QPs on one port. */
-export interface QpCounter {
-  readonly device: string;
-  readonly port: string;
-  /** The counter's id on the port (`cntn`); ids are reused after a release. */
-  readonly cntn: number;
-  /** Absent for kernel QPs. */
-  readonly pid?: number;
-  /** Numbers of the QPs bound to the counter (`lqpn`). */
-  readonly qpns: readonly number[];
-  readonly values: ReadonlyMap<string, bigint>;
-}
-
-/** One QP of `rdma -j resource show qp`. */
-export interface QpResource {
-  readonly device: string;
-  readonly port: string;
-  readonly pid?: number;
-}
-
-/** One link of `rdma -j statistic qp mode`. */
-export interface LinkMode {
-  readonly device: string;
-  readonly port: string;
-  /** The tool's words, e.g. `qp auto off`, `qp auto type,pid on optional-counters off`. */
-  readonly mode: string;
-}
-
-/** One background reading: the counters, and the QPs when `resource show qp` answered. */
-export interface QpReading {
-  /** Increases with every new reading; a cycle that sees the same one adds nothing. */
-  readonly seq: number;
-  readonly counters: readonly QpCounter[];
-  readonly qps?: readonly QpResource[];
-}
-
-// Fields of a counter entry that are not counters.
-const NOT_COUNTERS = new Set(['ifindex', 'ifname', 'port', 'cntn', 'qp-type', 'pid', 'comm', 'lqpn', 'mode']);
-
-/**
- * JSON.parse, with integers beyond 2^53 kept exact: they are quoted before
- * parsing (strings are skipped whole, so a process name cannot shift this).
- */
-function parseExact(text: string): Read<unknown> {
-  // Most readings hold no such number: then the text is parsed as it is.
-  const quoted = /\d{16}/.test(text)
-    ? text.replace(/"(?:[^"\\]|\\.)*"|(\d{16,})/g, (m, big: string | undefined) => (big === undefined ? m : `"${big}"`))
-    : text;
-  try {
-    return ok(JSON.parse(quoted));
-  } catch (err) {
-    return failed('malformed', `not JSON: ${(err as Error).message.slice(0, 120)}`);
-  }
-}
-
-function entries(text: string): Read<Record<string, unknown>[]> {
-  const parsed = parseExact(text);
-  if (!parsed.ok) return parsed;
-  if (!Array.isArray(parsed.value)) return failed('malformed', 'not a JSON array');
-  return ok(
-    parsed.value.filter((e): e is Record<string, unknown> => typeof e === 'object' && e !== null && !Array.isArray(e)),
-  );
-}
-
-function link(e: Record<string, unknown>): { device: string; port: string } | undefined {
-  const device = e['ifname'];
-  const port = e['port'];
-  if (typeof device !== 'string' || (typeof port !== 'number' && typeof port !== 'string')) return undefined;
-  return { device, port: String(port) };
-}
-
-function pidOf(e: Record<string, unknown>): { pid?: number } {
-  const pid = e['pid'];
-  return typeof pid === 'number' && Number.isInteger(pid) && pid > 0 ? { pid } : {};
-}
-
-function counterValue(v: unknown): bigint | undefined {
-  if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return BigInt(v);
-  if (typeof v === 'string' && /^\d{1,20}$/.test(v)) return BigInt(v);
-  return undefined;
-}
-
-/** `rdma -j statistic qp show`; entries without an interface or port are skipped. */
-export function parseQpCounters(text: string): Read<QpCounter[]> {
-  const list = entries(text);
-  if (!list.ok) return list;
-  const out: QpCounter[] = [];
-  for (const e of list.value) {
-    const where = link(e);
-    const cntn = e['cntn'];
-    if (!where || typeof cntn !== 'number') continue;
-    const values = new Map<string, bigint>();
-    for (const [name, v] of Object.entries(e)) {
-      if (NOT_COUNTERS.has(name)) continue;
-      const value = counterValue(v);
-      if (value !== undefined) values.set(name, value);
-    }
-    const lqpn = e['lqpn'];
-    const qpns = Array.isArray(lqpn) ? lqpn.filter((n): n is number => typeof n === 'number') : [];
-    out.push({ ...where, cntn, ...pidOf(e), qpns, values });
-  }
-  return ok(out);
-}
-
-/** `rdma -j resource show qp`; QPs without a port (not yet moved to INIT) are skipped. */
-export function parseQpResources(text: string): Read<QpResource[]> {
-  const list = entries(text);
-  if (!list.ok) return list;
-  const out: QpResource[] = [];
-  for (const e of list.value) {
-    const where = link(e);
-    if (where) out.push({ ...where, ...pidOf(e) });
-  }
-  return ok(out);
-}
-
-/** `rdma -j statistic qp mode`. */
-export function parseLinkModes(text: string): Read<LinkMode[]> {
-  const list = entries(text);
-  if (!list.ok) return list;
-  const out: LinkMode[] = [];
-  for (const e of list.value) {
-    const where = link(e);
-    const mode = e['mode'];
-    if (where && typeof mode === 'string') out.push({ ...where, mode });
-  }
-  return ok(out);
-}
-
-/** Auto mode off: the only links the agent may turn on. */
-export function autoOff(mode: string): boolean {
-  return /^qp auto off\b/.test(mode.trim());
-}
+export {
+  autoOff,
+  parseLinkModes,
+  parseQpCounters,
+  parseQpResources,
+  type LinkMode,
+  type QpCounter,
+  type QpReading,
+  type QpResource,
+} from './qp-parse.js';
 
 /** One job's totals on one port. */
 export interface QpSeries {
@@ -291,7 +168,7 @@ function qpCounts(qps: readonly QpResource[] | undefined, jobOf: ReadonlyMap<num
     const jobId = q.pid === undefined ? undefined : jobOf.get(q.pid);
     if (jobId === undefined) continue;
     const key = `${jobId} ${q.device} ${q.port}`;
-    out.set(key, (out.get(key) ?? 0) + 1);
+    out.set(key, (out.get(key) ?? 0) + (q.qps ?? 1));
   }
   return out;
 }
