@@ -143,7 +143,7 @@ async function runCase(name: string, dir: string): Promise<Figures> {
     maxStallMs: Math.round(stall.max / 1e6),
     series: text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length,
     rdmaErrors: pick(/^ib_slurm_exporter_cycle_errors_total\{[^}]*rdma/),
-    dropped: pick(/^ib_slurm_exporter_qp_dropped/),
+    dropped: pick(/^ib_slurm_exporter_qp_reading_dropped/),
   };
 }
 

@@ -115,7 +115,7 @@ export class JsonArrayScanner {
   private field(): JsonField {
     const c = this.peek();
     if (c === 0x22) return { kind: 'string', text: this.string(true) };
-    if (c === 0x2d || isDigit(c)) return { kind: 'number', raw: this.number() };
+    if (c === 0x2d || isDigit(c)) return { kind: 'number', raw: this.number(true) };
     if (c === 0x5b) return this.numbers();
     this.skipValue(2);
     return OTHER;
@@ -136,7 +136,7 @@ export class JsonArrayScanner {
       this.ws();
       const c = this.peek();
       if (c === 0x2d || isDigit(c)) {
-        const n = Number(this.number());
+        const n = Number(this.number(true));
         if (list.length < this.shape.maxArrayItems) list.push(n);
       } else {
         onlyNumbers = false;
@@ -155,7 +155,7 @@ export class JsonArrayScanner {
     if (depth > MAX_DEPTH) this.fail('nested too deep');
     const c = this.peek();
     if (c === 0x22) this.string(false);
-    else if (c === 0x2d || isDigit(c)) this.number();
+    else if (c === 0x2d || isDigit(c)) this.number(false);
     else if (c === 0x7b || c === 0x5b) this.skipContainer(c === 0x7b ? 0x7d : 0x5d, depth);
     else if (this.text.startsWith('true', this.pos)) this.pos += 4;
     else if (this.text.startsWith('false', this.pos)) this.pos += 5;
@@ -221,7 +221,8 @@ export class JsonArrayScanner {
     return this.fail('bad escape');
   }
 
-  private number(): string {
+  /** A number at the cursor: its text when `build`. */
+  private number(build: boolean): string {
     const { text } = this;
     const start = this.pos;
     let i = start;
@@ -241,7 +242,7 @@ export class JsonArrayScanner {
       while (isDigit(text.charCodeAt(i))) i++;
     }
     this.pos = i;
-    return text.slice(start, i);
+    return build ? text.slice(start, i) : '';
   }
 
   private ws(): void {

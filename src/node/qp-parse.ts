@@ -68,7 +68,7 @@ export const MAX_QPNS = 1 << 20;
 /** Counter names outside the Q group accepted, the first seen, for the process's life. */
 export const MAX_OTHER_NAMES = 8;
 /** Characters scanned between two pauses of the async readers. */
-const PAUSE_CHARS = 1 << 20;
+const PAUSE_CHARS = 1 << 18;
 // An entry of the tool has ~45 fields; the rest of a wider one is dropped.
 const SHAPE = { maxFields: 96, maxArrayItems: 1 << 16 };
 
