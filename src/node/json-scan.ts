@@ -29,6 +29,8 @@ export interface JsonEntry {
 export interface ScanShape {
   readonly maxFields: number;
   readonly maxArrayItems: number;
+  /** Only these fields are kept (the others are checked and skipped); absent: any. */
+  readonly keys?: ReadonlySet<string>;
 }
 
 export const END = Symbol('end of array');
@@ -99,7 +101,8 @@ export class JsonArrayScanner {
       this.ws();
       this.expect(0x3a); // :
       this.ws();
-      if (fields.size < this.shape.maxFields || fields.has(key)) fields.set(key, this.field());
+      if (this.shape.keys !== undefined && !this.shape.keys.has(key)) this.skipValue(2);
+      else if (fields.size < this.shape.maxFields || fields.has(key)) fields.set(key, this.field());
       else {
         extraFields++;
         this.skipValue(2);

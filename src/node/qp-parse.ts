@@ -108,6 +108,9 @@ export interface Parsed<T> {
   readonly dropped: QpDropped;
 }
 
+// The fields of a `resource show qp` entry that are read: the rest is skipped unbuilt.
+const RESOURCE_KEYS: ReadonlySet<string> = new Set(['ifname', 'port', 'pid']);
+
 // Fields of a counter entry that are not counters.
 const NOT_COUNTERS = new Set(['ifindex', 'ifname', 'port', 'cntn', 'qp-type', 'pid', 'comm', 'lqpn', 'mode']);
 
@@ -154,10 +157,11 @@ function* scan(
   json: string,
   keep: () => boolean,
   visit: (fields: Fields, entry: JsonEntry) => void,
+  keys?: ReadonlySet<string>,
 ): Generator<void, Failure | undefined> {
   if (json.length > MAX_READING_BYTES) return failed('too_large', `reading over ${MAX_READING_BYTES} bytes`);
   try {
-    const scanner = new JsonArrayScanner(json, SHAPE);
+    const scanner = new JsonArrayScanner(json, keys ? { ...SHAPE, keys } : SHAPE);
     let mark = 0;
     for (;;) {
       const entry = scanner.next(keep);
@@ -231,6 +235,7 @@ export function* resourceEntries(json: string, limits: QpLimits): Generator<void
       else if (groups.size < MAX_QP_GROUPS) groups.set(key, { ...where, ...pid, qps: 1 });
       else drops.add('entries');
     },
+    RESOURCE_KEYS,
   );
   return failure ?? ok({ items: [...groups.values()], dropped: drops.counts });
 }
