@@ -13,6 +13,8 @@ import {
   collectOnce,
   startAgent,
   type Collecting,
+  repeatEvery,
+  type Repeat,
   type RunningAgent,
   type Schedule,
 } from '../telemetry/runtime.js';
@@ -145,7 +147,7 @@ export class ClusterRunner implements Collecting<TickResult> {
    * The daemon's timer: a tick every interval, whether or not the previous tick's runs have
    * ended (the in-flight limit, not the timer, keeps a slow sub-collector from piling up).
    */
-  schedule(intervalMs: number): Schedule {
+  schedule(intervalMs: number, repeat: Repeat = repeatEvery): Schedule {
     this.live = true;
     const ticks = new Set<Promise<void>>();
     const tick = (): Promise<void> => {
@@ -159,11 +161,11 @@ export class ClusterRunner implements Collecting<TickResult> {
       return t;
     };
     const first = tick();
-    const timer = setInterval(tick, intervalMs);
+    const cancel = repeat(intervalMs, () => void tick());
     return {
       first,
       stop: async () => {
-        clearInterval(timer);
+        cancel();
         this.loop.abort();
         await Promise.all(ticks);
         await this.publishing;
