@@ -82,11 +82,11 @@ describe.skipIf(gate.skip)('real Slurm 22.05 on loopback (smoke)', () => {
 
   it('lists every node idle, cpu/gpu partitions, fake GPUs on the gpu half', async () => {
     const ns = await nodes();
-    expect(ns.map((n) => n.name).sort()).toEqual(['node1', 'node2', 'node3', 'node4']);
+    expect(ns.map((n) => n.name).sort()).toEqual([...slurm.nodes].sort());
     for (const n of ns) expect(n.state, n.name).toBe('idle');
-    expect(ns.find((n) => n.name === 'node1')?.partitions).toEqual(['cpu']);
-    expect(ns.find((n) => n.name === 'node4')?.partitions).toEqual(['gpu']);
-    expect(ns.find((n) => n.name === 'node3')?.gres).toBe('gpu:tesla:2');
+    expect(ns.find((n) => n.name === slurm.nodes[0])?.partitions).toEqual(['cpu']);
+    expect(ns.find((n) => n.name === slurm.nodes[3])?.partitions).toEqual(['gpu']);
+    expect(ns.find((n) => n.name === slurm.nodes[2])?.gres).toBe('gpu:tesla:2');
     const sinfo = await slurm.run(['sinfo', '-h', '-o', '%P %D %T']);
     expect(sinfo.stdout).toContain('cpu* 2 idle');
     expect(sinfo.stdout).toContain('gpu 2 idle');
@@ -157,21 +157,21 @@ describe.skipIf(gate.skip)('real Slurm 22.05 on loopback (smoke)', () => {
   });
 
   it('shows a node whose slurmd is stopped as NOT_RESPONDING, and back once restarted', async () => {
-    await slurm.slurmd('stop', 'node4');
+    await slurm.slurmd('stop', slurm.nodes[3] as string);
     // ~13 s with the harness's SlurmdTimeout=10 / MessageTimeout=5.
     await waitFor(
-      'node4 NOT_RESPONDING',
+      `${slurm.nodes[3]} NOT_RESPONDING`,
       async () => {
-        const n = (await nodes()).find((x) => x.name === 'node4');
+        const n = (await nodes()).find((x) => x.name === slurm.nodes[3]);
         return n?.state_flags?.includes('NOT_RESPONDING') ? n : undefined;
       },
       45_000,
     );
-    await slurm.slurmd('start', 'node4');
+    await slurm.slurmd('start', slurm.nodes[3] as string);
     await waitFor(
-      'node4 responding again',
+      `${slurm.nodes[3]} responding again`,
       async () => {
-        const n = (await nodes()).find((x) => x.name === 'node4');
+        const n = (await nodes()).find((x) => x.name === slurm.nodes[3]);
         return n && !n.state_flags?.includes('NOT_RESPONDING') && n.state !== 'down' ? n : undefined;
       },
       30_000,
