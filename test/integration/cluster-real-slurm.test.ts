@@ -68,7 +68,7 @@ const SOPERATOR_CONTROLLER_DASHBOARD_NAMES: readonly string[] = [
   'slurm_slurmdbd_queue_size',
 ];
 
-describe.skipIf(gate.skip)('cluster agent on a real Slurm 22.05', () => {
+describe.skipIf(gate.skip)('cluster agent on a real Slurm 22.05', { timeout: 90_000 }, () => {
   let slurm: RealSlurm;
   let controller: ClusterRunner;
   const jobs: Record<string, string> = {};
@@ -414,9 +414,9 @@ describe.skipIf(gate.skip)('cluster agent on a real Slurm 22.05', () => {
         'slurm-exporter': [new URL(agent.metricsUrl).host],
       });
       try {
-        await prom.waitFor('count(up == 1) == 1', 30_000);
+        await prom.waitFor('count(up == 1) == 1');
         // A few collections in, every family the agent has is in the store.
-        await prom.waitFor('count_over_time(slurm_schedule_cycle_cnt[5m]) >= 3', 30_000);
+        await prom.waitFor('count_over_time(slurm_schedule_cycle_cnt[5m]) >= 3');
         const names = SOPERATOR_CONTROLLER_DASHBOARD_NAMES;
         const answered = new Set<string>();
         for (const n of names) if ((await prom.query(n)).length > 0) answered.add(n);
