@@ -13,6 +13,8 @@ import {
   collectOnce,
   startAgent,
   type Collecting,
+  repeatEvery,
+  type Repeat,
   type RunningAgent,
   type Schedule,
 } from '../telemetry/runtime.js';
@@ -45,6 +47,8 @@ export interface ClusterAgentOptions {
   readonly userAccountMetrics?: boolean;
   /** Called on shutdown (closes the client's connections). */
   readonly close?: () => void;
+  /** The clock snapshots are stamped with (default Date.now): tests make time pass without waiting. */
+  readonly now?: () => number;
 }
 
 export interface ClusterAgent extends RunningAgent {
@@ -88,6 +92,7 @@ export class ClusterRunner implements Collecting<TickResult> {
       }),
       maxInflight: opts.maxInflight,
       logger: opts.logger,
+      ...(opts.now ? { now: opts.now } : {}),
       hooks: {
         runFinished: (collector, ms, err) => {
           m.collectorDuration.record(ms / 1000, { collector });
@@ -145,7 +150,7 @@ export class ClusterRunner implements Collecting<TickResult> {
    * The daemon's timer: a tick every interval, whether or not the previous tick's runs have
    * ended (the in-flight limit, not the timer, keeps a slow sub-collector from piling up).
    */
-  schedule(intervalMs: number): Schedule {
+  schedule(intervalMs: number, repeat: Repeat = repeatEvery): Schedule {
     this.live = true;
     const ticks = new Set<Promise<void>>();
     const tick = (): Promise<void> => {
@@ -159,11 +164,11 @@ export class ClusterRunner implements Collecting<TickResult> {
       return t;
     };
     const first = tick();
-    const timer = setInterval(tick, intervalMs);
+    const cancel = repeat(intervalMs, () => void tick());
     return {
       first,
       stop: async () => {
-        clearInterval(timer);
+        cancel();
         this.loop.abort();
         await Promise.all(ticks);
         await this.publishing;

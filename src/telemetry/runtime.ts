@@ -63,6 +63,17 @@ export interface Schedule {
   stop(): Promise<void>;
 }
 
+/**
+ * Calls `fn` every `intervalMs` until the returned function is called. The timer is a parameter
+ * so tests can fire ticks themselves instead of counting what a wall clock let happen.
+ */
+export type Repeat = (intervalMs: number, fn: () => void) => () => void;
+
+export const repeatEvery: Repeat = (intervalMs, fn) => {
+  const timer = setInterval(fn, intervalMs);
+  return () => clearInterval(timer);
+};
+
 /** Runs `task` now and then every `intervalMs` after the previous run ended. */
 export function every(intervalMs: number, task: () => Promise<void>, logger: Logger): Schedule {
   let timer: NodeJS.Timeout | undefined;
