@@ -36,6 +36,8 @@ export interface QpReadings {
 
 // A node with 100k QPs lists ~25 MB of them.
 const MAX_OUTPUT = 64 << 20;
+/** One `rdma statistic qp set … auto off` at stop: a stop takes at most a few seconds. */
+const RESTORE_TIMEOUT_MS = 1_000;
 const BUSY_RE = /busy|bound QP|EBUSY/i;
 const DENIED_RE = /not permitted|EPERM|EACCES|permission denied/i;
 
@@ -52,7 +54,11 @@ export class QpSource implements QpReadings, Stoppable {
   private readonly logged = new Set<string>();
 
   constructor(private readonly opts: QpSourceOptions) {
-    this.runner = new ChildRunner('rdma', { timeoutMs: opts.timeoutMs, maxOutput: MAX_OUTPUT });
+    this.runner = new ChildRunner(
+      'rdma',
+      { timeoutMs: opts.timeoutMs, maxOutput: MAX_OUTPUT },
+      { logger: opts.logger },
+    );
   }
 
   latest(): QpReading | undefined {
@@ -75,18 +81,34 @@ export class QpSource implements QpReadings, Stoppable {
     this.runner.stop();
   }
 
-  /** Turns off the links this process turned on; nothing else. */
+  /**
+   * Turns off the links this process turned on; nothing else. The links are turned off together,
+   * each call bounded by RESTORE_TIMEOUT_MS, so a hanging rdma cannot hold up a stop; what could
+   * not be turned off is logged by name.
+   */
   async restore(): Promise<void> {
     if (this.turnedOn.size === 0) return;
-    const runner = new ChildRunner('rdma', { timeoutMs: this.opts.timeoutMs, maxOutput: MAX_OUTPUT });
-    for (const link of [...this.turnedOn].sort()) {
-      try {
-        await runner.run(this.opts.path, this.argv(['statistic', 'qp', 'set', 'link', link, 'auto', 'off']));
-        this.turnedOn.delete(link);
-        this.opts.logger.info({ link }, 'per-PID QP counters turned off again (this agent turned them on)');
-      } catch (err) {
-        this.opts.logger.warn({ link, err: (err as Error).message }, 'could not turn per-PID QP counters off again');
-      }
+    const runner = new ChildRunner(
+      'rdma',
+      { timeoutMs: Math.min(RESTORE_TIMEOUT_MS, this.opts.timeoutMs), maxOutput: MAX_OUTPUT },
+      { logger: this.opts.logger },
+    );
+    const links = [...this.turnedOn].sort();
+    const results = await Promise.allSettled(links.map((link) => this.turnOff(runner, link)));
+    runner.stop();
+    const left = links.filter((_, i) => results[i]?.status === 'rejected');
+    if (left.length > 0)
+      this.opts.logger.warn({ links: left }, 'per-PID QP counters left on where this agent turned them on');
+  }
+
+  private async turnOff(runner: ChildRunner, link: string): Promise<void> {
+    try {
+      await runner.run(this.opts.path, this.argv(['statistic', 'qp', 'set', 'link', link, 'auto', 'off']));
+      this.turnedOn.delete(link);
+      this.opts.logger.info({ link }, 'per-PID QP counters turned off again (this agent turned them on)');
+    } catch (err) {
+      this.opts.logger.warn({ link, err: (err as Error).message }, 'could not turn per-PID QP counters off again');
+      throw err;
     }
   }
 
@@ -119,8 +141,9 @@ export class QpSource implements QpReadings, Stoppable {
         'per-PID QP counters turned on (auto type,pid)',
       );
     } catch (err) {
-      this.turnedOn.delete(link);
+      // Cut short by a stop, the set may have taken effect: the restore turns the link off too.
       if (this.runner.isStopped) return;
+      this.turnedOn.delete(link);
       this.refused(link, (err as Error).message);
     }
   }
