@@ -6,7 +6,7 @@
  * and how many helper processes outlived the agent. An agent still running after CAP_MS is
  * killed and shown as "> CAP". Goal: every case ≤ 3 s, exit status 0, no survivors.
  *
- *   npx tsc -p tsconfig.json && node dist/bench/stop-time.js
+ *   npx tsc -p tsconfig.json && node dist/bench/stop-time.js [part of a case name]
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -54,9 +54,8 @@ async function measure(name: string, make: (dir: string) => Promise<StopCase>): 
   const agent = spawnAgent(c.args, CAP_MS + READY_MS);
   try {
     if (!(await until(() => c.inFlight(agent.logged), READY_MS))) return `${name}: never in flight`;
-    const started = agent.logs().find((l) => l.msg === 'node agent started' || l.msg === 'cluster agent started');
-    if ('connect' in c && typeof started?.metrics === 'string')
-      await (c as { connect(url: string): Promise<unknown> }).connect(started.metrics);
+    const url = agent.metricsUrl();
+    if ('connect' in c && url !== undefined) await (c as { connect(url: string): Promise<unknown> }).connect(url);
     const sent = agent.signal('SIGTERM');
     const exited = await Promise.race([
       agent.exited,

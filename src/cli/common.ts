@@ -33,28 +33,20 @@ const FORCED_EXIT: Readonly<Record<string, number>> = { SIGINT: 130, SIGTERM: 14
  * once. The process exits even if a handle (a socket of a push that was cut short) is still open.
  */
 export async function runUntilSignal(agent: { stop(): Promise<void> }, logger: Logger): Promise<void> {
-  const first = await nextSignal();
-  logger.info({ signal: first }, 'stopping');
-  const force = (sig: NodeJS.Signals): void => {
-    logger.warn({ signal: sig }, 'second signal: exiting at once, without finishing the stop');
-    killEveryRun();
-    process.exit(FORCED_EXIT[sig] ?? 1);
-  };
-  process.on('SIGINT', force);
-  process.on('SIGTERM', force);
-  await agent.stop();
-  logger.info('stopped');
-  setTimeout(() => process.exit(), 100).unref();
-}
-
-function nextSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
+  // One listener for the whole run: no moment without one, when a signal would kill the process.
+  const first = new Promise<NodeJS.Signals>((resolve) => {
+    let seen = 0;
     const on = (sig: NodeJS.Signals): void => {
-      process.off('SIGINT', on);
-      process.off('SIGTERM', on);
-      resolve(sig);
+      if (++seen === 1) return resolve(sig);
+      logger.warn({ signal: sig }, 'second signal: exiting at once, without finishing the stop');
+      killEveryRun();
+      process.exit(FORCED_EXIT[sig] ?? 1);
     };
     process.on('SIGINT', on);
     process.on('SIGTERM', on);
   });
+  logger.info({ signal: await first }, 'stopping');
+  await agent.stop();
+  logger.info('stopped');
+  setTimeout(() => process.exit(), 100).unref();
 }

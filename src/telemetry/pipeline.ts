@@ -202,7 +202,11 @@ export class Pipeline {
   }
 }
 
-const CUT: ExportResult = { code: ExportResultCode.FAILED, error: new Error('cut short by the agent stopping') };
+/**
+ * What a push cut short by a stop reports to the SDK: not a failure, which the SDK would log again
+ * with a stack trace; the cut itself is logged here, once.
+ */
+const CUT: ExportResult = { code: ExportResultCode.SUCCESS };
 
 /**
  * Wraps the OTLP exporter so that every failed push is logged and counted, never fatal; and so that
@@ -265,12 +269,16 @@ class ObservedExporter implements PushMetricExporter {
     this.cutInFlight();
   }
 
-  forceFlush(): Promise<void> {
-    return this.inner.forceFlush();
+  /** The inner exporter waits for every push it has started, retries included: at a stop, not past the deadline. */
+  async forceFlush(): Promise<void> {
+    if (this.deadlineAtMs === undefined) return this.inner.forceFlush();
+    await within(this.inner.forceFlush(), this.left());
   }
 
-  shutdown(): Promise<void> {
-    return this.inner.shutdown();
+  /** At a stop the inner exporter's own flush is not waited for (the pushes it holds were cut). */
+  async shutdown(): Promise<void> {
+    if (this.deadlineAtMs === undefined) return this.inner.shutdown();
+    void this.inner.shutdown().catch(() => undefined);
   }
 
   private left(): number {

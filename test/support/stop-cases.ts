@@ -24,7 +24,7 @@ const LOOPBACK = ['--metrics-bind-address', '127.0.0.1:0', '--monitoring-bind-ad
 /** Links the manage stand-in reports in `qp auto off`. */
 export const MANAGED_LINKS = ['mlx5_0/1', 'mlx5_1/1', 'mlx5_2/1', 'mlx5_3/1'];
 
-function nodeArgs(dir: string): string[] {
+function nodeArgs(dir: string, interval = '1s'): string[] {
   const roots = writeTree(path.join(dir, 'tree'), demoTree({ layout: 'v2', nonJobHolder: false }));
   return [
     'node',
@@ -38,7 +38,7 @@ function nodeArgs(dir: string): string[] {
     '--node-name',
     'gpu-001',
     '--collection-interval',
-    '1s',
+    interval,
   ];
 }
 
@@ -53,7 +53,8 @@ export async function otlpRefused(dir: string): Promise<StopCase> {
   const port = await freePort();
   return {
     args: [...nodeArgs(dir), '--otlp-endpoint', `http://127.0.0.1:${port}`, '--otlp-interval', '1s'],
-    inFlight: (logged) => logged(/OTLP export failed/),
+    // Refused connections are retried until the push times out: one attempt has been made then.
+    inFlight: (logged) => logged(/OTLP export failed|metrics export timed out/),
     standIns: new StandIns(dir),
     close: nothing,
   };
@@ -107,10 +108,13 @@ export async function squeueDaemonizing(dir: string): Promise<StopCase> {
   };
 }
 
-/** Node agent whose rdma daemonizes a grandchild that keeps stdout open, and exits. */
-export async function rdmaDaemonizing(dir: string): Promise<StopCase> {
+/**
+ * Node agent whose rdma daemonizes a grandchild that keeps stdout open, then exits (`then`
+ * 'exit 0') or hangs ('sleep 600'). Each run is one line of calls.log.
+ */
+export async function rdmaDaemonizing(dir: string, then = 'exit 0'): Promise<StopCase> {
   const s = new StandIns(dir);
-  const rdma = s.script('rdma', `echo "$*" >> "$D/calls.log"\n${DAEMONIZE}\nexit 0`);
+  const rdma = s.script('rdma', `echo "$*" >> "$D/calls.log"\n${DAEMONIZE}\n${then}`);
   return {
     args: [...nodeArgs(dir), '--qp-counters', 'observe', '--rdma-path', rdma],
     inFlight: () => s.pids().length >= 2,
@@ -119,12 +123,15 @@ export async function rdmaDaemonizing(dir: string): Promise<StopCase> {
   };
 }
 
-/** `--qp-counters manage` whose `rdma statistic qp set … auto off` runs `onSetOff` (hangs, daemonizes). */
+/**
+ * `--qp-counters manage` whose `rdma statistic qp set … auto off` runs `onSetOff` (hangs,
+ * daemonizes); the default interval, so each rdma run may take the default 10 s.
+ */
 export async function rdmaRestore(dir: string, onSetOff: string): Promise<StopCase> {
   const s = new StandIns(dir);
   const rdma = manageRdma(s, MANAGED_LINKS, onSetOff);
   return {
-    args: [...nodeArgs(dir), '--qp-counters', 'manage', '--rdma-path', rdma],
+    args: [...nodeArgs(dir, '15s'), '--qp-counters', 'manage', '--rdma-path', rdma],
     inFlight: () => s.lines('set.log').filter((l) => l.endsWith(' on')).length === MANAGED_LINKS.length,
     standIns: s,
     close: nothing,
@@ -132,15 +139,16 @@ export async function rdmaRestore(dir: string, onSetOff: string): Promise<StopCa
 }
 
 /**
- * Node agent with scrapers connected: one keep-alive connection after a scrape, one that sent
- * half a request. Gives the sockets so the caller can see them closed.
+ * Cluster agent (its slurmrestd never answers) with scrapers connected: one keep-alive connection
+ * after a scrape, one that sent half a request. Gives the sockets so the caller can see them closed.
  */
 export async function scrapesOpen(dir: string): Promise<StopCase & { connect(url: string): Promise<net.Socket[]> }> {
+  const server = await silentServer();
   return {
-    args: nodeArgs(dir),
-    inFlight: (logged) => logged(/node agent started/),
+    args: [...clusterArgs(server.url), '--token-source', 'none'],
+    inFlight: (logged) => logged(/cluster agent started/) && server.accepted() > 0,
     standIns: new StandIns(dir),
-    close: nothing,
+    close: () => server.close(),
     connect: async (url) => {
       const { hostname, port } = new URL(url);
       const open = (): Promise<net.Socket> =>

@@ -28,6 +28,10 @@ export interface AgentChild {
   logs(): Array<Record<string, unknown>>;
   /** Whether a log line's `msg` matches. */
   logged(msg: RegExp): boolean;
+  /** Resolves as soon as a log line's `msg` matches (from the output itself, no polling); rejects after `ms`. */
+  whenLogged(msg: RegExp, ms?: number): Promise<void>;
+  /** The `metrics` URL the agent logged at start. */
+  metricsUrl(): string | undefined;
   /** Sends a signal; gives Date.now() at the moment it was sent. */
   signal(sig: NodeJS.Signals): number;
   hasExited(): boolean;
@@ -40,8 +44,13 @@ export function spawnAgent(args: readonly string[], killAfterMs = 120_000): Agen
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  const watchers = new Set<() => void>();
+  const append = (d: Buffer): void => {
+    out += d.toString();
+    for (const w of [...watchers]) w();
+  };
+  child.stdout.on('data', append);
+  child.stderr.on('data', append);
   let done = false;
   const exited = new Promise<Exit>((resolve) => {
     child.on('exit', (code, signal) => {
@@ -62,12 +71,32 @@ export function spawnAgent(args: readonly string[], killAfterMs = 120_000): Agen
           return [];
         }
       });
+  const logged = (msg: RegExp): boolean => logs().some((l) => typeof l.msg === 'string' && msg.test(l.msg));
   return {
     pid: child.pid ?? -1,
     exited,
     output: () => out,
     logs,
-    logged: (msg) => logs().some((l) => typeof l.msg === 'string' && msg.test(l.msg)),
+    logged,
+    whenLogged: (msg, ms = 30_000) =>
+      new Promise<void>((resolve, reject) => {
+        const check = (): void => {
+          if (!logged(msg)) return;
+          watchers.delete(check);
+          clearTimeout(late);
+          resolve();
+        };
+        const late = setTimeout(() => {
+          watchers.delete(check);
+          reject(new Error(`no log line matching ${String(msg)} within ${ms} ms`));
+        }, ms);
+        watchers.add(check);
+        check();
+      }),
+    metricsUrl: () => {
+      const started = logs().find((l) => typeof l.msg === 'string' && / agent started$/.test(l.msg));
+      return typeof started?.metrics === 'string' ? started.metrics : undefined;
+    },
     signal: (sig) => {
       const at = Date.now();
       child.kill(sig);
