@@ -209,6 +209,8 @@ interface Escaped {
 
 /** SIGKILL to the run's process group and to whatever else holds its pipes. */
 function killRun(run: LiveRun): Escaped[] {
+  // A command that never started (not installed) started nothing either: no scan.
+  if (run.child.pid === undefined) return [];
   killGroup(run.child);
   return killPipeHolders(run);
 }

@@ -111,10 +111,10 @@ export interface ShutdownOptions {
 }
 
 /**
- * A stop is over within about two seconds whatever is in flight (an orchestrator kills after its
- * grace period, often a few seconds): the work in progress gets WORK_GRACE_MS after it was
- * aborted, then the agent's shutdown (restoring what it changed, the last OTLP push of
- * FINAL_PUSH_MS) gets SHUTDOWN_MS. What is still running then is logged and left behind.
+ * A stop is over within about two seconds whatever is in flight, well inside the grace period of
+ * a service manager or an orchestrator: the work in progress gets `workGraceMs` once aborted,
+ * then the agent's shutdown (restoring what it changed, while the last OTLP push has
+ * `finalPushMs`) gets `shutdownMs`. What is still running then is logged and left behind.
  */
 export const STOP_TIMINGS = { workGraceMs: 500, finalPushMs: 1_000, shutdownMs: 1_500 } as const;
 
