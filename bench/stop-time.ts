@@ -34,7 +34,7 @@ const CASES: Record<string, (dir: string) => Promise<StopCase>> = {
   'scontrol token hangs': scontrolHanging,
   'squeue daemonizes': squeueDaemonizing,
   'rdma daemonizes': rdmaDaemonizing,
-  'manage: restore hangs': (dir) => rdmaRestore(dir, 'sleep 600'),
+  'manage: restore hangs': (dir) => rdmaRestore(dir, 'exec sleep 600'),
   'manage: restore daemonizes': (dir) => rdmaRestore(dir, `${DAEMONIZE}\nexit 0`),
   'scrapers connected': scrapesOpen,
 };

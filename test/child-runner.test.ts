@@ -48,7 +48,7 @@ describe('ChildRunner', () => {
 
   it('a command that daemonizes and hangs is cut at its timeout, grandchild included', async () => {
     const s = standIns();
-    const cmd = s.script('helper', `${DAEMONIZE}\nsleep 600`);
+    const cmd = s.script('helper', `${DAEMONIZE}\nexec sleep 600`);
     const runner = new ChildRunner('helper', { timeoutMs: 500, maxOutput: 1000 });
     const err = await failure(runner.run(cmd, []));
     expect(err.kind).toBe('timeout');
@@ -58,7 +58,7 @@ describe('ChildRunner', () => {
 
   it('stop() ends a run in flight at once, logs it and refuses new runs', async () => {
     const s = standIns();
-    const cmd = s.script('helper', `${DAEMONIZE}\nsleep 600`);
+    const cmd = s.script('helper', `${DAEMONIZE}\nexec sleep 600`);
     const { logger, lines } = capturingLogger();
     const runner = new ChildRunner('helper', { timeoutMs: 600_000, maxOutput: 1000 }, { logger });
     const run = failure(runner.run(cmd, ['--flag']));
@@ -72,7 +72,7 @@ describe('ChildRunner', () => {
 
   it('killEveryRun() kills the runs of every runner (a second signal)', async () => {
     const s = standIns();
-    const cmd = s.script('helper', `${DAEMONIZE}\nsleep 600`);
+    const cmd = s.script('helper', `${DAEMONIZE}\nexec sleep 600`);
     const runs = [1, 2].map(() =>
       failure(new ChildRunner('helper', { timeoutMs: 600_000, maxOutput: 1000 }).run(cmd, [])),
     );

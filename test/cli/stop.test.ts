@@ -35,9 +35,17 @@ function start(c: StopCase): AgentChild {
   cleanups.push(
     () => c.close(),
     () => c.standIns.killAll(),
-    () => void agent.signal('SIGKILL'),
+    () => stopOrKill(agent),
   );
   return agent;
+}
+
+/** A clean stop ends the agent's helpers with it; SIGKILL (a stop that failed) would leave them. */
+async function stopOrKill(agent: AgentChild): Promise<void> {
+  if (agent.hasExited()) return;
+  agent.signal('SIGTERM');
+  await Promise.race([agent.exited, new Promise((resolve) => setTimeout(resolve, EXIT_DEADLINE_MS))]);
+  agent.signal('SIGKILL');
 }
 
 async function exitOf(agent: AgentChild, deadlineMs = EXIT_DEADLINE_MS): Promise<Exit> {
@@ -110,7 +118,7 @@ describe('stopping the agents (SIGTERM, SIGINT)', () => {
   });
 
   it('--qp-counters manage: a hanging restore is bounded, every link is tried and those left on are named', async () => {
-    const c = await rdmaRestore(tmpDir(), 'sleep 600');
+    const c = await rdmaRestore(tmpDir(), 'exec sleep 600');
     const agent = start(c);
     expectCleanStop(await terminate(c, agent), agent);
     const off = c.standIns.lines('set.log').filter((l) => l.endsWith(' off'));
@@ -155,7 +163,7 @@ describe('stopping the agents (SIGTERM, SIGINT)', () => {
   });
 
   it('a second signal exits at once, killing the helpers still running', async () => {
-    const c = await rdmaRestore(tmpDir(), 'sleep 600');
+    const c = await rdmaRestore(tmpDir(), 'exec sleep 600');
     const agent = start(c);
     await waitFor('work in flight', () => c.inFlight(agent.logged) || undefined);
     agent.signal('SIGTERM');
@@ -171,7 +179,7 @@ describe('stopping the agents (SIGTERM, SIGINT)', () => {
 
 describe('helper runs are bounded whatever their children do', () => {
   it('an rdma that daemonizes and hangs is cut at its timeout, counted and logged, and run again', async () => {
-    const c = await rdmaDaemonizing(tmpDir(), 'sleep 600');
+    const c = await rdmaDaemonizing(tmpDir(), 'exec sleep 600');
     const agent = start(c);
     await waitFor(
       'a timed-out rdma run logged',

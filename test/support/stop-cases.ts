@@ -87,7 +87,7 @@ export async function slurmrestdHanging(dir: string): Promise<StopCase> {
 export async function scontrolHanging(dir: string): Promise<StopCase> {
   const server = await silentServer();
   const s = new StandIns(dir);
-  const scontrol = s.script('scontrol', 'sleep 600');
+  const scontrol = s.script('scontrol', 'exec sleep 600');
   return {
     args: [...clusterArgs(server.url), '--token-source', 'scontrol', '--scontrol-path', scontrol],
     inFlight: () => s.pids().length > 0,
@@ -99,7 +99,7 @@ export async function scontrolHanging(dir: string): Promise<StopCase> {
 /** Node agent whose squeue (job metadata) daemonizes a grandchild that keeps its stdout open. */
 export async function squeueDaemonizing(dir: string): Promise<StopCase> {
   const s = new StandIns(dir);
-  const squeue = s.script('squeue', `${DAEMONIZE}\nsleep 600`);
+  const squeue = s.script('squeue', `${DAEMONIZE}\nexec sleep 600`);
   return {
     args: [...nodeArgs(dir), '--job-metadata', 'squeue', '--squeue-path', squeue],
     inFlight: () => s.pids().length >= 2,
@@ -110,7 +110,7 @@ export async function squeueDaemonizing(dir: string): Promise<StopCase> {
 
 /**
  * Node agent whose rdma daemonizes a grandchild that keeps stdout open, then exits (`then`
- * 'exit 0') or hangs ('sleep 600'). Each run is one line of calls.log.
+ * 'exit 0') or hangs ('exec sleep 600'). Each run is one line of calls.log.
  */
 export async function rdmaDaemonizing(dir: string, then = 'exit 0'): Promise<StopCase> {
   const s = new StandIns(dir);

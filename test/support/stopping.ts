@@ -164,13 +164,15 @@ export class StandIns {
     return this.pids().filter(alive);
   }
 
-  /** Kills whatever is still alive (cleanup after a failed test). */
+  /** Kills whatever is still alive, with the process groups the recorded processes lead (cleanup). */
   killAll(): void {
-    for (const pid of this.survivors()) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // gone meanwhile
+    for (const pid of this.pids()) {
+      for (const target of [-pid, pid]) {
+        try {
+          process.kill(target, 'SIGKILL');
+        } catch {
+          // gone, or not a group leader
+        }
       }
     }
   }
