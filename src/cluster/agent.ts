@@ -17,6 +17,7 @@ import {
   type Repeat,
   type RunningAgent,
   type Schedule,
+  type ShutdownOptions,
 } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
 import type { WebConfig } from '../telemetry/webconfig.js';
@@ -230,8 +231,12 @@ export class ClusterRunner implements Collecting<TickResult> {
     this.publishedAtMs = snapshot.atMs;
   }
 
+  /** Aborts the requests in flight, the version negotiation and a token renewal included. */
   abort(): void {
-    this.loop.abort();
+    const cut = this.loop.abort();
+    this.opts.close?.();
+    if (cut.length > 0)
+      this.opts.logger.warn({ collectors: cut }, 'slurmrestd requests in flight cut short by the stop');
   }
 
   lastAtMs(): number | undefined {
@@ -242,10 +247,10 @@ export class ClusterRunner implements Collecting<TickResult> {
     return this.self.exposition();
   }
 
-  async shutdown(): Promise<void> {
+  async shutdown(opts: ShutdownOptions = {}): Promise<void> {
     this.loop.abort();
     this.opts.close?.();
-    await closeTelemetry(this.pipeline, this.self);
+    await closeTelemetry(this.pipeline, this.self, opts);
   }
 }
 
