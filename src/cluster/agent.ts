@@ -30,7 +30,7 @@ export const SCOPE = { name: 'slurm-otel/cluster', version: '0.1.0' };
 
 export interface ClusterAgentOptions {
   /** Where data comes from: the slurmrestd client and the job source. */
-  readonly source: Omit<FetcherOptions, 'logger' | 'onSkipped' | 'onApiErrors' | 'onFieldsLost'>;
+  readonly source: Omit<FetcherOptions, 'logger' | 'onSkipped' | 'onApiErrors' | 'onFieldsLost' | 'onBadHostlists'>;
   readonly collectionIntervalMs: number;
   readonly maxInflight: number;
   readonly metrics: BindAddress;
@@ -85,6 +85,7 @@ export class ClusterRunner implements Collecting<TickResult> {
         onSkipped: (collector, n) => m.skippedItems.record(n, { collector }),
         onApiErrors: (collector, n) => m.apiErrors.record(n, { collector }),
         onFieldsLost: (collector, fields) => m.apiFieldsLost.record(fields.length, { collector }),
+        onBadHostlists: (collector, n) => m.hostlistErrors.record(n, { collector }),
       }),
       maxInflight: opts.maxInflight,
       logger: opts.logger,
