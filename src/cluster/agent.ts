@@ -4,20 +4,19 @@
  * turned into events and the latest result of every sub-collector into
  * families, both through the shared telemetry pipeline.
  */
-import type { Logger } from '../log.js';
-import { htmlBody, type BindAddress, type Body } from '../telemetry/http.js';
-import { Pipeline, type OtlpOptions } from '../telemetry/pipeline.js';
-import type { ResourceOptions } from '../telemetry/resource.js';
+import { htmlBody, type Body } from '../telemetry/http.js';
+import { Pipeline } from '../telemetry/pipeline.js';
 import {
   closeTelemetry,
   collectOnce,
+  runtimeOptions,
   startAgent,
+  type AgentSettings,
   type Collecting,
   type RunningAgent,
   type Schedule,
 } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
-import type { WebConfig } from '../telemetry/webconfig.js';
 import { FAILURE_KINDS, failureKindOf } from './api/failures.js';
 import { CollectionLoop, summarize, type TickResult, type TickSummary } from './collect.js';
 import { makeFetchers, type FetcherOptions } from './fetchers.js';
@@ -28,17 +27,10 @@ import { advance, INITIAL_CLUSTER_STATE, type ClusterState } from './state.js';
 
 export const SCOPE = { name: 'slurm-otel/cluster', version: '0.1.0' };
 
-export interface ClusterAgentOptions {
+export interface ClusterAgentOptions extends AgentSettings {
   /** Where data comes from: the slurmrestd client and the job source. */
   readonly source: Omit<FetcherOptions, 'logger' | 'onSkipped' | 'onApiErrors' | 'onFieldsLost' | 'onBadHostlists'>;
-  readonly collectionIntervalMs: number;
   readonly maxInflight: number;
-  readonly metrics: BindAddress;
-  readonly monitoring: BindAddress;
-  readonly resource: ResourceOptions;
-  readonly otlp?: OtlpOptions;
-  readonly security?: WebConfig;
-  readonly logger: Logger;
   /** Shown on the landing page: where the agent reads from (never a credential). */
   readonly serverLabel?: string;
   /** Slurm's per-user and per-account job families (`--user-account-metrics`). */
@@ -247,19 +239,15 @@ export class ClusterRunner implements Collecting<TickResult> {
 
 export async function startClusterAgent(opts: ClusterAgentOptions): Promise<ClusterAgent> {
   const runner = new ClusterRunner(opts);
-  const running = await startAgent(runner, {
-    name: 'cluster agent',
-    metrics: opts.metrics,
-    monitoring: opts.monitoring,
-    intervalMs: opts.collectionIntervalMs,
-    security: opts.security,
-    onRequest: (path) => {
-      if (path === '/metrics') runner.self.m.metricsRequests.record(1);
-    },
-    routes: { '/': () => runner.landing },
-    logger: opts.logger,
-    otlpUrl: opts.otlp?.url,
-  });
+  const running = await startAgent(
+    runner,
+    runtimeOptions('cluster agent', opts, {
+      onRequest: (path) => {
+        if (path === '/metrics') runner.self.m.metricsRequests.record(1);
+      },
+      routes: { '/': () => runner.landing },
+    }),
+  );
   return { ...running, last: () => runner.last, collectNow: () => runner.collect() };
 }
 
