@@ -37,6 +37,8 @@ export interface ClusterAgentOptions extends AgentSettings {
   readonly userAccountMetrics?: boolean;
   /** Called on shutdown (closes the client's connections). */
   readonly close?: () => void;
+  /** The clock collections are stamped with (tests fix it; default Date.now). */
+  readonly now?: () => number;
 }
 
 export interface ClusterAgent extends RunningAgent {
@@ -73,6 +75,7 @@ export class ClusterRunner implements Collecting<TickResult> {
     this.loop = new CollectionLoop({
       fetchers: makeFetchers({
         ...opts.source,
+        now: opts.now,
         logger: opts.logger,
         onSkipped: (collector, n) => m.skippedItems.record(n, { collector }),
         onApiErrors: (collector, n) => m.apiErrors.record(n, { collector }),
@@ -81,6 +84,7 @@ export class ClusterRunner implements Collecting<TickResult> {
       }),
       maxInflight: opts.maxInflight,
       logger: opts.logger,
+      now: opts.now,
       hooks: {
         runFinished: (collector, ms, err) => {
           m.collectorDuration.record(ms / 1000, { collector });
