@@ -318,10 +318,7 @@ function jobFamilies(jobs: readonly SlurmJob[], tres: TresOf, opts: NativeOption
 
 // ---- partitions ----
 
-/**
- * A partition's nodes: its hostlist; the nodes' own partition lists when the hostlist is unreadable
- * (counted and logged where the response is decoded: fetchers.ts).
- */
+/** A partition's nodes: its hostlist; the nodes' own partition lists when the hostlist is unreadable. */
 function partitionNodes(
   p: SlurmPartition,
   byName: ReadonlyMap<string, SlurmNode>,

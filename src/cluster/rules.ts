@@ -296,10 +296,7 @@ export function jobGpuCount(job: SlurmJob): number | undefined {
   return gpus !== undefined && gpus > 0 ? gpus : undefined;
 }
 
-/**
- * Host names of the job; a malformed hostlist gives none rather than failing the snapshot (it is
- * counted and logged where the response is decoded: fetchers.ts).
- */
+/** Host names of the job; a malformed hostlist gives none rather than failing the snapshot. */
 function jobHosts(job: SlurmJob): string[] {
   try {
     return expandHostlist(job.nodes);
