@@ -11,7 +11,9 @@
 import type { FakeCluster } from './fake-cluster.js';
 import type { ClusterView, FakeJob, FakeNode } from './fake-cluster-types.js';
 import { isTerminal } from './fake-cluster-types.js';
-import { association4x, dbJob4x, diagStats4x, job4x, meta4x, node4x, nv, qos4x } from './slurm-render-v004x.js';
+import { job4x, meta4x, node4x, nv } from './slurm-render-v004x.js';
+import { association4x, dbJob4x, qos4x } from './slurm-render-v004x-dbd.js';
+import { diagStats4x } from './slurm-render-v004x-diag.js';
 import type { Ctx4x, Minor } from './slurm-render-v004x.js';
 
 export const RENDER_VERSIONS = ['v0.0.38', 'v0.0.40', 'v0.0.41', 'v0.0.42', 'v0.0.43', 'v0.0.44', 'v0.0.45'] as const;
