@@ -648,15 +648,16 @@ export function association4x(a: FakeAssociation, c: Ctx4x): Obj {
     flags: [],
     max: {
       jobs: {
+        // As real slurmdbd sends them: `per` holds the group limits (and MaxWall), `active`/`total` the maxima.
         per: {
-          count: limit(a.maxJobs),
+          count: limit(a.grpJobs),
           accruing: INFINITE,
-          submitted: limit(a.maxSubmitJobs),
+          submitted: limit(a.grpSubmitJobs),
           wall_clock: limit(a.maxWallMinutes),
         },
-        active: limit(a.grpJobs),
+        active: limit(a.maxJobs),
         accruing: INFINITE,
-        total: limit(a.grpSubmitJobs),
+        total: limit(a.maxSubmitJobs),
       },
       tres: {
         total: tresList4x(a.grpTres),
