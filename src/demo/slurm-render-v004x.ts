@@ -89,6 +89,12 @@ const SPANS = {
     stdout_expanded: [43, 45],
     stderr_expanded: [43, 45],
     submit_line: [44, 45],
+    // Seen in the recordings of real 24.11 and 26.05 (fixtures/slurm/recorded/).
+    priority_by_partition: [42, 45],
+    step_id: [44, 45],
+    container_type: [45, 45],
+    memory_update_delay: [45, 45],
+    memory_update_margin: [45, 45],
   },
   dbJob: {
     stdin_expanded: [41, 45],
@@ -101,6 +107,9 @@ const SPANS = {
     restart_cnt: [42, 45],
     segment_size: [43, 45],
     sluid: [45, 45],
+    original_sluid: [45, 45],
+    exclusive: [45, 45],
+    oversubscribe: [45, 45],
   },
   dbJobTime: { planned: [41, 45] },
   dbJobReservation: { requested: [43, 45] },
@@ -278,6 +287,17 @@ function socketLayout(n: FakeNode, jobId: number, cpusPerNode: number): readonly
   return sockets;
 }
 
+/** v0.0.40's `{"0": {"cores": {"0": "allocated"}}}` form of a socket layout. */
+function socketMap40(sockets: readonly Obj[]): Obj {
+  const out: Obj = {};
+  for (const s of sockets) {
+    const cores: Obj = {};
+    for (const k of s.cores as readonly Obj[]) cores[String(k.index)] = 'allocated';
+    out[String(s.index)] = { cores };
+  }
+  return out;
+}
+
 function jobResources4x(j: FakeJob, c: Ctx4x): unknown {
   if (j.nodeIdx.length === 0) return undefined;
   const nodes = j.nodeIdx.map((i) => c.view.nodes[i]).filter((n): n is FakeNode => n !== undefined);
@@ -287,12 +307,13 @@ function jobResources4x(j: FakeJob, c: Ctx4x): unknown {
       allocated_cores: nodes.reduce((s, n) => s + Math.ceil(j.cpusPerNode / n.threadsPerCore), 0),
       allocated_cpus: jobCpus(j),
       allocated_hosts: nodes.length,
-      allocated_nodes: nodes.map((n, i) => ({
+      // As real 24.11 sends v0.0.40: the job's cores by socket index, no node index.
+      allocated_nodes: nodes.map((n) => ({
+        sockets: socketMap40(socketLayout(n, j.id, j.cpusPerNode)),
         nodename: n.name,
         cpus_used: j.cpusPerNode,
         memory_used: 0,
         memory_allocated: j.memPerNodeMiB,
-        index: i,
       })),
     };
   }
@@ -415,6 +436,12 @@ export function job4x(j: FakeJob, c: Ctx4x): Obj {
     pre_sus_time: nv(0),
     hold: false,
     priority: nv(j.priority),
+    priority_by_partition: [],
+    // The job as a whole: 26.05 names it by its SLUID too.
+    step_id: { sluid: sluidOf(j), job_id: nv(j.id), step_het_component: UNSET, step_id: 'entire' },
+    container_type: '',
+    memory_update_delay: 0,
+    memory_update_margin: 0,
     profile: ['NOT_SET'],
     qos: 'normal',
     reboot: false,
@@ -476,6 +503,20 @@ const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
  * time in ms, 10-bit sequence). Derived from the job so it is stable across renders.
  */
 export function sluidOf(j: FakeJob): string {
+  // Every job object of 26.05 names it (twice in slurmdbd's): the BigInt work is done once per job.
+  const key = `${j.id}/${j.submitTime}`;
+  const known = sluids.get(key);
+  if (known !== undefined) return known;
+  if (sluids.size >= MAX_SLUIDS) sluids.clear();
+  const made = computeSluid(j);
+  sluids.set(key, made);
+  return made;
+}
+
+const sluids = new Map<string, string>();
+const MAX_SLUIDS = 200_000;
+
+function computeSluid(j: FakeJob): string {
   let v = (0x2an << 52n) | ((BigInt(j.submitTime) * 1000n) << 10n) | BigInt(j.id & 0x3ff);
   let s = '';
   for (let i = 0; i < 13; i++) {
@@ -565,6 +606,9 @@ export function dbJob4x(j: FakeJob, c: Ctx4x): Obj {
     stderr: stdout,
     stdin: '/dev/null',
     sluid: sluidOf(j),
+    original_sluid: sluidOf(j),
+    exclusive: 'NO',
+    oversubscribe: 'NO',
     state: { current: [j.state], reason: j.reason },
     steps: [],
     submit_line: `sbatch ${j.name}.sh`,
