@@ -7,23 +7,8 @@ import type { FakeAssociation, FakeJob, FakeQos } from './fake-cluster-types.js'
 import { isTerminal, jobCpus, taskRanges } from './fake-cluster-types.js';
 import { gpuTypeOf, stdoutPath, tresEntries } from './fake-cluster-derived.js';
 import type { TresEntry } from './fake-cluster-derived.js';
+import { sluidOf } from './sluid.js';
 import { EXIT_OK, exit4x, INFINITE, nv, shaped, UNSET, type Ctx4x, type Obj } from './slurm-render-v004x.js';
-
-const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
-
-/**
- * A 26.05 SLUID: `s` + 13 Crockford base32 digits of 64 bits (12-bit cluster, 42-bit submit
- * time in ms, 10-bit sequence). Derived from the job so it is stable across renders.
- */
-export function sluidOf(j: FakeJob): string {
-  let v = (0x2an << 52n) | ((BigInt(j.submitTime) * 1000n) << 10n) | BigInt(j.id & 0x3ff);
-  let s = '';
-  for (let i = 0; i < 13; i++) {
-    s = (CROCKFORD[Number(v & 31n)] as string) + s;
-    v >>= 5n;
-  }
-  return `s${s}`;
-}
 
 function tresList4x(entries: readonly TresEntry[]): Obj[] {
   return entries.map((e) => ({ type: e.type, name: e.name, id: e.id, count: e.count }));
@@ -105,6 +90,9 @@ export function dbJob4x(j: FakeJob, c: Ctx4x): Obj {
     stderr: stdout,
     stdin: '/dev/null',
     sluid: sluidOf(j),
+    original_sluid: sluidOf(j),
+    exclusive: 'NO',
+    oversubscribe: 'NO',
     state: { current: [j.state], reason: j.reason },
     steps: [],
     submit_line: `sbatch ${j.name}.sh`,
@@ -188,15 +176,16 @@ export function association4x(a: FakeAssociation, c: Ctx4x): Obj {
     flags: [],
     max: {
       jobs: {
+        // As real slurmdbd sends them: `per` holds the group limits (and MaxWall), `active`/`total` the maxima.
         per: {
-          count: limit(a.maxJobs),
+          count: limit(a.grpJobs),
           accruing: INFINITE,
-          submitted: limit(a.maxSubmitJobs),
+          submitted: limit(a.grpSubmitJobs),
           wall_clock: limit(a.maxWallMinutes),
         },
-        active: limit(a.grpJobs),
+        active: limit(a.maxJobs),
         accruing: INFINITE,
-        total: limit(a.grpSubmitJobs),
+        total: limit(a.maxSubmitJobs),
       },
       tres: {
         total: tresList4x(a.grpTres),

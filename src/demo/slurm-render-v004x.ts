@@ -12,6 +12,7 @@
  * slurm-render-v004x-dbd.ts, the diagnostics in slurm-render-v004x-diag.ts.
  */
 import type { ClusterView, FakeJob, FakeNode } from './fake-cluster-types.js';
+import { sluidOf } from './sluid.js';
 import {
   arrayTaskString,
   isTerminal,
@@ -84,6 +85,12 @@ const SPANS = {
     stdout_expanded: [43, 45],
     stderr_expanded: [43, 45],
     submit_line: [44, 45],
+    // Seen in the recordings of real 24.11 and 26.05 (fixtures/slurm/recorded/).
+    priority_by_partition: [42, 45],
+    step_id: [44, 45],
+    container_type: [45, 45],
+    memory_update_delay: [45, 45],
+    memory_update_margin: [45, 45],
   },
   dbJob: {
     stdin_expanded: [41, 45],
@@ -96,6 +103,9 @@ const SPANS = {
     restart_cnt: [42, 45],
     segment_size: [43, 45],
     sluid: [45, 45],
+    original_sluid: [45, 45],
+    exclusive: [45, 45],
+    oversubscribe: [45, 45],
   },
   dbJobTime: { planned: [41, 45] },
   dbJobReservation: { requested: [43, 45] },
@@ -277,6 +287,17 @@ function socketLayout(n: FakeNode, jobId: number, cpusPerNode: number): readonly
   return sockets;
 }
 
+/** v0.0.40's `{"0": {"cores": {"0": "allocated"}}}` form of a socket layout. */
+function socketMap40(sockets: readonly Obj[]): Obj {
+  const out: Obj = {};
+  for (const s of sockets) {
+    const cores: Obj = {};
+    for (const k of s.cores as readonly Obj[]) cores[String(k.index)] = 'allocated';
+    out[String(s.index)] = { cores };
+  }
+  return out;
+}
+
 function jobResources4x(j: FakeJob, c: Ctx4x): unknown {
   if (j.nodeIdx.length === 0) return undefined;
   const nodes = j.nodeIdx.map((i) => c.view.nodes[i]).filter((n): n is FakeNode => n !== undefined);
@@ -286,12 +307,13 @@ function jobResources4x(j: FakeJob, c: Ctx4x): unknown {
       allocated_cores: nodes.reduce((s, n) => s + Math.ceil(j.cpusPerNode / n.threadsPerCore), 0),
       allocated_cpus: jobCpus(j),
       allocated_hosts: nodes.length,
-      allocated_nodes: nodes.map((n, i) => ({
+      // As real 24.11 sends v0.0.40: the job's cores by socket index, no node index.
+      allocated_nodes: nodes.map((n) => ({
+        sockets: socketMap40(socketLayout(n, j.id, j.cpusPerNode)),
         nodename: n.name,
         cpus_used: j.cpusPerNode,
         memory_used: 0,
         memory_allocated: j.memPerNodeMiB,
-        index: i,
       })),
     };
   }
@@ -414,6 +436,12 @@ export function job4x(j: FakeJob, c: Ctx4x): Obj {
     pre_sus_time: nv(0),
     hold: false,
     priority: nv(j.priority),
+    priority_by_partition: [],
+    // The job as a whole: 26.05 names it by its SLUID too.
+    step_id: { sluid: sluidOf(j), job_id: nv(j.id), step_het_component: UNSET, step_id: 'entire' },
+    container_type: '',
+    memory_update_delay: 0,
+    memory_update_margin: 0,
     profile: ['NOT_SET'],
     qos: 'normal',
     reboot: false,
