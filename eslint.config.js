@@ -6,6 +6,8 @@
 // - only src/cli reads process.env and process.argv (everything else gets options passed in);
 // - only the demo command imports src/demo, and only from the module its action loads lazily
 //   (src/cli/demo-stack.ts): an agent process never carries the simulator.
+// - src/cluster/api/ is layered: json/ imports nothing else in api/, http/ and decode/ only json/
+//   (never each other), the top level (the client calls) anything;
 // test/, bench/ and scripts/ are not shipped: they may read the environment and import anything.
 import js from '@eslint/js';
 import { defineConfig } from 'eslint/config';
@@ -23,6 +25,22 @@ const DEMO = {
   group: ['**/demo/*', '**/demo'],
   message: 'Only the demo command loads src/demo (lazily, through src/cli/demo-stack.ts); agents never carry it.',
 };
+/**
+ * A src/cluster/api/<folder>/ file may not import from `folders` or the api/ top level (`../x.js`,
+ * `../../api/x.js`): lower folders never import higher ones. It reads specifiers as written, so it
+ * knows the folders' own files only; test/lint/api-layers.test.ts resolves every import, at any depth.
+ */
+const apiLayer = (folder, ...folders) => ({
+  regex: `^\\.\\./(?:\\.\\./api/)?(?:${folders.map((f) => `${f}/`).join('|')}|[^./][^/]*$)`,
+  message:
+    `src/cluster/api/${folder}/ imports only ${folder === 'json' ? 'json/' : `${folder}/ and json/`} ` +
+    'within api/: json/ < http/, decode/ < the client calls.',
+});
+const API_LAYERS = [
+  ['json', 'http', 'decode'],
+  ['http', 'decode'],
+  ['decode', 'http'],
+];
 const ENV_MESSAGE = 'Only src/cli reads process.env and process.argv; pass options in.';
 const ENV_IMPORTS = ['process', 'node:process'].map((name) => ({
   name,
@@ -71,4 +89,8 @@ export default defineConfig(
   { files: ['src/telemetry/**/*.ts'], rules: { 'no-restricted-imports': imports(DEMO) } },
   { files: ['src/node/**/*.ts'], rules: { 'no-restricted-imports': imports(OTEL, agentWall('cluster'), DEMO) } },
   { files: ['src/cluster/**/*.ts'], rules: { 'no-restricted-imports': imports(OTEL, agentWall('node'), DEMO) } },
+  ...API_LAYERS.map(([folder, ...above]) => ({
+    files: [`src/cluster/api/${folder}/**/*.ts`],
+    rules: { 'no-restricted-imports': imports(OTEL, agentWall('node'), DEMO, apiLayer(folder, ...above)) },
+  })),
 );

@@ -10,8 +10,8 @@
  * Run: npm run build && node dist/bench/json-array-stream.js
  */
 import { performance } from 'node:perf_hooks';
-import { decodeJob } from '../src/cluster/api/decode-v004x.js';
-import { JsonArraySplitter } from '../src/cluster/api/json-array-stream.js';
+import { decodeJob } from '../src/cluster/api/decode/decode-v004x.js';
+import { JsonArraySplitter } from '../src/cluster/api/json/json-array-stream.js';
 
 const TARGET_BYTES = 100 * 1000 * 1000;
 const CHUNK = 64 * 1024;

@@ -9,7 +9,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { ClusterRunner } from '../src/cluster/agent.js';
-import { noAuth } from '../src/cluster/api/auth.js';
+import { noAuth } from '../src/cluster/api/http/auth.js';
 import { SlurmClient } from '../src/cluster/api/client.js';
 import type { SlurmPartition } from '../src/cluster/model.js';
 import { observe } from '../src/cluster/rules.js';

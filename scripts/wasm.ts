@@ -1,14 +1,14 @@
 /**
  * Assembles the WebAssembly text of the cluster agent's scanners into the module the agent loads:
- * `src/cluster/api/member-picker.wat` → `src/cluster/api/member-picker-wasm.ts` (the binary in
+ * `src/cluster/api/json/member-picker.wat` → `src/cluster/api/json/member-picker-wasm.ts` (the binary in
  * base64, so that it loads the same from src/ under the tests and from dist/ when installed).
  * Run `npm run wasm` after editing the .wat; a test fails while the two disagree.
  */
 import fs from 'node:fs';
 import wabt from 'wabt';
 
-export const WAT_FILE = 'src/cluster/api/member-picker.wat';
-export const MODULE_FILE = 'src/cluster/api/member-picker-wasm.ts';
+export const WAT_FILE = 'src/cluster/api/json/member-picker.wat';
+export const MODULE_FILE = 'src/cluster/api/json/member-picker-wasm.ts';
 
 /** The generated TypeScript module for a .wat text. */
 export async function renderWasmModule(wat: string): Promise<string> {

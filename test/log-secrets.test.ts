@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger, redactTokenLike, redactUrl } from '../src/log.js';
 import { resolveOtlp } from '../src/cli/otel.js';
-import { describeBody, notAnObject } from '../src/cluster/api/envelope.js';
+import { describeBody, notAnObject } from '../src/cluster/api/decode/envelope.js';
 import { Pipeline } from '../src/telemetry/pipeline.js';
 import { defineMetric } from '../src/telemetry/spec.js';
 import { startReceiver } from './support/otlp-receiver.js';

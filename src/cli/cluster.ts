@@ -6,8 +6,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { Command } from 'commander';
 import { SlurmClient } from '../cluster/api/client.js';
-import { keyFileSigner, noAuth, scontrolToken, staticToken, tokenFile, type TokenSource } from '../cluster/api/auth.js';
-import { kubernetesSecretSigner } from '../cluster/api/auth-kubernetes.js';
+import {
+  keyFileSigner,
+  noAuth,
+  scontrolToken,
+  staticToken,
+  tokenFile,
+  type TokenSource,
+} from '../cluster/api/http/auth.js';
+import { kubernetesSecretSigner } from '../cluster/api/http/auth-kubernetes.js';
 import { runClusterOnce, startClusterAgent, type ClusterAgentOptions } from '../cluster/agent.js';
 import type { JobSource } from '../cluster/fetchers.js';
 import {

@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { staticToken } from '../cluster/api/auth.js';
+import { staticToken } from '../cluster/api/http/auth.js';
 import { SlurmClient } from '../cluster/api/client.js';
 import { startClusterAgent, type ClusterAgent } from '../cluster/agent.js';
 import { FakeCluster } from '../demo/fake-cluster.js';

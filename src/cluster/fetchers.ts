@@ -6,7 +6,7 @@
 import type { Logger } from '../log.js';
 import { orThrow, type AccountingQuery, type CallOptions, type CallResult } from './api/call-result.js';
 import { SlurmCallError } from './api/failures.js';
-import { describeMessages, isBenign } from './api/envelope.js';
+import { describeMessages, isBenign } from './api/decode/envelope.js';
 import type { Fetchers } from './collect.js';
 import { Interner, type InternFields } from './intern.js';
 import type {

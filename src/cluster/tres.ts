@@ -7,7 +7,7 @@
  * it, so the rest of the agent deals with one representation.
  */
 import type { SlurmJob } from './model.js';
-import { field, isRecord, num, str } from './api/read.js';
+import { field, isRecord, num, str } from './api/json/read.js';
 
 export interface Tres {
   /** Every `key=value` pair as written, keys lower-cased (e.g. `gres/gpu:tesla` → `2`). */

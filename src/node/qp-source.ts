@@ -23,7 +23,7 @@ import {
   type QpReading,
 } from './qp-parse.js';
 import type { FailureKind, Read } from './roots.js';
-import { ChildRunner, RunError } from './runner.js';
+import { ChildRunner, RunError } from '../child-runner.js';
 import type { Stoppable } from './squeue.js';
 
 export type QpCountersMode = 'off' | 'observe' | 'manage';

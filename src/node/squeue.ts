@@ -7,7 +7,7 @@
 import type { Logger } from '../log.js';
 import { SLUID_RE } from './cgroups.js';
 import type { JobIdTable } from './jobids.js';
-import { ChildRunner } from './runner.js';
+import { ChildRunner } from '../child-runner.js';
 
 export interface SqueueOptions {
   readonly path: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { staticToken } from '../../src/cluster/api/auth.js';
+import { staticToken } from '../../src/cluster/api/http/auth.js';
 import { SlurmClient } from '../../src/cluster/api/client.js';
 import { makeFetchers } from '../../src/cluster/fetchers.js';
 import { Interner } from '../../src/cluster/intern.js';

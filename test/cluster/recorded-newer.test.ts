@@ -5,8 +5,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { decodeAssociations } from '../../src/cluster/api/decode-limits.js';
-import { decodeShares } from '../../src/cluster/api/decode-shares.js';
+import { decodeAssociations } from '../../src/cluster/api/decode/decode-limits.js';
+import { decodeShares } from '../../src/cluster/api/decode/decode-shares.js';
 import { parseWhole } from '../../src/cluster/api/read-whole.js';
 
 const ROOT = path.join('fixtures', 'slurm', 'recorded');

@@ -4,10 +4,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Readable } from 'node:stream';
-import { decodeAssociation, decodeQos } from '../../src/cluster/api/decode-limits.js';
+import { decodeAssociation, decodeQos } from '../../src/cluster/api/decode/decode-limits.js';
 import { endpointPath, ENDPOINTS } from '../../src/cluster/api/paths.js';
-import { decodeListStream } from '../../src/cluster/api/stream-decode.js';
-import { decoderFor, parseServedVersions } from '../../src/cluster/api/versions.js';
+import { decodeListStream } from '../../src/cluster/api/decode/stream-decode.js';
+import { decoderFor, parseServedVersions } from '../../src/cluster/api/decode/versions.js';
 import type { ItemResult } from '../../src/cluster/model.js';
 import { FakeCluster } from '../../src/demo/fake-cluster.js';
 import { startFakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseSlurmJson } from '../../src/cluster/api/slurm-json.js';
+import { parseSlurmJson } from '../../src/cluster/api/json/slurm-json.js';
 import { FakeCluster } from '../../src/demo/fake-cluster.js';
 import { type Endpoint, isRenderVersion, renderText } from '../../src/demo/slurm-render.js';
 import { compareShapes, shapeOf } from '../support/json-shape.js';

@@ -5,13 +5,13 @@
  * skipped element, and decode to exactly what the fake cluster holds (as that version can carry it).
  */
 import { describe, expect, it } from 'vitest';
-import { decodeLicense } from '../../src/cluster/api/decode-licenses.js';
-import { decodeAssociations, decodeQosList } from '../../src/cluster/api/decode-limits.js';
-import { decodePartition } from '../../src/cluster/api/decode-partitions.js';
-import { decodeReservation } from '../../src/cluster/api/decode-reservations.js';
-import { decodeShares } from '../../src/cluster/api/decode-shares.js';
-import { decodeList } from '../../src/cluster/api/envelope.js';
-import { decoderFor } from '../../src/cluster/api/versions.js';
+import { decodeLicense } from '../../src/cluster/api/decode/decode-licenses.js';
+import { decodeAssociations, decodeQosList } from '../../src/cluster/api/decode/decode-limits.js';
+import { decodePartition } from '../../src/cluster/api/decode/decode-partitions.js';
+import { decodeReservation } from '../../src/cluster/api/decode/decode-reservations.js';
+import { decodeShares } from '../../src/cluster/api/decode/decode-shares.js';
+import { decodeList } from '../../src/cluster/api/decode/envelope.js';
+import { decoderFor } from '../../src/cluster/api/decode/versions.js';
 import type { Decoded, SlurmJob, SlurmLimits, SlurmNode } from '../../src/cluster/model.js';
 import {
   DEFAULT_RELEASES,

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ClusterRunner } from '../../src/cluster/agent.js';
-import { staticToken } from '../../src/cluster/api/auth.js';
+import { staticToken } from '../../src/cluster/api/http/auth.js';
 import { SlurmClient } from '../../src/cluster/api/client.js';
 import { OPTIONAL_SUB_COLLECTORS } from '../../src/cluster/snapshot.js';
 import { DEFAULT_START_MS, FakeCluster } from '../../src/demo/fake-cluster.js';

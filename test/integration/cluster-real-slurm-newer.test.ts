@@ -9,7 +9,7 @@
  */
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keyFileSigner } from '../../src/cluster/api/auth.js';
+import { keyFileSigner } from '../../src/cluster/api/http/auth.js';
 import { SlurmClient } from '../../src/cluster/api/client.js';
 import { ClusterRunner } from '../../src/cluster/agent.js';
 import type { JobSource } from '../../src/cluster/fetchers.js';

@@ -74,6 +74,31 @@ describe('lint walls', () => {
     expect(await firing(file, code)).toEqual([]);
   });
 
+  it.each([
+    ['src/cluster/api/json/x.ts', "import { parseServer } from '../http/transport.js';\nvoid parseServer;"],
+    ['src/cluster/api/json/x.ts', "import { decodeDiag } from '../decode/common.js';\nvoid decodeDiag;"],
+    ['src/cluster/api/json/x.ts', "import { SlurmClient } from '../client.js';\nvoid SlurmClient;"],
+    ['src/cluster/api/http/x.ts', "import { readMeta } from '../decode/envelope.js';\nvoid readMeta;"],
+    ['src/cluster/api/http/x.ts', "import { toFailure } from '../failures.js';\nvoid toFailure;"],
+    ['src/cluster/api/decode/x.ts', "import { readText } from '../http/transport.js';\nvoid readText;"],
+    ['src/cluster/api/decode/x.ts', "import { ENDPOINTS } from '../paths.js';\nvoid ENDPOINTS;"],
+    ['src/cluster/api/decode/x.ts', "import { ENDPOINTS } from '../../api/paths.js';\nvoid ENDPOINTS;"],
+  ])('src/cluster/api/ folders never import upwards: %s %s', async (file, code) => {
+    expect(await firing(file, code)).toEqual(['no-restricted-imports']);
+  });
+
+  it.each([
+    ['src/cluster/api/json/x.ts', "import { isWhitespace } from './json-bytes.js';\nvoid isWhitespace;"],
+    ['src/cluster/api/http/x.ts', "import { field } from '../json/read.js';\nvoid field;"],
+    ['src/cluster/api/http/x.ts', "import { createLogger } from '../../../log.js';\nvoid createLogger;"],
+    ['src/cluster/api/decode/x.ts', "import { parseSlurmJson } from '../json/slurm-json.js';\nvoid parseSlurmJson;"],
+    ['src/cluster/api/decode/x.ts', "import type { SlurmNode } from '../../model.js';\nexport type N = SlurmNode;"],
+    ['src/cluster/api/x.ts', "import { readText } from './http/transport.js';\nvoid readText;"],
+    ['src/cluster/api/x.ts', "import { readMeta } from './decode/envelope.js';\nvoid readMeta;"],
+  ])('src/cluster/api/ folders import downwards and outside api/: %s %s', async (file, code) => {
+    expect(await firing(file, code)).toEqual([]);
+  });
+
   it('allows what the walls leave open', async () => {
     expect(await firing('src/telemetry/x.ts', "import { metrics } from '@opentelemetry/api';\nvoid metrics;")).toEqual(
       [],

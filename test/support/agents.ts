@@ -1,5 +1,5 @@
 /** Starting the real agents on loopback for tests. */
-import { staticToken } from '../../src/cluster/api/auth.js';
+import { staticToken } from '../../src/cluster/api/http/auth.js';
 import { SlurmClient, type SlurmClientOptions } from '../../src/cluster/api/client.js';
 import type { ClusterAgentOptions } from '../../src/cluster/agent.js';
 import type { JobSource } from '../../src/cluster/model.js';

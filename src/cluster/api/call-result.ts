@@ -2,8 +2,8 @@
 import { performance } from 'node:perf_hooks';
 import type { DecodedOk } from '../model.js';
 import { SlurmCallError, type CallFailure } from './failures.js';
-import type { RequestStats } from './transport.js';
-import type { SupportedVersion } from './versions.js';
+import type { RequestStats } from './http/transport.js';
+import type { SupportedVersion } from './decode/versions.js';
 
 export interface CallTiming {
   readonly startedAtMs: number;

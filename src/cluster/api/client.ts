@@ -28,19 +28,19 @@ import type {
   SlurmShare,
   SlurmAssociationLimits,
 } from '../model.js';
-import type { TokenSource } from './auth.js';
+import type { TokenSource } from './http/auth.js';
 import { startClock, type AccountingQuery, type CallOptions, type CallResult } from './call-result.js';
 import { failure, fromDecoded, isTokenRejection, toFailure, type Absence, type Outcome } from './failures.js';
 import { ABSENT_RETRY_MS, EndpointMemory } from './absent.js';
 import { noSlurmdbMessage, Negotiator, type Negotiated, type NegotiationResult } from './negotiation.js';
 import { endpointPath, ENDPOINTS, servedBy, type EndpointName, type KnownEndpoint } from './paths.js';
 import { decodeDiagBody, MAX_TEXT_BYTES, parseWhole } from './read-whole.js';
-import { decodeListStream } from './stream-decode.js';
-import { decodeLicense } from './decode-licenses.js';
-import { decodeAssociations, decodeQosList } from './decode-limits.js';
-import { decodePartition } from './decode-partitions.js';
-import { decodeReservation } from './decode-reservations.js';
-import { decodeShares } from './decode-shares.js';
+import { decodeListStream } from './decode/stream-decode.js';
+import { decodeLicense } from './decode/decode-licenses.js';
+import { decodeAssociations, decodeQosList } from './decode/decode-limits.js';
+import { decodePartition } from './decode/decode-partitions.js';
+import { decodeReservation } from './decode/decode-reservations.js';
+import { decodeShares } from './decode/decode-shares.js';
 import {
   HttpTransport,
   newStats,
@@ -49,8 +49,8 @@ import {
   type HttpResponse,
   type RequestStats,
   type TlsOptions,
-} from './transport.js';
-import { decoderFor, familyOf, type SupportedVersion } from './versions.js';
+} from './http/transport.js';
+import { decoderFor, familyOf, type SupportedVersion } from './decode/versions.js';
 
 export interface SlurmClientOptions {
   /** `http(s)://host:port[/prefix]` or `unix:/path/to/slurmrestd.sock`. */

@@ -3,9 +3,9 @@
  * that the collectors count, with a one-line message for the logs.
  */
 import type { ApiMessage, DecodedOk, DecodeFailureKind, Decoded } from '../model.js';
-import { AuthError, type TokenSource } from './auth.js';
-import { describeMessages, readMessages } from './envelope.js';
-import { AbortedError, NetworkError, SlurmHttpError, TimeoutError, TooLargeError } from './transport.js';
+import { AuthError, type TokenSource } from './http/auth.js';
+import { describeMessages, readMessages } from './decode/envelope.js';
+import { AbortedError, NetworkError, SlurmHttpError, TimeoutError, TooLargeError } from './http/transport.js';
 
 /**
  * Slurm errnos that mean "the credential was not accepted": SLURM_PROTOCOL_AUTHENTICATION_ERROR

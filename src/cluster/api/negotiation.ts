@@ -4,10 +4,10 @@
  */
 import type { Logger } from '../../log.js';
 import type { ResponseMeta } from '../model.js';
-import type { TokenSource } from './auth.js';
+import type { TokenSource } from './http/auth.js';
 import { failure, isAuthFailure, toFailure, type Outcome, type CallFailure } from './failures.js';
 import { decodeDiagBody, MAX_TEXT_BYTES } from './read-whole.js';
-import { readText, SlurmHttpError, TooLargeError, type HttpResponse, type RequestStats } from './transport.js';
+import { readText, SlurmHttpError, TooLargeError, type HttpResponse, type RequestStats } from './http/transport.js';
 import { endpointPath } from './paths.js';
 import {
   parseServedVersions,
@@ -15,7 +15,7 @@ import {
   SUPPORTED_VERSIONS,
   type ServedVersions,
   type SupportedVersion,
-} from './versions.js';
+} from './decode/versions.js';
 import type { CallTiming } from './call-result.js';
 
 /** Discovery documents, in the order slurmrestd releases added them (newest first). */

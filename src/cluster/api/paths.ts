@@ -2,7 +2,7 @@
  * Every slurmrestd endpoint the client requests, and its URL path for an API version, spelt as
  * Slurm's own OpenAPI documents list it (test/cluster/api/paths.test.ts checks each against them).
  */
-import { compareVersionsDesc, familyOf, type SupportedVersion } from './versions.js';
+import { compareVersionsDesc, familyOf, type SupportedVersion } from './decode/versions.js';
 
 export interface EndpointName {
   readonly api: 'slurm' | 'slurmdb';

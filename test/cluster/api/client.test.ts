@@ -12,7 +12,7 @@ import {
   staticToken,
   tokenFile,
   type TokenSource,
-} from '../../../src/cluster/api/auth.js';
+} from '../../../src/cluster/api/http/auth.js';
 import { orThrow, type CallResult } from '../../../src/cluster/api/call-result.js';
 import { SlurmClient, type SlurmClientOptions } from '../../../src/cluster/api/client.js';
 import { isAuthMessage, SlurmCallError } from '../../../src/cluster/api/failures.js';

@@ -3,11 +3,11 @@
  * version (fixtures/slurm/openapi): a trailing slash too many is a path slurmrestd does not list.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { noAuth } from '../../../src/cluster/api/auth.js';
+import { noAuth } from '../../../src/cluster/api/http/auth.js';
 import { SlurmClient } from '../../../src/cluster/api/client.js';
 import { endpointPath, ENDPOINTS, servedBy } from '../../../src/cluster/api/paths.js';
 import { OPENAPI_PATHS } from '../../../src/cluster/api/negotiation.js';
-import type { SupportedVersion } from '../../../src/cluster/api/versions.js';
+import type { SupportedVersion } from '../../../src/cluster/api/decode/versions.js';
 import { FakeCluster } from '../../../src/demo/fake-cluster.js';
 import { startFakeSlurmrestd, type FakeSlurmrestd } from '../../../src/demo/fake-slurmrestd.js';
 import { RENDER_VERSIONS, type RenderVersion } from '../../../src/demo/slurm-render.js';

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keyFileSigner, scontrolToken, signHs256, staticToken, tokenFile } from '../../../src/cluster/api/auth.js';
+import { keyFileSigner, scontrolToken, signHs256, staticToken, tokenFile } from '../../../src/cluster/api/http/auth.js';
 import { orThrow } from '../../../src/cluster/api/call-result.js';
 import { SlurmClient } from '../../../src/cluster/api/client.js';
 import { silentLogger } from '../../support/log.js';

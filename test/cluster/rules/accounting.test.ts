@@ -1,6 +1,6 @@
 /** adjustAccountingJobs: Soperator's adjustments to slurmdbd rows, row by row and on recorded data. */
 import { describe, expect, it } from 'vitest';
-import * as v0038 from '../../../src/cluster/api/decode-v0038.js';
+import * as v0038 from '../../../src/cluster/api/decode/decode-v0038.js';
 import type { SlurmJob } from '../../../src/cluster/model.js';
 import { adjustAccountingJobs, ZOMBIE_PENDING_AGE_MS } from '../../../src/cluster/adjust-accounting.js';
 import { jobMemoryBytes } from '../../../src/cluster/tres.js';

@@ -1,11 +1,11 @@
 /** Pending-reason counts and license pools, from hand-made jobs and slurmrestd license elements. */
 import { describe, expect, it } from 'vitest';
-import { decodeLicense } from '../../../src/cluster/api/decode-licenses.js';
-import { decodeAssociations, decodeQosList } from '../../../src/cluster/api/decode-limits.js';
-import { decodeList } from '../../../src/cluster/api/envelope.js';
+import { decodeLicense } from '../../../src/cluster/api/decode/decode-licenses.js';
+import { decodeAssociations, decodeQosList } from '../../../src/cluster/api/decode/decode-limits.js';
+import { decodeList } from '../../../src/cluster/api/decode/envelope.js';
 import { extraFamilies } from '../../../src/cluster/extra.js';
-import { decodeReservation } from '../../../src/cluster/api/decode-reservations.js';
-import { decodeShares } from '../../../src/cluster/api/decode-shares.js';
+import { decodeReservation } from '../../../src/cluster/api/decode/decode-reservations.js';
+import { decodeShares } from '../../../src/cluster/api/decode/decode-shares.js';
 import type { SlurmLicense, SlurmReservation } from '../../../src/cluster/model.js';
 import { familyKeyErrors } from '../../support/catalogue-keys.js';
 import { recorded } from '../fixtures.js';

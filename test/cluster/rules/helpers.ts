@@ -1,5 +1,5 @@
 /** Builders shared by the cluster rules tests: nodes and jobs from state words, snapshots from a fake clock. */
-import { nodeState } from '../../../src/cluster/api/states.js';
+import { nodeState } from '../../../src/cluster/api/decode/states.js';
 import type { Decoded, SlurmDiag, SlurmJob, SlurmNode } from '../../../src/cluster/model.js';
 import type { ClusterSnapshot } from '../../../src/cluster/snapshot.js';
 import {

@@ -3,9 +3,9 @@
  * output of the same moment): node and job counts must be what sinfo and squeue printed.
  */
 import { describe, expect, it } from 'vitest';
-import { decodeDiag, decodeJobs, decodeNodes } from '../../../src/cluster/api/decode-v0038.js';
-import { decodePartition } from '../../../src/cluster/api/decode-partitions.js';
-import { decodeList } from '../../../src/cluster/api/envelope.js';
+import { decodeDiag, decodeJobs, decodeNodes } from '../../../src/cluster/api/decode/decode-v0038.js';
+import { decodePartition } from '../../../src/cluster/api/decode/decode-partitions.js';
+import { decodeList } from '../../../src/cluster/api/decode/envelope.js';
 import {
   NATIVE_JOB_STATES,
   NATIVE_NODE_STATES,

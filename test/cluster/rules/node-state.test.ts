@@ -1,6 +1,6 @@
 /** Soperator's node state model as its exporter's code behaves (broader than its docs), as tables. */
 import { describe, expect, it } from 'vitest';
-import { nodeState } from '../../../src/cluster/api/states.js';
+import { nodeState } from '../../../src/cluster/api/decode/states.js';
 import {
   baseState,
   isDraining,

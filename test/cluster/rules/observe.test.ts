@@ -1,7 +1,7 @@
 /** Snapshot → families, on decoded fixtures of every API family, with exact label sets. */
 import { describe, expect, it } from 'vitest';
-import * as v0038 from '../../../src/cluster/api/decode-v0038.js';
-import * as v004x from '../../../src/cluster/api/decode-v004x.js';
+import * as v0038 from '../../../src/cluster/api/decode/decode-v0038.js';
+import * as v004x from '../../../src/cluster/api/decode/decode-v004x.js';
 import { CLUSTER_METRICS, EXTRA_SPECS, NATIVE_SPECS } from '../../../src/cluster/metrics.js';
 import type { SlurmDiag, SlurmJob } from '../../../src/cluster/model.js';
 import { adjustAccountingJobs } from '../../../src/cluster/adjust-accounting.js';

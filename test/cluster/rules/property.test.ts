@@ -1,7 +1,7 @@
 /** Properties of observe() and advance() over arbitrary snapshots, duplicates and junk included. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { nodeState } from '../../../src/cluster/api/states.js';
+import { nodeState } from '../../../src/cluster/api/decode/states.js';
 import type { SlurmDiag, SlurmJob, SlurmNode } from '../../../src/cluster/model.js';
 import { observe } from '../../../src/cluster/rules.js';
 import { advance, INITIAL_CLUSTER_STATE } from '../../../src/cluster/state.js';

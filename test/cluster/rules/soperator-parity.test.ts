@@ -4,7 +4,7 @@
  * Controller and slurmdbd inputs are written in the v0.0.44 wire shape the Go structs model.
  */
 import { describe, expect, it } from 'vitest';
-import * as v004x from '../../../src/cluster/api/decode-v004x.js';
+import * as v004x from '../../../src/cluster/api/decode/decode-v004x.js';
 import type { SlurmJob, SlurmNode } from '../../../src/cluster/model.js';
 import { adjustAccountingJobs } from '../../../src/cluster/adjust-accounting.js';
 import { jobInfoLabels, observe } from '../../../src/cluster/rules.js';

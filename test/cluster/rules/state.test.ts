@@ -1,6 +1,6 @@
 /** Transitions across refreshes, driven by a fake clock carried in the snapshots. */
 import { describe, expect, it } from 'vitest';
-import * as v0038 from '../../../src/cluster/api/decode-v0038.js';
+import * as v0038 from '../../../src/cluster/api/decode/decode-v0038.js';
 import { DURATION_BUCKETS } from '../../../src/cluster/metrics.js';
 import type { SlurmJob, SlurmNode } from '../../../src/cluster/model.js';
 import { advance, INITIAL_CLUSTER_STATE, type ClusterState } from '../../../src/cluster/state.js';

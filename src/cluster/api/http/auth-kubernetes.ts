@@ -11,9 +11,9 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { registerSecret } from '../../log.js';
+import { registerSecret } from '../../../log.js';
 import { AuthError, redact, signingTokenSource, type SignerOptions, type TokenSource } from './auth.js';
-import { field, str } from './read.js';
+import { field, str } from '../json/read.js';
 import { HttpTransport, SlurmHttpError, TransportError, type TlsOptions } from './transport.js';
 
 export const DEFAULT_SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';

@@ -4,11 +4,11 @@
  * reading of the same cluster state.
  */
 import { describe, expect, it } from 'vitest';
-import * as v0038 from '../../src/cluster/api/decode-v0038.js';
-import { expandHostlist } from '../../src/cluster/hostlist.js';
-import type { Decoded, SlurmJob, SlurmNode } from '../../src/cluster/model.js';
-import { jobCpuCount, jobMemoryBytes, parseTres } from '../../src/cluster/tres.js';
-import { listFiles, readText, recorded } from './fixtures.js';
+import * as v0038 from '../../../../src/cluster/api/decode/decode-v0038.js';
+import { expandHostlist } from '../../../../src/cluster/hostlist.js';
+import type { Decoded, SlurmJob, SlurmNode } from '../../../../src/cluster/model.js';
+import { jobCpuCount, jobMemoryBytes, parseTres } from '../../../../src/cluster/tres.js';
+import { listFiles, readText, recorded } from '../../fixtures.js';
 
 function ok<T>(d: Decoded<T>): readonly T[] {
   if (!d.ok) throw new Error(`decode failed: ${d.message}`);

@@ -3,9 +3,9 @@
  * plain numbers, v0.0.40+ no-val structs for the times, which the tolerant readers take either way.
  * Never throws.
  */
-import type { ItemResult, SlurmReservation } from '../model.js';
+import type { ItemResult, SlurmReservation } from '../../model.js';
 import { NOT_AN_OBJECT } from './common.js';
-import { count, isRecord, strList, unixTime, upperWords } from './read.js';
+import { count, isRecord, strList, unixTime, upperWords } from '../json/read.js';
 import { text } from './states.js';
 
 export function decodeReservation(element: unknown): ItemResult<SlurmReservation> {

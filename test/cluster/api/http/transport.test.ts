@@ -14,9 +14,9 @@ import {
   TimeoutError,
   TooLargeError,
   type TransportOptions,
-} from '../../../src/cluster/api/transport.js';
-import { FaultServer } from './fault-server.js';
-import { waitFor } from '../../support/tools.js';
+} from '../../../../src/cluster/api/http/transport.js';
+import { FaultServer } from '../fault-server.js';
+import { waitFor } from '../../../support/tools.js';
 
 const NODES = '/slurm/v0.0.44/nodes/';
 const SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdW4iOiJyb290In0.c2VjcmV0LXNpZ25hdHVyZQ';

@@ -11,8 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { kubernetesSecretSigner } from '../../../src/cluster/api/auth-kubernetes.js';
-import { HttpTransport, NetworkError } from '../../../src/cluster/api/transport.js';
+import { kubernetesSecretSigner } from '../../../../src/cluster/api/http/auth-kubernetes.js';
+import { HttpTransport, NetworkError } from '../../../../src/cluster/api/http/transport.js';
 
 const hasOpenssl = spawnSync('openssl', ['version']).status === 0;
 const KEY = Buffer.from('tls-test-signing-key-0123456789abcdef');

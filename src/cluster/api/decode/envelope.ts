@@ -5,9 +5,9 @@
  * Shared by both decoder families and by the streaming reader, which parses the big array
  * element by element and hands the small top-level members here afterwards.
  */
-import type { ApiMessage, Decoded, DecodedError, ItemResult, ResponseMeta, SkippedItem } from '../model.js';
-import { field, idString, isRecord, num, path, str } from './read.js';
-import { redactTokenLike } from '../../log.js';
+import type { ApiMessage, Decoded, DecodedError, ItemResult, ResponseMeta, SkippedItem } from '../../model.js';
+import { field, idString, isRecord, num, path, str } from '../json/read.js';
+import { redactTokenLike } from '../../../log.js';
 
 /** At most this many skip reasons are kept; the count is always exact. */
 export const MAX_SKIP_REASONS = 20;

@@ -5,10 +5,17 @@
  * the list is `QOS` in v0.0.38 and `qos` from v0.0.40. TRES limits are `{type, name, count}`
  * arrays. Never throws.
  */
-import type { Decoded, ItemResult, SlurmAssociationLimits, SlurmLimits, SlurmQosLimits, TresLimit } from '../model.js';
+import type {
+  Decoded,
+  ItemResult,
+  SlurmAssociationLimits,
+  SlurmLimits,
+  SlurmQosLimits,
+  TresLimit,
+} from '../../model.js';
 import { NOT_AN_OBJECT } from './common.js';
 import { decodeList, notAnObject } from './envelope.js';
-import { isRecord, num, path } from './read.js';
+import { isRecord, num, path } from '../json/read.js';
 import { text } from './states.js';
 
 type Path = readonly string[];

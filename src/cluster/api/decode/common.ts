@@ -7,12 +7,12 @@
  * that is what lets one reader serve v0.0.39 and v0.0.40, which disagree on which fields are
  * structs.
  */
-import type { Decoded, ItemResult, RpcByMessageType, RpcByUser, SlurmDiag } from '../model.js';
+import type { Decoded, ItemResult, RpcByMessageType, RpcByUser, SlurmDiag } from '../../model.js';
 import { ItemCollector, notAnObject } from './envelope.js';
-import { bool, count, field, idString, isRecord, num, strList, unixTime } from './read.js';
-import type { JsonRecord } from './read.js';
+import { bool, count, field, idString, isRecord, num, strList, unixTime } from '../json/read.js';
+import type { JsonRecord } from '../json/read.js';
 import { arrayTaskExpression, cpuListCount, nodeListString, text, timeLimit } from './states.js';
-import { tresListToString } from '../tres.js';
+import { tresListToString } from '../../tres.js';
 
 export const NOT_AN_OBJECT = { ok: false, reason: 'element is not an object' } as const;
 

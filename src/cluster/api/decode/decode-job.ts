@@ -4,7 +4,7 @@
  * shapes (`job_state` a string or an array; `exit_code` a raw wait status or a struct; numbers
  * plain or in `{set, infinite, number}` structs). Takes a parsed JSON value; never throws.
  */
-import type { ItemResult, SlurmJob } from '../model.js';
+import type { ItemResult, SlurmJob } from '../../model.js';
 import {
   JOB_ARRAY_MEMBERS,
   JOB_COMMON_MEMBERS,
@@ -14,7 +14,7 @@ import {
   type MemberOf,
   type Wire,
 } from './common.js';
-import { idString, isRecord } from './read.js';
+import { idString, isRecord } from '../json/read.js';
 import { exitCode, jobState } from './states.js';
 
 /**

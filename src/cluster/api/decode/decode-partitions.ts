@@ -4,9 +4,9 @@
  * `nodes.{configured,total}`, `cpus.total` and `tres.configured`. Both shapes are read, so a
  * proxied or mixed response still decodes. Never throws.
  */
-import type { ItemResult, SlurmPartition } from '../model.js';
+import type { ItemResult, SlurmPartition } from '../../model.js';
 import { NOT_AN_OBJECT } from './common.js';
-import { count, field, isRecord } from './read.js';
+import { count, field, isRecord } from '../json/read.js';
 import { text } from './states.js';
 
 const PARTITION_MEMBERS = ['name', 'nodes', 'cpus', 'tres', 'total_nodes', 'total_cpus'] as const;

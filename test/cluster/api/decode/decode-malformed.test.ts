@@ -1,11 +1,11 @@
 /** Bad input: decoders must never throw, and must say what was wrong. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import * as v0038 from '../../src/cluster/api/decode-v0038.js';
-import * as v004x from '../../src/cluster/api/decode-v004x.js';
-import { decodeListStream } from '../../src/cluster/api/stream-decode.js';
-import type { Decoded, ItemResult } from '../../src/cluster/model.js';
-import { built, recorded } from './fixtures.js';
+import * as v0038 from '../../../../src/cluster/api/decode/decode-v0038.js';
+import * as v004x from '../../../../src/cluster/api/decode/decode-v004x.js';
+import { decodeListStream } from '../../../../src/cluster/api/decode/stream-decode.js';
+import type { Decoded, ItemResult } from '../../../../src/cluster/model.js';
+import { built, recorded } from '../../fixtures.js';
 
 const FAMILIES = { v0038, v004x } as const;
 const LIST_DECODERS = ['decodeNodes', 'decodeJobs', 'decodeAccountingJobs', 'decodeDiag'] as const;

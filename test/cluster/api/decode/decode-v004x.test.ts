@@ -3,12 +3,12 @@
  * shape) and on Soperator's recorded v0.0.41/v0.0.44 data.
  */
 import { describe, expect, it } from 'vitest';
-import * as v004x from '../../src/cluster/api/decode-v004x.js';
-import { expandHostlist } from '../../src/cluster/hostlist.js';
-import type { Decoded, SlurmDiag, SlurmJob, SlurmNode } from '../../src/cluster/model.js';
-import { jobBaseState, JOB_TERMINAL_STATES } from '../../src/cluster/model.js';
-import { jobCpuCount, jobMemoryBytes, parseTres } from '../../src/cluster/tres.js';
-import { BUILT_VERSIONS, built, readJson } from './fixtures.js';
+import * as v004x from '../../../../src/cluster/api/decode/decode-v004x.js';
+import { expandHostlist } from '../../../../src/cluster/hostlist.js';
+import type { Decoded, SlurmDiag, SlurmJob, SlurmNode } from '../../../../src/cluster/model.js';
+import { jobBaseState, JOB_TERMINAL_STATES } from '../../../../src/cluster/model.js';
+import { jobCpuCount, jobMemoryBytes, parseTres } from '../../../../src/cluster/tres.js';
+import { BUILT_VERSIONS, built, readJson } from '../../fixtures.js';
 
 function items<T>(d: Decoded<T>): readonly T[] {
   if (!d.ok) throw new Error(`decode failed: ${d.message}`);

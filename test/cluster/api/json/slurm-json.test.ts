@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseSlurmJson } from '../../../src/cluster/api/slurm-json.js';
+import { parseSlurmJson } from '../../../../src/cluster/api/json/slurm-json.js';
 
 describe('parseSlurmJson', () => {
   it('reads the bare Infinity of slurmrestd 24.11 (/shares "level") as null, keeping strings as they are', () => {

@@ -5,10 +5,10 @@
  * from v0.0.42); both are read. The body is small (one row per association) and read whole.
  * Never throws.
  */
-import type { Decoded, ItemResult, SlurmShare } from '../model.js';
+import type { Decoded, ItemResult, SlurmShare } from '../../model.js';
 import { NOT_AN_OBJECT } from './common.js';
 import { decodeList, notAnObject } from './envelope.js';
-import { field, isRecord, num, strList, upperWords } from './read.js';
+import { field, isRecord, num, strList, upperWords } from '../json/read.js';
 import { text } from './states.js';
 
 export function decodeShare(element: unknown): ItemResult<SlurmShare> {

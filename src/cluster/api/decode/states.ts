@@ -2,9 +2,9 @@
  * Version-independent pieces shared by the decoder families: node and job state words, exit
  * codes, CPU id lists and array-task bitmaps.
  */
-import { JOB_BASE_STATES, NODE_BASE_STATES } from '../model.js';
-import type { JobExitCode, NodeBaseState, NodeState } from '../model.js';
-import { field, isRecord, noVal, num, str, strList, upperWords } from './read.js';
+import { JOB_BASE_STATES, NODE_BASE_STATES } from '../../model.js';
+import type { JobExitCode, NodeBaseState, NodeState } from '../../model.js';
+import { field, isRecord, noVal, num, str, strList, upperWords } from '../json/read.js';
 
 const NODE_BASES: ReadonlySet<string> = new Set(NODE_BASE_STATES);
 const JOB_BASES: ReadonlySet<string> = new Set(JOB_BASE_STATES);

@@ -3,12 +3,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { JsonArraySplitter } from '../../src/cluster/api/json-array-stream.js';
-import { decodeJob } from '../../src/cluster/api/decode-v004x.js';
-import { MemberPicker } from '../../src/cluster/api/member-picker.js';
-import { JsMemberPicker } from '../../src/cluster/api/member-picker-js.js';
-import { decodeListStream } from '../../src/cluster/api/stream-decode.js';
-import { MODULE_FILE, renderWasmModule, WAT_FILE } from '../../scripts/wasm.js';
+import { JsonArraySplitter } from '../../../../src/cluster/api/json/json-array-stream.js';
+import { decodeJob } from '../../../../src/cluster/api/decode/decode-v004x.js';
+import { MemberPicker } from '../../../../src/cluster/api/json/member-picker.js';
+import { JsMemberPicker } from '../../../../src/cluster/api/json/member-picker-js.js';
+import { decodeListStream } from '../../../../src/cluster/api/decode/stream-decode.js';
+import { MODULE_FILE, renderWasmModule, WAT_FILE } from '../../../../scripts/wasm.js';
 
 type PickerClass = typeof MemberPicker | typeof JsMemberPicker;
 
@@ -191,13 +191,14 @@ describe('MemberPicker memory', () => {
 describe('without WebAssembly (node --jitless)', () => {
   it('decodes the same jobs, through the JavaScript picker', async () => {
     const file = path.resolve('fixtures/slurm/built/v0.0.44/jobs.json');
-    const decoder = path.resolve('dist/src/cluster/api/stream-decode.js');
-    const jobs = path.resolve('dist/src/cluster/api/decode-v004x.js');
+    const decoder = path.resolve('dist/src/cluster/api/decode/stream-decode.js');
+    const jobs = path.resolve('dist/src/cluster/api/decode/decode-v004x.js');
+    const picker = path.resolve('dist/src/cluster/api/json/member-picker.js');
     const script = `
       import fs from 'node:fs';
       const { decodeListStream } = await import(${JSON.stringify(decoder)});
       const { decodeJob } = await import(${JSON.stringify(jobs)});
-      const { MemberPicker } = await import(${JSON.stringify(decoder.replace('stream-decode', 'member-picker'))});
+      const { MemberPicker } = await import(${JSON.stringify(picker)});
       async function* chunks() { yield fs.readFileSync(${JSON.stringify(file)}); }
       const d = await decodeListStream(chunks(), 'jobs', decodeJob);
       console.log(JSON.stringify({ available: MemberPicker.available, items: d.ok ? d.items : d }));`;

@@ -13,11 +13,11 @@
  * The readers also accept the v0.0.4x number structs, so a mixed or proxied response still
  * decodes. Every function takes an already parsed JSON value and never throws.
  */
-import type { Decoded, ItemResult, SlurmJob, SlurmNode } from '../model.js';
+import type { Decoded, ItemResult, SlurmJob, SlurmNode } from '../../model.js';
 import { accountingArray, accountingCommon, nodeCommon, NOT_AN_OBJECT } from './common.js';
 import { decodeJob } from './decode-job.js';
 import { decodeList } from './envelope.js';
-import { count, field, idString, isRecord } from './read.js';
+import { count, field, idString, isRecord } from '../json/read.js';
 import { exitCode, jobState, nodeState, text } from './states.js';
 
 export { decodeDiag } from './common.js';

@@ -1,7 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { arrayTaskExpression, cpuListCount, exitCodeFromWaitStatus, nodeState } from '../../src/cluster/api/states.js';
-import { expandHostlist } from '../../src/cluster/hostlist.js';
+import {
+  arrayTaskExpression,
+  cpuListCount,
+  exitCodeFromWaitStatus,
+  nodeState,
+} from '../../../../src/cluster/api/decode/states.js';
+import { expandHostlist } from '../../../../src/cluster/hostlist.js';
 
 describe('arrayTaskExpression', () => {
   it('renders slurmdbd hex bitmaps as task ranges', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import * as v0038 from '../../src/cluster/api/decode-v0038.js';
-import * as v004x from '../../src/cluster/api/decode-v004x.js';
+import * as v0038 from '../../../../src/cluster/api/decode/decode-v0038.js';
+import * as v004x from '../../../../src/cluster/api/decode/decode-v004x.js';
 import {
   compareVersionsDesc,
   decoderFor,
@@ -9,8 +9,8 @@ import {
   parseServedVersions,
   pickVersion,
   SUPPORTED_VERSIONS,
-} from '../../src/cluster/api/versions.js';
-import { BUILT_VERSIONS, built, readJson } from './fixtures.js';
+} from '../../../../src/cluster/api/decode/versions.js';
+import { BUILT_VERSIONS, built, readJson } from '../../fixtures.js';
 
 describe('parseServedVersions', () => {
   it('reads a real 22.05 /openapi/v3 document (paths without trailing slash)', () => {

@@ -6,10 +6,10 @@
  * can decode, and uses the newest (or the operator's override), then maps the version to its
  * decoder family.
  */
-import type { Decoded, ItemResult, SlurmDiag, SlurmJob, SlurmNode } from '../model.js';
+import type { Decoded, ItemResult, SlurmDiag, SlurmJob, SlurmNode } from '../../model.js';
 import * as v0038 from './decode-v0038.js';
 import * as v004x from './decode-v004x.js';
-import { field, isRecord } from './read.js';
+import { field, isRecord } from '../json/read.js';
 
 /** Versions this agent can decode, newest first. */
 export const SUPPORTED_VERSIONS = [

@@ -3,9 +3,9 @@
  * every version from v0.0.38 (v0.0.40+ add `LastConsumed`, `LastDeficit`, `LastUpdate`, unused here).
  * Never throws.
  */
-import type { ItemResult, SlurmLicense } from '../model.js';
+import type { ItemResult, SlurmLicense } from '../../model.js';
 import { NOT_AN_OBJECT } from './common.js';
-import { bool, count, isRecord } from './read.js';
+import { bool, count, isRecord } from '../json/read.js';
 import { text } from './states.js';
 
 export function decodeLicense(element: unknown): ItemResult<SlurmLicense> {

@@ -11,7 +11,7 @@
  *
  * Every function takes an already parsed JSON value of unknown shape and never throws.
  */
-import type { Decoded, ItemResult, SlurmJob, SlurmNode } from '../model.js';
+import type { Decoded, ItemResult, SlurmJob, SlurmNode } from '../../model.js';
 import {
   ACCOUNTING_COMMON_MEMBERS,
   accountingArray,
@@ -24,7 +24,7 @@ import {
 } from './common.js';
 import { decodeJob } from './decode-job.js';
 import { decodeList } from './envelope.js';
-import { count, field, idString, isRecord } from './read.js';
+import { count, field, idString, isRecord } from '../json/read.js';
 import { exitCode, jobState, nodeState, text } from './states.js';
 
 export { decodeDiag } from './common.js';

@@ -3,10 +3,10 @@
  * (`/jobs/`, `/nodes/`) from a byte stream without ever holding the whole body, and returns the
  * same `Decoded<T>` as the whole-body decoders.
  */
-import type { Decoded, ItemResult } from '../model.js';
+import type { Decoded, ItemResult } from '../../model.js';
 import { guarded, ItemCollector } from './envelope.js';
-import { JsonArraySplitter, JsonStreamError } from './json-array-stream.js';
-import { parseSlurmJson } from './slurm-json.js';
+import { JsonArraySplitter, JsonStreamError } from '../json/json-array-stream.js';
+import { parseSlurmJson } from '../json/slurm-json.js';
 
 /**
  * An element decoder. One that sets `members` reads no other top-level member of an element:

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { jwtVerify } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
-import { kubernetesSecretSigner, secretNameFor } from '../../../src/cluster/api/auth-kubernetes.js';
+import { kubernetesSecretSigner, secretNameFor } from '../../../../src/cluster/api/http/auth-kubernetes.js';
 import {
   AuthError,
   keyFileSigner,
@@ -17,7 +17,7 @@ import {
   staticToken,
   tokenFile,
   type TokenSource,
-} from '../../../src/cluster/api/auth.js';
+} from '../../../../src/cluster/api/http/auth.js';
 import { FakeKube } from './fake-kube.js';
 
 const KEY = Buffer.from('0123456789abcdef0123456789abcdef-test-key');

@@ -12,8 +12,8 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import { decodeJwt, SignJWT } from 'jose';
-import { ChildRunner, type RunError } from '../../child-runner.js';
-import { registerSecret } from '../../log.js';
+import { ChildRunner, type RunError } from '../../../child-runner.js';
+import { registerSecret } from '../../../log.js';
 
 export const TOKEN_HEADER = 'X-SLURM-USER-TOKEN';
 export const USER_HEADER = 'X-SLURM-USER-NAME';
