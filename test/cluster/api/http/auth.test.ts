@@ -18,7 +18,7 @@ import {
   tokenFile,
   type TokenSource,
 } from '../../../../src/cluster/api/http/auth.js';
-import { FakeKube } from './fake-kube.js';
+import { FakeKube } from '../fake-kube.js';
 
 const KEY = Buffer.from('0123456789abcdef0123456789abcdef-test-key');
 const T0 = 1_764_000_000;
