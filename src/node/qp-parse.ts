@@ -6,8 +6,10 @@
  * counter names from the kernel's Q group plus at most MAX_OTHER_NAMES others
  * (the first seen, for the process's life), and only the links of the node's
  * HCAs (from sysfs) when those are given. What is left out is counted by
- * reason; invalid JSON is malformed. The async readers pause every
- * PAUSE_CHARS so that a long reading does not hold the event loop.
+ * reason; invalid JSON is malformed. The readers are fed the tool's output
+ * chunk by chunk as the runner hands it over (QpStreamReader), so a reading
+ * costs what is kept of it plus one chunk, never a copy of the output; a
+ * whole text is fed in PAUSE_CHARS slices, with a pause between two.
  *
  * Only the tool's JSON is parsed: its text output changed layout in iproute2 6.7.
  */
@@ -315,15 +317,6 @@ export function drain<T>(g: Generator<void, T>): T {
   for (;;) {
     const r = g.next();
     if (r.done) return r.value;
-  }
-}
-
-/** Runs a reader, letting the event loop run at each of its pauses. */
-export async function drainAsync<T>(g: Generator<void, T>): Promise<T> {
-  for (;;) {
-    const r = g.next();
-    if (r.done) return r.value;
-    await new Promise<void>((resolve) => setImmediate(resolve));
   }
 }
 

@@ -21,7 +21,7 @@ import {
   type QpReading,
   type QpStreamReader,
 } from './qp-parse.js';
-import type { FailureKind, Read } from './roots.js';
+import type { FailureKind } from './roots.js';
 import { ChildRunner, RunError } from './runner.js';
 import type { Stoppable } from './squeue.js';
 
