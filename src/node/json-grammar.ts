@@ -59,12 +59,12 @@ export interface Frame {
   kept: boolean;
   keptObject: boolean;
   // Object: the fields kept, those left out, the key in progress and whether its value is kept.
-  fields?: Map<string, JsonField>;
+  fields: Map<string, JsonField> | undefined;
   extraFields: number;
-  key?: string;
+  key: string | undefined;
   keepField: boolean;
   // Numbers: the numbers kept, how many items, whether all were numbers.
-  list?: number[];
+  list: number[] | undefined;
   length: number;
   onlyNumbers: boolean;
 }
@@ -77,10 +77,12 @@ export function frame(kind: Kind, isObject: boolean, depth: number): Frame {
     want: kind === Kind.Top ? Want.Start : Want.First,
     kept: false,
     keptObject: false,
-    ...(kind === Kind.Object ? { fields: new Map<string, JsonField>() } : {}),
+    // Every frame has the same fields in the same order: one shape for the hot paths.
+    fields: kind === Kind.Object ? new Map<string, JsonField>() : undefined,
     extraFields: 0,
     keepField: false,
-    ...(kind === Kind.Numbers ? { list: [] } : {}),
+    key: undefined,
+    list: kind === Kind.Numbers ? [] : undefined,
     length: 0,
     onlyNumbers: true,
   };

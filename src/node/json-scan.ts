@@ -188,7 +188,7 @@ export class JsonArrayStream {
         this.fail('control character in a string');
       }
     }
-    this.append(s.slice(start, i));
+    if (this.build && i > start) this.append(s.slice(start, i));
     this.pos += i - start;
     if (i === s.length) return i;
     this.pos++;
@@ -235,7 +235,7 @@ export class JsonArrayStream {
       if (next === undefined) break;
       this.numAt = next;
     }
-    this.append(s.slice(start, i));
+    if (this.build && i > start) this.append(s.slice(start, i));
     this.pos += i - start;
     if (i < s.length) this.endNumber();
     return i;
