@@ -57,8 +57,9 @@ export const END = Symbol('end of array');
 // Nesting deeper than this is malformed for the rdma tool's flat entries (and keeps the stack bounded).
 const MAX_DEPTH = 32;
 /**
- * A kept string or number longer than this is not kept (a key: the field is skipped as an extra
- * one; a value: it counts as `other`): the rdma tool's names and values are short.
+ * A string or number longer than this is not built (a key: its field is not kept, and counts as
+ * an extra one unless only listed keys are kept; a value: it is `other`): the rdma tool's names
+ * and values are short, and a runaway one must not be held whole.
  */
 export const MAX_TEXT = 4096;
 const OTHER: JsonField = { kind: 'other' };
