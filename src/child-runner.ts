@@ -26,7 +26,8 @@ export interface RunnerOptions {
   readonly env?: NodeJS.ProcessEnv;
 }
 
-export type RunFailure = 'timeout' | 'too_large' | 'exit' | 'start' | 'stopped';
+/** `consumer`: the consumer of a streamed run's output threw (the run is cut). */
+export type RunFailure = 'timeout' | 'too_large' | 'exit' | 'start' | 'stopped' | 'consumer';
 
 export interface RunErrorDetail {
   /** The first 1000 characters the command wrote to stderr. */
@@ -116,15 +117,27 @@ export class ChildRunner {
    * stdout of a successful run; rejects (RunError) on a timeout, the output cap, a failed start,
    * a non-zero exit (with stderr) or stop().
    */
-  run(path: string, args: readonly string[]): Promise<string> {
+  async run(path: string, args: readonly string[]): Promise<string> {
+    const chunks: Buffer[] = [];
+    await this.runStreaming(path, args, (c) => chunks.push(c));
+    return Buffer.concat(chunks).toString('utf8');
+  }
+
+  /**
+   * The run's stdout handed to `onChunk` as it arrives, none of it kept here, under the same
+   * bounds as run(): resolves when the run succeeded, rejects (RunError) as run() does, and also
+   * when `onChunk` throws (`consumer`, the run cut). Chunks split anywhere, UTF-8 sequences too.
+   */
+  runStreaming(path: string, args: readonly string[], onChunk: (chunk: Buffer) => void): Promise<void> {
     if (this.stopped) return Promise.reject(new RunError(`${this.name} stopped`, 'stopped'));
-    return new Promise<string>((resolve, reject) => this.start(path, args, resolve, reject));
+    return new Promise<void>((resolve, reject) => this.start(path, args, onChunk, resolve, reject));
   }
 
   private start(
     path: string,
     args: readonly string[],
-    resolve: (out: string) => void,
+    onChunk: (chunk: Buffer) => void,
+    resolve: () => void,
     reject: (err: RunError) => void,
   ): void {
     const { name } = this;
@@ -133,7 +146,6 @@ export class ChildRunner {
     const base = this.opts.env ?? helperEnvironment;
     const env = base === undefined ? {} : { env: { ...base, [MARKER]: id } };
     const child = spawn(path, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'], ...env });
-    const chunks: Buffer[] = [];
     let size = 0;
     let stderr = '';
     let failure: RunError | undefined;
@@ -147,7 +159,7 @@ export class ChildRunner {
       this.runs.delete(run);
       everyRun.delete(run);
       if (err) reject(err);
-      else resolve(Buffer.concat(chunks).toString('utf8'));
+      else resolve();
     };
     const run: LiveRun = {
       child,
@@ -164,6 +176,13 @@ export class ChildRunner {
     };
     this.runs.add(run);
     everyRun.add(run);
+    const consume = (c: Buffer): void => {
+      try {
+        onChunk(c);
+      } catch (err) {
+        run.cut(new RunError(`${name} output could not be read: ${(err as Error).message}`, 'consumer'));
+      }
+    };
     const timer = setTimeout(
       () => run.cut(new RunError(`${name} timed out after ${timeoutMs} ms`, 'timeout')),
       timeoutMs,
@@ -174,7 +193,7 @@ export class ChildRunner {
     child.stdout?.on('data', (c: Buffer) => {
       size += c.length;
       if (size > maxOutput) run.cut(new RunError(`${name} output exceeds ${maxOutput} bytes`, 'too_large'));
-      else chunks.push(c);
+      else if (!settled) consume(c);
     });
     child.on('error', (err: NodeJS.ErrnoException) =>
       run.cut(new RunError(`${name}: ${err.message}`, 'start', { code: err.code })),

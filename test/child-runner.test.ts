@@ -88,4 +88,35 @@ describe('ChildRunner', () => {
     expect(err.kind).toBe('start');
     expect(err.detail.code).toBe('ENOENT');
   });
+
+  it('runStreaming() hands stdout over in pieces as it comes, under the same cap', async () => {
+    const runner = new ChildRunner('helper', { timeoutMs: 60_000, maxOutput: 1 << 20 });
+    const seen: Buffer[] = [];
+    await runner.runStreaming('/bin/sh', ['-c', "head -c 300000 /dev/zero | tr '\\0' x"], (c) => seen.push(c));
+    expect(seen.length).toBeGreaterThan(1);
+    expect(Buffer.concat(seen).toString()).toBe('x'.repeat(300_000));
+    const capped = new ChildRunner('helper', { timeoutMs: 60_000, maxOutput: 100_000 });
+    let got = 0;
+    const err = await failure(
+      capped.runStreaming('/bin/sh', ['-c', 'head -c 300000 /dev/zero'], (c) => {
+        got += c.length;
+      }),
+    );
+    expect(err.kind).toBe('too_large');
+    expect(got).toBeLessThanOrEqual(100_000);
+  });
+
+  it('runStreaming() cuts the run when its consumer throws, grandchild included', async () => {
+    const s = standIns();
+    const cmd = s.script('helper', `${DAEMONIZE}\necho reading\nexec sleep 600`);
+    const runner = new ChildRunner('helper', { timeoutMs: 600_000, maxOutput: 1000 });
+    const err = await failure(
+      runner.runStreaming(cmd, [], () => {
+        throw new Error('no room');
+      }),
+    );
+    expect(err.kind).toBe('consumer');
+    expect(err.message).toBe('helper output could not be read: no room');
+    await gone(s);
+  });
 });

@@ -1,15 +1,34 @@
 /**
- * A JSON array scanned one element at a time, in time linear in its length
- * and with bounded memory per element: the objects of the array keep at most
- * `maxFields` fields each (scalars, and arrays of numbers up to
- * `maxArrayItems`); anything nested deeper is checked and skipped. Numbers are
- * kept as their text, so 64-bit integers stay exact. An element the caller
- * does not keep is checked and skipped without being built.
+ * A JSON array scanned one element at a time, in one pass, fed in chunks as
+ * they arrive: a string, number or escape split between two chunks is resumed
+ * where it stopped, so the scanner holds no chunk once it has returned, only
+ * the element being built (at most `maxFields` fields, arrays of numbers up to
+ * `maxArrayItems`, texts up to MAX_TEXT characters) and a stack of nesting at
+ * most MAX_DEPTH deep. Anything nested deeper in an element is checked and
+ * skipped; an element the caller does not keep is checked and skipped without
+ * being built. Numbers are kept as their text, so 64-bit integers stay exact.
  *
  * The rdma tool's JSON is read this way instead of JSON.parse: a hostile or
- * runaway reading (a million entries, a hundred thousand keys) must not cost
- * more than its own size.
+ * runaway reading (a million entries, a hundred thousand keys) must cost no
+ * more than what is kept of it, whatever its size.
  */
+
+import {
+  frame,
+  isDigit,
+  isHex,
+  isWs,
+  Kind,
+  Lex,
+  NumAt,
+  PUNCTUATION,
+  SIMPLE_ESCAPES,
+  stepNumber,
+  Tok,
+  Want,
+  wantText,
+  type Frame,
+} from './json-grammar.js';
 
 export class JsonSyntaxError extends Error {}
 
@@ -37,231 +56,376 @@ export const END = Symbol('end of array');
 
 // Nesting deeper than this is malformed for the rdma tool's flat entries (and keeps the stack bounded).
 const MAX_DEPTH = 32;
+/**
+ * A string or number longer than this is not built (a key: its field is not kept, and counts as
+ * an extra one unless only listed keys are kept; a value: it is `other`): the rdma tool's names
+ * and values are short, and a runaway one must not be held whole.
+ */
+export const MAX_TEXT = 4096;
 const OTHER: JsonField = { kind: 'other' };
 const SKIPPED: JsonEntry = { extraFields: 0 };
 
-const isWs = (c: number): boolean => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
-const isHex = (c: number): boolean => isDigit(c) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
+export interface StreamOptions {
+  readonly shape: ScanShape;
+  /** Asked once per element, before it is read: whether to build it. */
+  readonly keep: () => boolean;
+  /** Each element, in order, as soon as it ends. */
+  readonly onEntry: (entry: JsonEntry) => void;
+}
 
-export class JsonArrayScanner {
+/** What the scanner holds between two chunks (debug: what the memory tests count). */
+export interface Held {
+  /** Characters of token text held now (a string or number split by the chunk boundary). */
+  readonly chars: number;
+  /** The most characters of token text held between two chunks so far. */
+  readonly maxChars: number;
+  /** Open containers now, and the most so far. */
+  readonly depth: number;
+  readonly maxDepth: number;
+}
+
+export class JsonArrayStream {
+  private readonly stack: Frame[] = [frame(Kind.Top, false, 0)];
+  private lex = Lex.Between;
   private pos = 0;
-  private count = 0;
-  private done = false;
+  // The token in progress (what is left of it between chunks).
+  private build = false;
+  private parts = '';
+  private partsLong = false;
+  private unicode = 0;
+  private unicodeDigits = 0;
+  private numAt = NumAt.Start;
+  private lit = '';
+  private litAt = 0;
+  private maxChars = 0;
+  private maxDepth = 1;
 
-  constructor(
-    private readonly text: string,
-    private readonly shape: ScanShape,
-  ) {
-    this.ws();
-    this.expect(0x5b); // [
-  }
+  constructor(private readonly opts: StreamOptions) {}
 
   /** Characters consumed so far. */
   get offset(): number {
     return this.pos;
   }
 
-  /** The next element (built only when `keep()`, asked once there is one), or END after the array. */
-  next(keep: () => boolean): JsonEntry | typeof END {
-    if (this.done) return END;
-    this.ws();
-    if (this.peek() === 0x5d) return this.finish();
-    if (this.count > 0) {
-      this.expect(0x2c); // ,
-      this.ws();
+  get held(): Held {
+    return { chars: this.parts.length, maxChars: this.maxChars, depth: this.stack.length, maxDepth: this.maxDepth };
+  }
+
+  /** Scans the next piece of text; throws JsonSyntaxError at the first error. */
+  push(chunk: string): void {
+    let i = 0;
+    const n = chunk.length;
+    while (i < n) {
+      if (this.lex === Lex.Between) i = this.between(chunk, i);
+      else if (this.lex === Lex.Str) i = this.inString(chunk, i);
+      else if (this.lex === Lex.StrEscape) i = this.escape(chunk, i);
+      else if (this.lex === Lex.StrUnicode) i = this.unicodeDigit(chunk, i);
+      else if (this.lex === Lex.Num) i = this.inNumber(chunk, i);
+      else i = this.inLiteral(chunk, i);
     }
-    this.count++;
-    const kept = keep();
-    if (kept && this.peek() === 0x7b) return this.object();
-    this.skipValue(1);
-    return kept ? { extraFields: 0 } : SKIPPED;
+    if (this.parts.length > this.maxChars) this.maxChars = this.parts.length;
   }
 
-  private finish(): typeof END {
-    this.pos++;
-    this.ws();
-    if (this.pos !== this.text.length) this.fail('text after the array');
-    this.done = true;
-    return END;
+  /** The text ended: throws unless it was one whole array. */
+  end(): void {
+    if (this.lex === Lex.Str || this.lex === Lex.StrEscape || this.lex === Lex.StrUnicode)
+      this.fail('unterminated string');
+    if (this.lex === Lex.Num) this.endNumber();
+    if (this.lex === Lex.Lit) this.fail('a value expected');
+    if (this.stack.length !== 1 || this.stack[0]?.want !== Want.Done) this.fail('unexpected end of the text');
   }
 
-  private object(): JsonEntry {
-    const fields = new Map<string, JsonField>();
-    let extraFields = 0;
-    this.pos++;
-    this.ws();
-    if (this.peek() === 0x7d) {
+  private between(s: string, start: number): number {
+    let i = start;
+    while (i < s.length && isWs(s.charCodeAt(i))) i++;
+    this.pos += i - start;
+    if (i === s.length) return i;
+    const c = s.charCodeAt(i);
+    if (c === 0x22) {
+      this.startText(Lex.Str, true);
       this.pos++;
-      return { fields, extraFields };
+      return i + 1;
     }
-    for (;;) {
-      this.ws();
-      const key = this.string(true);
-      this.ws();
-      this.expect(0x3a); // :
-      this.ws();
-      if (this.shape.keys !== undefined && !this.shape.keys.has(key)) this.skipValue(2);
-      else if (fields.size < this.shape.maxFields || fields.has(key)) fields.set(key, this.field());
-      else {
-        extraFields++;
-        this.skipValue(2);
+    if (c === 0x2d || isDigit(c)) {
+      this.startText(Lex.Num, false);
+      this.numAt = NumAt.Start;
+      return i; // the number's own states read its first character
+    }
+    if (c === 0x74 || c === 0x66 || c === 0x6e) {
+      this.lex = Lex.Lit;
+      this.lit = c === 0x74 ? 'true' : c === 0x66 ? 'false' : 'null';
+      this.litAt = 0;
+      return i;
+    }
+    const t = PUNCTUATION[c];
+    if (t === undefined) this.fail('a value expected');
+    this.token(t, undefined);
+    this.pos++;
+    return i + 1;
+  }
+
+  private startText(lex: Lex, isString: boolean): void {
+    this.lex = lex;
+    this.build = wantText(this.top(), isString);
+    this.parts = '';
+    this.partsLong = false;
+  }
+
+  private append(text: string): void {
+    if (!this.build || this.partsLong || text.length === 0) return;
+    if (this.parts.length + text.length > MAX_TEXT) {
+      this.partsLong = true;
+      this.parts = '';
+    } else this.parts += text;
+  }
+
+  private inString(s: string, start: number): number {
+    let i = start;
+    for (; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (c === 0x22 || c === 0x5c) break;
+      if (c < 0x20) {
+        this.pos += i - start;
+        this.fail('control character in a string');
       }
-      this.ws();
-      if (this.peek() === 0x7d) break;
-      this.expect(0x2c);
+    }
+    if (this.build && i > start) this.append(s.slice(start, i));
+    this.pos += i - start;
+    if (i === s.length) return i;
+    this.pos++;
+    if (s.charCodeAt(i) === 0x5c) {
+      this.lex = Lex.StrEscape;
+      return i + 1;
+    }
+    this.lex = Lex.Between;
+    this.token(Tok.Str, this.text());
+    return i + 1;
+  }
+
+  private escape(s: string, i: number): number {
+    const c = s.charCodeAt(i);
+    if (c === 0x75) {
+      this.lex = Lex.StrUnicode;
+      this.unicode = 0;
+      this.unicodeDigits = 0;
+    } else {
+      const simple = SIMPLE_ESCAPES[c];
+      if (simple === undefined) this.fail('bad escape');
+      this.append(simple);
+      this.lex = Lex.Str;
     }
     this.pos++;
-    return { fields, extraFields };
+    return i + 1;
   }
 
-  private field(): JsonField {
-    const c = this.peek();
-    if (c === 0x22) return { kind: 'string', text: this.string(true) };
-    if (c === 0x2d || isDigit(c)) return { kind: 'number', raw: this.number(true) };
-    if (c === 0x5b) return this.numbers();
-    this.skipValue(2);
-    return OTHER;
-  }
-
-  /** An array: its numbers (the first `maxArrayItems`) when it holds only numbers. */
-  private numbers(): JsonField {
-    const list: number[] = [];
-    let length = 0;
-    let onlyNumbers = true;
+  private unicodeDigit(s: string, i: number): number {
+    if (!isHex(s.charCodeAt(i))) this.fail('bad \\u escape');
     this.pos++;
-    this.ws();
-    if (this.peek() === 0x5d) {
+    this.unicode = this.unicode * 16 + parseInt(s.charAt(i), 16);
+    if (++this.unicodeDigits === 4) {
+      this.append(String.fromCharCode(this.unicode));
+      this.lex = Lex.Str;
+    }
+    return i + 1;
+  }
+
+  private inNumber(s: string, start: number): number {
+    let i = start;
+    for (; i < s.length; i++) {
+      const next = stepNumber(this.numAt, s.charCodeAt(i));
+      if (next === undefined) break;
+      this.numAt = next;
+    }
+    if (this.build && i > start) this.append(s.slice(start, i));
+    this.pos += i - start;
+    if (i < s.length) this.endNumber();
+    return i;
+  }
+
+  private endNumber(): void {
+    const at = this.numAt;
+    if (at !== NumAt.Zero && at !== NumAt.Int && at !== NumAt.Frac && at !== NumAt.ExpInt) this.fail('bad number');
+    this.lex = Lex.Between;
+    this.token(Tok.Num, this.text());
+  }
+
+  private inLiteral(s: string, start: number): number {
+    let i = start;
+    while (i < s.length && this.litAt < this.lit.length) {
+      if (s.charCodeAt(i) !== this.lit.charCodeAt(this.litAt)) this.fail('a value expected');
+      i++;
+      this.litAt++;
       this.pos++;
-      return { kind: 'numbers', list, length };
     }
-    for (;;) {
-      this.ws();
-      const c = this.peek();
-      if (c === 0x2d || isDigit(c)) {
-        const n = Number(this.number(true));
-        if (list.length < this.shape.maxArrayItems) list.push(n);
+    if (this.litAt === this.lit.length) {
+      this.lex = Lex.Between;
+      this.token(Tok.Lit, undefined);
+    }
+    return i;
+  }
+
+  private text(): string | undefined {
+    const t = this.build && !this.partsLong ? this.parts : undefined;
+    this.parts = '';
+    return t;
+  }
+
+  private top(): Frame {
+    return this.stack[this.stack.length - 1] as Frame;
+  }
+
+  /** A token at the innermost open container; `text` only when asked for (and not too long). */
+  private token(t: Tok, text: string | undefined): void {
+    const f = this.top();
+    const close = f.isObject ? Tok.CloseObj : Tok.Close;
+    switch (f.want) {
+      case Want.Start:
+        if (t !== Tok.Open) this.fail("'[' expected");
+        f.want = Want.First;
+        return;
+      case Want.Done:
+        return this.fail('text after the array');
+      case Want.Next:
+        if (t === close) return this.close(f);
+        if (t !== Tok.Comma) this.fail("',' expected");
+        f.want = Want.Item;
+        return;
+      case Want.Colon:
+        if (t !== Tok.Colon) this.fail("':' expected");
+        f.want = Want.Value;
+        return;
+      case Want.First:
+        if (t === close) return this.close(f);
+        break;
+      default:
+    }
+    if (f.isObject && f.want !== Want.Value) this.key(f, t, text);
+    else this.value(f, t, text);
+  }
+
+  private key(f: Frame, t: Tok, key: string | undefined): void {
+    if (t !== Tok.Str) this.fail('a string expected');
+    f.want = Want.Colon;
+    if (f.kind !== Kind.Object) return;
+    const { shape } = this.opts;
+    const fields = f.fields as Map<string, JsonField>;
+    f.key = key;
+    f.keepField = false;
+    if (key === undefined) f.extraFields += shape.keys === undefined ? 1 : 0;
+    else if (shape.keys !== undefined && !shape.keys.has(key)) return;
+    else if (fields.size < shape.maxFields || fields.has(key)) f.keepField = true;
+    else f.extraFields++;
+  }
+
+  private value(f: Frame, t: Tok, text: string | undefined): void {
+    f.want = Want.Next;
+    if (f.kind === Kind.Top) {
+      f.kept = this.opts.keep();
+      f.keptObject = f.kept && t === Tok.OpenObj;
+      if (f.keptObject) this.open(frame(Kind.Object, true, 1));
+      else if (this.skip(t, 1)) this.child(f, OTHER);
+    } else if (f.kind === Kind.Skip) this.skip(t, f.depth + 1);
+    else if (f.kind === Kind.Object) this.fieldValue(f, t, text);
+    else {
+      f.length++;
+      if (t === Tok.Num && text !== undefined) {
+        if ((f.list as number[]).length < this.opts.shape.maxArrayItems) (f.list as number[]).push(Number(text));
       } else {
-        onlyNumbers = false;
-        this.skipValue(3);
+        f.onlyNumbers = false;
+        this.skip(t, 3);
       }
-      length++;
-      this.ws();
-      if (this.peek() === 0x5d) break;
-      this.expect(0x2c);
     }
-    this.pos++;
-    return onlyNumbers ? { kind: 'numbers', list, length } : OTHER;
   }
 
-  private skipValue(depth: number): void {
+  private fieldValue(f: Frame, t: Tok, text: string | undefined): void {
+    if (!f.keepField || t === Tok.OpenObj) {
+      if (this.skip(t, 2)) this.child(f, OTHER);
+    } else if (t === Tok.Open) this.open(frame(Kind.Numbers, false, 2));
+    else if (t === Tok.Str && text !== undefined) this.child(f, { kind: 'string', text });
+    else if (t === Tok.Num && text !== undefined) this.child(f, { kind: 'number', raw: text });
+    else if (this.skip(t, 2)) this.child(f, OTHER);
+  }
+
+  /** Checks a value not built: true when it is a scalar (done), false when a container opened. */
+  private skip(t: Tok, depth: number): boolean {
     if (depth > MAX_DEPTH) this.fail('nested too deep');
-    const c = this.peek();
-    if (c === 0x22) this.string(false);
-    else if (c === 0x2d || isDigit(c)) this.number(false);
-    else if (c === 0x7b || c === 0x5b) this.skipContainer(c === 0x7b ? 0x7d : 0x5d, depth);
-    else if (this.text.startsWith('true', this.pos)) this.pos += 4;
-    else if (this.text.startsWith('false', this.pos)) this.pos += 5;
-    else if (this.text.startsWith('null', this.pos)) this.pos += 4;
-    else this.fail('a value expected');
+    if (t === Tok.Str || t === Tok.Num || t === Tok.Lit) return true;
+    if (t !== Tok.Open && t !== Tok.OpenObj) this.fail('a value expected');
+    this.open(frame(Kind.Skip, t === Tok.OpenObj, depth));
+    return false;
   }
 
-  private skipContainer(close: number, depth: number): void {
-    const isObject = close === 0x7d;
-    this.pos++;
-    this.ws();
-    if (this.peek() === close) {
-      this.pos++;
+  private open(f: Frame): void {
+    this.stack.push(f);
+    if (this.stack.length > this.maxDepth) this.maxDepth = this.stack.length;
+  }
+
+  private close(f: Frame): void {
+    if (f.kind === Kind.Top) {
+      f.want = Want.Done;
       return;
     }
-    for (;;) {
-      this.ws();
-      if (isObject) {
-        this.string(false);
-        this.ws();
-        this.expect(0x3a);
-        this.ws();
-      }
-      this.skipValue(depth + 1);
-      this.ws();
-      if (this.peek() === close) break;
-      this.expect(0x2c);
+    this.stack.pop();
+    const value: JsonField | JsonEntry =
+      f.kind === Kind.Object
+        ? { fields: f.fields as Map<string, JsonField>, extraFields: f.extraFields }
+        : f.kind === Kind.Numbers && f.onlyNumbers
+          ? { kind: 'numbers', list: f.list as number[], length: f.length }
+          : OTHER;
+    this.child(this.top(), value);
+  }
+
+  /** A value of `f` ended (`value` what was built of it). */
+  private child(f: Frame, value: JsonField | JsonEntry): void {
+    if (f.kind === Kind.Top) {
+      this.opts.onEntry(f.keptObject ? (value as JsonEntry) : f.kept ? { extraFields: 0 } : SKIPPED);
+    } else if (f.kind === Kind.Object && f.keepField && f.key !== undefined) {
+      (f.fields as Map<string, JsonField>).set(f.key, value as JsonField);
     }
-    this.pos++;
-  }
-
-  /** A string at the cursor: its value when `build`; escapes checked either way. */
-  private string(build: boolean): string {
-    if (this.peek() !== 0x22) this.fail('a string expected');
-    const { text } = this;
-    const start = this.pos + 1;
-    let escaped = false;
-    let i = start;
-    for (;;) {
-      if (i >= text.length) this.fail('unterminated string');
-      const c = text.charCodeAt(i);
-      if (c === 0x22) break;
-      if (c < 0x20) this.fail('control character in a string');
-      if (c === 0x5c) {
-        escaped = true;
-        i = this.escape(i + 1);
-      } else i++;
-    }
-    this.pos = i + 1;
-    if (!build) return '';
-    return escaped ? (JSON.parse(text.slice(start - 1, i + 1)) as string) : text.slice(start, i);
-  }
-
-  /** Checks the escape after a backslash at `i - 1`; the index after it. */
-  private escape(i: number): number {
-    const c = this.text.charCodeAt(i);
-    if (c === 0x75) {
-      for (let k = 1; k <= 4; k++) if (!isHex(this.text.charCodeAt(i + k))) this.fail('bad \\u escape');
-      return i + 5;
-    }
-    // " \ / b f n r t
-    if ([0x22, 0x5c, 0x2f, 0x62, 0x66, 0x6e, 0x72, 0x74].includes(c)) return i + 1;
-    return this.fail('bad escape');
-  }
-
-  /** A number at the cursor: its text when `build`. */
-  private number(build: boolean): string {
-    const { text } = this;
-    const start = this.pos;
-    let i = start;
-    if (text.charCodeAt(i) === 0x2d) i++;
-    if (text.charCodeAt(i) === 0x30) i++;
-    else if (isDigit(text.charCodeAt(i))) while (isDigit(text.charCodeAt(i))) i++;
-    else this.fail('bad number');
-    if (text.charCodeAt(i) === 0x2e) {
-      i++;
-      if (!isDigit(text.charCodeAt(i))) this.fail('bad number');
-      while (isDigit(text.charCodeAt(i))) i++;
-    }
-    if (text.charCodeAt(i) === 0x65 || text.charCodeAt(i) === 0x45) {
-      i++;
-      if (text.charCodeAt(i) === 0x2b || text.charCodeAt(i) === 0x2d) i++;
-      if (!isDigit(text.charCodeAt(i))) this.fail('bad number');
-      while (isDigit(text.charCodeAt(i))) i++;
-    }
-    this.pos = i;
-    return build ? text.slice(start, i) : '';
-  }
-
-  private ws(): void {
-    while (this.pos < this.text.length && isWs(this.text.charCodeAt(this.pos))) this.pos++;
-  }
-
-  private peek(): number {
-    return this.text.charCodeAt(this.pos);
-  }
-
-  private expect(c: number): void {
-    if (this.peek() !== c) this.fail(`'${String.fromCharCode(c)}' expected`);
-    this.pos++;
   }
 
   private fail(what: string): never {
     throw new JsonSyntaxError(`${what} at offset ${this.pos}`);
   }
 }
+
+/**
+ * The scanner over one whole text, element by element (pulled): the text is fed in slices until
+ * the next element ends.
+ */
+export class JsonArrayScanner {
+  private readonly stream: JsonArrayStream;
+  private readonly queue: JsonEntry[] = [];
+  private fed = 0;
+  private ended = false;
+  private keep: () => boolean = () => false;
+
+  constructor(
+    private readonly text: string,
+    shape: ScanShape,
+  ) {
+    this.stream = new JsonArrayStream({ shape, keep: () => this.keep(), onEntry: (e) => this.queue.push(e) });
+  }
+
+  get offset(): number {
+    return this.stream.offset;
+  }
+
+  /** The next element (built only when `keep()`, asked once there is one), or END after the array. */
+  next(keep: () => boolean): JsonEntry | typeof END {
+    this.keep = keep;
+    while (this.queue.length === 0 && !this.ended) {
+      if (this.fed < this.text.length) {
+        const to = Math.min(this.text.length, this.fed + SLICE);
+        this.stream.push(this.text.slice(this.fed, to));
+        this.fed = to;
+      } else {
+        this.stream.end();
+        this.ended = true;
+      }
+    }
+    return this.queue.shift() ?? END;
+  }
+}
+
+const SLICE = 4096;

@@ -6,12 +6,15 @@
  * counter names from the kernel's Q group plus at most MAX_OTHER_NAMES others
  * (the first seen, for the process's life), and only the links of the node's
  * HCAs (from sysfs) when those are given. What is left out is counted by
- * reason; invalid JSON is malformed. The async readers pause every
- * PAUSE_CHARS so that a long reading does not hold the event loop.
+ * reason; invalid JSON is malformed. The readers are fed the tool's output
+ * chunk by chunk as the runner hands it over (QpStreamReader), so a reading
+ * costs what is kept of it plus one chunk, never a copy of the output; a
+ * whole text is fed in PAUSE_CHARS slices, with a pause between two.
  *
  * Only the tool's JSON is parsed: its text output changed layout in iproute2 6.7.
  */
-import { END, JsonArrayScanner, JsonSyntaxError, type JsonEntry, type JsonField } from './json-scan.js';
+import { StringDecoder } from 'node:string_decoder';
+import { JsonArrayStream, JsonSyntaxError, type Held, type JsonEntry, type JsonField } from './json-scan.js';
 import { failed, ok, type Failure, type Read } from './roots.js';
 
 /** One counter of `rdma -j statistic qp show`: a PID's QPs on one port. */
@@ -148,34 +151,77 @@ class Drops {
   }
 }
 
+/** A reader fed the tool's output as it arrives; what it keeps is bounded whatever it is fed. */
+export interface QpStreamReader<T> {
+  /** The next piece of output (bytes: UTF-8, split anywhere); ignored after a failure. */
+  push(chunk: Buffer | string): void;
+  /** The output ended: the reading, or why it is refused. */
+  end(): Read<Parsed<T>>;
+  /** Debug: what the scanner holds between chunks (the memory tests count it). */
+  readonly held: Held;
+}
+
 /**
- * Scans a JSON array of objects: `visit` gets each kept object (false from it drops the
- * element); `keep` says before each element whether it may be kept at all. Yields now and
- * then (the async readers pause there).
+ * Scans a JSON array of objects as it is fed: `visit` gets each kept object as soon as it ends;
+ * `keep` says before each element whether it may be kept at all; `result` builds the reading.
  */
-function* scan(
-  json: string,
-  keep: () => boolean,
-  visit: (fields: Fields, entry: JsonEntry) => void,
-  keys?: ReadonlySet<string>,
-): Generator<void, Failure | undefined> {
-  if (json.length > MAX_READING_BYTES) return failed('too_large', `reading over ${MAX_READING_BYTES} bytes`);
-  try {
-    const scanner = new JsonArrayScanner(json, keys ? { ...SHAPE, keys } : SHAPE);
-    let mark = 0;
-    for (;;) {
-      const entry = scanner.next(keep);
-      if (entry === END) return undefined;
-      if (entry.fields) visit(entry.fields, entry);
-      if (scanner.offset - mark >= PAUSE_CHARS) {
-        mark = scanner.offset;
-        yield;
-      }
-    }
-  } catch (err) {
-    if (err instanceof JsonSyntaxError) return failed('malformed', `not a JSON array: ${err.message}`);
-    throw err;
+class ArrayReader<T> implements QpStreamReader<T> {
+  private readonly stream: JsonArrayStream;
+  private readonly decoder = new StringDecoder('utf8');
+  private size = 0;
+  private failure: Failure | undefined;
+
+  constructor(
+    keep: () => boolean,
+    visit: (fields: Fields, entry: JsonEntry) => void,
+    private readonly result: () => Parsed<T>,
+    keys?: ReadonlySet<string>,
+  ) {
+    const shape = keys ? { ...SHAPE, keys } : SHAPE;
+    this.stream = new JsonArrayStream({ shape, keep, onEntry: (e) => e.fields && visit(e.fields, e) });
   }
+
+  get held(): Held {
+    return this.stream.held;
+  }
+
+  push(chunk: Buffer | string): void {
+    if (this.failure) return;
+    this.size += chunk.length;
+    if (this.size > MAX_READING_BYTES) {
+      this.failure = failed('too_large', `reading over ${MAX_READING_BYTES} bytes`);
+      return;
+    }
+    this.scan(() => this.stream.push(typeof chunk === 'string' ? chunk : this.decoder.write(chunk)));
+  }
+
+  end(): Read<Parsed<T>> {
+    this.scan(() => {
+      this.stream.push(this.decoder.end());
+      this.stream.end();
+    });
+    return this.failure ?? ok(this.result());
+  }
+
+  private scan(step: () => void): void {
+    if (this.failure) return;
+    try {
+      step();
+    } catch (err) {
+      if (!(err instanceof JsonSyntaxError)) throw err;
+      this.failure = failed('malformed', `not a JSON array: ${err.message}`);
+    }
+  }
+}
+
+/** A whole text through a reader, pausing every PAUSE_CHARS (the async readers let the event loop run). */
+function* readText<T>(json: string, reader: QpStreamReader<T>): Generator<void, Read<Parsed<T>>> {
+  if (json.length > MAX_READING_BYTES) return failed('too_large', `reading over ${MAX_READING_BYTES} bytes`);
+  for (let at = 0; at < json.length; at += PAUSE_CHARS) {
+    reader.push(json.slice(at, at + PAUSE_CHARS));
+    if (at + PAUSE_CHARS < json.length) yield;
+  }
+  return reader.end();
 }
 
 /** Whether the entry's link is one of the node's; counts it dropped when not. */
@@ -186,7 +232,7 @@ function knownLink(where: { device: string; port: string }, limits: QpLimits, dr
 }
 
 /** `rdma -j statistic qp show`; entries without an interface, port or id are skipped. */
-export function* counterEntries(json: string, limits: QpLimits): Generator<void, Read<Parsed<QpCounter>>> {
+export function counterReader(limits: QpLimits): QpStreamReader<QpCounter> {
   const items: QpCounter[] = [];
   const drops = new Drops();
   let qpnsLeft = MAX_QPNS;
@@ -195,7 +241,7 @@ export function* counterEntries(json: string, limits: QpLimits): Generator<void,
     drops.add('entries');
     return false;
   };
-  const failure = yield* scan(json, keep, (e, entry) => {
+  const visit = (e: Fields, entry: JsonEntry): void => {
     const where = link(e);
     const cntn = integer(e.get('cntn'));
     if (!where || cntn === undefined || !knownLink(where, limits, drops)) return;
@@ -214,34 +260,30 @@ export function* counterEntries(json: string, limits: QpLimits): Generator<void,
     qpnsLeft -= qpns.length;
     drops.add('qpns', (lqpn?.kind === 'numbers' ? lqpn.length : 0) - qpns.length);
     items.push({ ...where, cntn, ...pidOf(e), qpns, values });
-  });
-  return failure ?? ok({ items, dropped: drops.counts });
+  };
+  return new ArrayReader(keep, visit, () => ({ items, dropped: drops.counts }));
 }
 
 /** `rdma -j resource show qp`, counted per (link, PID); QPs without a port (not yet in INIT) are skipped. */
-export function* resourceEntries(json: string, limits: QpLimits): Generator<void, Read<Parsed<QpResource>>> {
+export function resourceReader(limits: QpLimits): QpStreamReader<QpResource> {
   const groups = new Map<string, { device: string; port: string; pid?: number; qps: number }>();
   const drops = new Drops();
-  const failure = yield* scan(
-    json,
-    () => true,
-    (e) => {
-      const where = link(e);
-      if (!where || !knownLink(where, limits, drops)) return;
-      const pid = pidOf(e);
-      const key = `${where.device} ${where.port} ${pid.pid ?? ''}`;
-      const g = groups.get(key);
-      if (g) g.qps++;
-      else if (groups.size < MAX_QP_GROUPS) groups.set(key, { ...where, ...pid, qps: 1 });
-      else drops.add('entries');
-    },
-    RESOURCE_KEYS,
-  );
-  return failure ?? ok({ items: [...groups.values()], dropped: drops.counts });
+  const visit = (e: Fields): void => {
+    const where = link(e);
+    if (!where || !knownLink(where, limits, drops)) return;
+    const pid = pidOf(e);
+    const key = `${where.device} ${where.port} ${pid.pid ?? ''}`;
+    const g = groups.get(key);
+    if (g) g.qps++;
+    else if (groups.size < MAX_QP_GROUPS) groups.set(key, { ...where, ...pid, qps: 1 });
+    else drops.add('entries');
+  };
+  const result = (): Parsed<QpResource> => ({ items: [...groups.values()], dropped: drops.counts });
+  return new ArrayReader(() => true, visit, result, RESOURCE_KEYS);
 }
 
 /** `rdma -j statistic qp mode`. */
-export function* linkModeEntries(json: string, limits: QpLimits): Generator<void, Read<Parsed<LinkMode>>> {
+export function linkModeReader(limits: QpLimits): QpStreamReader<LinkMode> {
   const items: LinkMode[] = [];
   const drops = new Drops();
   const keep = (): boolean => {
@@ -249,12 +291,25 @@ export function* linkModeEntries(json: string, limits: QpLimits): Generator<void
     drops.add('entries');
     return false;
   };
-  const failure = yield* scan(json, keep, (e) => {
+  const visit = (e: Fields): void => {
     const where = link(e);
     const mode = text(e.get('mode'));
     if (where && mode !== undefined && knownLink(where, limits, drops)) items.push({ ...where, mode });
-  });
-  return failure ?? ok({ items, dropped: drops.counts });
+  };
+  return new ArrayReader(keep, visit, () => ({ items, dropped: drops.counts }));
+}
+
+/** A whole text of `statistic qp show` (readers over a string pause every PAUSE_CHARS). */
+export function counterEntries(json: string, limits: QpLimits): Generator<void, Read<Parsed<QpCounter>>> {
+  return readText(json, counterReader(limits));
+}
+
+export function resourceEntries(json: string, limits: QpLimits): Generator<void, Read<Parsed<QpResource>>> {
+  return readText(json, resourceReader(limits));
+}
+
+export function linkModeEntries(json: string, limits: QpLimits): Generator<void, Read<Parsed<LinkMode>>> {
+  return readText(json, linkModeReader(limits));
 }
 
 /** Runs a reader to its end at once. */
@@ -262,15 +317,6 @@ export function drain<T>(g: Generator<void, T>): T {
   for (;;) {
     const r = g.next();
     if (r.done) return r.value;
-  }
-}
-
-/** Runs a reader, letting the event loop run at each of its pauses. */
-export async function drainAsync<T>(g: Generator<void, T>): Promise<T> {
-  for (;;) {
-    const r = g.next();
-    if (r.done) return r.value;
-    await new Promise<void>((resolve) => setImmediate(resolve));
   }
 }
 

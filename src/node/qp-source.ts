@@ -10,19 +10,18 @@
 import type { Logger } from '../log.js';
 import {
   autoOff,
-  counterEntries,
+  counterReader,
   CounterNames,
-  drainAsync,
-  linkModeEntries,
+  linkModeReader,
   MAX_READING_BYTES,
   QP_DROP_REASONS,
-  resourceEntries,
-  type Parsed,
+  resourceReader,
   type QpDropReason,
   type QpLimits,
   type QpReading,
+  type QpStreamReader,
 } from './qp-parse.js';
-import type { FailureKind, Read } from './roots.js';
+import type { FailureKind } from './roots.js';
 import { ChildRunner, RunError } from '../child-runner.js';
 import type { Stoppable } from './squeue.js';
 
@@ -131,16 +130,16 @@ export class QpSource implements QpReadings, Stoppable {
   private async refresh(links: readonly string[]): Promise<void> {
     const limits: QpLimits = { names: this.names, links: new Set(links) };
     if (this.opts.mode === 'manage') await this.manage(links, limits);
-    const counters = await this.json(['-j', 'statistic', 'qp', 'show'], (t) => counterEntries(t, limits));
+    const counters = await this.json(['-j', 'statistic', 'qp', 'show'], counterReader(limits));
     if (counters === undefined) return;
-    const qps = await this.json(['-j', 'resource', 'show', 'qp'], (t) => resourceEntries(t, limits));
+    const qps = await this.json(['-j', 'resource', 'show', 'qp'], resourceReader(limits));
     this.reading = { seq: ++this.seq, counters, ...(qps ? { qps } : {}) };
   }
 
   private async manage(links: readonly string[], limits: QpLimits): Promise<void> {
     const key = [...links].sort().join(' ');
     if (key === this.checkedLinks && this.retry.size === 0) return;
-    const modes = await this.json(['-j', 'statistic', 'qp', 'mode'], (t) => linkModeEntries(t, limits));
+    const modes = await this.json(['-j', 'statistic', 'qp', 'mode'], linkModeReader(limits));
     if (modes === undefined) return;
     this.checkedLinks = key;
     this.retry.clear();
@@ -199,21 +198,20 @@ export class QpSource implements QpReadings, Stoppable {
     }
   }
 
-  /** Runs the tool and reads its JSON (pausing for the event loop); undefined when either failed. */
-  private async json<T>(
-    args: readonly string[],
-    read: (text: string) => Generator<void, Read<Parsed<T>>>,
-  ): Promise<T[] | undefined> {
-    let text: string;
+  /**
+   * Runs the tool, its JSON read as it arrives (nothing of the output kept but what the reader
+   * keeps); undefined when either failed.
+   */
+  private async json<T>(args: readonly string[], reader: QpStreamReader<T>): Promise<T[] | undefined> {
     try {
-      text = await this.runner.run(this.opts.path, this.argv(args));
+      await this.runner.runStreaming(this.opts.path, this.argv(args), (chunk) => reader.push(chunk));
     } catch (err) {
       if (this.runner.isStopped) return undefined;
       const message = (err as Error).message;
       const tooLarge = err instanceof RunError && err.kind === 'too_large';
       return this.failed(args, tooLarge ? 'too_large' : 'io', message);
     }
-    const parsed = await drainAsync(read(text));
+    const parsed = reader.end();
     if (!parsed.ok) return this.failed(args, parsed.kind, parsed.detail);
     for (const reason of QP_DROP_REASONS) {
       const n = parsed.value.dropped[reason];
