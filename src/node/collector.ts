@@ -48,7 +48,7 @@ export class NodeCollector {
   constructor(opts: CollectorOptions) {
     this.readers = {
       roots: opts.roots,
-      fds: new FdScanner(opts.roots.procfs, opts.fdRescanIntervalMs),
+      fds: new FdScanner(opts.roots.procfs, opts.fdRescanIntervalMs, opts.roots.fdDevice),
       jobIds: new JobIdResolver(opts.roots.procfs, opts.jobIdTable),
       metadata: opts.metadata,
       unreadable: opts.unreadableProcesses ?? 'strict',

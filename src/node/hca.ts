@@ -4,7 +4,7 @@
  * missing, unreadable or reads `N/A (no PMA)` is absent, never 0.
  */
 import type { Problems } from './problems.js';
-import { join, listDir, listSubdirs, parseCounter, readSmall, type Failure } from './roots.js';
+import { DEV_RE, join, listDir, listSubdirs, parseCounter, readSmall, type Failure } from './roots.js';
 
 export interface PortReading {
   readonly port: string;
@@ -173,6 +173,34 @@ export function parseStateId(text: string): number | undefined {
 export function parseRate(text: string): number | undefined {
   const m = /^(\d+(?:\.\d+)?) Gb\/sec\b/i.exec(text.trim());
   return m ? Math.round(Number(m[1]) * 125_000_000) : undefined;
+}
+
+const UVERBS_NAME_RE = /^uverbs\d+$/;
+
+/**
+ * Device number → uverbs device, from `class/infiniband_verbs/uverbsN/dev` ("231:192"): what an
+ * fd's stat is matched against. No class directory (no HCA) is an empty map.
+ */
+export function verbsByDevice(sysfs: string, problems: Problems): Map<string, string> {
+  const dir = join(sysfs, 'class', 'infiniband_verbs');
+  const out = new Map<string, string>();
+  const names = listDir(dir);
+  if (!names.ok) {
+    if (names.kind !== 'gone') problems.add('sysfs', names.kind, names.detail);
+    return out;
+  }
+  for (const name of names.value) {
+    if (!UVERBS_NAME_RE.test(name)) continue;
+    const r = readSmall(join(dir, name, 'dev'));
+    if (!r.ok) {
+      if (r.kind !== 'gone') problems.add('sysfs', r.kind, r.detail);
+      continue;
+    }
+    const dev = r.value.trim();
+    if (DEV_RE.test(dev)) out.set(dev, name);
+    else problems.add('sysfs', 'malformed', `${join(dir, name, 'dev')}: ${JSON.stringify(dev.slice(0, 40))}`);
+  }
+  return out;
 }
 
 /** uverbs devices resolved on demand, at most once per cycle each. */

@@ -6,11 +6,60 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
+/**
+ * The device number (`major:minor`, as sysfs `dev` files write it) of the character device an fd
+ * refers to, given the fd's path (`<procfs>/<pid>/fd/<N>`) and its link text; undefined when the
+ * fd refers to anything else or was closed meanwhile. Throws as `fs` does on other failures.
+ */
+export type FdDeviceOf = (fdPath: string, linkText: string) => string | undefined;
+
 /** Where the node agent looks; injectable so tests and the demo use synthetic trees. */
 export interface Roots {
   readonly sysfs: string;
   readonly procfs: string;
   readonly cgroupfs: string;
+  /**
+   * How an fd's device number is known: stat of the fd (the default). A synthetic procfs holds
+   * plain symlinks whose targets do not exist, so its trees give their own (`deviceTable`).
+   */
+  readonly fdDevice?: FdDeviceOf;
+}
+
+/**
+ * stat of `/proc/<pid>/fd/<N>` follows the fd to the file it refers to, whatever path the
+ * process knows it by (a chroot's prefix, another mount namespace's directory, a renamed node).
+ */
+export function statFdDevice(fdPath: string): string | undefined {
+  const st = fs.statSync(fdPath, { throwIfNoEntry: false });
+  return st !== undefined && st.isCharacterDevice() ? deviceNumber(st.rdev) : undefined;
+}
+
+/** Linux's dev_t split into `major:minor` (glibc's encoding: 12+20 major bits, 8+24 minor bits). */
+export function deviceNumber(rdev: number): string {
+  const dev = BigInt(rdev);
+  const major = ((dev >> 8n) & 0xfffn) | ((dev >> 32n) & ~0xfffn);
+  const minor = (dev & 0xffn) | ((dev >> 12n) & ~0xffn);
+  return `${major}:${minor}`;
+}
+
+/** A device number as sysfs `dev` files write it. */
+export const DEV_RE = /^\d{1,10}:\d{1,10}$/;
+
+/**
+ * An fd device source for a synthetic tree: device numbers by link text, as a JSON object file
+ * (`{"/dev/infiniband/uverbs0": "231:192"}`); a link text not listed is not a character device.
+ * Read once; a missing or malformed table is an error at start, not an empty table.
+ */
+export function deviceTable(file: string): FdDeviceOf {
+  const parsed: unknown = JSON.parse(fs.readFileSync(file, 'utf8'));
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new Error(`${file}: not a JSON object of link text → "major:minor"`);
+  const table = new Map<string, string>();
+  for (const [link, dev] of Object.entries(parsed)) {
+    if (typeof dev !== 'string' || !DEV_RE.test(dev)) throw new Error(`${file}: ${link}: not "major:minor"`);
+    table.set(link, dev);
+  }
+  return (_fdPath, linkText) => table.get(linkText);
 }
 
 export const DEFAULT_ROOTS: Roots = { sysfs: '/sys', procfs: '/proc', cgroupfs: '/sys/fs/cgroup' };

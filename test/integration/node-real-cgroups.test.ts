@@ -2,9 +2,10 @@
  * The node agent on a real host: a real Slurm 22.05 whose slurmstepd puts
  * jobs into real cgroup v1 hierarchies (proctrack/cgroup, task/cgroup), the
  * real /proc and the real /sys/fs/cgroup. Only sysfs is synthetic (there is no
- * HCA here): job processes hold stand-in files at /dev/infiniband/uverbsN, and
- * the synthetic class/infiniband_verbs maps those uverbs numbers to HCAs whose
- * numbers differ from them.
+ * HCA here): job processes hold stand-in character devices at /dev/infiniband/uverbsN
+ * (nodes at the numbers of /dev/full, /dev/zero …: the agent knows a holder by
+ * device number), and the synthetic class/infiniband_verbs maps those uverbs
+ * numbers, and device numbers, to HCAs whose numbers differ from them.
  *
  * Jobs: a batch step holding one HCA, a job whose two srun steps hold another,
  * a job running as another uid, two jobs sharing a fourth HCA, and a process
@@ -19,6 +20,7 @@ import { writeCounters, writeHca } from '../../src/demo/nodetree.js';
 import { parseExposition, select, valueOf, type Sample } from '../support/exposition.js';
 import { REAL_SLURM_START_TIMEOUT_MS, realSlurmGate, startRealSlurm, type RealSlurm } from '../support/real-slurm.js';
 import { freePort, run, stopChild, waitFor } from '../support/tools.js';
+import { mknodStandIn, pickStandIns, type StandIn } from '../support/stand-in-devices.js';
 
 const gate = realSlurmGate();
 const BIN = path.resolve('dist/src/cli/main.js');
@@ -36,6 +38,7 @@ const WAIT_MS = 60_000;
 class StandInDevices {
   readonly base: number;
   private readonly madeDir: boolean;
+  private readonly standIns: Record<Hca, StandIn>;
 
   constructor() {
     this.madeDir = !fs.existsSync(DEV_DIR);
@@ -43,7 +46,14 @@ class StandInDevices {
     let base = 40;
     while (HCAS.some((h) => fs.existsSync(this.pathAt(base + UVERBS_OFFSET[h])))) base += 10;
     this.base = base;
-    for (const h of HCAS) fs.writeFileSync(this.path(h), '', { mode: 0o644 });
+    const picked = pickStandIns(HCAS.length);
+    this.standIns = Object.fromEntries(HCAS.map((h, i) => [h, picked[i]])) as Record<Hca, StandIn>;
+    for (const h of HCAS) mknodStandIn(this.path(h), this.standIns[h]);
+  }
+
+  /** The device number the stand-in of `h` has. */
+  dev(h: Hca): string {
+    return this.standIns[h].dev;
   }
 
   private pathAt(n: number): string {
@@ -216,6 +226,7 @@ describe.skipIf(gate.skip)(
         writeHca(sysfs, {
           name,
           uverbs: devices.uverbs(name),
+          dev: devices.dev(name),
           ports: [
             {
               linkLayer: 'InfiniBand',
