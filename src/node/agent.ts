@@ -6,7 +6,7 @@ import type { ResourceOptions } from '../telemetry/resource.js';
 import type { WebConfig } from '../telemetry/webconfig.js';
 import { closeTelemetry, collectOnce, startAgent, type Collecting, type RunningAgent } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
-import { NodeCollector, type CollectorOptions, type Cycle } from './collector.js';
+import { HOLD_COUNTER_FILES, NodeCollector, type CollectorOptions, type Cycle } from './collector.js';
 import { attributionRows, slurmCgroupsNote } from './explain.js';
 import { CounterHistory, motionReadings } from './history.js';
 import { renderLanding } from './landing.js';
@@ -80,7 +80,13 @@ export class NodeRunner implements Collecting {
     const onRdmaError = () => this.self.m.cycleErrors.record(1, { source: 'rdma', kind: 'io' });
     this.qp = opts.qpCounters ? new QpSource({ ...opts.qpCounters, logger, onError: onRdmaError }) : undefined;
     this.background = [jobIdTable, metadata, this.qp].filter((b): b is NonNullable<typeof b> => b !== undefined);
-    this.collector = new NodeCollector({ ...opts.collector, jobIdTable, metadata, qp: this.qp });
+    this.collector = new NodeCollector({
+      holdCounterFiles: HOLD_COUNTER_FILES,
+      ...opts.collector,
+      jobIdTable,
+      metadata,
+      qp: this.qp,
+    });
   }
 
   get landing(): Body {
@@ -215,6 +221,7 @@ export class NodeRunner implements Collecting {
   /** Also turns per-PID QP counters off again on the links this agent turned on. */
   async shutdown(): Promise<void> {
     this.abort();
+    this.collector.close();
     await this.qp?.restore();
     return closeTelemetry(this.pipeline, this.self);
   }

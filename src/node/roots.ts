@@ -112,6 +112,12 @@ export interface ReadOptions {
   readonly limit?: number;
   /** Decode as UTF-8 (names, firmware versions); counters and lists stay latin1, which is cheaper. */
   readonly utf8?: boolean;
+  /**
+   * The file is served whole by one read (a sysfs attribute, a regular file): a read shorter than
+   * asked is the end, with no second read to see it. Not for procfs or cgroup lists, whose reads
+   * stop at page boundaries.
+   */
+  readonly whole?: boolean;
 }
 
 // Non-blocking: a FIFO planted in sysfs or a cgroup tree must not hang the cycle in open().
@@ -139,7 +145,7 @@ export function readSmall(p: string, opts: ReadOptions = {}): Read<string> {
     const limit = opts.limit ?? ATTRIBUTE_LIMIT;
     let r: { buf: Buffer; length: number } | undefined;
     try {
-      r = readBounded(fd, limit);
+      r = readBounded(fd, limit, opts.whole === true);
     } catch (err) {
       // A FIFO with a writer and nothing written answers EAGAIN to a non-blocking read.
       if (!fs.fstatSync(fd).isFile()) return notRegular();
@@ -155,8 +161,34 @@ export function readSmall(p: string, opts: ReadOptions = {}): Read<string> {
   }
 }
 
+/**
+ * Reads a sysfs attribute again through an fd kept open: a read at offset 0 makes sysfs show it
+ * anew, so a held counter costs one pread instead of open, read and close. `p` names it in errors.
+ */
+export function rereadAttribute(fd: number, p: string): Read<string> {
+  try {
+    const n = fs.readSync(fd, SHARED, 0, ATTRIBUTE_LIMIT + 1, 0);
+    if (n > ATTRIBUTE_LIMIT) return failed('too_large', `${p}: more than ${ATTRIBUTE_LIMIT} bytes`);
+    return ok(SHARED.toString('latin1', 0, n));
+  } catch (err) {
+    return failure(err, p);
+  }
+}
+
+/** Opens a file to be read again and again (rereadAttribute); undefined when it cannot be opened. */
+export function openAttribute(p: string): number | undefined {
+  try {
+    const fd = fs.openSync(p, OPEN_FLAGS);
+    if (fs.fstatSync(fd).isFile()) return fd;
+    fs.closeSync(fd);
+  } catch {
+    // read the ordinary way, which reports why
+  }
+  return undefined;
+}
+
 /** Reads until EOF, at most `limit` bytes; undefined when the file holds more. */
-function readBounded(fd: number, limit: number): { buf: Buffer; length: number } | undefined {
+function readBounded(fd: number, limit: number, whole: boolean): { buf: Buffer; length: number } | undefined {
   let buf = SHARED;
   let length = 0;
   for (;;) {
@@ -165,10 +197,12 @@ function readBounded(fd: number, limit: number): { buf: Buffer; length: number }
       buf.copy(bigger, 0, 0, length);
       buf = bigger;
     }
-    const n = fs.readSync(fd, buf, length, Math.min(buf.length, limit + 1) - length, null);
+    const asked = Math.min(buf.length, limit + 1) - length;
+    const n = fs.readSync(fd, buf, length, asked, null);
     if (n === 0) return { buf, length };
     length += n;
     if (length > limit) return undefined;
+    if (whole && n < asked) return { buf, length };
   }
 }
 

@@ -3,7 +3,7 @@
  * fds → HCAs. Plain data; the attribution rules decide what it means.
  */
 import { pidLeft, scanCgroups, type Allocation, type ScopeInfo } from './cgroups.js';
-import { readHcas, UverbsMap, verbsByDevice, type HcaScan } from './hca.js';
+import { readHcas, UverbsMap, verbsByDevice, type HcaCache, type HcaScan } from './hca.js';
 import type { JobIdResolver } from './jobids.js';
 import type { FdScanner } from './owners.js';
 import { Problems, type Problem } from './problems.js';
@@ -75,6 +75,8 @@ export interface NodeSnapshot {
 export interface Readers {
   readonly roots: Roots;
   readonly fds: FdScanner;
+  /** What does not change in sysfs between cycles (identity files, counter names). */
+  readonly hcaCache?: HcaCache;
   readonly jobIds: JobIdResolver;
   readonly metadata?: JobMetadataSource;
   readonly unreadable: UnreadablePolicy;
@@ -100,7 +102,7 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
     : undefined;
   let verbs: Map<string, string> | undefined;
   const owners = readers.fds.scan(nowMs, problems, () => (verbs ??= verbsByDevice(roots.sysfs, problems)), coverage);
-  const hca = readHcas(roots.sysfs, problems);
+  const hca = readHcas(roots.sysfs, problems, readers.hcaCache);
   const resolutions = readers.jobIds.resolve(cgroups.allocations, problems);
   const gaps = [...cgroups.gaps];
 

@@ -24,8 +24,12 @@ export function heldDevices(): Set<string> {
       continue;
     }
     for (const fd of fds) {
-      const st = fs.statSync(`/proc/${pid}/fd/${fd}`, { throwIfNoEntry: false });
-      if (st?.isCharacterDevice()) held.add(deviceNumber(st.rdev));
+      try {
+        const st = fs.statSync(`/proc/${pid}/fd/${fd}`, { throwIfNoEntry: false });
+        if (st?.isCharacterDevice()) held.add(deviceNumber(st.rdev));
+      } catch {
+        // unreadable (another namespace's PID 1 on some hosts): what it holds cannot be known here
+      }
     }
   }
   return held;
