@@ -20,7 +20,7 @@ import { writeCounters, writeHca } from '../../src/demo/nodetree.js';
 import { parseExposition, select, valueOf, type Sample } from '../support/exposition.js';
 import { REAL_SLURM_START_TIMEOUT_MS, realSlurmGate, startRealSlurm, type RealSlurm } from '../support/real-slurm.js';
 import { freePort, run, stopChild, waitFor } from '../support/tools.js';
-import { mknodStandIn, pickStandIns, type StandIn } from '../support/stand-in-devices.js';
+import { leaseStandIns, mknodStandIn, pickStandIns, type StandIn } from '../support/stand-in-devices.js';
 
 const gate = realSlurmGate();
 const BIN = path.resolve('dist/src/cli/main.js');
@@ -184,6 +184,7 @@ describe.skipIf(gate.skip)(
   { timeout: 90_000 },
   () => {
     let slurm: RealSlurm;
+    let releaseStandIns: (() => void) | undefined;
     let devices: StandInDevices;
     let sysfs: string;
     let outsider: ChildProcess | undefined;
@@ -220,6 +221,7 @@ describe.skipIf(gate.skip)(
 
     beforeAll(async () => {
       slurm = await startRealSlurm({ instance: 'cg', cgroup: 'v1', nodes: 2, firstJobId: 7001 });
+      releaseStandIns = await leaseStandIns();
       devices = new StandInDevices();
       sysfs = fs.mkdtempSync('/tmp/slurm-otel-cg-sysfs-');
       for (const [i, name] of HCAS.entries()) {
@@ -283,6 +285,7 @@ describe.skipIf(gate.skip)(
       if (outsider) await stopChild(outsider);
       await slurm?.stop();
       devices?.remove();
+      releaseStandIns?.();
       if (sysfs) fs.rmSync(sysfs, { recursive: true, force: true });
     }
 

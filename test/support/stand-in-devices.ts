@@ -62,3 +62,64 @@ export function mknodStandIn(file: string, s: StandIn): void {
   const [major, minor] = s.dev.split(':') as [string, string];
   execFileSync('mknod', ['-m', '666', file, 'c', major, minor]);
 }
+
+const LEASE = '/tmp/slurm-otel-stand-in-devices.lease';
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * The host's stand-in devices for one test at a time: every agent reads the whole /proc, so two
+ * tests holding /dev/full at once would each see the other's processes as holders. Waits (bounded)
+ * for a lease held by a live process; takes over one whose holder is gone. Returns its release.
+ */
+export async function leaseStandIns(timeoutMs = 600_000): Promise<() => void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      fs.writeFileSync(LEASE, String(process.pid), { flag: 'wx' });
+      return () => {
+        if (fs.readFileSync(LEASE, 'utf8').trim() === String(process.pid)) fs.rmSync(LEASE, { force: true });
+      };
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    const holder = Number(fs.readFileSync(LEASE, { encoding: 'utf8', flag: 'r' }).trim());
+    if (!Number.isInteger(holder) || !alive(holder)) {
+      fs.rmSync(LEASE, { force: true });
+      continue;
+    }
+    if (Date.now() > deadline) throw new Error(`${LEASE} held by live PID ${holder} for ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+/** PIDs whose fds refer to the device `dev` (`major:minor`), by stat: what the agent should find. */
+export function holdersOfDevice(dev: string): number[] {
+  const out: number[] = [];
+  for (const pid of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    let fds: string[];
+    try {
+      fds = fs.readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    const holds = fds.some((fd) => {
+      try {
+        const st = fs.statSync(`/proc/${pid}/fd/${fd}`, { throwIfNoEntry: false });
+        return st?.isCharacterDevice() === true && deviceNumber(st.rdev) === dev;
+      } catch {
+        return false;
+      }
+    });
+    if (holds) out.push(Number(pid));
+  }
+  return out;
+}
