@@ -1,7 +1,8 @@
 /**
- * What the README quotes from the code's own declarations, as Markdown: the metric tables (one
- * per catalogue, by README section) and the option tables (from the commands' option
- * definitions). `npm run docs` writes them; test/docs/readme.test.ts keeps them in step.
+ * What the documentation quotes from the code's own declarations, as Markdown: the metric tables
+ * (one per catalogue, in docs/metrics.md) and the option tables (from the commands' option
+ * definitions, in docs/configuration.md). `npm run docs` writes them; test/docs/tables.test.ts
+ * keeps them in step.
  */
 import type { Command } from 'commander';
 import {
@@ -16,7 +17,15 @@ import { NODE_METRICS, NODE_SELF_METRICS } from '../src/node/metrics.js';
 import { PROCESS_METRICS } from '../src/telemetry/process-metrics.js';
 import { prometheusName, type MetricSpec } from '../src/telemetry/spec.js';
 
-/** Every agent's catalogue, by README section. */
+/** The pages holding generated sections, from the repository root. */
+export const DOC_FILES = {
+  metrics: 'docs/metrics.md',
+  configuration: 'docs/configuration.md',
+  /** The alert thresholds and runbook (scripts/alerts.ts). */
+  operations: 'docs/operations.md',
+} as const;
+
+/** Every agent's catalogue, by section of DOC_FILES.metrics. */
 export const DOC_TABLES: Readonly<Record<string, readonly MetricSpec[]>> = {
   'node-metrics': Object.values(NODE_METRICS),
   'node-self-metrics': Object.values(NODE_SELF_METRICS),
@@ -60,7 +69,7 @@ export function section(doc: string, key: string): string | undefined {
 /** A command's options as a table: flag, environment variable, default, description. */
 export function optionsTable(cmd: Command): string {
   const rows = cmd.options
-    .filter((o) => o.long !== '--help' && o.long !== '--version')
+    .filter((o) => o.long !== '--help' && o.long !== '--version' && !o.hidden)
     .map((o) => {
       const def = o.defaultValueDescription ?? (o.defaultValue === undefined ? '—' : JSON.stringify(o.defaultValue));
       return `| \`${o.flags}\` | ${o.envVar ? `\`${o.envVar}\`` : '—'} | ${def === '—' ? def : `\`${def.replace(/^"|"$/g, '')}\``} | ${o.description} |`;

@@ -24,7 +24,7 @@ const MAX_LOGGED_UNREADABLE = 5;
 export interface NodeAgentOptions {
   readonly collector: Omit<CollectorOptions, 'jobIdTable' | 'metadata' | 'qp'>;
   /** Per-PID QP counters through the rdma tool (--qp-counters observe|manage); off when absent. */
-  readonly qpCounters?: Omit<QpSourceOptions, 'logger' | 'onError'>;
+  readonly qpCounters?: Omit<QpSourceOptions, 'logger' | 'onError' | 'onDropped'>;
   /** squeue for SLUIDs that neither the cache nor the stepd titles resolve. */
   readonly squeue?: Omit<SqueueOptions, 'logger' | 'onError'>;
   /** squeue for the optional user_name/account/slurm_partition labels of job series. */
@@ -77,8 +77,11 @@ export class NodeRunner implements Collecting {
     const onError = () => this.self.m.cycleErrors.record(1, { source: 'jobid', kind: 'io' });
     const jobIdTable = opts.squeue ? squeueJobIds({ ...opts.squeue, logger, onError }) : undefined;
     const metadata = opts.jobMetadata ? squeueMetadata({ ...opts.jobMetadata, logger, onError }) : undefined;
-    const onRdmaError = () => this.self.m.cycleErrors.record(1, { source: 'rdma', kind: 'io' });
-    this.qp = opts.qpCounters ? new QpSource({ ...opts.qpCounters, logger, onError: onRdmaError }) : undefined;
+    const onRdmaError = (kind: string) => this.self.m.cycleErrors.record(1, { source: 'rdma', kind });
+    const onDropped = (reason: string, n: number) => this.self.m.qpDropped.record(n, { reason });
+    this.qp = opts.qpCounters
+      ? new QpSource({ ...opts.qpCounters, logger, onError: onRdmaError, onDropped })
+      : undefined;
     this.background = [jobIdTable, metadata, this.qp].filter((b): b is NonNullable<typeof b> => b !== undefined);
     this.collector = new NodeCollector({
       holdCounterFiles: HOLD_COUNTER_FILES,

@@ -28,6 +28,7 @@ import {
 } from '@opentelemetry/sdk-metrics';
 import { emptyResource } from '@opentelemetry/resources';
 import { redactUrl, type Logger } from '../log.js';
+import { RateLimitedFailures } from './failure-log.js';
 import type { Body } from './http.js';
 import { SnapshotProducer, toMetricData, type Scope } from './producer.js';
 import { GzipWriter, gzipOnlyBody, NO_REGISTERED_METRICS, writeFamilies } from './prometheus-text.js';
@@ -56,6 +57,8 @@ export interface PipelineOptions {
   readonly logger: Logger;
   /** Families fed by events (SDK synchronous instruments) rather than by the snapshot producer. */
   readonly eventSpecs?: readonly (MetricSpec & { kind: 'counter' | 'histogram' })[];
+  /** The clock of the rate limit on export failure lines (tests); Date.now by default. */
+  readonly now?: () => number;
   /** Called after every OTLP export attempt: for the self-monitoring counters. */
   readonly onExport?: (ok: boolean) => void;
 }
@@ -174,7 +177,12 @@ export class Pipeline {
     };
     const inner = otlp.protocol === 'http/protobuf' ? new OtlpProtoExporter(config) : new OtlpJsonExporter(config);
     return new PeriodicExportingMetricReader({
-      exporter: observed(inner, this.opts.logger, otlp.url, this.opts.onExport),
+      exporter: observed(
+        inner,
+        new RateLimitedFailures(this.opts.logger, 'OTLP export failed', 60_000, this.opts.now),
+        otlp.url,
+        this.opts.onExport,
+      ),
       exportIntervalMillis: otlp.intervalMs,
       exportTimeoutMillis: Math.min(otlp.timeoutMs, otlp.intervalMs),
       metricProducers: [this.producer],
@@ -182,10 +190,10 @@ export class Pipeline {
   }
 }
 
-/** Wraps an exporter so that every failed push is logged and counted, never fatal. */
+/** Wraps an exporter so that every failed push is counted and logged (one line, rate-limited), never fatal. */
 function observed(
   inner: PushMetricExporter,
-  logger: Logger,
+  failures: RateLimitedFailures,
   url: string,
   onExport?: (ok: boolean) => void,
 ): PushMetricExporter {
@@ -194,7 +202,8 @@ function observed(
       inner.export(metrics, (result: ExportResult) => {
         const ok = result.code === ExportResultCode.SUCCESS;
         onExport?.(ok);
-        if (!ok) logger.warn({ url: redactUrl(url), err: result.error?.message }, 'OTLP export failed');
+        if (ok) failures.succeeded({ url: redactUrl(url) });
+        else failures.failed({ url: redactUrl(url), err: result.error?.message });
         done(result);
       });
     },
@@ -203,6 +212,21 @@ function observed(
     selectAggregationTemporality: inner.selectAggregationTemporality?.bind(inner),
     selectAggregation: inner.selectAggregation?.bind(inner),
   };
+}
+
+/** The reader's own report of a failed push, already logged (once, rate-limited) by observed(). */
+const EXPORT_FAILED_RE = /PeriodicExportingMetricReader: metrics export (failed|timed out)/;
+
+/** An SDK diagnostic without stack traces: an error or a stringified exception becomes its message. */
+function compact(v: unknown): unknown {
+  if (v instanceof Error) return v.message;
+  if (typeof v !== 'string' || !v.startsWith('{')) return v;
+  try {
+    const parsed = JSON.parse(v) as { message?: unknown };
+    return typeof parsed.message === 'string' ? parsed.message : v;
+  } catch {
+    return v;
+  }
 }
 
 let diagRouted = false;
@@ -215,8 +239,10 @@ function routeSdkDiagnostics(logger: Logger): void {
   diagRouted = true;
   diag.setLogger(
     {
-      error: (msg, ...args) => logger.error({ args }, `otel: ${msg}`),
-      warn: (msg, ...args) => logger.warn({ args }, `otel: ${msg}`),
+      error: (msg, ...args) => {
+        if (!EXPORT_FAILED_RE.test(msg)) logger.error({ args: args.map(compact) }, `otel: ${compact(msg)}`);
+      },
+      warn: (msg, ...args) => logger.warn({ args: args.map(compact) }, `otel: ${compact(msg)}`),
       info: () => undefined,
       debug: () => undefined,
       verbose: () => undefined,

@@ -60,7 +60,7 @@ describe('rdma JSON', () => {
     const qps = parseQpResources(
       '[{"ifindex":2,"ifname":"mlx5_1","port":1,"lqpn":9,"rqpn":77,"type":"RC","state":"RTS","rq-psn":1,"sq-psn":2,"path-mig-state":"MIGRATED","pdn":3,"pid":42010,"comm":"python"},{"ifindex":2,"ifname":"mlx5_1","lqpn":10,"type":"RC","state":"RESET","pid":42010}]',
     );
-    expect(qps.ok && qps.value).toEqual([{ device: 'mlx5_1', port: '1', pid: 42010 }]);
+    expect(qps.ok && qps.value).toEqual([{ device: 'mlx5_1', port: '1', pid: 42010, qps: 1 }]);
     const modes = parseLinkModes(
       '[{"ifindex":1,"ifname":"mlx5_0","port":1,"mode":"qp auto off"},{"ifindex":2,"ifname":"mlx5_1","port":1,"mode":"qp auto type,pid on optional-counters off"}]',
     );
