@@ -326,30 +326,46 @@ export function parseRate(text: string): number | undefined {
 
 const UVERBS_NAME_RE = /^uverbs\d+$/;
 
+/** Device number → uverbs device, and what could not be read (each a gap: a holder may be missed). */
+export interface VerbsDevices {
+  readonly byDevice: ReadonlyMap<string, string>;
+  readonly gaps: readonly string[];
+}
+
 /**
- * Device number → uverbs device, from `class/infiniband_verbs/uverbsN/dev` ("231:192"): what an
- * fd's stat is matched against. No class directory (no HCA) is an empty map.
+ * From `class/infiniband_verbs/uverbsN/dev` ("231:192"): what an fd's stat is matched against. No
+ * class directory (no HCA) is an empty map.
  */
-export function verbsByDevice(sysfs: string, problems: Problems): Map<string, string> {
+export function verbsByDevice(sysfs: string, problems: Problems): VerbsDevices {
   const dir = join(sysfs, 'class', 'infiniband_verbs');
-  const out = new Map<string, string>();
+  const byDevice = new Map<string, string>();
+  const gaps: string[] = [];
   const names = listDir(dir);
   if (!names.ok) {
-    if (names.kind !== 'gone') problems.add('sysfs', names.kind, names.detail);
-    return out;
+    if (names.kind !== 'gone') {
+      problems.add('sysfs', names.kind, names.detail);
+      gaps.push(`cannot list ${dir}: ${names.detail}`);
+    }
+    return { byDevice, gaps };
   }
   for (const name of names.value) {
     if (!UVERBS_NAME_RE.test(name)) continue;
     const r = readSmall(join(dir, name, 'dev'));
     if (!r.ok) {
-      if (r.kind !== 'gone') problems.add('sysfs', r.kind, r.detail);
+      if (r.kind !== 'gone') {
+        problems.add('sysfs', r.kind, r.detail);
+        gaps.push(`${name}: device number unknown (${r.detail})`);
+      }
       continue;
     }
     const dev = r.value.trim();
-    if (DEV_RE.test(dev)) out.set(dev, name);
-    else problems.add('sysfs', 'malformed', `${join(dir, name, 'dev')}: ${JSON.stringify(dev.slice(0, 40))}`);
+    if (DEV_RE.test(dev)) byDevice.set(dev, name);
+    else {
+      problems.add('sysfs', 'malformed', `${join(dir, name, 'dev')}: ${JSON.stringify(dev.slice(0, 40))}`);
+      gaps.push(`${name}: device number unknown (malformed dev)`);
+    }
   }
-  return out;
+  return { byDevice, gaps };
 }
 
 /** uverbs devices resolved on demand, at most once per cycle each. */

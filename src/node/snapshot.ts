@@ -3,7 +3,7 @@
  * fds → HCAs. Plain data; the attribution rules decide what it means.
  */
 import { pidLeft, scanCgroups, type Allocation, type ScopeInfo } from './cgroups.js';
-import { readHcas, UverbsMap, verbsByDevice, type HcaCache, type HcaScan } from './hca.js';
+import { readHcas, UverbsMap, verbsByDevice, type HcaCache, type HcaScan, type VerbsDevices } from './hca.js';
 import type { JobIdResolver } from './jobids.js';
 import type { FdScanner } from './owners.js';
 import { Problems, type Problem } from './problems.js';
@@ -100,11 +100,12 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
   const coverage = rdmaControllerPresent(roots.cgroupfs)
     ? { test: (pid: number) => covered(pid, allocationOf, rdma, known, charges), skip: readers.readAllFds !== true }
     : undefined;
-  let verbs: Map<string, string> | undefined;
-  const owners = readers.fds.scan(nowMs, problems, () => (verbs ??= verbsByDevice(roots.sysfs, problems)), coverage);
+  let verbs: VerbsDevices | undefined;
+  const verbsOf = (): ReadonlyMap<string, string> => (verbs ??= verbsByDevice(roots.sysfs, problems)).byDevice;
+  const owners = readers.fds.scan(nowMs, problems, verbsOf, coverage);
   const hca = readHcas(roots.sysfs, problems, readers.hcaCache);
   const resolutions = readers.jobIds.resolve(cgroups.allocations, problems);
-  const gaps = [...cgroups.gaps];
+  const gaps = [...cgroups.gaps, ...(verbs?.gaps ?? [])];
 
   const allocations: JobAllocation[] = cgroups.allocations.map((a) => {
     for (const g of a.gaps) gaps.push(`job ${a.id}: ${g}`);
