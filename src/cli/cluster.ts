@@ -16,7 +16,7 @@ import {
   type OptionalSubCollector,
 } from '../cluster/snapshot.js';
 import { redactUrl, type Logger } from '../log.js';
-import { CollectionIncomplete, ConfigError, waitForSignal } from './common.js';
+import { CollectionIncomplete, ConfigError, runUntilSignal } from './common.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
 import type { Env } from './otel.js';
 import { oneOf, parseSize, positiveDuration, positiveInt, switchValue } from './values.js';
@@ -343,7 +343,6 @@ export function clusterCommand(env: Env): Command {
         return;
       }
       const agent = await startClusterAgent(opts);
-      await waitForSignal();
-      await agent.stop();
+      await runUntilSignal(agent, opts.logger);
     });
 }

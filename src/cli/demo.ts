@@ -20,7 +20,7 @@ import { CounterDrift, DEMO_JOBS, DEMO_NODE, demoTree, QpDrift } from '../demo/s
 import { startNodeAgent, type NodeAgent, type NodeAgentOptions } from '../node/agent.js';
 import type { Cycle } from '../node/collector.js';
 import type { BindAddress } from '../telemetry/http.js';
-import { waitForSignal } from './common.js';
+import { runUntilSignal } from './common.js';
 import { addNodeOptions, nodeAgentOptions, type NodeFlags } from './node.js';
 import type { Env } from './otel.js';
 import { bindAddress, positiveDuration } from './values.js';
@@ -168,8 +168,9 @@ export function demoCommand(env: Env): Command {
         .argParser(bindAddress),
     )
     .action(async (f: DemoFlags) => {
+      const node = nodeAgentOptions(f, env);
       const demo = await startDemo({
-        node: nodeAgentOptions(f, env),
+        node,
         layout: f.layout,
         nonJobHolder: f.nonJobHolder ?? false,
         dir: f.dir,
@@ -179,8 +180,7 @@ export function demoCommand(env: Env): Command {
           : undefined,
       });
       process.stdout.write(summary(demo, f.layout));
-      await waitForSignal();
-      await demo.stop();
+      await runUntilSignal(demo, node.logger);
     });
 }
 

@@ -13,8 +13,11 @@ import {
   collectOnce,
   startAgent,
   type Collecting,
+  repeatEvery,
+  type Repeat,
   type RunningAgent,
   type Schedule,
+  type ShutdownOptions,
 } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
 import type { WebConfig } from '../telemetry/webconfig.js';
@@ -45,6 +48,8 @@ export interface ClusterAgentOptions {
   readonly userAccountMetrics?: boolean;
   /** Called on shutdown (closes the client's connections). */
   readonly close?: () => void;
+  /** The clock snapshots are stamped with (default Date.now): tests make time pass without waiting. */
+  readonly now?: () => number;
 }
 
 export interface ClusterAgent extends RunningAgent {
@@ -88,6 +93,7 @@ export class ClusterRunner implements Collecting<TickResult> {
       }),
       maxInflight: opts.maxInflight,
       logger: opts.logger,
+      ...(opts.now ? { now: opts.now } : {}),
       hooks: {
         runFinished: (collector, ms, err) => {
           m.collectorDuration.record(ms / 1000, { collector });
@@ -145,7 +151,7 @@ export class ClusterRunner implements Collecting<TickResult> {
    * The daemon's timer: a tick every interval, whether or not the previous tick's runs have
    * ended (the in-flight limit, not the timer, keeps a slow sub-collector from piling up).
    */
-  schedule(intervalMs: number): Schedule {
+  schedule(intervalMs: number, repeat: Repeat = repeatEvery): Schedule {
     this.live = true;
     const ticks = new Set<Promise<void>>();
     const tick = (): Promise<void> => {
@@ -159,11 +165,11 @@ export class ClusterRunner implements Collecting<TickResult> {
       return t;
     };
     const first = tick();
-    const timer = setInterval(tick, intervalMs);
+    const cancel = repeat(intervalMs, () => void tick());
     return {
       first,
       stop: async () => {
-        clearInterval(timer);
+        cancel();
         this.loop.abort();
         await Promise.all(ticks);
         await this.publishing;
@@ -225,8 +231,12 @@ export class ClusterRunner implements Collecting<TickResult> {
     this.publishedAtMs = snapshot.atMs;
   }
 
+  /** Aborts the requests in flight, the version negotiation and a token renewal included. */
   abort(): void {
-    this.loop.abort();
+    const cut = this.loop.abort();
+    this.opts.close?.();
+    if (cut.length > 0)
+      this.opts.logger.warn({ collectors: cut }, 'slurmrestd requests in flight cut short by the stop');
   }
 
   lastAtMs(): number | undefined {
@@ -237,10 +247,10 @@ export class ClusterRunner implements Collecting<TickResult> {
     return this.self.exposition();
   }
 
-  async shutdown(): Promise<void> {
+  async shutdown(opts: ShutdownOptions = {}): Promise<void> {
     this.loop.abort();
     this.opts.close?.();
-    await closeTelemetry(this.pipeline, this.self);
+    await closeTelemetry(this.pipeline, this.self, opts);
   }
 }
 

@@ -4,7 +4,14 @@ import { htmlBody, type BindAddress, type Body } from '../telemetry/http.js';
 import { Pipeline, type OtlpOptions } from '../telemetry/pipeline.js';
 import type { ResourceOptions } from '../telemetry/resource.js';
 import type { WebConfig } from '../telemetry/webconfig.js';
-import { closeTelemetry, collectOnce, startAgent, type Collecting, type RunningAgent } from '../telemetry/runtime.js';
+import {
+  closeTelemetry,
+  collectOnce,
+  startAgent,
+  type Collecting,
+  type RunningAgent,
+  type ShutdownOptions,
+} from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
 import { HOLD_COUNTER_FILES, NodeCollector, type CollectorOptions, type Cycle } from './collector.js';
 import { attributionRows, slurmCgroupsNote } from './explain.js';
@@ -221,12 +228,11 @@ export class NodeRunner implements Collecting {
     for (const b of this.background) b.stop();
   }
 
-  /** Also turns per-PID QP counters off again on the links this agent turned on. */
-  async shutdown(): Promise<void> {
+  /** Also turns per-PID QP counters off again on the links this agent turned on (while the last push goes). */
+  async shutdown(opts: ShutdownOptions = {}): Promise<void> {
     this.abort();
     this.collector.close();
-    await this.qp?.restore();
-    return closeTelemetry(this.pipeline, this.self);
+    await Promise.all([this.qp?.restore(), closeTelemetry(this.pipeline, this.self, opts)]);
   }
 }
 

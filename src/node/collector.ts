@@ -26,6 +26,8 @@ export interface CollectorOptions {
   readonly qp?: QpReadings;
   /** Counter files kept open between cycles, at most (a running agent: HOLD_COUNTER_FILES). */
   readonly holdCounterFiles?: number;
+  /** The clock a cycle is stamped with (default Date.now): tests make time pass without waiting. */
+  readonly now?: () => number;
 }
 
 /** What a running agent keeps open: every counter of 16 dual-port HCAs with mlx5's ~60 counters each. */
@@ -50,6 +52,7 @@ export class NodeCollector {
   private state: AttributionState = EMPTY_STATE;
   private qpState: QpState = EMPTY_QP_STATE;
   private readonly qp: QpReadings | undefined;
+  private readonly now: () => number;
 
   constructor(opts: CollectorOptions) {
     this.readers = {
@@ -62,6 +65,7 @@ export class NodeCollector {
       readAllFds: opts.readAllFds,
     };
     this.qp = opts.qp;
+    this.now = opts.now ?? Date.now;
   }
 
   /** Closes the counter files kept open. */
@@ -69,7 +73,7 @@ export class NodeCollector {
     this.readers.hcaCache.close();
   }
 
-  cycle(nowMs: number = Date.now()): Cycle {
+  cycle(nowMs: number = this.now()): Cycle {
     const t0 = performance.now();
     const snapshot = takeSnapshot(this.readers, nowMs);
     const failed = snapshot.hca.failure;

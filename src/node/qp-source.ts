@@ -23,7 +23,7 @@ import {
   type QpReading,
 } from './qp-parse.js';
 import type { FailureKind, Read } from './roots.js';
-import { ChildRunner } from './runner.js';
+import { ChildRunner, RunError } from './runner.js';
 import type { Stoppable } from './squeue.js';
 
 export type QpCountersMode = 'off' | 'observe' | 'manage';
@@ -49,9 +49,10 @@ export interface QpReadings {
   want(links: readonly string[]): void;
 }
 
-// The runner's output cap: a longer reading fails as too_large (the runner says "output exceeds").
+// The runner's output cap: a longer reading fails as too_large.
 const MAX_OUTPUT = MAX_READING_BYTES;
-const TOO_LARGE_RE = /output exceeds/;
+/** One `rdma statistic qp set … auto off` at stop: a stop takes at most a few seconds. */
+const RESTORE_TIMEOUT_MS = 1_000;
 const BUSY_RE = /busy|bound QP|EBUSY/i;
 const DENIED_RE = /not permitted|EPERM|EACCES|permission denied/i;
 
@@ -69,7 +70,11 @@ export class QpSource implements QpReadings, Stoppable {
   private readonly names = new CounterNames();
 
   constructor(private readonly opts: QpSourceOptions) {
-    this.runner = new ChildRunner('rdma', { timeoutMs: opts.timeoutMs, maxOutput: MAX_OUTPUT });
+    this.runner = new ChildRunner(
+      'rdma',
+      { timeoutMs: opts.timeoutMs, maxOutput: MAX_OUTPUT },
+      { logger: opts.logger },
+    );
   }
 
   latest(): QpReading | undefined {
@@ -92,18 +97,34 @@ export class QpSource implements QpReadings, Stoppable {
     this.runner.stop();
   }
 
-  /** Turns off the links this process turned on; nothing else. */
+  /**
+   * Turns off the links this process turned on; nothing else. The links are turned off together,
+   * each call bounded by RESTORE_TIMEOUT_MS, so a hanging rdma cannot hold up a stop; what could
+   * not be turned off is logged by name.
+   */
   async restore(): Promise<void> {
     if (this.turnedOn.size === 0) return;
-    const runner = new ChildRunner('rdma', { timeoutMs: this.opts.timeoutMs, maxOutput: MAX_OUTPUT });
-    for (const link of [...this.turnedOn].sort()) {
-      try {
-        await runner.run(this.opts.path, this.argv(['statistic', 'qp', 'set', 'link', link, 'auto', 'off']));
-        this.turnedOn.delete(link);
-        this.opts.logger.info({ link }, 'per-PID QP counters turned off again (this agent turned them on)');
-      } catch (err) {
-        this.opts.logger.warn({ link, err: (err as Error).message }, 'could not turn per-PID QP counters off again');
-      }
+    const runner = new ChildRunner(
+      'rdma',
+      { timeoutMs: Math.min(RESTORE_TIMEOUT_MS, this.opts.timeoutMs), maxOutput: MAX_OUTPUT },
+      { logger: this.opts.logger },
+    );
+    const links = [...this.turnedOn].sort();
+    const results = await Promise.allSettled(links.map((link) => this.turnOff(runner, link)));
+    runner.stop();
+    const left = links.filter((_, i) => results[i]?.status === 'rejected');
+    if (left.length > 0)
+      this.opts.logger.warn({ links: left }, 'per-PID QP counters left on where this agent turned them on');
+  }
+
+  private async turnOff(runner: ChildRunner, link: string): Promise<void> {
+    try {
+      await runner.run(this.opts.path, this.argv(['statistic', 'qp', 'set', 'link', link, 'auto', 'off']));
+      this.turnedOn.delete(link);
+      this.opts.logger.info({ link }, 'per-PID QP counters turned off again (this agent turned them on)');
+    } catch (err) {
+      this.opts.logger.warn({ link, err: (err as Error).message }, 'could not turn per-PID QP counters off again');
+      throw err;
     }
   }
 
@@ -137,8 +158,9 @@ export class QpSource implements QpReadings, Stoppable {
         'per-PID QP counters turned on (auto type,pid)',
       );
     } catch (err) {
-      this.turnedOn.delete(link);
+      // Cut short by a stop, the set may have taken effect: the restore turns the link off too.
       if (this.runner.isStopped) return;
+      this.turnedOn.delete(link);
       this.refused(link, (err as Error).message);
     }
   }
@@ -188,7 +210,8 @@ export class QpSource implements QpReadings, Stoppable {
     } catch (err) {
       if (this.runner.isStopped) return undefined;
       const message = (err as Error).message;
-      return this.failed(args, TOO_LARGE_RE.test(message) ? 'too_large' : 'io', message);
+      const tooLarge = err instanceof RunError && err.kind === 'too_large';
+      return this.failed(args, tooLarge ? 'too_large' : 'io', message);
     }
     const parsed = await drainAsync(read(text));
     if (!parsed.ok) return this.failed(args, parsed.kind, parsed.detail);

@@ -282,6 +282,16 @@ function bcryptWorker(): Worker {
   return w;
 }
 
+/** Comparisons sent to the worker and not answered yet. */
+export function comparisonsInFlight(): number {
+  return pending.size;
+}
+
+/** Ends the worker at once; the comparisons waiting on it are denied. Started again on next use. */
+export async function stopPasswordWorker(): Promise<void> {
+  await worker?.terminate();
+}
+
 export const verifyOnWorker: PasswordVerifier = (password, hash) =>
   new Promise((resolve) => {
     const id = nextId++;

@@ -157,7 +157,8 @@ describe.skipIf(gate.skip)(
   'node agent on real Slurm 26.05 SLUID cgroups (cgroup v2), jobs in a chroot, the real /proc',
   { timeout: 120_000 },
   () => {
-    // New for each run: two runs (or another Slurm on this host) never share a name or a cgroup.
+    // New for each run (the cluster name too: startRealSlurm's own token): two runs, or another
+    // Slurm on this host, never share a name or a cgroup.
     const token = randomBytes(3).toString('hex').replace(/^\d/, 'x');
     const nodePrefix = `c26${token}n`;
     const nodes = [`${nodePrefix}1`, `${nodePrefix}2`];
@@ -208,7 +209,6 @@ describe.skipIf(gate.skip)(
         nodes: 2,
         nodePrefix,
         firstJobId,
-        env: { REAL_SLURM_CLUSTER: `cg26${token}` },
       });
       chroot = slurm.chrootDir as string;
       releaseStandIns = await leaseStandIns();

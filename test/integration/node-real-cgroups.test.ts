@@ -43,21 +43,37 @@ class StandInDevices {
   constructor() {
     this.madeDir = !fs.existsSync(DEV_DIR);
     fs.mkdirSync(DEV_DIR, { recursive: true });
-    let base = 40;
-    while (HCAS.some((h) => fs.existsSync(this.pathAt(base + UVERBS_OFFSET[h])))) base += 10;
-    this.base = base;
     const picked = pickStandIns(HCAS.length);
     this.standIns = Object.fromEntries(HCAS.map((h, i) => [h, picked[i]])) as Record<Hca, StandIn>;
-    for (const h of HCAS) mknodStandIn(this.path(h), this.standIns[h]);
+    // mknod refuses an existing name: a set another run (of this test, or another Slurm's) holds is never shared.
+    let base = 40;
+    while (!this.createAll(base)) base += 10;
+    this.base = base;
+  }
+
+  /** Creates the five files at `base`, or none of them (false) when one exists already. */
+  private createAll(base: number): boolean {
+    const made: string[] = [];
+    for (const h of HCAS) {
+      try {
+        mknodStandIn(this.pathAt(base + UVERBS_OFFSET[h]), this.standIns[h]);
+        made.push(this.pathAt(base + UVERBS_OFFSET[h]));
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+        for (const f of made) fs.rmSync(f, { force: true });
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private pathAt(n: number): string {
+    return `${DEV_DIR}/uverbs${n}`;
   }
 
   /** The device number the stand-in of `h` has. */
   dev(h: Hca): string {
     return this.standIns[h].dev;
-  }
-
-  private pathAt(n: number): string {
-    return `${DEV_DIR}/uverbs${n}`;
   }
 
   uverbs(h: Hca): number {
@@ -74,11 +90,15 @@ class StandInDevices {
   }
 }
 
-/** What /proc says, read here independently of the agent: PIDs whose fd links point at `file`. */
-function holdersOf(file: string): number[] {
+/**
+ * What /proc says, read here independently of the agent: PIDs whose fd links point at `file`,
+ * among `ours` only (this cluster's job processes and the test's own outsider), so nothing another
+ * Slurm on the host runs can count.
+ */
+function holdersOf(file: string, ours: (pid: number) => boolean): number[] {
   const out: number[] = [];
   for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
+    if (!/^\d+$/.test(name) || !ours(Number(name))) continue;
     let fds: string[];
     try {
       fds = fs.readdirSync(`/proc/${name}/fd`);
@@ -105,7 +125,9 @@ function unreadableOutsideJobs(): number[] {
   for (const name of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     try {
-      if (/\/slurm(_[^/]*)?\/uid_\d+\/job_/.test(fs.readFileSync(`/proc/${name}/cgroup`, 'utf8'))) continue;
+      // Any Slurm's jobs, as the agent sees them: v1 slurm[_<node>]/uid_<U>/job_<J>, v2 <node>_slurmstepd.scope/<job>.
+      const cgroup = fs.readFileSync(`/proc/${name}/cgroup`, 'utf8');
+      if (/\/slurm(_[^/]*)?\/uid_\d+\/job_|_slurmstepd\.scope\/(job_\d+|s[0-9A-Z]{13})/.test(cgroup)) continue;
       for (const fd of fs.readdirSync(`/proc/${name}/fd`)) fs.readlinkSync(`/proc/${name}/fd/${fd}`);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
@@ -113,6 +135,16 @@ function unreadableOutsideJobs(): number[] {
     }
   }
   return out;
+}
+
+/** Whether the process is in a job cgroup of one of this cluster's nodes (slurm_<node>/…). */
+function inJobsOf(slurm: RealSlurm, pid: number): boolean {
+  try {
+    const cgroups = fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8');
+    return slurm.nodes.some((node) => cgroups.includes(`/slurm_${node}/`));
+  } catch {
+    return false;
+  }
 }
 
 /** The job cgroup directories (any controller) of this cluster's nodes. */
@@ -189,6 +221,8 @@ describe.skipIf(gate.skip)(
     let sysfs: string;
     let outsider: ChildProcess | undefined;
     let agent: AgentProcess | undefined;
+    /** This cluster's job processes and the test's outsider: the only holders the test counts. */
+    const ours = (pid: number): boolean => pid === outsider?.pid || inJobsOf(slurm, pid);
     const job: Record<'batch' | 'steps' | 'otherUid' | 'sharedA' | 'sharedB', string> = {
       batch: '',
       steps: '',
@@ -220,7 +254,7 @@ describe.skipIf(gate.skip)(
     }
 
     beforeAll(async () => {
-      slurm = await startRealSlurm({ instance: 'cg', cgroup: 'v1', nodes: 2, firstJobId: 7001 });
+      slurm = await startRealSlurm({ instance: 'cg', cgroup: 'v1', nodes: 2 });
       releaseStandIns = await leaseStandIns();
       devices = new StandInDevices();
       sysfs = fs.mkdtempSync('/tmp/slurm-otel-cg-sysfs-');
@@ -267,7 +301,7 @@ describe.skipIf(gate.skip)(
       const want: Record<Hca, number> = { mlx5_0: 1, mlx5_1: 2, mlx5_2: 1, mlx5_3: 2, mlx5_4: 1 };
       await waitFor(
         'every job process to hold its stand-in device',
-        () => (HCAS.every((h) => holdersOf(devices.path(h)).length === want[h]) ? true : undefined),
+        () => (HCAS.every((h) => holdersOf(devices.path(h), ours).length === want[h]) ? true : undefined),
         WAIT_MS,
       );
     }, REAL_SLURM_START_TIMEOUT_MS);
@@ -334,7 +368,7 @@ describe.skipIf(gate.skip)(
       // Holders are named as their own /proc/<pid>/comm names them (the agent reads the name from
       // the stat it reads anyway).
       const page = await (await fetch(agent.url.replace(/\/metrics$/, '/'))).text();
-      for (const pid of [...holdersOf(devices.path('mlx5_4')), ...holdersOf(devices.path('mlx5_0'))]) {
+      for (const pid of [...holdersOf(devices.path('mlx5_4'), ours), ...holdersOf(devices.path('mlx5_0'), ours)]) {
         const comm = fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
         expect(page, `PID ${pid}`).toContain(`${pid} ${comm}`);
       }
@@ -376,7 +410,7 @@ describe.skipIf(gate.skip)(
         WAIT_MS,
       );
       expect(valueOf(s, 'ib_slurm_device_jobs', { device: 'mlx5_0', port: '1' })).toBe(0);
-      expect(holdersOf(devices.path('mlx5_0'))).toEqual([]);
+      expect(holdersOf(devices.path('mlx5_0'), ours)).toEqual([]);
     });
 
     it('a shared port that becomes sole starts its job series at 0', async () => {
@@ -424,7 +458,7 @@ describe.skipIf(gate.skip)(
     });
 
     it('cleans up every process, cgroup and file it made', async () => {
-      const stepdHolders = HCAS.flatMap((h) => holdersOf(devices.path(h)));
+      const stepdHolders = HCAS.flatMap((h) => holdersOf(devices.path(h), ours));
       expect(stepdHolders.length).toBeGreaterThan(0);
       await cleanUp();
       expect(stepdHolders.filter((pid) => fs.existsSync(`/proc/${pid}`))).toEqual([]);

@@ -57,10 +57,19 @@ export function pickStandIns(count: number): StandIn[] {
   throw new Error(`only ${out.length} of ${count} unheld character devices among ${POOL.join(', ')}`);
 }
 
-/** A device node at `file` for `s` (mode 0666: a job of another uid opens it too). */
+/**
+ * A device node at `file` for `s` (mode 0666: a job of another uid opens it too). Like an
+ * exclusive create, it fails with code EEXIST when the name exists.
+ */
 export function mknodStandIn(file: string, s: StandIn): void {
   const [major, minor] = s.dev.split(':') as [string, string];
-  execFileSync('mknod', ['-m', '666', file, 'c', major, minor]);
+  try {
+    execFileSync('mknod', ['-m', '666', file, 'c', major, minor], { stdio: ['ignore', 'ignore', 'pipe'] });
+  } catch (e) {
+    if (fs.lstatSync(file, { throwIfNoEntry: false }) !== undefined)
+      throw Object.assign(new Error(`${file} exists`), { code: 'EEXIST' });
+    throw e;
+  }
 }
 
 const LEASE = '/tmp/slurm-otel-stand-in-devices.lease';
