@@ -69,6 +69,8 @@ interface ProcEntry {
   listing: string;
   /** fd name → the character device it refers to, only for fds that are character devices. */
   chars: Map<string, CharFd>;
+  /** The uverbs devices among `chars`, as last matched, and against which map: a steady process is matched once. */
+  matched?: { readonly verbs: ReadonlyMap<string, string>; readonly held: readonly [string, string[]][] };
 }
 
 interface CharFd {
@@ -92,6 +94,19 @@ export class FdScanner {
     private readonly rescanIntervalMs: number,
     private readonly deviceOf: FdDeviceOf = statFdDevice,
   ) {}
+
+  /**
+   * The same map object while sysfs says the same (a few uverbs devices): cached matches of
+   * steady processes stay valid, and a device that comes or goes is matched afresh.
+   */
+  private stable(verbs: ReadonlyMap<string, string>): ReadonlyMap<string, string> {
+    const key = [...verbs].join(';');
+    if (key !== this.verbsKey) [this.verbsKey, this.verbs] = [key, verbs];
+    return this.verbs;
+  }
+
+  private verbsKey = '';
+  private verbs: ReadonlyMap<string, string> = new Map();
 
   scan(nowMs: number, problems: Problems, verbs: VerbsByDevice, coverage?: Coverage): OwnerScan {
     const full = nowMs - this.lastFullMs >= this.rescanIntervalMs;
@@ -131,7 +146,7 @@ export class FdScanner {
       next.set(pid, r.entry);
       linksRead += r.linksRead;
       stated += r.stated;
-      if (r.entry.chars.size > 0) addHoldings(holders, pid, r.entry.chars, verbs());
+      if (r.entry.chars.size > 0) addHoldings(holders, pid, r.entry, this.stable(verbs()));
     }
     this.cache = next;
     return {
@@ -227,23 +242,27 @@ export class FdScanner {
 function addHoldings(
   holders: Map<string, Holding[]>,
   pid: number,
-  chars: ReadonlyMap<string, CharFd>,
+  entry: ProcEntry,
   verbs: ReadonlyMap<string, string>,
 ): void {
-  let mine: Map<string, string[]> | undefined;
-  for (const c of chars.values()) {
-    const uverbs = verbs.get(c.dev);
-    if (uverbs === undefined) continue;
-    mine ??= new Map();
-    const paths = mine.get(uverbs);
-    if (paths === undefined) mine.set(uverbs, [c.link]);
-    else if (!paths.includes(c.link)) paths.push(c.link);
-  }
-  for (const [uverbs, paths] of mine ?? []) {
+  if (entry.matched?.verbs !== verbs) entry.matched = { verbs, held: match(entry.chars, verbs) };
+  for (const [uverbs, paths] of entry.matched.held) {
     const list = holders.get(uverbs);
     if (list) list.push({ pid, paths });
     else holders.set(uverbs, [{ pid, paths }]);
   }
+}
+
+function match(chars: ReadonlyMap<string, CharFd>, verbs: ReadonlyMap<string, string>): [string, string[]][] {
+  const mine = new Map<string, string[]>();
+  for (const c of chars.values()) {
+    const uverbs = verbs.get(c.dev);
+    if (uverbs === undefined) continue;
+    const paths = mine.get(uverbs);
+    if (paths === undefined) mine.set(uverbs, [c.link]);
+    else if (!paths.includes(c.link)) paths.push(c.link);
+  }
+  return [...mine];
 }
 
 /** The error code a failed read names at the end of its detail (`<path>: EACCES`). */

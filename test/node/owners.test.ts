@@ -147,6 +147,18 @@ describe('FdScanner', () => {
     expect(asked).toHaveLength(4);
   });
 
+  it('matches a steady process again when sysfs gains or loses a uverbs device, without reading its fds', () => {
+    const proc = procfs();
+    writeProcess(proc, { pid: 80, comm: 'a', uverbs: [0], fds: 10 });
+    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    const none = (): Map<string, string> => new Map();
+    expect(scanner.scan(0, new Problems(), none).holders.size).toBe(0);
+    const later = scanner.scan(1000, new Problems(), VERBS);
+    expect(later.stats.fdLinksRead).toBe(0);
+    expect(pidsOf(later.holders)).toEqual({ uverbs0: [80] });
+    expect(scanner.scan(2000, new Problems(), none).holders.size).toBe(0);
+  });
+
   it('stats the real /proc: a held character device is known by the number sysfs gives it', () => {
     // /dev/full seen through a path of its own (a symlink named uverbs0): the fd's stat is /dev/full.
     const dir = tmpDir();
