@@ -250,7 +250,6 @@ export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOpti
       optional: f.optionalCollectors,
       accountingLimits: f.accountingLimits,
     },
-    collectionIntervalMs: f.collectionInterval,
     maxInflight: f.maxCollectorInflight,
     userAccountMetrics: f.userAccountMetrics,
     serverLabel: redactUrl(f.slurmApiServer),

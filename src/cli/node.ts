@@ -151,7 +151,6 @@ export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {
       f.qpCounters === 'off'
         ? undefined
         : { path: f.rdmaPath, mode: f.qpCounters, timeoutMs: Math.min(RDMA_TIMEOUT_MS, f.collectionInterval) },
-    collectionIntervalMs: f.collectionInterval,
   };
 }
 

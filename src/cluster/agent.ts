@@ -4,14 +4,14 @@
  * turned into events and the latest result of every sub-collector into
  * families, both through the shared telemetry pipeline.
  */
-import type { Logger } from '../log.js';
-import { htmlBody, type BindAddress, type Body } from '../telemetry/http.js';
-import { Pipeline, type OtlpOptions } from '../telemetry/pipeline.js';
-import type { ResourceOptions } from '../telemetry/resource.js';
+import { htmlBody, type Body } from '../telemetry/http.js';
+import { Pipeline } from '../telemetry/pipeline.js';
 import {
   closeTelemetry,
   collectOnce,
+  runtimeOptions,
   startAgent,
+  type AgentSettings,
   type Collecting,
   repeatEvery,
   type Repeat,
@@ -20,7 +20,6 @@ import {
   type ShutdownOptions,
 } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
-import type { WebConfig } from '../telemetry/webconfig.js';
 import { FAILURE_KINDS, failureKindOf } from './api/failures.js';
 import { CollectionLoop, summarize, type TickResult, type TickSummary } from './collect.js';
 import { makeFetchers, type FetcherOptions } from './fetchers.js';
@@ -31,17 +30,10 @@ import { advance, INITIAL_CLUSTER_STATE, type ClusterState } from './state.js';
 
 export const SCOPE = { name: 'slurm-otel/cluster', version: '0.1.0' };
 
-export interface ClusterAgentOptions {
+export interface ClusterAgentOptions extends AgentSettings {
   /** Where data comes from: the slurmrestd client and the job source. */
-  readonly source: Omit<FetcherOptions, 'logger' | 'onSkipped' | 'onApiErrors' | 'onFieldsLost'>;
-  readonly collectionIntervalMs: number;
+  readonly source: Omit<FetcherOptions, 'logger' | 'onSkipped' | 'onApiErrors' | 'onFieldsLost' | 'onBadHostlists'>;
   readonly maxInflight: number;
-  readonly metrics: BindAddress;
-  readonly monitoring: BindAddress;
-  readonly resource: ResourceOptions;
-  readonly otlp?: OtlpOptions;
-  readonly security?: WebConfig;
-  readonly logger: Logger;
   /** Shown on the landing page: where the agent reads from (never a credential). */
   readonly serverLabel?: string;
   /** Slurm's per-user and per-account job families (`--user-account-metrics`). */
@@ -86,10 +78,12 @@ export class ClusterRunner implements Collecting<TickResult> {
     this.loop = new CollectionLoop({
       fetchers: makeFetchers({
         ...opts.source,
+        now: opts.now,
         logger: opts.logger,
         onSkipped: (collector, n) => m.skippedItems.record(n, { collector }),
         onApiErrors: (collector, n) => m.apiErrors.record(n, { collector }),
         onFieldsLost: (collector, fields) => m.apiFieldsLost.record(fields.length, { collector }),
+        onBadHostlists: (collector, n) => m.hostlistErrors.record(n, { collector }),
       }),
       maxInflight: opts.maxInflight,
       logger: opts.logger,
@@ -256,19 +250,15 @@ export class ClusterRunner implements Collecting<TickResult> {
 
 export async function startClusterAgent(opts: ClusterAgentOptions): Promise<ClusterAgent> {
   const runner = new ClusterRunner(opts);
-  const running = await startAgent(runner, {
-    name: 'cluster agent',
-    metrics: opts.metrics,
-    monitoring: opts.monitoring,
-    intervalMs: opts.collectionIntervalMs,
-    security: opts.security,
-    onRequest: (path) => {
-      if (path === '/metrics') runner.self.m.metricsRequests.record(1);
-    },
-    routes: { '/': () => runner.landing },
-    logger: opts.logger,
-    otlpUrl: opts.otlp?.url,
-  });
+  const running = await startAgent(
+    runner,
+    runtimeOptions('cluster agent', opts, {
+      onRequest: (path) => {
+        if (path === '/metrics') runner.self.m.metricsRequests.record(1);
+      },
+      routes: { '/': () => runner.landing },
+    }),
+  );
   return { ...running, last: () => runner.last, collectNow: () => runner.collect() };
 }
 

@@ -36,6 +36,8 @@ export interface FakeSlurmrestdOptions {
   readonly missing?: readonly string[];
   /** Renderers for versions the package does not render (v0.0.38); see RenderOptions.renderers. */
   readonly renderers?: Renderers;
+  /** Print bodies as real slurmrestd does (see RenderOptions.pretty); default compact. */
+  readonly pretty?: boolean;
 }
 
 export interface FakeSlurmrestd {
@@ -220,6 +222,7 @@ export async function startFakeSlurmrestd(opts: FakeSlurmrestdOptions): Promise<
       ...(opts.release !== undefined ? { release: opts.release } : {}),
       ...(query !== undefined ? { query } : {}),
       ...(opts.renderers !== undefined ? { renderers: opts.renderers } : {}),
+      ...(opts.pretty === true ? { pretty: true } : {}),
     };
     await stream(res, renderChunks(opts.cluster, r.version, r.endpoint, renderOpts), stats);
   };

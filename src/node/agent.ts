@@ -1,13 +1,12 @@
 /** The node agent: cycles on its own timer, publishes each snapshot, serves the last one. */
-import type { Logger } from '../log.js';
-import { htmlBody, type BindAddress, type Body } from '../telemetry/http.js';
-import { Pipeline, type OtlpOptions } from '../telemetry/pipeline.js';
-import type { ResourceOptions } from '../telemetry/resource.js';
-import type { WebConfig } from '../telemetry/webconfig.js';
+import { htmlBody, type Body } from '../telemetry/http.js';
+import { Pipeline } from '../telemetry/pipeline.js';
 import {
   closeTelemetry,
   collectOnce,
+  runtimeOptions,
   startAgent,
+  type AgentSettings,
   type Collecting,
   type RunningAgent,
   type ShutdownOptions,
@@ -28,7 +27,7 @@ export const SCOPE = { name: 'slurm-otel/node', version: '0.1.0' };
 /** New unreadable processes logged one by one per cycle; the rest in one line. */
 const MAX_LOGGED_UNREADABLE = 5;
 
-export interface NodeAgentOptions {
+export interface NodeAgentOptions extends AgentSettings {
   readonly collector: Omit<CollectorOptions, 'jobIdTable' | 'metadata' | 'qp'>;
   /** Per-PID QP counters through the rdma tool (--qp-counters observe|manage); off when absent. */
   readonly qpCounters?: Omit<QpSourceOptions, 'logger' | 'onError' | 'onDropped'>;
@@ -36,14 +35,6 @@ export interface NodeAgentOptions {
   readonly squeue?: Omit<SqueueOptions, 'logger' | 'onError'>;
   /** squeue for the optional user_name/account/slurm_partition labels of job series. */
   readonly jobMetadata?: Omit<SqueueOptions, 'logger' | 'onError'>;
-  readonly collectionIntervalMs: number;
-  readonly metrics: BindAddress;
-  readonly monitoring: BindAddress;
-  readonly resource: ResourceOptions;
-  readonly otlp?: OtlpOptions;
-  /** TLS and basic auth for the endpoints (--web-config-file). */
-  readonly security?: WebConfig;
-  readonly logger: Logger;
 }
 
 export interface NodeAgent extends RunningAgent {
@@ -238,17 +229,13 @@ export class NodeRunner implements Collecting {
 
 export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent> {
   const runner = new NodeRunner(opts);
-  const running = await startAgent(runner, {
-    name: 'node agent',
-    metrics: opts.metrics,
-    monitoring: opts.monitoring,
-    intervalMs: opts.collectionIntervalMs,
-    security: opts.security,
-    routes: { '/': () => runner.landing },
-    onRequest: (path) => runner.self.m.scrapeRequests.record(1, { path }),
-    logger: opts.logger,
-    otlpUrl: opts.otlp?.url,
-  });
+  const running = await startAgent(
+    runner,
+    runtimeOptions('node agent', opts, {
+      routes: { '/': () => runner.landing },
+      onRequest: (path) => runner.self.m.scrapeRequests.record(1, { path }),
+    }),
+  );
   return { ...running, last: () => runner.last, cycleNow: () => runner.cycle() };
 }
 

@@ -6,7 +6,8 @@
  */
 import { redactUrl, type Logger } from '../log.js';
 import { serve, textBody, type BindAddress, type Body, type Endpoint, type Route } from './http.js';
-import { within, type Pipeline } from './pipeline.js';
+import { within, type OtlpOptions, type Pipeline } from './pipeline.js';
+import type { ResourceOptions } from './resource.js';
 import type { WebConfig } from './webconfig.js';
 
 export interface ServeOptions {
@@ -139,6 +140,40 @@ export interface AgentRuntimeOptions {
   readonly onRequest?: (path: string) => void;
   readonly logger: Logger;
   readonly otlpUrl?: string;
+}
+
+/**
+ * What every agent is started with, whatever it collects: where it serves and pushes, what it
+ * says it is, how it logs and how often it collects. The command line builds these once for both
+ * agents (cli/export-options.ts); each agent's options add what it collects.
+ */
+export interface AgentSettings {
+  readonly metrics: BindAddress;
+  readonly monitoring: BindAddress;
+  readonly resource: ResourceOptions;
+  readonly otlp?: OtlpOptions;
+  /** TLS and basic auth for both endpoints (--web-config-file). */
+  readonly security?: WebConfig;
+  readonly logger: Logger;
+  readonly collectionIntervalMs: number;
+}
+
+/** The runtime's options for an agent started with `settings`, plus its own routes and request hook. */
+export function runtimeOptions(
+  name: string,
+  settings: AgentSettings,
+  own: Pick<AgentRuntimeOptions, 'routes' | 'onRequest'>,
+): AgentRuntimeOptions {
+  return {
+    name,
+    metrics: settings.metrics,
+    monitoring: settings.monitoring,
+    intervalMs: settings.collectionIntervalMs,
+    security: settings.security,
+    logger: settings.logger,
+    otlpUrl: settings.otlp?.url,
+    ...own,
+  };
 }
 
 export interface RunningAgent {

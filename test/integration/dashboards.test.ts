@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDemo, type DemoStack } from '../../src/cli/demo.js';
+import { startDemo, type DemoStack } from '../../src/cli/demo-stack.js';
 import { DEMO_NODE } from '../../src/demo/scenarios.js';
 import { nodeAgentOptions } from '../support/agents.js';
 import {

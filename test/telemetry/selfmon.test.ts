@@ -3,7 +3,7 @@
  * the running test process itself: real memory, real CPU time, real /proc/self/fd.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDemo, type DemoStack } from '../../src/cli/demo.js';
+import { startDemo, type DemoStack } from '../../src/cli/demo-stack.js';
 import { DEMO_NODE } from '../../src/demo/scenarios.js';
 import { PROCESS_METRICS } from '../../src/telemetry/process-metrics.js';
 import { prometheusName } from '../../src/telemetry/spec.js';
