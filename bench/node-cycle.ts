@@ -9,6 +9,11 @@
  *     (a stand-in rdma answering with one counter per job process), vs without
  * Goals: cold ≤ 1.0× find, steady ≤ 1.5× the listing floor, RSS ≤ 120 MB; with rdma.current
  * everywhere cold ≤ 0.1× find.
+ *
+ * The synthetic procfs holds plain symlinks, so a device number comes from the tree's table; each
+ * such lookup here also makes the real stat system call on the fd's path (whose target may not
+ * exist), so the cycles pay what stat costs on a node. The rule (only links that are paths are
+ * stat'ed) is weighed against stat of every fd, measured on the same tree.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -18,7 +23,8 @@ import { NodeCollector } from '../src/node/collector.js';
 import { silentLogger } from '../test/support/log.js';
 import { parseQpCounters } from '../src/node/qp-counters.js';
 import { QpSource } from '../src/node/qp-source.js';
-import type { TreeSpec } from '../src/demo/nodetree.js';
+import type { TreeRoots, TreeSpec } from '../src/demo/nodetree.js';
+import type { Roots } from '../src/node/roots.js';
 import { FakeRdma, type QpCounterJson } from '../src/demo/fake-rdma.js';
 import { HEAVY_NODE, heavyTree } from './heavy-node.js';
 import { writeTree } from '../src/demo/nodetree.js';
@@ -64,11 +70,37 @@ function listingFloor(procfs: string): void {
   }
 }
 
+/** The tree's device numbers, each lookup paying a real stat of the fd's path. */
+function statCosting(tree: TreeRoots): Roots {
+  return {
+    ...tree,
+    fdDevice: (fdPath, link) => {
+      fs.statSync(fdPath, { throwIfNoEntry: false });
+      return tree.fdDevice(fdPath, link);
+    },
+  };
+}
+
+/** stat of every fd of every process: what identifying by device number would cost without the rule. */
+function statEveryFd(procfs: string): number {
+  let n = 0;
+  for (const name of fs.readdirSync(procfs)) {
+    const c = name.charCodeAt(0);
+    if (c < 48 || c > 57) continue;
+    const fdDir = `${procfs}/${name}/fd/`;
+    for (const fd of fs.readdirSync(fdDir)) {
+      fs.statSync(fdDir + fd, { throwIfNoEntry: false });
+      n++;
+    }
+  }
+  return n;
+}
+
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-bench-'));
 try {
   const t0 = performance.now();
   const spec = heavyTree(HEAVY_NODE);
-  const roots = writeTree(dir, spec);
+  const roots = statCosting(writeTree(dir, spec));
   console.log(
     `tree: ${HEAVY_NODE.hcas} HCAs × ${HEAVY_NODE.portsPerHca} ports, ${HEAVY_NODE.jobs} jobs, ${HEAVY_NODE.jobProcesses} job processes × ${HEAVY_NODE.fdsPerProcess} fds, ${HEAVY_NODE.otherProcesses} others (written in ${((performance.now() - t0) / 1000).toFixed(1)} s)`,
   );
@@ -91,8 +123,13 @@ try {
   const rssMb = process.memoryUsage().rss / 2 ** 20;
 
   const points = first.families.reduce((n, f) => n + f.points.length, 0);
+  let fds = 0;
+  const statAll = median(Array.from({ length: COLD_RUNS }, () => time(() => (fds = statEveryFd(roots.procfs)))));
   console.log(
     `processes seen: ${first.snapshot.stats.processes}, fd links read cold: ${first.snapshot.stats.fdLinksRead}, points: ${points}`,
+  );
+  console.log(
+    `device numbers: ${first.snapshot.stats.fdsStated} fds stat'ed cold (links that are paths); stat of all ${fds} fds alone: ${statAll.toFixed(1)} ms`,
   );
   console.log(
     `cold cycle:   ${cold.toFixed(1)} ms   find -lname: ${find.toFixed(1)} ms   ratio ${(cold / find).toFixed(2)}×  (goal ≤ 1.00×)`,
@@ -112,7 +149,7 @@ try {
 async function rdmaEverywhere(spec: TreeSpec): Promise<void> {
   const rdmaDir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-bench-rdma-'));
   try {
-    const roots = writeTree(rdmaDir, { ...spec, rdmaEverywhere: true });
+    const roots = statCosting(writeTree(rdmaDir, { ...spec, rdmaEverywhere: true }));
     const find = median(
       Array.from({ length: COLD_RUNS }, () =>
         time(() => execFileSync('sh', ['-c', `find ${roots.procfs}/*/fd -lname '*uverbs*' | wc -l`])),
@@ -165,7 +202,7 @@ function qpCounters(spec: TreeSpec, round: number): QpCounterJson[] {
  * --qp-counters observe: each measured cycle folds in a new reading; the rdma runs themselves are
  * in the background.
  */
-async function qpObserve(spec: TreeSpec, roots: ReturnType<typeof writeTree>, without: number): Promise<void> {
+async function qpObserve(spec: TreeSpec, roots: Roots, without: number): Promise<void> {
   const rdmaDir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-bench-fake-rdma-'));
   const rdma = new FakeRdma(rdmaDir);
   const source = new QpSource({ path: rdma.path, mode: 'observe', timeoutMs: 10_000, logger: silentLogger() });

@@ -69,7 +69,7 @@ export function section(doc: string, key: string): string | undefined {
 /** A command's options as a table: flag, environment variable, default, description. */
 export function optionsTable(cmd: Command): string {
   const rows = cmd.options
-    .filter((o) => o.long !== '--help' && o.long !== '--version')
+    .filter((o) => o.long !== '--help' && o.long !== '--version' && !o.hidden)
     .map((o) => {
       const def = o.defaultValueDescription ?? (o.defaultValue === undefined ? '—' : JSON.stringify(o.defaultValue));
       return `| \`${o.flags}\` | ${o.envVar ? `\`${o.envVar}\`` : '—'} | ${def === '—' ? def : `\`${def.replace(/^"|"$/g, '')}\``} | ${o.description} |`;

@@ -35,8 +35,13 @@
 #                                task/none; runs anywhere) or v1 (proctrack/cgroup +
 #                                task/cgroup with cgroup/v1: real job cgroups made by
 #                                slurmstepd; needs the v1 controllers mounted at
-#                                /sys/fs/cgroup/<controller>). v2 is refused on hybrid hosts
-#                                by Slurm itself ("Hybrid mode is not supported").
+#                                /sys/fs/cgroup/<controller>) or v2 (cgroup/v2; only inside a
+#                                chroot: slurmd refuses a hybrid host's /proc/self/cgroup with
+#                                "Hybrid mode is not supported", so up.sh mounts the host's
+#                                cgroup2 hierarchy at the chroot's /sys/fs/cgroup and
+#                                REAL_SLURM_PRELOAD=cg2only.so shows slurmd only the 0:: line;
+#                                IgnoreSystemd=yes: slurmd makes <node>_slurmstepd.scope itself.
+#                                down.sh removes the scopes and the mount it made)
 #
 # Newer Slurm (24.11, 26.05) runs these scripts inside a Debian chroot made by chroot.sh;
 # the knobs that differ from 22.05:
@@ -105,7 +110,7 @@ rs_validate() {
   [[ $RS_PREFIX =~ ^[a-z][a-z0-9]{0,15}$ ]] || rs_die "REAL_SLURM_NODE_PREFIX must be a lower-case letter then up to 15 of [a-z0-9] (got '$RS_PREFIX')"
   [[ $RS_CLUSTER =~ ^[a-z][a-z0-9_]{0,31}$ ]] || rs_die "REAL_SLURM_CLUSTER must be lower-case [a-z0-9_], starting with a letter (got '$RS_CLUSTER')"
   [[ $RS_FRESH =~ ^[01]$ ]] || rs_die "REAL_SLURM_FRESH must be 0 or 1 (got '$RS_FRESH')"
-  [[ $RS_CGROUP =~ ^(none|v1)$ ]] || rs_die "REAL_SLURM_CGROUP must be none or v1 (got '$RS_CGROUP')"
+  [[ $RS_CGROUP =~ ^(none|v1|v2)$ ]] || rs_die "REAL_SLURM_CGROUP must be none, v1 or v2 (got '$RS_CGROUP')"
   [[ $RS_REST_PLUGINS =~ ^[a-z0-9/._,]*$ ]] || rs_die "REAL_SLURM_REST_PLUGINS must be a comma list of plugin names (got '$RS_REST_PLUGINS')"
   [[ $RS_PING_VERSION =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]] || rs_die "REAL_SLURM_PING_VERSION must look like v0.0.42 (got '$RS_PING_VERSION')"
   [[ $RS_DB_EXTERNAL =~ ^[0-9]*$ ]] || rs_die "REAL_SLURM_DB_EXTERNAL must be a port number (got '$RS_DB_EXTERNAL')"
@@ -246,6 +251,7 @@ rs_stop() {
   #    deepest first, once no process is left in them; rmdir never removes a
   #    cgroup that still has a process.
   rs_remove_cgroups
+  rs_unmount_cgroup2
   # 5. Accounting, database, munge last (everything above needs it).
   for f in slurmdbd mariadbd munged; do rs_stop_pidfile "$RS_RUN/$f.pid"; done
   # 6. Anything else still carrying our tag (e.g. a slurmd a test restarted by hand).
@@ -257,13 +263,43 @@ rs_stop() {
   return 0
 }
 
-# The v1 job cgroup roots this cluster's slurmd create: <controller>/slurm_<node>.
+# The job cgroup roots this cluster's slurmd create: v1 <controller>/slurm_<node>, v2
+# system.slice/<node>_slurmstepd.scope (with its slurmd/, system/ and SLUID directories).
 rs_cgroup_roots() {
-  [ "$RS_CGROUP" = v1 ] || return 0
-  local i
+  local i scope
   for ((i = 1; i <= RS_NODES; i++)); do
-    compgen -G "$RS_CGROUP_ROOT/*/slurm_$RS_PREFIX$i" || true
+    case $RS_CGROUP in
+      v1) compgen -G "$RS_CGROUP_ROOT/*/slurm_$RS_PREFIX$i" || true ;;
+      v2)
+        scope=$RS_CGROUP_ROOT/system.slice/${RS_PREFIX}${i}_slurmstepd.scope
+        if [ -d "$scope" ]; then echo "$scope"; fi ;;
+    esac
   done
+  return 0
+}
+
+# cgroup v2 in a chroot: the host's cgroup2 hierarchy at /sys/fs/cgroup, unless it is one already.
+# The marker in the state dir says this cluster mounted it, so down.sh unmounts only its own.
+RS_CG2_MARK=$RS_STATE/cgroup2-mounted
+rs_mount_cgroup2() {
+  [ "$RS_CGROUP" = v2 ] || return 0
+  [ "$(stat -f -c %T "$RS_CGROUP_ROOT")" = cgroup2fs ] && return 0
+  # Never over the host's own /sys/fs/cgroup: only from the copy chroot.sh put in its chroot,
+  # and not where / is PID 1's root (when that can be read).
+  local here host
+  here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+  host=$(stat -L -c %d:%i /proc/1/root 2>/dev/null) || host=
+  if [ "$here" != /opt/slurm-otel/real-slurm ] || [ "$host" = "$(stat -c %d:%i /)" ]; then
+    rs_die "REAL_SLURM_CGROUP=v2 on a hybrid host runs only inside chroot.sh's chroot"
+  fi
+  mount -t cgroup2 none "$RS_CGROUP_ROOT" || rs_die "could not mount cgroup2 at $RS_CGROUP_ROOT"
+  : >"$RS_CG2_MARK"
+}
+
+rs_unmount_cgroup2() {
+  [ -e "$RS_CG2_MARK" ] || return 0
+  umount "$RS_CGROUP_ROOT" 2>/dev/null || umount -l "$RS_CGROUP_ROOT" || true
+  rm -f "$RS_CG2_MARK"
 }
 
 rs_remove_cgroups() {

@@ -228,6 +228,21 @@ ConstrainRAMSpace=yes
 ConstrainDevices=no
 EOF
   chmod 644 "$RS_ETC/cgroup.conf"
+elif [ "$RS_CGROUP" = v2 ]; then
+  [ -n "$RS_PRELOAD" ] || rs_die "REAL_SLURM_CGROUP=v2 needs REAL_SLURM_PRELOAD (cg2only.so) on a hybrid host"
+  rs_mount_cgroup2
+  TRACKING="ProctrackType=proctrack/cgroup
+TaskPlugin=task/cgroup"
+  # No memory constraint: a hybrid host's memory controller is bound to its v1 hierarchy.
+  cat >"$RS_ETC/cgroup.conf" <<EOF
+CgroupPlugin=cgroup/v2
+CgroupMountpoint=$RS_CGROUP_ROOT
+IgnoreSystemd=yes
+ConstrainCores=no
+ConstrainRAMSpace=no
+ConstrainDevices=no
+EOF
+  chmod 644 "$RS_ETC/cgroup.conf"
 else
   TRACKING="ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none"

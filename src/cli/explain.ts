@@ -2,16 +2,13 @@
 import { Command, Option } from 'commander';
 import Table from 'cli-table3';
 import { NodeCollector } from '../node/collector.js';
-import { attributionRows, evidenceText, slurmCgroupsNote, type PortRow } from '../node/explain.js';
+import { attributionRows, evidenceText, holderText, slurmCgroupsNote, type PortRow } from '../node/explain.js';
 import { describeUnreadable, unreadableLine, type UnreadablePolicy } from '../node/unreadable.js';
 import { CollectionIncomplete } from './common.js';
-import { addRootOptions, unreadableOption } from './node.js';
+import { addRootOptions, rootsOf, unreadableOption, type RootFlags } from './node.js';
 import { parseDuration } from './values.js';
 
-interface ExplainFlags {
-  sysfsRoot: string;
-  procfsRoot: string;
-  cgroupRoot: string;
+interface ExplainFlags extends RootFlags {
   unreadableProcesses: UnreadablePolicy;
   json?: boolean;
 }
@@ -24,7 +21,7 @@ export function explainCommand(): Command {
     .option('--json', 'print the rows as JSON (for scripts)')
     .addOption(new Option('--fd-rescan-interval <duration>').hideHelp().default(0).argParser(parseDuration))
     .action((f: ExplainFlags) => {
-      const roots = { sysfs: f.sysfsRoot, procfs: f.procfsRoot, cgroupfs: f.cgroupRoot };
+      const roots = rootsOf(f);
       // Every fd table, so holders are named by PID even where the rdma cgroup charges suffice.
       const c = new NodeCollector({
         roots,
@@ -99,9 +96,9 @@ export function renderTable(rows: readonly PortRow[]): string {
     const holders = [
       ...r.jobs.map(
         (j) =>
-          `job ${j.jobId}${j.holders.length ? `: ${j.holders.map((h) => `${h.pid} ${h.comm}`).join(', ')}` : ''} ${evidenceText(j.evidence)}`,
+          `job ${j.jobId}${j.holders.length ? `: ${j.holders.map(holderText).join(', ')}` : ''} ${evidenceText(j.evidence)}`,
       ),
-      ...r.nonJob.map((h) => `non-job: ${h.pid} ${h.comm} ${evidenceText(h.evidence)}`),
+      ...r.nonJob.map((h) => `non-job: ${holderText(h)} ${evidenceText(h.evidence)}`),
     ].map(printable);
     const cells = [r.device, r.port, `${r.linkLayer} ${r.rate}`.trim()].map(printable);
     table.push([...cells, holders.join('\n') || '—', r.status, printable(r.why)]);

@@ -1,10 +1,10 @@
 /** `slurm-otel node`: options (flag > IB_SLURM_EXPORTER_* > default) → the node agent. */
 import os from 'node:os';
-import { Command, type Option } from 'commander';
+import { Command, Option } from 'commander';
 import type { LogFormat } from '../log.js';
 import { runNodeOnce, startNodeAgent, type NodeAgentOptions } from '../node/agent.js';
 import { QP_COUNTERS_MODES, type QpCountersMode } from '../node/qp-source.js';
-import { DEFAULT_ROOTS } from '../node/roots.js';
+import { DEFAULT_ROOTS, deviceTable, type Roots } from '../node/roots.js';
 import { UNREADABLE_POLICIES, type UnreadablePolicy } from '../node/unreadable.js';
 import { CollectionIncomplete, runUntilSignal } from './common.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
@@ -15,13 +15,10 @@ const opt = envOption('IB_SLURM_EXPORTER_');
 /** One rdma run is cut off after this (or the collection interval, if shorter). */
 const RDMA_TIMEOUT_MS = 10_000;
 
-export interface NodeFlags extends ExportFlags {
+export interface NodeFlags extends ExportFlags, RootFlags {
   collectionInterval: number;
   fdRescanInterval: number;
   unreadableProcesses: UnreadablePolicy;
-  sysfsRoot: string;
-  procfsRoot: string;
-  cgroupRoot: string;
   nodeName: string;
   squeuePath?: string;
   squeueTimeout: number;
@@ -37,7 +34,24 @@ export function addRootOptions(cmd: Command): Command {
     .addOption(opt('--procfs-root <dir>', 'procfs mount point', 'PROCFS_ROOT').default(DEFAULT_ROOTS.procfs))
     .addOption(
       opt('--cgroup-root <dir>', 'cgroup filesystem mount point', 'CGROUP_ROOT').default(DEFAULT_ROOTS.cgroupfs),
-    );
+    )
+    .addOption(new Option('--fd-device-table <file>').hideHelp());
+}
+
+export interface RootFlags {
+  sysfsRoot: string;
+  procfsRoot: string;
+  cgroupRoot: string;
+  /**
+   * Device numbers by fd link text instead of stat: a synthetic procfs (the demo's and the tests'
+   * trees) holds plain symlinks to files that do not exist. Hidden: a real node never needs it.
+   */
+  fdDeviceTable?: string;
+}
+
+export function rootsOf(f: RootFlags): Roots {
+  const roots = { sysfs: f.sysfsRoot, procfs: f.procfsRoot, cgroupfs: f.cgroupRoot };
+  return f.fdDeviceTable === undefined ? roots : { ...roots, fdDevice: deviceTable(f.fdDeviceTable) };
 }
 
 /** What an unreadable fd table outside every Slurm job costs; node and explain take it. */
@@ -117,7 +131,7 @@ export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {
   return {
     ...exportSettings(f, env, { serviceName: 'slurm-otel-node', hostName: f.nodeName }),
     collector: {
-      roots: { sysfs: f.sysfsRoot, procfs: f.procfsRoot, cgroupfs: f.cgroupRoot },
+      roots: rootsOf(f),
       fdRescanIntervalMs: f.fdRescanInterval,
       unreadableProcesses: f.unreadableProcesses,
     },

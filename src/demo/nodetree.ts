@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Roots } from '../node/roots.js';
+import { deviceTable, type FdDeviceOf, type Roots } from '../node/roots.js';
 
 export type TreeLayout = 'v1' | 'v2' | 'v2-sluid';
 
@@ -21,6 +21,8 @@ export interface HcaSpec {
   readonly name: string;
   /** The uverbs index that maps to this HCA (independent of the HCA's own number). */
   readonly uverbs: number;
+  /** Its device number, `uverbsN/dev` (default: the kernel's, 231:192 + N). */
+  readonly dev?: string;
   readonly boardId?: string;
   readonly firmware?: string;
   readonly hcaType?: string;
@@ -32,7 +34,9 @@ export interface ProcSpec {
   readonly comm: string;
   /** uverbs indexes this process holds fds on. */
   readonly uverbs?: readonly number[];
-  /** Total fds, uverbs ones included (the rest are sockets, pipes, files). */
+  /** More fds after the uverbs ones: a link text and, for a character device, its number. */
+  readonly links?: readonly LinkSpec[];
+  /** Total fds, uverbs ones and links included (the rest are sockets, pipes, files). */
   readonly fds?: number;
   readonly cmdline?: string;
   readonly startTime?: number;
@@ -40,6 +44,36 @@ export interface ProcSpec {
   readonly cgroup?: string;
   /** rdma.current of its own cgroup (the v1 rdma line, else the v2 line of /proc/<pid>/cgroup). */
   readonly rdma?: RdmaSpec;
+}
+
+/** An fd as /proc shows it: the link text, and the device number when it is a character device. */
+export interface LinkSpec {
+  readonly target: string;
+  readonly dev?: string;
+}
+
+/** The kernel's number of uverbsN (major 231, minors from 192) when fewer than 32 exist. */
+export function uverbsDevice(n: number): string {
+  return `231:${192 + n}`;
+}
+
+/** Link texts a synthetic tree's fds have and what they are: /dev/null and every /dev/infiniband/uverbsN. */
+function standardDevices(): Map<string, string> {
+  const out = new Map([['/dev/null', '1:3']]);
+  for (let n = 0; n < 64; n++) out.set(`/dev/infiniband/uverbs${n}`, uverbsDevice(n));
+  return out;
+}
+
+/** The fd device source of processes written with `writeProcess` and no `links`: the standard devices. */
+export const standardFdDevice: FdDeviceOf = (() => {
+  const table = standardDevices();
+  return (_fdPath: string, linkText: string) => table.get(linkText);
+})();
+
+/** A synthetic tree's roots, with the file its fd device numbers are kept in (`--fd-device-table`). */
+export interface TreeRoots extends Roots {
+  readonly fdDevice: FdDeviceOf;
+  readonly deviceTable: string;
 }
 
 /**
@@ -87,8 +121,32 @@ export function rootsUnder(dir: string): Roots {
   return { sysfs: path.join(dir, 'sys'), procfs: path.join(dir, 'proc'), cgroupfs: path.join(dir, 'cgroup') };
 }
 
+/**
+ * The device numbers of the tree's fd link texts: the standard ones, each HCA's own number for its
+ * uverbs path, and every process's links. One link text names one device in a tree.
+ */
+function writeDeviceTable(dir: string, spec: TreeSpec): string {
+  const table = standardDevices();
+  const set = (target: string, dev: string | undefined): void => {
+    if (dev === undefined) return void table.delete(target);
+    const known = table.get(target);
+    if (known !== undefined && known !== dev && !target.startsWith('/dev/infiniband/uverbs'))
+      throw new Error(`${target}: two device numbers (${known}, ${dev}) in one tree`);
+    table.set(target, dev);
+  };
+  for (const hca of spec.hcas) set(`/dev/infiniband/uverbs${hca.uverbs}`, hca.dev ?? uverbsDevice(hca.uverbs));
+  for (const p of allProcs(spec)) for (const l of p.links ?? []) set(l.target, l.dev);
+  const file = path.join(dir, 'fd-devices.json');
+  put(file, JSON.stringify(Object.fromEntries(table), null, 1));
+  return file;
+}
+
+function allProcs(spec: TreeSpec): ProcSpec[] {
+  return [...spec.others, ...spec.jobs.flatMap(jobProcs)];
+}
+
 /** Writes the whole tree under `dir` (which must be empty or absent). */
-export function writeTree(dir: string, spec: TreeSpec): Roots {
+export function writeTree(dir: string, spec: TreeSpec): TreeRoots {
   const roots = rootsUnder(dir);
   for (const hca of spec.hcas) writeHca(roots.sysfs, hca);
   for (const job of spec.jobs) {
@@ -105,7 +163,8 @@ export function writeTree(dir: string, spec: TreeSpec): Roots {
     writeProcess(roots.procfs, spec.rdmaEverywhere && p.pid === 1 && !p.cgroup ? { ...p, cgroup: '0::/\n' } : p);
   writeCgroups(roots.cgroupfs, spec);
   writeRdma(roots, spec);
-  return roots;
+  const table = writeDeviceTable(dir, spec);
+  return { ...roots, fdDevice: deviceTable(table), deviceTable: table };
 }
 
 /** Whether the tree has an rdma controller (then v1 trees get an rdma hierarchy). */
@@ -203,7 +262,9 @@ export function writeHca(sysfs: string, hca: HcaSpec): void {
   put(path.join(dev, 'hca_type'), `${hca.hcaType ?? 'MT4129'}\n`);
   put(path.join(dev, 'node_guid'), '0c42:a103:0001:0001\n');
   hca.ports.forEach((p, i) => writePort(sysfs, hca.name, i + 1, p));
-  put(path.join(sysfs, 'class', 'infiniband_verbs', `uverbs${hca.uverbs}`, 'ibdev'), `${hca.name}\n`);
+  const verbs = path.join(sysfs, 'class', 'infiniband_verbs', `uverbs${hca.uverbs}`);
+  put(path.join(verbs, 'ibdev'), `${hca.name}\n`);
+  put(path.join(verbs, 'dev'), `${hca.dev ?? uverbsDevice(hca.uverbs)}\n`);
 }
 
 function writePort(sysfs: string, device: string, n: number, p: PortSpec): void {
@@ -239,12 +300,10 @@ export function writeProcess(procfs: string, p: ProcSpec): void {
   put(path.join(dir, 'cgroup'), p.cgroup ?? `0::/system.slice/${p.comm}.service\n`);
   const fdDir = path.join(dir, 'fd');
   fs.mkdirSync(fdDir, { recursive: true });
-  const uverbs = p.uverbs ?? [];
-  const total = Math.max(p.fds ?? 3 + uverbs.length, 3 + uverbs.length);
+  const named = [...(p.uverbs ?? []).map((n) => `/dev/infiniband/uverbs${n}`), ...(p.links ?? []).map((l) => l.target)];
+  const total = Math.max(p.fds ?? 3 + named.length, 3 + named.length);
   for (let fd = 0; fd < total; fd++) {
-    const u = fd - 3;
-    const target =
-      fd < 3 ? '/dev/null' : u < uverbs.length ? `/dev/infiniband/uverbs${uverbs[u]}` : `socket:[${p.pid * 1000 + fd}]`;
+    const target = fd < 3 ? '/dev/null' : (named[fd - 3] ?? `socket:[${p.pid * 1000 + fd}]`);
     fs.symlinkSync(target, path.join(fdDir, String(fd)));
   }
 }

@@ -12,7 +12,7 @@ import {
   type ShutdownOptions,
 } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
-import { NodeCollector, type CollectorOptions, type Cycle } from './collector.js';
+import { HOLD_COUNTER_FILES, NodeCollector, type CollectorOptions, type Cycle } from './collector.js';
 import { attributionRows, slurmCgroupsNote } from './explain.js';
 import { CounterHistory, motionReadings } from './history.js';
 import { renderLanding } from './landing.js';
@@ -81,7 +81,13 @@ export class NodeRunner implements Collecting {
       ? new QpSource({ ...opts.qpCounters, logger, onError: onRdmaError, onDropped })
       : undefined;
     this.background = [jobIdTable, metadata, this.qp].filter((b): b is NonNullable<typeof b> => b !== undefined);
-    this.collector = new NodeCollector({ ...opts.collector, jobIdTable, metadata, qp: this.qp });
+    this.collector = new NodeCollector({
+      holdCounterFiles: HOLD_COUNTER_FILES,
+      ...opts.collector,
+      jobIdTable,
+      metadata,
+      qp: this.qp,
+    });
   }
 
   get landing(): Body {
@@ -216,6 +222,7 @@ export class NodeRunner implements Collecting {
   /** Also turns per-PID QP counters off again on the links this agent turned on (while the last push goes). */
   async shutdown(opts: ShutdownOptions = {}): Promise<void> {
     this.abort();
+    this.collector.close();
     await Promise.all([this.qp?.restore(), closeTelemetry(this.pipeline, this.self, opts)]);
   }
 }

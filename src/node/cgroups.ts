@@ -87,8 +87,15 @@ class ScanAccumulator {
   readonly gaps: string[] = [];
   foundSlurm = false;
 
+  /**
+   * One layout per scope: a v2 scope is `v2` until a bare SLUID job directory shows it is 26.05's
+   * (then `v2-sluid`, also when job_<id> directories sit beside it: the scope's slurmstepd is 26.05+).
+   */
   scope(layout: Layout, scope: string): void {
-    this.scopes.set(`${layout} ${scope}`, { layout, scope });
+    const key = `${layout === 'v1' ? 'v1' : 'v2'} ${scope}`;
+    const known = this.scopes.get(key);
+    if (known?.layout === 'v2-sluid') return;
+    this.scopes.set(key, { layout, scope });
   }
 
   result(searched: string): CgroupScan {

@@ -6,6 +6,7 @@ import { observe, qpFamilies } from './observe.js';
 import { accumulateQp, EMPTY_QP_STATE, type QpState } from './qp-counters.js';
 import type { QpReadings } from './qp-source.js';
 import { FdScanner } from './owners.js';
+import { HcaCache } from './hca.js';
 import type { Roots } from './roots.js';
 import type { JobMetadataSource } from './squeue.js';
 import { takeSnapshot, type NodeSnapshot } from './snapshot.js';
@@ -23,9 +24,14 @@ export interface CollectorOptions {
   readonly readAllFds?: boolean;
   /** Per-PID QP counters read in the background (--qp-counters observe|manage). */
   readonly qp?: QpReadings;
+  /** Counter files kept open between cycles, at most (a running agent: HOLD_COUNTER_FILES). */
+  readonly holdCounterFiles?: number;
   /** The clock a cycle is stamped with (default Date.now): tests make time pass without waiting. */
   readonly now?: () => number;
 }
+
+/** What a running agent keeps open: every counter of 16 dual-port HCAs with mlx5's ~60 counters each. */
+export const HOLD_COUNTER_FILES = 2048;
 
 export interface Cycle {
   readonly snapshot: NodeSnapshot;
@@ -51,7 +57,8 @@ export class NodeCollector {
   constructor(opts: CollectorOptions) {
     this.readers = {
       roots: opts.roots,
-      fds: new FdScanner(opts.roots.procfs, opts.fdRescanIntervalMs),
+      fds: new FdScanner(opts.roots.procfs, opts.fdRescanIntervalMs, opts.roots.fdDevice),
+      hcaCache: new HcaCache(opts.holdCounterFiles ?? 0),
       jobIds: new JobIdResolver(opts.roots.procfs, opts.jobIdTable),
       metadata: opts.metadata,
       unreadable: opts.unreadableProcesses ?? 'strict',
@@ -59,6 +66,11 @@ export class NodeCollector {
     };
     this.qp = opts.qp;
     this.now = opts.now ?? Date.now;
+  }
+
+  /** Closes the counter files kept open. */
+  close(): void {
+    this.readers.hcaCache.close();
   }
 
   cycle(nowMs: number = this.now()): Cycle {

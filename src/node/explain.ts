@@ -20,6 +20,8 @@ export const KEY_COUNTERS = [
 export interface Holder {
   readonly pid: number;
   readonly comm: string;
+  /** Its fds' paths on the device as the process knows them (the link text: a chroot's prefix shows). */
+  readonly paths?: readonly string[];
 }
 
 /** A holder and what shows it holds the device. */
@@ -54,10 +56,14 @@ export function attributionRows(c: Cycle): PortRow[] {
   const { snapshot: snap } = c;
   const byKey = new Map(snap.allocations.map((a) => [a.key, a]));
   const ports = new Map(snap.hca.hcas.flatMap((h) => h.ports.map((p) => [`${h.device} ${p.port}`, p] as const)));
-  const holder = (pid: number): Holder => ({ pid, comm: snap.holderNames.get(pid) ?? '?' });
   return c.attribution.verdicts.map((v) => {
     const p = ports.get(`${v.device} ${v.port}`);
     const held = snap.holders.get(v.device);
+    const holder = (pid: number): Holder => {
+      const paths = held?.paths.get(pid);
+      const named = { pid, comm: snap.holderNames.get(pid) ?? '?' };
+      return paths === undefined ? named : { ...named, paths };
+    };
     const jobs = (held?.allocations ?? []).map((key) => {
       const a = byKey.get(key);
       const pids = new Set([...(a?.pids ?? []), ...(a?.stepdPids ?? [])]);
@@ -90,6 +96,15 @@ export function attributionRows(c: Cycle): PortRow[] {
     };
     return v.soleJobId === undefined ? row : { ...row, attributedTo: v.soleJobId };
   });
+}
+
+/**
+ * A holder as the table names it: PID and name, and the paths it holds the device by when one is
+ * not the usual /dev/infiniband/uverbsN (a chroot, a container, a renamed node).
+ */
+export function holderText(h: Holder): string {
+  const unusual = (h.paths ?? []).some((p) => !/^\/dev\/infiniband\/uverbs\d+$/.test(p));
+  return unusual ? `${h.pid} ${h.comm} via ${(h.paths ?? []).join(', ')}` : `${h.pid} ${h.comm}`;
 }
 
 const EVIDENCE_WORDS: Record<HolderEvidence, string> = { fd: 'fd', 'rdma-cgroup': 'rdma cgroup' };

@@ -3,8 +3,19 @@
  * uverbs → HCA map (`class/infiniband_verbs/uverbsN/ibdev`). A counter that is
  * missing, unreadable or reads `N/A (no PMA)` is absent, never 0.
  */
+import fs from 'node:fs';
 import type { Problems } from './problems.js';
-import { join, listDir, listSubdirs, parseCounter, readSmall, type Failure } from './roots.js';
+import {
+  DEV_RE,
+  join,
+  listDir,
+  listSubdirs,
+  openAttribute,
+  parseCounter,
+  readSmall,
+  rereadAttribute,
+  type Failure,
+} from './roots.js';
 
 export interface PortReading {
   readonly port: string;
@@ -63,7 +74,90 @@ class ScanContext {
   }
 }
 
-export function readHcas(sysfs: string, problems: Problems): HcaScan {
+/**
+ * What does not change while a device stays registered: its identity files, ports, link layers and
+ * counter file names. Kept between cycles and checked by one stat of each directory it came from
+ * (inode and mtime: a device registered again gets new sysfs directories; a copied or synthetic
+ * tree changes a directory's mtime when a file is added or removed). A device-only cycle then reads
+ * only what moves: counters, state, phys_state and rate.
+ */
+export class HcaCache {
+  readonly byDevice = new Map<string, StaticHca>();
+  private held = 0;
+
+  /**
+   * @param holdFiles counter files kept open between cycles, at most this many (0: none). Each
+   *   then costs one read per cycle instead of three system calls; a long-running agent holds
+   *   them, a one-off reading (explain, --once) need not.
+   */
+  constructor(private readonly holdFiles = 0) {}
+
+  /** The fd of a counter file kept open, opened on first use while the limit allows. */
+  fdOf(g: CounterGroup, i: number): number | undefined {
+    const fd = g.fds[i];
+    if (fd !== undefined || this.held >= this.holdFiles) return fd ?? undefined;
+    const opened = openAttribute(`${g.dir}/${g.files[i] as string}`);
+    g.fds[i] = opened ?? null;
+    if (opened !== undefined) this.held++;
+    return opened;
+  }
+
+  /** Closes the fds of a device's counter files (it was registered again, or is gone). */
+  release(s: StaticHca | undefined): void {
+    for (const g of s?.ports.flatMap((p) => [...p.groups, p.live]) ?? [])
+      for (const [i, fd] of g.fds.entries()) {
+        if (typeof fd === 'number') {
+          fs.closeSync(fd);
+          this.held--;
+        }
+        g.fds[i] = undefined;
+      }
+  }
+
+  close(): void {
+    for (const s of this.byDevice.values()) this.release(s);
+    this.byDevice.clear();
+  }
+}
+
+interface StaticHca {
+  readonly stamp: string;
+  readonly boardId?: string;
+  readonly firmware?: string;
+  readonly hcaType?: string;
+  readonly nodeGuid?: string;
+  readonly ports: readonly StaticPort[];
+}
+
+interface StaticPort {
+  readonly port: string;
+  readonly dir: string;
+  readonly linkLayer?: string;
+  /** counters/, hw_counters/, counters_ext/ in that order: the files each held when listed. */
+  readonly groups: readonly CounterGroup[];
+  /** state, phys_state and rate: read every cycle, kept open like the counters. */
+  readonly live: CounterGroup;
+}
+
+interface CounterGroup {
+  readonly dir: string;
+  readonly stamp: string;
+  readonly files: readonly string[];
+  /** Per file: its fd kept open, null when it could not be, undefined when not opened yet. */
+  readonly fds: (number | null | undefined)[];
+}
+
+// Kernels before 4.5 (mlx4) keep separate 64-bit counters in counters_ext (port_rcv_data_64, ...):
+// exported under their own names, they never replace a counters/ value.
+const GROUPS = ['counters', 'hw_counters', 'counters_ext'] as const;
+
+/** inode and mtime of a directory; `none` when it does not exist. */
+function stampOf(dir: string): string {
+  const st = fs.statSync(dir, { throwIfNoEntry: false });
+  return st === undefined ? 'none' : `${st.ino}:${st.mtimeMs}`;
+}
+
+export function readHcas(sysfs: string, problems: Problems, cache?: HcaCache): HcaScan {
   const classDir = join(sysfs, 'class', 'infiniband');
   const devices = listDir(classDir);
   if (!devices.ok) {
@@ -74,13 +168,37 @@ export function readHcas(sysfs: string, problems: Problems): HcaScan {
   const ctx = new ScanContext(problems);
   const hcas: HcaReading[] = [];
   for (const device of devices.value.sort()) {
-    const hca = readHca(join(classDir, device), device, ctx);
-    if (hca) hcas.push(hca);
+    const s = staticHca(`${classDir}/${device}`, device, ctx, cache);
+    if (s) hcas.push(readHca(device, s, ctx, cache?.byDevice.get(device) === s ? cache : undefined));
   }
+  if (cache)
+    for (const [d, s] of cache.byDevice)
+      if (!devices.value.includes(d)) {
+        cache.release(s);
+        cache.byDevice.delete(d);
+      }
   return ctx.failure === undefined ? { present: true, hcas } : { present: true, hcas, failure: ctx.failure };
 }
 
-function readHca(dir: string, device: string, ctx: ScanContext): HcaReading | undefined {
+/** The cached static part of a device when its directories are unchanged, else read again (and kept if clean). */
+function staticHca(dir: string, device: string, ctx: ScanContext, cache: HcaCache | undefined): StaticHca | undefined {
+  const known = cache?.byDevice.get(device);
+  if (
+    known &&
+    known.stamp === stampOf(dir) &&
+    known.ports.every((p) => [...p.groups, p.live].every((g) => g.stamp === stampOf(g.dir)))
+  )
+    return known;
+  cache?.release(known);
+  cache?.byDevice.delete(device);
+  const before = ctx.problems.total();
+  const fresh = readStatic(dir, ctx);
+  if (cache && fresh && ctx.problems.total() === before) cache.byDevice.set(device, fresh);
+  return fresh;
+}
+
+function readStatic(dir: string, ctx: ScanContext): StaticHca | undefined {
+  const stamp = stampOf(dir);
   const listed = listSubdirs(join(dir, 'ports'));
   if (!listed.ok) {
     ctx.note(listed);
@@ -92,44 +210,63 @@ function readHca(dir: string, device: string, ctx: ScanContext): HcaReading | un
     return false;
   });
   return {
-    device,
+    stamp,
     boardId: attr(dir, 'board_id', ctx),
     firmware: attr(dir, 'fw_ver', ctx),
     hcaType: attr(dir, 'hca_type', ctx),
     nodeGuid: attr(dir, 'node_guid', ctx),
-    ports: ports.sort((a, b) => Number(a) - Number(b)).map((p) => readPort(join(dir, 'ports', p), p, ctx)),
+    ports: ports.sort((a, b) => Number(a) - Number(b)).map((p) => staticPort(`${dir}/ports/${p}`, p, ctx)),
   };
 }
 
-function readPort(dir: string, port: string, ctx: ScanContext): PortReading {
+function staticPort(dir: string, port: string, ctx: ScanContext): StaticPort {
+  const groups = GROUPS.map((g) => {
+    const groupDir = `${dir}/${g}`;
+    const stamp = stampOf(groupDir);
+    const names = listDir(groupDir);
+    if (!names.ok) ctx.note(names);
+    const files = names.ok ? names.value.filter((f) => !NOT_COUNTERS.has(f)) : [];
+    return { dir: groupDir, stamp, files, fds: [] };
+  });
+  const live = { dir, stamp: stampOf(dir), files: LIVE, fds: [] };
+  return { port, dir, linkLayer: attr(dir, 'link_layer', ctx), groups, live };
+}
+
+const LIVE = ['state', 'phys_state', 'rate'];
+
+function readHca(device: string, s: StaticHca, ctx: ScanContext, cache: HcaCache | undefined): HcaReading {
+  const { boardId, firmware, hcaType, nodeGuid } = s;
+  return { device, boardId, firmware, hcaType, nodeGuid, ports: s.ports.map((p) => readPort(p, ctx, cache)) };
+}
+
+function readPort(p: StaticPort, ctx: ScanContext, cache: HcaCache | undefined): PortReading {
+  const { dir } = p;
   const counters = new Map<string, bigint>();
-  readCounterDir(join(dir, 'counters'), counters, ctx);
-  readCounterDir(join(dir, 'hw_counters'), counters, ctx);
-  // Kernels before 4.5 (mlx4) keep separate 64-bit counters here (port_rcv_data_64, ...):
-  // exported under their own names, they never replace a counters/ value.
-  readCounterDir(join(dir, 'counters_ext'), counters, ctx);
-  const state = attr(dir, 'state', ctx);
-  const physState = attr(dir, 'phys_state', ctx);
-  const rate = attr(dir, 'rate', ctx);
+  for (const g of p.groups) readCounters(g, counters, ctx, cache);
+  const state = liveAttr(p.live, 0, ctx, cache);
+  const physState = liveAttr(p.live, 1, ctx, cache);
+  const rate = liveAttr(p.live, 2, ctx, cache);
   return {
-    port,
+    port: p.port,
     state,
-    stateId: parsed(state, parseStateId, join(dir, 'state'), ctx),
+    stateId: parsed(state, parseStateId, `${dir}/state`, ctx),
     physState,
-    physStateId: parsed(physState, parseStateId, join(dir, 'phys_state'), ctx),
+    physStateId: parsed(physState, parseStateId, `${dir}/phys_state`, ctx),
     rate,
-    rateBytesPerSecond: parsed(rate, parseRate, join(dir, 'rate'), ctx),
-    linkLayer: attr(dir, 'link_layer', ctx),
+    rateBytesPerSecond: parsed(rate, parseRate, `${dir}/rate`, ctx),
+    linkLayer: p.linkLayer,
     counters,
   };
 }
 
-function readCounterDir(dir: string, into: Map<string, bigint>, ctx: ScanContext): void {
-  const names = listDir(dir);
-  if (!names.ok) return ctx.note(names);
-  for (const file of names.value) {
-    if (NOT_COUNTERS.has(file) || into.has(file)) continue;
-    const text = readSmall(join(dir, file));
+// A sysfs attribute is served whole by its first read: no second read to see the end.
+const ATTRIBUTE = { whole: true } as const;
+
+function readCounters(g: CounterGroup, into: Map<string, bigint>, ctx: ScanContext, cache: HcaCache | undefined): void {
+  for (const [i, file] of g.files.entries()) {
+    if (into.has(file)) continue;
+    const fd = cache?.fdOf(g, i);
+    const text = fd === undefined ? readSmall(`${g.dir}/${file}`, ATTRIBUTE) : rereadAttribute(fd, `${g.dir}/${file}`);
     if (!text.ok) {
       if (text.code === undefined || !UNSUPPORTED.has(text.code)) ctx.note(text);
       continue;
@@ -137,15 +274,27 @@ function readCounterDir(dir: string, into: Map<string, bigint>, ctx: ScanContext
     if (text.value.startsWith('N/A')) continue;
     const v = parseCounter(text.value);
     if (!v.ok) {
-      ctx.problems.add('sysfs', 'malformed', `${join(dir, file)}: ${v.detail}`);
+      ctx.problems.add('sysfs', 'malformed', `${g.dir}/${file}: ${v.detail}`);
       continue;
     }
     into.set(file, v.value);
   }
 }
 
+const UTF8_ATTRIBUTE = { utf8: true, whole: true } as const;
+
+/** A port attribute read every cycle, through its fd kept open when the cache holds one. */
+function liveAttr(g: CounterGroup, i: number, ctx: ScanContext, cache: HcaCache | undefined): string | undefined {
+  const fd = cache?.fdOf(g, i);
+  if (fd === undefined) return attr(g.dir, g.files[i] as string, ctx);
+  const r = rereadAttribute(fd, `${g.dir}/${g.files[i] as string}`);
+  if (r.ok) return r.value.trim();
+  ctx.note(r);
+  return undefined;
+}
+
 function attr(dir: string, name: string, ctx: ScanContext): string | undefined {
-  const r = readSmall(join(dir, name), { utf8: true });
+  const r = readSmall(`${dir}/${name}`, UTF8_ATTRIBUTE);
   if (r.ok) return r.value.trim();
   ctx.note(r);
   return undefined;
@@ -173,6 +322,50 @@ export function parseStateId(text: string): number | undefined {
 export function parseRate(text: string): number | undefined {
   const m = /^(\d+(?:\.\d+)?) Gb\/sec\b/i.exec(text.trim());
   return m ? Math.round(Number(m[1]) * 125_000_000) : undefined;
+}
+
+const UVERBS_NAME_RE = /^uverbs\d+$/;
+
+/** Device number → uverbs device, and what could not be read (each a gap: a holder may be missed). */
+export interface VerbsDevices {
+  readonly byDevice: ReadonlyMap<string, string>;
+  readonly gaps: readonly string[];
+}
+
+/**
+ * From `class/infiniband_verbs/uverbsN/dev` ("231:192"): what an fd's stat is matched against. No
+ * class directory (no HCA) is an empty map.
+ */
+export function verbsByDevice(sysfs: string, problems: Problems): VerbsDevices {
+  const dir = join(sysfs, 'class', 'infiniband_verbs');
+  const byDevice = new Map<string, string>();
+  const gaps: string[] = [];
+  const names = listDir(dir);
+  if (!names.ok) {
+    if (names.kind !== 'gone') {
+      problems.add('sysfs', names.kind, names.detail);
+      gaps.push(`cannot list ${dir}: ${names.detail}`);
+    }
+    return { byDevice, gaps };
+  }
+  for (const name of names.value) {
+    if (!UVERBS_NAME_RE.test(name)) continue;
+    const r = readSmall(join(dir, name, 'dev'));
+    if (!r.ok) {
+      if (r.kind !== 'gone') {
+        problems.add('sysfs', r.kind, r.detail);
+        gaps.push(`${name}: device number unknown (${r.detail})`);
+      }
+      continue;
+    }
+    const dev = r.value.trim();
+    if (DEV_RE.test(dev)) byDevice.set(dev, name);
+    else {
+      problems.add('sysfs', 'malformed', `${join(dir, name, 'dev')}: ${JSON.stringify(dev.slice(0, 40))}`);
+      gaps.push(`${name}: device number unknown (malformed dev)`);
+    }
+  }
+  return { byDevice, gaps };
 }
 
 /** uverbs devices resolved on demand, at most once per cycle each. */

@@ -4,7 +4,7 @@
  */
 import { escapeHtml as esc, formatRate, formatSi, page, sparkline } from '../telemetry/page.js';
 import type { PortRow } from './explain.js';
-import { evidenceText, KEY_COUNTERS } from './explain.js';
+import { evidenceText, holderText, KEY_COUNTERS } from './explain.js';
 import { saturated } from './hca.js';
 import {
   ERROR_COUNTERS,
@@ -69,10 +69,10 @@ function renderRow(r: PortRow): string {
     r.jobs
       .map(
         (j) =>
-          `<div data-job="${esc(j.jobId)}">${esc(j.jobId)}: ${j.holders.map((h) => `${h.pid} ${esc(h.comm)}`).join(', ')} ${evidenceText(j.evidence)}</div>`,
+          `<div data-job="${esc(j.jobId)}">${esc(j.jobId)}: ${j.holders.map((h) => esc(holderText(h))).join(', ')} ${evidenceText(j.evidence)}</div>`,
       )
       .join('') || '—';
-  const nonJob = r.nonJob.map((h) => `${h.pid} ${esc(h.comm)} ${evidenceText(h.evidence)}`).join('<br>') || '—';
+  const nonJob = r.nonJob.map((h) => `${esc(holderText(h))} ${evidenceText(h.evidence)}`).join('<br>') || '—';
   const counters = KEY_COUNTERS.filter((k) => r.counters[k] !== undefined)
     .map((k) => `<code>${k}=${esc(r.counters[k] as string)}</code>`)
     .join('<br>');

@@ -1,17 +1,26 @@
 /**
  * Which processes hold which uverbs device, for every process on the node.
  *
+ * A holder is known by the device its fd refers to, not by the link text: stat
+ * of the fd gives the device number, matched against sysfs
+ * `class/infiniband_verbs/uverbsN/dev`. The link text of a chrooted process
+ * carries the chroot's prefix, a process in another mount namespace shows the
+ * path there, a node may be renamed; and a file merely named `uverbsN` is not
+ * the device. Only links that are paths are stat'ed: `socket:[…]`, `pipe:[…]`
+ * and `anon_inode:…` name kernel objects that are never device nodes, and a
+ * device node may sit at any path, so no narrower rule on the text is safe.
+ *
  * Cache per process (pid + start time): the sorted fd listing of a process is
  * kept as one string, so a steady process costs one readdir and one string
- * compare; only fd numbers not seen before are read with readlink. Every link
- * is read again at least every `rescanIntervalMs`.
+ * compare; only fd numbers not seen before are read with readlink (and stat'ed
+ * when they are paths). Every link is read again at least every `rescanIntervalMs`.
  *
  * The window this leaves: an fd closed and reopened under the same number
  * between two cycles (e.g. a socket replaced by a uverbs device) is not seen
  * until the next full rescan.
  */
 import fs from 'node:fs';
-import { classify, listDir, readSmall } from './roots.js';
+import { classify, listDir, readSmall, statFdDevice, type FdDeviceOf } from './roots.js';
 import type { Problems } from './problems.js';
 
 /** A process whose fd table could not be read: it may hold anything. */
@@ -21,9 +30,18 @@ export interface UnreadableFds {
   readonly errno: string;
 }
 
+/** A process holding a uverbs device, and the paths its fds on it have (the link text). */
+export interface Holding {
+  readonly pid: number;
+  readonly paths: readonly string[];
+}
+
+/** Device number (`231:192`) → uverbs device name (`uverbs0`), read from sysfs when first needed. */
+export type VerbsByDevice = () => ReadonlyMap<string, string>;
+
 export interface OwnerScan {
-  /** uverbs device name (`uverbs3`) → PIDs holding an fd on it. */
-  readonly holders: ReadonlyMap<string, readonly number[]>;
+  /** uverbs device name (`uverbs3`) → the processes holding an fd on it. */
+  readonly holders: ReadonlyMap<string, readonly Holding[]>;
   readonly unreadable: readonly UnreadableFds[];
   /** Every PID listed in /proc this cycle. */
   readonly present: ReadonlySet<number>;
@@ -31,7 +49,7 @@ export interface OwnerScan {
   readonly names: ReadonlyMap<number, string>;
   /** PIDs whose own cgroup tells which HCAs it holds (rdma.current); their fd tables were not read unless asked. */
   readonly covered: readonly number[];
-  readonly stats: { processes: number; fdLinksRead: number; fullRescan: boolean };
+  readonly stats: { processes: number; fdLinksRead: number; fdsStated: number; fullRescan: boolean };
 }
 
 /**
@@ -49,12 +67,23 @@ interface ProcEntry {
   comm: string;
   /** The fd names at the last read, joined: the fast path compares against it. */
   listing: string;
-  /** fd name → uverbs device, only for fds that are uverbs links. */
-  uverbs: Map<string, string>;
+  /** fd name → the character device it refers to, only for fds that are character devices. */
+  chars: Map<string, CharFd>;
+  /** The uverbs devices among `chars`, as last matched, and against which map: a steady process is matched once. */
+  matched?: { readonly verbs: ReadonlyMap<string, string>; readonly held: readonly [string, string[]][] };
 }
 
-const UVERBS_PREFIX = '/dev/infiniband/uverbs';
-const UVERBS_RE = /^\/dev\/infiniband\/(uverbs\d+)$/;
+interface CharFd {
+  /** `major:minor` */
+  readonly dev: string;
+  /** The link text: the path as the process knows it. */
+  readonly link: string;
+}
+
+/** Whether a link text can name a device node: a path (kernel objects: `socket:[…]`, `pipe:[…]`, `anon_inode:…`). */
+function mayBeDevice(link: string): boolean {
+  return link.charCodeAt(0) === 47; // '/'
+}
 
 export class FdScanner {
   private cache = new Map<number, ProcEntry>();
@@ -63,9 +92,23 @@ export class FdScanner {
   constructor(
     private readonly procfs: string,
     private readonly rescanIntervalMs: number,
+    private readonly deviceOf: FdDeviceOf = statFdDevice,
   ) {}
 
-  scan(nowMs: number, problems: Problems, coverage?: Coverage): OwnerScan {
+  /**
+   * The same map object while sysfs says the same (a few uverbs devices): cached matches of
+   * steady processes stay valid, and a device that comes or goes is matched afresh.
+   */
+  private stable(verbs: ReadonlyMap<string, string>): ReadonlyMap<string, string> {
+    const key = [...verbs].join(';');
+    if (key !== this.verbsKey) [this.verbsKey, this.verbs] = [key, verbs];
+    return this.verbs;
+  }
+
+  private verbsKey = '';
+  private verbs: ReadonlyMap<string, string> = new Map();
+
+  scan(nowMs: number, problems: Problems, verbs: VerbsByDevice, coverage?: Coverage): OwnerScan {
     const full = nowMs - this.lastFullMs >= this.rescanIntervalMs;
     if (full) this.lastFullMs = nowMs;
     const listing = listDir(this.procfs);
@@ -77,15 +120,16 @@ export class FdScanner {
         present: new Set(),
         names: new Map(),
         covered: [],
-        stats: { processes: 0, fdLinksRead: 0, fullRescan: full },
+        stats: { processes: 0, fdLinksRead: 0, fdsStated: 0, fullRescan: full },
       };
     }
     const next = new Map<number, ProcEntry>();
-    const holders = new Map<string, number[]>();
+    const holders = new Map<string, Holding[]>();
     const unreadable: UnreadableFds[] = [];
     const present = new Set<number>();
     const covered: number[] = [];
     let linksRead = 0;
+    let stated = 0;
     for (const name of listing.value) {
       const c = name.charCodeAt(0);
       if (c < 48 || c > 57) continue;
@@ -101,11 +145,8 @@ export class FdScanner {
       }
       next.set(pid, r.entry);
       linksRead += r.linksRead;
-      for (const dev of new Set(r.entry.uverbs.values())) {
-        const list = holders.get(dev);
-        if (list) list.push(pid);
-        else holders.set(dev, [pid]);
-      }
+      stated += r.stated;
+      if (r.entry.chars.size > 0) addHoldings(holders, pid, r.entry, this.stable(verbs()));
     }
     this.cache = next;
     return {
@@ -114,7 +155,7 @@ export class FdScanner {
       present,
       names: new Map([...next].map(([pid, e]) => [pid, e.comm])),
       covered,
-      stats: { processes: present.size, fdLinksRead: linksRead, fullRescan: full },
+      stats: { processes: present.size, fdLinksRead: linksRead, fdsStated: stated, fullRescan: full },
     };
   }
 
@@ -123,7 +164,7 @@ export class FdScanner {
     full: boolean,
     problems: Problems,
     coverage: Coverage | undefined,
-  ): { entry: ProcEntry; linksRead: number } | 'gone' | 'covered' | { errno: string } {
+  ): { entry: ProcEntry; linksRead: number; stated: number } | 'gone' | 'covered' | { errno: string } {
     // Covered first: its stat (start time, for the fd cache) is not needed either.
     if (coverage?.skip && coverage.test(pid)) return 'covered';
     const base = `${this.procfs}/${pid}/`;
@@ -145,14 +186,16 @@ export class FdScanner {
     const joined = names.join(',');
     let prev = this.cache.get(pid);
     if (prev && (prev.start !== start || full)) prev = undefined;
-    if (prev && prev.listing === joined) return { entry: prev.comm === comm ? prev : { ...prev, comm }, linksRead: 0 };
+    if (prev && prev.listing === joined)
+      return { entry: prev.comm === comm ? prev : { ...prev, comm }, linksRead: 0, stated: 0 };
     return this.readLinks(`${base}fd/`, start, comm, names, joined, prev, problems);
   }
 
   /**
    * Reads the links of fds not seen before (all of them for a new process or
-   * a full rescan). This loop is the agent's hottest: plain string paths and
-   * a prefix test before the regex keep it near a bare readlink scan.
+   * a full rescan), and stats those that are paths. This loop is the agent's
+   * hottest: plain string paths and a one-character test before the stat keep
+   * it near a bare readlink scan.
    */
   private readLinks(
     fdDir: string,
@@ -164,31 +207,62 @@ export class FdScanner {
     problems: Problems,
   ) {
     const known = prev ? new Set(prev.listing.split(',')) : undefined;
-    const uverbs = new Map<string, string>();
+    const chars = new Map<string, CharFd>();
     let linksRead = 0;
+    let stated = 0;
     for (const fd of names) {
       if (known?.has(fd)) {
-        const dev = prev?.uverbs.get(fd);
-        if (dev) uverbs.set(fd, dev);
+        const c = prev?.chars.get(fd);
+        if (c) chars.set(fd, c);
         continue;
       }
       linksRead++;
-      let target: string;
+      const path = fdDir + fd;
+      let link: string;
+      let dev: string | undefined;
       try {
-        target = fs.readlinkSync(fdDir + fd);
+        link = fs.readlinkSync(path);
+        if (!mayBeDevice(link)) continue;
+        stated++;
+        dev = this.deviceOf(path, link);
       } catch (err) {
         const kind = classify(err);
         if (kind === 'gone') continue; // closed since the listing
         const errno = (err as NodeJS.ErrnoException).code ?? 'unknown';
-        problems.add('proc', kind, `${fdDir}${fd}: ${errno}`);
+        problems.add('proc', kind, `${path}: ${errno}`);
         return { errno };
       }
-      if (!target.startsWith(UVERBS_PREFIX)) continue;
-      const m = UVERBS_RE.exec(target);
-      if (m) uverbs.set(fd, m[1] as string);
+      if (dev !== undefined) chars.set(fd, { dev, link });
     }
-    return { entry: { start, comm, listing: joined, uverbs }, linksRead };
+    return { entry: { start, comm, listing: joined, chars }, linksRead, stated };
   }
+}
+
+/** The uverbs devices among a process's character-device fds, each with the paths it holds it by. */
+function addHoldings(
+  holders: Map<string, Holding[]>,
+  pid: number,
+  entry: ProcEntry,
+  verbs: ReadonlyMap<string, string>,
+): void {
+  if (entry.matched?.verbs !== verbs) entry.matched = { verbs, held: match(entry.chars, verbs) };
+  for (const [uverbs, paths] of entry.matched.held) {
+    const list = holders.get(uverbs);
+    if (list) list.push({ pid, paths });
+    else holders.set(uverbs, [{ pid, paths }]);
+  }
+}
+
+function match(chars: ReadonlyMap<string, CharFd>, verbs: ReadonlyMap<string, string>): [string, string[]][] {
+  const mine = new Map<string, string[]>();
+  for (const c of chars.values()) {
+    const uverbs = verbs.get(c.dev);
+    if (uverbs === undefined) continue;
+    const paths = mine.get(uverbs);
+    if (paths === undefined) mine.set(uverbs, [c.link]);
+    else if (!paths.includes(c.link)) paths.push(c.link);
+  }
+  return [...mine];
 }
 
 /** The error code a failed read names at the end of its detail (`<path>: EACCES`). */

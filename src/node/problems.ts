@@ -20,6 +20,13 @@ export class Problems {
     else this.byKey.set(key, { source, kind, count: 1, example: detail });
   }
 
+  /** How many problems were added so far (every occurrence). */
+  total(): number {
+    let n = 0;
+    for (const p of this.byKey.values()) n += p.count;
+    return n;
+  }
+
   list(): Problem[] {
     return [...this.byKey.values()];
   }

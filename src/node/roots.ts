@@ -6,11 +6,60 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
+/**
+ * The device number (`major:minor`, as sysfs `dev` files write it) of the character device an fd
+ * refers to, given the fd's path (`<procfs>/<pid>/fd/<N>`) and its link text; undefined when the
+ * fd refers to anything else or was closed meanwhile. Throws as `fs` does on other failures.
+ */
+export type FdDeviceOf = (fdPath: string, linkText: string) => string | undefined;
+
 /** Where the node agent looks; injectable so tests and the demo use synthetic trees. */
 export interface Roots {
   readonly sysfs: string;
   readonly procfs: string;
   readonly cgroupfs: string;
+  /**
+   * How an fd's device number is known: stat of the fd (the default). A synthetic procfs holds
+   * plain symlinks whose targets do not exist, so its trees give their own (`deviceTable`).
+   */
+  readonly fdDevice?: FdDeviceOf;
+}
+
+/**
+ * stat of `/proc/<pid>/fd/<N>` follows the fd to the file it refers to, whatever path the
+ * process knows it by (a chroot's prefix, another mount namespace's directory, a renamed node).
+ */
+export function statFdDevice(fdPath: string): string | undefined {
+  const st = fs.statSync(fdPath, { throwIfNoEntry: false });
+  return st !== undefined && st.isCharacterDevice() ? deviceNumber(st.rdev) : undefined;
+}
+
+/** Linux's dev_t split into `major:minor` (glibc's encoding: 12+20 major bits, 8+24 minor bits). */
+export function deviceNumber(rdev: number): string {
+  const dev = BigInt(rdev);
+  const major = ((dev >> 8n) & 0xfffn) | ((dev >> 32n) & ~0xfffn);
+  const minor = (dev & 0xffn) | ((dev >> 12n) & ~0xffn);
+  return `${major}:${minor}`;
+}
+
+/** A device number as sysfs `dev` files write it. */
+export const DEV_RE = /^\d{1,10}:\d{1,10}$/;
+
+/**
+ * An fd device source for a synthetic tree: device numbers by link text, as a JSON object file
+ * (`{"/dev/infiniband/uverbs0": "231:192"}`); a link text not listed is not a character device.
+ * Read once; a missing or malformed table is an error at start, not an empty table.
+ */
+export function deviceTable(file: string): FdDeviceOf {
+  const parsed: unknown = JSON.parse(fs.readFileSync(file, 'utf8'));
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new Error(`${file}: not a JSON object of link text → "major:minor"`);
+  const table = new Map<string, string>();
+  for (const [link, dev] of Object.entries(parsed)) {
+    if (typeof dev !== 'string' || !DEV_RE.test(dev)) throw new Error(`${file}: ${link}: not "major:minor"`);
+    table.set(link, dev);
+  }
+  return (_fdPath, linkText) => table.get(linkText);
 }
 
 export const DEFAULT_ROOTS: Roots = { sysfs: '/sys', procfs: '/proc', cgroupfs: '/sys/fs/cgroup' };
@@ -63,6 +112,12 @@ export interface ReadOptions {
   readonly limit?: number;
   /** Decode as UTF-8 (names, firmware versions); counters and lists stay latin1, which is cheaper. */
   readonly utf8?: boolean;
+  /**
+   * The file is served whole by one read (a sysfs attribute, a regular file): a read shorter than
+   * asked is the end, with no second read to see it. Not for procfs or cgroup lists, whose reads
+   * stop at page boundaries.
+   */
+  readonly whole?: boolean;
 }
 
 // Non-blocking: a FIFO planted in sysfs or a cgroup tree must not hang the cycle in open().
@@ -90,7 +145,7 @@ export function readSmall(p: string, opts: ReadOptions = {}): Read<string> {
     const limit = opts.limit ?? ATTRIBUTE_LIMIT;
     let r: { buf: Buffer; length: number } | undefined;
     try {
-      r = readBounded(fd, limit);
+      r = readBounded(fd, limit, opts.whole === true);
     } catch (err) {
       // A FIFO with a writer and nothing written answers EAGAIN to a non-blocking read.
       if (!fs.fstatSync(fd).isFile()) return notRegular();
@@ -106,8 +161,34 @@ export function readSmall(p: string, opts: ReadOptions = {}): Read<string> {
   }
 }
 
+/**
+ * Reads a sysfs attribute again through an fd kept open: a read at offset 0 makes sysfs show it
+ * anew, so a held counter costs one pread instead of open, read and close. `p` names it in errors.
+ */
+export function rereadAttribute(fd: number, p: string): Read<string> {
+  try {
+    const n = fs.readSync(fd, SHARED, 0, ATTRIBUTE_LIMIT + 1, 0);
+    if (n > ATTRIBUTE_LIMIT) return failed('too_large', `${p}: more than ${ATTRIBUTE_LIMIT} bytes`);
+    return ok(SHARED.toString('latin1', 0, n));
+  } catch (err) {
+    return failure(err, p);
+  }
+}
+
+/** Opens a file to be read again and again (rereadAttribute); undefined when it cannot be opened. */
+export function openAttribute(p: string): number | undefined {
+  try {
+    const fd = fs.openSync(p, OPEN_FLAGS);
+    if (fs.fstatSync(fd).isFile()) return fd;
+    fs.closeSync(fd);
+  } catch {
+    // read the ordinary way, which reports why
+  }
+  return undefined;
+}
+
 /** Reads until EOF, at most `limit` bytes; undefined when the file holds more. */
-function readBounded(fd: number, limit: number): { buf: Buffer; length: number } | undefined {
+function readBounded(fd: number, limit: number, whole: boolean): { buf: Buffer; length: number } | undefined {
   let buf = SHARED;
   let length = 0;
   for (;;) {
@@ -116,10 +197,12 @@ function readBounded(fd: number, limit: number): { buf: Buffer; length: number }
       buf.copy(bigger, 0, 0, length);
       buf = bigger;
     }
-    const n = fs.readSync(fd, buf, length, Math.min(buf.length, limit + 1) - length, null);
+    const asked = Math.min(buf.length, limit + 1) - length;
+    const n = fs.readSync(fd, buf, length, asked, null);
     if (n === 0) return { buf, length };
     length += n;
     if (length > limit) return undefined;
+    if (whole && n < asked) return { buf, length };
   }
 }
 

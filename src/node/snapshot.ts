@@ -3,7 +3,7 @@
  * fds → HCAs. Plain data; the attribution rules decide what it means.
  */
 import { pidLeft, scanCgroups, type Allocation, type ScopeInfo } from './cgroups.js';
-import { readHcas, UverbsMap, type HcaScan } from './hca.js';
+import { readHcas, UverbsMap, verbsByDevice, type HcaCache, type HcaScan, type VerbsDevices } from './hca.js';
 import type { JobIdResolver } from './jobids.js';
 import type { FdScanner } from './owners.js';
 import { Problems, type Problem } from './problems.js';
@@ -38,6 +38,8 @@ export interface DeviceHolders {
   readonly jobEvidence: ReadonlyMap<string, readonly HolderEvidence[]>;
   /** PID outside the jobs → what shows it holds the device. */
   readonly nonJobEvidence: ReadonlyMap<number, readonly HolderEvidence[]>;
+  /** PID → the paths of its fds on the device as the process knows them (fd link text). */
+  readonly paths: ReadonlyMap<number, readonly string[]>;
 }
 
 export interface NodeSnapshot {
@@ -63,6 +65,8 @@ export interface NodeSnapshot {
   readonly stats: {
     readonly processes: number;
     readonly fdLinksRead: number;
+    /** fds whose device number was asked (stat): links that are paths, new since the last cycle. */
+    readonly fdsStated: number;
     /** Processes whose fd table the rdma cgroup charges stand in for (not read unless every fd table is). */
     readonly coveredByRdmaCgroup: number;
   };
@@ -71,6 +75,8 @@ export interface NodeSnapshot {
 export interface Readers {
   readonly roots: Roots;
   readonly fds: FdScanner;
+  /** What does not change in sysfs between cycles (identity files, counter names). */
+  readonly hcaCache?: HcaCache;
   readonly jobIds: JobIdResolver;
   readonly metadata?: JobMetadataSource;
   readonly unreadable: UnreadablePolicy;
@@ -94,10 +100,12 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
   const coverage = rdmaControllerPresent(roots.cgroupfs)
     ? { test: (pid: number) => covered(pid, allocationOf, rdma, known, charges), skip: readers.readAllFds !== true }
     : undefined;
-  const owners = readers.fds.scan(nowMs, problems, coverage);
-  const hca = readHcas(roots.sysfs, problems);
+  let verbs: VerbsDevices | undefined;
+  const verbsOf = (): ReadonlyMap<string, string> => (verbs ??= verbsByDevice(roots.sysfs, problems)).byDevice;
+  const owners = readers.fds.scan(nowMs, problems, verbsOf, coverage);
+  const hca = readHcas(roots.sysfs, problems, readers.hcaCache);
   const resolutions = readers.jobIds.resolve(cgroups.allocations, problems);
-  const gaps = [...cgroups.gaps];
+  const gaps = [...cgroups.gaps, ...(verbs?.gaps ?? [])];
 
   const allocations: JobAllocation[] = cgroups.allocations.map((a) => {
     for (const g of a.gaps) gaps.push(`job ${a.id}: ${g}`);
@@ -124,13 +132,13 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
 
   const holders = new HolderTable();
   const uverbs = new UverbsMap(roots.sysfs, problems);
-  for (const [dev, pids] of owners.holders) {
+  for (const [dev, holdings] of owners.holders) {
     const device = uverbs.device(dev);
     if (device === undefined) {
       gaps.push(`${dev}: HCA unknown (no readable ibdev)`);
       continue;
     }
-    for (const pid of pids) holders.add(device, pid, allocationOf.get(pid), 'fd');
+    for (const h of holdings) holders.add(device, h.pid, allocationOf.get(h.pid), 'fd', h.paths);
   }
   for (const [key, e] of rdma)
     for (const device of chargedDevices(e.charges)) holders.add(device, undefined, key, 'rdma-cgroup');
@@ -172,6 +180,7 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
     stats: {
       processes: owners.stats.processes,
       fdLinksRead: owners.stats.fdLinksRead,
+      fdsStated: owners.stats.fdsStated,
       coveredByRdmaCgroup: owners.covered.length,
     },
   };
@@ -212,6 +221,7 @@ interface MutableHolders {
   jobPids: Set<number>;
   jobEvidence: Map<string, Set<HolderEvidence>>;
   nonJobEvidence: Map<number, Set<HolderEvidence>>;
+  paths: Map<number, readonly string[]>;
 }
 
 /** Holders per device, each with the evidence that shows it. */
@@ -222,7 +232,13 @@ class HolderTable {
    * A holder: a process (pid) of a job (allocation key), a job known only by its cgroup (no pid),
    * or a process outside the jobs.
    */
-  add(device: string, pid: number | undefined, allocation: string | undefined, evidence: HolderEvidence): void {
+  add(
+    device: string,
+    pid: number | undefined,
+    allocation: string | undefined,
+    evidence: HolderEvidence,
+    paths?: readonly string[],
+  ): void {
     let h = this.byDevice.get(device);
     if (!h)
       this.byDevice.set(
@@ -233,8 +249,10 @@ class HolderTable {
           jobPids: new Set(),
           jobEvidence: new Map(),
           nonJobEvidence: new Map(),
+          paths: new Map(),
         }),
       );
+    if (pid !== undefined && paths !== undefined) h.paths.set(pid, paths);
     if (allocation !== undefined) {
       h.allocations.add(allocation);
       if (pid !== undefined) h.jobPids.add(pid);
@@ -259,6 +277,7 @@ class HolderTable {
         jobPids: [...h.jobPids],
         jobEvidence: frozen(h.jobEvidence),
         nonJobEvidence: frozen(h.nonJobEvidence),
+        paths: h.paths,
       });
     }
     return out;

@@ -20,7 +20,16 @@ function cli(args: string[], env: Record<string, string> = {}) {
 
 function rootArgs(): string[] {
   const roots = writeTree(tmpDir(), demoTree({ layout: 'v2-sluid', nonJobHolder: false }));
-  return ['--sysfs-root', roots.sysfs, '--procfs-root', roots.procfs, '--cgroup-root', roots.cgroupfs];
+  return [
+    '--sysfs-root',
+    roots.sysfs,
+    '--procfs-root',
+    roots.procfs,
+    '--cgroup-root',
+    roots.cgroupfs,
+    '--fd-device-table',
+    roots.deviceTable,
+  ];
 }
 
 describe('slurm-otel node (command line)', () => {

@@ -783,7 +783,8 @@ describe('Kubernetes manifests', () => {
         return local[flag] !== undefined ? `${flag}=${local[flag]}` : a;
       });
       expect(args[0]).toBe('node');
-      const r = cli([...args, '--once', '--log-level', 'error']);
+      // The synthetic procfs's fds are plain symlinks: their device numbers come from the tree's table.
+      const r = cli([...args, '--fd-device-table', roots.deviceTable, '--once', '--log-level', 'error']);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toMatch(/^ib_slurm_port_attribution\{device="mlx5_0",port="1",status="sole"\} 1$/m);
       const envNames = onlyContainer(ds())

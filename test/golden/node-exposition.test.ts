@@ -67,6 +67,8 @@ describe('node agent exposition (golden file)', () => {
       roots.procfs,
       '--cgroup-root',
       roots.cgroupfs,
+      '--fd-device-table',
+      roots.deviceTable,
       '--log-level',
       'error',
     ];

@@ -2,9 +2,10 @@
  * The node agent on a real host: a real Slurm 22.05 whose slurmstepd puts
  * jobs into real cgroup v1 hierarchies (proctrack/cgroup, task/cgroup), the
  * real /proc and the real /sys/fs/cgroup. Only sysfs is synthetic (there is no
- * HCA here): job processes hold stand-in files at /dev/infiniband/uverbsN, and
- * the synthetic class/infiniband_verbs maps those uverbs numbers to HCAs whose
- * numbers differ from them.
+ * HCA here): job processes hold stand-in character devices at /dev/infiniband/uverbsN
+ * (nodes at the numbers of /dev/full, /dev/zero …: the agent knows a holder by
+ * device number), and the synthetic class/infiniband_verbs maps those uverbs
+ * numbers, and device numbers, to HCAs whose numbers differ from them.
  *
  * Jobs: a batch step holding one HCA, a job whose two srun steps hold another,
  * a job running as another uid, two jobs sharing a fourth HCA, and a process
@@ -19,6 +20,7 @@ import { writeCounters, writeHca } from '../../src/demo/nodetree.js';
 import { parseExposition, select, valueOf, type Sample } from '../support/exposition.js';
 import { REAL_SLURM_START_TIMEOUT_MS, realSlurmGate, startRealSlurm, type RealSlurm } from '../support/real-slurm.js';
 import { freePort, run, stopChild, waitFor } from '../support/tools.js';
+import { leaseStandIns, mknodStandIn, pickStandIns, type StandIn } from '../support/stand-in-devices.js';
 
 const gate = realSlurmGate();
 const BIN = path.resolve('dist/src/cli/main.js');
@@ -36,11 +38,14 @@ const WAIT_MS = 60_000;
 class StandInDevices {
   readonly base: number;
   private readonly madeDir: boolean;
+  private readonly standIns: Record<Hca, StandIn>;
 
   constructor() {
     this.madeDir = !fs.existsSync(DEV_DIR);
     fs.mkdirSync(DEV_DIR, { recursive: true });
-    // Created exclusively ('wx'): a set another run (of this test, or another Slurm's) holds is never shared.
+    const picked = pickStandIns(HCAS.length);
+    this.standIns = Object.fromEntries(HCAS.map((h, i) => [h, picked[i]])) as Record<Hca, StandIn>;
+    // mknod refuses an existing name: a set another run (of this test, or another Slurm's) holds is never shared.
     let base = 40;
     while (!this.createAll(base)) base += 10;
     this.base = base;
@@ -51,7 +56,7 @@ class StandInDevices {
     const made: string[] = [];
     for (const h of HCAS) {
       try {
-        fs.closeSync(fs.openSync(this.pathAt(base + UVERBS_OFFSET[h]), 'wx', 0o644));
+        mknodStandIn(this.pathAt(base + UVERBS_OFFSET[h]), this.standIns[h]);
         made.push(this.pathAt(base + UVERBS_OFFSET[h]));
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
@@ -64,6 +69,11 @@ class StandInDevices {
 
   private pathAt(n: number): string {
     return `${DEV_DIR}/uverbs${n}`;
+  }
+
+  /** The device number the stand-in of `h` has. */
+  dev(h: Hca): string {
+    return this.standIns[h].dev;
   }
 
   uverbs(h: Hca): number {
@@ -206,6 +216,7 @@ describe.skipIf(gate.skip)(
   { timeout: 90_000 },
   () => {
     let slurm: RealSlurm;
+    let releaseStandIns: (() => void) | undefined;
     let devices: StandInDevices;
     let sysfs: string;
     let outsider: ChildProcess | undefined;
@@ -244,12 +255,14 @@ describe.skipIf(gate.skip)(
 
     beforeAll(async () => {
       slurm = await startRealSlurm({ instance: 'cg', cgroup: 'v1', nodes: 2 });
+      releaseStandIns = await leaseStandIns();
       devices = new StandInDevices();
       sysfs = fs.mkdtempSync('/tmp/slurm-otel-cg-sysfs-');
       for (const [i, name] of HCAS.entries()) {
         writeHca(sysfs, {
           name,
           uverbs: devices.uverbs(name),
+          dev: devices.dev(name),
           ports: [
             {
               linkLayer: 'InfiniBand',
@@ -306,6 +319,7 @@ describe.skipIf(gate.skip)(
       if (outsider) await stopChild(outsider);
       await slurm?.stop();
       devices?.remove();
+      releaseStandIns?.();
       if (sysfs) fs.rmSync(sysfs, { recursive: true, force: true });
     }
 

@@ -38,6 +38,7 @@ function snap(s: Setup): NodeSnapshot {
         jobPids: h.jobPids ?? [],
         jobEvidence: new Map(),
         nonJobEvidence: new Map(),
+        paths: new Map(),
       },
     ]),
   );
@@ -59,7 +60,7 @@ function snap(s: Setup): NodeSnapshot {
     slurmCgroups: { found: true, searched: '' },
     holderNames: new Map(),
     problems: [],
-    stats: { processes: 0, fdLinksRead: 0, coveredByRdmaCgroup: 0 },
+    stats: { processes: 0, fdLinksRead: 0, fdsStated: 0, coveredByRdmaCgroup: 0 },
   };
 }
 

@@ -75,6 +75,24 @@ describe('scanCgroups', () => {
     expect(a?.stepdPids).toEqual([99]);
   });
 
+  it('reports one layout per scope: v2-sluid for a 26.05 scope, v2 for a job_<id> scope, in any order', () => {
+    const root = tmpDir();
+    put(path.join(root, 'cgroup.controllers'), 'cpu memory\n');
+    const sluid = path.join(root, 'system.slice/c26n1_slurmstepd.scope');
+    put(path.join(sluid, 'slurmd/cgroup.procs'), '5\n');
+    put(path.join(sluid, 'system/cgroup.procs'), '6\n');
+    put(path.join(sluid, 'job_41/step_0/user/task_0/cgroup.procs'), '100\n');
+    put(path.join(sluid, 's9KHM8SPGC0H00/step_batch/user/task_special/cgroup.procs'), '101\n');
+    put(path.join(sluid, 's9KHM8SPGC1200/step_0/user/task_special/cgroup.procs'), '102\n');
+    put(path.join(root, 'system.slice/c22n1_slurmstepd.scope/job_42/step_0/user/task_0/cgroup.procs'), '103\n');
+    const scan = scanCgroups(root, new Problems());
+    expect(scan.allocations).toHaveLength(4);
+    expect([...scan.scopes].sort((a, b) => a.scope.localeCompare(b.scope))).toEqual([
+      { layout: 'v2', scope: 'system.slice/c22n1_slurmstepd.scope' },
+      { layout: 'v2-sluid', scope: 'system.slice/c26n1_slurmstepd.scope' },
+    ]);
+  });
+
   it('keeps an unrecognised job directory as an unresolvable allocation rather than dropping it', () => {
     const root = tmpDir();
     put(path.join(root, 'cgroup.controllers'), '');

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { NodeCollector, type Cycle } from '../../src/node/collector.js';
 import { NODE_METRICS } from '../../src/node/metrics.js';
 import { CounterDrift, demoTree } from '../../src/demo/scenarios.js';
-import { jobDirName, writeProcess, writeTree, type TreeLayout } from '../../src/demo/nodetree.js';
+import { jobDirName, uverbsDevice, writeProcess, writeTree, type TreeLayout } from '../../src/demo/nodetree.js';
 import type { Roots } from '../../src/node/roots.js';
 import type { Point } from '../../src/telemetry/spec.js';
 import { asUnprivileged, deny, removeProcess, tmpDir } from '../support/tmp.js';
@@ -139,6 +139,9 @@ describe('node collector on the demo node', () => {
 
   it('suppresses every port when a held uverbs device has no resolvable HCA', () => {
     const { roots, collector } = demo();
+    // A uverbs device whose sysfs entry has its number but no ibdev.
+    fs.mkdirSync(path.join(roots.sysfs, 'class', 'infiniband_verbs', 'uverbs9'));
+    fs.writeFileSync(path.join(roots.sysfs, 'class', 'infiniband_verbs', 'uverbs9', 'dev'), `${uverbsDevice(9)}\n`);
     writeProcess(roots.procfs, { pid: 960, comm: 'odd', uverbs: [9] });
     const c = collector.cycle(1000);
     expect(c.snapshot.gaps).toEqual(['uverbs9: HCA unknown (no readable ibdev)']);

@@ -29,6 +29,8 @@ describe('slurm-otel explain --json', () => {
         roots.procfs,
         '--cgroup-root',
         roots.cgroupfs,
+        '--fd-device-table',
+        roots.deviceTable,
       ],
       { encoding: 'utf8' },
     );

@@ -3,10 +3,11 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { NodeCollector } from '../../src/node/collector.js';
-import { attributionRows } from '../../src/node/explain.js';
+import { attributionRows, holderText, type NonJobHolder } from '../../src/node/explain.js';
+import { renderTable } from '../../src/cli/explain.js';
 import { renderLanding } from '../../src/node/landing.js';
 import { CounterDrift, demoTree } from '../../src/demo/scenarios.js';
-import { writeTree } from '../../src/demo/nodetree.js';
+import { uverbsDevice, writeTree } from '../../src/demo/nodetree.js';
 import { tmpDir } from '../support/tmp.js';
 
 const BIN = path.resolve('dist/src/cli/main.js');
@@ -32,6 +33,21 @@ describe('attribution rows', () => {
     expect(rows.find((r) => r.device === 'mlx5_0')?.attributedTo).toBe('918001');
   });
 
+  it('name a chrooted holder by the device it holds, with the path it sees it by', () => {
+    const spec = demoTree({ layout: 'v2-sluid', nonJobHolder: false });
+    // mlx5_0 is uverbs2: a process in a chroot holds it through the chroot's /dev.
+    const link = '/var/tmp/sid/dev/infiniband/uverbs2';
+    const chrooted = { pid: 970, comm: 'chrooted', links: [{ target: link, dev: uverbsDevice(2) }] };
+    const roots = writeTree(tmpDir(), { ...spec, others: [...spec.others, chrooted] });
+    const rows = attributionRows(new NodeCollector({ roots, fdRescanIntervalMs: 60_000 }).cycle());
+    const row = rows.find((r) => r.device === 'mlx5_0');
+    // The job that holds it is no longer its sole user.
+    expect(row).toMatchObject({ status: 'nonjob', nonJob: [{ pid: 970, comm: 'chrooted', paths: [link] }] });
+    expect(holderText(row?.nonJob[0] as NonJobHolder)).toBe(`970 chrooted via ${link}`);
+    // The table wraps the path in its narrow column.
+    expect(renderTable(rows).replace(/\s+/g, ' ')).toContain('non-job: 970 chrooted via');
+  });
+
   it('escape what they show in HTML', () => {
     const rows = attributionRows(new NodeCollector({ roots: demoRoots(), fdRescanIntervalMs: 60_000 }).cycle());
     const html = renderLanding([{ ...(rows[0] as (typeof rows)[0]), why: '<script>alert(1)</script>' }], {
@@ -52,7 +68,18 @@ describe('slurm-otel explain', () => {
     const roots = demoRoots();
     const r = spawnSync(
       process.execPath,
-      [BIN, 'explain', '--sysfs-root', roots.sysfs, '--procfs-root', roots.procfs, '--cgroup-root', roots.cgroupfs],
+      [
+        BIN,
+        'explain',
+        '--sysfs-root',
+        roots.sysfs,
+        '--procfs-root',
+        roots.procfs,
+        '--cgroup-root',
+        roots.cgroupfs,
+        '--fd-device-table',
+        roots.deviceTable,
+      ],
       { encoding: 'utf8' },
     );
     expect(r.status).toBe(0);
@@ -72,7 +99,18 @@ describe('slurm-otel explain', () => {
     fs.writeFileSync(stat, `${old.slice(0, old.indexOf('(') + 1)}${name}${old.slice(old.lastIndexOf(')'))}`);
     const r = spawnSync(
       process.execPath,
-      [BIN, 'explain', '--sysfs-root', roots.sysfs, '--procfs-root', roots.procfs, '--cgroup-root', roots.cgroupfs],
+      [
+        BIN,
+        'explain',
+        '--sysfs-root',
+        roots.sysfs,
+        '--procfs-root',
+        roots.procfs,
+        '--cgroup-root',
+        roots.cgroupfs,
+        '--fd-device-table',
+        roots.deviceTable,
+      ],
       { encoding: 'utf8' },
     );
     expect(r.status).toBe(0);
@@ -95,6 +133,8 @@ describe('slurm-otel explain', () => {
         roots.procfs,
         '--cgroup-root',
         roots.cgroupfs,
+        '--fd-device-table',
+        roots.deviceTable,
       ],
       { encoding: 'utf8' },
     );

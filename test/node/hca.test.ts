@@ -1,7 +1,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseRate, parseStateId, readHcas, saturated, UverbsMap } from '../../src/node/hca.js';
+import {
+  HcaCache,
+  parseRate,
+  parseStateId,
+  readHcas,
+  saturated,
+  UverbsMap,
+  verbsByDevice,
+} from '../../src/node/hca.js';
 import { Problems } from '../../src/node/problems.js';
 import { parseCounter } from '../../src/node/roots.js';
 import { writeHca } from '../../src/demo/nodetree.js';
@@ -184,5 +192,59 @@ describe('counter parsing and widths', () => {
     expect(parseRate('0 GB/sec')).toBe(0);
     expect(parseRate('Gb/sec')).toBeUndefined();
     expect(parseRate('1e3 Gb/sec')).toBeUndefined();
+  });
+});
+
+describe('HcaCache', () => {
+  const xmit = (scan: ReturnType<typeof readHcas>) => scan.hcas[0]?.ports[0]?.counters.get('port_xmit_data');
+
+  for (const hold of [0, 2048])
+    it(`keeps what does not change and reads what does (${hold ? 'files kept open' : 'files opened each cycle'})`, () => {
+      const root = sysfs();
+      const cache = new HcaCache(hold);
+      expect(xmit(readHcas(root, new Problems(), cache))).toBe(10n);
+      // Rewritten in place, as sysfs shows a new value: read again.
+      fs.writeFileSync(counterFile(root, 1, 'counters', 'port_xmit_data'), '11\n');
+      fs.writeFileSync(path.join(root, 'class/infiniband/mlx5_4/ports/1/state'), '1: DOWN\n');
+      const second = readHcas(root, new Problems(), cache);
+      expect(xmit(second)).toBe(11n);
+      expect(second.hcas[0]?.ports[0]?.state).toBe('1: DOWN');
+      // A counter file that goes and one that comes (the directory changes): seen at once.
+      fs.rmSync(counterFile(root, 1, 'hw_counters', 'packet_seq_err'));
+      fs.writeFileSync(counterFile(root, 1, 'hw_counters', 'out_of_sequence'), '5\n');
+      const third = readHcas(root, new Problems(), cache).hcas[0]?.ports[0]?.counters;
+      expect(third?.has('packet_seq_err')).toBe(false);
+      expect(third?.get('out_of_sequence')).toBe(5n);
+      cache.close();
+    });
+
+  it('reads the identity files again when the device is registered again (a new directory)', () => {
+    const root = sysfs();
+    const cache = new HcaCache(2048);
+    expect(readHcas(root, new Problems(), cache).hcas[0]?.firmware).toBe('28.39.1002');
+    const dev = path.join(root, 'class/infiniband/mlx5_4');
+    fs.renameSync(dev, `${dev}.old`);
+    fs.cpSync(`${dev}.old`, dev, { recursive: true });
+    fs.rmSync(`${dev}.old`, { recursive: true });
+    fs.writeFileSync(path.join(dev, 'fw_ver'), '28.40.1000\n');
+    fs.writeFileSync(counterFile(root, 1, 'counters', 'port_xmit_data'), '99\n');
+    const scan = readHcas(root, new Problems(), cache);
+    expect(scan.hcas[0]?.firmware).toBe('28.40.1000');
+    expect(xmit(scan)).toBe(99n);
+    cache.close();
+  });
+});
+
+describe('verbsByDevice', () => {
+  it('maps each uverbs device number to its name, and names what it cannot read as a gap', () => {
+    const root = sysfs();
+    const verbs = path.join(root, 'class/infiniband_verbs');
+    fs.mkdirSync(path.join(verbs, 'uverbs7'));
+    fs.writeFileSync(path.join(verbs, 'uverbs7', 'dev'), 'not a number\n');
+    const problems = new Problems();
+    const v = verbsByDevice(root, problems);
+    expect(Object.fromEntries(v.byDevice)).toEqual({ '231:193': 'uverbs1' });
+    expect(v.gaps).toEqual(['uverbs7: device number unknown (malformed dev)']);
+    expect(problems.list()).toEqual([expect.objectContaining({ source: 'sysfs', kind: 'malformed' })]);
   });
 });

@@ -3,8 +3,17 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { commOf, FdScanner, startTime } from '../../src/node/owners.js';
 import { Problems } from '../../src/node/problems.js';
-import { writeProcess } from '../../src/demo/nodetree.js';
+import { standardFdDevice, uverbsDevice, writeProcess } from '../../src/demo/nodetree.js';
 import { asUnprivileged, deny, removeProcess, tmpDir } from '../support/tmp.js';
+
+/** sysfs's class/infiniband_verbs for uverbs0..uverbs9 at the kernel's numbers. */
+const VERBS = (): Map<string, string> =>
+  new Map(Array.from({ length: 10 }, (_, n) => [uverbsDevice(n), `uverbs${n}`] as const));
+
+/** The PIDs of each device's holdings. */
+function pidsOf(holders: ReadonlyMap<string, readonly { pid: number }[]>): Record<string, number[]> {
+  return Object.fromEntries([...holders].map(([dev, hs]) => [dev, hs.map((h) => h.pid)]));
+}
 
 function procfs(): string {
   const dir = path.join(tmpDir(), 'proc');
@@ -19,8 +28,8 @@ describe('FdScanner', () => {
     writeProcess(proc, { pid: 11, comm: 'b', uverbs: [3] });
     writeProcess(proc, { pid: 12, comm: 'c', fds: 50 });
     fs.mkdirSync(path.join(proc, 'self'));
-    const scan = new FdScanner(proc, 60_000).scan(0, new Problems());
-    expect(Object.fromEntries(scan.holders)).toEqual({ uverbs0: [10], uverbs3: [10, 11] });
+    const scan = new FdScanner(proc, 60_000, standardFdDevice).scan(0, new Problems(), VERBS);
+    expect(pidsOf(scan.holders)).toEqual({ uverbs0: [10], uverbs3: [10, 11] });
     expect([...scan.present].sort()).toEqual([10, 11, 12]);
     expect(scan.unreadable).toEqual([]);
   });
@@ -28,49 +37,49 @@ describe('FdScanner', () => {
   it('reads a steady process once, then only fd numbers not seen before', () => {
     const proc = procfs();
     writeProcess(proc, { pid: 20, comm: 'a', fds: 100 });
-    const scanner = new FdScanner(proc, 60_000);
-    expect(scanner.scan(0, new Problems()).stats.fdLinksRead).toBe(100);
-    expect(scanner.scan(1000, new Problems()).stats.fdLinksRead).toBe(0);
+    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    expect(scanner.scan(0, new Problems(), VERBS).stats.fdLinksRead).toBe(100);
+    expect(scanner.scan(1000, new Problems(), VERBS).stats.fdLinksRead).toBe(0);
     fs.symlinkSync('/dev/infiniband/uverbs7', path.join(proc, '20', 'fd', '100'));
-    const third = scanner.scan(2000, new Problems());
+    const third = scanner.scan(2000, new Problems(), VERBS);
     expect(third.stats.fdLinksRead).toBe(1);
-    expect(third.holders.get('uverbs7')).toEqual([20]);
+    expect(pidsOf(third.holders).uverbs7).toEqual([20]);
   });
 
   it('forgets a closed uverbs fd at the next listing', () => {
     const proc = procfs();
     writeProcess(proc, { pid: 21, comm: 'a', uverbs: [1] });
-    const scanner = new FdScanner(proc, 60_000);
-    expect(scanner.scan(0, new Problems()).holders.get('uverbs1')).toEqual([21]);
+    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    expect(pidsOf(scanner.scan(0, new Problems(), VERBS).holders).uverbs1).toEqual([21]);
     fs.unlinkSync(path.join(proc, '21', 'fd', '3'));
-    expect(scanner.scan(1000, new Problems()).holders.size).toBe(0);
+    expect(scanner.scan(1000, new Problems(), VERBS).holders.size).toBe(0);
   });
 
   it('re-reads every link after the rescan interval (catching an fd number reused in between)', () => {
     const proc = procfs();
     writeProcess(proc, { pid: 22, comm: 'a', fds: 8 });
-    const scanner = new FdScanner(proc, 60_000);
-    scanner.scan(0, new Problems());
+    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    scanner.scan(0, new Problems(), VERBS);
     // Same fd number, new target: invisible to the listing compare.
     fs.unlinkSync(path.join(proc, '22', 'fd', '5'));
     fs.symlinkSync('/dev/infiniband/uverbs2', path.join(proc, '22', 'fd', '5'));
-    expect(scanner.scan(30_000, new Problems()).holders.size).toBe(0);
-    const full = scanner.scan(60_000, new Problems());
+    expect(scanner.scan(30_000, new Problems(), VERBS).holders.size).toBe(0);
+    const full = scanner.scan(60_000, new Problems(), VERBS);
     expect(full.stats.fullRescan).toBe(true);
     expect(full.stats.fdLinksRead).toBe(8);
-    expect(full.holders.get('uverbs2')).toEqual([22]);
+    expect(pidsOf(full.holders).uverbs2).toEqual([22]);
   });
 
   it('reads a reused PID (new start time) in full', () => {
     const proc = procfs();
     writeProcess(proc, { pid: 23, comm: 'old', fds: 6, startTime: 100 });
-    const scanner = new FdScanner(proc, 60_000);
-    scanner.scan(0, new Problems());
+    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    scanner.scan(0, new Problems(), VERBS);
     removeProcess(proc, 23);
     writeProcess(proc, { pid: 23, comm: 'new', fds: 4, uverbs: [5], startTime: 200 });
-    const scan = scanner.scan(1000, new Problems());
+    const scan = scanner.scan(1000, new Problems(), VERBS);
     expect(scan.stats.fdLinksRead).toBe(4);
-    expect(scan.holders.get('uverbs5')).toEqual([23]);
+    expect(pidsOf(scan.holders).uverbs5).toEqual([23]);
   });
 
   it('reports a process whose fd table cannot be read as unreadable, never as holding nothing', () => {
@@ -79,17 +88,97 @@ describe('FdScanner', () => {
     writeProcess(proc, { pid: 31, comm: 'open', uverbs: [1] });
     deny(path.join(proc, '30', 'fd'));
     const problems = new Problems();
-    const scan = asUnprivileged(() => new FdScanner(proc, 60_000).scan(0, problems));
+    const scan = asUnprivileged(() => new FdScanner(proc, 60_000, standardFdDevice).scan(0, problems, VERBS));
     expect(scan.unreadable).toEqual([{ pid: 30, errno: 'EACCES' }]);
-    expect(scan.holders.get('uverbs1')).toEqual([31]);
+    expect(pidsOf(scan.holders).uverbs1).toEqual([31]);
     expect(problems.list()).toEqual([expect.objectContaining({ source: 'proc', kind: 'denied', count: 1 })]);
+  });
+
+  it('knows a chrooted holder by the device number its fd refers to, and shows the path it holds it by', () => {
+    const proc = procfs();
+    const chroot = '/var/tmp/sid';
+    writeProcess(proc, { pid: 50, comm: 'job', links: [{ target: `${chroot}/dev/infiniband/uverbs0` }] });
+    writeProcess(proc, { pid: 51, comm: 'renamed', links: [{ target: '/run/hca/verbs-a' }] });
+    // As stat of the fd answers: the chroot's device node and a renamed one are uverbs0 and uverbs1.
+    const devices = new Map([
+      [`${chroot}/dev/infiniband/uverbs0`, uverbsDevice(0)],
+      ['/run/hca/verbs-a', uverbsDevice(1)],
+    ]);
+    const scan = new FdScanner(proc, 60_000, (_p, link) => devices.get(link) ?? standardFdDevice(_p, link)).scan(
+      0,
+      new Problems(),
+      VERBS,
+    );
+    expect(Object.fromEntries(scan.holders)).toEqual({
+      uverbs0: [{ pid: 50, paths: [`${chroot}/dev/infiniband/uverbs0`] }],
+      uverbs1: [{ pid: 51, paths: ['/run/hca/verbs-a'] }],
+    });
+  });
+
+  it('finds no holder in a file merely named uverbsN: a regular file, or another device', () => {
+    const proc = procfs();
+    writeProcess(proc, { pid: 60, comm: 'file', links: [{ target: '/home/u/uverbs0' }] });
+    writeProcess(proc, { pid: 61, comm: 'full', links: [{ target: '/tmp/x/dev/infiniband/uverbs1', dev: '1:7' }] });
+    // A file at the very path of a uverbs device, in another mount namespace.
+    writeProcess(proc, { pid: 62, comm: 'ns', uverbs: [2] });
+    const devices = new Map([
+      ['/tmp/x/dev/infiniband/uverbs1', '1:7'],
+      ['/dev/infiniband/uverbs2', undefined],
+    ]);
+    const deviceOf = (p: string, link: string): string | undefined =>
+      devices.has(link) ? devices.get(link) : standardFdDevice(p, link);
+    const scan = new FdScanner(proc, 60_000, deviceOf).scan(0, new Problems(), VERBS);
+    expect(scan.holders.size).toBe(0);
+    // Links that are paths were asked; sockets were not.
+    expect(scan.stats.fdsStated).toBe(3 * 4);
+  });
+
+  it('stats only links that are paths, once per fd while the listing stays', () => {
+    const proc = procfs();
+    writeProcess(proc, { pid: 70, comm: 'a', uverbs: [0], fds: 40 });
+    const asked: string[] = [];
+    const scanner = new FdScanner(proc, 60_000, (p, link) => {
+      asked.push(link);
+      return standardFdDevice(p, link);
+    });
+    expect(pidsOf(scanner.scan(0, new Problems(), VERBS).holders)).toEqual({ uverbs0: [70] });
+    expect(asked.sort()).toEqual(['/dev/infiniband/uverbs0', '/dev/null', '/dev/null', '/dev/null']);
+    expect(pidsOf(scanner.scan(1000, new Problems(), VERBS).holders)).toEqual({ uverbs0: [70] });
+    expect(asked).toHaveLength(4);
+  });
+
+  it('matches a steady process again when sysfs gains or loses a uverbs device, without reading its fds', () => {
+    const proc = procfs();
+    writeProcess(proc, { pid: 80, comm: 'a', uverbs: [0], fds: 10 });
+    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    const none = (): Map<string, string> => new Map();
+    expect(scanner.scan(0, new Problems(), none).holders.size).toBe(0);
+    const later = scanner.scan(1000, new Problems(), VERBS);
+    expect(later.stats.fdLinksRead).toBe(0);
+    expect(pidsOf(later.holders)).toEqual({ uverbs0: [80] });
+    expect(scanner.scan(2000, new Problems(), none).holders.size).toBe(0);
+  });
+
+  it('stats the real /proc: a held character device is known by the number sysfs gives it', () => {
+    // /dev/full seen through a path of its own (a symlink named uverbs0): the fd's stat is /dev/full.
+    const dir = tmpDir();
+    fs.symlinkSync('/dev/full', path.join(dir, 'uverbs0'));
+    const fd = fs.openSync(path.join(dir, 'uverbs0'), 'r');
+    try {
+      // /dev/full is 1:7 on every Linux.
+      const verbs = (): Map<string, string> => new Map([['1:7', 'uverbs0']]);
+      const scan = new FdScanner('/proc', 60_000).scan(0, new Problems(), verbs);
+      expect(scan.holders.get('uverbs0')).toContainEqual({ pid: process.pid, paths: ['/dev/full'] });
+    } finally {
+      fs.closeSync(fd);
+    }
   });
 
   it('passes over a process that exits between the listing and its reads', () => {
     const proc = procfs();
     fs.mkdirSync(path.join(proc, '40'));
     const problems = new Problems();
-    const scan = new FdScanner(proc, 60_000).scan(0, problems);
+    const scan = new FdScanner(proc, 60_000, standardFdDevice).scan(0, problems, VERBS);
     expect(scan.unreadable).toEqual([]);
     expect(problems.list()).toEqual([]);
   });
@@ -113,15 +202,15 @@ describe('commOf', () => {
   it("names each process scanned by the comm in its stat, and follows a reused PID's new name", () => {
     const proc = procfs();
     writeProcess(proc, { pid: 23, comm: 'old', fds: 2, startTime: 100 });
-    const scanner = new FdScanner(proc, 60_000);
-    expect(scanner.scan(0, new Problems()).names.get(23)).toBe('old');
+    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    expect(scanner.scan(0, new Problems(), VERBS).names.get(23)).toBe('old');
     removeProcess(proc, 23);
     writeProcess(proc, { pid: 23, comm: 'new name', fds: 2, startTime: 200 });
-    expect(scanner.scan(1000, new Problems()).names.get(23)).toBe('new name');
+    expect(scanner.scan(1000, new Problems(), VERBS).names.get(23)).toBe('new name');
     // Renamed in place (prctl), same start time and fds: the cached entry takes the new name.
     removeProcess(proc, 23);
     writeProcess(proc, { pid: 23, comm: 'renamed', fds: 2, startTime: 200 });
-    const scan = scanner.scan(2000, new Problems());
+    const scan = scanner.scan(2000, new Problems(), VERBS);
     expect(scan.stats.fdLinksRead).toBe(0);
     expect(scan.names.get(23)).toBe('renamed');
   });

@@ -24,6 +24,7 @@ import {
   type ProcSpec,
   type RdmaSpec,
   type TreeLayout,
+  type TreeRoots,
 } from '../../src/demo/nodetree.js';
 import type { Roots } from '../../src/node/roots.js';
 import type { Point } from '../../src/telemetry/spec.js';
@@ -48,7 +49,7 @@ interface Setup {
  * The demo node (918001 sole on mlx5_0, 918002+918003 share mlx5_1, 918004 sole on mlx5_2, mlx5_3
  * idle) with rdma.current where asked.
  */
-function node(s: Setup = {}): Roots {
+function node(s: Setup = {}): TreeRoots {
   const base = demoTree({ layout: s.layout ?? 'v2', nonJobHolder: false });
   const proc = (p: ProcSpec): ProcSpec => ({
     ...p,
@@ -276,6 +277,8 @@ describe('explain names the evidence behind each holder', () => {
       roots.procfs,
       '--cgroup-root',
       roots.cgroupfs,
+      '--fd-device-table',
+      roots.deviceTable,
     ];
     const text = asUnprivileged(() => spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8' }));
     expect(text.status).toBe(0);

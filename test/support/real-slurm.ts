@@ -55,6 +55,9 @@ import {
 
 export { SLURM_RELEASES, type SlurmRelease } from './real-slurm-release.js';
 
+/** chroot.sh's LD_PRELOAD helper inside the chroot: /proc/<pid>/cgroup shows only the 0:: line. */
+const CG2ONLY = '/opt/slurm-otel/cg2only.so';
+
 /** Debian packages up.sh installs (plus mariadb-server and slurmdbd with `dbd`). */
 export const REAL_SLURM_PACKAGES = [
   'slurm-wlm',
@@ -82,8 +85,12 @@ export interface RealSlurmOptions {
   timeoutMs?: number;
   /** A short lower-case word in the run's names (state dir, node prefix), e.g. `cg`. Default `s`. */
   instance?: string;
-  /** Process tracking: none (default) or v1, real job cgroups made by slurmstepd (see lib.sh). */
-  cgroup?: 'none' | 'v1';
+  /**
+   * Process tracking: none (default), v1 (real v1 job cgroups made by slurmstepd) or v2 (24.11 /
+   * 26.05 only: cgroup/v2 in the chroot, the host's cgroup2 hierarchy mounted at its
+   * /sys/fs/cgroup, cg2only.so preloaded; see lib.sh).
+   */
+  cgroup?: 'none' | 'v1' | 'v2';
   /**
    * Node names are <prefix>1..N. Default `<instance><token>n`, new per run: job cgroups are named
    * after the node (slurm_<node>, <node>_slurmstepd.scope), so no two clusters on a host may share
@@ -433,6 +440,10 @@ export async function startRealSlurm(opts: RealSlurmOptions = {}): Promise<RealS
   const { stateDir } = id;
   const dir = scriptsDir();
   const info = SLURM_RELEASES[opts.release ?? '22.05'];
+  if (opts.cgroup === 'v2' && info.suite === undefined) {
+    ports.release();
+    throw new Error('cgroup v2 runs in a chroot release (24.11, 26.05): this host is hybrid');
+  }
   const scriptEnv: NodeJS.ProcessEnv = {
     ...slurmClientEnv(join(stateDir, 'etc', 'slurm.conf')),
     REAL_SLURM_STATE: stateDir,
@@ -442,6 +453,7 @@ export async function startRealSlurm(opts: RealSlurmOptions = {}): Promise<RealS
     REAL_SLURM_NODES: String(nodeCount),
     ...(opts.dbd ? { REAL_SLURM_DBD: '1' } : {}),
     ...(opts.cgroup ? { REAL_SLURM_CGROUP: opts.cgroup } : {}),
+    ...(opts.cgroup === 'v2' ? { REAL_SLURM_PRELOAD: CG2ONLY } : {}),
     REAL_SLURM_NODE_PREFIX: id.nodePrefix,
     REAL_SLURM_CLUSTER: id.clusterName,
     REAL_SLURM_FIRST_JOB_ID: String(id.firstJobId),

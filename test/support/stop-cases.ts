@@ -35,6 +35,8 @@ function nodeArgs(dir: string, interval = '1s'): string[] {
     roots.procfs,
     '--cgroup-root',
     roots.cgroupfs,
+    '--fd-device-table',
+    roots.deviceTable,
     '--node-name',
     'gpu-001',
     '--collection-interval',

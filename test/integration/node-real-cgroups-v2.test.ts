@@ -1,0 +1,376 @@
+/**
+ * The node agent on a real Slurm 26.05 (Debian's, in the project's chroot) whose slurmstepd puts
+ * jobs into cgroup v2 directories named by SLUID
+ * (`system.slice/<node>_slurmstepd.scope/s<13 chars>/step_<S>/…`), the real /proc and the real
+ * /sys/fs/cgroup (the host's cgroup2 hierarchy, mounted at the chroot's /sys/fs/cgroup by up.sh).
+ * Only sysfs is synthetic (there is no HCA here).
+ *
+ * The jobs run inside the chroot and hold stand-in character devices through the chroot's /dev:
+ * read from the host their fd links say `<chroot>/dev/infiniband/uverbsN`, so only the device
+ * number (stat of the fd, matched against sysfs `uverbsN/dev`) tells what they hold. Each stand-in
+ * is a distinct real device (nodes at the numbers of /dev/full, /dev/zero …).
+ *
+ * mlx5_0: a batch step (which also holds a regular file named after mlx5_4's uverbs number);
+ * mlx5_1: two srun steps of one job; mlx5_2: two jobs; mlx5_3: a process on the host, outside
+ * Slurm; mlx5_4: nobody. Cluster, node names and first job id are new for each run, and none of
+ * its cgroup directories may exist before it starts.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeCounters, writeHca } from '../../src/demo/nodetree.js';
+import { deviceNumber } from '../../src/node/roots.js';
+import { parseExposition, select, valueOf, type Sample } from '../support/exposition.js';
+import { REAL_SLURM_START_TIMEOUT_MS, realSlurmGate, startRealSlurm, type RealSlurm } from '../support/real-slurm.js';
+import {
+  holdersOfDevice,
+  leaseStandIns,
+  mknodStandIn,
+  pickStandIns,
+  type StandIn,
+} from '../support/stand-in-devices.js';
+import { freePort, run, stopChild, waitFor } from '../support/tools.js';
+
+const gate = realSlurmGate('26.05');
+const BIN = path.resolve('dist/src/cli/main.js');
+const DEV_DIR = '/dev/infiniband';
+/** Where the host sees the cgroup2 hierarchy that the chroot sees at /sys/fs/cgroup. */
+const UNIFIED = '/sys/fs/cgroup/unified';
+const HCAS = ['mlx5_0', 'mlx5_1', 'mlx5_2', 'mlx5_3', 'mlx5_4'] as const;
+type Hca = (typeof HCAS)[number];
+/** uverbs index = base + this offset: never the HCA's own number. */
+const UVERBS_OFFSET: Record<Hca, number> = { mlx5_0: 2, mlx5_1: 4, mlx5_2: 0, mlx5_3: 1, mlx5_4: 3 };
+const HOLD = `exec 3<"$0"; exec sleep 900`;
+const WAIT_MS = 60_000;
+const SLUID_DIR = /^s[0-9A-HJKMNP-TV-Z]{13}$/;
+
+/** Stand-in devices at /dev/infiniband/uverbsN (the chroot's /dev is the host's, bound). */
+class StandInDevices {
+  readonly base: number;
+  private readonly madeDir: boolean;
+  private readonly standIns: Record<Hca, StandIn>;
+
+  constructor() {
+    this.madeDir = !fs.existsSync(DEV_DIR);
+    fs.mkdirSync(DEV_DIR, { recursive: true });
+    let base = 70;
+    while (HCAS.some((h) => fs.existsSync(this.pathAt(base + UVERBS_OFFSET[h])))) base += 10;
+    this.base = base;
+    const picked = pickStandIns(HCAS.length);
+    this.standIns = Object.fromEntries(HCAS.map((h, i) => [h, picked[i]])) as Record<Hca, StandIn>;
+    for (const h of HCAS) mknodStandIn(this.path(h), this.standIns[h]);
+  }
+
+  private pathAt(n: number): string {
+    return `${DEV_DIR}/uverbs${n}`;
+  }
+
+  uverbs(h: Hca): number {
+    return this.base + UVERBS_OFFSET[h];
+  }
+
+  path(h: Hca): string {
+    return this.pathAt(this.uverbs(h));
+  }
+
+  dev(h: Hca): string {
+    return this.standIns[h].dev;
+  }
+
+  remove(): void {
+    for (const h of HCAS) fs.rmSync(this.path(h), { force: true });
+    if (this.madeDir) fs.rmSync(DEV_DIR, { recursive: true, force: true });
+  }
+}
+
+/** The stepd scope directories of this cluster's nodes, as the host sees them. */
+function scopeDirs(nodes: readonly string[]): string[] {
+  return nodes.map((n) => `${UNIFIED}/system.slice/${n}_slurmstepd.scope`);
+}
+
+/** The fd link texts of `pid` that refer to the device `dev`. */
+function linksTo(pid: number, dev: string): string[] {
+  const out: string[] = [];
+  for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+    const p = `/proc/${pid}/fd/${fd}`;
+    const st = fs.statSync(p, { throwIfNoEntry: false });
+    if (st?.isCharacterDevice() && deviceNumber(st.rdev) === dev) out.push(fs.readlinkSync(p));
+  }
+  return out;
+}
+
+interface AgentProcess {
+  readonly child: ChildProcess;
+  readonly url: string;
+  readonly stderr: () => string;
+}
+
+async function startAgent(args: string[]): Promise<AgentProcess> {
+  const [metrics, monitoring] = [await freePort(), await freePort()];
+  const child = spawn(
+    process.execPath,
+    [
+      BIN,
+      'node',
+      ...args,
+      '--collection-interval',
+      '1s',
+      '--log-format',
+      'plain',
+      '--metrics-bind-address',
+      `127.0.0.1:${metrics}`,
+      '--monitoring-bind-address',
+      `127.0.0.1:${monitoring}`,
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH ?? '' } },
+  );
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  const agent = { child, url: `http://127.0.0.1:${metrics}/metrics`, stderr: () => stderr };
+  await waitFor(
+    'the agent to serve /metrics',
+    async () => ((await fetch(agent.url).catch(() => undefined))?.ok ? true : undefined),
+    20_000,
+  );
+  return agent;
+}
+
+async function scrape(agent: AgentProcess): Promise<Sample[]> {
+  const res = await fetch(agent.url);
+  expect(res.status, agent.stderr()).toBe(200);
+  return parseExposition(await res.text());
+}
+
+function statusOf(samples: readonly Sample[], device: Hca): string | undefined {
+  return select(samples, 'ib_slurm_port_attribution', { device, port: '1' }).find((s) => s.value === 1)?.labels.status;
+}
+
+function jobIdsOn(samples: readonly Sample[], name: string, device: Hca): string[] {
+  return select(samples, name, { device })
+    .map((s) => s.labels.job_id as string)
+    .sort();
+}
+
+describe.skipIf(gate.skip)(
+  'node agent on real Slurm 26.05 SLUID cgroups (cgroup v2), jobs in a chroot, the real /proc',
+  { timeout: 120_000 },
+  () => {
+    // New for each run (the cluster name too: startRealSlurm's own token): two runs, or another
+    // Slurm on this host, never share a name or a cgroup.
+    const token = randomBytes(3).toString('hex').replace(/^\d/, 'x');
+    const nodePrefix = `c26${token}n`;
+    const nodes = [`${nodePrefix}1`, `${nodePrefix}2`];
+    const firstJobId = 100_000 + (randomBytes(2).readUInt16BE() % 800) * 1000;
+    let slurm: RealSlurm | undefined;
+    let releaseStandIns: (() => void) | undefined;
+    let devices: StandInDevices | undefined;
+    let sysfs: string | undefined;
+    let outsider: ChildProcess | undefined;
+    let agent: AgentProcess | undefined;
+    let chroot = '';
+    const job: Record<'batch' | 'steps' | 'sharedA' | 'sharedB', string> = {
+      batch: '',
+      steps: '',
+      sharedA: '',
+      sharedB: '',
+    };
+
+    async function sbatch(node: string, ...args: string[]): Promise<string> {
+      // up.sh puts the first half of the nodes in partition cpu, the rest in gpu.
+      const partition = node === nodes[0] ? 'cpu' : 'gpu';
+      const { stdout } = await (slurm as RealSlurm).run([
+        'sbatch',
+        '--parsable',
+        '-o',
+        '/dev/null',
+        '-e',
+        '/dev/null',
+        '-p',
+        partition,
+        '-w',
+        node,
+        ...args,
+      ]);
+      return stdout.trim().split(';')[0] as string;
+    }
+
+    function counters(device: Hca, words: number): void {
+      writeCounters(sysfs as string, device, 1, { port_xmit_data: words, port_rcv_data: words * 2 }, 'counters');
+    }
+
+    beforeAll(async () => {
+      for (const dir of scopeDirs(nodes)) expect(fs.existsSync(dir), `${dir} before the cluster starts`).toBe(false);
+      slurm = await startRealSlurm({
+        release: '26.05',
+        instance: 'cg26',
+        cgroup: 'v2',
+        nodes: 2,
+        nodePrefix,
+        firstJobId,
+      });
+      chroot = slurm.chrootDir as string;
+      releaseStandIns = await leaseStandIns();
+      devices = new StandInDevices();
+      sysfs = fs.mkdtempSync('/tmp/slurm-otel-cg26-sysfs-');
+      for (const [i, name] of HCAS.entries()) {
+        writeHca(sysfs, {
+          name,
+          uverbs: devices.uverbs(name),
+          dev: devices.dev(name),
+          ports: [
+            {
+              linkLayer: 'InfiniBand',
+              rate: '200 Gb/sec (4X HDR)',
+              counters: { port_xmit_data: 1000 * (i + 1), port_rcv_data: 7 },
+            },
+          ],
+        });
+      }
+      const d = devices;
+      const [n1, n2] = nodes as [string, string];
+      // A regular file named like mlx5_4's uverbs device: not that device, it holds nothing.
+      const decoy = path.join(slurm.stateDir, 'work', `uverbs${d.uverbs('mlx5_4')}`);
+      fs.writeFileSync(decoy, '');
+      job.batch = await sbatch(n1, '--wrap', `exec 3<${d.path('mlx5_0')} 4<${decoy}; exec sleep 900`);
+      const twoSteps = path.join(slurm.stateDir, 'work', 'two-steps.sh');
+      fs.writeFileSync(
+        twoSteps,
+        [
+          '#!/bin/bash',
+          ...[0, 1].map(() => `srun -n1 --overlap sh -c '${HOLD}' ${d.path('mlx5_1')} &`),
+          'wait',
+          '',
+        ].join('\n'),
+        { mode: 0o755 },
+      );
+      job.steps = await sbatch(n1, '-n2', twoSteps);
+      job.sharedA = await sbatch(n1, '--wrap', `exec 3<${d.path('mlx5_2')}; exec sleep 900`);
+      job.sharedB = await sbatch(n2, '--wrap', `exec 3<${d.path('mlx5_2')}; exec sleep 900`);
+      outsider = spawn('sh', ['-c', HOLD, d.path('mlx5_3')], { stdio: 'ignore' });
+      const want: Record<Hca, number> = { mlx5_0: 1, mlx5_1: 2, mlx5_2: 2, mlx5_3: 1, mlx5_4: 0 };
+      await waitFor(
+        'every job process to hold its stand-in device',
+        () => (HCAS.every((h) => holdersOfDevice(d.dev(h)).length === want[h]) ? true : undefined),
+        WAIT_MS,
+      );
+    }, REAL_SLURM_START_TIMEOUT_MS + 120_000);
+
+    afterAll(async () => {
+      if (agent) await stopChild(agent.child);
+      if (outsider) await stopChild(outsider);
+      await slurm?.stop();
+      devices?.remove();
+      releaseStandIns?.();
+      if (sysfs) fs.rmSync(sysfs, { recursive: true, force: true });
+      // down.sh removed the job cgroups slurmstepd left, and unmounted the cgroup2 it mounted.
+      for (const dir of scopeDirs(nodes)) expect(fs.existsSync(dir), `${dir} after the cluster stopped`).toBe(false);
+    }, 120_000);
+
+    it('jobs sit in SLUID directories of the real cgroup v2 tree, and hold their devices by chroot paths', () => {
+      const [s1] = scopeDirs(nodes) as [string];
+      const sluids = fs.readdirSync(s1).filter((n) => SLUID_DIR.test(n));
+      expect(sluids.length).toBeGreaterThanOrEqual(3);
+      const d = devices as StandInDevices;
+      const [holder] = holdersOfDevice(d.dev('mlx5_0')) as [number];
+      const cg = fs.readFileSync(`/proc/${holder}/cgroup`, 'utf8');
+      expect(cg).toMatch(
+        new RegExp(`^0::/system\\.slice/${nodes[0]}_slurmstepd\\.scope/s[0-9A-Z]{13}/step_batch/`, 'm'),
+      );
+      expect(linksTo(holder, d.dev('mlx5_0'))).toEqual([`${chroot}${d.path('mlx5_0')}`]);
+    });
+
+    it('exact attribution, device_jobs, job series and one layout per scope', async () => {
+      agent = await startAgent(['--sysfs-root', sysfs as string, '--unreadable-processes', 'ignore-outside-jobs']);
+      const samples = await waitFor(
+        'the attribution of every port',
+        async () => {
+          const s = await scrape(agent!);
+          return statusOf(s, 'mlx5_2') === 'shared' && statusOf(s, 'mlx5_0') === 'sole' ? s : undefined;
+        },
+        WAIT_MS,
+      );
+      expect(Object.fromEntries(HCAS.map((h) => [h, statusOf(samples, h)])), agent.stderr()).toEqual({
+        mlx5_0: 'sole',
+        mlx5_1: 'sole',
+        mlx5_2: 'shared',
+        mlx5_3: 'nonjob',
+        mlx5_4: 'idle',
+      });
+      const deviceJobs = Object.fromEntries(
+        HCAS.map((h) => [h, valueOf(samples, 'ib_slurm_device_jobs', { device: h, port: '1' })]),
+      );
+      expect(deviceJobs).toEqual({ mlx5_0: 1, mlx5_1: 1, mlx5_2: 2, mlx5_3: 0, mlx5_4: 0 });
+      expect(jobIdsOn(samples, 'ib_slurm_job_transmit_bytes_total', 'mlx5_0')).toEqual([job.batch]);
+      expect(jobIdsOn(samples, 'ib_slurm_job_transmit_bytes_total', 'mlx5_1')).toEqual([job.steps]);
+      for (const h of ['mlx5_2', 'mlx5_3', 'mlx5_4'] as const)
+        expect(jobIdsOn(samples, 'ib_slurm_job_transmit_bytes_total', h), h).toEqual([]);
+      expect(jobIdsOn(samples, 'ib_slurm_job_device_attributed', 'mlx5_2')).toEqual([job.sharedA, job.sharedB].sort());
+      const layouts = select(samples, 'ib_slurm_cgroup_layout_info').filter((s) =>
+        nodes.some((n) => (s.labels.scope ?? '').endsWith(`/${n}_slurmstepd.scope`)),
+      );
+      expect(layouts.map((s) => [s.labels.scope, s.labels.layout]).sort()).toEqual(
+        nodes.map((n) => [`unified/system.slice/${n}_slurmstepd.scope`, 'v2-sluid']),
+      );
+      // Two srun steps and the batch step of one job are one job.
+      expect(valueOf(samples, 'ib_slurm_job_processes', { job_id: job.steps })).toBeGreaterThanOrEqual(3);
+    });
+
+    it('explain names the chrooted holders with the path they hold the device by', async () => {
+      const r = await run(process.execPath, [
+        BIN,
+        'explain',
+        '--json',
+        '--sysfs-root',
+        sysfs as string,
+        '--unreadable-processes',
+        'ignore-outside-jobs',
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+      const rows = (
+        JSON.parse(r.stdout) as {
+          ports: { device: string; jobs: { jobId: string; holders: { paths?: string[] }[] }[] }[];
+        }
+      ).ports;
+      const d = devices as StandInDevices;
+      const row = rows.find((p) => p.device === 'mlx5_0');
+      expect(row?.jobs.map((j) => [j.jobId, j.holders.map((h) => h.paths)])).toEqual([
+        [job.batch, [[`${chroot}${d.path('mlx5_0')}`]]],
+      ]);
+    });
+
+    it('job series count while the job is sole; scancel: its series are gone and the port goes idle', async () => {
+      const before = valueOf(await scrape(agent!), 'ib_slurm_job_transmit_bytes_total', {
+        job_id: job.batch,
+        device: 'mlx5_0',
+      }) as number;
+      counters('mlx5_0', 1000 + 250);
+      await waitFor(
+        'the batch job to be credited 1000 bytes',
+        async () =>
+          valueOf(await scrape(agent!), 'ib_slurm_job_transmit_bytes_total', {
+            job_id: job.batch,
+            device: 'mlx5_0',
+          }) ===
+          before + 1000
+            ? true
+            : undefined,
+        WAIT_MS,
+      );
+      await (slurm as RealSlurm).run(['scancel', job.batch]);
+      const s = await waitFor(
+        'the cancelled job to leave',
+        async () => {
+          const got = await scrape(agent!);
+          return statusOf(got, 'mlx5_0') === 'idle' && !got.some((x) => x.labels.job_id === job.batch)
+            ? got
+            : undefined;
+        },
+        WAIT_MS,
+      );
+      expect(valueOf(s, 'ib_slurm_device_jobs', { device: 'mlx5_0', port: '1' })).toBe(0);
+      expect(holdersOfDevice((devices as StandInDevices).dev('mlx5_0'))).toEqual([]);
+    });
+  },
+);
