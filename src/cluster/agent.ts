@@ -23,10 +23,13 @@ import { CollectionLoop, summarize, type TickResult, type TickSummary } from './
 import { makeFetchers, type FetcherOptions } from './fetchers.js';
 import { LandingRecord, renderClusterLanding } from './landing.js';
 import { CLUSTER_EVENT_SPECS, CLUSTER_SELF_METRICS } from './metrics.js';
+import { NATIVE_PATHS, nativeGroups, nativeSections } from './native.js';
 import { observe, observeState } from './rules.js';
 import { advance, INITIAL_CLUSTER_STATE, type ClusterState } from './state.js';
 
 export const SCOPE = { name: 'slurm-otel/cluster', version: '0.1.0' };
+/** OTLP scope of the `/metrics/nodes` families whose names `/metrics` uses with another meaning. */
+export const SLURMCTLD_SCOPE = { name: 'slurm-otel/cluster/slurmctld', version: '0.1.0' };
 
 export interface ClusterAgentOptions {
   /** Where data comes from: the slurmrestd client and the job source. */
@@ -76,8 +79,14 @@ export class ClusterRunner implements Collecting<TickResult> {
       otlp: opts.otlp,
       logger: opts.logger,
       eventSpecs: CLUSTER_EVENT_SPECS,
+      otlpSideScope: SLURMCTLD_SCOPE,
     });
     const m = this.self.m;
+    // Soperator's family has the collector only; why it failed goes in a family of its own.
+    const countError = (collector: string, kind: string): void => {
+      m.collectorErrors.record(1, { collector });
+      m.collectorErrorKinds.record(1, { collector, kind });
+    };
     this.loop = new CollectionLoop({
       fetchers: makeFetchers({
         ...opts.source,
@@ -91,7 +100,7 @@ export class ClusterRunner implements Collecting<TickResult> {
       hooks: {
         runFinished: (collector, ms, err) => {
           m.collectorDuration.record(ms / 1000, { collector });
-          if (err !== undefined) m.collectorErrors.record(1, { collector, kind: failureKindOf(err) });
+          if (err !== undefined) countError(collector, failureKindOf(err));
           this.landingRecord.runFinished(collector, Date.now(), ms, err);
         },
         // Counted once, when found: a missing endpoint is a fact about slurmrestd, not a failing run.
@@ -99,7 +108,7 @@ export class ClusterRunner implements Collecting<TickResult> {
           m.collectorDuration.record(ms / 1000, { collector });
           this.landingRecord.absent(collector, Date.now(), ms);
           if (absence === 'new') {
-            m.collectorErrors.record(1, { collector, kind: 'absent' });
+            countError(collector, 'absent');
             this.landingRecord.error(collector, Date.now(), err);
           }
         },
@@ -216,11 +225,12 @@ export class ClusterRunner implements Collecting<TickResult> {
     const next = advance(this.state, snapshot);
     this.state = next.state;
     this.pipeline.record(next.events);
-    const native = { userAccountMetrics: this.opts.userAccountMetrics ?? false };
-    await this.pipeline.publish(
-      [...observe(snapshot, snapshot.atMs, native), ...observeState(this.state)],
-      snapshot.atMs,
-    );
+    const groups = nativeGroups(snapshot);
+    const native = { userAccountMetrics: this.opts.userAccountMetrics ?? false, groups };
+    await this.pipeline.publish([...observe(snapshot, snapshot.atMs, native), ...observeState(this.state)], snapshot.atMs, {
+      sections: nativeSections(groups),
+      otlpSide: groups.nodesSharedOtlp,
+    });
     this.self.m.metricsExported.record(this.pipeline.producer.size);
     this.publishedAtMs = snapshot.atMs;
   }
@@ -255,7 +265,11 @@ export async function startClusterAgent(opts: ClusterAgentOptions): Promise<Clus
     onRequest: (path) => {
       if (path === '/metrics') runner.self.m.metricsRequests.record(1);
     },
-    routes: { '/': () => runner.landing },
+    // slurmctld's own paths: a scrape configuration written for slurmctld works by changing host and port.
+    routes: {
+      '/': () => runner.landing,
+      ...Object.fromEntries(NATIVE_PATHS.map((p) => [p, () => runner.pipeline.section(p)])),
+    },
     logger: opts.logger,
     otlpUrl: opts.otlp?.url,
   });

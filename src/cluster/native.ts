@@ -12,6 +12,8 @@ import {
   NATIVE_JOB_METRICS,
   NATIVE_JOB_STATES,
   NATIVE_NODE_METRICS as N,
+  NATIVE_NODE_SHARED_METRICS as NS,
+  NATIVE_NODE_SHARED_OTLP_METRICS,
   NATIVE_NODE_STATES,
   NATIVE_PARTITION_METRICS as P,
   NATIVE_PARTITION_NODE_STATES,
@@ -28,23 +30,71 @@ import { nodesByName, uniqueJobs } from './state.js';
 import { parseTres, type Tres } from './tres.js';
 
 type GaugeSpec<L extends string = string> = MetricSpec<L, never> & { kind: 'gauge' };
+type NativeFamily = Family | LazyFamily;
 const MIB = 1024 * 1024;
 
 export interface NativeOptions {
-  /** `/metrics/jobs-users-accts`: per-user and per-account job families. */
+  /** The per-user and per-account job families on `/metrics` too (`--user-account-metrics`). */
   readonly userAccountMetrics?: boolean;
+  /** Families already computed for this snapshot (the agent computes them once per publish). */
+  readonly groups?: NativeGroups;
 }
 
-export function nativeFamilies(snap: ClusterSnapshot, opts: NativeOptions = {}): Array<Family | LazyFamily> {
+/** The paths slurmctld serves its families under, each with the families it serves there. */
+export const NATIVE_PATHS = [
+  '/metrics/nodes',
+  '/metrics/jobs',
+  '/metrics/partitions',
+  '/metrics/scheduler',
+  '/metrics/jobs-users-accts',
+] as const;
+export type NativePath = (typeof NATIVE_PATHS)[number];
+
+/** One snapshot's native families, by the slurmctld path that serves them. */
+export interface NativeGroups {
+  readonly nodes: readonly NativeFamily[];
+  /** On `/metrics/nodes` only: their names mean something else on `/metrics`. */
+  readonly nodesShared: readonly NativeFamily[];
+  /** The same under their OTLP names. */
+  readonly nodesSharedOtlp: readonly NativeFamily[];
+  readonly jobs: readonly NativeFamily[];
+  readonly usersAccounts: readonly NativeFamily[];
+  readonly partitions: readonly NativeFamily[];
+  readonly scheduler: readonly NativeFamily[];
+}
+
+export function nativeGroups(snap: ClusterSnapshot): NativeGroups {
   const nodes = snap.nodes ? [...nodesByName(snap.nodes.value).values()] : undefined;
   const jobs = snap.jobs ? uniqueJobs(snap.jobs.value) : undefined;
   const tres = tresCache();
-  return [
-    ...(nodes ? nodeFamilies(nodes, tres) : []),
-    ...(jobs ? jobFamilies(jobs, tres, opts) : []),
-    ...(snap.partitions ? partitionFamilies(snap.partitions.value, nodes, jobs, tres) : []),
-    ...(snap.diag ? schedulerFamilies(snap.diag.value) : []),
-  ];
+  const hosts = hostsCache();
+  const jobGroups = jobs ? jobFamilies(jobs, tres, hosts) : undefined;
+  return {
+    nodes: nodes ? nodeFamilies(nodes, tres) : [],
+    nodesShared: nodes ? sharedNodeFamilies(nodes, NS) : [],
+    nodesSharedOtlp: nodes ? sharedNodeFamilies(nodes, NATIVE_NODE_SHARED_OTLP_METRICS) : [],
+    jobs: jobGroups?.all ?? [],
+    usersAccounts: jobGroups?.usersAccounts ?? [],
+    partitions: snap.partitions ? partitionFamilies(snap.partitions.value, nodes, jobs, tres) : [],
+    scheduler: snap.diag ? schedulerFamilies(snap.diag.value) : [],
+  };
+}
+
+/** What `/metrics` carries of Slurm's own set: all but the four shared names. */
+export function nativeFamilies(snap: ClusterSnapshot, opts: NativeOptions = {}): NativeFamily[] {
+  const g = opts.groups ?? nativeGroups(snap);
+  return [...g.nodes, ...g.jobs, ...(opts.userAccountMetrics ? g.usersAccounts : []), ...g.partitions, ...g.scheduler];
+}
+
+/** Each slurmctld path with exactly the families slurmctld serves there. */
+export function nativeSections(g: NativeGroups): ReadonlyMap<NativePath, readonly NativeFamily[]> {
+  return new Map<NativePath, readonly NativeFamily[]>([
+    ['/metrics/nodes', [...g.nodes, ...g.nodesShared]],
+    ['/metrics/jobs', g.jobs],
+    ['/metrics/partitions', g.partitions],
+    ['/metrics/scheduler', g.scheduler],
+    ['/metrics/jobs-users-accts', g.usersAccounts],
+  ]);
 }
 
 /** The one point of a family without labels. */
@@ -93,9 +143,9 @@ const PARTITION_NAMES: Readonly<Partial<Record<string, NativePartitionNodeState>
 };
 
 /**
- * Every state name a node counts under: its base state, each flag, and drained/draining as
- * slurmctld tells them apart (DRAIN with jobs still on the node, i.e. allocated, mixed or
- * completing, is draining; DRAIN otherwise is drained).
+ * Every state name a node counts under: its base state, each flag, and the drain family as
+ * slurmctld counts it: DRAIN on an allocated or mixed node is `draining` only; DRAIN otherwise
+ * is both `drain` and `drained`.
  */
 export function nodeStateNames(node: Pick<SlurmNode, 'state'>): string[] {
   const out: string[] = [];
@@ -103,11 +153,11 @@ export function nodeStateNames(node: Pick<SlurmNode, 'state'>): string[] {
   if (base !== undefined) out.push(base);
   for (const f of node.state.flags) {
     const name = FLAG_NAMES[f];
-    if (name !== undefined && !out.includes(name)) out.push(name);
+    if (name !== undefined && name !== 'drain' && !out.includes(name)) out.push(name);
   }
-  if (out.includes('drain')) {
-    const busy = node.state.base === 'ALLOCATED' || node.state.base === 'MIXED' || out.includes('completing');
-    out.push(busy ? 'draining' : 'drained');
+  if (node.state.flags.includes('DRAIN')) {
+    const busy = node.state.base === 'ALLOCATED' || node.state.base === 'MIXED';
+    out.push(...(busy ? ['draining'] : ['drain', 'drained']));
   }
   return out;
 }
@@ -146,20 +196,56 @@ function perNode(
   };
 }
 
-function nodeFamilies(nodes: readonly SlurmNode[], tres: TresOf): Array<Family | LazyFamily> {
-  const mib = (v: number | undefined): number | undefined => (v === undefined ? undefined : v * MIB);
+function nodeFamilies(nodes: readonly SlurmNode[], tres: TresOf): NativeFamily[] {
   const states = countStates(NATIVE_NODE_STATES, nodes.map(nodeStateNames));
   return [
     perNode(N.cpus, nodes, (n) => n.cpus),
     perNode(N.cpusAlloc, nodes, (n) => n.alloc_cpus),
-    perNode(N.memory, nodes, (n) => mib(n.real_memory)),
-    perNode(N.memoryAlloc, nodes, (n) => mib(n.alloc_memory)),
-    perNode(N.gpus, nodes, (n) => tres(n.tres).gpus),
-    // An idle node has no used TRES at all (null): none of its GPUs is allocated.
-    perNode(N.gpusAlloc, nodes, (n) => (tres(n.tres).gpus === undefined ? undefined : (tres(n.tres_used).gpus ?? 0))),
+    perNode(N.memory, nodes, (n) => n.real_memory),
+    perNode(N.memoryAlloc, nodes, (n) => n.alloc_memory),
+    perNode(N.gpus, nodes, (n) => nodeGpus(n, tres)),
+    perNode(N.gpusAlloc, nodes, (n) => nodeGpusAlloc(n, tres)),
     gaugeOf(N.nodes, nodes.length),
     ...NATIVE_NODE_STATES.map((s) => gaugeOf(N.states[s], states[s])),
   ];
+}
+
+/** slurmctld's `/metrics/nodes` values of the four names `/metrics` also uses (MiB, its idle). */
+function sharedNodeFamilies(nodes: readonly SlurmNode[], specs: typeof NS): NativeFamily[] {
+  return [
+    perNode(specs.cpusIdle, nodes, nodeCpusIdle),
+    perNode(specs.cpusEffective, nodes, (n) => n.effective_cpus),
+    // slurmctld reports 0 until slurmd has sent a figure.
+    perNode(specs.memoryFree, nodes, (n) => n.free_mem ?? 0),
+    perNode(specs.memoryEffective, nodes, nodeMemoryEffective),
+  ];
+}
+
+/** Effective CPUs minus allocated ones (not Slurm's idle count: a drained node's CPUs count too). */
+function nodeCpusIdle(n: SlurmNode): number | undefined {
+  return n.effective_cpus === undefined ? undefined : n.effective_cpus - (n.alloc_cpus ?? 0);
+}
+
+function nodeMemoryEffective(n: SlurmNode): number | undefined {
+  return n.real_memory === undefined ? undefined : n.real_memory - (n.specialized_memory ?? 0);
+}
+
+/** A node without gres/gpu in its TRES has 0 GPUs, as slurmctld counts it. */
+function nodeGpus(n: SlurmNode, tres: TresOf): number {
+  return tres(n.tres).gpus ?? 0;
+}
+
+/** `gpu:tesla:1(IDX:0),gpu:a100:2(IDX:1-2)`: one count per GPU type, before its index list. */
+const GRES_GPU = /(?:^|,)gpu(?::[^,(]*)?:(\d+)(?=\(|,|$)/g;
+
+/** Allocated GPUs from the GRES in use (known without GPU TRES too); the used TRES otherwise. */
+export function nodeGpusAlloc(n: Pick<SlurmNode, 'gres_used' | 'tres_used'>, tres: TresOf = parseTres): number {
+  if (n.gres_used !== undefined && n.gres_used !== '') {
+    let total = 0;
+    for (const m of n.gres_used.matchAll(GRES_GPU)) total += Number(m[1]);
+    return total;
+  }
+  return tres(n.tres_used).gpus ?? 0;
 }
 
 // ---- jobs ----
@@ -192,8 +278,9 @@ const JOB_FLAG_NAMES: Readonly<Record<string, NativeJobState>> = {
 };
 const HELD_REASONS: ReadonlySet<string> = new Set(['JobHeldUser', 'JobHeldAdmin']);
 
+/** Held as slurmctld counts it: pending with reason JobHeldUser or JobHeldAdmin. */
 function isHeld(job: SlurmJob): boolean {
-  return job.state[0] === 'PENDING' && (HELD_REASONS.has(job.state_reason ?? '') || job.state.includes('REQUEUE_HOLD'));
+  return job.state[0] === 'PENDING' && HELD_REASONS.has(job.state_reason ?? '');
 }
 
 /** The state names a job counts under: base, flags, started (not pending), finished (terminal), hold. */
@@ -212,7 +299,30 @@ export function jobStateNames(job: SlurmJob): NativeJobState[] {
   return out;
 }
 
+/** Most tasks one array record is taken to hold (a bound against a hostile range like `0-4000000000`). */
+const MAX_ARRAY_TASKS = 10_000_000;
+
+/**
+ * Tasks a job record stands for, as slurmctld counts pending ones: the master record of an array
+ * holds every task not yet split off (`2-7%2`: 6, `1,3,5-9:2`: 5); any other record is one.
+ */
+export function arrayTaskCount(job: Pick<SlurmJob, 'array_task_id'>): number {
+  const expr = (job.array_task_id ?? '').split('%')[0] ?? '';
+  if (!/[-,]/.test(expr)) return 1;
+  let n = 0;
+  for (const part of expr.split(',')) {
+    const m = /^(\d+)(?:-(\d+)(?::(\d+))?)?$/.exec(part.trim());
+    if (!m) return 1;
+    const lo = Number(m[1]);
+    const hi = m[2] === undefined ? lo : Number(m[2]);
+    const step = m[3] === undefined ? 1 : Math.max(1, Number(m[3]));
+    if (hi >= lo) n += Math.floor((hi - lo) / step) + 1;
+  }
+  return Math.min(Math.max(n, 1), MAX_ARRAY_TASKS);
+}
+
 type TresOf = (s: string | undefined) => Tres;
+type HostsOf = (job: SlurmJob) => readonly string[];
 
 /** TRES strings repeat across jobs and nodes (a few shapes): each distinct one is parsed once per render. */
 function tresCache(): TresOf {
@@ -225,12 +335,33 @@ function tresCache(): TresOf {
   };
 }
 
+/**
+ * The nodes of a job, each distinct hostlist expanded once per render. An unreadable hostlist
+ * stands for `node_count` nodes of its own (they cannot be matched with other jobs' nodes).
+ */
+function hostsCache(): HostsOf {
+  const cache = new Map<string, readonly string[]>();
+  return (job) => {
+    let hosts = cache.get(job.nodes);
+    if (hosts === undefined) {
+      try {
+        hosts = expandHostlist(job.nodes);
+      } catch {
+        hosts = Array.from({ length: job.node_count ?? 0 }, (_, i) => `\0${job.job_id}\0${i}`);
+      }
+      cache.set(job.nodes, hosts);
+    }
+    return hosts;
+  };
+}
+
 interface JobTotals {
+  /** slurmctld's `jobs`: pending array tasks one each (whole cluster) or records (user, account). */
   jobs: number;
   states: Record<NativeJobState, number>;
   cpusAlloc: number;
   memoryAllocMiB: number;
-  nodesAlloc: number;
+  nodes: Set<string>;
   gpusAlloc: number;
 }
 
@@ -239,7 +370,7 @@ const newTotals = (): JobTotals => ({
   states: countStates(NATIVE_JOB_STATES, []),
   cpusAlloc: 0,
   memoryAllocMiB: 0,
-  nodesAlloc: 0,
+  nodes: new Set(),
   gpusAlloc: 0,
 });
 
@@ -249,14 +380,21 @@ function holdsAllocation(job: SlurmJob): boolean {
   return base === 'RUNNING' || base === 'SUSPENDED';
 }
 
-function addJob(t: JobTotals, job: SlurmJob, names: readonly NativeJobState[], tres: TresOf): void {
-  t.jobs += 1;
-  for (const n of names) t.states[n] += 1;
-  if (!holdsAllocation(job)) return;
-  const alloc = tres(job.tres_alloc_str);
-  t.cpusAlloc += alloc.cpus ?? job.cpus ?? 0;
+/** One job record, as slurmctld adds it: pending and hold count each task of an array record. */
+interface JobView {
+  readonly job: SlurmJob;
+  readonly names: readonly NativeJobState[];
+  readonly tasks: number;
+}
+
+function addJob(t: JobTotals, v: JobView, jobsAdd: number, tres: TresOf, hosts: HostsOf): void {
+  t.jobs += jobsAdd;
+  for (const n of v.names) t.states[n] += n === 'pending' || n === 'hold' ? v.tasks : 1;
+  if (!holdsAllocation(v.job)) return;
+  const alloc = tres(v.job.tres_alloc_str);
+  t.cpusAlloc += alloc.cpus ?? v.job.cpus ?? 0;
   t.memoryAllocMiB += (alloc.memory_bytes ?? 0) / MIB;
-  t.nodesAlloc += alloc.nodes ?? job.node_count ?? 0;
+  for (const h of hosts(v.job)) t.nodes.add(h);
   t.gpusAlloc += alloc.gpus ?? 0;
 }
 
@@ -270,14 +408,17 @@ interface JobSpecs<L extends string> {
   readonly gpusAlloc: GaugeSpec<L>;
 }
 
-/** `label` is the families' one key (none for the whole cluster): another name does not compile. */
+/**
+ * `label` is the families' one key (none for the whole cluster): another name does not compile.
+ * An empty key (a job without an account) leaves the label out, as slurmctld does.
+ */
 function totalsFamilies<L extends string>(
   specs: JobSpecs<L>,
   rows: ReadonlyMap<string, JobTotals>,
   label: NoInfer<L> | undefined,
 ): Family[] {
   // A computed key has type string to the compiler: the cast restores the label the caller was held to.
-  const attrs = (k: string) => (label === undefined ? {} : { [label]: k }) as AttributesOf<GaugeSpec<L>>;
+  const attrs = (k: string) => (label === undefined || k === '' ? {} : { [label]: k }) as AttributesOf<GaugeSpec<L>>;
   const fam = (spec: GaugeSpec<L>, value: (t: JobTotals) => number): Family => ({
     spec,
     points: [...rows].map(([k, t]) => point(spec, attrs(k), value(t))),
@@ -287,33 +428,34 @@ function totalsFamilies<L extends string>(
     ...NATIVE_JOB_STATES.map((s) => fam(specs.states[s], (t) => t.states[s])),
     fam(specs.cpusAlloc, (t) => t.cpusAlloc),
     fam(specs.memoryAlloc, (t) => t.memoryAllocMiB),
-    fam(specs.nodesAlloc, (t) => t.nodesAlloc),
+    fam(specs.nodesAlloc, (t) => t.nodes.size),
     fam(specs.gpusAlloc, (t) => t.gpusAlloc),
   ];
 }
 
-function jobFamilies(jobs: readonly SlurmJob[], tres: TresOf, opts: NativeOptions): Family[] {
+function jobFamilies(
+  jobs: readonly SlurmJob[],
+  tres: TresOf,
+  hosts: HostsOf,
+): { all: Family[]; usersAccounts: Family[] } {
   const all = newTotals();
   const byUser = new Map<string, JobTotals>();
   const byAccount = new Map<string, JobTotals>();
   const group = (m: Map<string, JobTotals>, k: string): JobTotals =>
     m.get(k) ?? (m.set(k, newTotals()).get(k) as JobTotals);
   for (const job of jobs) {
-    const names = jobStateNames(job);
-    addJob(all, job, names, tres);
-    if (!opts.userAccountMetrics) continue;
-    addJob(group(byUser, job.user_name ?? ''), job, names, tres);
-    addJob(group(byAccount, job.account ?? ''), job, names, tres);
+    const v: JobView = { job, names: jobStateNames(job), tasks: arrayTaskCount(job) };
+    addJob(all, v, v.tasks, tres, hosts);
+    addJob(group(byUser, job.user_name ?? ''), v, 1, tres, hosts);
+    addJob(group(byAccount, job.account ?? ''), v, 1, tres, hosts);
   }
-  return [
-    ...totalsFamilies(NATIVE_JOB_METRICS, new Map([['', all]]), undefined),
-    ...(opts.userAccountMetrics
-      ? [
-          ...totalsFamilies(NATIVE_USER_METRICS, byUser, 'username'),
-          ...totalsFamilies(NATIVE_ACCOUNT_METRICS, byAccount, 'account'),
-        ]
-      : []),
-  ];
+  return {
+    all: totalsFamilies(NATIVE_JOB_METRICS, new Map([['', all]]), undefined),
+    usersAccounts: [
+      ...totalsFamilies(NATIVE_USER_METRICS, byUser, 'username'),
+      ...totalsFamilies(NATIVE_ACCOUNT_METRICS, byAccount, 'account'),
+    ],
+  };
 }
 
 // ---- partitions ----
@@ -331,11 +473,12 @@ function partitionNodes(
   }
 }
 
+/** The Slinky autoscaling figures of a partition's pending jobs: largest node counts asked for. */
 interface PendingNodes {
-  max?: number;
-  min?: number;
-  maxNohold?: number;
-  minNohold?: number;
+  max: number;
+  min: number;
+  maxNohold: number;
+  minNohold: number;
   waitNodeLimit: number;
 }
 
@@ -356,8 +499,7 @@ function partitionFamilies(
   return [
     gaugeOf(P.partitions, named.length),
     per(P.cpus, (p) => p.total_cpus),
-    per(P.gpus, (p) => parseTres(p.tres).gpus),
-    ...(nodes ? partitionNodeFamilies(named, nodes, per) : []),
+    ...(nodes ? partitionNodeFamilies(named, nodes, per, tres) : []),
     ...(jobs ? partitionJobFamilies(named, jobs, tres, per) : []),
   ];
 }
@@ -368,6 +510,7 @@ function partitionNodeFamilies(
   parts: readonly SlurmPartition[],
   nodes: readonly SlurmNode[],
   per: PerPartition,
+  tres: TresOf,
 ): Family[] {
   const byName = new Map(nodes.map((n) => [n.name, n]));
   const members = new Map(parts.map((p) => [p.name, partitionNodes(p, byName, nodes)]));
@@ -394,10 +537,7 @@ function partitionNodeFamilies(
       P.cpusAlloc,
       sum((n) => n.alloc_cpus),
     ),
-    per(
-      P.cpusIdle,
-      sum((n) => n.alloc_idle_cpus),
-    ),
+    per(P.cpusIdle, sum(nodeCpusIdle)),
     per(
       P.cpusEffective,
       sum((n) => n.effective_cpus),
@@ -406,24 +546,32 @@ function partitionNodeFamilies(
       P.memAlloc,
       sum((n) => n.alloc_memory),
     ),
-    per(
-      P.memAvail,
-      sum((n) => (n.real_memory === undefined ? undefined : n.real_memory - (n.alloc_memory ?? 0))),
-    ),
+    per(P.memAvail, sum(nodeMemoryEffective)),
     per(
       P.memFree,
-      sum((n) => n.free_mem),
+      sum((n) => n.free_mem ?? 0),
     ),
     per(
       P.memTotal,
       sum((n) => n.real_memory),
     ),
+    per(P.gpus, (p) => of(p).reduce((t, n) => t + nodeGpus(n, tres), 0)),
   ];
 }
 
-/** `gpu,cpu` (a job submitted to several partitions) counts in each. */
-function jobPartitions(job: SlurmJob): string[] {
-  return (job.partition ?? '').split(',').filter((p) => p !== '');
+/**
+ * The one partition slurmctld counts a job in: the job's partition, or for a pending job
+ * submitted to several (`cpu,gpu`) the last listed, where its scheduler leaves a job it has
+ * tried in each.
+ */
+export function nativeJobPartition(job: Pick<SlurmJob, 'partition'>): string | undefined {
+  const parts = (job.partition ?? '').split(',').filter((p) => p !== '');
+  return parts[parts.length - 1];
+}
+
+/** Finished with nothing left completing: slurmctld leaves such a record out of a partition's `jobs`. */
+function isCompleted(job: SlurmJob): boolean {
+  return JOB_TERMINAL_STATES.has(job.state[0] ?? '') && !job.state.includes('COMPLETING');
 }
 
 function partitionJobFamilies(
@@ -433,15 +581,16 @@ function partitionJobFamilies(
   per: PerPartition,
 ): Family[] {
   const totals = new Map(parts.map((p) => [p.name, newTotals()]));
-  const pending = new Map(parts.map((p): [string, PendingNodes] => [p.name, { waitNodeLimit: 0 }]));
+  const pending = new Map(
+    parts.map((p): [string, PendingNodes] => [p.name, { max: 0, min: 0, maxNohold: 0, minNohold: 0, waitNodeLimit: 0 }]),
+  );
+  const noHosts: HostsOf = () => [];
   for (const job of jobs) {
-    const names = jobStateNames(job);
-    for (const name of jobPartitions(job)) {
-      const t = totals.get(name);
-      if (t === undefined) continue;
-      addJob(t, job, names, tres);
-      if (job.state[0] === 'PENDING') addPending(pending.get(name) as PendingNodes, job, tres);
-    }
+    const name = nativeJobPartition(job);
+    const t = name === undefined ? undefined : totals.get(name);
+    if (t === undefined) continue;
+    addJob(t, { job, names: jobStateNames(job), tasks: arrayTaskCount(job) }, isCompleted(job) ? 0 : 1, tres, noHosts);
+    if (job.state[0] === 'PENDING') addPending(pending.get(name as string) as PendingNodes, job, tres);
   }
   const t = (p: SlurmPartition): JobTotals => totals.get(p.name) as JobTotals;
   const q = (p: SlurmPartition): PendingNodes => pending.get(p.name) as PendingNodes;
@@ -450,23 +599,30 @@ function partitionJobFamilies(
     ...NATIVE_JOB_STATES.map((s) => per(P.jobStates[s], (p) => t(p).states[s])),
     per(P.jobsCpusAlloc, (p) => t(p).cpusAlloc),
     per(P.jobsMemoryAlloc, (p) => t(p).memoryAllocMiB),
-    per(P.jobsMaxNodes, (p) => q(p).max ?? 0),
-    per(P.jobsMaxNodesNohold, (p) => q(p).maxNohold ?? 0),
-    per(P.jobsMinNodes, (p) => q(p).min ?? 0),
-    per(P.jobsMinNodesNohold, (p) => q(p).minNohold ?? 0),
+    per(P.jobsGpusAlloc, (p) => t(p).gpusAlloc),
+    per(P.jobsMaxNodes, (p) => q(p).max),
+    per(P.jobsMaxNodesNohold, (p) => q(p).maxNohold),
+    per(P.jobsMinNodes, (p) => q(p).min),
+    per(P.jobsMinNodesNohold, (p) => q(p).minNohold),
     per(P.jobsWaitNodeLimit, (p) => q(p).waitNodeLimit),
   ];
 }
 
+/**
+ * slurmctld keeps the largest of the pending jobs' minimum node counts (`min_job_nodes`) and of
+ * their maximum ones (`max_job_nodes`); slurmrestd's node count of a pending job is its minimum,
+ * which stands for both.
+ */
 function addPending(q: PendingNodes, job: SlurmJob, tres: TresOf): void {
+  // slurmctld tests the reason with a bitwise AND (any reason with bit 2 set); only this one is meant.
   if (job.state_reason === 'PartitionNodeLimit') q.waitNodeLimit += 1;
   const n = job.node_count ?? tres(job.tres_req_str).nodes;
   if (n === undefined) return;
-  q.max = Math.max(q.max ?? n, n);
-  q.min = Math.min(q.min ?? n, n);
+  q.max = Math.max(q.max, n);
+  q.min = Math.max(q.min, n);
   if (isHeld(job)) return;
-  q.maxNohold = Math.max(q.maxNohold ?? n, n);
-  q.minNohold = Math.min(q.minNohold ?? n, n);
+  q.maxNohold = Math.max(q.maxNohold, n);
+  q.minNohold = Math.max(q.minNohold, n);
 }
 
 // ---- scheduler ----
@@ -539,10 +695,22 @@ const SCHEDULER_SOURCES: Readonly<
 };
 
 export function schedulerValue(diag: SlurmDiag, key: SchedulerKey): number | undefined {
+  if (key === 'bfMeanTableSz') return meanTableSize(diag);
   const src = SCHEDULER_SOURCES[key];
   if (src === 'bf_active') return diag.bf_active === undefined ? undefined : Number(diag.bf_active);
   if (Array.isArray(src)) return diag[src[0]]?.[src[1]];
   return diag[src];
+}
+
+/**
+ * slurmctld's mean: table sizes summed over cycles, divided (integer) by cycles, 0 before the
+ * first. slurmrestd's bf_table_size_mean is another figure (the last cycle's).
+ */
+function meanTableSize(diag: SlurmDiag): number | undefined {
+  const sum = diag.bf_table_size_sum;
+  const cycles = diag.bf_cycle_counter;
+  if (sum === undefined || cycles === undefined) return undefined;
+  return cycles > 0 ? Math.floor(sum / cycles) : 0;
 }
 
 function schedulerFamilies(diag: SlurmDiag): Family[] {

@@ -215,17 +215,10 @@ function nodeFamilies(list: readonly SlurmNode[]): LazyFamily[] {
   // Node names are distinct (nodesByName), and so are the partitions listed per node.
   const nodes = [...nodesByName(list).values()];
   const name = (n: SlurmNode): AttributesOf<typeof M.nodeCpusTotal> => ({ node_name: n.name });
-  // The families slurmctld also serves carry its `node` label as well.
-  const both = (n: SlurmNode): AttributesOf<typeof M.nodeCpusIdle> => ({ node_name: n.name, node: n.name });
   const perResource = NODE_RESOURCE_FAMILIES.map(([spec, key]) =>
     lazy(
       spec,
-      perItem(
-        spec,
-        nodes,
-        (spec.attributes as readonly string[]).includes('node') ? both : name,
-        (n) => nodeResources(n)[key],
-      ),
+      perItem(spec, nodes, name, (n) => nodeResources(n)[key]),
     ),
   );
   return [

@@ -323,7 +323,7 @@ describe('optional sub-collectors', () => {
         expect(select(samples, family).length > 0, family).toBe(other !== endpoint);
       const self = parseExposition((await runner.self.exposition()).text);
       // The fake answers 500 with Slurm errors[] and no data.
-      expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: endpoint, kind: 'api_errors' })).toBe(
+      expect(valueOf(self, 'slurm_exporter_collector_error_kinds_total', { collector: endpoint, kind: 'api_errors' })).toBe(
         1,
       );
       expect(sumOf(self, 'slurm_exporter_collector_errors_total', { collector: endpoint })).toBe(1);
@@ -350,7 +350,7 @@ describe('optional sub-collectors', () => {
     expect(select(samples, 'slurm_qos_limit')).toHaveLength(0);
     const self = parseExposition((await runner.self.exposition()).text);
     // The fake answers the unknown path with a 404, as slurmrestd does without the plugin.
-    expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: 'limits', kind: 'absent' })).toBe(1);
+    expect(valueOf(self, 'slurm_exporter_collector_error_kinds_total', { collector: 'limits', kind: 'absent' })).toBe(1);
     expect(sumOf(self, 'slurm_exporter_collector_errors_total', { collector: 'limits' })).toBe(1);
   });
 
@@ -390,7 +390,7 @@ describe('cluster agent faults, end to end', () => {
     expect(select(after, 'slurm_job_info').length).toBeGreaterThan(0);
     const self = parseExposition((await runner.self.exposition()).text);
     for (const collector of ['nodes', 'jobs', 'diag', 'partitions', 'licenses', 'reservations', 'shares']) {
-      expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector, kind: 'network' }), collector).toBe(1);
+      expect(valueOf(self, 'slurm_exporter_collector_error_kinds_total', { collector, kind: 'network' }), collector).toBe(1);
       expect(sumOf(self, 'slurm_exporter_collector_errors_total', { collector }), collector).toBe(1);
     }
     expect(valueOf(self, 'slurm_exporter_collection_failures_total')).toBe(1);
@@ -447,7 +447,7 @@ const QOS_44 = '/slurmdb/v0.0.44/qos/';
 async function absentErrors(r: ClusterRunner, collector: string): Promise<{ absent: number; all: number }> {
   const self = parseExposition((await r.self.exposition()).text);
   return {
-    absent: valueOf(self, 'slurm_exporter_collector_errors_total', { collector, kind: 'absent' }) ?? NaN,
+    absent: valueOf(self, 'slurm_exporter_collector_error_kinds_total', { collector, kind: 'absent' }) ?? NaN,
     all: sumOf(self, 'slurm_exporter_collector_errors_total', { collector }),
   };
 }
