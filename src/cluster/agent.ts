@@ -227,10 +227,14 @@ export class ClusterRunner implements Collecting<TickResult> {
     this.pipeline.record(next.events);
     const groups = nativeGroups(snapshot);
     const native = { userAccountMetrics: this.opts.userAccountMetrics ?? false, groups };
-    await this.pipeline.publish([...observe(snapshot, snapshot.atMs, native), ...observeState(this.state)], snapshot.atMs, {
-      sections: nativeSections(groups),
-      otlpSide: groups.nodesSharedOtlp,
-    });
+    await this.pipeline.publish(
+      [...observe(snapshot, snapshot.atMs, native), ...observeState(this.state)],
+      snapshot.atMs,
+      {
+        sections: nativeSections(groups),
+        otlpSide: groups.nodesSharedOtlp,
+      },
+    );
     this.self.m.metricsExported.record(this.pipeline.producer.size);
     this.publishedAtMs = snapshot.atMs;
   }

@@ -283,7 +283,7 @@ export const CLUSTER_SELF_METRICS = {
     'slurm_exporter_collector_errors',
     '',
     COLLECTOR,
-    'Failed runs of each sub-collector (Soperator\'s series; slurm_exporter_collector_error_kinds says why); a failed sub-collector keeps exporting its last good data.',
+    "Failed runs of each sub-collector (Soperator's series; slurm_exporter_collector_error_kinds says why); a failed sub-collector keeps exporting its last good data.",
   ),
   collectorErrorKinds: spec(
     'counter',
@@ -510,7 +510,7 @@ export const NATIVE_NODE_SHARED_METRICS = {
   cpusIdle: gauge(
     'slurm_node_cpus_idle',
     NATIVE_NODE,
-    `Effective CPUs of the node minus those allocated (slurmctld's meaning). From API v0.0.40.`,
+    `Effective CPUs of the node minus those allocated, slurmctld's meaning (configured CPUs before API v0.0.40). ${SINCE_38}`,
   ),
   cpusEffective: gauge(
     'slurm_node_cpus_effective',
@@ -534,14 +534,20 @@ export const NATIVE_NODE_SHARED_METRICS = {
  * their own instrumentation scope), so no OTLP name carries two meanings.
  */
 export const NATIVE_NODE_SHARED_OTLP_METRICS = Object.fromEntries(
-  Object.entries(NATIVE_NODE_SHARED_METRICS).map(([k, s]) => [k, { ...s, name: s.name.replace(/^slurm_/, 'slurmctld_') }]),
+  Object.entries(NATIVE_NODE_SHARED_METRICS).map(([k, s]) => [
+    k,
+    { ...s, name: s.name.replace(/^slurm_/, 'slurmctld_') },
+  ]),
 ) as typeof NATIVE_NODE_SHARED_METRICS;
 
 /** The job aggregates of `/metrics/jobs`, by name suffix after `slurm_` (the users/accounts variants reuse them). */
 const JOB_AGGREGATES = {
   cpusAlloc: ['jobs_cpus_alloc', 'CPUs allocated to running and suspended jobs.'],
   memoryAlloc: ['jobs_memory_alloc', 'Memory allocated to running and suspended jobs, in MiB as slurmctld counts it.'],
-  nodesAlloc: ['jobs_nodes_alloc', 'Distinct nodes allocated to running and suspended jobs (a shared node counts once).'],
+  nodesAlloc: [
+    'jobs_nodes_alloc',
+    'Distinct nodes allocated to running and suspended jobs (a shared node counts once).',
+  ],
   gpusAlloc: [
     'jobs_gpus_alloc',
     'GPUs allocated to running and suspended jobs (gres/gpu; slurmctld serves it from 26.05).',
@@ -682,7 +688,11 @@ export const NATIVE_SCHEDULER_METRICS = {
     'v0.0.40',
   ),
   bfMeanCycle: sGauge('bf_mean_cycle', 'Mean backfill cycle, µs.'),
-  bfMeanTableSz: sGauge('bf_mean_table_sz', 'Mean backfill table size (table sizes summed over cycles / cycles).', 'v0.0.41'),
+  bfMeanTableSz: sGauge(
+    'bf_mean_table_sz',
+    'Mean backfill table size (table sizes summed over cycles / cycles).',
+    'v0.0.41',
+  ),
   bfQueueLen: sGauge('bf_queue_len', 'Jobs pending in the backfill queue.'),
   bfQueueLenMean: sGauge('bf_queue_len_mean', 'Mean backfill queue length.'),
   bfQueueLenTot: sGauge('bf_queue_len_tot', 'Backfill queue lengths, all cycles together.', 'v0.0.40'),

@@ -221,9 +221,13 @@ function sharedNodeFamilies(nodes: readonly SlurmNode[], specs: typeof NS): Nati
   ];
 }
 
-/** Effective CPUs minus allocated ones (not Slurm's idle count: a drained node's CPUs count too). */
+/**
+ * Effective CPUs minus allocated ones (not Slurm's idle count: a drained node's CPUs count too).
+ * Before v0.0.40 slurmrestd has no effective count: the configured CPUs stand in.
+ */
 function nodeCpusIdle(n: SlurmNode): number | undefined {
-  return n.effective_cpus === undefined ? undefined : n.effective_cpus - (n.alloc_cpus ?? 0);
+  const effective = n.effective_cpus ?? n.cpus;
+  return effective === undefined ? undefined : effective - (n.alloc_cpus ?? 0);
 }
 
 function nodeMemoryEffective(n: SlurmNode): number | undefined {
@@ -582,7 +586,10 @@ function partitionJobFamilies(
 ): Family[] {
   const totals = new Map(parts.map((p) => [p.name, newTotals()]));
   const pending = new Map(
-    parts.map((p): [string, PendingNodes] => [p.name, { max: 0, min: 0, maxNohold: 0, minNohold: 0, waitNodeLimit: 0 }]),
+    parts.map((p): [string, PendingNodes] => [
+      p.name,
+      { max: 0, min: 0, maxNohold: 0, minNohold: 0, waitNodeLimit: 0 },
+    ]),
   );
   const noHosts: HostsOf = () => [];
   for (const job of jobs) {

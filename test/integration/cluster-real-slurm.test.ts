@@ -267,7 +267,12 @@ describe.skipIf(gate.skip)('cluster agent on a real Slurm 22.05', () => {
     const cpus = (await squeue('%T|%C')).filter(([s]) => s === 'RUNNING').reduce((a, [, c]) => a + Number(c), 0);
     expect(valueOf(samples, 'slurm_jobs_cpus_alloc')).toBe(cpus);
     expect(valueOf(samples, 'slurm_node_cpus', { node: 'node1' })).toBe(4);
-    expect(valueOf(samples, 'slurm_node_cpus_idle', { node: 'node1', node_name: 'node1' })).toBeDefined();
+    // The name's two meanings, one per endpoint: Soperator's on /metrics, slurmctld's on /metrics/nodes.
+    expect(select(samples, 'slurm_node_cpus_idle', { node_name: 'node1' }).map((s) => s.labels)).toEqual([
+      { node_name: 'node1' },
+    ]);
+    const nodesPath = parseExposition(controller.pipeline.section('/metrics/nodes').text);
+    expect(select(nodesPath, 'slurm_node_cpus_idle').map((s) => s.labels.node)).toContain('node1');
   });
 
   it("serves Slurm's native scheduler families as sdiag shows them; those 22.05 lacks are absent", async () => {
