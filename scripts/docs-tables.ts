@@ -1,7 +1,8 @@
 /**
- * What the README quotes from the code's own declarations, as Markdown: the metric tables (one
- * per catalogue, by README section) and the option tables (from the commands' option
- * definitions). `npm run docs` writes them; test/docs/readme.test.ts keeps them in step.
+ * What the documentation quotes from the code's own declarations, as Markdown: the metric tables
+ * (one per catalogue, in docs/metrics.md) and the option tables (from the commands' option
+ * definitions, in docs/configuration.md). `npm run docs` writes them; test/docs/tables.test.ts
+ * keeps them in step.
  */
 import type { Command } from 'commander';
 import {
@@ -16,7 +17,15 @@ import { NODE_METRICS, NODE_SELF_METRICS } from '../src/node/metrics.js';
 import { PROCESS_METRICS } from '../src/telemetry/process-metrics.js';
 import { prometheusName, type MetricSpec } from '../src/telemetry/spec.js';
 
-/** Every agent's catalogue, by README section. */
+/** The pages holding generated sections, from the repository root. */
+export const DOC_FILES = {
+  metrics: 'docs/metrics.md',
+  configuration: 'docs/configuration.md',
+  /** The alert thresholds and runbook (scripts/alerts.ts). */
+  operations: 'docs/operations.md',
+} as const;
+
+/** Every agent's catalogue, by section of DOC_FILES.metrics. */
 export const DOC_TABLES: Readonly<Record<string, readonly MetricSpec[]>> = {
   'node-metrics': Object.values(NODE_METRICS),
   'node-self-metrics': Object.values(NODE_SELF_METRICS),

@@ -35,6 +35,22 @@
 #                                slurmstepd; needs the v1 controllers mounted at
 #                                /sys/fs/cgroup/<controller>). v2 is refused on hybrid hosts
 #                                by Slurm itself ("Hybrid mode is not supported").
+#
+# Newer Slurm (24.11, 26.05) runs these scripts inside a Debian chroot made by chroot.sh;
+# the knobs that differ from 22.05:
+#   REAL_SLURM_REST_PLUGINS      slurmrestd's -s list (default the v0.0.36-38 plugins of 22.05,
+#                                + dbv0.0.36-38 with REAL_SLURM_DBD=1); 24.11: openapi/slurmctld
+#                                (+ ,openapi/slurmdbd); 26.05: openapi/slurmctld,openapi/util (+ ...dbd)
+#   REAL_SLURM_PING_VERSION      API version of the readiness ping (default v0.0.38)
+#   REAL_SLURM_DB_EXTERNAL       port of a MariaDB already listening on 127.0.0.1 (db.sh starts
+#                                one on the host): slurmdbd uses it instead of a mariadbd of its own.
+#                                26.05's slurmdbd stops at start with sid's MariaDB 11.8, so the
+#                                chroots use the host's (Debian 12's 10.11)
+#   REAL_SLURM_DB_PASS           password of its user `slurm` (default slurm-otel-test)
+#   REAL_SLURM_PRELOAD           a library put in LD_PRELOAD of every daemon (e.g. chroot.sh's
+#                                /opt/slurm-otel/cg2only.so for cgroup v2 on hybrid hosts)
+#   REAL_SLURM_EXTRA_CONF        e.g. MetricsType=metrics/openmetrics: 26.05's slurmctld then serves
+#                                /metrics/{nodes,jobs,partitions,scheduler,jobs-users-accts} on its port
 
 RS_STATE=${REAL_SLURM_STATE:-/tmp/slurm-otel-real-slurm}
 RS_OFFSET=${REAL_SLURM_PORT_OFFSET:-0}
@@ -55,6 +71,11 @@ RS_FIRST_JOB_ID=${REAL_SLURM_FIRST_JOB_ID:-1}
 RS_CLUSTER=${REAL_SLURM_CLUSTER:-slurmotel}
 RS_CGROUP=${REAL_SLURM_CGROUP:-none}
 RS_CGROUP_ROOT=/sys/fs/cgroup
+RS_REST_PLUGINS=${REAL_SLURM_REST_PLUGINS:-}
+RS_PING_VERSION=${REAL_SLURM_PING_VERSION:-v0.0.38}
+RS_DB_EXTERNAL=${REAL_SLURM_DB_EXTERNAL:-}
+RS_DB_PASS=${REAL_SLURM_DB_PASS:-slurm-otel-test}
+RS_PRELOAD=${REAL_SLURM_PRELOAD:-}
 # The unprivileged account slurmrestd runs as (it refuses root and SlurmUser).
 RS_REST_ACCOUNT=slurmotel-rest
 
@@ -81,6 +102,11 @@ rs_validate() {
   [[ $RS_PREFIX =~ ^[a-z][a-z0-9]{0,15}$ ]] || rs_die "REAL_SLURM_NODE_PREFIX must be a lower-case letter then up to 15 of [a-z0-9] (got '$RS_PREFIX')"
   [[ $RS_CLUSTER =~ ^[a-z][a-z0-9_]{0,31}$ ]] || rs_die "REAL_SLURM_CLUSTER must be lower-case [a-z0-9_], starting with a letter (got '$RS_CLUSTER')"
   [[ $RS_CGROUP =~ ^(none|v1)$ ]] || rs_die "REAL_SLURM_CGROUP must be none or v1 (got '$RS_CGROUP')"
+  [[ $RS_REST_PLUGINS =~ ^[a-z0-9/._,]*$ ]] || rs_die "REAL_SLURM_REST_PLUGINS must be a comma list of plugin names (got '$RS_REST_PLUGINS')"
+  [[ $RS_PING_VERSION =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]] || rs_die "REAL_SLURM_PING_VERSION must look like v0.0.42 (got '$RS_PING_VERSION')"
+  [[ $RS_DB_EXTERNAL =~ ^[0-9]*$ ]] || rs_die "REAL_SLURM_DB_EXTERNAL must be a port number (got '$RS_DB_EXTERNAL')"
+  [[ $RS_DB_PASS =~ ^[A-Za-z0-9._-]+$ ]] || rs_die "REAL_SLURM_DB_PASS must be plain [A-Za-z0-9._-]"
+  [[ $RS_PRELOAD =~ ^(/[A-Za-z0-9._/-]+)?$ ]] || rs_die "REAL_SLURM_PRELOAD must be an absolute plain path (got '$RS_PRELOAD')"
   for v in RS_OFFSET RS_REST_PORT RS_CTLD_PORT RS_SLURMD_BASE RS_DBD_PORT RS_DB_PORT RS_NODES \
            RS_SLURMD_TIMEOUT RS_MESSAGE_TIMEOUT RS_MIN_JOB_AGE RS_TOKEN_LIFESPAN RS_TIMEOUT RS_FIRST_JOB_ID; do
     [[ ${!v} =~ ^[0-9]+$ ]] || rs_die "$v must be a non-negative integer (got '${!v}')"
@@ -115,7 +141,9 @@ rs_launch() {
   # A simple command (not a shell function, whose subshell would stay the
   # parent) and setsid execing in place (a background job of a non-interactive
   # shell is no process-group leader): $! is the daemon's own pid.
-  "${RS_ENV[@]}" setsid "$@" </dev/null >>"$RS_LOG/$name.out" 2>&1 9>&- &
+  local preload=()
+  [ -n "$RS_PRELOAD" ] && preload=("LD_PRELOAD=$RS_PRELOAD")
+  "${RS_ENV[@]}" "${preload[@]}" setsid "$@" </dev/null >>"$RS_LOG/$name.out" 2>&1 9>&- &
   local pid=$! i
   echo "$pid" >"$RS_RUN/$name.pid"
   # Until the forked shell has exec'd env, the pid lacks our tag and
@@ -243,4 +271,30 @@ rs_remove_cgroups() {
     done < <(find "$root" -depth -type d)
   done < <(rs_cgroup_roots)
   return 0
+}
+
+# rs_start_mariadb DIR: a private mariadbd with its data in DIR/data, on 127.0.0.1:$RS_DB_PORT,
+# with user slurm (password $RS_DB_PASS) allowed on slurm_acct_db. Used by up.sh (REAL_SLURM_DBD=1)
+# and by db.sh (a host MariaDB for the chroot clusters). --no-defaults: ignore /etc/mysql (the
+# host's server, if any, keeps its own socket/port); a small buffer pool keeps it CI-friendly.
+rs_start_mariadb() {
+  local dir=$1 dl
+  mkdir -p "$dir"
+  mariadb-install-db --no-defaults --user=root --datadir="$dir/data" \
+    --auth-root-authentication-method=normal --skip-test-db >"$RS_LOG/mariadb-install.log" 2>&1 \
+    || rs_die "mariadb-install-db failed; see $RS_LOG/mariadb-install.log"
+  rs_launch mariadbd mariadbd --no-defaults --user=root --datadir="$dir/data" \
+    --socket="$dir/mysqld.sock" --port="$RS_DB_PORT" --bind-address=127.0.0.1 --skip-name-resolve \
+    --pid-file="$RS_RUN/own/mariadbd.pid" --innodb-buffer-pool-size=32M --log-error="$RS_LOG/mariadbd.log"
+  dl=$(( $(date +%s) + RS_TIMEOUT ))
+  until mariadb-admin --no-defaults --socket="$dir/mysqld.sock" -uroot ping >/dev/null 2>&1; do
+    if [ "$(date +%s)" -ge "$dl" ]; then
+      tail -n 25 "$RS_LOG/mariadbd.log" >&2 2>/dev/null || true
+      rs_die "mariadbd not answering within ${RS_TIMEOUT}s; logs in $RS_LOG/"
+    fi
+    sleep 0.2
+  done
+  mariadb --no-defaults --socket="$dir/mysqld.sock" -uroot -e "
+    CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '$RS_DB_PASS';
+    GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';"
 }

@@ -34,8 +34,9 @@ command -v flock >/dev/null || rs_die "flock (util-linux) is missing"
 # ---------------------------------------------------------------- packages
 INSTALL_LOCK=/run/lock/slurm-otel-real-slurm-install.lock
 [ -d /run/lock ] || INSTALL_LOCK=/tmp/slurm-otel-real-slurm-install.lock
-PKGS=(slurm-wlm slurmctld slurmd slurmrestd slurm-wlm-jwt-plugin munge slurm-client curl)
-[ "$RS_DBD" = 1 ] && PKGS+=(mariadb-server slurmdbd)
+PKGS=(slurmctld slurmd slurmrestd slurm-wlm-jwt-plugin munge slurm-client curl)
+[ "$RS_DBD" = 1 ] && PKGS+=(slurmdbd)
+[ "$RS_DBD" = 1 ] && [ -z "$RS_DB_EXTERNAL" ] && PKGS+=(mariadb-server)
 missing=()
 for p in "${PKGS[@]}"; do
   [ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)" = installed ] || missing+=("$p")
@@ -112,7 +113,8 @@ SHORT=$(hostname -s)
 getent hosts "$SHORT" >/dev/null || rs_die "the short hostname '$SHORT' does not resolve; add '127.0.0.1 $SHORT' to /etc/hosts"
 ports=("$RS_REST_PORT" "$RS_CTLD_PORT")
 for ((i = 0; i < RS_NODES; i++)); do ports+=("$((RS_SLURMD_BASE + i))"); done
-[ "$RS_DBD" = 1 ] && ports+=("$RS_DBD_PORT" "$RS_DB_PORT")
+[ "$RS_DBD" = 1 ] && ports+=("$RS_DBD_PORT")
+[ "$RS_DBD" = 1 ] && [ -z "$RS_DB_EXTERNAL" ] && ports+=("$RS_DB_PORT")
 for p in "${ports[@]}"; do
   rs_port_busy "$p" && rs_die "127.0.0.1:$p is already in use (another cluster? pick other ports with REAL_SLURM_PORT_OFFSET, a multiple of 100, or REAL_SLURM_*_PORT)"
 done
@@ -153,24 +155,11 @@ chmod 640 "$JWT_KEY"
 ACCOUNTING="AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none"
 if [ "$RS_DBD" = 1 ]; then
-  DB=$RS_STATE/mysql
-  mkdir -p "$DB"
-  mariadb-install-db --no-defaults --user=root --datadir="$DB/data" \
-    --auth-root-authentication-method=normal --skip-test-db >"$RS_LOG/mariadb-install.log" 2>&1 \
-    || fail_with_logs "mariadb-install-db failed" "$RS_LOG/mariadb-install.log"
-  # --no-defaults: ignore /etc/mysql (the host's server, if any, keeps its own
-  # socket/port); a small buffer pool keeps the footprint CI-friendly.
-  rs_launch mariadbd mariadbd --no-defaults --user=root --datadir="$DB/data" \
-    --socket="$DB/mysqld.sock" --port="$RS_DB_PORT" --bind-address=127.0.0.1 --skip-name-resolve \
-    --pid-file="$RS_RUN/own/mariadbd.pid" --innodb-buffer-pool-size=32M --log-error="$RS_LOG/mariadbd.log"
-  dl=$(deadline "$RS_TIMEOUT")
-  until mariadb-admin --no-defaults --socket="$DB/mysqld.sock" -uroot ping >/dev/null 2>&1; do
-    [ "$(date +%s)" -lt "$dl" ] || fail_with_logs "mariadbd not answering" "$RS_LOG/mariadbd.out" "$RS_LOG/mariadbd.log"
-    sleep 0.2
-  done
-  mariadb --no-defaults --socket="$DB/mysqld.sock" -uroot -e "
-    CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm-otel-test';
-    GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';"
+  DB_PORT=$RS_DB_EXTERNAL
+  if [ -z "$DB_PORT" ]; then
+    rs_start_mariadb "$RS_STATE/mysql"
+    DB_PORT=$RS_DB_PORT
+  fi
   # slurmdbd reads slurmdbd.conf from the directory of SLURM_CONF and insists
   # on mode 600 and ownership by SlurmUser.
   cat >"$RS_ETC/slurmdbd.conf" <<EOF
@@ -186,14 +175,14 @@ LogFile=$RS_LOG/slurmdbd.log
 PidFile=$RS_RUN/own/slurmdbd.pid
 StorageType=accounting_storage/mysql
 StorageHost=127.0.0.1
-StoragePort=$RS_DB_PORT
+StoragePort=$DB_PORT
 StorageUser=slurm
-StoragePass=slurm-otel-test
+StoragePass=$RS_DB_PASS
 StorageLoc=slurm_acct_db
 EOF
   chmod 600 "$RS_ETC/slurmdbd.conf"
   rs_launch slurmdbd slurmdbd -D
-  say "mariadbd + slurmdbd started"
+  say "slurmdbd started (MariaDB on 127.0.0.1:$DB_PORT)"
   ACCOUNTING="AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=127.0.0.1
 AccountingStoragePort=$RS_DBD_PORT
@@ -360,8 +349,12 @@ if ! id "$RS_REST_ACCOUNT" >/dev/null 2>&1; then
   ) 8>"$INSTALL_LOCK"
 fi
 # The /slurmdb/* plugins abort slurmrestd unless accounting uses slurmdbd.
-PLUGINS=openapi/v0.0.36,openapi/v0.0.37,openapi/v0.0.38
-[ "$RS_DBD" = 1 ] && PLUGINS+=,openapi/dbv0.0.36,openapi/dbv0.0.37,openapi/dbv0.0.38
+# Newer releases name their plugins differently (REAL_SLURM_REST_PLUGINS, see lib.sh).
+PLUGINS=$RS_REST_PLUGINS
+if [ -z "$PLUGINS" ]; then
+  PLUGINS=openapi/v0.0.36,openapi/v0.0.37,openapi/v0.0.38
+  [ "$RS_DBD" = 1 ] && PLUGINS+=,openapi/dbv0.0.36,openapi/dbv0.0.37,openapi/dbv0.0.38
+fi
 rs_launch slurmrestd env SLURM_JWT=daemon slurmrestd -f "$RS_CONF" -u "$RS_REST_ACCOUNT" -g "$RS_REST_ACCOUNT" \
   -a rest_auth/jwt -s "$PLUGINS" "127.0.0.1:$RS_REST_PORT"
 
@@ -389,12 +382,12 @@ while :; do
   # Slurm 22.05's rest_auth/jwt insists on X-SLURM-USER-NAME next to the token
   # (token alone: 401 "missing header user name"); later versions made it optional.
   code=$(curl -s --max-time 5 -o /dev/null -w '%{http_code}' -H "X-SLURM-USER-NAME: root" \
-    -H "X-SLURM-USER-TOKEN: $TOKEN" "$REST_URL/slurm/v0.0.38/ping" || true)
+    -H "X-SLURM-USER-TOKEN: $TOKEN" "$REST_URL/slurm/$RS_PING_VERSION/ping" || true)
   [ "$code" = 200 ] && break
   # 401 means slurmrestd is up but rejects our credentials: waiting will not help.
   [ "$code" = 401 ] && fail_with_logs "slurmrestd answered 401 to a fresh root token" "$RS_LOG/slurmrestd.out" "$RS_LOG/slurmctld.log"
   rs_is_ours "$(cat "$RS_RUN/slurmrestd.pid")" || fail_with_logs "slurmrestd exited" "$RS_LOG/slurmrestd.out"
-  [ "$(date +%s)" -lt "$dl" ] || fail_with_logs "slurmrestd did not answer 200 on $REST_URL/slurm/v0.0.38/ping (last HTTP $code)" "$RS_LOG/slurmrestd.out"
+  [ "$(date +%s)" -lt "$dl" ] || fail_with_logs "slurmrestd did not answer 200 on $REST_URL/slurm/$RS_PING_VERSION/ping (last HTTP $code)" "$RS_LOG/slurmrestd.out"
   sleep 0.2
 done
 say "slurmrestd answering on $REST_URL"
@@ -411,6 +404,8 @@ export SLURM_REST_USER=root
 export SLURM_REST_TOKEN=$TOKEN
 export SLURM_JWT_KEY=$JWT_KEY
 export REAL_SLURM_WORKDIR=$RS_STATE/work
+export REAL_SLURM_CTLD_PORT=$RS_CTLD_PORT
+export REAL_SLURM_SLURMCTLD_VERSION=$(rs_env slurmctld -V | awk '{print $2}')
 EOF
 chgrp "$READ_GROUP" "$RS_STATE/env.tmp"
 mv -f "$RS_STATE/env.tmp" "$RS_STATE/env"

@@ -1,7 +1,7 @@
 /**
  * The alert rules in otel-config/prometheus/alerts.yml: current with their declaration
  * (scripts/alerts.ts), valid for promtool, unit-tested by alerts.test.yml, documented in the
- * README's runbook, and reading only metrics that exist.
+ * runbook in docs/operations.md, and reading only metrics that exist.
  */
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -15,7 +15,7 @@ import {
   runbook,
   thresholdsTable,
 } from '../../scripts/alerts.js';
-import { DOC_TABLES, section } from '../../scripts/docs-tables.js';
+import { DOC_FILES, DOC_TABLES, section } from '../../scripts/docs-tables.js';
 import { prometheusName, type MetricSpec } from '../../src/telemetry/spec.js';
 import { findTool, run, shouldRun, toolPath } from '../support/tools.js';
 
@@ -94,10 +94,10 @@ describe('alert rules', () => {
     }
   });
 
-  it('each has a runbook entry in the README, and the README thresholds are the declared ones', () => {
-    const readme = read('README.md');
-    expect(section(readme, 'alert-thresholds')).toBe(thresholdsTable());
-    const book = section(readme, 'alert-runbook');
+  it(`each has a runbook entry in ${DOC_FILES.operations}, whose thresholds are the declared ones`, () => {
+    const page = read(DOC_FILES.operations);
+    expect(section(page, 'alert-thresholds')).toBe(thresholdsTable());
+    const book = section(page, 'alert-runbook');
     expect(book).toBe(runbook());
     for (const r of rules())
       expect(book, r.alert).toMatch(

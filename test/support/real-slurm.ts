@@ -18,6 +18,9 @@
  * the reasons behind each setting). Each vitest worker gets its own cluster
  * (state dir and ports from a leased slot, see claimSlot), so test files
  * running in parallel never stop each other's cluster.
+ *
+ * `release: '24.11' | '26.05'` runs the same scripts inside a Debian chroot holding that
+ * release (see real-slurm-release.ts); `realSlurmGate(release)` checks that one can be had.
  */
 import { execFile, spawnSync } from 'node:child_process';
 import {
@@ -33,6 +36,18 @@ import {
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import {
+  chrootCacheDir,
+  chrootLayer,
+  chrootUnavailable,
+  type CommandLayer,
+  hostLayer,
+  releaseScriptEnv,
+  SLURM_RELEASES,
+  type SlurmRelease,
+} from './real-slurm-release.js';
+
+export { SLURM_RELEASES, type SlurmRelease } from './real-slurm-release.js';
 
 /** Debian packages up.sh installs (plus mariadb-server and slurmdbd with `dbd`). */
 export const REAL_SLURM_PACKAGES = [
@@ -79,6 +94,8 @@ export interface RealSlurmOptions {
   firstJobId?: number;
   /** Extra REAL_SLURM_* knobs for up.sh/down.sh (see scripts/real-slurm/lib.sh). */
   env?: Record<string, string>;
+  /** Slurm release: '22.05' (default, the host's packages) or '24.11' / '26.05' (in a chroot). */
+  release?: SlurmRelease;
 }
 
 export interface RunOptions {
@@ -129,6 +146,15 @@ export interface RealSlurm {
   slurmd(action: 'start' | 'stop', node: string): Promise<void>;
   /** Stop every daemon of this cluster (down.sh). Idempotent. */
   stop(): Promise<void>;
+  /** The release it runs, and the data parsers (API versions) its slurmrestd serves. */
+  release: SlurmRelease;
+  dataParsers: readonly string[];
+  /** slurmctld's port on 127.0.0.1 (26.05 serves its own /metrics/* there). */
+  ctldPort: number;
+  /** slurmctld -V, e.g. "26.05.5". */
+  version: string;
+  /** The chroot the cluster runs in (undefined for 22.05 on the host). */
+  chrootDir?: string;
 }
 
 export type Availability = { ok: true } | { ok: false; why: string };
@@ -156,7 +182,8 @@ export function isCI(): boolean {
  * SlurmUser=root; apt-get needs it) and the Debian packages installed or
  * installable with apt-get. Cheap (one dpkg-query), synchronous.
  */
-export function realSlurmAvailability(): Availability {
+export function realSlurmAvailability(release: SlurmRelease = '22.05'): Availability {
+  if (release !== '22.05') return chrootReleaseAvailability(release);
   if (process.platform !== 'linux') return { ok: false, why: `needs Linux (this is ${process.platform})` };
   if (process.getuid?.() !== 0) {
     return { ok: false, why: 'needs root: up.sh starts slurmctld/slurmd as root and may apt-get install' };
@@ -187,15 +214,26 @@ export function realSlurmAvailability(): Availability {
   return { ok: true }; // up.sh will apt-get install them
 }
 
+function chrootReleaseAvailability(release: SlurmRelease): Availability {
+  if (process.platform !== 'linux') return { ok: false, why: `needs Linux (this is ${process.platform})` };
+  if (process.getuid?.() !== 0) return { ok: false, why: 'needs root: chroot, mount and the Slurm daemons' };
+  const why = chrootUnavailable(SLURM_RELEASES[release]);
+  return why === undefined ? { ok: true } : { ok: false, why };
+}
+
 /**
  * The skip/fail policy for real-Slurm suites. Call at module level:
  * `describe.skipIf(realSlurmGate().skip)(…)`. In CI an unavailable Slurm
  * throws here, so the test file fails instead of silently skipping.
  */
-export function realSlurmGate(): { skip: boolean; why?: string } {
-  const a = realSlurmAvailability();
+export function realSlurmGate(release: SlurmRelease = '22.05'): { skip: boolean; why?: string } {
+  const a = realSlurmAvailability(release);
   if (a.ok) return { skip: false };
-  const install = `apt-get install -y ${REAL_SLURM_PACKAGES.join(' ')}`;
+  const suite = SLURM_RELEASES[release].suite;
+  const install =
+    suite === undefined
+      ? `apt-get install -y ${REAL_SLURM_PACKAGES.join(' ')}`
+      : `apt-get install -y debootstrap mariadb-server; scripts/real-slurm/chroot.sh ${suite} (Slurm ${release})`;
   if (isCI()) {
     throw new Error(
       `real Slurm is required in CI (CI=${process.env.CI}) but cannot run here: ${a.why}. ` +
@@ -335,6 +373,7 @@ export async function startRealSlurm(opts: RealSlurmOptions = {}): Promise<RealS
   const prefix = opts.nodePrefix ?? (opts.instance === undefined ? 'node' : `${opts.instance}${claim.slot}n`);
   const nodeCount = opts.nodes ?? 4;
   const dir = scriptsDir();
+  const info = SLURM_RELEASES[opts.release ?? '22.05'];
   const scriptEnv: NodeJS.ProcessEnv = {
     ...slurmClientEnv(join(stateDir, 'etc', 'slurm.conf')),
     REAL_SLURM_STATE: stateDir,
@@ -346,9 +385,22 @@ export async function startRealSlurm(opts: RealSlurmOptions = {}): Promise<RealS
     ...(opts.firstJobId !== undefined ? { REAL_SLURM_FIRST_JOB_ID: String(opts.firstJobId) } : {}),
     ...(opts.env ?? {}),
   };
-  const down = () => exec('/bin/bash', [join(dir, 'down.sh')], { env: scriptEnv, timeoutMs: 90_000 });
+  const newer = await prepareRelease(info, dir, scriptEnv, opts, portOffset).catch((e: unknown) => {
+    claim.release();
+    throw e;
+  });
+  const layer = newer?.layer ?? hostLayer(dir);
+  const runScript = (name: string, args: string[], timeoutMs: number) => {
+    const [file, argv] = layer.script(name, args);
+    return exec(file, argv, { env: scriptEnv, timeoutMs });
+  };
+  const down = async () => {
+    const r = await runScript('down.sh', [], 90_000);
+    await newer?.stopDb();
+    return r;
+  };
 
-  const up = await exec('/bin/bash', [join(dir, 'up.sh')], { env: scriptEnv, timeoutMs: opts.timeoutMs ?? 300_000 });
+  const up = await runScript('up.sh', [], opts.timeoutMs ?? 300_000);
   if (up.code !== 0) {
     // A timeout kills bash only; down.sh stops whatever daemons it had started.
     await down();
@@ -384,12 +436,11 @@ export async function startRealSlurm(opts: RealSlurmOptions = {}): Promise<RealS
     env,
     restHeaders: (t = token) => ({ 'X-SLURM-USER-NAME': user, 'X-SLURM-USER-TOKEN': t }),
     async run(cmd, runOpts = {}) {
-      const [file, ...args] = cmd;
-      if (!file) throw new Error('run: empty command');
+      const { file, args, cwd } = layer.client(cmd, runOpts.cwd ?? workDir);
       const r = await exec(file, args, {
         env: slurmClientEnv(slurmConf, runOpts.env),
         timeoutMs: runOpts.timeoutMs ?? 30_000,
-        cwd: runOpts.cwd ?? workDir,
+        cwd,
       });
       if ((runOpts.check ?? true) && r.code !== 0) {
         throw new Error(`${cmd.join(' ')} failed (${r.error?.message ?? `exit ${r.code}`}):\n${tail(r.stderr, 10)}`);
@@ -397,15 +448,63 @@ export async function startRealSlurm(opts: RealSlurmOptions = {}): Promise<RealS
       return { code: r.code, stdout: r.stdout, stderr: r.stderr };
     },
     async slurmd(action, node) {
-      const r = await exec('/bin/bash', [join(dir, 'slurmd.sh'), action, node], { env: scriptEnv, timeoutMs: 60_000 });
+      const r = await runScript('slurmd.sh', [action, node], 60_000);
       if (r.code !== 0) throw new Error(`slurmd.sh ${action} ${node} failed (exit ${r.code}):\n${tail(r.stderr)}`);
     },
+    release: info.release,
+    dataParsers: info.dataParsers,
+    ctldPort: Number.parseInt(need('REAL_SLURM_CTLD_PORT'), 10),
+    version: env.REAL_SLURM_SLURMCTLD_VERSION ?? '',
+    ...(newer ? { chrootDir: newer.root } : {}),
     async stop() {
       if (stopped) return;
       stopped = true;
       const r = await down();
       claim.release();
       if (r.code !== 0) throw new Error(`real-slurm down.sh failed (exit ${r.code}):\n${tail(r.stderr)}`);
+    },
+  };
+}
+
+interface PreparedRelease {
+  root: string;
+  layer: CommandLayer;
+  stopDb(): Promise<void>;
+}
+
+/**
+ * For 24.11 / 26.05: make or reuse the release's chroot (chroot.sh, which also copies the
+ * scripts in), start the host MariaDB its slurmdbd uses (db.sh) and add the release's knobs to
+ * `scriptEnv`. Undefined for 22.05, which runs on the host as before.
+ */
+async function prepareRelease(
+  info: (typeof SLURM_RELEASES)[SlurmRelease],
+  dir: string,
+  scriptEnv: NodeJS.ProcessEnv,
+  opts: RealSlurmOptions,
+  portOffset: number,
+): Promise<PreparedRelease | undefined> {
+  if (info.suite === undefined) return undefined;
+  const made = await exec('/bin/bash', [join(dir, 'chroot.sh'), info.suite], { env: scriptEnv, timeoutMs: 600_000 });
+  const root = made.stdout.trim().split('\n').pop() ?? '';
+  if (made.code !== 0 || root !== chrootCacheDir(info.suite)) {
+    throw new Error(`real-slurm chroot.sh ${info.suite} failed (exit ${made.code}):\n${tail(made.stderr)}`);
+  }
+  const dbPort = Number.parseInt(scriptEnv.REAL_SLURM_DB_PORT ?? '', 10) || 23306 + portOffset;
+  const knobs = releaseScriptEnv(info, opts.dbd === true, dbPort);
+  const extra = [knobs.REAL_SLURM_EXTRA_CONF, opts.env?.REAL_SLURM_EXTRA_CONF].filter((x) => x);
+  Object.assign(scriptEnv, knobs, opts.env ?? {}, extra.length ? { REAL_SLURM_EXTRA_CONF: extra.join('\n') } : {});
+  const db = (action: 'up' | 'down') =>
+    exec('/bin/bash', [join(dir, 'db.sh'), action], { env: scriptEnv, timeoutMs: 120_000 });
+  if (opts.dbd) {
+    const r = await db('up');
+    if (r.code !== 0) throw new Error(`real-slurm db.sh up failed (exit ${r.code}):\n${tail(r.stderr)}`);
+  }
+  return {
+    root,
+    layer: chrootLayer(root),
+    stopDb: async () => {
+      if (opts.dbd) await db('down');
     },
   };
 }

@@ -93,8 +93,8 @@ describe('HTTP server limits', () => {
     expect(await answer).toMatch(/^HTTP\/1\.1 200/);
   });
 
-  it('the README states the default limits', () => {
-    const readme = fs.readFileSync(path.join(__dirname, '../../README.md'), 'utf8');
+  it('docs/operations.md states the default limits', () => {
+    const page = fs.readFileSync(path.join(__dirname, '../../docs/operations.md'), 'utf8');
     const l = DEFAULT_HTTP_LIMITS;
     for (const [what, ms] of [
       ['headers', l.headersTimeoutMs],
@@ -103,9 +103,9 @@ describe('HTTP server limits', () => {
       ['idle', l.idleTimeoutMs],
       ['keep-alive', l.keepAliveTimeoutMs],
     ] as const) {
-      expect(readme, what).toMatch(new RegExp(`${what}[^|\\n]*\\| ${ms / 1000} s`, 'i'));
+      expect(page, what).toMatch(new RegExp(`${what}[^|\\n]*\\| ${ms / 1000} s`, 'i'));
     }
-    expect(readme).toMatch(new RegExp(`${l.maxConnections} connections`));
+    expect(page).toMatch(new RegExp(`${l.maxConnections} connections`));
   });
 });
 
