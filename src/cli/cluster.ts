@@ -8,6 +8,7 @@ import { Command } from 'commander';
 import { SlurmClient } from '../cluster/api/client.js';
 import { keyFileSigner, noAuth, scontrolToken, staticToken, tokenFile, type TokenSource } from '../cluster/api/auth.js';
 import { kubernetesSecretSigner } from '../cluster/api/auth-kubernetes.js';
+import { kubernetesTopologySource, type TopologySource } from '../cluster/api/kubernetes-topology.js';
 import { runClusterOnce, startClusterAgent, type ClusterAgentOptions } from '../cluster/agent.js';
 import type { JobSource } from '../cluster/fetchers.js';
 import {
@@ -70,7 +71,7 @@ export function addClusterOptions(cmd: Command, d: ClusterDefaults = CLUSTER_DEF
     .addOption(
       opt(
         '--cluster-namespace <namespace>',
-        'Kubernetes namespace of the cluster (token source kubernetes)',
+        'Kubernetes namespace of the cluster (token source kubernetes; its worker pods for node topology)',
         'CLUSTER_NAMESPACE',
       ).default('soperator'),
     )
@@ -185,7 +186,7 @@ export function addClusterOptions(cmd: Command, d: ClusterDefaults = CLUSTER_DEF
     .addOption(
       opt(
         '--kubeconfig-path <path>',
-        'kubeconfig for the Secret <cluster-name>-rest-jwt-key (else in-cluster service account)',
+        'kubeconfig for the Secret <cluster-name>-rest-jwt-key and node topology (else in-cluster service account)',
         'KUBECONFIG_PATH',
       ),
     );
@@ -249,6 +250,7 @@ export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOpti
       clusterName: f.clusterName,
       optional: f.optionalCollectors,
       accountingLimits: f.accountingLimits,
+      ...topologySource(f, env),
     },
     collectionIntervalMs: f.collectionInterval,
     maxInflight: f.maxCollectorInflight,
@@ -315,6 +317,24 @@ function buildTokenSource(f: ClusterFlags, env: Env, logger: Logger): TokenSourc
         lifetimeSec,
       });
   }
+}
+
+/**
+ * Worker placement (NodeSet, NVLink instance group) from the Kubernetes API when one is
+ * configured, as Soperator's exporter reads it: a kubeconfig, or the pod's own service account.
+ */
+function topologySource(f: ClusterFlags, env: Env): { topology?: TopologySource } {
+  if (!f.kubeconfigPath && !env.KUBERNETES_SERVICE_HOST) return {};
+  return {
+    topology: kubernetesTopologySource({
+      access: f.kubeconfigPath
+        ? { kind: 'kubeconfig', path: f.kubeconfigPath }
+        : { kind: 'in-cluster', apiServer: inClusterApiServer(env) },
+      namespace: f.clusterNamespace,
+      clusterName: f.clusterName,
+      requestTimeoutMs: f.requestTimeout,
+    }),
+  };
 }
 
 function inClusterApiServer(env: Env): string {

@@ -140,8 +140,15 @@ export const CLUSTER_METRICS = {
     'gauge',
     'slurm_node_job',
     '',
-    ['job_id', 'node_name'],
-    'One series per job and node it runs (or ran) on; value is always 1.',
+    ['job_id', 'node_name', 'nvlink_instance_group', 'nodeset_name'],
+    "One series per job and node it runs (or ran) on, with the node's NVLink instance group and NodeSet from Kubernetes (empty without); value is always 1.",
+  ),
+  nodeNvlinkInstanceGroup: spec(
+    'gauge',
+    'slurm_node_nvlink_instance_group',
+    '',
+    ['node_name', 'instance_id', 'nvlink_instance_group', 'nodeset_name'],
+    'Slurm node → NVLink instance group, from the labels of the Kubernetes Node its worker pod runs on (Soperator); only for nodes whose group is known; value is always 1.',
   ),
   jobDuration: spec(
     'gauge',
