@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Writable } from 'node:stream';
 import { keyFileSigner } from '../../src/cluster/api/auth.js';
 import { SlurmClient } from '../../src/cluster/api/client.js';
-import { ClusterRunner } from '../../src/cluster/agent.js';
+import { startClusterAgent, type ClusterAgent } from '../../src/cluster/agent.js';
 import { NATIVE_PATHS, type NativePath } from '../../src/cluster/native.js';
 import { createLogger } from '../../src/log.js';
 import { parseExposition, type Sample } from '../support/exposition.js';
@@ -145,7 +145,8 @@ describe.skipIf(gate.skip)("Slurm's own families on a real Slurm 26.05, against 
     await slurm?.stop();
   }, 90_000);
 
-  function runner(apiVersion: string): ClusterRunner {
+  /** The agent as deployed: its HTTP endpoint, one collection published at start. */
+  async function startAgent(apiVersion: string): Promise<ClusterAgent> {
     const logger = createLogger({
       level: 'warn',
       format: 'json',
@@ -163,7 +164,8 @@ describe.skipIf(gate.skip)("Slurm's own families on a real Slurm 26.05, against 
       requestTimeoutMs: 15_000,
       logger,
     });
-    return new ClusterRunner({
+    const loopback = { host: '127.0.0.1', port: 0 };
+    const agent = await startClusterAgent({
       source: {
         api,
         jobSource: 'controller',
@@ -173,19 +175,23 @@ describe.skipIf(gate.skip)("Slurm's own families on a real Slurm 26.05, against 
       },
       collectionIntervalMs: 3_600_000,
       maxInflight: 1,
-      metrics: { host: '127.0.0.1', port: 0 },
-      monitoring: { host: '127.0.0.1', port: 0 },
+      metrics: loopback,
+      monitoring: loopback,
       resource: { serviceName: 'slurm-otel-cluster', serviceVersion: 'test', hostName: 'test' },
       logger,
       close: () => api.close(),
     });
+    await agent.ready();
+    return agent;
   }
 
-  async function slurmctld(path: NativePath): Promise<Exposition> {
-    const res = await fetch(`http://127.0.0.1:${slurm.ctldPort}${path}`);
-    expect(res.status, path).toBe(200);
+  async function scrape(base: string, path: NativePath): Promise<Exposition> {
+    const res = await fetch(`${base}${path}`);
+    expect(res.status, `${base}${path}`).toBe(200);
     return readExposition(await res.text());
   }
+
+  const slurmctld = (path: NativePath): Promise<Exposition> => scrape(`http://127.0.0.1:${slurm.ctldPort}`, path);
 
   /**
    * The differences the agent keeps on purpose: per sample name, the slurmctld defect and a
@@ -209,11 +215,12 @@ describe.skipIf(gate.skip)("Slurm's own families on a real Slurm 26.05, against 
   ): Promise<{ ours: Map<NativePath, Exposition>; theirs: Map<NativePath, Exposition>; unstable: Set<string> }> {
     const before = new Map<NativePath, Exposition>();
     for (const p of NATIVE_PATHS) before.set(p, await slurmctld(p));
-    const r = runner(version);
+    const agent = await startAgent(version);
     try {
-      const tick = await r.collect();
-      expect(tick.failed, logs.slice(-5).join('')).toEqual([]);
-      const ours = new Map(NATIVE_PATHS.map((p) => [p, readExposition(r.pipeline.section(p).text)]));
+      expect(agent.last()?.failed, logs.slice(-5).join('')).toEqual([]);
+      // Scraped as Prometheus would with slurmctld's paths: only host and port differ.
+      const ours = new Map<NativePath, Exposition>();
+      for (const p of NATIVE_PATHS) ours.set(p, await scrape(agent.metricsUrl, p));
       const theirs = new Map<NativePath, Exposition>();
       const unstable = new Set<string>();
       for (const p of NATIVE_PATHS) {
@@ -223,7 +230,7 @@ describe.skipIf(gate.skip)("Slurm's own families on a real Slurm 26.05, against 
       }
       return { ours, theirs, unstable };
     } finally {
-      await r.shutdown();
+      await agent.stop();
     }
   }
 

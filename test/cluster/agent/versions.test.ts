@@ -311,6 +311,26 @@ describe("Slurm's native families over OTLP", () => {
       }
       const running = pushed.find((p) => p.metric === 'slurm_jobs_running');
       expect(running?.value).toBe(valueOf(samples, 'slurm_jobs_running'));
+      // The names /metrics and /metrics/nodes both use: Soperator's meaning under its own name,
+      // slurmctld's as slurmctld_* in a scope of its own. No OTLP name has two meanings.
+      const nodes = select(samples, 'slurm_node_info').length;
+      const nodesPath = parseExposition(runner.pipeline.section('/metrics/nodes').text);
+      for (const suffix of ['cpus_idle', 'cpus_effective', 'memory_free_bytes', 'memory_effective_bytes']) {
+        const soperator = pushed.filter((p) => p.metric === `slurm_node_${suffix}`);
+        expect(soperator.length, suffix).toBe(nodes);
+        expect(
+          soperator.every((p) => p.scope === 'slurm-otel/cluster' && Object.keys(p.attributes).join() === 'node_name'),
+        ).toBe(true);
+        const slurmctld = pushed.filter((p) => p.metric === `slurmctld_node_${suffix}`);
+        expect(slurmctld.length, suffix).toBe(nodes);
+        for (const p of slurmctld) {
+          expect([p.scope, Object.keys(p.attributes)]).toEqual(['slurm-otel/cluster/slurmctld', ['node']]);
+          expect(p.value).toBe(valueOf(nodesPath, `slurm_node_${suffix}`, { node: p.attributes.node as string }));
+        }
+      }
+      const scopes = new Map<string, Set<string>>();
+      for (const p of pushed) scopes.set(p.metric, (scopes.get(p.metric) ?? new Set()).add(p.scope));
+      expect([...scopes].filter(([, s]) => s.size > 1).map(([m]) => m)).toEqual([]);
     } finally {
       await rx.close();
     }
