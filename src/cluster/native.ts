@@ -17,14 +17,20 @@ import {
   NATIVE_NODE_STATES,
   NATIVE_PARTITION_METRICS as P,
   NATIVE_PARTITION_NODE_STATES,
-  NATIVE_SCHEDULER_METRICS as S,
   NATIVE_USER_METRICS,
   type NativeJobState,
-  type NativeNodeState,
-  type NativePartitionNodeState,
 } from './metrics.js';
-import type { NodeBaseState, SlurmDiag, SlurmJob, SlurmNode, SlurmPartition } from './model.js';
+import type { SlurmJob, SlurmNode, SlurmPartition } from './model.js';
 import { JOB_TERMINAL_STATES } from './model.js';
+import { schedulerFamilies } from './native-scheduler.js';
+import {
+  arrayTaskCount,
+  countStates,
+  isHeld,
+  jobStateNames,
+  nodeStateNames,
+  PARTITION_NAMES,
+} from './native-states.js';
 import type { ClusterSnapshot } from './snapshot.js';
 import { nodesByName, uniqueJobs } from './state.js';
 import { parseTres, type Tres } from './tres.js';
@@ -100,81 +106,8 @@ export function nativeSections(g: NativeGroups): ReadonlyMap<NativePath, readonl
 /** The one point of a family without labels. */
 const gaugeOf = (spec: GaugeSpec<never>, value: number): Family => ({ spec, points: [point(spec, {}, value)] });
 
-// ---- node states ----
-
-const BASE_NAMES: Readonly<Partial<Record<NodeBaseState, NativeNodeState>>> = {
-  ALLOCATED: 'alloc',
-  DOWN: 'down',
-  IDLE: 'idle',
-  MIXED: 'mixed',
-  FUTURE: 'future',
-  UNKNOWN: 'unknown',
-};
-
-/** Flag words as slurmrestd sends them → the state names slurmctld counts under. */
-const FLAG_NAMES: Readonly<Record<string, NativeNodeState | 'powering_down'>> = {
-  BLOCKED: 'blocked',
-  COMPLETING: 'completing',
-  CLOUD: 'cloud',
-  DRAIN: 'drain',
-  DYNAMIC_FUTURE: 'dyn_future',
-  DYNAMIC_NORM: 'dyn_normal',
-  EXTERNAL: 'external',
-  FAIL: 'fail',
-  INVALID_REG: 'invalid_reg',
-  MAINTENANCE: 'maint',
-  NOT_RESPONDING: 'noresp',
-  PLANNED: 'planned',
-  POWER_DOWN: 'power_down',
-  POWER_UP: 'power_up',
-  POWERED_DOWN: 'powered_down',
-  POWERING_UP: 'powering_up',
-  POWERING_DOWN: 'powering_down',
-  REBOOT_ISSUED: 'reboot_issued',
-  REBOOT_REQUESTED: 'reboot_req',
-  RESERVED: 'resv',
-};
-
-/** Where the partition list spells a state differently. */
-const PARTITION_NAMES: Readonly<Partial<Record<string, NativePartitionNodeState>>> = {
-  completing: 'cg',
-  noresp: 'no_resp',
-  reboot_req: 'reboot_requested',
-};
-
-/**
- * Every state name a node counts under: its base state, each flag, and the drain family as
- * slurmctld counts it: DRAIN on an allocated or mixed node is `draining` only; DRAIN otherwise
- * is both `drain` and `drained`.
- */
-export function nodeStateNames(node: Pick<SlurmNode, 'state'>): string[] {
-  const out: string[] = [];
-  const base = BASE_NAMES[node.state.base];
-  if (base !== undefined) out.push(base);
-  for (const f of node.state.flags) {
-    const name = FLAG_NAMES[f];
-    if (name !== undefined && name !== 'drain' && !out.includes(name)) out.push(name);
-  }
-  if (node.state.flags.includes('DRAIN')) {
-    const busy = node.state.base === 'ALLOCATED' || node.state.base === 'MIXED';
-    out.push(...(busy ? ['draining'] : ['drain', 'drained']));
-  }
-  return out;
-}
-
-function countStates<K extends string>(
-  keys: readonly K[],
-  names: Iterable<readonly string[]>,
-  rename: (n: string) => string = (n) => n,
-): Record<K, number> {
-  const counts = Object.fromEntries(keys.map((k) => [k, 0])) as Record<K, number>;
-  for (const list of names)
-    for (const n of list) {
-      const k = rename(n) as K;
-      if (k in counts) counts[k] += 1;
-    }
-  return counts;
-}
+export { arrayTaskCount, jobStateNames, nodeStateNames } from './native-states.js';
+export { schedulerValue } from './native-scheduler.js';
 
 // ---- nodes ----
 
@@ -253,77 +186,6 @@ export function nodeGpusAlloc(n: Pick<SlurmNode, 'gres_used' | 'tres_used'>, tre
 }
 
 // ---- jobs ----
-
-const JOB_BASE_NAMES: Readonly<Record<string, NativeJobState>> = {
-  PENDING: 'pending',
-  RUNNING: 'running',
-  SUSPENDED: 'suspended',
-  COMPLETED: 'completed',
-  CANCELLED: 'cancelled',
-  FAILED: 'failed',
-  TIMEOUT: 'timeout',
-  NODE_FAIL: 'node_failed',
-  PREEMPTED: 'preempted',
-  BOOT_FAIL: 'bootfail',
-  DEADLINE: 'deadline',
-  OUT_OF_MEMORY: 'outofmemory',
-};
-const JOB_FLAG_NAMES: Readonly<Record<string, NativeJobState>> = {
-  COMPLETING: 'completing',
-  CONFIGURING: 'configuring',
-  EXPEDITING: 'expediting',
-  REQUEUE_FED: 'fed_requeued',
-  POWER_UP_NODE: 'powerup_node',
-  REQUEUED: 'requeued',
-  RESIZING: 'resizing',
-  REVOKED: 'revoked',
-  SIGNALING: 'signaling',
-  STAGE_OUT: 'stageout',
-};
-const HELD_REASONS: ReadonlySet<string> = new Set(['JobHeldUser', 'JobHeldAdmin']);
-
-/** Held as slurmctld counts it: pending with reason JobHeldUser or JobHeldAdmin. */
-function isHeld(job: SlurmJob): boolean {
-  return job.state[0] === 'PENDING' && HELD_REASONS.has(job.state_reason ?? '');
-}
-
-/** The state names a job counts under: base, flags, started (not pending), finished (terminal), hold. */
-export function jobStateNames(job: SlurmJob): NativeJobState[] {
-  const base = job.state[0] ?? '';
-  const out: NativeJobState[] = [];
-  const b = JOB_BASE_NAMES[base];
-  if (b !== undefined) out.push(b);
-  for (const w of job.state.slice(1)) {
-    const f = JOB_FLAG_NAMES[w];
-    if (f !== undefined && !out.includes(f)) out.push(f);
-  }
-  if (b !== undefined && base !== 'PENDING') out.push('started');
-  if (JOB_TERMINAL_STATES.has(base)) out.push('finished');
-  if (isHeld(job)) out.push('hold');
-  return out;
-}
-
-/** Most tasks one array record is taken to hold (a bound against a hostile range like `0-4000000000`). */
-const MAX_ARRAY_TASKS = 10_000_000;
-
-/**
- * Tasks a job record stands for, as slurmctld counts pending ones: the master record of an array
- * holds every task not yet split off (`2-7%2`: 6, `1,3,5-9:2`: 5); any other record is one.
- */
-export function arrayTaskCount(job: Pick<SlurmJob, 'array_task_id'>): number {
-  const expr = (job.array_task_id ?? '').split('%')[0] ?? '';
-  if (!/[-,]/.test(expr)) return 1;
-  let n = 0;
-  for (const part of expr.split(',')) {
-    const m = /^(\d+)(?:-(\d+)(?::(\d+))?)?$/.exec(part.trim());
-    if (!m) return 1;
-    const lo = Number(m[1]);
-    const hi = m[2] === undefined ? lo : Number(m[2]);
-    const step = m[3] === undefined ? 1 : Math.max(1, Number(m[3]));
-    if (hi >= lo) n += Math.floor((hi - lo) / step) + 1;
-  }
-  return Math.min(Math.max(n, 1), MAX_ARRAY_TASKS);
-}
 
 type TresOf = (s: string | undefined) => Tres;
 type HostsOf = (job: SlurmJob) => readonly string[];
@@ -630,101 +492,4 @@ function addPending(q: PendingNodes, job: SlurmJob, tres: TresOf): void {
   if (isHeld(job)) return;
   q.maxNohold = Math.max(q.maxNohold, n);
   q.minNohold = Math.max(q.minNohold, n);
-}
-
-// ---- scheduler ----
-
-type SchedulerKey = keyof typeof S;
-type DiagNumber = { [K in keyof SlurmDiag]-?: SlurmDiag[K] extends number | undefined ? K : never }[keyof SlurmDiag];
-
-/** Each scheduler family's source in /diag: a field, or a reason of `schedule_exit` / `bf_exit`. */
-const SCHEDULER_SOURCES: Readonly<
-  Record<SchedulerKey, DiagNumber | ['schedule_exit' | 'bf_exit', string] | 'bf_active'>
-> = {
-  agentCnt: 'agent_count',
-  agentQueueSize: 'agent_queue_size',
-  agentThreadCnt: 'agent_thread_count',
-  serverThreadCnt: 'server_thread_count',
-  dbdQueueSize: 'dbd_agent_queue_size',
-  lastProcReqStart: 'req_time_start',
-  statsTimestamp: 'req_time',
-  cycleCnt: 'schedule_cycle_total',
-  cycleDepth: 'schedule_cycle_depth',
-  cycleLast: 'schedule_cycle_last',
-  cycleMax: 'schedule_cycle_max',
-  cycleTot: 'schedule_cycle_sum',
-  queueLen: 'schedule_queue_length',
-  meanCycle: 'schedule_cycle_mean',
-  meanDepthCycle: 'schedule_cycle_mean_depth',
-  exitEnd: ['schedule_exit', 'end_job_queue'],
-  exitMaxDepth: ['schedule_exit', 'default_queue_depth'],
-  exitMaxJobStart: ['schedule_exit', 'max_job_start'],
-  exitLic: ['schedule_exit', 'licenses'],
-  exitRpcCnt: ['schedule_exit', 'max_rpc_cnt'],
-  exitTimeout: ['schedule_exit', 'max_sched_time'],
-  bfActive: 'bf_active',
-  bfCycleCnt: 'bf_cycle_counter',
-  bfCycleLast: 'bf_cycle_last',
-  bfCycleMax: 'bf_cycle_max',
-  bfCycleTot: 'bf_cycle_sum',
-  bfDepthMean: 'bf_depth_mean',
-  bfDepthTot: 'bf_depth_sum',
-  bfDepthTryTot: 'bf_depth_try_sum',
-  bfTryDepthMean: 'bf_depth_mean_try',
-  bfLastDepth: 'bf_last_depth',
-  bfLastDepthTry: 'bf_last_depth_try',
-  bfMeanCycle: 'bf_cycle_mean',
-  bfMeanTableSz: 'bf_table_size_mean',
-  bfQueueLen: 'bf_queue_len',
-  bfQueueLenMean: 'bf_queue_len_mean',
-  bfQueueLenTot: 'bf_queue_len_sum',
-  bfTableSize: 'bf_table_size',
-  bfTableSizeTot: 'bf_table_size_sum',
-  bfWhenLastCycle: 'bf_when_last_cycle',
-  bfExitEnd: ['bf_exit', 'end_job_queue'],
-  bfExitMaxJobStart: ['bf_exit', 'bf_max_job_start'],
-  bfExitMaxJobTest: ['bf_exit', 'bf_max_job_test'],
-  bfExitStateChanged: ['bf_exit', 'state_changed'],
-  bfExitTableLimit: ['bf_exit', 'bf_node_space_size'],
-  bfExitTimeout: ['bf_exit', 'bf_max_time'],
-  backfilledJobs: 'bf_backfilled_jobs',
-  backfilledHetJobs: 'bf_backfilled_het_jobs',
-  lastBackfilledJobs: 'bf_last_backfilled_jobs',
-  jobsCanceled: 'jobs_canceled',
-  jobsCompleted: 'jobs_completed',
-  jobsFailed: 'jobs_failed',
-  jobsPending: 'jobs_pending',
-  jobsRunning: 'jobs_running',
-  jobsStarted: 'jobs_started',
-  jobsSubmitted: 'jobs_submitted',
-  jobStatesTs: 'job_states_ts',
-  latency: 'gettimeofday_latency',
-};
-
-export function schedulerValue(diag: SlurmDiag, key: SchedulerKey): number | undefined {
-  if (key === 'bfMeanTableSz') return meanTableSize(diag);
-  const src = SCHEDULER_SOURCES[key];
-  if (src === 'bf_active') return diag.bf_active === undefined ? undefined : Number(diag.bf_active);
-  if (Array.isArray(src)) return diag[src[0]]?.[src[1]];
-  return diag[src];
-}
-
-/**
- * slurmctld's mean: table sizes summed over cycles, divided (integer) by cycles, 0 before the
- * first. slurmrestd's bf_table_size_mean is another figure (the last cycle's).
- */
-function meanTableSize(diag: SlurmDiag): number | undefined {
-  const sum = diag.bf_table_size_sum;
-  const cycles = diag.bf_cycle_counter;
-  if (sum === undefined || cycles === undefined) return undefined;
-  return cycles > 0 ? Math.floor(sum / cycles) : 0;
-}
-
-function schedulerFamilies(diag: SlurmDiag): Family[] {
-  const out: Family[] = [];
-  for (const key of Object.keys(S) as SchedulerKey[]) {
-    const v = schedulerValue(diag, key);
-    if (v !== undefined && Number.isFinite(v)) out.push(gaugeOf(S[key], v));
-  }
-  return out;
 }
