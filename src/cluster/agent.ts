@@ -225,7 +225,7 @@ export class ClusterRunner implements Collecting<TickResult> {
     const next = advance(this.state, snapshot);
     this.state = next.state;
     this.pipeline.record(next.events);
-    const groups = nativeGroups(snapshot);
+    const groups = nativeGroups(snapshot, this.opts.userAccountMetrics ?? false);
     const native = { userAccountMetrics: this.opts.userAccountMetrics ?? false, groups };
     await this.pipeline.publish(
       [...observe(snapshot, snapshot.atMs, native), ...observeState(this.state)],
@@ -258,6 +258,12 @@ export class ClusterRunner implements Collecting<TickResult> {
   }
 }
 
+const USER_ACCOUNT_OFF: Body = {
+  contentType: 'text/plain; charset=utf-8',
+  text: 'The per-user and per-account job families are off: start the agent with --user-account-metrics.\n',
+  status: 404,
+};
+
 export async function startClusterAgent(opts: ClusterAgentOptions): Promise<ClusterAgent> {
   const runner = new ClusterRunner(opts);
   const running = await startAgent(runner, {
@@ -273,6 +279,8 @@ export async function startClusterAgent(opts: ClusterAgentOptions): Promise<Clus
     routes: {
       '/': () => runner.landing,
       ...Object.fromEntries(NATIVE_PATHS.map((p) => [p, () => runner.pipeline.section(p)])),
+      // Off by default, as SchedMD warns of its size: say how to turn it on rather than serve nothing.
+      ...(opts.userAccountMetrics ? {} : { '/metrics/jobs-users-accts': () => USER_ACCOUNT_OFF }),
     },
     logger: opts.logger,
     otlpUrl: opts.otlp?.url,

@@ -553,7 +553,7 @@ const JOB_AGGREGATES = {
   memoryAlloc: ['jobs_memory_alloc', 'Memory allocated to running and suspended jobs, in MiB as slurmctld counts it.'],
   nodesAlloc: [
     'jobs_nodes_alloc',
-    'Distinct nodes allocated to running and suspended jobs (a shared node counts once).',
+    "Distinct nodes running or holding suspended jobs (a shared node counts once; the whole cluster's from /nodes).",
   ],
   gpusAlloc: [
     'jobs_gpus_alloc',

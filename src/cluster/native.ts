@@ -69,12 +69,20 @@ export interface NativeGroups {
   readonly scheduler: readonly NativeFamily[];
 }
 
-export function nativeGroups(snap: ClusterSnapshot): NativeGroups {
+/**
+ * `usersAccounts`: the per-user and per-account families are computed only when asked for
+ * (`--user-account-metrics`): at 100k jobs they cost two more passes over the jobs per publish.
+ */
+export function nativeGroups(snap: ClusterSnapshot, usersAccounts = false): NativeGroups {
   const nodes = snap.nodes ? [...nodesByName(snap.nodes.value).values()] : undefined;
-  const jobs = snap.jobs ? uniqueJobs(snap.jobs.value) : undefined;
   const tres = tresCache();
   const hosts = hostsCache();
-  const jobGroups = jobs ? jobFamilies(jobs, tres, hosts) : undefined;
+  // Expanding every running job's hostlist is the costliest step at 100k jobs: the whole
+  // cluster's distinct nodes come from /nodes when it is there, job by job only per user/account.
+  const expand = usersAccounts || nodes === undefined ? hosts : NO_HOSTS_OF;
+  const jobs = snap.jobs ? uniqueJobs(snap.jobs.value).map((j) => jobView(j, expand)) : undefined;
+  const busy = nodes === undefined ? undefined : nodes.filter(holdsJobs).length;
+  const jobGroups = jobs ? jobFamilies(jobs, tres, usersAccounts, busy) : undefined;
   return {
     nodes: nodes ? nodeFamilies(nodes, tres) : [],
     nodesShared: nodes ? sharedNodeFamilies(nodes, NS) : [],
@@ -88,7 +96,7 @@ export function nativeGroups(snap: ClusterSnapshot): NativeGroups {
 
 /** What `/metrics` carries of Slurm's own set: all but the four shared names. */
 export function nativeFamilies(snap: ClusterSnapshot, opts: NativeOptions = {}): NativeFamily[] {
-  const g = opts.groups ?? nativeGroups(snap);
+  const g = opts.groups ?? nativeGroups(snap, opts.userAccountMetrics);
   return [...g.nodes, ...g.jobs, ...(opts.userAccountMetrics ? g.usersAccounts : []), ...g.partitions, ...g.scheduler];
 }
 
@@ -188,7 +196,18 @@ export function nodeGpusAlloc(n: Pick<SlurmNode, 'gres_used' | 'tres_used'>, tre
 // ---- jobs ----
 
 type TresOf = (s: string | undefined) => Tres;
-type HostsOf = (job: SlurmJob) => readonly string[];
+/** A job's nodes as small integers (one per distinct host name in the render). */
+type HostsOf = (job: SlurmJob) => readonly number[];
+const NO_HOSTS: readonly number[] = [];
+const NO_HOSTS_OF: HostsOf = () => NO_HOSTS;
+
+/**
+ * A node holding a running or suspended job, as slurmctld's union of those jobs' nodes counts
+ * it: slurmctld marks it allocated (mixed when partly), and idle again once its last job ended.
+ */
+function holdsJobs(n: SlurmNode): boolean {
+  return n.state.base === 'ALLOCATED' || n.state.base === 'MIXED';
+}
 
 /** TRES strings repeat across jobs and nodes (a few shapes): each distinct one is parsed once per render. */
 function tresCache(): TresOf {
@@ -202,23 +221,45 @@ function tresCache(): TresOf {
 }
 
 /**
- * The nodes of a job, each distinct hostlist expanded once per render. An unreadable hostlist
- * stands for `node_count` nodes of its own (they cannot be matched with other jobs' nodes).
+ * The nodes of a job (hostlists differ from job to job: expanded each time), each host numbered once:
+ * the distinct-node counts of a group are then bits, not string sets (100k jobs, 3 groups each).
+ * An unreadable hostlist stands for `node_count` nodes of its own.
  */
 function hostsCache(): HostsOf {
-  const cache = new Map<string, readonly string[]>();
-  return (job) => {
-    let hosts = cache.get(job.nodes);
-    if (hosts === undefined) {
-      try {
-        hosts = expandHostlist(job.nodes);
-      } catch {
-        hosts = Array.from({ length: job.node_count ?? 0 }, (_, i) => `\0${job.job_id}\0${i}`);
-      }
-      cache.set(job.nodes, hosts);
-    }
-    return hosts;
+  const ids = new Map<string, number>();
+  const idOf = (h: string): number => {
+    let id = ids.get(h);
+    if (id === undefined) ids.set(h, (id = ids.size));
+    return id;
   };
+  return (job) => {
+    let names: string[];
+    try {
+      names = expandHostlist(job.nodes);
+    } catch {
+      names = Array.from({ length: job.node_count ?? 0 }, (_, i) => `\0${job.job_id}\0${i}`);
+    }
+    return names.map(idOf);
+  };
+}
+
+/** Distinct node numbers seen, as a bitset that grows with the largest. */
+class NodeBits {
+  private bits = new Uint32Array(0);
+  size = 0;
+
+  add(id: number): void {
+    const word = id >>> 5;
+    if (word >= this.bits.length) {
+      const grown = new Uint32Array(Math.max(word + 1, this.bits.length * 2));
+      grown.set(this.bits);
+      this.bits = grown;
+    }
+    const bit = 1 << (id & 31);
+    if ((this.bits[word] as number) & bit) return;
+    this.bits[word] = (this.bits[word] as number) | bit;
+    this.size++;
+  }
 }
 
 interface JobTotals {
@@ -227,7 +268,9 @@ interface JobTotals {
   states: Record<NativeJobState, number>;
   cpusAlloc: number;
   memoryAllocMiB: number;
-  nodes: Set<string>;
+  nodes: NodeBits;
+  /** The distinct nodes when known otherwise (the whole cluster's, from /nodes). */
+  nodesAlloc?: number;
   gpusAlloc: number;
 }
 
@@ -236,7 +279,7 @@ const newTotals = (): JobTotals => ({
   states: countStates(NATIVE_JOB_STATES, []),
   cpusAlloc: 0,
   memoryAllocMiB: 0,
-  nodes: new Set(),
+  nodes: new NodeBits(),
   gpusAlloc: 0,
 });
 
@@ -251,16 +294,23 @@ interface JobView {
   readonly job: SlurmJob;
   readonly names: readonly NativeJobState[];
   readonly tasks: number;
+  /** Its nodes while it holds them (running, suspended). */
+  readonly hosts: readonly number[];
 }
 
-function addJob(t: JobTotals, v: JobView, jobsAdd: number, tres: TresOf, hosts: HostsOf): void {
+function jobView(job: SlurmJob, hosts: HostsOf): JobView {
+  const held = holdsAllocation(job);
+  return { job, names: jobStateNames(job), tasks: arrayTaskCount(job), hosts: held ? hosts(job) : NO_HOSTS };
+}
+
+function addJob(t: JobTotals, v: JobView, jobsAdd: number, tres: TresOf): void {
   t.jobs += jobsAdd;
   for (const n of v.names) t.states[n] += n === 'pending' || n === 'hold' ? v.tasks : 1;
   if (!holdsAllocation(v.job)) return;
   const alloc = tres(v.job.tres_alloc_str);
   t.cpusAlloc += alloc.cpus ?? v.job.cpus ?? 0;
   t.memoryAllocMiB += (alloc.memory_bytes ?? 0) / MIB;
-  for (const h of hosts(v.job)) t.nodes.add(h);
+  for (const h of v.hosts) t.nodes.add(h);
   t.gpusAlloc += alloc.gpus ?? 0;
 }
 
@@ -294,33 +344,37 @@ function totalsFamilies<L extends string>(
     ...NATIVE_JOB_STATES.map((s) => fam(specs.states[s], (t) => t.states[s])),
     fam(specs.cpusAlloc, (t) => t.cpusAlloc),
     fam(specs.memoryAlloc, (t) => t.memoryAllocMiB),
-    fam(specs.nodesAlloc, (t) => t.nodes.size),
+    fam(specs.nodesAlloc, (t) => t.nodesAlloc ?? t.nodes.size),
     fam(specs.gpusAlloc, (t) => t.gpusAlloc),
   ];
 }
 
 function jobFamilies(
-  jobs: readonly SlurmJob[],
+  jobs: readonly JobView[],
   tres: TresOf,
-  hosts: HostsOf,
+  usersAccounts: boolean,
+  busyNodes: number | undefined,
 ): { all: Family[]; usersAccounts: Family[] } {
   const all = newTotals();
   const byUser = new Map<string, JobTotals>();
   const byAccount = new Map<string, JobTotals>();
   const group = (m: Map<string, JobTotals>, k: string): JobTotals =>
     m.get(k) ?? (m.set(k, newTotals()).get(k) as JobTotals);
-  for (const job of jobs) {
-    const v: JobView = { job, names: jobStateNames(job), tasks: arrayTaskCount(job) };
-    addJob(all, v, v.tasks, tres, hosts);
-    addJob(group(byUser, job.user_name ?? ''), v, 1, tres, hosts);
-    addJob(group(byAccount, job.account ?? ''), v, 1, tres, hosts);
+  for (const v of jobs) {
+    addJob(all, v, v.tasks, tres);
+    if (!usersAccounts) continue;
+    addJob(group(byUser, v.job.user_name ?? ''), v, 1, tres);
+    addJob(group(byAccount, v.job.account ?? ''), v, 1, tres);
   }
+  if (busyNodes !== undefined) all.nodesAlloc = busyNodes;
   return {
     all: totalsFamilies(NATIVE_JOB_METRICS, new Map([['', all]]), undefined),
-    usersAccounts: [
-      ...totalsFamilies(NATIVE_USER_METRICS, byUser, 'username'),
-      ...totalsFamilies(NATIVE_ACCOUNT_METRICS, byAccount, 'account'),
-    ],
+    usersAccounts: !usersAccounts
+      ? []
+      : [
+          ...totalsFamilies(NATIVE_USER_METRICS, byUser, 'username'),
+          ...totalsFamilies(NATIVE_ACCOUNT_METRICS, byAccount, 'account'),
+        ],
   };
 }
 
@@ -351,7 +405,7 @@ interface PendingNodes {
 function partitionFamilies(
   parts: readonly SlurmPartition[],
   nodes: readonly SlurmNode[] | undefined,
-  jobs: readonly SlurmJob[] | undefined,
+  jobs: readonly JobView[] | undefined,
   tres: TresOf,
 ): Family[] {
   const named = [...new Map(parts.map((p) => [p.name, p])).values()];
@@ -442,7 +496,7 @@ function isCompleted(job: SlurmJob): boolean {
 
 function partitionJobFamilies(
   parts: readonly SlurmPartition[],
-  jobs: readonly SlurmJob[],
+  jobs: readonly JobView[],
   tres: TresOf,
   per: PerPartition,
 ): Family[] {
@@ -453,12 +507,12 @@ function partitionJobFamilies(
       { max: 0, min: 0, maxNohold: 0, minNohold: 0, waitNodeLimit: 0 },
     ]),
   );
-  const noHosts: HostsOf = () => [];
-  for (const job of jobs) {
+  for (const v of jobs) {
+    const job = v.job;
     const name = nativeJobPartition(job);
     const t = name === undefined ? undefined : totals.get(name);
     if (t === undefined) continue;
-    addJob(t, { job, names: jobStateNames(job), tasks: arrayTaskCount(job) }, isCompleted(job) ? 0 : 1, tres, noHosts);
+    addJob(t, v, isCompleted(job) ? 0 : 1, tres);
     if (job.state[0] === 'PENDING') addPending(pending.get(name as string) as PendingNodes, job, tres);
   }
   const t = (p: SlurmPartition): JobTotals => totals.get(p.name) as JobTotals;

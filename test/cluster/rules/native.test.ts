@@ -354,7 +354,7 @@ describe('names shared with the Soperator families', () => {
       job('6', ['PENDING'], { state_reason: 'JobHeldUser', user_name: 'u', account: 'a' }),
       job('7', ['RUNNING'], { array_job_id: '5', array_task_id: '0', user_name: 'u', account: 'a' }),
     ];
-    const g = nativeGroups({ atMs: T0, jobs: at(jobs) });
+    const g = nativeGroups({ atMs: T0, jobs: at(jobs) }, true);
     // The whole cluster counts tasks; per user and account, slurmctld counts records (but tasks when pending).
     expect(scalar(g.jobs, 'slurm_jobs')).toBe(8);
     expect(scalar(g.jobs, 'slurm_jobs_pending')).toBe(7);
@@ -364,8 +364,22 @@ describe('names shared with the Soperator families', () => {
     expect(valuesBy(g.usersAccounts, 'slurm_account_jobs_pending', 'account')).toEqual({ a: 7 });
   });
 
+  it('distinct allocated nodes: from node states for the cluster, from job hostlists per user', () => {
+    const nodes = [node('a', ['MIXED']), node('b', ['ALLOCATED']), node('c', ['IDLE', 'COMPLETING'])];
+    const jobs = [
+      job('1', ['RUNNING'], { nodes: 'a,b', user_name: 'u' }),
+      job('2', ['RUNNING'], { nodes: 'b', user_name: 'u' }),
+      job('3', ['RUNNING'], { nodes: 'b', user_name: 'v' }),
+    ];
+    const g = nativeGroups({ atMs: T0, nodes: at(nodes), jobs: at(jobs) }, true);
+    expect(scalar(g.jobs, 'slurm_jobs_nodes_alloc')).toBe(2);
+    expect(valuesBy(g.usersAccounts, 'slurm_user_jobs_nodes_alloc', 'username')).toEqual({ u: 2, v: 1 });
+    // Without a node list, the jobs' hostlists.
+    expect(scalar(nativeGroups({ atMs: T0, jobs: at(jobs) }).jobs, 'slurm_jobs_nodes_alloc')).toBe(2);
+  });
+
   it('leaves an empty user or account label out, as slurmctld does', () => {
-    const g = nativeGroups({ atMs: T0, jobs: at([job('1', ['RUNNING'], { user_name: 'u' })]) });
+    const g = nativeGroups({ atMs: T0, jobs: at([job('1', ['RUNNING'], { user_name: 'u' })]) }, true);
     expect(points(g.usersAccounts, 'slurm_account_jobs').map((p) => [p.attributes, p.value])).toEqual([[{}, 1]]);
     expect(points(g.usersAccounts, 'slurm_user_jobs').map((p) => p.attributes)).toEqual([{ username: 'u' }]);
   });
