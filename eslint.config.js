@@ -3,7 +3,9 @@
 // - src/node and src/cluster never import each other (the two agents share only src/telemetry,
 //   src/cli and src/log.ts);
 // - only src/telemetry imports @opentelemetry/* (the rest hands it plain points);
-// - only src/cli reads process.env and process.argv (everything else gets options passed in).
+// - only src/cli reads process.env and process.argv (everything else gets options passed in);
+// - only the demo command imports src/demo, and only from the module its action loads lazily
+//   (src/cli/demo-stack.ts): an agent process never carries the simulator.
 // test/, bench/ and scripts/ are not shipped: they may read the environment and import anything.
 import js from '@eslint/js';
 import { defineConfig } from 'eslint/config';
@@ -17,6 +19,10 @@ const agentWall = (other) => ({
   group: [`**/${other}/*`, `**/${other}`],
   message: 'src/node and src/cluster never import each other; share code through src/telemetry or src/log.ts.',
 });
+const DEMO = {
+  group: ['**/demo/*', '**/demo'],
+  message: 'Only the demo command loads src/demo (lazily, through src/cli/demo-stack.ts); agents never carry it.',
+};
 const ENV_MESSAGE = 'Only src/cli reads process.env and process.argv; pass options in.';
 const ENV_IMPORTS = ['process', 'node:process'].map((name) => ({
   name,
@@ -56,11 +62,13 @@ export default defineConfig(
         { object: 'process', property: 'env', message: ENV_MESSAGE },
         { object: 'process', property: 'argv', message: ENV_MESSAGE },
       ],
-      'no-restricted-imports': imports(OTEL),
+      'no-restricted-imports': imports(OTEL, DEMO),
     },
   },
-  { files: ['src/cli/**/*.ts'], rules: { 'no-restricted-imports': ['error', { patterns: [OTEL] }] } },
-  { files: ['src/telemetry/**/*.ts'], rules: { 'no-restricted-imports': imports() } },
-  { files: ['src/node/**/*.ts'], rules: { 'no-restricted-imports': imports(OTEL, agentWall('cluster')) } },
-  { files: ['src/cluster/**/*.ts'], rules: { 'no-restricted-imports': imports(OTEL, agentWall('node')) } },
+  { files: ['src/demo/**/*.ts'], rules: { 'no-restricted-imports': imports(OTEL) } },
+  { files: ['src/cli/**/*.ts'], rules: { 'no-restricted-imports': ['error', { patterns: [OTEL, DEMO] }] } },
+  { files: ['src/cli/demo-stack.ts'], rules: { 'no-restricted-imports': ['error', { patterns: [OTEL] }] } },
+  { files: ['src/telemetry/**/*.ts'], rules: { 'no-restricted-imports': imports(DEMO) } },
+  { files: ['src/node/**/*.ts'], rules: { 'no-restricted-imports': imports(OTEL, agentWall('cluster'), DEMO) } },
+  { files: ['src/cluster/**/*.ts'], rules: { 'no-restricted-imports': imports(OTEL, agentWall('node'), DEMO) } },
 );

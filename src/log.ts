@@ -41,12 +41,44 @@ export function registerSecret(value: string | undefined): void {
   secrets.add(value);
 }
 
-/** The password of a `scheme://user:password@host` URL; the user name is kept. */
-const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@"]*):[^\s/@"]*@/gi;
+/**
+ * The userinfo of a `scheme://user:password@host` URL in free text: the password is replaced, the
+ * user name kept; a bare `scheme://KEY@host` (a key as the user name) is replaced whole. A password
+ * with a quote or a space cannot be bounded in free text: redactUrl() bounds it in a URL, and the
+ * credentials of configured URLs are registered as secrets (registerUrlSecrets).
+ */
+const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/)(?:([^\s:/@"]*):)?[^\s/@"]*@/gi;
+
+const redactCredentials = (text: string): string =>
+  text.replace(URL_CREDENTIALS, (_m, scheme: string, user: string | undefined) =>
+    user === undefined ? `${scheme}<redacted>@` : `${scheme}${user}:<redacted>@`,
+  );
+
+/** Registers the password, or the bare user name (a key), of a URL's userinfo as secrets, raw and decoded. */
+export function registerUrlSecrets(url: string): void {
+  const info = userinfo(url);
+  if (info === undefined) return;
+  const colon = info.indexOf(':');
+  const secret = colon < 0 ? info : info.slice(colon + 1);
+  registerSecret(secret);
+  try {
+    registerSecret(decodeURIComponent(secret));
+  } catch {
+    // Not percent-encoded: the raw form is registered.
+  }
+}
+
+/** `scheme://`, then the userinfo up to the URL's last `@` (a password may hold any character). */
+function userinfo(url: string): string | undefined {
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(url);
+  if (!scheme) return undefined;
+  const at = url.lastIndexOf('@');
+  return at < scheme[0].length ? undefined : url.slice(scheme[0].length, at);
+}
 
 /** Text with every registered secret and URL password replaced. */
 export function redactSecrets(text: string): string {
-  let out = text.replace(URL_CREDENTIALS, '$1:<redacted>@');
+  let out = redactCredentials(text);
   for (const s of secrets) {
     out = out.split(s).join('<redacted>');
     const escaped = JSON.stringify(s).slice(1, -1);
@@ -55,9 +87,27 @@ export function redactSecrets(text: string): string {
   return out;
 }
 
-/** A URL fit for a log line or a page: its password replaced. */
+/**
+ * A run that may be a token (a JWT, a hex or base64url key): 16 or more of [A-Za-z0-9._~+=-] with a
+ * letter and a digit. Error codes (ESLURM_REST_INVALID_QUERY) and words have no digit.
+ */
+const TOKEN_LIKE = /[A-Za-z0-9._~+=-]{16,}/g;
+
+/** Text with registered secrets and anything token-like replaced: for text a server sent back. */
+export function redactTokenLike(text: string): string {
+  return redactSecrets(text).replace(TOKEN_LIKE, (run) =>
+    /[0-9]/.test(run) && /[A-Za-z]/.test(run) ? '<redacted>' : run,
+  );
+}
+
+/** A URL fit for a log line or a page: its password (or a bare key as user name) replaced, whatever it holds. */
 export function redactUrl(url: string): string {
-  return url.replace(URL_CREDENTIALS, '$1:<redacted>@');
+  const info = userinfo(url);
+  if (info === undefined) return url;
+  const colon = info.indexOf(':');
+  const scheme = url.slice(0, url.indexOf('://') + 3);
+  const kept = colon < 0 ? '<redacted>' : `${info.slice(0, colon)}:<redacted>`;
+  return `${scheme}${kept}${url.slice(scheme.length + info.length)}`;
 }
 
 /** pino writes each line with one write(): redact it there, whatever field carries the secret. */

@@ -29,6 +29,8 @@
 #                                cluster instances on one host are told apart by it
 #   REAL_SLURM_FIRST_JOB_ID      FirstJobId (default 1)
 #   REAL_SLURM_CLUSTER           ClusterName (default slurmotel)
+#   REAL_SLURM_FRESH             1 = refuse to start when the state dir exists already (the
+#                                test helper gives every run a new one); default 0 reuses it
 #   REAL_SLURM_CGROUP            process tracking: none (default: proctrack/linuxproc,
 #                                task/none; runs anywhere) or v1 (proctrack/cgroup +
 #                                task/cgroup with cgroup/v1: real job cgroups made by
@@ -69,6 +71,7 @@ RS_TIMEOUT=${REAL_SLURM_TIMEOUT:-60}
 RS_PREFIX=${REAL_SLURM_NODE_PREFIX:-node}
 RS_FIRST_JOB_ID=${REAL_SLURM_FIRST_JOB_ID:-1}
 RS_CLUSTER=${REAL_SLURM_CLUSTER:-slurmotel}
+RS_FRESH=${REAL_SLURM_FRESH:-0}
 RS_CGROUP=${REAL_SLURM_CGROUP:-none}
 RS_CGROUP_ROOT=/sys/fs/cgroup
 RS_REST_PLUGINS=${REAL_SLURM_REST_PLUGINS:-}
@@ -101,6 +104,7 @@ rs_validate() {
   local v
   [[ $RS_PREFIX =~ ^[a-z][a-z0-9]{0,15}$ ]] || rs_die "REAL_SLURM_NODE_PREFIX must be a lower-case letter then up to 15 of [a-z0-9] (got '$RS_PREFIX')"
   [[ $RS_CLUSTER =~ ^[a-z][a-z0-9_]{0,31}$ ]] || rs_die "REAL_SLURM_CLUSTER must be lower-case [a-z0-9_], starting with a letter (got '$RS_CLUSTER')"
+  [[ $RS_FRESH =~ ^[01]$ ]] || rs_die "REAL_SLURM_FRESH must be 0 or 1 (got '$RS_FRESH')"
   [[ $RS_CGROUP =~ ^(none|v1)$ ]] || rs_die "REAL_SLURM_CGROUP must be none or v1 (got '$RS_CGROUP')"
   [[ $RS_REST_PLUGINS =~ ^[a-z0-9/._,]*$ ]] || rs_die "REAL_SLURM_REST_PLUGINS must be a comma list of plugin names (got '$RS_REST_PLUGINS')"
   [[ $RS_PING_VERSION =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]] || rs_die "REAL_SLURM_PING_VERSION must look like v0.0.42 (got '$RS_PING_VERSION')"

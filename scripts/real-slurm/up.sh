@@ -59,6 +59,9 @@ fi
 T_START=$(date +%s%N)   # the timings below exclude package installation
 
 # ---------------------------------------------------------------- state dir + lock
+if [ "$RS_FRESH" = 1 ] && [ -e "$RS_STATE" ]; then
+  rs_die "$RS_STATE already exists and REAL_SLURM_FRESH=1 asks for a new one (another cluster's state dir, or a leftover of a run that was never stopped: down.sh --wipe with REAL_SLURM_STATE=$RS_STATE)"
+fi
 mkdir -p "$RS_STATE"
 if [ ! -e "$RS_MARKER" ] && [ -n "$(find "$RS_STATE" -mindepth 1 -maxdepth 1 ! -name .lock -print -quit)" ]; then
   rs_die "$RS_STATE exists, is not empty and was not created by these scripts; refusing to use it"
@@ -117,6 +120,16 @@ for ((i = 0; i < RS_NODES; i++)); do ports+=("$((RS_SLURMD_BASE + i))"); done
 [ "$RS_DBD" = 1 ] && [ -z "$RS_DB_EXTERNAL" ] && ports+=("$RS_DB_PORT")
 for p in "${ports[@]}"; do
   rs_port_busy "$p" && rs_die "127.0.0.1:$p is already in use (another cluster? pick other ports with REAL_SLURM_PORT_OFFSET, a multiple of 100, or REAL_SLURM_*_PORT)"
+done
+# Job cgroups are named after the nodes (v1 <controller>/slurm_<node>, v2 <node>_slurmstepd.scope).
+# One that exists now belongs to another Slurm with our node names (or is a leftover): its jobs
+# would be taken for ours, so refuse rather than share.
+for ((i = 1; i <= RS_NODES; i++)); do
+  n=$RS_PREFIX$i
+  for g in "$RS_CGROUP_ROOT"/*/"slurm_$n" "$RS_CGROUP_ROOT/system.slice/${n}_slurmstepd.scope" \
+           "$RS_CGROUP_ROOT"/*/system.slice/"${n}_slurmstepd.scope"; do
+    [ -e "$g" ] && rs_die "$g exists: another Slurm on this host (or a leftover) uses node name $n; pick another REAL_SLURM_NODE_PREFIX"
+  done
 done
 
 # ---------------------------------------------------------------- munge
@@ -366,7 +379,7 @@ while :; do
   [ "$idle" -ge "$RS_NODES" ] && break
   if [ "$(date +%s)" -ge "$dl" ]; then
     echo "[real-slurm up] nodes (sinfo -N):" >&2; echo "$states" >&2
-    fail_with_logs "not all $RS_NODES nodes idle within ${RS_TIMEOUT}s" "$RS_LOG/slurmd-node1.out" "$RS_LOG/slurmd-node1.log" "$RS_LOG/slurmctld.log"
+    fail_with_logs "not all $RS_NODES nodes idle within ${RS_TIMEOUT}s" "$RS_LOG/slurmd-${RS_PREFIX}1.out" "$RS_LOG/slurmd-${RS_PREFIX}1.log" "$RS_LOG/slurmctld.log"
   fi
   sleep 0.3
 done

@@ -17,7 +17,7 @@ import {
   type OptionalSubCollector,
 } from '../cluster/snapshot.js';
 import { redactUrl, type Logger } from '../log.js';
-import { CollectionIncomplete, ConfigError, waitForSignal } from './common.js';
+import { CollectionIncomplete, ConfigError, runUntilSignal } from './common.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
 import type { Env } from './otel.js';
 import { oneOf, parseSize, positiveDuration, positiveInt, switchValue } from './values.js';
@@ -252,7 +252,6 @@ export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOpti
       accountingLimits: f.accountingLimits,
       ...topologySource(f, env),
     },
-    collectionIntervalMs: f.collectionInterval,
     maxInflight: f.maxCollectorInflight,
     userAccountMetrics: f.userAccountMetrics,
     serverLabel: redactUrl(f.slurmApiServer),
@@ -363,7 +362,6 @@ export function clusterCommand(env: Env): Command {
         return;
       }
       const agent = await startClusterAgent(opts);
-      await waitForSignal();
-      await agent.stop();
+      await runUntilSignal(agent, opts.logger);
     });
 }

@@ -1,5 +1,7 @@
 /** Bits every subcommand shares. */
 import { createRequire } from 'node:module';
+import { killEveryRun } from '../child-runner.js';
+import type { Logger } from '../log.js';
 
 const require = createRequire(import.meta.url);
 
@@ -22,15 +24,29 @@ export class ConfigError extends Error {}
 /** `--once` could not collect everything: exit code 1, after printing what it did collect. */
 export class CollectionIncomplete extends Error {}
 
-/** Resolves on the first SIGINT or SIGTERM. */
-export function waitForSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    const on = (sig: NodeJS.Signals) => {
-      process.off('SIGINT', on);
-      process.off('SIGTERM', on);
-      resolve(sig);
+/** Exit status after a second signal: the shell's 128 + signal number. */
+const FORCED_EXIT: Readonly<Record<string, number>> = { SIGINT: 130, SIGTERM: 143 };
+
+/**
+ * Runs an agent until SIGINT or SIGTERM, then stops it (a bounded stop: see telemetry/runtime) and
+ * exits 0. A second signal during the stop kills the helper commands still running and exits at
+ * once. The process exits even if a handle (a socket of a push that was cut short) is still open.
+ */
+export async function runUntilSignal(agent: { stop(): Promise<void> }, logger: Logger): Promise<void> {
+  // One listener for the whole run: no moment without one, when a signal would kill the process.
+  const first = new Promise<NodeJS.Signals>((resolve) => {
+    let seen = 0;
+    const on = (sig: NodeJS.Signals): void => {
+      if (++seen === 1) return resolve(sig);
+      logger.warn({ signal: sig }, 'second signal: exiting at once, without finishing the stop');
+      killEveryRun();
+      process.exit(FORCED_EXIT[sig] ?? 1);
     };
     process.on('SIGINT', on);
     process.on('SIGTERM', on);
   });
+  logger.info({ signal: await first }, 'stopping');
+  await agent.stop();
+  logger.info('stopped');
+  setTimeout(() => process.exit(), 100).unref();
 }

@@ -1,135 +1,27 @@
 /**
  * `slurm-otel demo`: both agents on synthetic inputs, no Slurm, no InfiniBand,
- * no root. The node agent reads a synthetic node whose counters move; the
- * cluster agent reads a fake slurmrestd serving a small moving cluster in the
- * newest API version. The demo node's jobs run in the fake cluster under the
- * same ids, so the two agents' series join on job_id.
+ * no root. The command's options are defined here; the simulator (src/demo) is
+ * loaded by its action only, so an agent process (`node`, `cluster`) never
+ * carries the fake slurmrestd and the synthetic trees.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { Command, Option } from 'commander';
-import { staticToken } from '../cluster/api/auth.js';
-import { SlurmClient } from '../cluster/api/client.js';
-import { startClusterAgent, type ClusterAgent } from '../cluster/agent.js';
-import { FakeCluster } from '../demo/fake-cluster.js';
-import { startFakeSlurmrestd, type FakeSlurmrestd } from '../demo/fake-slurmrestd.js';
-import { writeTree, type TreeLayout } from '../demo/nodetree.js';
-import { FakeRdma } from '../demo/fake-rdma.js';
-import { CounterDrift, DEMO_JOBS, DEMO_NODE, demoTree, QpDrift } from '../demo/scenarios.js';
-import { startNodeAgent, type NodeAgent, type NodeAgentOptions } from '../node/agent.js';
-import type { Cycle } from '../node/collector.js';
 import type { BindAddress } from '../telemetry/http.js';
-import { waitForSignal } from './common.js';
-import { addNodeOptions, nodeAgentOptions, type NodeFlags } from './node.js';
+import type { DemoLayout } from './demo-stack.js';
+import { addNodeOptions, type NodeFlags } from './node.js';
 import type { Env } from './otel.js';
 import { bindAddress, positiveDuration } from './values.js';
 
-interface DemoFlags extends NodeFlags {
-  layout: TreeLayout;
+/** The synthetic node's name (src/demo's DEMO_NODE; a test keeps the two equal). */
+export const DEMO_NODE_NAME = 'gpu-001';
+
+export interface DemoFlags extends NodeFlags {
+  layout: DemoLayout;
   nonJobHolder?: boolean;
   dir?: string;
   tick: number;
   cluster: boolean;
   clusterMetricsBindAddress: BindAddress;
   clusterMonitoringBindAddress: BindAddress;
-}
-
-export interface DemoOptions {
-  readonly node: NodeAgentOptions;
-  readonly layout: TreeLayout;
-  readonly nonJobHolder: boolean;
-  /** Where to write the synthetic tree; a temporary directory (removed on stop) when undefined. */
-  readonly dir?: string;
-  readonly tickMs: number;
-  /** The cluster agent's endpoints; no cluster agent when undefined. */
-  readonly cluster?: { readonly metrics: BindAddress; readonly monitoring: BindAddress };
-}
-
-export interface DemoStack {
-  readonly dir: string;
-  readonly node: NodeAgent;
-  readonly firstCycle: Cycle;
-  readonly cluster?: ClusterAgent;
-  readonly slurmrestd?: FakeSlurmrestd;
-  stop(): Promise<void>;
-}
-
-const DEMO_TOKEN = 'demo-token';
-
-/** Starts the whole demo; the tests and `npm run demo` share it. */
-export async function startDemo(o: DemoOptions): Promise<DemoStack> {
-  const dir = o.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-demo-'));
-  const roots = writeTree(dir, demoTree({ layout: o.layout, nonJobHolder: o.nonJobHolder }));
-  const drift = new CounterDrift(roots.sysfs);
-  // A stand-in rdma serves per-PID QP counters of the jobs sharing mlx5_1.
-  const rdmaDir = path.join(dir, 'rdma-tool');
-  fs.mkdirSync(rdmaDir, { recursive: true });
-  const rdma = new FakeRdma(rdmaDir);
-  const qp = new QpDrift(rdma);
-  const tick = (seconds: number) => {
-    drift.tick(seconds);
-    qp.tick(seconds);
-  };
-  tick(60);
-  const timer = setInterval(() => tick(o.tickMs / 1000), o.tickMs);
-  // Run by node: the demo's directory may be mounted noexec (the compose file's /tmp).
-  const qpCounters = o.node.qpCounters ?? { ...rdma.viaNode, mode: 'observe' as const, timeoutMs: 5_000 };
-  const node = await startNodeAgent({ ...o.node, qpCounters, collector: { ...o.node.collector, roots } });
-  await node.ready();
-  const firstCycle = node.last() as Cycle;
-  const cluster = o.cluster ? await startClusterSide(o, o.cluster) : undefined;
-  return {
-    dir,
-    node,
-    firstCycle,
-    cluster: cluster?.agent,
-    slurmrestd: cluster?.server,
-    async stop() {
-      clearInterval(timer);
-      await Promise.all([node.stop(), cluster?.agent.stop()]);
-      await cluster?.server.close();
-      if (!o.dir) fs.rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-async function startClusterSide(o: DemoOptions, binds: NonNullable<DemoOptions['cluster']>) {
-  const fake = new FakeCluster({ startMs: Date.now(), pinned: { node: DEMO_NODE, jobs: DEMO_JOBS } });
-  const server = await startFakeSlurmrestd({
-    cluster: fake,
-    versions: ['v0.0.45', 'v0.0.44'],
-    host: '127.0.0.1',
-    port: 0,
-    token: DEMO_TOKEN,
-    clock: Date.now,
-  });
-  const { logger } = o.node;
-  const api = new SlurmClient({
-    server: server.url,
-    tokenSource: staticToken({ token: DEMO_TOKEN, userName: 'root' }),
-    requestTimeoutMs: 10_000,
-    logger,
-  });
-  const agent = await startClusterAgent({
-    source: { api, jobSource: 'controller', accountingLookbackMs: 3_600_000, clusterName: fake.clusterName },
-    collectionIntervalMs: o.node.collectionIntervalMs,
-    maxInflight: 1,
-    metrics: binds.metrics,
-    monitoring: binds.monitoring,
-    resource: {
-      ...o.node.resource,
-      serviceName: 'slurm-otel-cluster',
-      attributes: { 'slurm.cluster': fake.clusterName },
-    },
-    otlp: o.node.otlp,
-    security: o.node.security,
-    logger,
-    serverLabel: `${server.url} (fake slurmrestd)`,
-    close: () => api.close(),
-  });
-  await agent.ready();
-  return { agent, server };
 }
 
 export function demoCommand(env: Env): Command {
@@ -141,7 +33,7 @@ export function demoCommand(env: Env): Command {
     metricsBind: '127.0.0.1:9836',
     monitoringBind: '127.0.0.1:9837',
     logFormat: 'plain',
-    nodeName: DEMO_NODE,
+    nodeName: DEMO_NODE_NAME,
   });
   return cmd
     .addOption(
@@ -168,44 +60,8 @@ export function demoCommand(env: Env): Command {
         .argParser(bindAddress),
     )
     .action(async (f: DemoFlags) => {
-      const demo = await startDemo({
-        node: nodeAgentOptions(f, env),
-        layout: f.layout,
-        nonJobHolder: f.nonJobHolder ?? false,
-        dir: f.dir,
-        tickMs: f.tick,
-        cluster: f.cluster
-          ? { metrics: f.clusterMetricsBindAddress, monitoring: f.clusterMonitoringBindAddress }
-          : undefined,
-      });
-      process.stdout.write(summary(demo, f.layout));
-      await waitForSignal();
-      await demo.stop();
+      // Loaded here, not at the top: only this command needs the simulator.
+      const { runDemo } = await import('./demo-stack.js');
+      await runDemo(f, env);
     });
-}
-
-function summary(demo: DemoStack, layout: string): string {
-  const rows = demo.firstCycle.attribution.verdicts.map(
-    (v) => `  ${v.device}/${v.port}  ${v.status.padEnd(10)} jobs=[${v.jobs.join(',')}]  ${v.why}`,
-  );
-  const cluster = demo.cluster
-    ? [
-        `cluster agent (fake slurmrestd at ${demo.slurmrestd?.url}, API v0.0.45):`,
-        `  landing page:     ${demo.cluster.metricsUrl}/`,
-        `  metrics:          ${demo.cluster.metricsUrl}/metrics`,
-        `  self-monitoring:  ${demo.cluster.monitoringUrl}/metrics`,
-      ]
-    : [];
-  return [
-    `node agent (synthetic ${DEMO_NODE}, ${layout} cgroups, tree in ${demo.dir}):`,
-    `  landing page:     ${demo.node.metricsUrl}/`,
-    `  metrics:          ${demo.node.metricsUrl}/metrics`,
-    `  self-monitoring:  ${demo.node.monitoringUrl}/metrics`,
-    ...cluster,
-    `try: curl -s ${demo.node.metricsUrl}/metrics | grep -E 'ib_slurm_(job_counters_total|port_attribution)'`,
-    'attribution (first cycle):',
-    ...rows,
-    'Ctrl-C to stop.',
-    '',
-  ].join('\n');
 }

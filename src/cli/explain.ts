@@ -43,7 +43,7 @@ export function explainCommand(): Command {
           unreadable: snap.unreadable,
           ports: rows,
         };
-        process.stdout.write(JSON.stringify(out, null, 2) + '\n');
+        process.stdout.write(terminalJson(out) + '\n');
         return;
       }
       const note = slurmCgroupsNote(snap);
@@ -72,6 +72,20 @@ export function printable(text: string): string {
     const code = ch.charCodeAt(0);
     return code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
   });
+}
+
+// What JSON.stringify leaves raw but a terminal acts on: DEL, C1 controls (U+009B is CSI), bidi overrides.
+const JSON_UNPRINTABLE = /[\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * JSON for a terminal or a script: the characters above written as \uHHHH escapes (C0 controls
+ * JSON escapes itself), so that the text is inert on a terminal and parses to the same values.
+ */
+export function terminalJson(value: unknown): string {
+  return JSON.stringify(value, null, 2).replace(
+    JSON_UNPRINTABLE,
+    (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 export function renderTable(rows: readonly PortRow[]): string {

@@ -3,16 +3,17 @@
  * and secure their endpoints. Each agent passes its own environment prefix.
  */
 import { Command, Option } from 'commander';
-import { createLogger, LOG_LEVELS, type LogFormat, type LogLevel, type Logger } from '../log.js';
+import { createLogger, LOG_LEVELS, type LogFormat, type LogLevel } from '../log.js';
 import type { BindAddress } from '../telemetry/http.js';
-import type { OtlpOptions, OtlpProtocol } from '../telemetry/pipeline.js';
-import type { ResourceOptions } from '../telemetry/resource.js';
+import type { OtlpProtocol } from '../telemetry/pipeline.js';
+import type { AgentSettings } from '../telemetry/runtime.js';
 import { loadWebConfig, WebConfigError, type WebConfig } from '../telemetry/webconfig.js';
 import { ConfigError, VERSION } from './common.js';
 import { resolveOtlp, resolveResource, type Env } from './otel.js';
 import { bindAddress, oneOf, positiveDuration } from './values.js';
 
 export interface ExportFlags {
+  collectionInterval: number;
   metricsBindAddress: BindAddress;
   monitoringBindAddress: BindAddress;
   otlpEndpoint?: string;
@@ -97,21 +98,14 @@ export function addExportOptions(cmd: Command, prefix: string, d: ExportDefaults
     );
 }
 
-export interface ExportSettings {
-  readonly logger: Logger;
-  readonly resource: ResourceOptions;
-  readonly otlp?: OtlpOptions;
-  readonly security?: WebConfig;
-  readonly metrics: BindAddress;
-  readonly monitoring: BindAddress;
-}
-
+/** The settings both agents are started with (the one place they are built from the command line). */
 export function exportSettings(
   f: ExportFlags,
   env: Env,
   resource: { serviceName: string; hostName: string; attributes?: Record<string, string> },
-): ExportSettings {
+): AgentSettings {
   return {
+    collectionIntervalMs: f.collectionInterval,
     logger: createLogger({ level: f.logLevel, format: f.logFormat }),
     resource: resolveResource(env, { ...resource, version: VERSION }, resource.attributes),
     otlp: resolveOtlp(f, env),

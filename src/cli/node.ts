@@ -6,7 +6,7 @@ import { runNodeOnce, startNodeAgent, type NodeAgentOptions } from '../node/agen
 import { QP_COUNTERS_MODES, type QpCountersMode } from '../node/qp-source.js';
 import { DEFAULT_ROOTS } from '../node/roots.js';
 import { UNREADABLE_POLICIES, type UnreadablePolicy } from '../node/unreadable.js';
-import { CollectionIncomplete, waitForSignal } from './common.js';
+import { CollectionIncomplete, runUntilSignal } from './common.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
 import type { Env } from './otel.js';
 import { oneOf, parseDuration, positiveDuration } from './values.js';
@@ -137,7 +137,6 @@ export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {
       f.qpCounters === 'off'
         ? undefined
         : { path: f.rdmaPath, mode: f.qpCounters, timeoutMs: Math.min(RDMA_TIMEOUT_MS, f.collectionInterval) },
-    collectionIntervalMs: f.collectionInterval,
   };
 }
 
@@ -153,7 +152,6 @@ export function nodeCommand(env: Env): Command {
         return;
       }
       const agent = await startNodeAgent(opts);
-      await waitForSignal();
-      await agent.stop();
+      await runUntilSignal(agent, opts.logger);
     });
 }

@@ -7,6 +7,7 @@
 import type { OtlpOptions, OtlpProtocol } from '../telemetry/pipeline.js';
 import { parseResourceAttributes } from '../telemetry/resource.js';
 import { ConfigError } from './common.js';
+import { redactUrl, registerUrlSecrets } from '../log.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -27,10 +28,11 @@ export function resolveOtlp(flags: OtlpFlags, env: Env): OtlpOptions | undefined
       : env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT ||
         (env.OTEL_EXPORTER_OTLP_ENDPOINT ? metricsUrl(env.OTEL_EXPORTER_OTLP_ENDPOINT) : undefined);
   if (!url) return undefined;
+  registerUrlSecrets(url);
   try {
     new URL(url);
   } catch {
-    throw new ConfigError(`OTLP endpoint "${url}" is not a URL (expected e.g. http://127.0.0.1:4318)`);
+    throw new ConfigError(`OTLP endpoint "${redactUrl(url)}" is not a URL (expected e.g. http://127.0.0.1:4318)`);
   }
   const protocol =
     flags.otlpProtocol ??

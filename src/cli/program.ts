@@ -3,6 +3,7 @@
  * else; bad usage exits with code 2 and a message naming the option.
  */
 import { Command, CommanderError } from 'commander';
+import { setHelperEnvironment } from '../child-runner.js';
 import { redactSecrets } from '../log.js';
 import { CollectionIncomplete, ConfigError, VERSION } from './common.js';
 import { clusterCommand } from './cluster.js';
@@ -28,6 +29,7 @@ export function program(env: Env): Command {
 }
 
 export async function main(argv: string[], env: Env): Promise<number> {
+  setHelperEnvironment(env);
   try {
     await program(env).parseAsync(argv, { from: 'user' });
     return 0;

@@ -4,20 +4,22 @@
  * turned into events and the latest result of every sub-collector into
  * families, both through the shared telemetry pipeline.
  */
-import type { Logger } from '../log.js';
-import { htmlBody, type BindAddress, type Body } from '../telemetry/http.js';
-import { Pipeline, type OtlpOptions } from '../telemetry/pipeline.js';
-import type { ResourceOptions } from '../telemetry/resource.js';
+import { htmlBody, type Body } from '../telemetry/http.js';
+import { Pipeline } from '../telemetry/pipeline.js';
 import {
   closeTelemetry,
   collectOnce,
+  runtimeOptions,
   startAgent,
+  type AgentSettings,
   type Collecting,
+  repeatEvery,
+  type Repeat,
   type RunningAgent,
   type Schedule,
+  type ShutdownOptions,
 } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
-import type { WebConfig } from '../telemetry/webconfig.js';
 import { FAILURE_KINDS, failureKindOf } from './api/failures.js';
 import { CollectionLoop, summarize, type TickResult, type TickSummary } from './collect.js';
 import { makeFetchers, type FetcherOptions } from './fetchers.js';
@@ -31,23 +33,18 @@ export const SCOPE = { name: 'slurm-otel/cluster', version: '0.1.0' };
 /** OTLP scope of the `/metrics/nodes` families whose names `/metrics` uses with another meaning. */
 export const SLURMCTLD_SCOPE = { name: 'slurm-otel/cluster/slurmctld', version: '0.1.0' };
 
-export interface ClusterAgentOptions {
+export interface ClusterAgentOptions extends AgentSettings {
   /** Where data comes from: the slurmrestd client and the job source. */
-  readonly source: Omit<FetcherOptions, 'logger' | 'onSkipped' | 'onApiErrors' | 'onFieldsLost'>;
-  readonly collectionIntervalMs: number;
+  readonly source: Omit<FetcherOptions, 'logger' | 'onSkipped' | 'onApiErrors' | 'onFieldsLost' | 'onBadHostlists'>;
   readonly maxInflight: number;
-  readonly metrics: BindAddress;
-  readonly monitoring: BindAddress;
-  readonly resource: ResourceOptions;
-  readonly otlp?: OtlpOptions;
-  readonly security?: WebConfig;
-  readonly logger: Logger;
   /** Shown on the landing page: where the agent reads from (never a credential). */
   readonly serverLabel?: string;
   /** Slurm's per-user and per-account job families (`--user-account-metrics`). */
   readonly userAccountMetrics?: boolean;
   /** Called on shutdown (closes the client's connections). */
   readonly close?: () => void;
+  /** The clock snapshots are stamped with (default Date.now): tests make time pass without waiting. */
+  readonly now?: () => number;
 }
 
 export interface ClusterAgent extends RunningAgent {
@@ -90,13 +87,16 @@ export class ClusterRunner implements Collecting<TickResult> {
     this.loop = new CollectionLoop({
       fetchers: makeFetchers({
         ...opts.source,
+        now: opts.now,
         logger: opts.logger,
         onSkipped: (collector, n) => m.skippedItems.record(n, { collector }),
         onApiErrors: (collector, n) => m.apiErrors.record(n, { collector }),
         onFieldsLost: (collector, fields) => m.apiFieldsLost.record(fields.length, { collector }),
+        onBadHostlists: (collector, n) => m.hostlistErrors.record(n, { collector }),
       }),
       maxInflight: opts.maxInflight,
       logger: opts.logger,
+      ...(opts.now ? { now: opts.now } : {}),
       hooks: {
         runFinished: (collector, ms, err) => {
           m.collectorDuration.record(ms / 1000, { collector });
@@ -154,7 +154,7 @@ export class ClusterRunner implements Collecting<TickResult> {
    * The daemon's timer: a tick every interval, whether or not the previous tick's runs have
    * ended (the in-flight limit, not the timer, keeps a slow sub-collector from piling up).
    */
-  schedule(intervalMs: number): Schedule {
+  schedule(intervalMs: number, repeat: Repeat = repeatEvery): Schedule {
     this.live = true;
     const ticks = new Set<Promise<void>>();
     const tick = (): Promise<void> => {
@@ -168,11 +168,11 @@ export class ClusterRunner implements Collecting<TickResult> {
       return t;
     };
     const first = tick();
-    const timer = setInterval(tick, intervalMs);
+    const cancel = repeat(intervalMs, () => void tick());
     return {
       first,
       stop: async () => {
-        clearInterval(timer);
+        cancel();
         this.loop.abort();
         await Promise.all(ticks);
         await this.publishing;
@@ -239,8 +239,12 @@ export class ClusterRunner implements Collecting<TickResult> {
     this.publishedAtMs = snapshot.atMs;
   }
 
+  /** Aborts the requests in flight, the version negotiation and a token renewal included. */
   abort(): void {
-    this.loop.abort();
+    const cut = this.loop.abort();
+    this.opts.close?.();
+    if (cut.length > 0)
+      this.opts.logger.warn({ collectors: cut }, 'slurmrestd requests in flight cut short by the stop');
   }
 
   lastAtMs(): number | undefined {
@@ -251,10 +255,10 @@ export class ClusterRunner implements Collecting<TickResult> {
     return this.self.exposition();
   }
 
-  async shutdown(): Promise<void> {
+  async shutdown(opts: ShutdownOptions = {}): Promise<void> {
     this.loop.abort();
     this.opts.close?.();
-    await closeTelemetry(this.pipeline, this.self);
+    await closeTelemetry(this.pipeline, this.self, opts);
   }
 }
 
@@ -266,25 +270,21 @@ const USER_ACCOUNT_OFF: Body = {
 
 export async function startClusterAgent(opts: ClusterAgentOptions): Promise<ClusterAgent> {
   const runner = new ClusterRunner(opts);
-  const running = await startAgent(runner, {
-    name: 'cluster agent',
-    metrics: opts.metrics,
-    monitoring: opts.monitoring,
-    intervalMs: opts.collectionIntervalMs,
-    security: opts.security,
-    onRequest: (path) => {
-      if (path === '/metrics') runner.self.m.metricsRequests.record(1);
-    },
-    // slurmctld's own paths: a scrape configuration written for slurmctld works by changing host and port.
-    routes: {
-      '/': () => runner.landing,
-      ...Object.fromEntries(NATIVE_PATHS.map((p) => [p, () => runner.pipeline.section(p)])),
-      // Off by default, as SchedMD warns of its size: say how to turn it on rather than serve nothing.
-      ...(opts.userAccountMetrics ? {} : { '/metrics/jobs-users-accts': () => USER_ACCOUNT_OFF }),
-    },
-    logger: opts.logger,
-    otlpUrl: opts.otlp?.url,
-  });
+  const running = await startAgent(
+    runner,
+    runtimeOptions('cluster agent', opts, {
+      onRequest: (path) => {
+        if (path === '/metrics') runner.self.m.metricsRequests.record(1);
+      },
+      // slurmctld's own paths: a scrape configuration written for slurmctld works by changing host and port.
+      routes: {
+        '/': () => runner.landing,
+        ...Object.fromEntries(NATIVE_PATHS.map((p) => [p, () => runner.pipeline.section(p)])),
+        // Off by default, as SchedMD warns of its size: say how to turn it on rather than serve nothing.
+        ...(opts.userAccountMetrics ? {} : { '/metrics/jobs-users-accts': () => USER_ACCOUNT_OFF }),
+      },
+    }),
+  );
   return { ...running, last: () => runner.last, collectNow: () => runner.collect() };
 }
 

@@ -134,9 +134,10 @@ export class CollectionLoop {
     return { atMs: this.now(), ...this.stored };
   }
 
-  /** Aborts the requests in flight (shutdown). */
-  abort(): void {
+  /** Aborts the requests in flight (shutdown); gives the sub-collectors that had one. */
+  abort(): SubCollector[] {
     for (const a of this.aborts) a.abort();
+    return this.enabled.filter((name) => this.running[name] > 0);
   }
 
   private async start(name: SubCollector): Promise<'ok' | 'failed' | 'absent' | 'skipped'> {

@@ -104,7 +104,10 @@ function reservationFamilies(list: readonly SlurmReservation[], nodes: readonly 
   ];
 }
 
-/** The states of each reservation's nodes; a reservation whose hostlist cannot be read gets none. */
+/**
+ * The states of each reservation's nodes; a reservation whose hostlist cannot be read gets none
+ * (counted and logged where the response is decoded: fetchers.ts).
+ */
 function reservationNodeStates(list: readonly SlurmReservation[], nodes: readonly SlurmNode[]): Family {
   const byName = nodesByName(nodes);
   const points = list.flatMap((r) => {

@@ -24,6 +24,7 @@ import type {
   SlurmShare,
 } from './model.js';
 import { adjustAccountingJobs } from './adjust-accounting.js';
+import { hostlistError } from './hostlist.js';
 import { DEFAULT_OPTIONAL_SUB_COLLECTORS, type OptionalSubCollector, type SubCollector } from './snapshot.js';
 
 /** What the fetchers need of the client (the real SlurmClient, or a test double). */
@@ -61,6 +62,8 @@ export interface FetcherOptions {
   readonly onApiErrors?: (collector: SubCollector, count: number) => void;
   /** Fields the items had before an API version change and lack after it. */
   readonly onFieldsLost?: (collector: SubCollector, fields: readonly string[]) => void;
+  /** Items kept whose hostlist cannot be expanded (their per-host series are missing). */
+  readonly onBadHostlists?: (collector: SubCollector, count: number) => void;
   readonly now?: () => number;
 }
 
@@ -126,6 +129,7 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
       data.errors.filter((e) => !isBenign(e)),
     );
     watch.fields(collector, result.ok ? result.version : undefined, data.items);
+    watch.hostlists(collector, data.items);
     return data.items;
   };
   // Each element's repeated values are shared as it is decoded (see intern.ts).
@@ -182,8 +186,15 @@ function limitsFetcher(api: SlurmApi, items: Items): Pick<Fetchers, 'limits'> {
   };
 }
 
-/** At most this many distinct Slurm error messages are remembered as already logged. */
+/** At most this many distinct Slurm error messages (and bad hostlists) are remembered as already logged. */
 const MAX_LOGGED_MESSAGES = 100;
+
+/** The hostlist each sub-collector's items carry: the rules expand it to per-host series. */
+const HOSTLIST_FIELD: Partial<Record<SubCollector, string>> = {
+  jobs: 'nodes',
+  partitions: 'nodes',
+  reservations: 'node_list',
+};
 
 /**
  * What a successful response can hide: Slurm `errors[]` next to the data, and, after slurmrestd
@@ -193,6 +204,7 @@ const MAX_LOGGED_MESSAGES = 100;
 class ResponseWatch {
   private readonly logged = new Set<string>();
   private readonly seen = new Map<SubCollector, { version: string; fields: ReadonlySet<string> }>();
+  private readonly loggedHostlists = new Set<string>();
 
   constructor(private readonly o: FetcherOptions) {}
 
@@ -203,6 +215,34 @@ class ResponseWatch {
     if (this.logged.has(`${collector} ${text}`) || this.logged.size >= MAX_LOGGED_MESSAGES) return;
     this.logged.add(`${collector} ${text}`);
     this.o.logger.warn({ collector, errors: text }, 'slurmrestd answered with data and errors; using the data');
+  }
+
+  /**
+   * Hostlists that cannot be expanded: the rules leave those items out of per-host series (a
+   * job's nodes, a reservation's node states) or fall back (a partition's nodes from the nodes'
+   * own partition lists). Counted per response; each distinct list is logged once.
+   */
+  hostlists(collector: SubCollector, items: readonly unknown[]): void {
+    const field = HOSTLIST_FIELD[collector];
+    if (field === undefined) return;
+    // Interned lists repeat (100k jobs on a few thousand lists): each is checked once per response.
+    const verdicts = new Map<string, string | undefined>();
+    let bad = 0;
+    for (const item of items) {
+      const list = (item as Record<string, unknown>)[field];
+      if (typeof list !== 'string') continue;
+      if (!verdicts.has(list)) verdicts.set(list, hostlistError(list));
+      const error = verdicts.get(list);
+      if (error === undefined) continue;
+      bad++;
+      if (this.loggedHostlists.has(list) || this.loggedHostlists.size >= MAX_LOGGED_MESSAGES) continue;
+      this.loggedHostlists.add(list);
+      this.o.logger.warn(
+        { collector, field, hostlist: list, error },
+        'hostlist cannot be expanded; its hosts are left out',
+      );
+    }
+    if (bad > 0) this.o.onBadHostlists?.(collector, bad);
   }
 
   /** Field names are gathered only on the first response and when the version changes. */

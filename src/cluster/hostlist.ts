@@ -128,10 +128,36 @@ function expandItem(parts: readonly Part[], out: string[]): void {
  * no hosts. Throws HostlistError on a malformed list or one larger than `maxHosts`.
  */
 export function expandHostlist(list: string | null | undefined, maxHosts: number = DEFAULT_MAX_HOSTS): string[] {
+  const items = parseHostlist(list, maxHosts);
+  if (typeof items === 'string') return [items];
+  const out: string[] = [];
+  for (const parts of items) expandItem(parts, out);
+  return out;
+}
+
+/**
+ * Why `list` cannot be expanded (what expandHostlist would throw), or undefined when it can;
+ * checked without generating the names.
+ */
+export function hostlistError(
+  list: string | null | undefined,
+  maxHosts: number = DEFAULT_MAX_HOSTS,
+): string | undefined {
+  try {
+    parseHostlist(list, maxHosts);
+    return undefined;
+  } catch (err) {
+    if (err instanceof HostlistError) return err.message;
+    throw err;
+  }
+}
+
+/** The parsed items of a list whose size is checked; a single host as itself. */
+function parseHostlist(list: string | null | undefined, maxHosts: number): Part[][] | string {
   if (isEmptyHostlist(list)) return [];
   const text = (list as string).trim();
   // One host and no brackets: most jobs' lists, at a cost that counts on 100k jobs.
-  if (text.indexOf(',') < 0 && text.indexOf('[') < 0 && text.indexOf(']') < 0) return [text];
+  if (text.indexOf(',') < 0 && text.indexOf('[') < 0 && text.indexOf(']') < 0) return text;
   const items = splitTopLevel(text).map(parseItem);
   let total = 0;
   for (const parts of items) {
@@ -140,9 +166,7 @@ export function expandHostlist(list: string | null | undefined, maxHosts: number
       throw new HostlistError(`hostlist expands to more than ${maxHosts} hosts: "${truncate(list as string)}"`);
     }
   }
-  const out: string[] = [];
-  for (const parts of items) expandItem(parts, out);
-  return out;
+  return items;
 }
 
 function truncate(s: string): string {

@@ -334,6 +334,13 @@ export const CLUSTER_SELF_METRICS = {
     COLLECTOR,
     'Slurm errors[] carried by successful responses (the data in them is used; each message is logged once).',
   ),
+  hostlistErrors: spec(
+    'counter',
+    'slurm_exporter_hostlist_errors',
+    '',
+    COLLECTOR,
+    "Items whose hostlist cannot be expanded, per response (a job's nodes, a partition's or reservation's node list): the item is kept, without the series that need its hosts (each distinct list is logged once).",
+  ),
   apiFieldsLost: spec(
     'counter',
     'slurm_exporter_api_fields_lost',

@@ -36,6 +36,8 @@ export interface FakeSlurmrestdOptions {
   readonly missing?: readonly string[];
   /** Renderers for versions the package does not render (v0.0.38); see RenderOptions.renderers. */
   readonly renderers?: Renderers;
+  /** Print bodies as real slurmrestd does (see RenderOptions.pretty); default compact. */
+  readonly pretty?: boolean;
 }
 
 export interface FakeSlurmrestd {
@@ -43,11 +45,19 @@ export interface FakeSlurmrestd {
   readonly url: string;
   /** Requests received per path (query strings left out), including refused ones. */
   readonly requests: ReadonlyMap<string, number>;
+  /** Bodies being streamed now, how many of those wait for their client to read, bytes written so far. */
+  streaming(): StreamingStats;
   /** Changes the served versions from the next request on (an upgrade, a restricted parser list). */
   setVersions(versions: readonly RenderVersion[]): void;
   /** Changes the paths answered 404 from the next request on (a plugin loaded or unloaded). */
   setMissing(paths: readonly string[]): void;
   close(): Promise<void>;
+}
+
+export interface StreamingStats {
+  readonly active: number;
+  readonly waitingForClient: number;
+  readonly bytesWritten: number;
 }
 
 const ROUTE = /^\/(slurm|slurmdb)\/(v\d+\.\d+\.\d+)\/([a-z]+)\/?$/;
@@ -146,14 +156,24 @@ function drained(res: ServerResponse): Promise<void> {
 }
 
 /** Writes the chunks as they come, waiting for the socket whenever its buffer is full. */
-async function stream(res: ServerResponse, chunks: AsyncIterable<string>): Promise<void> {
+async function stream(res: ServerResponse, chunks: AsyncIterable<string>, stats: MutableStats): Promise<void> {
   res.writeHead(200, { 'content-type': 'application/json' });
-  for await (const chunk of chunks) {
-    if (res.destroyed) return;
-    if (!res.write(chunk)) await drained(res);
+  stats.active++;
+  try {
+    for await (const chunk of chunks) {
+      if (res.destroyed) return;
+      stats.bytesWritten += Buffer.byteLength(chunk);
+      if (res.write(chunk)) continue;
+      stats.waitingForClient++;
+      await drained(res).finally(() => stats.waitingForClient--);
+    }
+    res.end();
+  } finally {
+    stats.active--;
   }
-  res.end();
 }
+
+type MutableStats = { -readonly [K in keyof StreamingStats]: StreamingStats[K] };
 
 /** The versions to serve; throws, before anything is served, on one without a renderer. */
 function servable(versions: readonly RenderVersion[], renderers: Renderers | undefined): Set<RenderVersion> {
@@ -164,6 +184,7 @@ function servable(versions: readonly RenderVersion[], renderers: Renderers | und
 export async function startFakeSlurmrestd(opts: FakeSlurmrestdOptions): Promise<FakeSlurmrestd> {
   let served = servable(opts.versions, opts.renderers);
   const requests = new Map<string, number>();
+  const stats: MutableStats = { active: 0, waitingForClient: 0, bytesWritten: 0 };
   const slurmdbd = opts.slurmdbd ?? true;
   let missing = new Set((opts.missing ?? []).map(withoutSlash));
 
@@ -201,8 +222,9 @@ export async function startFakeSlurmrestd(opts: FakeSlurmrestdOptions): Promise<
       ...(opts.release !== undefined ? { release: opts.release } : {}),
       ...(query !== undefined ? { query } : {}),
       ...(opts.renderers !== undefined ? { renderers: opts.renderers } : {}),
+      ...(opts.pretty === true ? { pretty: true } : {}),
     };
-    await stream(res, renderChunks(opts.cluster, r.version, r.endpoint, renderOpts));
+    await stream(res, renderChunks(opts.cluster, r.version, r.endpoint, renderOpts), stats);
   };
 
   const server = createServer((req, res) => {
@@ -220,6 +242,7 @@ export async function startFakeSlurmrestd(opts: FakeSlurmrestdOptions): Promise<
   return {
     url: `http://${host}:${addr.port}`,
     requests,
+    streaming: () => ({ ...stats }),
     setVersions(versions) {
       served = servable(versions, opts.renderers);
     },

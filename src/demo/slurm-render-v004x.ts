@@ -8,8 +8,11 @@
  *
  * A member a version does not define is set to `undefined`, which JSON.stringify leaves out: one
  * object literal per entity keeps Slurm's member order for every version.
+ * Here: the shared shapes, nodes and the controller's jobs; slurmdbd's records are in
+ * slurm-render-v004x-dbd.ts, the diagnostics in slurm-render-v004x-diag.ts.
  */
-import type { ClusterView, FakeAssociation, FakeDiag, FakeJob, FakeNode, FakeQos } from './fake-cluster-types.js';
+import type { ClusterView, FakeJob, FakeNode } from './fake-cluster-types.js';
+import { sluidOf } from './sluid.js';
 import {
   arrayTaskString,
   isTerminal,
@@ -20,21 +23,14 @@ import {
   nodeStateOf,
   nodeTres,
   nodeTresUsed,
-  taskRanges,
 } from './fake-cluster-types.js';
 import {
-  average,
   gpuTypeOf,
-  sortedRpcTypes,
-  sortedRpcUsers,
-  SCHEDULE_CYCLES_PER_MINUTE,
   SPECIALIZED_CPU_COUNT,
   SPECIALIZED_CPUS,
   SPECIALIZED_MEMORY_MIB,
   stdoutPath,
-  tresEntries,
 } from './fake-cluster-derived.js';
-import type { TresEntry } from './fake-cluster-derived.js';
 
 export type Minor = 40 | 41 | 42 | 43 | 44 | 45;
 
@@ -44,12 +40,12 @@ export interface Ctx4x {
   readonly view: ClusterView;
 }
 
-type Obj = Record<string, unknown>;
+export type Obj = Record<string, unknown>;
 
 /** A no-val struct that is not set (NO_VAL on the wire of older versions). */
 export const UNSET = Object.freeze({ set: false, infinite: false, number: 0 });
-const INFINITE = Object.freeze({ set: false, infinite: true, number: 0 });
-const UINT32 = 2 ** 32;
+export const INFINITE = Object.freeze({ set: false, infinite: true, number: 0 });
+export const UINT32 = 2 ** 32;
 
 export function nv(n: number): Obj {
   return { set: true, infinite: false, number: n };
@@ -89,6 +85,12 @@ const SPANS = {
     stdout_expanded: [43, 45],
     stderr_expanded: [43, 45],
     submit_line: [44, 45],
+    // Seen in the recordings of real 24.11 and 26.05 (fixtures/slurm/recorded/).
+    priority_by_partition: [42, 45],
+    step_id: [44, 45],
+    container_type: [45, 45],
+    memory_update_delay: [45, 45],
+    memory_update_margin: [45, 45],
   },
   dbJob: {
     stdin_expanded: [41, 45],
@@ -101,6 +103,9 @@ const SPANS = {
     restart_cnt: [42, 45],
     segment_size: [43, 45],
     sluid: [45, 45],
+    original_sluid: [45, 45],
+    exclusive: [45, 45],
+    oversubscribe: [45, 45],
   },
   dbJobTime: { planned: [41, 45] },
   dbJobReservation: { requested: [43, 45] },
@@ -140,7 +145,11 @@ const ABSENT = Object.fromEntries(
  * `o` in version `minor`'s shape: the members it does not define are set to undefined, which
  * JSON.stringify leaves out. In place, so the object keeps the shape V8 built it with.
  */
-function shaped<K extends Kind, T extends Record<keyof (typeof SPANS)[K], unknown>>(kind: K, minor: Minor, o: T): T {
+export function shaped<K extends Kind, T extends Record<keyof (typeof SPANS)[K], unknown>>(
+  kind: K,
+  minor: Minor,
+  o: T,
+): T {
   for (const k of ABSENT[kind][minor]) (o as Record<string, unknown>)[k] = undefined;
   return o;
 }
@@ -237,10 +246,10 @@ export function node4x(n: FakeNode, c: Ctx4x): Obj {
 }
 
 const NO_SIGNAL = Object.freeze({ id: UNSET, name: '' });
-const EXIT_OK = Object.freeze({ status: ['SUCCESS'], return_code: nv(0), signal: NO_SIGNAL });
+export const EXIT_OK = Object.freeze({ status: ['SUCCESS'], return_code: nv(0), signal: NO_SIGNAL });
 const EXIT_PENDING = Object.freeze({ status: ['PENDING'], return_code: UNSET, signal: NO_SIGNAL });
 
-function exit4x(j: FakeJob): unknown {
+export function exit4x(j: FakeJob): unknown {
   if (!isTerminal(j)) return EXIT_PENDING;
   if (j.state === 'CANCELLED' || j.state === 'TIMEOUT')
     return { status: ['SIGNALED'], return_code: UNSET, signal: { id: nv(15), name: 'SIGTERM' } };
@@ -278,6 +287,17 @@ function socketLayout(n: FakeNode, jobId: number, cpusPerNode: number): readonly
   return sockets;
 }
 
+/** v0.0.40's `{"0": {"cores": {"0": "allocated"}}}` form of a socket layout. */
+function socketMap40(sockets: readonly Obj[]): Obj {
+  const out: Obj = {};
+  for (const s of sockets) {
+    const cores: Obj = {};
+    for (const k of s.cores as readonly Obj[]) cores[String(k.index)] = 'allocated';
+    out[String(s.index)] = { cores };
+  }
+  return out;
+}
+
 function jobResources4x(j: FakeJob, c: Ctx4x): unknown {
   if (j.nodeIdx.length === 0) return undefined;
   const nodes = j.nodeIdx.map((i) => c.view.nodes[i]).filter((n): n is FakeNode => n !== undefined);
@@ -287,12 +307,13 @@ function jobResources4x(j: FakeJob, c: Ctx4x): unknown {
       allocated_cores: nodes.reduce((s, n) => s + Math.ceil(j.cpusPerNode / n.threadsPerCore), 0),
       allocated_cpus: jobCpus(j),
       allocated_hosts: nodes.length,
-      allocated_nodes: nodes.map((n, i) => ({
+      // As real 24.11 sends v0.0.40: the job's cores by socket index, no node index.
+      allocated_nodes: nodes.map((n) => ({
+        sockets: socketMap40(socketLayout(n, j.id, j.cpusPerNode)),
         nodename: n.name,
         cpus_used: j.cpusPerNode,
         memory_used: 0,
         memory_allocated: j.memPerNodeMiB,
-        index: i,
       })),
     };
   }
@@ -415,6 +436,12 @@ export function job4x(j: FakeJob, c: Ctx4x): Obj {
     pre_sus_time: nv(0),
     hold: false,
     priority: nv(j.priority),
+    priority_by_partition: [],
+    // The job as a whole: 26.05 names it by its SLUID too.
+    step_id: { sluid: sluidOf(j), job_id: nv(j.id), step_het_component: UNSET, step_id: 'entire' },
+    container_type: '',
+    memory_update_delay: 0,
+    memory_update_margin: 0,
     profile: ['NOT_SET'],
     qos: 'normal',
     reboot: false,
@@ -464,325 +491,5 @@ export function job4x(j: FakeJob, c: Ctx4x): Obj {
     stdin_expanded: '/dev/null',
     stdout_expanded: out,
     stderr_expanded: out,
-  });
-}
-
-// ------------------------------------------------------------------ slurmdbd
-
-const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
-
-/**
- * A 26.05 SLUID: `s` + 13 Crockford base32 digits of 64 bits (12-bit cluster, 42-bit submit
- * time in ms, 10-bit sequence). Derived from the job so it is stable across renders.
- */
-export function sluidOf(j: FakeJob): string {
-  let v = (0x2an << 52n) | ((BigInt(j.submitTime) * 1000n) << 10n) | BigInt(j.id & 0x3ff);
-  let s = '';
-  for (let i = 0; i < 13; i++) {
-    s = (CROCKFORD[Number(v & 31n)] as string) + s;
-    v >>= 5n;
-  }
-  return `s${s}`;
-}
-
-function tresList4x(entries: readonly TresEntry[]): Obj[] {
-  return entries.map((e) => ({ type: e.type, name: e.name, id: e.id, count: e.count }));
-}
-
-function dbTime4x(j: FakeJob, c: Ctx4x): Obj {
-  const started = j.startTime > 0;
-  const ended = isTerminal(j);
-  const zero = { seconds: 0, microseconds: 0 };
-  return shaped('dbJobTime', c.minor, {
-    elapsed: started ? (ended ? j.endTime : c.view.now) - j.startTime : 0,
-    eligible: j.eligibleTime,
-    end: ended ? j.endTime : 0,
-    planned: started ? nv(j.startTime - j.eligibleTime) : UNSET,
-    start: j.startTime,
-    submission: j.submitTime,
-    suspended: 0,
-    system: zero,
-    limit: j.timeLimitMin === 'UNLIMITED' ? INFINITE : nv(j.timeLimitMin),
-    total: zero,
-    user: zero,
-  });
-}
-
-export function dbJob4x(j: FakeJob, c: Ctx4x): Obj {
-  const u = j.user;
-  const a = j.array;
-  const stdout = stdoutPath(j, false);
-  const expanded = stdoutPath(j, true);
-  return shaped('dbJob', c.minor, {
-    account: u.account,
-    comment: { administrator: '', job: '', system: '' },
-    allocation_nodes: j.nodeCount,
-    array: {
-      job_id: a?.jobId ?? 0,
-      limits: { max: { running: { tasks: a?.maxRunning ?? 0 } } },
-      task_id: a?.taskId !== undefined ? nv(a.taskId) : UNSET,
-      task: a?.pendingTasks !== undefined ? taskRanges(a.pendingTasks) : '',
-    },
-    association: {
-      account: u.account,
-      cluster: c.view.clusterName,
-      partition: j.partition,
-      user: u.name,
-      id: u.uid - 990,
-    },
-    block: '',
-    cluster: c.view.clusterName,
-    constraints: '',
-    container: '',
-    derived_exit_code: EXIT_OK,
-    time: dbTime4x(j, c),
-    exit_code: exit4x(j),
-    extra: '',
-    failed_node: '',
-    flags: [j.startTime > 0 ? 'STARTED_ON_SCHEDULE' : 'NONE'],
-    group: u.name,
-    het: { job_id: 0, job_offset: UNSET },
-    job_id: j.id,
-    name: j.name,
-    licenses: '',
-    mcs: { label: '' },
-    nodes: j.nodeList === '' ? 'None assigned' : j.nodeList,
-    partition: j.partition,
-    hold: false,
-    priority: nv(j.priority),
-    qos: 'normal',
-    qosreq: '',
-    required: { CPUs: jobCpus(j), memory_per_cpu: UNSET, memory_per_node: nv(j.memPerNodeMiB) },
-    kill_request_user: '',
-    restart_cnt: j.restartCnt,
-    reservation: shaped('dbJobReservation', c.minor, { id: 0, name: '', requested: '' }),
-    script: '',
-    segment_size: 0,
-    stdin_expanded: '/dev/null',
-    stdout_expanded: expanded,
-    stderr_expanded: expanded,
-    stdout: stdout,
-    stderr: stdout,
-    stdin: '/dev/null',
-    sluid: sluidOf(j),
-    state: { current: [j.state], reason: j.reason },
-    steps: [],
-    submit_line: `sbatch ${j.name}.sh`,
-    tres: {
-      allocated: tresList4x(tresEntries(j, 'allocated', gpuTypeOf(j, c.view))),
-      requested: tresList4x(tresEntries(j, 'requested', '')),
-    },
-    used_gres: '',
-    user: u.name,
-    wckey: { wckey: '', flags: [] },
-    working_directory: `/home/${u.name}`,
-  });
-}
-
-// ------------------------------------------------------------------ slurmdbd limits
-
-/** A limit sacctmgr set, or INFINITE: what slurmdbd reads back for one never set. */
-function limit(n: number | undefined): Obj {
-  return n === undefined ? INFINITE : nv(n);
-}
-
-const PER_ACCOUNT_AND_USER = Object.freeze({ account: INFINITE, user: INFINITE });
-
-/** A QoS (`/slurmdb/vX/qos/`); GrpSubmitJobs and GrpTRESMins only have a member from v0.0.42. */
-export function qos4x(q: FakeQos, c: Ctx4x): Obj {
-  return {
-    description: q.description,
-    flags: q.flags,
-    id: q.id,
-    limits: {
-      grace_time: 0,
-      max: {
-        active_jobs: { accruing: INFINITE, count: limit(q.grpJobs) },
-        jobs: shaped('qosMaxJobs', c.minor, {
-          count: limit(q.grpSubmitJobs),
-          active_jobs: { per: { account: limit(q.maxJobsPerAccount), user: limit(q.maxJobsPerUser) } },
-          per: { account: limit(q.maxSubmitJobsPerAccount), user: limit(q.maxSubmitJobsPerUser) },
-        }),
-        tres: {
-          total: tresList4x(q.grpTres),
-          minutes: shaped('qosTresMinutes', c.minor, {
-            total: tresList4x(q.grpTresMinutes),
-            per: { qos: [], job: tresList4x(q.maxTresMinutesPerJob), account: [], user: [] },
-          }),
-          per: {
-            account: tresList4x(q.maxTresPerAccount),
-            job: tresList4x(q.maxTresPerJob),
-            node: tresList4x(q.maxTresPerNode),
-            user: tresList4x(q.maxTresPerUser),
-          },
-        },
-        wall_clock: { per: { qos: limit(q.grpWallMinutes), job: limit(q.maxWallMinutes) } },
-        accruing: { per: PER_ACCOUNT_AND_USER },
-      },
-      factor: INFINITE,
-      min: { priority_threshold: INFINITE, tres: { per: { job: [] } } },
-    },
-    name: q.name,
-    preempt: { list: [], mode: ['DISABLED'], exempt_time: INFINITE },
-    priority: nv(q.priority),
-    usage_factor: nv(q.usageFactor),
-    usage_threshold: INFINITE,
-  };
-}
-
-/** The association's lineage as slurmdbd 23.11+ writes it (`/account/0-user/partition/`). */
-function lineage(a: FakeAssociation): string {
-  const account = a.account === 'root' ? '/' : `/${a.account}/`;
-  return a.user === '' ? account : `${account}0-${a.user}/${a.partition === '' ? '' : `${a.partition}/`}`;
-}
-
-/** An association (`/slurmdb/vX/associations/`); its `id` is an object in v0.0.40, a number after. */
-export function association4x(a: FakeAssociation, c: Ctx4x): Obj {
-  const cluster = c.view.clusterName;
-  return {
-    accounting: [],
-    account: a.account,
-    cluster,
-    comment: '',
-    default: { qos: a.defaultQos },
-    flags: [],
-    max: {
-      jobs: {
-        per: {
-          count: limit(a.maxJobs),
-          accruing: INFINITE,
-          submitted: limit(a.maxSubmitJobs),
-          wall_clock: limit(a.maxWallMinutes),
-        },
-        active: limit(a.grpJobs),
-        accruing: INFINITE,
-        total: limit(a.grpSubmitJobs),
-      },
-      tres: {
-        total: tresList4x(a.grpTres),
-        group: { minutes: tresList4x(a.grpTresMinutes), active: [] },
-        minutes: { total: [], per: { job: [] } },
-        per: { job: tresList4x(a.maxTresPerJob), node: tresList4x(a.maxTresPerNode) },
-      },
-      per: { account: { wall_clock: INFINITE } },
-    },
-    id: c.minor === 40 ? { account: a.account, cluster, partition: a.partition, user: a.user, id: a.id } : a.id,
-    is_default: a.isDefault,
-    lineage: lineage(a),
-    min: { priority_threshold: INFINITE },
-    parent_account: a.parent,
-    partition: a.partition,
-    priority: limit(a.priority),
-    qos: a.qos,
-    shares_raw: a.shares,
-    user: a.user,
-  };
-}
-
-// ------------------------------------------------------------------ diag
-
-function rpcRows4x(d: FakeDiag, v: Minor): { byType: Obj[]; byUser: Obj[] } {
-  const avg = (total: number, count: number): unknown => (v >= 41 ? nv(average(total, count)) : average(total, count));
-  const byType = sortedRpcTypes(d).map((r) =>
-    shaped('rpcType', v, {
-      message_type: r.type,
-      type_id: r.typeId,
-      count: r.count,
-      queued: 0,
-      dropped: 0,
-      cycle_last: 0,
-      cycle_max: 0,
-      total_time: r.totalUs,
-      average_time: avg(r.totalUs, r.count),
-    }),
-  );
-  const byUser = sortedRpcUsers(d).map((r) => ({
-    user: r.user,
-    user_id: r.uid,
-    count: r.count,
-    total_time: r.totalUs,
-    average_time: avg(r.totalUs, r.count),
-  }));
-  return { byType, byUser };
-}
-
-/** uint32 until v0.0.44 (wrapped, as the 32-bit field holds it). */
-function scheduleCycleSum(d: FakeDiag, v: Minor): number {
-  return v >= 44 ? d.scheduleCycleSum : d.scheduleCycleSum % UINT32;
-}
-
-export function diagStats4x(d: FakeDiag, c: Ctx4x): Obj {
-  const v = c.minor;
-  const rows = rpcRows4x(d, v);
-  const bfDepthMean = average(d.bfDepthSum, d.bfCycleCounter);
-  return shaped('diag', c.minor, {
-    parts_packed: 1,
-    req_time: nv(c.view.now),
-    req_time_start: nv(d.reqTimeStart),
-    server_thread_count: d.serverThreadCount,
-    agent_queue_size: d.agentQueueSize,
-    agent_count: d.agentCount,
-    agent_thread_count: d.agentThreadCount,
-    dbd_agent_queue_size: d.dbdAgentQueueSize,
-    gettimeofday_latency: 18,
-    schedule_cycle_max: d.scheduleCycleMax,
-    schedule_cycle_last: d.scheduleCycleLast,
-    schedule_cycle_sum: scheduleCycleSum(d, v),
-    schedule_cycle_total: d.scheduleCycleTotal,
-    schedule_cycle_mean: average(d.scheduleCycleSum, d.scheduleCycleTotal),
-    schedule_cycle_mean_depth: average(d.scheduleCycleDepth, d.scheduleCycleTotal),
-    schedule_cycle_per_minute: SCHEDULE_CYCLES_PER_MINUTE,
-    schedule_cycle_depth: d.scheduleCycleDepth % UINT32,
-    schedule_queue_length: d.scheduleQueueLength,
-    schedule_exit: {
-      end_job_queue: d.scheduleCycleTotal % UINT32,
-      default_queue_depth: 0,
-      max_job_start: 0,
-      max_rpc_cnt: 0,
-      max_sched_time: 0,
-      licenses: 0,
-    },
-    jobs_submitted: d.jobsSubmitted,
-    jobs_started: d.jobsStarted,
-    jobs_completed: d.jobsCompleted,
-    jobs_canceled: d.jobsCanceled,
-    jobs_failed: d.jobsFailed,
-    jobs_pending: d.jobsPending,
-    jobs_running: d.jobsRunning,
-    job_states_ts: nv(d.jobStatesTs),
-    bf_backfilled_jobs: d.bfBackfilledJobs,
-    bf_last_backfilled_jobs: 0,
-    bf_backfilled_het_jobs: 0,
-    bf_cycle_counter: d.bfCycleCounter,
-    bf_cycle_mean: average(d.bfCycleSum, d.bfCycleCounter),
-    bf_depth_mean: bfDepthMean,
-    bf_depth_mean_try: bfDepthMean,
-    bf_cycle_sum: d.bfCycleSum,
-    bf_cycle_last: d.bfCycleLast,
-    bf_cycle_max: d.bfCycleMax,
-    bf_last_depth: Math.min(d.bfQueueLen, 100),
-    bf_last_depth_try: Math.min(d.bfQueueLen, 100),
-    bf_depth_sum: d.bfDepthSum,
-    bf_depth_try_sum: d.bfDepthSum,
-    bf_queue_len: d.bfQueueLen,
-    bf_queue_len_mean: average(d.bfQueueLenSum, d.bfCycleCounter),
-    bf_queue_len_sum: d.bfQueueLenSum,
-    bf_table_size: 1,
-    bf_table_size_mean: 1,
-    bf_table_size_sum: d.bfCycleCounter,
-    bf_when_last_cycle: nv(d.bfWhenLastCycle),
-    bf_active: false,
-    bf_exit: {
-      end_job_queue: d.bfCycleCounter,
-      bf_max_job_start: 0,
-      bf_max_job_test: 0,
-      bf_max_time: 0,
-      bf_node_space_size: 0,
-      state_changed: 0,
-    },
-    rpcs_by_message_type: rows.byType,
-    rpcs_by_user: rows.byUser,
-    pending_rpcs: [],
-    pending_rpcs_by_hostlist: [],
   });
 }

@@ -11,8 +11,18 @@
 import type { FakeCluster } from './fake-cluster.js';
 import type { ClusterView, FakeJob, FakeNode } from './fake-cluster-types.js';
 import { isTerminal } from './fake-cluster-types.js';
-import { association4x, dbJob4x, diagStats4x, job4x, meta4x, node4x, nv, qos4x } from './slurm-render-v004x.js';
+import { job4x, meta4x, node4x, nv } from './slurm-render-v004x.js';
+import { association4x, dbJob4x, qos4x } from './slurm-render-v004x-dbd.js';
+import { diagStats4x } from './slurm-render-v004x-diag.js';
 import type { Ctx4x, Minor } from './slurm-render-v004x.js';
+import {
+  licenseConfig4x,
+  partitionConfig4x,
+  partitionState4x,
+  reservationConfig4x,
+  shareTres4x,
+  taskBinding4x,
+} from './slurm-render-config.js';
 
 export const RENDER_VERSIONS = ['v0.0.38', 'v0.0.40', 'v0.0.41', 'v0.0.42', 'v0.0.43', 'v0.0.44', 'v0.0.45'] as const;
 export type RenderVersion = (typeof RENDER_VERSIONS)[number];
@@ -67,6 +77,11 @@ export interface RenderOptions {
   readonly query?: AccountingQuery;
   /** Minimum chunk size of `renderChunks`, in characters (all output is ASCII). */
   readonly chunkChars?: number;
+  /**
+   * Print as real slurmrestd does (fixtures/slurm/recorded/): two-space indents, `": "`, and `/`
+   * escaped as `\\/`. Off by default: compact bodies are a third of the size for big clusters.
+   */
+  readonly pretty?: boolean;
   /** Renderers added to (or replacing) the built-in v0.0.40–v0.0.45 ones. */
   readonly renderers?: Renderers;
 }
@@ -140,19 +155,21 @@ function plan4x(view: ClusterView, version: RenderVersion, endpoint: Endpoint, o
     }
     case 'diag':
       return { kind: 'object', body: { statistics: diagStats4x(view.diag, c), ...envelope('slurmctld') } };
-    case 'partitions':
+    case 'partitions': {
+      const parts = partitionsOf(view);
       return list(
         'partitions',
-        partitionsOf(view),
-        partition4x,
+        parts,
+        (p) => partition4x(p, c.minor, p === parts[0]),
         {},
         { last_update: nv(view.nodesUpdatedAt), ...envelope('slurmctld') },
       );
+    }
     case 'licenses':
       return list(
         'licenses',
         licensesOf(view),
-        (l) => l,
+        (l) => ({ ...l, ...licenseConfig4x(c.minor) }),
         {},
         { last_update: nv(view.jobsUpdatedAt), ...envelope('slurmctld') },
       );
@@ -160,7 +177,7 @@ function plan4x(view: ClusterView, version: RenderVersion, endpoint: Endpoint, o
       return list(
         'reservations',
         reservationsOf(view),
-        (r) => reservationWire(r, nv),
+        (r) => ({ ...(reservationWire(r, nv) as object), ...reservationConfig4x(c.minor, coresOf(r)) }),
         {},
         { last_update: nv(view.nodesUpdatedAt), ...envelope('slurmctld') },
       );
@@ -314,19 +331,25 @@ function shareWire(r: FakeShare, minor: number): unknown {
     usage_normalized: nv(r.normUsage),
     effective_usage: f(r.normUsage),
     fairshare: { factor: f(1 - r.normUsage), level: f(1 - r.normUsage) },
+    tres: shareTres4x(),
     type: [r.user ? 'USER' : 'ASSOCIATION'],
   };
 }
 
-function partition4x(p: FakePartition): unknown {
+function partition4x(p: FakePartition, minor: number, isDefault: boolean): unknown {
   const cpus = p.nodes.reduce((a, n) => a + n.cpus, 0);
   return {
     name: p.name,
     nodes: { allowed_allocation: '', configured: p.nodes.map((n) => n.name).join(','), total: p.nodes.length },
-    cpus: { total: cpus },
+    cpus: { task_binding: taskBinding4x(minor), total: cpus },
     tres: { billing_weights: '', configured: partitionTres(p) },
-    partition: { state: ['UP'] },
+    partition: partitionState4x(minor),
+    ...partitionConfig4x(minor, isDefault),
   };
+}
+
+function coresOf(r: FakeReservation): number {
+  return r.nodes.reduce((a, n) => a + n.sockets * n.coresPerSocket, 0);
 }
 
 /** The planner of a version: a supplied one, else the built-in one; throws when there is none. */
@@ -351,6 +374,10 @@ export function* bodyParts(
   opts: RenderOptions = {},
 ): Generator<string> {
   const p = plannerFor(version, opts.renderers)(view, endpoint, opts);
+  if (opts.pretty === true) {
+    yield* prettyParts(p);
+    return;
+  }
   if (p.kind === 'object') {
     yield JSON.stringify(p.body);
     return;
@@ -364,6 +391,31 @@ export function* bodyParts(
   }
   const tail = members(p.tail);
   yield `]${tail === '' ? '' : ','}${tail}}`;
+}
+
+/** JSON.stringify at nesting `depth` in slurmrestd's style. */
+function pretty(value: unknown, depth: number): string {
+  return JSON.stringify(value, null, 2)
+    .replace(/\//g, '\\/')
+    .replace(/\n/g, `\n${'  '.repeat(depth)}`);
+}
+
+function* prettyParts(p: BodyPlan): Generator<string> {
+  if (p.kind === 'object') {
+    yield pretty(p.body, 0);
+    return;
+  }
+  const member = (k: string, v: unknown) => `  ${JSON.stringify(k)}: ${pretty(v, 1)}`;
+  const defined = (m: Readonly<Record<string, unknown>>) => Object.entries(m).filter(([, v]) => v !== undefined);
+  const head = defined(p.head).map(([k, v]) => `${member(k, v)},\n`);
+  yield `{\n${head.join('')}  ${JSON.stringify(p.key)}: [`;
+  let first = true;
+  for (const item of p.items) {
+    yield `${first ? '' : ','}\n    ${pretty(p.render(item), 2)}`;
+    first = false;
+  }
+  const tail = defined(p.tail).map(([k, v]) => `,\n${member(k, v)}`);
+  yield `${first ? '' : '\n  '}]${tail.join('')}\n}`;
 }
 
 function viewOf(source: FakeCluster | ClusterView): ClusterView {

@@ -1,10 +1,16 @@
 /** The node agent: cycles on its own timer, publishes each snapshot, serves the last one. */
-import type { Logger } from '../log.js';
-import { htmlBody, type BindAddress, type Body } from '../telemetry/http.js';
-import { Pipeline, type OtlpOptions } from '../telemetry/pipeline.js';
-import type { ResourceOptions } from '../telemetry/resource.js';
-import type { WebConfig } from '../telemetry/webconfig.js';
-import { closeTelemetry, collectOnce, startAgent, type Collecting, type RunningAgent } from '../telemetry/runtime.js';
+import { htmlBody, type Body } from '../telemetry/http.js';
+import { Pipeline } from '../telemetry/pipeline.js';
+import {
+  closeTelemetry,
+  collectOnce,
+  runtimeOptions,
+  startAgent,
+  type AgentSettings,
+  type Collecting,
+  type RunningAgent,
+  type ShutdownOptions,
+} from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
 import { NodeCollector, type CollectorOptions, type Cycle } from './collector.js';
 import { attributionRows, slurmCgroupsNote } from './explain.js';
@@ -21,22 +27,14 @@ export const SCOPE = { name: 'slurm-otel/node', version: '0.1.0' };
 /** New unreadable processes logged one by one per cycle; the rest in one line. */
 const MAX_LOGGED_UNREADABLE = 5;
 
-export interface NodeAgentOptions {
+export interface NodeAgentOptions extends AgentSettings {
   readonly collector: Omit<CollectorOptions, 'jobIdTable' | 'metadata' | 'qp'>;
   /** Per-PID QP counters through the rdma tool (--qp-counters observe|manage); off when absent. */
-  readonly qpCounters?: Omit<QpSourceOptions, 'logger' | 'onError'>;
+  readonly qpCounters?: Omit<QpSourceOptions, 'logger' | 'onError' | 'onDropped'>;
   /** squeue for SLUIDs that neither the cache nor the stepd titles resolve. */
   readonly squeue?: Omit<SqueueOptions, 'logger' | 'onError'>;
   /** squeue for the optional user_name/account/slurm_partition labels of job series. */
   readonly jobMetadata?: Omit<SqueueOptions, 'logger' | 'onError'>;
-  readonly collectionIntervalMs: number;
-  readonly metrics: BindAddress;
-  readonly monitoring: BindAddress;
-  readonly resource: ResourceOptions;
-  readonly otlp?: OtlpOptions;
-  /** TLS and basic auth for the endpoints (--web-config-file). */
-  readonly security?: WebConfig;
-  readonly logger: Logger;
 }
 
 export interface NodeAgent extends RunningAgent {
@@ -77,8 +75,11 @@ export class NodeRunner implements Collecting {
     const onError = () => this.self.m.cycleErrors.record(1, { source: 'jobid', kind: 'io' });
     const jobIdTable = opts.squeue ? squeueJobIds({ ...opts.squeue, logger, onError }) : undefined;
     const metadata = opts.jobMetadata ? squeueMetadata({ ...opts.jobMetadata, logger, onError }) : undefined;
-    const onRdmaError = () => this.self.m.cycleErrors.record(1, { source: 'rdma', kind: 'io' });
-    this.qp = opts.qpCounters ? new QpSource({ ...opts.qpCounters, logger, onError: onRdmaError }) : undefined;
+    const onRdmaError = (kind: string) => this.self.m.cycleErrors.record(1, { source: 'rdma', kind });
+    const onDropped = (reason: string, n: number) => this.self.m.qpDropped.record(n, { reason });
+    this.qp = opts.qpCounters
+      ? new QpSource({ ...opts.qpCounters, logger, onError: onRdmaError, onDropped })
+      : undefined;
     this.background = [jobIdTable, metadata, this.qp].filter((b): b is NonNullable<typeof b> => b !== undefined);
     this.collector = new NodeCollector({ ...opts.collector, jobIdTable, metadata, qp: this.qp });
   }
@@ -212,27 +213,22 @@ export class NodeRunner implements Collecting {
     for (const b of this.background) b.stop();
   }
 
-  /** Also turns per-PID QP counters off again on the links this agent turned on. */
-  async shutdown(): Promise<void> {
+  /** Also turns per-PID QP counters off again on the links this agent turned on (while the last push goes). */
+  async shutdown(opts: ShutdownOptions = {}): Promise<void> {
     this.abort();
-    await this.qp?.restore();
-    return closeTelemetry(this.pipeline, this.self);
+    await Promise.all([this.qp?.restore(), closeTelemetry(this.pipeline, this.self, opts)]);
   }
 }
 
 export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent> {
   const runner = new NodeRunner(opts);
-  const running = await startAgent(runner, {
-    name: 'node agent',
-    metrics: opts.metrics,
-    monitoring: opts.monitoring,
-    intervalMs: opts.collectionIntervalMs,
-    security: opts.security,
-    routes: { '/': () => runner.landing },
-    onRequest: (path) => runner.self.m.scrapeRequests.record(1, { path }),
-    logger: opts.logger,
-    otlpUrl: opts.otlp?.url,
-  });
+  const running = await startAgent(
+    runner,
+    runtimeOptions('node agent', opts, {
+      routes: { '/': () => runner.landing },
+      onRequest: (path) => runner.self.m.scrapeRequests.record(1, { path }),
+    }),
+  );
   return { ...running, last: () => runner.last, cycleNow: () => runner.cycle() };
 }
 

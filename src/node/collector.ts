@@ -23,6 +23,8 @@ export interface CollectorOptions {
   readonly readAllFds?: boolean;
   /** Per-PID QP counters read in the background (--qp-counters observe|manage). */
   readonly qp?: QpReadings;
+  /** The clock a cycle is stamped with (default Date.now): tests make time pass without waiting. */
+  readonly now?: () => number;
 }
 
 export interface Cycle {
@@ -44,6 +46,7 @@ export class NodeCollector {
   private state: AttributionState = EMPTY_STATE;
   private qpState: QpState = EMPTY_QP_STATE;
   private readonly qp: QpReadings | undefined;
+  private readonly now: () => number;
 
   constructor(opts: CollectorOptions) {
     this.readers = {
@@ -55,9 +58,10 @@ export class NodeCollector {
       readAllFds: opts.readAllFds,
     };
     this.qp = opts.qp;
+    this.now = opts.now ?? Date.now;
   }
 
-  cycle(nowMs: number = Date.now()): Cycle {
+  cycle(nowMs: number = this.now()): Cycle {
     const t0 = performance.now();
     const snapshot = takeSnapshot(this.readers, nowMs);
     const failed = snapshot.hca.failure;

@@ -236,7 +236,7 @@ export const NODE_SELF_METRICS = {
     'ib_slurm_exporter_cycle_errors',
     '',
     ['source', 'kind'],
-    'Read errors by source (cgroup, proc, sysfs, jobid, rdma) and kind (denied, malformed: unparsable or not a regular file, too_large: over the read bound, io); vanished files are normal and not counted.',
+    'Read errors by source (cgroup, proc, sysfs, jobid, rdma) and kind (denied, malformed: unparsable or not a regular file, too_large: over the read bound, io: any other failure, an rdma or squeue timeout or exit status included); vanished files are normal and not counted.',
   ),
   seriesExported: spec('gauge', 'ib_slurm_exporter_series_exported', '', [], 'Points in the last published snapshot.'),
   scrapeRequests: spec(
@@ -252,6 +252,13 @@ export const NODE_SELF_METRICS = {
     '',
     ['result'],
     'OTLP push attempts by result (success, failure).',
+  ),
+  qpDropped: spec(
+    'counter',
+    'ib_slurm_exporter_qp_reading_dropped',
+    '',
+    ['reason'],
+    'Parts of rdma readings (--qp-counters) left out, by reason: entries (over the cap of counters or QP groups per reading), counters (a counter name outside the Q group beyond the few others accepted), devices (not an HCA port of this node in sysfs), qpns (QP numbers over the cap).',
   ),
   fdLinksRead: spec(
     'counter',

@@ -12,144 +12,28 @@
  * adds its whole value (it counted from 0 since it was bound); one that
  * disappears never lowers the total; 32-bit Q counters wrap.
  *
- * Only the tool's JSON is parsed: its text output changed layout in iproute2 6.7.
+ * A counter can be missing from a reading and come back (an empty reading, or
+ * its PID briefly absent from the job's cgroup.procs): it is remembered and
+ * continues from its last value. Only a new counter starts afresh: another
+ * id, none of the QPs it had, or (after an absence) a value below the last one
+ * seen. A remembered counter is forgotten when its job ends or after
+ * MAX_ABSENT_READINGS readings without it; at most MAX_REMEMBERED are kept.
+ *
+ * The readings are parsed in qp-parse.ts.
  */
 import { increase } from './attribution.js';
-import { failed, ok, type Read } from './roots.js';
+import type { QpCounter, QpReading, QpResource } from './qp-parse.js';
 
-/** One counter of `rdma -j statistic qp show`: a PID's QPs on one port. */
-export interface QpCounter {
-  readonly device: string;
-  readonly port: string;
-  /** The counter's id on the port (`cntn`); ids are reused after a release. */
-  readonly cntn: number;
-  /** Absent for kernel QPs. */
-  readonly pid?: number;
-  /** Numbers of the QPs bound to the counter (`lqpn`). */
-  readonly qpns: readonly number[];
-  readonly values: ReadonlyMap<string, bigint>;
-}
-
-/** One QP of `rdma -j resource show qp`. */
-export interface QpResource {
-  readonly device: string;
-  readonly port: string;
-  readonly pid?: number;
-}
-
-/** One link of `rdma -j statistic qp mode`. */
-export interface LinkMode {
-  readonly device: string;
-  readonly port: string;
-  /** The tool's words, e.g. `qp auto off`, `qp auto type,pid on optional-counters off`. */
-  readonly mode: string;
-}
-
-/** One background reading: the counters, and the QPs when `resource show qp` answered. */
-export interface QpReading {
-  /** Increases with every new reading; a cycle that sees the same one adds nothing. */
-  readonly seq: number;
-  readonly counters: readonly QpCounter[];
-  readonly qps?: readonly QpResource[];
-}
-
-// Fields of a counter entry that are not counters.
-const NOT_COUNTERS = new Set(['ifindex', 'ifname', 'port', 'cntn', 'qp-type', 'pid', 'comm', 'lqpn', 'mode']);
-
-/**
- * JSON.parse, with integers beyond 2^53 kept exact: they are quoted before
- * parsing (strings are skipped whole, so a process name cannot shift this).
- */
-function parseExact(text: string): Read<unknown> {
-  // Most readings hold no such number: then the text is parsed as it is.
-  const quoted = /\d{16}/.test(text)
-    ? text.replace(/"(?:[^"\\]|\\.)*"|(\d{16,})/g, (m, big: string | undefined) => (big === undefined ? m : `"${big}"`))
-    : text;
-  try {
-    return ok(JSON.parse(quoted));
-  } catch (err) {
-    return failed('malformed', `not JSON: ${(err as Error).message.slice(0, 120)}`);
-  }
-}
-
-function entries(text: string): Read<Record<string, unknown>[]> {
-  const parsed = parseExact(text);
-  if (!parsed.ok) return parsed;
-  if (!Array.isArray(parsed.value)) return failed('malformed', 'not a JSON array');
-  return ok(
-    parsed.value.filter((e): e is Record<string, unknown> => typeof e === 'object' && e !== null && !Array.isArray(e)),
-  );
-}
-
-function link(e: Record<string, unknown>): { device: string; port: string } | undefined {
-  const device = e['ifname'];
-  const port = e['port'];
-  if (typeof device !== 'string' || (typeof port !== 'number' && typeof port !== 'string')) return undefined;
-  return { device, port: String(port) };
-}
-
-function pidOf(e: Record<string, unknown>): { pid?: number } {
-  const pid = e['pid'];
-  return typeof pid === 'number' && Number.isInteger(pid) && pid > 0 ? { pid } : {};
-}
-
-function counterValue(v: unknown): bigint | undefined {
-  if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return BigInt(v);
-  if (typeof v === 'string' && /^\d{1,20}$/.test(v)) return BigInt(v);
-  return undefined;
-}
-
-/** `rdma -j statistic qp show`; entries without an interface or port are skipped. */
-export function parseQpCounters(text: string): Read<QpCounter[]> {
-  const list = entries(text);
-  if (!list.ok) return list;
-  const out: QpCounter[] = [];
-  for (const e of list.value) {
-    const where = link(e);
-    const cntn = e['cntn'];
-    if (!where || typeof cntn !== 'number') continue;
-    const values = new Map<string, bigint>();
-    for (const [name, v] of Object.entries(e)) {
-      if (NOT_COUNTERS.has(name)) continue;
-      const value = counterValue(v);
-      if (value !== undefined) values.set(name, value);
-    }
-    const lqpn = e['lqpn'];
-    const qpns = Array.isArray(lqpn) ? lqpn.filter((n): n is number => typeof n === 'number') : [];
-    out.push({ ...where, cntn, ...pidOf(e), qpns, values });
-  }
-  return ok(out);
-}
-
-/** `rdma -j resource show qp`; QPs without a port (not yet moved to INIT) are skipped. */
-export function parseQpResources(text: string): Read<QpResource[]> {
-  const list = entries(text);
-  if (!list.ok) return list;
-  const out: QpResource[] = [];
-  for (const e of list.value) {
-    const where = link(e);
-    if (where) out.push({ ...where, ...pidOf(e) });
-  }
-  return ok(out);
-}
-
-/** `rdma -j statistic qp mode`. */
-export function parseLinkModes(text: string): Read<LinkMode[]> {
-  const list = entries(text);
-  if (!list.ok) return list;
-  const out: LinkMode[] = [];
-  for (const e of list.value) {
-    const where = link(e);
-    const mode = e['mode'];
-    if (where && typeof mode === 'string') out.push({ ...where, mode });
-  }
-  return ok(out);
-}
-
-/** Auto mode off: the only links the agent may turn on. */
-export function autoOff(mode: string): boolean {
-  return /^qp auto off\b/.test(mode.trim());
-}
+export {
+  autoOff,
+  parseLinkModes,
+  parseQpCounters,
+  parseQpResources,
+  type LinkMode,
+  type QpCounter,
+  type QpReading,
+  type QpResource,
+} from './qp-parse.js';
 
 /** One job's totals on one port. */
 export interface QpSeries {
@@ -165,12 +49,25 @@ export interface QpState {
   readonly seq?: number;
   /** Keyed `jobId device port`; kept while the job lives. */
   readonly series: ReadonlyMap<string, QpSeries>;
-  /** Last reading of each counter of a job's PID, keyed `device port cntn pid`. */
-  readonly last: ReadonlyMap<string, QpCounter>;
+  /** Last reading of each counter of a job's PID, keyed `device port cntn pid`, absent ones included. */
+  readonly last: ReadonlyMap<string, RememberedCounter>;
   /** QPs with a counter and all QPs, per `jobId device port`, from the reading. */
   readonly counted: ReadonlyMap<string, number>;
   readonly qps: ReadonlyMap<string, number>;
 }
+
+/** A counter's last reading, and how many readings since lacked it. */
+export interface RememberedCounter {
+  readonly jobId: string;
+  readonly qpns: readonly number[];
+  readonly values: ReadonlyMap<string, bigint>;
+  readonly absent: number;
+}
+
+/** Readings a counter may be missing from and still continue from its last value (10 cycles). */
+export const MAX_ABSENT_READINGS = 10;
+/** Counters remembered at most; the ones seen in the reading come first. */
+export const MAX_REMEMBERED = 20_000;
 
 export const EMPTY_QP_STATE: QpState = { series: new Map(), last: new Map(), counted: new Map(), qps: new Map() };
 
@@ -187,9 +84,11 @@ export function accumulateQp(
   nowMs: number,
 ): QpState {
   const series = new Map([...prev.series].filter(([, s]) => alive.has(s.jobId)));
-  if (reading === undefined || reading.seq === prev.seq) return { ...prev, series };
+  if (reading === undefined || reading.seq === prev.seq) {
+    return { ...prev, series, last: new Map([...prev.last].filter(([, r]) => alive.has(r.jobId))) };
+  }
   const fresh = new Set<string>();
-  const last = new Map<string, QpCounter>();
+  const last = new Map<string, RememberedCounter>();
   const counted = new Map<string, number>();
   for (const c of reading.counters) {
     const jobId = c.pid === undefined ? undefined : jobOf.get(c.pid);
@@ -202,20 +101,44 @@ export function accumulateQp(
       fresh.add(key);
     }
     const counterKey = `${c.device} ${c.port} ${c.cntn} ${c.pid}`;
-    series.set(key, addCounter(s, sameCounter(prev.last.get(counterKey), c), c.values, fresh.has(key)));
-    last.set(counterKey, c);
+    const before = sameCounter(prev.last.get(counterKey), c, jobId);
+    series.set(key, addCounter(s, before, c.values, fresh.has(key)));
+    if (last.size < MAX_REMEMBERED) last.set(counterKey, { jobId, qpns: c.qpns, values: c.values, absent: 0 });
   }
+  rememberAbsent(prev.last, last, alive);
   return { seq: reading.seq, series, last, counted, qps: qpCounts(reading.qps, jobOf) };
 }
 
+/** Keeps the counters this reading lacked, while their job lives and for MAX_ABSENT_READINGS readings. */
+function rememberAbsent(
+  before: ReadonlyMap<string, RememberedCounter>,
+  last: Map<string, RememberedCounter>,
+  alive: ReadonlySet<string>,
+): void {
+  for (const [key, r] of before) {
+    if (last.size >= MAX_REMEMBERED) return;
+    if (last.has(key) || !alive.has(r.jobId) || r.absent >= MAX_ABSENT_READINGS) continue;
+    last.set(key, { ...r, absent: r.absent + 1 });
+  }
+}
+
 /**
- * The previous reading of the same counter, or undefined when the id was
- * released and allocated again between two readings: none of its QPs are the
- * ones it had (a 32-bit counter going down would otherwise pass for a wrap).
+ * The last reading of the same counter, or undefined when this is a new one:
+ * the PID is now another job's; the id was released and allocated again (none
+ * of its QPs are the ones it had: a 32-bit counter going down would otherwise
+ * pass for a wrap); or, after an absence, a value is below the last one seen.
  */
-function sameCounter(before: QpCounter | undefined, cur: QpCounter): ReadonlyMap<string, bigint> | undefined {
-  if (!before) return undefined;
-  if (before.qpns.length > 0 && cur.qpns.length > 0 && !cur.qpns.some((n) => before.qpns.includes(n))) return undefined;
+function sameCounter(
+  before: RememberedCounter | undefined,
+  cur: QpCounter,
+  jobId: string,
+): ReadonlyMap<string, bigint> | undefined {
+  if (!before || before.jobId !== jobId) return undefined;
+  if (before.qpns.length > 0 && cur.qpns.length > 0) {
+    const had = new Set(before.qpns);
+    if (!cur.qpns.some((n) => had.has(n))) return undefined;
+  }
+  if (before.absent > 0 && [...cur.values].some(([name, v]) => v < (before.values.get(name) ?? 0n))) return undefined;
   return before.values;
 }
 
@@ -245,7 +168,7 @@ function qpCounts(qps: readonly QpResource[] | undefined, jobOf: ReadonlyMap<num
     const jobId = q.pid === undefined ? undefined : jobOf.get(q.pid);
     if (jobId === undefined) continue;
     const key = `${jobId} ${q.device} ${q.port}`;
-    out.set(key, (out.get(key) ?? 0) + 1);
+    out.set(key, (out.get(key) ?? 0) + (q.qps ?? 1));
   }
   return out;
 }

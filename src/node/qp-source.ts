@@ -8,9 +8,22 @@
  * at stop it turns off exactly the links it turned on.
  */
 import type { Logger } from '../log.js';
-import { autoOff, parseLinkModes, parseQpCounters, parseQpResources, type QpReading } from './qp-counters.js';
-import type { Read } from './roots.js';
-import { ChildRunner } from './runner.js';
+import {
+  autoOff,
+  counterEntries,
+  CounterNames,
+  drainAsync,
+  linkModeEntries,
+  MAX_READING_BYTES,
+  QP_DROP_REASONS,
+  resourceEntries,
+  type Parsed,
+  type QpDropReason,
+  type QpLimits,
+  type QpReading,
+} from './qp-parse.js';
+import type { FailureKind, Read } from './roots.js';
+import { ChildRunner, RunError } from './runner.js';
 import type { Stoppable } from './squeue.js';
 
 export type QpCountersMode = 'off' | 'observe' | 'manage';
@@ -23,8 +36,10 @@ export interface QpSourceOptions {
   readonly mode: 'observe' | 'manage';
   readonly timeoutMs: number;
   readonly logger: Logger;
-  /** Called for each failed run (counted by the agent). */
-  readonly onError?: () => void;
+  /** Called for each failed run, with its kind (counted by the agent). */
+  readonly onError?: (kind: FailureKind) => void;
+  /** Called with what a reading left out (over a cap, unknown counter or device), by reason. */
+  readonly onDropped?: (reason: QpDropReason, n: number) => void;
 }
 
 /** What a cycle needs: the latest reading, and a way to ask for the next. */
@@ -34,8 +49,10 @@ export interface QpReadings {
   want(links: readonly string[]): void;
 }
 
-// A node with 100k QPs lists ~25 MB of them.
-const MAX_OUTPUT = 64 << 20;
+// The runner's output cap: a longer reading fails as too_large.
+const MAX_OUTPUT = MAX_READING_BYTES;
+/** One `rdma statistic qp set … auto off` at stop: a stop takes at most a few seconds. */
+const RESTORE_TIMEOUT_MS = 1_000;
 const BUSY_RE = /busy|bound QP|EBUSY/i;
 const DENIED_RE = /not permitted|EPERM|EACCES|permission denied/i;
 
@@ -50,9 +67,14 @@ export class QpSource implements QpReadings, Stoppable {
   private checkedLinks: string | undefined;
   private optionalCounters = true;
   private readonly logged = new Set<string>();
+  private readonly names = new CounterNames();
 
   constructor(private readonly opts: QpSourceOptions) {
-    this.runner = new ChildRunner('rdma', { timeoutMs: opts.timeoutMs, maxOutput: MAX_OUTPUT });
+    this.runner = new ChildRunner(
+      'rdma',
+      { timeoutMs: opts.timeoutMs, maxOutput: MAX_OUTPUT },
+      { logger: opts.logger },
+    );
   }
 
   latest(): QpReading | undefined {
@@ -75,33 +97,50 @@ export class QpSource implements QpReadings, Stoppable {
     this.runner.stop();
   }
 
-  /** Turns off the links this process turned on; nothing else. */
+  /**
+   * Turns off the links this process turned on; nothing else. The links are turned off together,
+   * each call bounded by RESTORE_TIMEOUT_MS, so a hanging rdma cannot hold up a stop; what could
+   * not be turned off is logged by name.
+   */
   async restore(): Promise<void> {
     if (this.turnedOn.size === 0) return;
-    const runner = new ChildRunner('rdma', { timeoutMs: this.opts.timeoutMs, maxOutput: MAX_OUTPUT });
-    for (const link of [...this.turnedOn].sort()) {
-      try {
-        await runner.run(this.opts.path, this.argv(['statistic', 'qp', 'set', 'link', link, 'auto', 'off']));
-        this.turnedOn.delete(link);
-        this.opts.logger.info({ link }, 'per-PID QP counters turned off again (this agent turned them on)');
-      } catch (err) {
-        this.opts.logger.warn({ link, err: (err as Error).message }, 'could not turn per-PID QP counters off again');
-      }
+    const runner = new ChildRunner(
+      'rdma',
+      { timeoutMs: Math.min(RESTORE_TIMEOUT_MS, this.opts.timeoutMs), maxOutput: MAX_OUTPUT },
+      { logger: this.opts.logger },
+    );
+    const links = [...this.turnedOn].sort();
+    const results = await Promise.allSettled(links.map((link) => this.turnOff(runner, link)));
+    runner.stop();
+    const left = links.filter((_, i) => results[i]?.status === 'rejected');
+    if (left.length > 0)
+      this.opts.logger.warn({ links: left }, 'per-PID QP counters left on where this agent turned them on');
+  }
+
+  private async turnOff(runner: ChildRunner, link: string): Promise<void> {
+    try {
+      await runner.run(this.opts.path, this.argv(['statistic', 'qp', 'set', 'link', link, 'auto', 'off']));
+      this.turnedOn.delete(link);
+      this.opts.logger.info({ link }, 'per-PID QP counters turned off again (this agent turned them on)');
+    } catch (err) {
+      this.opts.logger.warn({ link, err: (err as Error).message }, 'could not turn per-PID QP counters off again');
+      throw err;
     }
   }
 
   private async refresh(links: readonly string[]): Promise<void> {
-    if (this.opts.mode === 'manage') await this.manage(links);
-    const counters = await this.json(['-j', 'statistic', 'qp', 'show'], parseQpCounters);
+    const limits: QpLimits = { names: this.names, links: new Set(links) };
+    if (this.opts.mode === 'manage') await this.manage(links, limits);
+    const counters = await this.json(['-j', 'statistic', 'qp', 'show'], (t) => counterEntries(t, limits));
     if (counters === undefined) return;
-    const qps = await this.json(['-j', 'resource', 'show', 'qp'], parseQpResources);
+    const qps = await this.json(['-j', 'resource', 'show', 'qp'], (t) => resourceEntries(t, limits));
     this.reading = { seq: ++this.seq, counters, ...(qps ? { qps } : {}) };
   }
 
-  private async manage(links: readonly string[]): Promise<void> {
+  private async manage(links: readonly string[], limits: QpLimits): Promise<void> {
     const key = [...links].sort().join(' ');
     if (key === this.checkedLinks && this.retry.size === 0) return;
-    const modes = await this.json(['-j', 'statistic', 'qp', 'mode'], parseLinkModes);
+    const modes = await this.json(['-j', 'statistic', 'qp', 'mode'], (t) => linkModeEntries(t, limits));
     if (modes === undefined) return;
     this.checkedLinks = key;
     this.retry.clear();
@@ -119,8 +158,9 @@ export class QpSource implements QpReadings, Stoppable {
         'per-PID QP counters turned on (auto type,pid)',
       );
     } catch (err) {
-      this.turnedOn.delete(link);
+      // Cut short by a stop, the set may have taken effect: the restore turns the link off too.
       if (this.runner.isStopped) return;
+      this.turnedOn.delete(link);
       this.refused(link, (err as Error).message);
     }
   }
@@ -139,7 +179,7 @@ export class QpSource implements QpReadings, Stoppable {
 
   /** EBUSY (bound QPs) is retried each cycle; a missing privilege is not. Each is logged once per link. */
   private refused(link: string, message: string): void {
-    this.opts.onError?.();
+    this.opts.onError?.(DENIED_RE.test(message) ? 'denied' : 'io');
     if (BUSY_RE.test(message)) {
       this.retry.add(link);
       this.once(
@@ -159,20 +199,31 @@ export class QpSource implements QpReadings, Stoppable {
     }
   }
 
-  private async json<T>(args: readonly string[], parse: (text: string) => Read<T>): Promise<T | undefined> {
+  /** Runs the tool and reads its JSON (pausing for the event loop); undefined when either failed. */
+  private async json<T>(
+    args: readonly string[],
+    read: (text: string) => Generator<void, Read<Parsed<T>>>,
+  ): Promise<T[] | undefined> {
     let text: string;
     try {
       text = await this.runner.run(this.opts.path, this.argv(args));
     } catch (err) {
       if (this.runner.isStopped) return undefined;
-      return this.failed(args, (err as Error).message);
+      const message = (err as Error).message;
+      const tooLarge = err instanceof RunError && err.kind === 'too_large';
+      return this.failed(args, tooLarge ? 'too_large' : 'io', message);
     }
-    const parsed = parse(text);
-    return parsed.ok ? parsed.value : this.failed(args, parsed.detail);
+    const parsed = await drainAsync(read(text));
+    if (!parsed.ok) return this.failed(args, parsed.kind, parsed.detail);
+    for (const reason of QP_DROP_REASONS) {
+      const n = parsed.value.dropped[reason];
+      if (n > 0) this.opts.onDropped?.(reason, n);
+    }
+    return parsed.value.items;
   }
 
-  private failed(args: readonly string[], message: string): undefined {
-    this.opts.onError?.();
+  private failed(args: readonly string[], kind: FailureKind, message: string): undefined {
+    this.opts.onError?.(kind);
     this.once(
       `run ${args.join(' ')}`,
       { path: this.opts.path, args: args.join(' '), err: message },

@@ -33,7 +33,11 @@ class BackgroundSqueue<T> {
     private readonly format: string,
     private readonly parse: (stdout: string) => Map<string, T>,
   ) {
-    this.runner = new ChildRunner('squeue', { timeoutMs: opts.timeoutMs, maxOutput: MAX_OUTPUT });
+    this.runner = new ChildRunner(
+      'squeue',
+      { timeoutMs: opts.timeoutMs, maxOutput: MAX_OUTPUT },
+      { logger: opts.logger },
+    );
   }
 
   lookup(key: string): T | undefined {

@@ -28,6 +28,7 @@ import {
 } from '@opentelemetry/sdk-metrics';
 import { emptyResource } from '@opentelemetry/resources';
 import { redactUrl, type Logger } from '../log.js';
+import { RateLimitedFailures } from './failure-log.js';
 import type { Body } from './http.js';
 import { SnapshotProducer, toMetricData, type Scope } from './producer.js';
 import { GzipWriter, gzipOnlyBody, NO_REGISTERED_METRICS, writeFamilies } from './prometheus-text.js';
@@ -56,6 +57,8 @@ export interface PipelineOptions {
   readonly logger: Logger;
   /** Families fed by events (SDK synchronous instruments) rather than by the snapshot producer. */
   readonly eventSpecs?: readonly (MetricSpec & { kind: 'counter' | 'histogram' })[];
+  /** The clock of the rate limit on export failure lines (tests); Date.now by default. */
+  readonly now?: () => number;
   /** Called after every OTLP export attempt: for the self-monitoring counters. */
   readonly onExport?: (ok: boolean) => void;
   /** A second instrumentation scope for OTLP: families that must not share the main scope's names. */
@@ -84,6 +87,7 @@ export class Pipeline {
   private readonly familySerializer = new PrometheusSerializer(undefined, false, undefined, true, true);
   private rendered: Body = { contentType: PROMETHEUS_CONTENT_TYPE, text: '', status: 503 };
   private publishes = 0;
+  private otlp: ObservedExporter | undefined;
   private renderedSeq = 0;
 
   constructor(private readonly opts: PipelineOptions) {
@@ -198,8 +202,26 @@ export class Pipeline {
     await this.provider.forceFlush();
   }
 
-  async shutdown(): Promise<void> {
-    await this.provider.shutdown();
+  /**
+   * The push at stop: pushes in flight are cut (logged), then one last push of the latest
+   * snapshot has `withinMs` to be answered (cut and logged after that); nothing is pushed after.
+   */
+  async finalPush(withinMs: number): Promise<void> {
+    const otlp = this.otlp;
+    if (otlp === undefined) return;
+    const cut = otlp.cutInFlight();
+    if (cut > 0)
+      this.opts.logger.warn({ url: redactUrl(this.opts.otlp?.url ?? '') }, 'OTLP push in flight cut short by the stop');
+    otlp.bound(Date.now() + withinMs);
+    // The margin lets the exporter's own deadline fire first, so the cut is logged where it happens.
+    await within(this.provider.forceFlush(), withinMs + 250);
+    otlp.close();
+  }
+
+  /** Closes the SDK's readers; bounded, since nothing is worth waiting for at this point. */
+  async shutdown(withinMs = 1_000): Promise<void> {
+    this.otlp?.close();
+    await within(this.provider.shutdown(), withinMs);
   }
 
   private pushReader(otlp: OtlpOptions): MetricReader {
@@ -210,8 +232,15 @@ export class Pipeline {
       temporalityPreference: AggregationTemporality.CUMULATIVE,
     };
     const inner = otlp.protocol === 'http/protobuf' ? new OtlpProtoExporter(config) : new OtlpJsonExporter(config);
+    this.otlp = new ObservedExporter(
+      inner,
+      this.opts.logger,
+      new RateLimitedFailures(this.opts.logger, 'OTLP export failed', 60_000, this.opts.now),
+      otlp.url,
+      this.opts.onExport,
+    );
     return new PeriodicExportingMetricReader({
-      exporter: observed(inner, this.opts.logger, otlp.url, this.opts.onExport),
+      exporter: this.otlp,
       exportIntervalMillis: otlp.intervalMs,
       exportTimeoutMillis: Math.min(otlp.timeoutMs, otlp.intervalMs),
       metricProducers: this.sideProducer ? [this.producer, this.sideProducer] : [this.producer],
@@ -219,27 +248,129 @@ export class Pipeline {
   }
 }
 
-/** Wraps an exporter so that every failed push is logged and counted, never fatal. */
-function observed(
-  inner: PushMetricExporter,
-  logger: Logger,
-  url: string,
-  onExport?: (ok: boolean) => void,
-): PushMetricExporter {
-  return {
-    export(metrics, done) {
-      inner.export(metrics, (result: ExportResult) => {
-        const ok = result.code === ExportResultCode.SUCCESS;
-        onExport?.(ok);
-        if (!ok) logger.warn({ url: redactUrl(url), err: result.error?.message }, 'OTLP export failed');
-        done(result);
-      });
-    },
-    forceFlush: () => inner.forceFlush(),
-    shutdown: () => inner.shutdown(),
-    selectAggregationTemporality: inner.selectAggregationTemporality?.bind(inner),
-    selectAggregation: inner.selectAggregation?.bind(inner),
-  };
+/**
+ * What a push cut short by a stop reports to the SDK: not a failure, which the SDK would log again
+ * with a stack trace; the cut itself is logged here, once.
+ */
+const CUT: ExportResult = { code: ExportResultCode.SUCCESS };
+
+/**
+ * Wraps the OTLP exporter so that every failed push is counted and logged (one line,
+ * rate-limited), never fatal; and so that a stop is bounded: pushes in flight can be cut (the SDK
+ * waits for them otherwise, retries included), the last push gets a deadline, and once closed
+ * nothing more is sent.
+ */
+class ObservedExporter implements PushMetricExporter {
+  private readonly pending = new Set<(r: ExportResult) => void>();
+  private deadlineAtMs: number | undefined;
+  private closed = false;
+  readonly selectAggregationTemporality: PushMetricExporter['selectAggregationTemporality'];
+  readonly selectAggregation: PushMetricExporter['selectAggregation'];
+
+  constructor(
+    private readonly inner: PushMetricExporter,
+    private readonly logger: Logger,
+    private readonly failures: RateLimitedFailures,
+    private readonly url: string,
+    private readonly onExport?: (ok: boolean) => void,
+  ) {
+    this.selectAggregationTemporality = inner.selectAggregationTemporality?.bind(inner);
+    this.selectAggregation = inner.selectAggregation?.bind(inner);
+  }
+
+  export(metrics: ResourceMetrics, done: (r: ExportResult) => void): void {
+    // The SDK's own shutdown pushes once more: the final push has been made (or cut) by then.
+    if (this.closed) return done({ code: ExportResultCode.SUCCESS });
+    let finished = false;
+    const finish = (r: ExportResult): void => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(timer);
+      this.pending.delete(finish);
+      done(r);
+    };
+    this.pending.add(finish);
+    const timer = this.deadlineAtMs === undefined ? undefined : setTimeout(() => this.cut(finish), this.left());
+    this.inner.export(metrics, (result: ExportResult) => {
+      if (finished) return;
+      const ok = result.code === ExportResultCode.SUCCESS;
+      this.onExport?.(ok);
+      if (ok) this.failures.succeeded({ url: redactUrl(this.url) });
+      else this.failures.failed({ url: redactUrl(this.url), err: result.error?.message });
+      finish(result);
+    });
+  }
+
+  /** Ends the pushes in flight now; gives how many there were. */
+  cutInFlight(): number {
+    const n = this.pending.size;
+    for (const finish of [...this.pending]) finish(CUT);
+    return n;
+  }
+
+  /** Pushes from now on are cut at `atMs`. */
+  bound(atMs: number): void {
+    this.deadlineAtMs = atMs;
+  }
+
+  close(): void {
+    this.closed = true;
+    this.cutInFlight();
+  }
+
+  /** The inner exporter waits for every push it has started, retries included: at a stop, not past the deadline. */
+  async forceFlush(): Promise<void> {
+    if (this.deadlineAtMs === undefined) return this.inner.forceFlush();
+    await within(this.inner.forceFlush(), this.left());
+  }
+
+  /** At a stop the inner exporter's own flush is not waited for (the pushes it holds were cut). */
+  async shutdown(): Promise<void> {
+    if (this.deadlineAtMs === undefined) return this.inner.shutdown();
+    void this.inner.shutdown().catch(() => undefined);
+  }
+
+  private left(): number {
+    return Math.max(0, (this.deadlineAtMs ?? Date.now()) - Date.now());
+  }
+
+  private cut(finish: (r: ExportResult) => void): void {
+    this.logger.warn({ url: redactUrl(this.url) }, 'final OTLP push cut short: no answer before the stop deadline');
+    this.onExport?.(false);
+    finish(CUT);
+  }
+}
+
+/** Whether `p` settled within `ms` (its rejection counts as settled); the timer never outlives it. */
+export async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([
+      p.then(
+        () => true,
+        () => true,
+      ),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The reader's own report of a failed push, already logged (once, rate-limited) by ObservedExporter. */
+const EXPORT_FAILED_RE = /PeriodicExportingMetricReader: metrics export (failed|timed out)/;
+
+/** An SDK diagnostic without stack traces: an error or a stringified exception becomes its message. */
+function compact(v: unknown): unknown {
+  if (v instanceof Error) return v.message;
+  if (typeof v !== 'string' || !v.startsWith('{')) return v;
+  try {
+    const parsed = JSON.parse(v) as { message?: unknown };
+    return typeof parsed.message === 'string' ? parsed.message : v;
+  } catch {
+    return v;
+  }
 }
 
 let diagRouted = false;
@@ -252,8 +383,10 @@ function routeSdkDiagnostics(logger: Logger): void {
   diagRouted = true;
   diag.setLogger(
     {
-      error: (msg, ...args) => logger.error({ args }, `otel: ${msg}`),
-      warn: (msg, ...args) => logger.warn({ args }, `otel: ${msg}`),
+      error: (msg, ...args) => {
+        if (!EXPORT_FAILED_RE.test(msg)) logger.error({ args: args.map(compact) }, `otel: ${compact(msg)}`);
+      },
+      warn: (msg, ...args) => logger.warn({ args: args.map(compact) }, `otel: ${compact(msg)}`),
       info: () => undefined,
       debug: () => undefined,
       verbose: () => undefined,

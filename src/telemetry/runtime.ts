@@ -6,7 +6,8 @@
  */
 import { redactUrl, type Logger } from '../log.js';
 import { serve, textBody, type BindAddress, type Body, type Endpoint, type Route } from './http.js';
-import type { Pipeline } from './pipeline.js';
+import { within, type OtlpOptions, type Pipeline } from './pipeline.js';
+import type { ResourceOptions } from './resource.js';
 import type { WebConfig } from './webconfig.js';
 
 export interface ServeOptions {
@@ -63,6 +64,17 @@ export interface Schedule {
   stop(): Promise<void>;
 }
 
+/**
+ * Calls `fn` every `intervalMs` until the returned function is called. The timer is a parameter
+ * so tests can fire ticks themselves instead of counting what a wall clock let happen.
+ */
+export type Repeat = (intervalMs: number, fn: () => void) => () => void;
+
+export const repeatEvery: Repeat = (intervalMs, fn) => {
+  const timer = setInterval(fn, intervalMs);
+  return () => clearInterval(timer);
+};
+
 /** Runs `task` now and then every `intervalMs` after the previous run ended. */
 export function every(intervalMs: number, task: () => Promise<void>, logger: Logger): Schedule {
   let timer: NodeJS.Timeout | undefined;
@@ -95,15 +107,28 @@ export interface Collecting<T = unknown> {
   collect(): Promise<T>;
   /** When the last collection was published (ms), undefined before the first. */
   lastAtMs(): number | undefined;
-  /** Aborts work in flight (requests to a hung server) so stop() is prompt. */
+  /** Aborts work in flight (requests to a hung server, helper commands) so stop() is prompt. */
   abort?(): void;
   /**
    * An agent whose work has parts on their own schedules runs its own timer; without this the
    * runtime calls collect() every interval after the previous one ended.
    */
   schedule?(intervalMs: number): Schedule;
-  shutdown(): Promise<void>;
+  /** Ends the agent's work; `finalPushMs` bounds the last OTLP push (a stop), else the SDK's timeout does. */
+  shutdown(opts?: ShutdownOptions): Promise<void>;
 }
+
+export interface ShutdownOptions {
+  readonly finalPushMs?: number;
+}
+
+/**
+ * A stop is over within about two seconds whatever is in flight, well inside the grace period of
+ * a service manager or an orchestrator: the work in progress gets `workGraceMs` once aborted,
+ * then the agent's shutdown (restoring what it changed, while the last OTLP push has
+ * `finalPushMs`) gets `shutdownMs`. What is still running then is logged and left behind.
+ */
+export const STOP_TIMINGS = { workGraceMs: 500, finalPushMs: 1_000, shutdownMs: 1_500 } as const;
 
 export interface AgentRuntimeOptions {
   readonly name: string;
@@ -115,6 +140,40 @@ export interface AgentRuntimeOptions {
   readonly onRequest?: (path: string) => void;
   readonly logger: Logger;
   readonly otlpUrl?: string;
+}
+
+/**
+ * What every agent is started with, whatever it collects: where it serves and pushes, what it
+ * says it is, how it logs and how often it collects. The command line builds these once for both
+ * agents (cli/export-options.ts); each agent's options add what it collects.
+ */
+export interface AgentSettings {
+  readonly metrics: BindAddress;
+  readonly monitoring: BindAddress;
+  readonly resource: ResourceOptions;
+  readonly otlp?: OtlpOptions;
+  /** TLS and basic auth for both endpoints (--web-config-file). */
+  readonly security?: WebConfig;
+  readonly logger: Logger;
+  readonly collectionIntervalMs: number;
+}
+
+/** The runtime's options for an agent started with `settings`, plus its own routes and request hook. */
+export function runtimeOptions(
+  name: string,
+  settings: AgentSettings,
+  own: Pick<AgentRuntimeOptions, 'routes' | 'onRequest'>,
+): AgentRuntimeOptions {
+  return {
+    name,
+    metrics: settings.metrics,
+    monitoring: settings.monitoring,
+    intervalMs: settings.collectionIntervalMs,
+    security: settings.security,
+    logger: settings.logger,
+    otlpUrl: settings.otlp?.url,
+    ...own,
+  };
 }
 
 export interface RunningAgent {
@@ -163,14 +222,21 @@ export async function startAgent(agent: Collecting, o: AgentRuntimeOptions): Pro
     metricsUrl: served.metrics.url,
     monitoringUrl: served.monitoring.url,
     ready: () => loop.first,
-    async stop() {
-      const stopping = loop.stop();
-      agent.abort?.();
-      await stopping;
-      await served.close();
-      await agent.shutdown();
-    },
+    stop: () => stopAgent(agent, loop, served, o.logger),
   };
+}
+
+/** Aborts, closes the endpoints, shuts down: each step bounded, what is cut short logged. */
+async function stopAgent(agent: Collecting, loop: Schedule, served: Served, logger: Logger): Promise<void> {
+  const t = STOP_TIMINGS;
+  const work = loop.stop();
+  agent.abort?.();
+  // Scrapes in progress and keep-alive connections are closed, not waited for.
+  const closing = served.close();
+  if (!(await within(Promise.all([work, closing]), t.workGraceMs)))
+    logger.warn({ waited_ms: t.workGraceMs }, 'collection still running at stop: cut short');
+  if (!(await within(agent.shutdown({ finalPushMs: t.finalPushMs }), t.shutdownMs)))
+    logger.warn({ waited_ms: t.shutdownMs }, 'shutdown steps still running at stop: cut short');
 }
 
 /** One collection rendered through the agent's own pipeline, then a clean shutdown (`--once`). */
@@ -183,8 +249,16 @@ export async function collectOnce<T>(agent: Collecting<T>): Promise<{ text: stri
   }
 }
 
-/** Pushes what is pending (OTLP), then closes the pipeline and the self-monitoring provider. */
-export async function closeTelemetry(pipeline: Pipeline, self: { shutdown(): Promise<void> }): Promise<void> {
-  await pipeline.flush().catch(() => undefined);
-  await Promise.all([pipeline.shutdown(), self.shutdown()]);
+/**
+ * Pushes what is pending (OTLP; within `opts.finalPushMs` at a stop), then closes the pipeline and
+ * the self-monitoring provider.
+ */
+export async function closeTelemetry(
+  pipeline: Pipeline,
+  self: { shutdown(): Promise<void> },
+  opts: ShutdownOptions = {},
+): Promise<void> {
+  if (opts.finalPushMs !== undefined) await pipeline.finalPush(opts.finalPushMs);
+  else await pipeline.flush().catch(() => undefined);
+  await Promise.all([pipeline.shutdown(), within(self.shutdown(), 1_000)]);
 }

@@ -142,8 +142,10 @@ const MAX_TRACKED_CLIENTS = 10_000;
  * - bcrypt runs on a worker thread (it costs tens of ms of CPU by design), never on the event loop;
  * - a successful check is remembered by a digest of user, password and hash: a scraper every
  *   15 s pays bcrypt once;
- * - an unknown user is compared with a dummy hash of the same cost, so the answer takes as long
- *   as for a known user and does not tell which names exist;
+ * - every check costs the same bcrypt work (2^cost rounds of the highest cost among the users),
+ *   so that its time tells neither which names exist nor which user a name is: an unknown user is
+ *   compared with a dummy hash of that cost, and a user whose hash costs less is also compared
+ *   with dummy hashes of the costs between (2^c + 2^c + … + 2^(max-1) = 2^max);
  * - a client address with too many failures in a window is answered 429 without a comparison, and
  *   so is everyone not yet verified while MAX_PENDING_CHECKS comparisons are queued.
  */
@@ -154,7 +156,7 @@ export class BasicAuth {
   private readonly maxFailures: number;
   private readonly windowMs: number;
   private readonly now: () => number;
-  private readonly dummyHash: string;
+  private readonly maxCost: number;
 
   constructor(
     private readonly users: ReadonlyMap<string, string>,
@@ -164,7 +166,7 @@ export class BasicAuth {
     this.maxFailures = opts.maxFailures ?? 10;
     this.windowMs = opts.failureWindowMs ?? 60_000;
     this.now = opts.now ?? Date.now;
-    this.dummyHash = dummyHashLike([...users.values()]);
+    this.maxCost = Math.max(MIN_COST, ...[...users.values()].map(costOf));
   }
 
   get enabled(): boolean {
@@ -187,7 +189,9 @@ export class BasicAuth {
     const known = this.verified.get(creds.user);
     if (hash !== undefined && known && timingSafeEqual(known, digest)) return 'ok';
     if (this.limited(client) || pending.size >= MAX_PENDING_CHECKS) return 'limited';
-    const match = await this.verify(creds.password, hash ?? this.dummyHash);
+    const target = hash ?? dummyHash(this.maxCost);
+    const match = await this.verify(creds.password, target);
+    for (let cost = costOf(target); cost < this.maxCost; cost++) await this.verify(creds.password, dummyHash(cost));
     if (match && hash !== undefined) {
       this.verified.set(creds.user, digest);
       return 'ok';
@@ -226,12 +230,15 @@ function parseBasic(header: string | undefined): { user: string; password: strin
   return colon < 0 ? undefined : { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 
-/**
- * A well-formed hash with the highest cost among the users': comparing with it costs what a real
- * comparison costs and never matches anything anyone knows.
- */
-function dummyHashLike(hashes: readonly string[]): string {
-  const cost = Math.max(4, ...hashes.map((h) => Number(/^\$2[abxy]?\$(\d\d)\$/.exec(h)?.[1] ?? 4)));
+const MIN_COST = 4;
+
+/** The cost (log2 of the rounds) of a bcrypt hash. */
+function costOf(hash: string): number {
+  return Number(/^\$2[abxy]?\$(\d\d)\$/.exec(hash)?.[1] ?? MIN_COST);
+}
+
+/** A well-formed hash of the given cost: comparing with it costs what a real one does, and never matches. */
+function dummyHash(cost: number): string {
   return `$2b$${String(cost).padStart(2, '0')}$${'dummysaltdummysaltdumm'}${'x'.repeat(31)}`;
 }
 
@@ -273,6 +280,16 @@ function bcryptWorker(): Worker {
   });
   worker = w;
   return w;
+}
+
+/** Comparisons sent to the worker and not answered yet. */
+export function comparisonsInFlight(): number {
+  return pending.size;
+}
+
+/** Ends the worker at once; the comparisons waiting on it are denied. Started again on next use. */
+export async function stopPasswordWorker(): Promise<void> {
+  await worker?.terminate();
 }
 
 export const verifyOnWorker: PasswordVerifier = (password, hash) =>

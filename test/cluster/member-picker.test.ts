@@ -6,12 +6,15 @@ import { describe, expect, it } from 'vitest';
 import { JsonArraySplitter } from '../../src/cluster/api/json-array-stream.js';
 import { decodeJob } from '../../src/cluster/api/decode-v004x.js';
 import { MemberPicker } from '../../src/cluster/api/member-picker.js';
+import { JsMemberPicker } from '../../src/cluster/api/member-picker-js.js';
 import { decodeListStream } from '../../src/cluster/api/stream-decode.js';
 import { MODULE_FILE, renderWasmModule, WAT_FILE } from '../../scripts/wasm.js';
 
+type PickerClass = typeof MemberPicker | typeof JsMemberPicker;
+
 /** The picker's output for one whole object text, parsed; undefined when it hands the text on. */
-function pick(names: readonly string[], text: string): unknown {
-  const out = new MemberPicker(names).pick(Buffer.from(text, 'utf8'));
+function pickWith(names: readonly string[], text: string, Picker: PickerClass = MemberPicker): unknown {
+  const out = new Picker(names).pick(Buffer.from(text, 'utf8'));
   return out === undefined ? undefined : JSON.parse(out.toString('utf8'));
 }
 
@@ -38,9 +41,14 @@ function splitKeeping(names: readonly string[], chunks: readonly Buffer[]): stri
   return texts;
 }
 
-describe('MemberPicker', () => {
+describe.each([
+  ['WebAssembly', MemberPicker],
+  ['JavaScript', JsMemberPicker],
+] as const)('MemberPicker (%s)', (_name, Picker) => {
+  const pick = (names: readonly string[], text: string): unknown => pickWith(names, text, Picker);
+
   it('keeps the named members in their original order and drops the others', () => {
-    const out = new MemberPicker(['c', 'a']).pick(Buffer.from('{"a":1,"b":2,"c":3}'));
+    const out = new Picker(['c', 'a']).pick(Buffer.from('{"a":1,"b":2,"c":3}'));
     expect(out?.toString('utf8')).toBe('{"a":1,"c":3}');
   });
 
@@ -81,7 +89,7 @@ describe('MemberPicker', () => {
 
   it('tells where an object ends inside a larger buffer, or -1 when it ends past the limit', () => {
     const src = Buffer.from('[{"a":"}","b":2},3]');
-    const picker = new MemberPicker(['b']);
+    const picker = new Picker(['b']);
     expect(picker.scan(src, 1, src.length)).toBe(16);
     expect(picker.picked().toString('utf8')).toBe('{"b":2}');
     expect(picker.scan(src, 1, 15)).toBe(-1);
@@ -146,6 +154,8 @@ describe('JsonArraySplitter with keepMembers', () => {
   });
 });
 
+const pick = (names: readonly string[], text: string): unknown => pickWith(names, text);
+
 describe('MemberPicker memory', () => {
   it('scans a buffer the caller rewrote between chunks afresh', () => {
     const texts: string[] = [];
@@ -179,7 +189,7 @@ describe('MemberPicker memory', () => {
 });
 
 describe('without WebAssembly (node --jitless)', () => {
-  it('decodes the same jobs, from whole elements', async () => {
+  it('decodes the same jobs, through the JavaScript picker', async () => {
     const file = path.resolve('fixtures/slurm/built/v0.0.44/jobs.json');
     const decoder = path.resolve('dist/src/cluster/api/stream-decode.js');
     const jobs = path.resolve('dist/src/cluster/api/decode-v004x.js');

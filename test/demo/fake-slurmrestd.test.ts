@@ -169,6 +169,25 @@ describe('fake slurmrestd options', () => {
     }
   });
 
+  it('with pretty, streams slurmrestd-printed bodies that the streaming decoder reads whole', async () => {
+    const cluster = new FakeCluster({ seed: 4 });
+    const server = await startFakeSlurmrestd({ cluster, versions: ['v0.0.45'], pretty: true });
+    try {
+      const text = await (await get(server, '/slurm/v0.0.45/jobs/', {})).text();
+      expect(text.startsWith('{\n  "jobs": [\n    {\n      "')).toBe(true);
+      expect(text).toBe(renderText(cluster, 'v0.0.45', 'jobs', { pretty: true }));
+      const decoded = await decodeListStream(
+        Readable.from([Buffer.from(text)]),
+        'jobs',
+        decoderFor('v0.0.45').decodeJob,
+      );
+      expect(decoded).toMatchObject({ ok: true, skipped: 0 });
+      if (decoded.ok) expect(decoded.items.length).toBe(cluster.view().jobs.length);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('22.05 style: v0.0.38 paths without the trailing slash, Nothing found from slurmdbd', async () => {
     const cluster = new FakeCluster({ seed: 4, workload: 'none' });
     const server = await startFakeSlurmrestd({ cluster, versions: ['v0.0.38'], renderers: V0038_RENDERERS });

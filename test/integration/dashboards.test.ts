@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDemo, type DemoStack } from '../../src/cli/demo.js';
+import { startDemo, type DemoStack } from '../../src/cli/demo-stack.js';
 import { DEMO_NODE } from '../../src/demo/scenarios.js';
 import { nodeAgentOptions } from '../support/agents.js';
 import {
@@ -26,7 +26,7 @@ import {
   type Dashboard,
 } from '../support/dashboards.js';
 import { startPrometheus, type PrometheusServer } from '../support/prometheus.js';
-import { findTool, shouldRun, toolPath } from '../support/tools.js';
+import { findTool, shouldRun, toolPath, waitFor } from '../support/tools.js';
 
 const DIR = fileURLToPath(new URL('../../otel-config/grafana/dashboards/', import.meta.url));
 const ALERT_RULES = fileURLToPath(new URL('../../otel-config/prometheus/alerts.yml', import.meta.url));
@@ -126,154 +126,162 @@ describe('the dashboard checker itself', () => {
 
 const prometheus = findTool('prometheus', 'prometheus');
 
-describe.runIf(shouldRun(prometheus))('dashboards against the demo scraped by a real Prometheus', () => {
-  let demo: DemoStack;
-  let prom: PrometheusServer;
-  let dir: string;
+// Waits are generous (Prometheus scrapes and evaluates every second in real time); so are timeouts.
+describe.runIf(shouldRun(prometheus))(
+  'dashboards against the demo scraped by a real Prometheus',
+  { timeout: 180_000 },
+  () => {
+    let demo: DemoStack;
+    let prom: PrometheusServer;
+    let dir: string;
 
-  beforeAll(async () => {
-    // Not tmpDir(): its afterEach would delete Prometheus's storage after the first test.
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-dashboards-'));
-    const loopback = { host: '127.0.0.1', port: 0 };
-    // startDemo replaces these roots with its synthetic tree.
-    const unused = { sysfs: '/nonexistent', procfs: '/nonexistent', cgroupfs: '/nonexistent' };
-    const node = nodeAgentOptions(unused, {
-      collectionIntervalMs: 500,
-      resource: { serviceName: 'slurm-otel-node', serviceVersion: 'test', hostName: DEMO_NODE },
+    beforeAll(async () => {
+      // Not tmpDir(): its afterEach would delete Prometheus's storage after the first test.
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-dashboards-'));
+      const loopback = { host: '127.0.0.1', port: 0 };
+      // startDemo replaces these roots with its synthetic tree.
+      const unused = { sysfs: '/nonexistent', procfs: '/nonexistent', cgroupfs: '/nonexistent' };
+      const node = nodeAgentOptions(unused, {
+        collectionIntervalMs: 500,
+        resource: { serviceName: 'slurm-otel-node', serviceVersion: 'test', hostName: DEMO_NODE },
+      });
+      demo = await startDemo({
+        node,
+        layout: 'v2-sluid',
+        nonJobHolder: false,
+        tickMs: 250,
+        cluster: { metrics: loopback, monitoring: loopback },
+      });
+      if (!demo.cluster) throw new Error('the demo started no cluster agent');
+      const host = (url: string) => new URL(url).host;
+      // Job names as in otel-config/prometheus.yml, so up{job=~"slurm-otel.*"} matches as it does there.
+      prom = await startPrometheus(
+        toolPath(prometheus),
+        dir,
+        {
+          'slurm-otel-node': [host(demo.node.metricsUrl)],
+          'slurm-otel-node-self': [host(demo.node.monitoringUrl)],
+          'slurm-otel-cluster': [host(demo.cluster.metricsUrl)],
+          'slurm-otel-cluster-self': [host(demo.cluster.monitoringUrl)],
+        },
+        [ALERT_RULES],
+      );
+      await prom.waitFor('count(up == 1) == 4');
+    }, 180_000);
+
+    afterAll(async () => {
+      await prom?.stop();
+      await demo?.stop();
+      if (dir) fs.rmSync(dir, { recursive: true, force: true });
     });
-    demo = await startDemo({
-      node,
-      layout: 'v2-sluid',
-      nonJobHolder: false,
-      tickMs: 250,
-      cluster: { metrics: loopback, monitoring: loopback },
-    });
-    if (!demo.cluster) throw new Error('the demo started no cluster agent');
-    const host = (url: string) => new URL(url).host;
-    // Job names as in otel-config/prometheus.yml, so up{job=~"slurm-otel.*"} matches as it does there.
-    prom = await startPrometheus(
-      toolPath(prometheus),
-      dir,
-      {
-        'slurm-otel-node': [host(demo.node.metricsUrl)],
-        'slurm-otel-node-self': [host(demo.node.monitoringUrl)],
-        'slurm-otel-cluster': [host(demo.cluster.metricsUrl)],
-        'slurm-otel-cluster-self': [host(demo.cluster.monitoringUrl)],
+
+    it.each(dashboards.map((d) => [d.file, d] as const))(
+      '%s: every panel expression returns data',
+      async (_, d) => {
+        const checks = panelQueries(d.json).map((q) => ({
+          name: `${q.panel} [${q.refId}]`,
+          expr: substitute(q.expr, values(d)),
+          accept: hasData,
+        }));
+        const missing = await pollUntilData(prom, checks);
+        expect(missing, missing.join('\n')).toEqual([]);
       },
-      [ALERT_RULES],
+      180_000,
     );
-    await prom.waitFor('count(up == 1) == 4', 30_000);
-  });
 
-  afterAll(async () => {
-    await prom?.stop();
-    await demo?.stop();
-    if (dir) fs.rmSync(dir, { recursive: true, force: true });
-  });
-
-  it.each(dashboards.map((d) => [d.file, d] as const))(
-    '%s: every panel expression returns data',
-    async (_, d) => {
-      const checks = panelQueries(d.json).map((q) => ({
-        name: `${q.panel} [${q.refId}]`,
-        expr: substitute(q.expr, values(d)),
-        accept: hasData,
-      }));
-      const missing = await pollUntilData(prom, checks, 30_000);
-      expect(missing, missing.join('\n')).toEqual([]);
-    },
-    60_000,
-  );
-
-  it.each(dashboards.map((d) => [d.file, d] as const))(
-    '%s: variable queries list the values the test picks',
-    async (_, d) => {
-      const vals = values(d);
-      const checks = templateVariables(d.json)
-        .filter((v) => v.type === 'query')
-        .map((v) => {
-          const { label, expr } = variableQuery(v);
-          const choice = CHOICES[String(v.name)];
-          const accept = choice === ALL ? hasData : (rows: Row[]) => rows.some((r) => r.metric[label] === choice);
-          return { name: `$${String(v.name)}`, expr: substitute(expr, vals), accept };
-        });
-      const missing = await pollUntilData(prom, checks, 10_000);
-      expect(missing, missing.join('\n')).toEqual([]);
-    },
-  );
-
-  it('evaluates every alert rule without error on the demo data', async () => {
-    const deadline = Date.now() + 20_000;
-    let rules: RuleState[] = [];
-    // A rule is "unknown" until its group's first evaluation.
-    while (Date.now() < deadline) {
-      rules = await ruleStates(prom);
-      if (rules.length > 0 && rules.every((r) => r.health !== 'unknown')) break;
-      await new Promise((r) => setTimeout(r, 500));
-    }
-    expect(rules.length).toBeGreaterThanOrEqual(12);
-    expect(rules.filter((r) => r.health !== 'ok').map((r) => `${r.name}: ${r.health} ${r.lastError ?? ''}`)).toEqual(
-      [],
+    it.each(dashboards.map((d) => [d.file, d] as const))(
+      '%s: variable queries list the values the test picks',
+      async (_, d) => {
+        const vals = values(d);
+        const checks = templateVariables(d.json)
+          .filter((v) => v.type === 'query')
+          .map((v) => {
+            const { label, expr } = variableQuery(v);
+            const choice = CHOICES[String(v.name)];
+            const accept = choice === ALL ? hasData : (rows: Row[]) => rows.some((r) => r.metric[label] === choice);
+            return { name: `$${String(v.name)}`, expr: substitute(expr, vals), accept };
+          });
+        const missing = await pollUntilData(prom, checks);
+        expect(missing, missing.join('\n')).toEqual([]);
+      },
     );
-  });
 
-  it('puts alerts in pending within a minute: the RDMA errors on mlx5_1 and the drained node', async () => {
-    const expected = ['IbRdmaErrors', 'SlurmNodeDrainingLong'];
-    const deadline = Date.now() + 60_000;
-    let pending: Row[] = [];
-    while (Date.now() < deadline) {
-      pending = await prom.query('ALERTS{alertstate="pending"}');
-      if (expected.every((a) => pending.some((r) => r.metric.alertname === a))) break;
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-    const names = new Set(pending.map((r) => r.metric.alertname));
-    expect([...names].sort()).toEqual(expect.arrayContaining(expected));
-    expect(pending.find((r) => r.metric.alertname === 'IbRdmaErrors')?.metric).toMatchObject({
-      device: 'mlx5_1',
-      port: '1',
-      job: 'slurm-otel-node',
-      severity: 'warning',
+    it('evaluates every alert rule without error on the demo data', async () => {
+      // A rule is "unknown" until its group's first evaluation.
+      const rules = await waitFor(
+        'every rule evaluated once',
+        async () => {
+          const now = await ruleStates(prom);
+          return now.length > 0 && now.every((r) => r.health !== 'unknown') ? now : undefined;
+        },
+        60_000,
+      );
+      expect(rules.length).toBeGreaterThanOrEqual(12);
+      expect(rules.filter((r) => r.health !== 'ok').map((r) => `${r.name}: ${r.health} ${r.lastError ?? ''}`)).toEqual(
+        [],
+      );
     });
-    // Healthy agents: neither down nor stalled.
-    expect(names.has('SlurmOtelAgentDown')).toBe(false);
-    expect(names.has('SlurmOtelAgentNotCollecting')).toBe(false);
-  }, 90_000);
 
-  it('names the jobs sharing a port and the top jobs through slurm_job_info', async () => {
-    const d = byFile('fabric-by-job.json');
-    const expr = (title: string) =>
-      substitute(panelQueries(d.json).find((q) => q.panel === title)?.expr ?? 'absent_panel', values(d));
-    const shared = await prom.waitFor(expr('Shared ports and the jobs sharing them'), 10_000);
-    expect(shared.map((r) => [r.metric.device, r.metric.job_id, r.metric.job_name]).sort()).toEqual([
-      ['mlx5_1', '918002', 'allreduce-bench'],
-      ['mlx5_1', '918003', 'moe-finetune'],
-    ]);
-    const top = await prom.waitFor(expr('Top jobs by traffic in range'), 10_000);
-    expect(top.map((r) => [r.metric.job_id, r.metric.job_name]).sort()).toEqual([
-      ['918001', 'llm-pretrain'],
-      ['918004', 'rag-index'],
-    ]);
-  });
+    it('puts alerts in pending within a minute: the RDMA errors on mlx5_1 and the drained node', async () => {
+      const expected = ['IbRdmaErrors', 'SlurmNodeDrainingLong'];
+      let pending: Row[] = [];
+      await waitFor(
+        `${expected.join(' and ')} pending`,
+        async () => {
+          pending = await prom.query('ALERTS{alertstate="pending"}');
+          return expected.every((a) => pending.some((r) => r.metric.alertname === a));
+        },
+        120_000,
+      ).catch(() => undefined); // the assertion below names what is missing
+      const names = new Set(pending.map((r) => r.metric.alertname));
+      expect([...names].sort()).toEqual(expect.arrayContaining(expected));
+      expect(pending.find((r) => r.metric.alertname === 'IbRdmaErrors')?.metric).toMatchObject({
+        device: 'mlx5_1',
+        port: '1',
+        job: 'slurm-otel-node',
+        severity: 'warning',
+      });
+      // Healthy agents: neither down nor stalled.
+      expect(names.has('SlurmOtelAgentDown')).toBe(false);
+      expect(names.has('SlurmOtelAgentNotCollecting')).toBe(false);
+    }, 90_000);
 
-  it('shows each job sharing mlx5_1 its own QP counters, bytes and coverage', async () => {
-    const d = byFile('fabric-by-job.json');
-    const expr = (title: string) =>
-      substitute(panelQueries(d.json).find((q) => q.panel === title)?.expr ?? 'absent_panel', values(d));
-    const bytes = await prom.waitFor(expr('QP bytes/s by job, shared ports too'), 10_000);
-    expect(bytes.map((r) => [r.metric.job_id, r.metric.device]).sort()).toEqual([
-      ['918002', 'mlx5_1'],
-      ['918003', 'mlx5_1'],
-    ]);
-    // 918002 moves 480 + 450 MB/s against 918003's 190 MB/s in the demo.
-    const rate = (job: string) => Number(bytes.find((r) => r.metric.job_id === job)?.value[1]);
-    expect(rate('918002')).toBeGreaterThan(rate('918003'));
-    const coverage = await prom.waitFor(expr('QP counter coverage by job'), 10_000);
-    expect(coverage.map((r) => [r.metric.job_id, Number(r.value[1])]).sort()).toEqual([
-      ['918002', 1],
-      ['918003', 0.5],
-    ]);
-  });
-});
+    it('names the jobs sharing a port and the top jobs through slurm_job_info', async () => {
+      const d = byFile('fabric-by-job.json');
+      const expr = (title: string) =>
+        substitute(panelQueries(d.json).find((q) => q.panel === title)?.expr ?? 'absent_panel', values(d));
+      const shared = await prom.waitFor(expr('Shared ports and the jobs sharing them'));
+      expect(shared.map((r) => [r.metric.device, r.metric.job_id, r.metric.job_name]).sort()).toEqual([
+        ['mlx5_1', '918002', 'allreduce-bench'],
+        ['mlx5_1', '918003', 'moe-finetune'],
+      ]);
+      const top = await prom.waitFor(expr('Top jobs by traffic in range'));
+      expect(top.map((r) => [r.metric.job_id, r.metric.job_name]).sort()).toEqual([
+        ['918001', 'llm-pretrain'],
+        ['918004', 'rag-index'],
+      ]);
+    });
+
+    it('shows each job sharing mlx5_1 its own QP counters, bytes and coverage', async () => {
+      const d = byFile('fabric-by-job.json');
+      const expr = (title: string) =>
+        substitute(panelQueries(d.json).find((q) => q.panel === title)?.expr ?? 'absent_panel', values(d));
+      const bytes = await prom.waitFor(expr('QP bytes/s by job, shared ports too'));
+      expect(bytes.map((r) => [r.metric.job_id, r.metric.device]).sort()).toEqual([
+        ['918002', 'mlx5_1'],
+        ['918003', 'mlx5_1'],
+      ]);
+      // 918002 moves 480 + 450 MB/s against 918003's 190 MB/s in the demo.
+      const rate = (job: string) => Number(bytes.find((r) => r.metric.job_id === job)?.value[1]);
+      expect(rate('918002')).toBeGreaterThan(rate('918003'));
+      const coverage = await prom.waitFor(expr('QP counter coverage by job'));
+      expect(coverage.map((r) => [r.metric.job_id, Number(r.value[1])]).sort()).toEqual([
+        ['918002', 1],
+        ['918003', 0.5],
+      ]);
+    });
+  },
+);
 
 type Row = { metric: Record<string, string>; value: [number, string] };
 
@@ -303,10 +311,9 @@ function hasData(rows: Row[]): boolean {
  * Queries every pending check each round until all are accepted or the deadline passes; gives
  * back what never was, with the last answer or error, so one run reports every failure.
  */
-async function pollUntilData(prom: PrometheusServer, checks: Check[], timeoutMs: number): Promise<string[]> {
-  const deadline = Date.now() + timeoutMs;
+async function pollUntilData(prom: PrometheusServer, checks: Check[], timeoutMs = 120_000): Promise<string[]> {
   let pending = checks.map((c) => ({ ...c, last: 'not queried' }));
-  while (pending.length > 0 && Date.now() < deadline) {
+  const round = async (): Promise<boolean> => {
     const answers = await Promise.all(
       pending.map((c) =>
         prom.query(c.expr).then(
@@ -322,7 +329,8 @@ async function pollUntilData(prom: PrometheusServer, checks: Check[], timeoutMs:
         last: answers[i]?.error || `${answers[i]?.rows.length ?? 0} rows`,
       }))
       .filter((c) => !c.ok);
-    if (pending.length > 0) await new Promise((r) => setTimeout(r, 500));
-  }
+    return pending.length === 0;
+  };
+  await waitFor('every query to give data', round, timeoutMs).catch(() => undefined);
   return pending.map((c) => `${c.name}: ${c.last}: ${c.expr}`);
 }

@@ -34,10 +34,14 @@ describe.runIf(shouldRun(chromiumTool))('landing pages in headless Chromium', ()
     const roots = writeTree(tmpDir(), demoTree({ layout: 'v2-sluid', nonJobHolder: true }));
     const drift = new CounterDrift(roots.sysfs);
     drift.tick(5);
-    agent = await startTestNodeAgent(roots);
+    // Rates need time between readings: the agent's clock moves a second per cycle, and the drift
+    // moves the counters as that second of traffic would.
+    let clockMs = Date.parse('2026-01-01T00:00:00Z');
+    agent = await startTestNodeAgent(roots, {
+      collector: { roots, fdRescanIntervalMs: 60_000, now: () => clockMs },
+    });
     for (let i = 0; i < CYCLES; i++) {
-      // Rates need time between readings; the drift moves the counters as a second of traffic would.
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      clockMs += 1000;
       drift.tick(1);
       await agent.cycleNow();
     }

@@ -40,10 +40,26 @@ class StandInDevices {
   constructor() {
     this.madeDir = !fs.existsSync(DEV_DIR);
     fs.mkdirSync(DEV_DIR, { recursive: true });
+    // Created exclusively ('wx'): a set another run (of this test, or another Slurm's) holds is never shared.
     let base = 40;
-    while (HCAS.some((h) => fs.existsSync(this.pathAt(base + UVERBS_OFFSET[h])))) base += 10;
+    while (!this.createAll(base)) base += 10;
     this.base = base;
-    for (const h of HCAS) fs.writeFileSync(this.path(h), '', { mode: 0o644 });
+  }
+
+  /** Creates the five files at `base`, or none of them (false) when one exists already. */
+  private createAll(base: number): boolean {
+    const made: string[] = [];
+    for (const h of HCAS) {
+      try {
+        fs.closeSync(fs.openSync(this.pathAt(base + UVERBS_OFFSET[h]), 'wx', 0o644));
+        made.push(this.pathAt(base + UVERBS_OFFSET[h]));
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+        for (const f of made) fs.rmSync(f, { force: true });
+        return false;
+      }
+    }
+    return true;
   }
 
   private pathAt(n: number): string {
@@ -64,11 +80,15 @@ class StandInDevices {
   }
 }
 
-/** What /proc says, read here independently of the agent: PIDs whose fd links point at `file`. */
-function holdersOf(file: string): number[] {
+/**
+ * What /proc says, read here independently of the agent: PIDs whose fd links point at `file`,
+ * among `ours` only (this cluster's job processes and the test's own outsider), so nothing another
+ * Slurm on the host runs can count.
+ */
+function holdersOf(file: string, ours: (pid: number) => boolean): number[] {
   const out: number[] = [];
   for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
+    if (!/^\d+$/.test(name) || !ours(Number(name))) continue;
     let fds: string[];
     try {
       fds = fs.readdirSync(`/proc/${name}/fd`);
@@ -95,7 +115,9 @@ function unreadableOutsideJobs(): number[] {
   for (const name of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     try {
-      if (/\/slurm(_[^/]*)?\/uid_\d+\/job_/.test(fs.readFileSync(`/proc/${name}/cgroup`, 'utf8'))) continue;
+      // Any Slurm's jobs, as the agent sees them: v1 slurm[_<node>]/uid_<U>/job_<J>, v2 <node>_slurmstepd.scope/<job>.
+      const cgroup = fs.readFileSync(`/proc/${name}/cgroup`, 'utf8');
+      if (/\/slurm(_[^/]*)?\/uid_\d+\/job_|_slurmstepd\.scope\/(job_\d+|s[0-9A-Z]{13})/.test(cgroup)) continue;
       for (const fd of fs.readdirSync(`/proc/${name}/fd`)) fs.readlinkSync(`/proc/${name}/fd/${fd}`);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
@@ -103,6 +125,16 @@ function unreadableOutsideJobs(): number[] {
     }
   }
   return out;
+}
+
+/** Whether the process is in a job cgroup of one of this cluster's nodes (slurm_<node>/…). */
+function inJobsOf(slurm: RealSlurm, pid: number): boolean {
+  try {
+    const cgroups = fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8');
+    return slurm.nodes.some((node) => cgroups.includes(`/slurm_${node}/`));
+  } catch {
+    return false;
+  }
 }
 
 /** The job cgroup directories (any controller) of this cluster's nodes. */
@@ -178,6 +210,8 @@ describe.skipIf(gate.skip)(
     let sysfs: string;
     let outsider: ChildProcess | undefined;
     let agent: AgentProcess | undefined;
+    /** This cluster's job processes and the test's outsider: the only holders the test counts. */
+    const ours = (pid: number): boolean => pid === outsider?.pid || inJobsOf(slurm, pid);
     const job: Record<'batch' | 'steps' | 'otherUid' | 'sharedA' | 'sharedB', string> = {
       batch: '',
       steps: '',
@@ -209,7 +243,7 @@ describe.skipIf(gate.skip)(
     }
 
     beforeAll(async () => {
-      slurm = await startRealSlurm({ instance: 'cg', cgroup: 'v1', nodes: 2, firstJobId: 7001 });
+      slurm = await startRealSlurm({ instance: 'cg', cgroup: 'v1', nodes: 2 });
       devices = new StandInDevices();
       sysfs = fs.mkdtempSync('/tmp/slurm-otel-cg-sysfs-');
       for (const [i, name] of HCAS.entries()) {
@@ -254,7 +288,7 @@ describe.skipIf(gate.skip)(
       const want: Record<Hca, number> = { mlx5_0: 1, mlx5_1: 2, mlx5_2: 1, mlx5_3: 2, mlx5_4: 1 };
       await waitFor(
         'every job process to hold its stand-in device',
-        () => (HCAS.every((h) => holdersOf(devices.path(h)).length === want[h]) ? true : undefined),
+        () => (HCAS.every((h) => holdersOf(devices.path(h), ours).length === want[h]) ? true : undefined),
         WAIT_MS,
       );
     }, REAL_SLURM_START_TIMEOUT_MS);
@@ -320,7 +354,7 @@ describe.skipIf(gate.skip)(
       // Holders are named as their own /proc/<pid>/comm names them (the agent reads the name from
       // the stat it reads anyway).
       const page = await (await fetch(agent.url.replace(/\/metrics$/, '/'))).text();
-      for (const pid of [...holdersOf(devices.path('mlx5_4')), ...holdersOf(devices.path('mlx5_0'))]) {
+      for (const pid of [...holdersOf(devices.path('mlx5_4'), ours), ...holdersOf(devices.path('mlx5_0'), ours)]) {
         const comm = fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
         expect(page, `PID ${pid}`).toContain(`${pid} ${comm}`);
       }
@@ -362,7 +396,7 @@ describe.skipIf(gate.skip)(
         WAIT_MS,
       );
       expect(valueOf(s, 'ib_slurm_device_jobs', { device: 'mlx5_0', port: '1' })).toBe(0);
-      expect(holdersOf(devices.path('mlx5_0'))).toEqual([]);
+      expect(holdersOf(devices.path('mlx5_0'), ours)).toEqual([]);
     });
 
     it('a shared port that becomes sole starts its job series at 0', async () => {
@@ -410,7 +444,7 @@ describe.skipIf(gate.skip)(
     });
 
     it('cleans up every process, cgroup and file it made', async () => {
-      const stepdHolders = HCAS.flatMap((h) => holdersOf(devices.path(h)));
+      const stepdHolders = HCAS.flatMap((h) => holdersOf(devices.path(h), ours));
       expect(stepdHolders.length).toBeGreaterThan(0);
       await cleanUp();
       expect(stepdHolders.filter((pid) => fs.existsSync(`/proc/${pid}`))).toEqual([]);

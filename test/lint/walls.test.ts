@@ -51,6 +51,29 @@ describe('lint walls', () => {
       expect(await firing(file, code), file).toEqual([]);
   });
 
+  it.each([
+    ['src/cli/x.ts', "import { FakeCluster } from '../demo/fake-cluster.js';\nvoid FakeCluster;"],
+    ['src/cli/program.ts', "import type { TreeLayout } from '../demo/nodetree.js';\nexport type L = TreeLayout;"],
+    ['src/node/x.ts', "import { writeTree } from '../demo/nodetree.js';\nvoid writeTree;"],
+    ['src/cluster/api/x.ts', "import { FakeCluster } from '../../demo/fake-cluster.js';\nvoid FakeCluster;"],
+    ['src/telemetry/x.ts', "import { Prng } from '../demo/prng.js';\nvoid Prng;"],
+    ['src/x.ts', "export { DEMO_NODE } from './demo/scenarios.js';"],
+  ])('only the demo command imports src/demo: %s', async (file, code) => {
+    expect(await firing(file, code)).toEqual(['no-restricted-imports']);
+  });
+
+  it.each([
+    ['src/cli/demo-stack.ts', "import { FakeCluster } from '../demo/fake-cluster.js';\nvoid FakeCluster;"],
+    ['src/demo/x.ts', "import { FakeCluster } from './fake-cluster.js';\nvoid FakeCluster;"],
+    ['test/x.ts', "import { FakeCluster } from '../src/demo/fake-cluster.js';\nvoid FakeCluster;"],
+    ['bench/x.ts', "import { FakeCluster } from '../src/demo/fake-cluster.js';\nvoid FakeCluster;"],
+    ['scripts/x.ts', "import { FakeCluster } from '../src/demo/fake-cluster.js';\nvoid FakeCluster;"],
+    // The demo command itself loads the stack lazily; a dynamic import is not a static edge.
+    ['src/cli/demo.ts', "export const load = () => import('./demo-stack.js');"],
+  ])('src/demo stays open to the demo stack, tests, benchmarks and scripts: %s', async (file, code) => {
+    expect(await firing(file, code)).toEqual([]);
+  });
+
   it('allows what the walls leave open', async () => {
     expect(await firing('src/telemetry/x.ts', "import { metrics } from '@opentelemetry/api';\nvoid metrics;")).toEqual(
       [],

@@ -12,6 +12,7 @@ import { startReceiver, type Receiver } from '../support/otlp-receiver.js';
 import { nodeAgentOptions } from '../support/agents.js';
 import { FakeRdma } from '../../src/demo/fake-rdma.js';
 import { asUnprivileged, deny, tmpDir } from '../support/tmp.js';
+import { waitFor } from '../support/tools.js';
 
 let agent: NodeAgent | undefined;
 let receiver: Receiver | undefined;
@@ -66,12 +67,12 @@ describe('node agent over HTTP', () => {
     agent = await startNodeAgent(
       nodeAgentOptions(writeTree(tmpDir(), { ...spec, jobs }), { collectionIntervalMs: 3_600_000, qpCounters }),
     );
-    await expect.poll(() => agent?.last() !== undefined).toBe(true);
+    await waitFor('a first cycle', () => agent?.last() !== undefined);
     // The QP reading arrives in the background: cycle until a cycle has it.
     const qpPoints = async () =>
       (await (agent as NodeAgent).cycleNow()).families.find((f) => f.spec === NODE_METRICS.jobQpCounters)?.points
         .length ?? 0;
-    await expect.poll(qpPoints, { timeout: 10_000 }).toBeGreaterThan(0);
+    await waitFor('a cycle with the QP reading', async () => (await qpPoints()) > 0);
     const plain = await get(`${agent.metricsUrl}/metrics`);
     expect(plain.status).toBe(200);
     expect(plain.headers['content-type']).toContain('text/plain; version=0.0.4');
@@ -104,7 +105,7 @@ describe('node agent over HTTP', () => {
 
   it('serves self-monitoring on its own endpoint, counting scrapes', async () => {
     agent = await startNodeAgent(options());
-    await expect.poll(() => agent?.last() !== undefined).toBe(true);
+    await waitFor('a first cycle', () => agent?.last() !== undefined);
     await get(`${agent.metricsUrl}/metrics`);
     const self = (await get(`${agent.monitoringUrl}/metrics`)).body.toString();
     expect(self).toContain(`${prometheusName(NODE_SELF_METRICS.cycleDuration)} `);
@@ -120,11 +121,9 @@ describe('node agent over HTTP', () => {
         otlp: { url: `${receiver.url}/v1/metrics`, protocol: 'http/protobuf', intervalMs: 200, timeoutMs: 2000 },
       }),
     );
-    await expect
-      .poll(() => receiver?.requests.some((r) => r.points.some((p) => p.metric === 'ib_slurm_job_counters')), {
-        timeout: 10_000,
-      })
-      .toBe(true);
+    await waitFor('an OTLP push of the job counters', () =>
+      receiver?.requests.some((r) => r.points.some((p) => p.metric === 'ib_slurm_job_counters')),
+    );
     const req = receiver.requests.find((r) => r.points.some((p) => p.metric === 'ib_slurm_job_counters'));
     expect(req?.resource['host.name']).toBe('node1');
     expect(
@@ -135,7 +134,7 @@ describe('node agent over HTTP', () => {
   it('keeps serving the last good data when a cycle fails, and counts the error', async () => {
     const opts = options();
     agent = await startNodeAgent(opts);
-    await expect.poll(() => agent?.last() !== undefined).toBe(true);
+    await waitFor('a first cycle', () => agent?.last() !== undefined);
     const before = (await get(`${agent.metricsUrl}/metrics`)).body.toString();
     expect(before).toContain('ib_slurm_device_counters_total{device="mlx5_0"');
     const classDir = path.join(opts.collector.roots.sysfs, 'class/infiniband');

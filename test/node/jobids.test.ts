@@ -12,6 +12,7 @@ import { silentLogger } from '../support/log.js';
 import { startTestNodeAgent } from '../support/agents.js';
 import { familyKeyErrors } from '../support/catalogue-keys.js';
 import { tmpDir } from '../support/tmp.js';
+import { waitFor } from '../support/tools.js';
 
 const SLUID = 'sEKNKTV3WPV500';
 
@@ -120,11 +121,11 @@ describe('squeue', () => {
       onError: () => errors.push(1),
     });
     table.want();
-    await expect.poll(() => table.lookup(SLUID), { timeout: 5000 }).toBe('918001');
+    await waitFor('table.lookup(SLUID) to be 918001', () => table.lookup(SLUID) === '918001');
     expect(fs.readFileSync(argsFile, 'utf8').trim()).toBe('--noheader --nodelist=n1 --Format=JobID:|,Sluid:');
     fs.writeFileSync(path.join(dir, 'fail'), '');
     table.want();
-    await expect.poll(() => errors.length, { timeout: 5000 }).toBe(1);
+    await waitFor('errors.length to be 1', () => errors.length === 1);
     expect(table.lookup(SLUID)).toBe('918001');
   });
 });
@@ -161,7 +162,7 @@ describe('squeue runs leave no process behind', () => {
 
   /** The PID of the fake squeue's child, once it runs; both are killed after the test whatever happens. */
   async function childOf(fake: { pids: () => number[] | undefined }): Promise<number> {
-    await expect.poll(fake.pids, { timeout: 5000 }).toBeDefined();
+    await waitFor('the stand-in and its child to write their PIDs', fake.pids);
     const [shell, child] = fake.pids() as [number, number];
     started.push(shell, child);
     return child;
@@ -180,8 +181,8 @@ describe('squeue runs leave no process behind', () => {
     });
     table.want();
     const pid = await childOf(fake);
-    await expect.poll(() => errors.length, { timeout: 5000 }).toBe(1);
-    await expect.poll(() => running(pid), { timeout: 5000 }).toBe(false);
+    await waitFor('errors.length to be 1', () => errors.length === 1);
+    await waitFor('running(pid) to be false', () => running(pid) === false);
   });
 
   it('kills what a squeue that answered left running, and keeps its answer', async () => {
@@ -195,8 +196,8 @@ describe('squeue runs leave no process behind', () => {
     });
     table.want();
     const pid = await childOf(fake);
-    await expect.poll(() => table.lookup(SLUID), { timeout: 5000 }).toBe('918001');
-    await expect.poll(() => running(pid), { timeout: 5000 }).toBe(false);
+    await waitFor('table.lookup(SLUID) to be 918001', () => table.lookup(SLUID) === '918001');
+    await waitFor('running(pid) to be false', () => running(pid) === false);
   });
 
   it('counts a squeue that cannot be started, and tries again at the next request', async () => {
@@ -210,9 +211,9 @@ describe('squeue runs leave no process behind', () => {
       onError: () => errors.push(1),
     });
     table.want();
-    await expect.poll(() => errors.length, { timeout: 5000 }).toBe(1);
+    await waitFor('errors.length to be 1', () => errors.length === 1);
     table.want();
-    await expect.poll(() => errors.length, { timeout: 5000 }).toBe(2);
+    await waitFor('errors.length to be 2', () => errors.length === 2);
   });
 
   it('refuses squeue output beyond 16 MiB, keeping the previous table', async () => {
@@ -233,10 +234,10 @@ describe('squeue runs leave no process behind', () => {
       onError: () => errors.push(1),
     });
     table.want();
-    await expect.poll(() => table.lookup(SLUID), { timeout: 5000 }).toBe('918001');
+    await waitFor('table.lookup(SLUID) to be 918001', () => table.lookup(SLUID) === '918001');
     fs.writeFileSync(path.join(dir, 'big'), '');
     table.want();
-    await expect.poll(() => errors.length, { timeout: 5000 }).toBe(1);
+    await waitFor('errors.length to be 1', () => errors.length === 1);
     expect(table.lookup(SLUID)).toBe('918001');
   });
 
@@ -253,7 +254,7 @@ describe('squeue runs leave no process behind', () => {
     } finally {
       await agent.stop();
     }
-    await expect.poll(() => running(pid), { timeout: 5000 }).toBe(false);
+    await waitFor('running(pid) to be false', () => running(pid) === false);
   });
 });
 
@@ -286,7 +287,10 @@ describe('job metadata from squeue', () => {
       user_name: '',
       account: '',
     });
-    await expect.poll(() => metadata.lookup('918001')?.user_name, { timeout: 5000 }).toBe('alice');
+    await waitFor(
+      'metadata.lookup(918001)?.user_name to be alice',
+      () => metadata.lookup('918001')?.user_name === 'alice',
+    );
     const c = collector.cycle(2000);
     expect(familyKeyErrors([...first.families, ...c.families], true)).toEqual([]);
     const counters = c.families.find((f) => f.spec.name === 'ib_slurm_job_counters')?.points ?? [];

@@ -2,12 +2,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { freePort, stopChild } from './tools.js';
+import { freePort, stopChild, waitFor } from './tools.js';
 
 export interface PrometheusServer {
   readonly url: string;
   query(expr: string): Promise<{ metric: Record<string, string>; value: [number, string] }[]>;
-  /** Polls until the query returns data (bounded). */
+  /** Polls until the query returns data (generous default deadline: 60 s). */
   waitFor(expr: string, timeoutMs?: number): Promise<{ metric: Record<string, string>; value: [number, string] }[]>;
   stop(): Promise<void>;
 }
@@ -54,20 +54,23 @@ export async function startPrometheus(
     if (body.status !== 'success') throw new Error(`query ${expr}: ${body.error}`);
     return body.data?.result ?? [];
   };
-  const waitFor = async (expr: string, timeoutMs = 20_000) => {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      try {
+  const rows = (expr: string, timeoutMs = 60_000) =>
+    waitFor(
+      `data for ${expr}`,
+      async () => {
+        if (child.exitCode !== null) return { exited: child.exitCode };
         const r = await query(expr);
-        if (r.length > 0) return r;
-      } catch (err) {
-        if (Date.now() > deadline) throw err;
-      }
-      if (Date.now() > deadline)
-        throw new Error(`no data for ${expr} within ${timeoutMs} ms; prometheus log tail:\n${log}`);
-      if (child.exitCode !== null) throw new Error(`prometheus exited (${child.exitCode}):\n${log}`);
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  };
-  return { url, query, waitFor, stop: () => stopChild(child) };
+        return r.length > 0 ? { rows: r } : undefined;
+      },
+      timeoutMs,
+    ).then(
+      (got) => {
+        if ('exited' in got) throw new Error(`prometheus exited (${got.exited}):\n${log}`);
+        return got.rows;
+      },
+      (err: Error) => {
+        throw new Error(`${err.message}; prometheus log tail:\n${log}`);
+      },
+    );
+  return { url, query, waitFor: rows, stop: () => stopChild(child) };
 }

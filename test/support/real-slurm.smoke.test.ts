@@ -82,11 +82,11 @@ describe.skipIf(gate.skip)('real Slurm 22.05 on loopback (smoke)', () => {
 
   it('lists every node idle, cpu/gpu partitions, fake GPUs on the gpu half', async () => {
     const ns = await nodes();
-    expect(ns.map((n) => n.name).sort()).toEqual(['node1', 'node2', 'node3', 'node4']);
+    expect(ns.map((n) => n.name).sort()).toEqual([...slurm.nodes].sort());
     for (const n of ns) expect(n.state, n.name).toBe('idle');
-    expect(ns.find((n) => n.name === 'node1')?.partitions).toEqual(['cpu']);
-    expect(ns.find((n) => n.name === 'node4')?.partitions).toEqual(['gpu']);
-    expect(ns.find((n) => n.name === 'node3')?.gres).toBe('gpu:tesla:2');
+    expect(ns.find((n) => n.name === slurm.nodes[0])?.partitions).toEqual(['cpu']);
+    expect(ns.find((n) => n.name === slurm.nodes[3])?.partitions).toEqual(['gpu']);
+    expect(ns.find((n) => n.name === slurm.nodes[2])?.gres).toBe('gpu:tesla:2');
     const sinfo = await slurm.run(['sinfo', '-h', '-o', '%P %D %T']);
     expect(sinfo.stdout).toContain('cpu* 2 idle');
     expect(sinfo.stdout).toContain('gpu 2 idle');
@@ -128,55 +128,47 @@ describe.skipIf(gate.skip)('real Slurm 22.05 on loopback (smoke)', () => {
     expect(gpuNode?.gres_used).toMatch(/^gpu:tesla:1\(IDX:\d\)$/);
   });
 
-  it('reflects drain and resume of a busy node within seconds', async () => {
+  it('reflects drain and resume of a busy node', { timeout: 90_000 }, async () => {
     const busy = (await jobs()).find((j) => j.name === 'smoke-run')?.nodes;
-    expect(busy).toMatch(/^node[12]$/);
+    expect(slurm.nodes.slice(0, 2)).toContain(busy);
     await slurm.run(['scontrol', 'update', `nodename=${busy}`, 'state=drain', 'reason=smoke-test drain']);
-    const drained = await waitFor(
-      'DRAIN flag in REST',
-      async () => {
-        const n = (await nodes()).find((x) => x.name === busy);
-        return n?.state_flags?.includes('DRAIN') ? n : undefined;
-      },
-      10_000,
-    );
+    const drained = await waitFor('DRAIN flag in REST', async () => {
+      const n = (await nodes()).find((x) => x.name === busy);
+      return n?.state_flags?.includes('DRAIN') ? n : undefined;
+    });
     expect(drained.reason).toBe('smoke-test drain');
     expect(['mixed', 'allocated']).toContain(drained.state); // jobs still run: "draining" in sinfo
     const sinfo = await slurm.run(['sinfo', '-h', '-N', '-n', String(busy), '-o', '%T']);
     expect(sinfo.stdout.trim()).toBe('draining');
 
     await slurm.run(['scontrol', 'update', `nodename=${busy}`, 'state=resume']);
-    await waitFor(
-      'DRAIN flag gone',
-      async () => {
-        const n = (await nodes()).find((x) => x.name === busy);
-        return n && !n.state_flags?.includes('DRAIN') ? n : undefined;
-      },
-      10_000,
-    );
+    await waitFor('DRAIN flag gone', async () => {
+      const n = (await nodes()).find((x) => x.name === busy);
+      return n && !n.state_flags?.includes('DRAIN') ? n : undefined;
+    });
   });
 
   it('shows a node whose slurmd is stopped as NOT_RESPONDING, and back once restarted', async () => {
-    await slurm.slurmd('stop', 'node4');
+    await slurm.slurmd('stop', slurm.nodes[3] as string);
     // ~13 s with the harness's SlurmdTimeout=10 / MessageTimeout=5.
     await waitFor(
-      'node4 NOT_RESPONDING',
+      `${slurm.nodes[3]} NOT_RESPONDING`,
       async () => {
-        const n = (await nodes()).find((x) => x.name === 'node4');
+        const n = (await nodes()).find((x) => x.name === slurm.nodes[3]);
         return n?.state_flags?.includes('NOT_RESPONDING') ? n : undefined;
       },
-      45_000,
+      90_000,
     );
-    await slurm.slurmd('start', 'node4');
+    await slurm.slurmd('start', slurm.nodes[3] as string);
     await waitFor(
-      'node4 responding again',
+      `${slurm.nodes[3]} responding again`,
       async () => {
-        const n = (await nodes()).find((x) => x.name === 'node4');
+        const n = (await nodes()).find((x) => x.name === slurm.nodes[3]);
         return n && !n.state_flags?.includes('NOT_RESPONDING') && n.state !== 'down' ? n : undefined;
       },
-      30_000,
+      60_000,
     );
-  }, 90_000);
+  }, 180_000);
 
   it('cancels everything and is back to idle', async () => {
     await slurm.run(['scancel', '--user=root']);
@@ -186,7 +178,7 @@ describe.skipIf(gate.skip)('real Slurm 22.05 on loopback (smoke)', () => {
         const ns = await nodes();
         return ns.every((n) => n.state === 'idle' && !n.state_flags?.length) ? ns : undefined;
       },
-      30_000,
+      60_000,
     );
-  });
+  }, 90_000);
 });

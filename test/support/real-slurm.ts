@@ -15,14 +15,20 @@
  * loud message naming the Debian packages to install.
  *
  * The scripts live in scripts/real-slurm/ (up.sh, down.sh, lib.sh: knobs and
- * the reasons behind each setting). Each vitest worker gets its own cluster
- * (state dir and ports from a leased slot, see claimSlot), so test files
- * running in parallel never stop each other's cluster.
+ * the reasons behind each setting). Every start is a new cluster that cannot
+ * collide with any other on the host, ours or not (another test run, another
+ * engineer's Slurm, a chrooted newer Slurm): a random per-run token names its
+ * cluster, its nodes and its state dir and picks its first job id, its ports
+ * come from a leased block checked free, and up.sh refuses to start when its
+ * state dir, a job cgroup named after one of its nodes, or one of its ports
+ * already exists (see runIdentity, claimPorts).
  *
  * `release: '24.11' | '26.05'` runs the same scripts inside a Debian chroot holding that
  * release (see real-slurm-release.ts); `realSlurmGate(release)` checks that one can be had.
  */
 import { execFile, spawnSync } from 'node:child_process';
+import { randomInt } from 'node:crypto';
+import net from 'node:net';
 import {
   accessSync,
   closeSync,
@@ -64,33 +70,27 @@ export const REAL_SLURM_PACKAGES = [
 export const REAL_SLURM_START_TIMEOUT_MS = 330_000;
 
 export interface RealSlurmOptions {
-  /**
-   * State dir; default `${REAL_SLURM_STATE ?? '/tmp/slurm-otel-real-slurm'}-w<slot>`, the slot
-   * claimed with a lease file, starting at VITEST_POOL_ID (see claimSlot).
-   */
+  /** State dir; default `${REAL_SLURM_STATE ?? '/tmp/slurm-otel-real-slurm'}-<instance>-<token>`, new per run. */
   stateDir?: string;
-  /** Added to every default port; default 100 * slot (rest 16820 + offset, …). */
+  /** Added to every default port; default 100 * a leased block checked free (see claimPorts). */
   portOffset?: number;
   /** Node count 2..16, default 4 (cpu = first half, gpu = second half with 2 fake GPUs each). */
   nodes?: number;
-  /** Also run mariadb + slurmdbd (accounting, /slurmdb/* endpoints, GPU TRES). */
+  /** Also run mariadb + slurmdbd (accounting, /slurmdb/*, GPU TRES). */
   dbd?: boolean;
   /** Bound on up.sh (includes apt-get install on a fresh machine). Default 300 s. */
   timeoutMs?: number;
-  /**
-   * A second cluster beside this worker's default one: its own leased state dir
-   * (`<base>-<instance>-w<slot>`) and ports (+50 within the slot's hundred).
-   */
+  /** A short lower-case word in the run's names (state dir, node prefix), e.g. `cg`. Default `s`. */
   instance?: string;
   /** Process tracking: none (default) or v1, real job cgroups made by slurmstepd (see lib.sh). */
   cgroup?: 'none' | 'v1';
   /**
-   * Node names are <prefix>1..N. Default `node`, or `<instance><slot>n` for an
-   * instance: v1 job cgroups are named after the node (slurm_<node>), so two
-   * clusters on one host must not share node names.
+   * Node names are <prefix>1..N. Default `<instance><token>n`, new per run: job cgroups are named
+   * after the node (slurm_<node>, <node>_slurmstepd.scope), so no two clusters on a host may share
+   * node names.
    */
   nodePrefix?: string;
-  /** FirstJobId (default 1). */
+  /** FirstJobId; default a random multiple of 1000 up to 66 M, new per run. */
   firstJobId?: number;
   /** Extra REAL_SLURM_* knobs for up.sh/down.sh (see scripts/real-slurm/lib.sh). */
   env?: Record<string, string>;
@@ -126,6 +126,10 @@ export interface RealSlurm {
   jwtKeyPath: string;
   /** Node names, first half in partition cpu (default), second half in gpu. */
   nodes: readonly string[];
+  /** ClusterName in slurm.conf (and in slurmdbd), new per run. */
+  clusterName: string;
+  /** FirstJobId: this cluster's job ids start here. */
+  firstJobId: number;
   /** slurm.conf of this cluster (what SLURM_CONF must point at). */
   slurmConf: string;
   stateDir: string;
@@ -144,7 +148,7 @@ export interface RealSlurm {
    * again, the node returns to service by itself (ReturnToService=2).
    */
   slurmd(action: 'start' | 'stop', node: string): Promise<void>;
-  /** Stop every daemon of this cluster (down.sh). Idempotent. */
+  /** Stop every daemon of this cluster and remove its state dir (down.sh --wipe). Idempotent. */
   stop(): Promise<void>;
   /** The release it runs, and the data parsers (API versions) its slurmrestd serves. */
   release: SlurmRelease;
@@ -306,87 +310,145 @@ function alive(pid: number): boolean {
   }
 }
 
+/** Port blocks: offset 100 * block keeps every port (at most 27001 + 5600 + 16) below Linux's ephemeral range. */
+const PORT_BLOCKS = 56;
+
+/** The ports up.sh uses at `offset` (defaults of scripts/real-slurm/lib.sh). */
+export function clusterPorts(offset: number, nodes: number, dbd: boolean): number[] {
+  const ports = [16820 + offset, 26817 + offset];
+  for (let i = 0; i < nodes; i++) ports.push(27001 + offset + i);
+  if (dbd) ports.push(26819 + offset, 23306 + offset);
+  return ports;
+}
+
+/** Whether something (anyone's) already listens on 127.0.0.1:port. */
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once('error', () => resolve(true));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(false)));
+  });
+}
+
 /**
- * Claim an instance slot (state dir `<base>-w<slot>`, ports +100*slot) with a
- * lease file holding our pid. Starts at VITEST_POOL_ID, so the workers of one
- * vitest run never share a cluster, and skips slots whose lease belongs to a
- * live process, so two vitest runs on one machine (several engineers, a watch
- * mode plus a CI-like run) do not restart each other's clusters either.
- * A lease of a dead process is taken over; one of our own pid is reused (the
- * next test file in the same worker).
+ * Leases a block of ports for one run: a lease file per block holding "<pid> <token>", taken in
+ * random order, skipping blocks leased by a live process and blocks where any port is already
+ * listened on (by a Slurm that knows nothing of these leases). The lease keeps two of our runs
+ * that start at once from picking the same free block.
  */
-function claimSlot(base: string, pool: number): { slot: number; release: () => void } {
-  const ageMs = (f: string) => {
-    try {
-      return Date.now() - statSync(f).mtimeMs;
-    } catch {
-      return 0;
-    }
-  };
-  for (let k = 0; k < 4; k++) {
-    const slot = pool + 16 * k;
-    const lease = `${base}-w${slot}.lease`;
+async function claimPorts(
+  leaseBase: string,
+  token: string,
+  nodes: number,
+  dbd: boolean,
+): Promise<{ offset: number; release: () => void }> {
+  const start = randomInt(PORT_BLOCKS);
+  for (let i = 0; i < PORT_BLOCKS; i++) {
+    const block = ((start + i) % PORT_BLOCKS) + 1;
+    const lease = `${leaseBase}-ports-${block}.lease`;
+    if (!takeLease(lease, `${process.pid} ${token}`)) continue;
     const release = () => {
       try {
-        if (readFileSync(lease, 'utf8').trim() === String(process.pid)) unlinkSync(lease);
+        if (readFileSync(lease, 'utf8') === `${process.pid} ${token}`) unlinkSync(lease);
       } catch {
         /* already gone */
       }
     };
-    for (let attempt = 0; attempt < 3; attempt++) {
-      try {
-        const fd = openSync(lease, 'wx', 0o644);
-        writeSync(fd, String(process.pid));
-        closeSync(fd);
-        return { slot, release };
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-      }
-      let owner: number;
-      try {
-        owner = Number.parseInt(readFileSync(lease, 'utf8'), 10);
-      } catch {
-        continue; // removed meanwhile: try again
-      }
-      if (owner === process.pid) return { slot, release };
-      if (Number.isInteger(owner) && owner > 0 ? alive(owner) : ageMs(lease) < 10_000) break; // taken: next slot
-      try {
-        unlinkSync(lease); // stale: its owner died (or it was left half-written); race for it again
-      } catch {
-        /* someone else removed it */
-      }
-    }
+    const busy = await Promise.all(clusterPorts(100 * block, nodes, dbd).map(listening));
+    if (!busy.includes(true)) return { offset: 100 * block, release };
+    release();
   }
-  throw new Error(`no free real-slurm instance slot (${base}-w*.lease all held by live processes)`);
+  throw new Error(`no free real-slurm port block (${leaseBase}-ports-*.lease held or their ports in use)`);
 }
 
-/** Start (or restart) this worker's cluster with up.sh and describe it. */
+/** Creates `lease` holding `owner`, or takes it over from a dead owner; false when a live process holds it. */
+function takeLease(lease: string, owner: string): boolean {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      const fd = openSync(lease, 'wx', 0o644);
+      writeSync(fd, owner);
+      closeSync(fd);
+      return true;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    let holder: number;
+    try {
+      holder = Number.parseInt(readFileSync(lease, 'utf8'), 10);
+    } catch {
+      continue; // removed meanwhile: try again
+    }
+    const ageMs = Date.now() - (statSafe(lease) ?? Date.now());
+    if (Number.isInteger(holder) && holder > 0 ? alive(holder) : ageMs < 10_000) return false;
+    try {
+      unlinkSync(lease); // stale: its owner died (or it was left half-written); race for it again
+    } catch {
+      /* someone else removed it */
+    }
+  }
+  return false;
+}
+
+function statSafe(file: string): number | undefined {
+  try {
+    return statSync(file).mtimeMs;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What makes one run's cluster its own: a random token in its names and a random first job id. */
+export interface RunIdentity {
+  readonly token: string;
+  readonly stateDir: string;
+  readonly clusterName: string;
+  readonly nodePrefix: string;
+  readonly firstJobId: number;
+}
+
+export function runIdentity(root: string, opts: RealSlurmOptions = {}): RunIdentity {
+  const instance = opts.instance ?? 's';
+  if (!/^[a-z][a-z0-9]{0,5}$/.test(instance)) throw new Error(`instance must be 1-6 of [a-z0-9] (got '${instance}')`);
+  // 6 base-36 characters: 2 billion names, so two runs on one host practically never meet.
+  const token = randomInt(36 ** 5, 36 ** 6).toString(36);
+  return {
+    token,
+    stateDir: opts.stateDir ?? `${root}-${instance}-${token}`,
+    clusterName: `so_${instance}_${token}`,
+    nodePrefix: opts.nodePrefix ?? `${instance}${token}n`,
+    // Slurm's default MaxJobId is 67,043,328: 66 M + the few jobs a test submits stays below it.
+    firstJobId: opts.firstJobId ?? 1000 * randomInt(1, 66_000),
+  };
+}
+
+/** Start a new cluster with up.sh and describe it. */
 export async function startRealSlurm(opts: RealSlurmOptions = {}): Promise<RealSlurm> {
-  const pool = Number.parseInt(process.env.VITEST_POOL_ID ?? '1', 10) || 1;
   const root = process.env.REAL_SLURM_STATE ?? '/tmp/slurm-otel-real-slurm';
-  const base = opts.instance === undefined ? root : `${root}-${opts.instance}`;
-  const claim = opts.stateDir === undefined ? claimSlot(base, pool) : { slot: pool, release: () => {} };
-  const stateDir = opts.stateDir ?? `${base}-w${claim.slot}`;
-  // 100 per slot: one instance uses at most 16 + 4 ports, so a second instance
-  // at +50 never meets the first one's ports.
-  const portOffset = opts.portOffset ?? 100 * claim.slot + (opts.instance === undefined ? 0 : 50);
-  const prefix = opts.nodePrefix ?? (opts.instance === undefined ? 'node' : `${opts.instance}${claim.slot}n`);
+  const id = runIdentity(root, opts);
   const nodeCount = opts.nodes ?? 4;
+  const ports =
+    opts.portOffset === undefined
+      ? await claimPorts(root, id.token, nodeCount, opts.dbd ?? false)
+      : { offset: opts.portOffset, release: () => {} };
+  const { stateDir } = id;
   const dir = scriptsDir();
   const info = SLURM_RELEASES[opts.release ?? '22.05'];
   const scriptEnv: NodeJS.ProcessEnv = {
     ...slurmClientEnv(join(stateDir, 'etc', 'slurm.conf')),
     REAL_SLURM_STATE: stateDir,
-    REAL_SLURM_PORT_OFFSET: String(portOffset),
+    // A new state dir every run: up.sh refuses one that exists (another cluster's, or a leftover).
+    ...(opts.stateDir === undefined ? { REAL_SLURM_FRESH: '1' } : {}),
+    REAL_SLURM_PORT_OFFSET: String(ports.offset),
     REAL_SLURM_NODES: String(nodeCount),
     ...(opts.dbd ? { REAL_SLURM_DBD: '1' } : {}),
     ...(opts.cgroup ? { REAL_SLURM_CGROUP: opts.cgroup } : {}),
-    REAL_SLURM_NODE_PREFIX: prefix,
-    ...(opts.firstJobId !== undefined ? { REAL_SLURM_FIRST_JOB_ID: String(opts.firstJobId) } : {}),
+    REAL_SLURM_NODE_PREFIX: id.nodePrefix,
+    REAL_SLURM_CLUSTER: id.clusterName,
+    REAL_SLURM_FIRST_JOB_ID: String(id.firstJobId),
     ...(opts.env ?? {}),
   };
-  const newer = await prepareRelease(info, dir, scriptEnv, opts, portOffset).catch((e: unknown) => {
-    claim.release();
+  const newer = await prepareRelease(info, dir, scriptEnv, opts, ports.offset).catch((e: unknown) => {
+    ports.release();
     throw e;
   });
   const layer = newer?.layer ?? hostLayer(dir);
@@ -394,17 +456,20 @@ export async function startRealSlurm(opts: RealSlurmOptions = {}): Promise<RealS
     const [file, argv] = layer.script(name, args);
     return exec(file, argv, { env: scriptEnv, timeoutMs });
   };
+  // --wipe: the state dir is this run's alone; REAL_SLURM_KEEP=1 keeps it (logs) for a post-mortem.
+  const downArgs = process.env.REAL_SLURM_KEEP === '1' ? [] : ['--wipe'];
   const down = async () => {
-    const r = await runScript('down.sh', [], 90_000);
+    const r = await runScript('down.sh', downArgs, 90_000);
     await newer?.stopDb();
     return r;
   };
 
   const up = await runScript('up.sh', [], opts.timeoutMs ?? 300_000);
   if (up.code !== 0) {
-    // A timeout kills bash only; down.sh stops whatever daemons it had started.
-    await down();
-    claim.release();
+    // A timeout kills bash only; down.sh stops whatever daemons it had started. The logs stay.
+    await runScript('down.sh', [], 90_000);
+    await newer?.stopDb();
+    ports.release();
     const killed = (up.error as { killed?: boolean } | undefined)?.killed;
     const reason = killed ? `killed after ${opts.timeoutMs ?? 300_000} ms` : `exit ${up.code}`;
     throw new Error(`real-slurm up.sh failed: ${reason}; logs in ${stateDir}/log/\n${tail(up.stderr)}`);
@@ -430,7 +495,9 @@ export async function startRealSlurm(opts: RealSlurmOptions = {}): Promise<RealS
     token,
     user,
     jwtKeyPath,
-    nodes: Array.from({ length: nodeCount }, (_, i) => `${prefix}${i + 1}`),
+    nodes: Array.from({ length: nodeCount }, (_, i) => `${id.nodePrefix}${i + 1}`),
+    clusterName: id.clusterName,
+    firstJobId: id.firstJobId,
     slurmConf,
     stateDir,
     env,
@@ -460,7 +527,7 @@ export async function startRealSlurm(opts: RealSlurmOptions = {}): Promise<RealS
       if (stopped) return;
       stopped = true;
       const r = await down();
-      claim.release();
+      ports.release();
       if (r.code !== 0) throw new Error(`real-slurm down.sh failed (exit ${r.code}):\n${tail(r.stderr)}`);
     },
   };

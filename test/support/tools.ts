@@ -75,23 +75,28 @@ export function stopChild(child: ChildProcess): Promise<void> {
   });
 }
 
-/** Polls `fn` until it gives a value (not undefined) or the deadline passes; a throw counts as "not yet". */
+/**
+ * The one way tests wait: polls `fn` until it gives a value (anything but undefined or false) or
+ * the deadline passes; a throw counts as "not yet" and the last one is in the error. The deadline
+ * is generous on purpose: a loaded machine may be slow, and nothing here ever asserts how long a
+ * wait took. Polls start fast (10 ms) and back off to 250 ms.
+ */
 export async function waitFor<T>(
   what: string,
   fn: () => T | undefined | Promise<T | undefined>,
   timeoutMs = 30_000,
-): Promise<T> {
+): Promise<Exclude<T, false | undefined>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
-  for (;;) {
+  for (let pause = 10; ; pause = Math.min(250, pause * 2)) {
     try {
       const v = await fn();
-      if (v !== undefined) return v;
+      if (v !== undefined && v !== false) return v as Exclude<T, false | undefined>;
     } catch (e) {
       last = e;
     }
     if (Date.now() > deadline)
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 250));
+    await new Promise((r) => setTimeout(r, pause));
   }
 }

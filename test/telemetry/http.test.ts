@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import {
   acceptsGzip,
   DEFAULT_HTTP_LIMITS,
@@ -15,6 +15,7 @@ import {
   type Endpoint,
   type HttpLimits,
 } from '../../src/telemetry/http.js';
+import { waitFor } from '../support/tools.js';
 
 let endpoint: Endpoint | undefined;
 const sockets: net.Socket[] = [];
@@ -70,8 +71,8 @@ describe('HTTP server limits', () => {
     const s = await connect(endpoint);
     s.pause();
     s.write('GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n');
-    await vi.waitFor(async () => expect(await endpoint?.connections()).toBe(1));
-    await vi.waitFor(async () => expect(await endpoint?.connections()).toBe(0), { timeout: 20_000, interval: 100 });
+    await waitFor('the connection accepted', async () => (await endpoint?.connections()) === 1);
+    await waitFor('the connection dropped', async () => (await endpoint?.connections()) === 0);
   });
 
   it('closes a keep-alive connection left idle', async () => {
@@ -85,7 +86,7 @@ describe('HTTP server limits', () => {
     endpoint = await serveMetrics('up 1\n', { ...DEFAULT_HTTP_LIMITS, maxConnections: 2 });
     const first = await connect(endpoint);
     await connect(endpoint);
-    await vi.waitFor(async () => expect(await endpoint?.connections()).toBe(2));
+    await waitFor('two connections accepted', async () => (await endpoint?.connections()) === 2);
     const third = await connect(endpoint);
     expect(await closed(third)).toBe('');
     const answer = new Promise<string>((resolve) => first.once('data', (d: Buffer) => resolve(d.toString())));

@@ -6,9 +6,15 @@ import path from 'node:path';
 import bcrypt from 'bcryptjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { serve, textBody, type Endpoint } from '../../src/telemetry/http.js';
-import { BasicAuth, loadWebConfig, verifyOnWorker } from '../../src/telemetry/webconfig.js';
+import {
+  BasicAuth,
+  comparisonsInFlight,
+  loadWebConfig,
+  stopPasswordWorker,
+  verifyOnWorker,
+} from '../../src/telemetry/webconfig.js';
 import { tmpDir } from '../support/tmp.js';
-import { findTool, shouldRun, toolPath } from '../support/tools.js';
+import { findTool, shouldRun, toolPath, waitFor } from '../support/tools.js';
 
 const openssl = findTool('openssl', 'openssl');
 let endpoint: Endpoint | undefined;
@@ -234,21 +240,32 @@ describe('basic auth under attack', () => {
   });
 
   it('serves an authorised scrape while wrong passwords are being compared', async () => {
-    const slow = bcrypt.hashSync('pw', 11);
+    // A well-formed hash of the highest cost: comparing with it takes days, so the wrong passwords
+    // are still being compared whenever the authorised scrape comes, however loaded the machine.
+    const endless = `$2b$31$${'dummysaltdummysaltdumm'}${'x'.repeat(31)}`;
     endpoint = await serve({ host: '127.0.0.1', port: 0 }, { '/metrics': () => textBody('up 1\n') }, undefined, {
-      users: new Map([['u', slow]]),
+      users: new Map([
+        ['u', bcrypt.hashSync('pw', 4)],
+        ['slow', endless],
+      ]),
     });
     const url = `${endpoint.url}/metrics`;
     const get = (auth: string) => fetch(url, { headers: { authorization: auth } }).then((r) => r.status);
     expect(await get(h('u:pw'))).toBe(200);
-    const order: string[] = [];
-    const wrong = [1, 2, 3, 4].map((i) => get(h(`u:wrong${i}`)).then((st) => order.push(`wrong ${st}`)));
-    await new Promise((r) => setTimeout(r, 50));
-    const good = get(h('u:pw')).then((st) => order.push(`good ${st}`));
-    await Promise.all([...wrong, good]);
-    // bcrypt on the event loop would answer the four wrong passwords first.
-    expect(order[0]).toBe('good 200');
-    expect(order.slice(1)).toEqual(['wrong 401', 'wrong 401', 'wrong 401', 'wrong 401']);
+    const settled: number[] = [];
+    const wrong = [1, 2, 3, 4].map((i) => get(h(`slow:wrong${i}`)).then((st) => settled.push(st)));
+    try {
+      await waitFor('the four comparisons on the worker', () => comparisonsInFlight() === 4);
+      // bcrypt on the event loop would never answer this one.
+      expect(await get(h('u:pw'))).toBe(200);
+      expect(settled).toEqual([]);
+      expect(comparisonsInFlight()).toBe(4);
+    } finally {
+      await stopPasswordWorker();
+    }
+    // A worker that dies fails the comparisons it held: denied, never let through.
+    await Promise.all(wrong);
+    expect(settled).toEqual([401, 401, 401, 401]);
   });
 });
 

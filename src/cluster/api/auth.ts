@@ -10,9 +10,9 @@
  * Secrets (tokens, signing keys) never appear in describe(), in error messages or in logs: text
  * from outside (scontrol's stderr, a Kubernetes error body) goes through redact() first.
  */
-import { execFile } from 'node:child_process';
 import { readFile, stat } from 'node:fs/promises';
 import { decodeJwt, SignJWT } from 'jose';
+import { ChildRunner, type RunError } from '../../child-runner.js';
 import { registerSecret } from '../../log.js';
 
 export const TOKEN_HEADER = 'X-SLURM-USER-TOKEN';
@@ -31,6 +31,8 @@ export interface TokenSource {
   invalidate(): void;
   /** One line for logs; never contains a secret. */
   describe(): string;
+  /** Ends what a renewal has in flight (a running scontrol); the source is not used afterwards. */
+  close?(): void;
 }
 
 /** No credential could be produced (unreadable file, scontrol failed, Secret missing...). */
@@ -297,8 +299,11 @@ export function scontrolToken(opts: ScontrolTokenOptions = {}): TokenSource {
   const command = opts.command ?? 'scontrol';
   const args = ['token', ...(opts.user !== undefined ? [`username=${opts.user}`] : []), `lifespan=${lifespan}`];
   const nowSec = (): number => Math.floor((opts.now ?? Date.now)() / 1000);
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_SCONTROL_TIMEOUT_MS;
+  // A process group of its own, killed at close with whatever it started: a stop never waits for it.
+  const runner = new ChildRunner(command, { timeoutMs, maxOutput: 1024 * 1024 }, opts.env ? { env: opts.env } : {});
   const mint = async (): Promise<MintedToken> => {
-    const stdout = await run(command, args, opts.timeoutMs ?? DEFAULT_SCONTROL_TIMEOUT_MS, opts.env);
+    const stdout = await runScontrol(runner, command, args, timeoutMs);
     const token = /^SLURM_JWT=(\S+)\s*$/m.exec(stdout)?.[1];
     if (token === undefined) throw new AuthError(`${command} token printed no SLURM_JWT= line`);
     const claims = peekJwt(token);
@@ -313,34 +318,28 @@ export function scontrolToken(opts: ScontrolTokenOptions = {}): TokenSource {
     },
     invalidate: () => token.invalidate(),
     describe: () => `scontrol token (${opts.user !== undefined ? `user ${opts.user}, ` : ''}lifespan ${lifespan} s)`,
+    close: () => runner.stop(),
   };
 }
 
-function run(
+async function runScontrol(
+  runner: ChildRunner,
   command: string,
   args: readonly string[],
   timeoutMs: number,
-  env: NodeJS.ProcessEnv | undefined,
 ): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const options = {
-      timeout: timeoutMs,
-      killSignal: 'SIGKILL' as const,
-      maxBuffer: 1024 * 1024,
-      encoding: 'utf8' as const,
-      ...(env ? { env } : {}),
-    };
-    execFile(command, args, options, (err, stdout, stderr) => {
-      if (err === null) return resolve(stdout);
-      const e = err as NodeJS.ErrnoException & { killed?: boolean; code?: string | number; signal?: string | null };
-      if (e.killed) return reject(new AuthError(`${command} token did not finish within ${timeoutMs} ms`));
-      if (e.code === 'ENOENT') return reject(new AuthError(`${command} not found`));
-      const why = redact(String(stderr).trim()).slice(0, 200);
-      reject(
-        new AuthError(`${command} token failed (exit ${String(e.code ?? e.signal ?? '?')})${why ? `: ${why}` : ''}`),
-      );
-    });
-  });
+  try {
+    return await runner.run(command, args);
+  } catch (err) {
+    const e = err as RunError;
+    if (e.kind === 'timeout') throw new AuthError(`${command} token did not finish within ${timeoutMs} ms`);
+    if (e.kind === 'start' && e.detail.code === 'ENOENT') throw new AuthError(`${command} not found`);
+    if (e.kind === 'exit') {
+      const why = redact((e.detail.stderr ?? '').trim()).slice(0, 200);
+      throw new AuthError(`${command} token failed (exit ${e.detail.status ?? '?'})${why ? `: ${why}` : ''}`);
+    }
+    throw new AuthError(`${command} token: ${redact(e.message)}`);
+  }
 }
 
 function errCode(err: unknown): string {

@@ -219,9 +219,10 @@ export class SlurmClient {
     return this.call({ ...ENDPOINTS.accountingJobs, query, decode }, opts);
   }
 
-  /** Aborts calls in flight and closes idle connections. */
+  /** Aborts calls in flight (a token renewal included) and closes idle connections. */
   close(): void {
     this.closing.abort();
+    this.tokens.close?.();
     this.transport.close();
   }
 

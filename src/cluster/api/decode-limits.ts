@@ -44,11 +44,14 @@ const QOS_TRES: Readonly<Record<string, Path>> = {
 const ASSOCIATION_SCALARS: Readonly<Record<string, Scalar>> = {
   shares: { at: ['shares_raw'] },
   priority: { at: ['priority'] },
-  max_jobs: { at: ['max', 'jobs', 'per', 'count'] },
-  max_submit_jobs: { at: ['max', 'jobs', 'per', 'submitted'] },
+  // As real slurmdbd 24.11 and 26.05 send them (sacctmgr GrpJobs=50 MaxJobs=20 GrpSubmitJobs=70
+  // MaxSubmitJobs=30 MaxWall=60): the `per` members are the association's group limits, except
+  // `per.wall_clock`, which is MaxWall; `active` and `total` are the per-job-owner maxima.
+  grp_jobs: { at: ['max', 'jobs', 'per', 'count'] },
+  grp_submit_jobs: { at: ['max', 'jobs', 'per', 'submitted'] },
   max_wall_seconds: { at: ['max', 'jobs', 'per', 'wall_clock'], minutes: true },
-  grp_jobs: { at: ['max', 'jobs', 'active'] },
-  grp_submit_jobs: { at: ['max', 'jobs', 'total'] },
+  max_jobs: { at: ['max', 'jobs', 'active'] },
+  max_submit_jobs: { at: ['max', 'jobs', 'total'] },
 };
 const ASSOCIATION_TRES: Readonly<Record<string, Path>> = {
   grp_tres: ['max', 'tres', 'total'],

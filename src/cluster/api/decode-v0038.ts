@@ -14,12 +14,15 @@
  * decodes. Every function takes an already parsed JSON value and never throws.
  */
 import type { Decoded, ItemResult, SlurmJob, SlurmNode } from '../model.js';
-import { accountingArray, accountingCommon, jobArray, jobCommon, nodeCommon, NOT_AN_OBJECT } from './common.js';
+import { accountingArray, accountingCommon, nodeCommon, NOT_AN_OBJECT } from './common.js';
+import { decodeJob } from './decode-job.js';
 import { decodeList } from './envelope.js';
 import { count, field, idString, isRecord } from './read.js';
 import { exitCode, jobState, nodeState, text } from './states.js';
 
 export { decodeDiag } from './common.js';
+// The controller's job reads the same members in every version.
+export { decodeJob };
 
 export function decodeNode(v: unknown): ItemResult<SlurmNode> {
   if (!isRecord(v)) return NOT_AN_OBJECT;
@@ -34,21 +37,6 @@ export function decodeNode(v: unknown): ItemResult<SlurmNode> {
     slurmd_version: text(v['slurmd_version']),
   };
   return { ok: true, item: node };
-}
-
-export function decodeJob(v: unknown): ItemResult<SlurmJob> {
-  if (!isRecord(v)) return NOT_AN_OBJECT;
-  const jobId = idString(v['job_id']);
-  if (jobId === undefined) return { ok: false, reason: 'job without a job_id' };
-  const job: SlurmJob = {
-    source: 'controller',
-    job_id: jobId,
-    ...jobCommon(v),
-    ...jobArray(v),
-    state: jobState(v['job_state']),
-    exit_code: exitCode(v['exit_code']),
-  };
-  return { ok: true, item: job };
 }
 
 export function decodeAccountingJob(v: unknown): ItemResult<SlurmJob> {

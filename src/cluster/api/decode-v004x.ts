@@ -16,21 +16,20 @@ import {
   ACCOUNTING_COMMON_MEMBERS,
   accountingArray,
   accountingCommon,
-  JOB_ARRAY_MEMBERS,
-  JOB_COMMON_MEMBERS,
-  jobArray,
-  jobCommon,
   NODE_COMMON_MEMBERS,
   nodeCommon,
   NOT_AN_OBJECT,
   type MemberOf,
   type Wire,
 } from './common.js';
+import { decodeJob } from './decode-job.js';
 import { decodeList } from './envelope.js';
 import { count, field, idString, isRecord } from './read.js';
 import { exitCode, jobState, nodeState, text } from './states.js';
 
 export { decodeDiag } from './common.js';
+// The controller's job reads the same members in every version.
+export { decodeJob };
 
 /**
  * The top-level members each element decoder reads (typed: reading another one does not compile).
@@ -46,7 +45,6 @@ const NODE_MEMBERS = [
   'free_mem',
   'version',
 ] as const;
-const JOB_MEMBERS = [...JOB_COMMON_MEMBERS, ...JOB_ARRAY_MEMBERS, 'job_id', 'job_state', 'exit_code'] as const;
 const ACCOUNTING_JOB_MEMBERS = [
   ...ACCOUNTING_COMMON_MEMBERS,
   'job_id',
@@ -77,25 +75,6 @@ export function decodeNode(element: unknown): ItemResult<SlurmNode> {
 }
 
 decodeNode.members = NODE_MEMBERS;
-
-export function decodeJob(element: unknown): ItemResult<SlurmJob> {
-  if (!isRecord(element)) return NOT_AN_OBJECT;
-  const v: Wire<MemberOf<typeof JOB_MEMBERS>> = element;
-  const jobId = idString(v['job_id']);
-  if (jobId === undefined) return { ok: false, reason: 'job without a job_id' };
-  const job: SlurmJob = {
-    source: 'controller',
-    job_id: jobId,
-    ...jobCommon(v),
-    ...jobArray(v),
-    state: jobState(v['job_state']),
-    exit_code: exitCode(v['exit_code']),
-  };
-  return { ok: true, item: job };
-}
-
-/** One slurmdbd job record (`/slurmdb/vX/jobs/`). */
-decodeJob.members = JOB_MEMBERS;
 
 export function decodeAccountingJob(element: unknown): ItemResult<SlurmJob> {
   if (!isRecord(element)) return NOT_AN_OBJECT;

@@ -7,6 +7,7 @@
  */
 import type { ApiMessage, Decoded, DecodedError, ItemResult, ResponseMeta, SkippedItem } from '../model.js';
 import { field, idString, isRecord, num, path, str } from './read.js';
+import { redactTokenLike } from '../../log.js';
 
 /** At most this many skip reasons are kept; the count is always exact. */
 export const MAX_SKIP_REASONS = 20;
@@ -79,11 +80,20 @@ export function isBenign(e: ApiMessage): boolean {
   return e.error_number === SLURM_ERROR_EMPTY_RESULT;
 }
 
+/**
+ * The first 40 characters of a body, with tokens and anything token-like replaced: a server may
+ * echo the token it refused. Redacted before cutting, so that no part of a token is left.
+ */
+function safePrefix(text: string): string {
+  const redacted = redactTokenLike(text.slice(0, 600));
+  return redacted.length > 40 ? `${redacted.slice(0, 40)}…` : redacted;
+}
+
 /** A short description of a non-object body, without echoing a whole HTML page into the logs. */
 export function describeBody(body: unknown): string {
   if (body === null) return 'null';
   if (Array.isArray(body)) return 'a JSON array';
-  if (typeof body === 'string') return `a string starting ${JSON.stringify(body.slice(0, 40))}`;
+  if (typeof body === 'string') return `a string starting ${JSON.stringify(safePrefix(body))}`;
   return `a ${typeof body}`;
 }
 

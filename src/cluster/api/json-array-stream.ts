@@ -19,7 +19,7 @@
  */
 
 import { Byte, isWhitespace } from './json-bytes.js';
-import { MemberPicker } from './member-picker.js';
+import { createMemberPicker, type Picker } from './member-picker.js';
 
 export class JsonStreamError extends Error {
   override readonly name = 'JsonStreamError';
@@ -93,7 +93,7 @@ export class JsonArraySplitter {
   private readonly onArrayRestart: (() => void) | undefined;
   private readonly maxElementBytes: number;
   private readonly maxMemberBytes: number;
-  private readonly picker: MemberPicker | undefined;
+  private readonly picker: Picker | undefined;
 
   private mode: Mode = Mode.BeforeRoot;
   private members: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
@@ -119,9 +119,7 @@ export class JsonArraySplitter {
     this.onArrayRestart = opts.onArrayRestart;
     this.maxElementBytes = opts.maxElementBytes ?? 256 * 1024 * 1024;
     this.maxMemberBytes = opts.maxMemberBytes ?? 16 * 1024 * 1024;
-    // Without the picker (no WebAssembly) elements go on whole: the same result, parsed in full.
-    this.picker =
-      opts.keepMembers === undefined || !MemberPicker.available ? undefined : new MemberPicker(opts.keepMembers);
+    this.picker = opts.keepMembers === undefined ? undefined : createMemberPicker(opts.keepMembers);
   }
 
   write(chunk: Uint8Array): void {

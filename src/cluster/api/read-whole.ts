@@ -1,5 +1,6 @@
 /** Responses read whole (small ones: discovery documents, diag, shares, limits) and parsed at once. */
 import type { Decoded, SlurmDiag } from '../model.js';
+import { parseSlurmJson } from './slurm-json.js';
 import { readText, type HttpResponse } from './transport.js';
 import { decoderFor, type SupportedVersion } from './versions.js';
 
@@ -9,7 +10,7 @@ export const MAX_TEXT_BYTES = 256 * 1024 * 1024;
 /** A body read whole, parsed and decoded; text that is not JSON is a decode failure. */
 export function parseWhole<T>(text: string, what: string, decode: (body: unknown) => Decoded<T>): Decoded<T> {
   try {
-    return decode(JSON.parse(text) as unknown);
+    return decode(parseSlurmJson(text));
   } catch (err) {
     return {
       ok: false,

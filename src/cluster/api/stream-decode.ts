@@ -6,6 +6,7 @@
 import type { Decoded, ItemResult } from '../model.js';
 import { guarded, ItemCollector } from './envelope.js';
 import { JsonArraySplitter, JsonStreamError } from './json-array-stream.js';
+import { parseSlurmJson } from './slurm-json.js';
 
 /**
  * An element decoder. One that sets `members` reads no other top-level member of an element:
@@ -42,7 +43,7 @@ export async function decodeListStream<T>(
     onElement: (bytes) => {
       let value: unknown;
       try {
-        value = JSON.parse(quoteLargeIds(bytes.toString('utf8')));
+        value = parseSlurmJson(quoteLargeIds(bytes.toString('utf8')));
       } catch (err) {
         collector.skip(`element is not valid JSON: ${(err as Error).message}`);
         return;

@@ -18,6 +18,7 @@ import { SlurmClient, type SlurmClientOptions } from '../../../src/cluster/api/c
 import { isAuthMessage, SlurmCallError } from '../../../src/cluster/api/failures.js';
 import { createLogger, type Logger } from '../../../src/log.js';
 import { silentLogger } from '../../support/log.js';
+import { waitFor } from '../../support/tools.js';
 import { FaultServer, type FaultServerOptions } from './fault-server.js';
 
 const KEY = Buffer.from('fault-server-signing-key-0123456789');
@@ -477,7 +478,8 @@ describe('SlurmClient faults', { timeout: 15_000 }, () => {
     const s = await serve();
     s.fault('/slurm/v0.0.44/diag/', { kind: 'hang-headers' });
     s.fault('/slurm/v0.0.44/nodes/', { kind: 'hang-body' });
-    const c = client(s, { requestTimeoutMs: 150, retries: 1 });
+    // Long enough for the discovery to answer on a loaded machine; the hangs never answer.
+    const c = client(s, { requestTimeoutMs: 1000, retries: 1 });
     const diag = await c.diag();
     expect(failureOf(diag).kind).toBe('timeout');
     expect(s.count('/slurm/v0.0.44/diag/')).toBe(2);
@@ -492,7 +494,7 @@ describe('SlurmClient faults', { timeout: 15_000 }, () => {
     s.fault('/slurm/v0.0.44/jobs/', { kind: 'hang-headers' });
     const ac = new AbortController();
     const pending = c.jobs({ signal: ac.signal });
-    for (let i = 0; i < 400 && s.count('/slurm/v0.0.44/jobs/') === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    await waitFor('the hung /jobs request to arrive', () => s.count('/slurm/v0.0.44/jobs/') > 0);
     ac.abort();
     expect(failureOf(await pending).kind).toBe('aborted');
     await s.close();
@@ -541,7 +543,7 @@ describe('secrets stay out of logs and errors', { timeout: 30_000 }, () => {
       const c = client(s, {
         tokenSource: keyFileSigner({ keyFile, lifetimeSec: 600 }),
         logger,
-        requestTimeoutMs: 150,
+        requestTimeoutMs: 1000,
         maxResponseBytes: 100_000,
       });
       const r = await c.nodes();

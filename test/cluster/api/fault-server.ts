@@ -33,6 +33,8 @@ export type Fault =
   | { readonly kind: 'errors'; readonly status?: number }
   /** The real answer, after `ms` (counted in `active` and `peak` meanwhile). */
   | { readonly kind: 'delay'; readonly ms: number }
+  /** The real answer when the test calls release() (counted in `active` and `peak` meanwhile). */
+  | { readonly kind: 'held' }
   /** A valid nodes response of about `bytes`, with or without Content-Length. */
   | { readonly kind: 'huge'; readonly bytes: number; readonly contentLength: boolean };
 
@@ -89,6 +91,7 @@ export class FaultServer {
   readonly peak = new Map<string, number>();
   private readonly rules: Rule[] = [];
   private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly held: { prefix: string; answer: () => void }[] = [];
   private constructor(
     private readonly server: http.Server,
     readonly url: string,
@@ -126,6 +129,16 @@ export class FaultServer {
     this.rules.length = 0;
   }
 
+  /** Answers the held requests of `prefix`; returns how many. */
+  release(prefix: string): number {
+    const mine = this.held.filter((h) => h.prefix === prefix);
+    for (const h of mine) {
+      this.held.splice(this.held.indexOf(h), 1);
+      h.answer();
+    }
+    return mine.length;
+  }
+
   /** Requests whose path starts with `prefix`. */
   count(prefix = '/'): number {
     return this.requests.filter((r) => r.path.startsWith(prefix)).length;
@@ -134,6 +147,7 @@ export class FaultServer {
   async close(): Promise<void> {
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
+    this.held.length = 0;
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
@@ -234,18 +248,24 @@ export class FaultServer {
         return void res.end(errorsEnvelope());
       case 'huge':
         return this.huge(res, fault.bytes, fault.contentLength);
-      case 'delay': {
-        const now = (this.active.get(prefix) ?? 0) + 1;
-        this.active.set(prefix, now);
-        this.peak.set(prefix, Math.max(now, this.peak.get(prefix) ?? 0));
-        return this.later(() => {
-          this.active.set(prefix, (this.active.get(prefix) ?? 1) - 1);
-          const body = real();
-          res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length });
-          res.end(body);
-        }, fault.ms);
-      }
+      case 'delay':
+        return this.later(this.waiting(prefix, res, real), fault.ms);
+      case 'held':
+        return void this.held.push({ prefix, answer: this.waiting(prefix, res, real) });
     }
+  }
+
+  /** Counts a request as waiting (active, peak); the function returned answers it for real. */
+  private waiting(prefix: string, res: http.ServerResponse, real: () => Buffer): () => void {
+    const now = (this.active.get(prefix) ?? 0) + 1;
+    this.active.set(prefix, now);
+    this.peak.set(prefix, Math.max(now, this.peak.get(prefix) ?? 0));
+    return () => {
+      this.active.set(prefix, (this.active.get(prefix) ?? 1) - 1);
+      const body = real();
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length });
+      res.end(body);
+    };
   }
 
   /** Writes `body` in pieces; when `finish` is false it loops over the body forever (until close). */

@@ -16,6 +16,7 @@ import {
   type TransportOptions,
 } from '../../../src/cluster/api/transport.js';
 import { FaultServer } from './fault-server.js';
+import { waitFor } from '../../support/tools.js';
 
 const NODES = '/slurm/v0.0.44/nodes/';
 const SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdW4iOiJyb290In0.c2VjcmV0LXNpZ25hdHVyZQ';
@@ -141,7 +142,8 @@ describe('HttpTransport', { timeout: 10_000 }, () => {
   it('times out a body that stalls after the headers', async () => {
     const s = await serve();
     s.fault(NODES, { kind: 'hang-body', afterBytes: 1000 });
-    const err = await get(transport(s.url, { timeoutMs: 150, attempts: 2 }), NODES);
+    // Long enough for the headers (sent at once) to arrive first on a loaded machine.
+    const err = await get(transport(s.url, { timeoutMs: 1000, attempts: 2 }), NODES);
     expect(err).toBeInstanceOf(TimeoutError);
     expect((err as TimeoutError).phase).toBe('body');
     expect((err as Error).message).toMatch(/stalled after 1000 bytes/);
@@ -151,7 +153,7 @@ describe('HttpTransport', { timeout: 10_000 }, () => {
   it('times out a body that keeps trickling (the timer covers the whole body, not each chunk)', async () => {
     const s = await serve();
     s.fault(NODES, { kind: 'trickle', everyMs: 5 });
-    const err = await get(transport(s.url, { timeoutMs: 200, attempts: 1 }), NODES);
+    const err = await get(transport(s.url, { timeoutMs: 1000, attempts: 1 }), NODES);
     expect(err).toBeInstanceOf(TimeoutError);
     expect((err as TimeoutError).phase).toBe('body');
   });
@@ -242,7 +244,7 @@ describe('HttpTransport', { timeout: 10_000 }, () => {
     const ac = new AbortController();
     const t = transport(s.url, { timeoutMs: 60_000 });
     const pending = t.request(NODES, { signal: ac.signal }, (res) => readText(res.body)).catch((e: unknown) => e);
-    await waitUntil(() => s.count(NODES) === 1);
+    await waitFor('the first request to arrive', () => s.count(NODES) === 1);
     ac.abort();
     expect(await pending).toBeInstanceOf(AbortedError);
 
@@ -251,7 +253,7 @@ describe('HttpTransport', { timeout: 10_000 }, () => {
     const slow = transport(s.url, { baseDelayMs: 60_000, maxDelayMs: 60_000 });
     const ac2 = new AbortController();
     const waiting = slow.request(NODES, { signal: ac2.signal }, (res) => readText(res.body)).catch((e: unknown) => e);
-    await waitUntil(() => s.count(NODES) === 2);
+    await waitFor('the second request to arrive', () => s.count(NODES) === 2);
     ac2.abort();
     expect(await waiting).toBeInstanceOf(AbortedError);
     expect(s.count(NODES)).toBe(2);
@@ -297,12 +299,3 @@ describe('HttpTransport', { timeout: 10_000 }, () => {
     }
   });
 });
-
-/** Polls a condition (loopback events land within milliseconds); bounded. */
-export async function waitUntil(cond: () => boolean, maxMs = 5_000): Promise<void> {
-  for (let waited = 0; waited < maxMs; waited += 5) {
-    if (cond()) return;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error('condition not met in time');
-}

@@ -37,6 +37,7 @@ interface Counts {
   skipped: Partial<Record<SubCollector, number>>;
   apiErrors: Partial<Record<SubCollector, number>>;
   fieldsLost: Partial<Record<SubCollector, readonly string[]>>;
+  badHostlists: Partial<Record<SubCollector, number>>;
 }
 
 async function setup(opts: { versions?: string[]; token?: string } = {}) {
@@ -50,7 +51,7 @@ async function setup(opts: { versions?: string[]; token?: string } = {}) {
     retries: 0,
     logger,
   });
-  const counts: Counts = { errors: [], kinds: [], skipped: {}, apiErrors: {}, fieldsLost: {} };
+  const counts: Counts = { errors: [], kinds: [], skipped: {}, apiErrors: {}, fieldsLost: {}, badHostlists: {} };
   const add = (m: Partial<Record<SubCollector, number>>, c: SubCollector, n: number) => (m[c] = (m[c] ?? 0) + n);
   const fetchers = makeFetchers({
     api,
@@ -62,6 +63,7 @@ async function setup(opts: { versions?: string[]; token?: string } = {}) {
     onSkipped: (c, n) => add(counts.skipped, c, n),
     onApiErrors: (c, n) => add(counts.apiErrors, c, n),
     onFieldsLost: (c, f) => (counts.fieldsLost[c] = f),
+    onBadHostlists: (c, n) => add(counts.badHostlists, c, n),
   });
   const hooks: LoopHooks = {
     runFinished: (c, _ms, err) => {
@@ -174,6 +176,22 @@ describe('cluster collection against a hostile slurmrestd', () => {
     expect(t.counts.apiErrors).toEqual({ nodes: 2 });
     expect(t.text().match(/answered with data and errors/g)).toHaveLength(1);
     expect(t.text()).toContain('slurmctld busy');
+  });
+
+  it('counts jobs whose hostlist cannot be expanded, keeps them, and logs each distinct list once', async () => {
+    const t = await setup();
+    const job = (id: number, nodes: string) => ({ job_id: id, job_state: ['RUNNING'], name: 'j', nodes });
+    const jobs = [job(1, 'gpu-[001-002]'), job(2, 'gpu-[003'), job(3, 'gpu-[003'), job(4, 'cpu-[9-1]')];
+    t.server.fault('/slurm/v0.0.44/jobs/', body({ ...META, jobs }), 2);
+    await t.loop.tick();
+    const tick = await t.loop.tick();
+    t.close();
+    expect(tick.failed).toEqual([]);
+    expect(tick.snapshot.jobs?.value.map((j) => j.job_id)).toEqual(['1', '2', '3', '4']);
+    expect(t.counts.badHostlists).toEqual({ jobs: 6 });
+    expect(t.text().match(/hostlist cannot be expanded/g)).toHaveLength(2);
+    expect(t.text()).toContain('unbalanced \\"[\\" in hostlist item \\"gpu-[003\\"');
+    expect(t.text()).toContain('cpu-[9-1]');
   });
 
   it('counts and names the fields lost when slurmrestd is renegotiated to an older version', async () => {

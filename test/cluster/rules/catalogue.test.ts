@@ -153,7 +153,7 @@ describe('cluster catalogue', () => {
     }
   });
 
-  it("self-monitoring: Soperator's family plus stale results, skipped items, API errors and lost fields", () => {
+  it("self-monitoring: Soperator's family plus stale results, skipped items, API errors, lost fields and bad hostlists", () => {
     expect(
       Object.entries(selfSpecs)
         .map(([n, s]) => [n, s.kind, s.attributes])
@@ -172,6 +172,7 @@ describe('cluster catalogue', () => {
         ['slurm_exporter_skipped_items_total', 'counter', ['collector']],
         ['slurm_exporter_api_errors_total', 'counter', ['collector']],
         ['slurm_exporter_api_fields_lost_total', 'counter', ['collector']],
+        ['slurm_exporter_hostlist_errors_total', 'counter', ['collector']],
         ['slurm_exporter_metrics_requests_total', 'counter', []],
         ['slurm_exporter_metrics_exported', 'gauge', []],
       ].sort(),

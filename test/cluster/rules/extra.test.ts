@@ -237,7 +237,8 @@ describe('QoS and association limits', () => {
           partition: 'gpu',
           shares_raw: 5,
           max: {
-            jobs: { per: { count: n(4), wall_clock: n(60) } },
+            // As real slurmdbd sends GrpJobs=4 MaxWall=60 MaxJobs=3: `per.count` is the group limit.
+            jobs: { per: { count: n(4), wall_clock: n(60) }, active: n(3) },
             tres: { per: { job: [{ type: 'node', count: 2 }] } },
           },
         },
@@ -265,8 +266,9 @@ describe('QoS and association limits', () => {
       ]),
     ).toEqual([
       ['phys', 'alice', 'gpu', 'shares', 5],
-      ['phys', 'alice', 'gpu', 'max_jobs', 4],
+      ['phys', 'alice', 'gpu', 'grp_jobs', 4],
       ['phys', 'alice', 'gpu', 'max_wall_seconds', 3600],
+      ['phys', 'alice', 'gpu', 'max_jobs', 3],
     ]);
     expect(
       points(f, 'slurm_association_tres_limit').map((p) => [p.attributes.limit, p.attributes.tres, p.value]),
