@@ -22,6 +22,15 @@ import {
 } from './metrics.js';
 import type { SlurmJob, SlurmNode, SlurmPartition } from './model.js';
 import { JOB_TERMINAL_STATES } from './model.js';
+import {
+  hostsCache,
+  NO_HOSTS,
+  NO_HOSTS_OF,
+  NodeBits,
+  tresCache,
+  type HostsOf,
+  type TresOf,
+} from './native-counting.js';
 import { schedulerFamilies } from './native-scheduler.js';
 import {
   arrayTaskCount,
@@ -33,7 +42,7 @@ import {
 } from './native-states.js';
 import type { ClusterSnapshot } from './snapshot.js';
 import { nodesByName, uniqueJobs } from './state.js';
-import { parseTres, type Tres } from './tres.js';
+import { parseTres } from './tres.js';
 
 type GaugeSpec<L extends string = string> = MetricSpec<L, never> & { kind: 'gauge' };
 type NativeFamily = Family | LazyFamily;
@@ -195,71 +204,12 @@ export function nodeGpusAlloc(n: Pick<SlurmNode, 'gres_used' | 'tres_used'>, tre
 
 // ---- jobs ----
 
-type TresOf = (s: string | undefined) => Tres;
-/** A job's nodes as small integers (one per distinct host name in the render). */
-type HostsOf = (job: SlurmJob) => readonly number[];
-const NO_HOSTS: readonly number[] = [];
-const NO_HOSTS_OF: HostsOf = () => NO_HOSTS;
-
 /**
  * A node holding a running or suspended job, as slurmctld's union of those jobs' nodes counts
  * it: slurmctld marks it allocated (mixed when partly), and idle again once its last job ended.
  */
 function holdsJobs(n: SlurmNode): boolean {
   return n.state.base === 'ALLOCATED' || n.state.base === 'MIXED';
-}
-
-/** TRES strings repeat across jobs and nodes (a few shapes): each distinct one is parsed once per render. */
-function tresCache(): TresOf {
-  const cache = new Map<string, Tres>();
-  return (s) => {
-    const key = s ?? '';
-    let t = cache.get(key);
-    if (t === undefined) cache.set(key, (t = parseTres(s)));
-    return t;
-  };
-}
-
-/**
- * The nodes of a job (hostlists differ from job to job: expanded each time), each host numbered once:
- * the distinct-node counts of a group are then bits, not string sets (100k jobs, 3 groups each).
- * An unreadable hostlist stands for `node_count` nodes of its own.
- */
-function hostsCache(): HostsOf {
-  const ids = new Map<string, number>();
-  const idOf = (h: string): number => {
-    let id = ids.get(h);
-    if (id === undefined) ids.set(h, (id = ids.size));
-    return id;
-  };
-  return (job) => {
-    let names: string[];
-    try {
-      names = expandHostlist(job.nodes);
-    } catch {
-      names = Array.from({ length: job.node_count ?? 0 }, (_, i) => `\0${job.job_id}\0${i}`);
-    }
-    return names.map(idOf);
-  };
-}
-
-/** Distinct node numbers seen, as a bitset that grows with the largest. */
-class NodeBits {
-  private bits = new Uint32Array(0);
-  size = 0;
-
-  add(id: number): void {
-    const word = id >>> 5;
-    if (word >= this.bits.length) {
-      const grown = new Uint32Array(Math.max(word + 1, this.bits.length * 2));
-      grown.set(this.bits);
-      this.bits = grown;
-    }
-    const bit = 1 << (id & 31);
-    if ((this.bits[word] as number) & bit) return;
-    this.bits[word] = (this.bits[word] as number) | bit;
-    this.size++;
-  }
 }
 
 interface JobTotals {
