@@ -164,7 +164,7 @@ const agents: AlertGroup = {
         means:
           'slurmrestd answers with errors, times out, rejects the token, or returns what the agent cannot decode. The cluster metrics of that collector are frozen at the last good run.',
         check:
-          "The `kind` label of `slurm_exporter_collector_errors_total` says why (auth, timeout, network, http, decode, api_errors, ...); the cluster agent log (each failure is logged with the HTTP status or error); the landing page (`http://HOST:8080/`) shows which sub-collector failed; `curl` the same slurmrestd endpoint with the agent's token.",
+          "`slurm_exporter_collector_error_kinds_total` (label `kind`) says why (auth, timeout, network, http, decode, api_errors, ...); the cluster agent log (each failure is logged with the HTTP status or error); the landing page (`http://HOST:8080/`) shows which sub-collector failed; `curl` the same slurmrestd endpoint with the agent's token.",
         act: 'Fix slurmrestd or the token (expired, wrong user); if slurmctld is slow, raise `--request-timeout` or read jobs from slurmdbd.',
       },
     },

@@ -10,6 +10,7 @@ import {
   CLUSTER_METRICS,
   CLUSTER_SELF_METRICS,
   EXTRA_SPECS,
+  NATIVE_NODE_SHARED_METRICS,
   NATIVE_SPECS,
   NATIVE_USER_ACCOUNT_SPECS,
 } from '../src/cluster/metrics.js';
@@ -31,6 +32,7 @@ export const DOC_TABLES: Readonly<Record<string, readonly MetricSpec[]>> = {
   'node-self-metrics': Object.values(NODE_SELF_METRICS),
   'cluster-metrics': [...Object.values(CLUSTER_METRICS), ...Object.values(CLUSTER_EVENT_METRICS)],
   'cluster-native-metrics': NATIVE_SPECS,
+  'cluster-native-shared-metrics': Object.values(NATIVE_NODE_SHARED_METRICS),
   'cluster-native-user-account-metrics': NATIVE_USER_ACCOUNT_SPECS,
   'cluster-extra-metrics': EXTRA_SPECS,
   'cluster-self-metrics': Object.values(CLUSTER_SELF_METRICS),

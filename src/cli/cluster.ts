@@ -15,6 +15,7 @@ import {
   type TokenSource,
 } from '../cluster/api/http/auth.js';
 import { kubernetesSecretSigner } from '../cluster/api/http/auth-kubernetes.js';
+import { kubernetesTopologySource, type TopologySource } from '../cluster/api/kubernetes-topology.js';
 import { runClusterOnce, startClusterAgent, type ClusterAgentOptions } from '../cluster/agent.js';
 import type { JobSource } from '../cluster/fetchers.js';
 import {
@@ -77,7 +78,7 @@ export function addClusterOptions(cmd: Command, d: ClusterDefaults = CLUSTER_DEF
     .addOption(
       opt(
         '--cluster-namespace <namespace>',
-        'Kubernetes namespace of the cluster (token source kubernetes)',
+        'Kubernetes namespace of the cluster (token source kubernetes; its worker pods for node topology)',
         'CLUSTER_NAMESPACE',
       ).default('soperator'),
     )
@@ -192,7 +193,7 @@ export function addClusterOptions(cmd: Command, d: ClusterDefaults = CLUSTER_DEF
     .addOption(
       opt(
         '--kubeconfig-path <path>',
-        'kubeconfig for the Secret <cluster-name>-rest-jwt-key (else in-cluster service account)',
+        'kubeconfig for the Secret <cluster-name>-rest-jwt-key and node topology (else in-cluster service account)',
         'KUBECONFIG_PATH',
       ),
     );
@@ -256,6 +257,7 @@ export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOpti
       clusterName: f.clusterName,
       optional: f.optionalCollectors,
       accountingLimits: f.accountingLimits,
+      ...topologySource(f, env),
     },
     maxInflight: f.maxCollectorInflight,
     userAccountMetrics: f.userAccountMetrics,
@@ -321,6 +323,24 @@ function buildTokenSource(f: ClusterFlags, env: Env, logger: Logger): TokenSourc
         lifetimeSec,
       });
   }
+}
+
+/**
+ * Worker placement (NodeSet, NVLink instance group) from the Kubernetes API when one is
+ * configured, as Soperator's exporter reads it: a kubeconfig, or the pod's own service account.
+ */
+function topologySource(f: ClusterFlags, env: Env): { topology?: TopologySource } {
+  if (!f.kubeconfigPath && !env.KUBERNETES_SERVICE_HOST) return {};
+  return {
+    topology: kubernetesTopologySource({
+      access: f.kubeconfigPath
+        ? { kind: 'kubeconfig', path: f.kubeconfigPath }
+        : { kind: 'in-cluster', apiServer: inClusterApiServer(env) },
+      namespace: f.clusterNamespace,
+      clusterName: f.clusterName,
+      requestTimeoutMs: f.requestTimeout,
+    }),
+  };
 }
 
 function inClusterApiServer(env: Env): string {

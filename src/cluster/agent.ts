@@ -25,10 +25,13 @@ import { CollectionLoop, summarize, type TickResult, type TickSummary } from './
 import { makeFetchers, type FetcherOptions } from './fetchers.js';
 import { LandingRecord, renderClusterLanding } from './landing.js';
 import { CLUSTER_EVENT_SPECS, CLUSTER_SELF_METRICS } from './metrics.js';
+import { NATIVE_PATHS, nativeGroups, nativeSections } from './native.js';
 import { observe, observeState } from './rules.js';
 import { advance, INITIAL_CLUSTER_STATE, type ClusterState } from './state.js';
 
 export const SCOPE = { name: 'slurm-otel/cluster', version: '0.1.0' };
+/** OTLP scope of the `/metrics/nodes` families whose names `/metrics` uses with another meaning. */
+export const SLURMCTLD_SCOPE = { name: 'slurm-otel/cluster/slurmctld', version: '0.1.0' };
 
 export interface ClusterAgentOptions extends AgentSettings {
   /** Where data comes from: the slurmrestd client and the job source. */
@@ -73,8 +76,14 @@ export class ClusterRunner implements Collecting<TickResult> {
       otlp: opts.otlp,
       logger: opts.logger,
       eventSpecs: CLUSTER_EVENT_SPECS,
+      otlpSideScope: SLURMCTLD_SCOPE,
     });
     const m = this.self.m;
+    // Soperator's family has the collector only; why it failed goes in a family of its own.
+    const countError = (collector: string, kind: string): void => {
+      m.collectorErrors.record(1, { collector });
+      m.collectorErrorKinds.record(1, { collector, kind });
+    };
     this.loop = new CollectionLoop({
       fetchers: makeFetchers({
         ...opts.source,
@@ -91,7 +100,7 @@ export class ClusterRunner implements Collecting<TickResult> {
       hooks: {
         runFinished: (collector, ms, err) => {
           m.collectorDuration.record(ms / 1000, { collector });
-          if (err !== undefined) m.collectorErrors.record(1, { collector, kind: failureKindOf(err) });
+          if (err !== undefined) countError(collector, failureKindOf(err));
           this.landingRecord.runFinished(collector, Date.now(), ms, err);
         },
         // Counted once, when found: a missing endpoint is a fact about slurmrestd, not a failing run.
@@ -99,7 +108,7 @@ export class ClusterRunner implements Collecting<TickResult> {
           m.collectorDuration.record(ms / 1000, { collector });
           this.landingRecord.absent(collector, Date.now(), ms);
           if (absence === 'new') {
-            m.collectorErrors.record(1, { collector, kind: 'absent' });
+            countError(collector, 'absent');
             this.landingRecord.error(collector, Date.now(), err);
           }
         },
@@ -216,10 +225,15 @@ export class ClusterRunner implements Collecting<TickResult> {
     const next = advance(this.state, snapshot);
     this.state = next.state;
     this.pipeline.record(next.events);
-    const native = { userAccountMetrics: this.opts.userAccountMetrics ?? false };
+    const groups = nativeGroups(snapshot, this.opts.userAccountMetrics ?? false);
+    const native = { userAccountMetrics: this.opts.userAccountMetrics ?? false, groups };
     await this.pipeline.publish(
       [...observe(snapshot, snapshot.atMs, native), ...observeState(this.state)],
       snapshot.atMs,
+      {
+        sections: nativeSections(groups),
+        otlpSide: groups.nodesSharedOtlp,
+      },
     );
     this.self.m.metricsExported.record(this.pipeline.producer.size);
     this.publishedAtMs = snapshot.atMs;
@@ -248,6 +262,12 @@ export class ClusterRunner implements Collecting<TickResult> {
   }
 }
 
+const USER_ACCOUNT_OFF: Body = {
+  contentType: 'text/plain; charset=utf-8',
+  text: 'The per-user and per-account job families are off: start the agent with --user-account-metrics.\n',
+  status: 404,
+};
+
 export async function startClusterAgent(opts: ClusterAgentOptions): Promise<ClusterAgent> {
   const runner = new ClusterRunner(opts);
   const running = await startAgent(
@@ -256,7 +276,13 @@ export async function startClusterAgent(opts: ClusterAgentOptions): Promise<Clus
       onRequest: (path) => {
         if (path === '/metrics') runner.self.m.metricsRequests.record(1);
       },
-      routes: { '/': () => runner.landing },
+      // slurmctld's own paths: a scrape configuration written for slurmctld works by changing host and port.
+      routes: {
+        '/': () => runner.landing,
+        ...Object.fromEntries(NATIVE_PATHS.map((p) => [p, () => runner.pipeline.section(p)])),
+        // Off by default, as SchedMD warns of its size: say how to turn it on rather than serve nothing.
+        ...(opts.userAccountMetrics ? {} : { '/metrics/jobs-users-accts': () => USER_ACCOUNT_OFF }),
+      },
     }),
   );
   return { ...running, last: () => runner.last, collectNow: () => runner.collect() };

@@ -17,6 +17,7 @@ import type {
   SlurmJob,
   SlurmLicense,
   SlurmNode,
+  NodeTopology,
   SlurmPartition,
   SlurmReservation,
   SlurmShare,
@@ -33,6 +34,7 @@ export interface Fetchers {
   readonly reservations?: (signal: AbortSignal) => Promise<readonly SlurmReservation[]>;
   readonly shares?: (signal: AbortSignal) => Promise<readonly SlurmShare[]>;
   readonly limits?: (signal: AbortSignal) => Promise<SlurmAccountingLimits>;
+  readonly topology?: (signal: AbortSignal) => Promise<ReadonlyMap<string, NodeTopology>>;
 }
 
 /** What the loop reports, for self-monitoring. */
@@ -97,6 +99,7 @@ type Stored = {
   reservations?: Collected<readonly SlurmReservation[]>;
   shares?: Collected<readonly SlurmShare[]>;
   limits?: Collected<SlurmAccountingLimits>;
+  topology?: Collected<ReadonlyMap<string, NodeTopology>>;
 };
 
 export class CollectionLoop {

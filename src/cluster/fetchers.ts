@@ -11,6 +11,7 @@ import type { Fetchers } from './collect.js';
 import { Interner, type InternFields } from './intern.js';
 import type {
   ApiMessage,
+  NodeTopology,
   SlurmAccountingLimits,
   SlurmAssociationLimits,
   SlurmDiag,
@@ -54,6 +55,8 @@ export interface FetcherOptions {
   readonly optional?: readonly OptionalSubCollector[];
   /** QoS and association limits from slurmdbd (two requests more per cycle). */
   readonly accountingLimits?: boolean;
+  /** Worker placement from the Kubernetes API (Soperator), when one is configured. */
+  readonly topology?: (signal: AbortSignal) => Promise<ReadonlyMap<string, NodeTopology>>;
   readonly onSkipped?: (collector: SubCollector, count: number) => void;
   /** A successful response that also carried Slurm `errors[]` (the data is used). */
   readonly onApiErrors?: (collector: SubCollector, count: number) => void;
@@ -150,6 +153,7 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
     ...optional('reservations', o.api.reservations?.bind(o.api)),
     ...optional('shares', o.api.shares?.bind(o.api)),
     ...(o.accountingLimits ? limitsFetcher(o.api, items) : {}),
+    ...(o.topology ? { topology: o.topology } : {}),
     diag: async (signal) => {
       const [diag] = items('diag', await o.api.diag({ signal }));
       if (!diag) throw malformed('diag response carried no statistics');

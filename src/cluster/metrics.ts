@@ -73,8 +73,6 @@ const JOB_INFO_LABELS = [
 ] as const;
 
 const NODE = ['node_name'] as const;
-/** Families slurmctld's own metrics serve under the same name, with its `node` label: both labels, same value. */
-const NODE_BOTH = ['node_name', 'node'] as const;
 const JOB = ['job_id'] as const;
 const COLLECTOR = ['collector'] as const;
 
@@ -88,12 +86,12 @@ export const CLUSTER_METRICS = {
   ),
   nodeCpusTotal: spec('gauge', 'slurm_node_cpus_total', '', NODE, 'CPUs configured on the node.'),
   nodeCpusAllocated: spec('gauge', 'slurm_node_cpus_allocated', '', NODE, 'CPUs of the node allocated to jobs.'),
-  nodeCpusIdle: spec('gauge', 'slurm_node_cpus_idle', '', NODE_BOTH, 'CPUs of the node not allocated to any job.'),
+  nodeCpusIdle: spec('gauge', 'slurm_node_cpus_idle', '', NODE, 'CPUs of the node not allocated to any job.'),
   nodeCpusEffective: spec(
     'gauge',
     'slurm_node_cpus_effective',
     '',
-    NODE_BOTH,
+    NODE,
     'CPUs of the node usable by jobs: the total minus the CPUs reserved for system daemons.',
   ),
   nodeMemoryTotal: spec(
@@ -114,14 +112,14 @@ export const CLUSTER_METRICS = {
     'gauge',
     'slurm_node_memory_free_bytes',
     'By',
-    NODE_BOTH,
+    NODE,
     'Free memory on the node as slurmd last reported it.',
   ),
   nodeMemoryEffective: spec(
     'gauge',
     'slurm_node_memory_effective_bytes',
     'By',
-    NODE_BOTH,
+    NODE,
     'Memory of the node usable by jobs: the total minus the memory reserved for system daemons.',
   ),
   nodePartition: spec(
@@ -142,8 +140,15 @@ export const CLUSTER_METRICS = {
     'gauge',
     'slurm_node_job',
     '',
-    ['job_id', 'node_name'],
-    'One series per job and node it runs (or ran) on; value is always 1.',
+    ['job_id', 'node_name', 'nvlink_instance_group', 'nodeset_name'],
+    "One series per job and node it runs (or ran) on, with the node's NVLink instance group and NodeSet from Kubernetes (empty without); value is always 1.",
+  ),
+  nodeNvlinkInstanceGroup: spec(
+    'gauge',
+    'slurm_node_nvlink_instance_group',
+    '',
+    ['node_name', 'instance_id', 'nvlink_instance_group', 'nodeset_name'],
+    'Slurm node → NVLink instance group, from the labels of the Kubernetes Node its worker pod runs on (Soperator); only for nodes whose group is known; value is always 1.',
   ),
   jobDuration: spec(
     'gauge',
@@ -284,8 +289,15 @@ export const CLUSTER_SELF_METRICS = {
     'counter',
     'slurm_exporter_collector_errors',
     '',
+    COLLECTOR,
+    "Failed runs of each sub-collector (Soperator's series; slurm_exporter_collector_error_kinds says why); a failed sub-collector keeps exporting its last good data.",
+  ),
+  collectorErrorKinds: spec(
+    'counter',
+    'slurm_exporter_collector_error_kinds',
+    '',
     ['collector', 'kind'],
-    'Failed runs of each sub-collector, by why they failed (auth, timeout, network, too_large, http, version, decode, api_errors, aborted, internal); a failed sub-collector keeps exporting its last good data. `sum by (collector)` gives the Soperator series. `absent`: slurmrestd does not serve the endpoint on the negotiated API version, counted once when found (its families are then absent; it is asked again every 10 minutes).',
+    'Failed runs of each sub-collector by why they failed (auth, timeout, network, too_large, http, version, decode, api_errors, aborted, internal). `absent`: slurmrestd does not serve the endpoint on the negotiated API version, counted once when found (its families are then absent; it is asked again every 10 minutes).',
   ),
   collectorInflight: spec(
     'gauge',
@@ -466,31 +478,32 @@ function perKey<K extends string, L extends string>(
 
 const NATIVE_NODE = ['node'] as const;
 
-/** `/metrics/nodes`. The idle/effective CPU and free/effective memory families are CLUSTER_METRICS' (shared names). */
+/**
+ * `/metrics/nodes`, as slurmctld serves it: memory in MiB under its `_bytes` names (slurmctld's
+ * own units), a GPU family 0 on a node without GPUs.
+ */
 export const NATIVE_NODE_METRICS = {
   cpus: gauge('slurm_node_cpus', NATIVE_NODE, `CPUs configured on the node. ${SINCE_38}`),
   cpusAlloc: gauge('slurm_node_cpus_alloc', NATIVE_NODE, `CPUs of the node allocated to jobs. ${SINCE_38}`),
   memory: gauge(
     'slurm_node_memory_bytes',
     NATIVE_NODE,
-    `Memory configured on the node (RealMemory). ${SINCE_38}`,
-    'By',
+    `Memory configured on the node (RealMemory), in MiB as slurmctld reports it despite the name. ${SINCE_38}`,
   ),
   memoryAlloc: gauge(
     'slurm_node_memory_alloc_bytes',
     NATIVE_NODE,
-    `Memory of the node allocated to jobs. ${SINCE_38}`,
-    'By',
+    `Memory of the node allocated to jobs, in MiB as slurmctld reports it despite the name. ${SINCE_38}`,
   ),
   gpus: gauge(
     'slurm_node_gpus',
     NATIVE_NODE,
-    `GPUs configured on the node (gres/gpu in its TRES; slurmctld serves it from 26.05). ${SINCE_38}`,
+    `GPUs configured on the node (gres/gpu in its TRES, 0 without; slurmctld serves it from 26.05). ${SINCE_38}`,
   ),
   gpusAlloc: gauge(
     'slurm_node_gpus_alloc',
     NATIVE_NODE,
-    `GPUs of the node allocated to jobs (gres/gpu in its used TRES; slurmctld from 26.05). ${SINCE_38}`,
+    `GPUs of the node allocated to jobs (gres/gpu in its used GRES or TRES, 0 without; slurmctld from 26.05). ${SINCE_38}`,
   ),
   nodes: gauge('slurm_nodes', [], `Nodes slurmctld knows. ${SINCE_38}`),
   states: perKey(NATIVE_NODE_STATES, (s) =>
@@ -502,20 +515,62 @@ export const NATIVE_NODE_METRICS = {
   ),
 } as const;
 
+/**
+ * The four `/metrics/nodes` families whose names Soperator's set (on `/metrics`) also uses, with
+ * other labels, units and meaning: served on `/metrics/nodes` only, so each endpoint keeps one
+ * meaning per name (and pushed over OTLP under `slurmctld_` names, see the README).
+ */
+export const NATIVE_NODE_SHARED_METRICS = {
+  cpusIdle: gauge(
+    'slurm_node_cpus_idle',
+    NATIVE_NODE,
+    `Effective CPUs of the node minus those allocated, slurmctld's meaning (configured CPUs before API v0.0.40). ${SINCE_38}`,
+  ),
+  cpusEffective: gauge(
+    'slurm_node_cpus_effective',
+    NATIVE_NODE,
+    'CPUs of the node usable by jobs (configured minus specialized). From API v0.0.40.',
+  ),
+  memoryFree: gauge(
+    'slurm_node_memory_free_bytes',
+    NATIVE_NODE,
+    `Free memory of the node as slurmd last reported it (0 before it has), in MiB as slurmctld reports it. ${SINCE_38}`,
+  ),
+  memoryEffective: gauge(
+    'slurm_node_memory_effective_bytes',
+    NATIVE_NODE,
+    `Memory of the node usable by jobs (RealMemory minus MemSpecLimit), in MiB as slurmctld reports it. ${SINCE_38}`,
+  ),
+} as const;
+
+/**
+ * The same four over OTLP, where both sets travel in one stream: under `slurmctld_` names (and
+ * their own instrumentation scope), so no OTLP name carries two meanings.
+ */
+export const NATIVE_NODE_SHARED_OTLP_METRICS = Object.fromEntries(
+  Object.entries(NATIVE_NODE_SHARED_METRICS).map(([k, s]) => [
+    k,
+    { ...s, name: s.name.replace(/^slurm_/, 'slurmctld_') },
+  ]),
+) as typeof NATIVE_NODE_SHARED_METRICS;
+
 /** The job aggregates of `/metrics/jobs`, by name suffix after `slurm_` (the users/accounts variants reuse them). */
 const JOB_AGGREGATES = {
   cpusAlloc: ['jobs_cpus_alloc', 'CPUs allocated to running and suspended jobs.'],
   memoryAlloc: ['jobs_memory_alloc', 'Memory allocated to running and suspended jobs, in MiB as slurmctld counts it.'],
-  nodesAlloc: ['jobs_nodes_alloc', 'Nodes allocated to running and suspended jobs (a node counts once per job).'],
+  nodesAlloc: [
+    'jobs_nodes_alloc',
+    "Distinct nodes running or holding suspended jobs (a shared node counts once; the whole cluster's from /nodes).",
+  ],
   gpusAlloc: [
     'jobs_gpus_alloc',
     'GPUs allocated to running and suspended jobs (gres/gpu; slurmctld serves it from 26.05).',
   ],
 } as const;
 
-function jobFamilies<const L extends string>(prefix: string, labels: readonly L[], whose: string) {
+function jobFamilies<const L extends string>(prefix: string, labels: readonly L[], whose: string, jobsWhat: string) {
   return {
-    jobs: gauge(`${prefix}jobs`, labels, `Jobs slurmctld lists${whose}. ${SINCE_38}`),
+    jobs: gauge(`${prefix}jobs`, labels, `${jobsWhat}${whose}. ${SINCE_38}`),
     states: perKey(NATIVE_JOB_STATES, (s) =>
       gauge(
         `${prefix}jobs_${s}`,
@@ -533,11 +588,11 @@ function jobFamilies<const L extends string>(prefix: string, labels: readonly L[
 }
 
 /** `/metrics/jobs`. */
-export const NATIVE_JOB_METRICS = jobFamilies('slurm_', [], '');
+export const NATIVE_JOB_METRICS = jobFamilies('slurm_', [], '', 'Jobs slurmctld lists, each pending array task one');
 
 /** `/metrics/jobs-users-accts` (off unless asked for: one series per user and per account and state). */
-export const NATIVE_USER_METRICS = jobFamilies('slurm_user_', ['username'], ' of the user');
-export const NATIVE_ACCOUNT_METRICS = jobFamilies('slurm_account_', ['account'], ' of the account');
+export const NATIVE_USER_METRICS = jobFamilies('slurm_user_', ['username'], ' of the user', 'Job records');
+export const NATIVE_ACCOUNT_METRICS = jobFamilies('slurm_account_', ['account'], ' of the account', 'Job records');
 
 const PARTITION = ['partition'] as const;
 const pGauge = (name: string, description: string): GaugeSpec<'partition'> =>
@@ -546,12 +601,19 @@ const pGauge = (name: string, description: string): GaugeSpec<'partition'> =>
 /** `/metrics/partitions`: /partitions for the partitions, /nodes and /jobs for what is in them. */
 export const NATIVE_PARTITION_METRICS = {
   partitions: gauge('slurm_partitions', [], `Partitions slurmctld knows. ${SINCE_38}`),
-  jobs: pGauge('jobs', 'Jobs of the partition (a job submitted to several partitions counts in each).'),
+  jobs: pGauge(
+    'jobs',
+    'Job records of the partition not yet finished (a pending job submitted to several partitions counts in the last one it lists, where slurmctld leaves it).',
+  ),
   jobStates: perKey(NATIVE_JOB_STATES, (s) => pGauge(`jobs_${s}`, `Jobs of the partition in state or with flag ${s}.`)),
   jobsCpusAlloc: pGauge('jobs_cpus_alloc', 'CPUs allocated to running and suspended jobs of the partition.'),
   jobsMemoryAlloc: pGauge(
     'jobs_memory_alloc',
     'Memory allocated to running and suspended jobs of the partition, in MiB.',
+  ),
+  jobsGpusAlloc: pGauge(
+    'jobs_gpus_alloc',
+    'GPUs allocated to running and suspended jobs of the partition (slurmctld serves it from 26.05).',
   ),
   jobsMaxNodes: pGauge('jobs_max_job_nodes', 'Largest node count a pending job of the partition asks for.'),
   jobsMaxNodesNohold: pGauge(
@@ -572,18 +634,21 @@ export const NATIVE_PARTITION_METRICS = {
     pGauge(`nodes_${s}`, `Nodes of the partition in state or with flag ${s}.`),
   ),
   cpusAlloc: pGauge('nodes_cpus_alloc', 'Allocated CPUs of the nodes of the partition.'),
-  cpusIdle: pGauge('nodes_cpus_idle', 'Idle CPUs of the nodes of the partition.'),
+  cpusIdle: pGauge('nodes_cpus_idle', 'Effective minus allocated CPUs of the nodes of the partition.'),
   cpusEffective: gauge(
     'slurm_partition_nodes_cpus_efctv',
     PARTITION,
     'CPUs of the nodes of the partition usable by jobs (configured minus specialized). From API v0.0.40.',
   ),
   memAlloc: pGauge('nodes_mem_alloc', 'Allocated memory of the nodes of the partition, MiB.'),
-  memAvail: pGauge('nodes_mem_avail', 'Memory of the nodes of the partition not allocated to jobs, MiB.'),
+  memAvail: pGauge(
+    'nodes_mem_avail',
+    'Memory of the nodes of the partition usable by jobs (RealMemory minus MemSpecLimit; free or not), MiB.',
+  ),
   memFree: pGauge('nodes_mem_free', 'Free memory of the nodes of the partition as slurmd reports it, MiB.'),
   memTotal: pGauge('nodes_mem_tot', 'Memory configured on the nodes of the partition, MiB.'),
   cpus: pGauge('cpus', 'CPUs of the partition (TotalCPUs).'),
-  gpus: pGauge('gpus', 'GPUs of the partition (gres/gpu in its TRES; slurmctld serves it from 26.05).'),
+  gpus: pGauge('gpus', 'GPUs of the nodes of the partition (gres/gpu in their TRES; slurmctld serves it from 26.05).'),
 } as const;
 
 const sGauge = (name: string, description: string, since = 'v0.0.38'): GaugeSpec<never> =>
@@ -637,7 +702,11 @@ export const NATIVE_SCHEDULER_METRICS = {
     'v0.0.40',
   ),
   bfMeanCycle: sGauge('bf_mean_cycle', 'Mean backfill cycle, µs.'),
-  bfMeanTableSz: sGauge('bf_mean_table_sz', 'Mean backfill table size.'),
+  bfMeanTableSz: sGauge(
+    'bf_mean_table_sz',
+    'Mean backfill table size (table sizes summed over cycles / cycles).',
+    'v0.0.41',
+  ),
   bfQueueLen: sGauge('bf_queue_len', 'Jobs pending in the backfill queue.'),
   bfQueueLenMean: sGauge('bf_queue_len_mean', 'Mean backfill queue length.'),
   bfQueueLenTot: sGauge('bf_queue_len_tot', 'Backfill queue lengths, all cycles together.', 'v0.0.40'),
@@ -815,6 +884,8 @@ export type ClusterEventSpec = MetricSpec & { kind: 'counter' | 'histogram' };
 /** The event families as telemetry's Pipeline wants them (`eventSpecs`). */
 export const CLUSTER_EVENT_SPECS: readonly ClusterEventSpec[] = Object.values(CLUSTER_EVENT_METRICS);
 
+// Each endpoint has one meaning per name: /metrics/nodes reuses four of /metrics' names.
+checkCatalogue([...NATIVE_SPECS, ...values(NATIVE_NODE_SHARED_METRICS)]);
 checkCatalogue([
   ...Object.values(CLUSTER_METRICS),
   ...CLUSTER_EVENT_SPECS,
@@ -822,4 +893,5 @@ checkCatalogue([
   ...NATIVE_SPECS,
   ...NATIVE_USER_ACCOUNT_SPECS,
   ...EXTRA_SPECS,
+  ...values(NATIVE_NODE_SHARED_OTLP_METRICS),
 ]);

@@ -85,6 +85,12 @@ export interface SlurmNode {
   readonly slurmd_version?: string;
 }
 
+/** Where a Slurm node runs on Kubernetes (Soperator): its NodeSet and NVLink instance group, "" when unknown. */
+export interface NodeTopology {
+  readonly nodesetName: string;
+  readonly nvlinkInstanceGroup: string;
+}
+
 /** One partition, as reported by `GET /slurm/vX/partitions/`. */
 export interface SlurmPartition {
   readonly name: string;

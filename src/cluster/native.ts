@@ -12,119 +12,119 @@ import {
   NATIVE_JOB_METRICS,
   NATIVE_JOB_STATES,
   NATIVE_NODE_METRICS as N,
+  NATIVE_NODE_SHARED_METRICS as NS,
+  NATIVE_NODE_SHARED_OTLP_METRICS,
   NATIVE_NODE_STATES,
   NATIVE_PARTITION_METRICS as P,
   NATIVE_PARTITION_NODE_STATES,
-  NATIVE_SCHEDULER_METRICS as S,
   NATIVE_USER_METRICS,
   type NativeJobState,
-  type NativeNodeState,
-  type NativePartitionNodeState,
 } from './metrics.js';
-import type { NodeBaseState, SlurmDiag, SlurmJob, SlurmNode, SlurmPartition } from './model.js';
+import type { SlurmJob, SlurmNode, SlurmPartition } from './model.js';
 import { JOB_TERMINAL_STATES } from './model.js';
+import {
+  hostsCache,
+  NO_HOSTS,
+  NO_HOSTS_OF,
+  NodeBits,
+  tresCache,
+  type HostsOf,
+  type TresOf,
+} from './native-counting.js';
+import { schedulerFamilies } from './native-scheduler.js';
+import {
+  arrayTaskCount,
+  countStates,
+  isHeld,
+  jobStateNames,
+  nodeStateNames,
+  PARTITION_NAMES,
+} from './native-states.js';
 import type { ClusterSnapshot } from './snapshot.js';
 import { nodesByName, uniqueJobs } from './state.js';
-import { parseTres, type Tres } from './tres.js';
+import { parseTres } from './tres.js';
 
 type GaugeSpec<L extends string = string> = MetricSpec<L, never> & { kind: 'gauge' };
+type NativeFamily = Family | LazyFamily;
 const MIB = 1024 * 1024;
 
 export interface NativeOptions {
-  /** `/metrics/jobs-users-accts`: per-user and per-account job families. */
+  /** The per-user and per-account job families on `/metrics` too (`--user-account-metrics`). */
   readonly userAccountMetrics?: boolean;
+  /** Families already computed for this snapshot (the agent computes them once per publish). */
+  readonly groups?: NativeGroups;
 }
 
-export function nativeFamilies(snap: ClusterSnapshot, opts: NativeOptions = {}): Array<Family | LazyFamily> {
+/** The paths slurmctld serves its families under, each with the families it serves there. */
+export const NATIVE_PATHS = [
+  '/metrics/nodes',
+  '/metrics/jobs',
+  '/metrics/partitions',
+  '/metrics/scheduler',
+  '/metrics/jobs-users-accts',
+] as const;
+export type NativePath = (typeof NATIVE_PATHS)[number];
+
+/** One snapshot's native families, by the slurmctld path that serves them. */
+export interface NativeGroups {
+  readonly nodes: readonly NativeFamily[];
+  /** On `/metrics/nodes` only: their names mean something else on `/metrics`. */
+  readonly nodesShared: readonly NativeFamily[];
+  /** The same under their OTLP names. */
+  readonly nodesSharedOtlp: readonly NativeFamily[];
+  readonly jobs: readonly NativeFamily[];
+  readonly usersAccounts: readonly NativeFamily[];
+  readonly partitions: readonly NativeFamily[];
+  readonly scheduler: readonly NativeFamily[];
+}
+
+/**
+ * `usersAccounts`: the per-user and per-account families are computed only when asked for
+ * (`--user-account-metrics`): at 100k jobs they cost two more passes over the jobs per publish.
+ */
+export function nativeGroups(snap: ClusterSnapshot, usersAccounts = false): NativeGroups {
   const nodes = snap.nodes ? [...nodesByName(snap.nodes.value).values()] : undefined;
-  const jobs = snap.jobs ? uniqueJobs(snap.jobs.value) : undefined;
   const tres = tresCache();
-  return [
-    ...(nodes ? nodeFamilies(nodes, tres) : []),
-    ...(jobs ? jobFamilies(jobs, tres, opts) : []),
-    ...(snap.partitions ? partitionFamilies(snap.partitions.value, nodes, jobs, tres) : []),
-    ...(snap.diag ? schedulerFamilies(snap.diag.value) : []),
-  ];
+  const hosts = hostsCache();
+  // Expanding every running job's hostlist is the costliest step at 100k jobs: the whole
+  // cluster's distinct nodes come from /nodes when it is there, job by job only per user/account.
+  const expand = usersAccounts || nodes === undefined ? hosts : NO_HOSTS_OF;
+  const jobs = snap.jobs ? uniqueJobs(snap.jobs.value).map((j) => jobView(j, expand)) : undefined;
+  const busy = nodes === undefined ? undefined : nodes.filter(holdsJobs).length;
+  const jobGroups = jobs ? jobFamilies(jobs, tres, usersAccounts, busy) : undefined;
+  return {
+    nodes: nodes ? nodeFamilies(nodes, tres) : [],
+    nodesShared: nodes ? sharedNodeFamilies(nodes, NS) : [],
+    nodesSharedOtlp: nodes ? sharedNodeFamilies(nodes, NATIVE_NODE_SHARED_OTLP_METRICS) : [],
+    jobs: jobGroups?.all ?? [],
+    usersAccounts: jobGroups?.usersAccounts ?? [],
+    partitions: snap.partitions ? partitionFamilies(snap.partitions.value, nodes, jobs, tres) : [],
+    scheduler: snap.diag ? schedulerFamilies(snap.diag.value) : [],
+  };
+}
+
+/** What `/metrics` carries of Slurm's own set: all but the four shared names. */
+export function nativeFamilies(snap: ClusterSnapshot, opts: NativeOptions = {}): NativeFamily[] {
+  const g = opts.groups ?? nativeGroups(snap, opts.userAccountMetrics);
+  return [...g.nodes, ...g.jobs, ...(opts.userAccountMetrics ? g.usersAccounts : []), ...g.partitions, ...g.scheduler];
+}
+
+/** Each slurmctld path with exactly the families slurmctld serves there. */
+export function nativeSections(g: NativeGroups): ReadonlyMap<NativePath, readonly NativeFamily[]> {
+  return new Map<NativePath, readonly NativeFamily[]>([
+    ['/metrics/nodes', [...g.nodes, ...g.nodesShared]],
+    ['/metrics/jobs', g.jobs],
+    ['/metrics/partitions', g.partitions],
+    ['/metrics/scheduler', g.scheduler],
+    ['/metrics/jobs-users-accts', g.usersAccounts],
+  ]);
 }
 
 /** The one point of a family without labels. */
 const gaugeOf = (spec: GaugeSpec<never>, value: number): Family => ({ spec, points: [point(spec, {}, value)] });
 
-// ---- node states ----
-
-const BASE_NAMES: Readonly<Partial<Record<NodeBaseState, NativeNodeState>>> = {
-  ALLOCATED: 'alloc',
-  DOWN: 'down',
-  IDLE: 'idle',
-  MIXED: 'mixed',
-  FUTURE: 'future',
-  UNKNOWN: 'unknown',
-};
-
-/** Flag words as slurmrestd sends them → the state names slurmctld counts under. */
-const FLAG_NAMES: Readonly<Record<string, NativeNodeState | 'powering_down'>> = {
-  BLOCKED: 'blocked',
-  COMPLETING: 'completing',
-  CLOUD: 'cloud',
-  DRAIN: 'drain',
-  DYNAMIC_FUTURE: 'dyn_future',
-  DYNAMIC_NORM: 'dyn_normal',
-  EXTERNAL: 'external',
-  FAIL: 'fail',
-  INVALID_REG: 'invalid_reg',
-  MAINTENANCE: 'maint',
-  NOT_RESPONDING: 'noresp',
-  PLANNED: 'planned',
-  POWER_DOWN: 'power_down',
-  POWER_UP: 'power_up',
-  POWERED_DOWN: 'powered_down',
-  POWERING_UP: 'powering_up',
-  POWERING_DOWN: 'powering_down',
-  REBOOT_ISSUED: 'reboot_issued',
-  REBOOT_REQUESTED: 'reboot_req',
-  RESERVED: 'resv',
-};
-
-/** Where the partition list spells a state differently. */
-const PARTITION_NAMES: Readonly<Partial<Record<string, NativePartitionNodeState>>> = {
-  completing: 'cg',
-  noresp: 'no_resp',
-  reboot_req: 'reboot_requested',
-};
-
-/**
- * Every state name a node counts under: its base state, each flag, and drained/draining as
- * slurmctld tells them apart (DRAIN with jobs still on the node, i.e. allocated, mixed or
- * completing, is draining; DRAIN otherwise is drained).
- */
-export function nodeStateNames(node: Pick<SlurmNode, 'state'>): string[] {
-  const out: string[] = [];
-  const base = BASE_NAMES[node.state.base];
-  if (base !== undefined) out.push(base);
-  for (const f of node.state.flags) {
-    const name = FLAG_NAMES[f];
-    if (name !== undefined && !out.includes(name)) out.push(name);
-  }
-  if (out.includes('drain')) {
-    const busy = node.state.base === 'ALLOCATED' || node.state.base === 'MIXED' || out.includes('completing');
-    out.push(busy ? 'draining' : 'drained');
-  }
-  return out;
-}
-
-function countStates<K extends string>(
-  keys: readonly K[],
-  names: Iterable<readonly string[]>,
-  rename: (n: string) => string = (n) => n,
-): Record<K, number> {
-  const counts = Object.fromEntries(keys.map((k) => [k, 0])) as Record<K, number>;
-  for (const list of names)
-    for (const n of list) {
-      const k = rename(n) as K;
-      if (k in counts) counts[k] += 1;
-    }
-  return counts;
-}
+export { arrayTaskCount, jobStateNames, nodeStateNames } from './native-states.js';
+export { schedulerValue } from './native-scheduler.js';
 
 // ---- nodes ----
 
@@ -146,91 +146,81 @@ function perNode(
   };
 }
 
-function nodeFamilies(nodes: readonly SlurmNode[], tres: TresOf): Array<Family | LazyFamily> {
-  const mib = (v: number | undefined): number | undefined => (v === undefined ? undefined : v * MIB);
+function nodeFamilies(nodes: readonly SlurmNode[], tres: TresOf): NativeFamily[] {
   const states = countStates(NATIVE_NODE_STATES, nodes.map(nodeStateNames));
   return [
     perNode(N.cpus, nodes, (n) => n.cpus),
     perNode(N.cpusAlloc, nodes, (n) => n.alloc_cpus),
-    perNode(N.memory, nodes, (n) => mib(n.real_memory)),
-    perNode(N.memoryAlloc, nodes, (n) => mib(n.alloc_memory)),
-    perNode(N.gpus, nodes, (n) => tres(n.tres).gpus),
-    // An idle node has no used TRES at all (null): none of its GPUs is allocated.
-    perNode(N.gpusAlloc, nodes, (n) => (tres(n.tres).gpus === undefined ? undefined : (tres(n.tres_used).gpus ?? 0))),
+    perNode(N.memory, nodes, (n) => n.real_memory),
+    perNode(N.memoryAlloc, nodes, (n) => n.alloc_memory),
+    perNode(N.gpus, nodes, (n) => nodeGpus(n, tres)),
+    perNode(N.gpusAlloc, nodes, (n) => nodeGpusAlloc(n, tres)),
     gaugeOf(N.nodes, nodes.length),
     ...NATIVE_NODE_STATES.map((s) => gaugeOf(N.states[s], states[s])),
   ];
 }
 
+/** slurmctld's `/metrics/nodes` values of the four names `/metrics` also uses (MiB, its idle). */
+function sharedNodeFamilies(nodes: readonly SlurmNode[], specs: typeof NS): NativeFamily[] {
+  return [
+    perNode(specs.cpusIdle, nodes, nodeCpusIdle),
+    perNode(specs.cpusEffective, nodes, (n) => n.effective_cpus),
+    // slurmctld reports 0 until slurmd has sent a figure.
+    perNode(specs.memoryFree, nodes, (n) => n.free_mem ?? 0),
+    perNode(specs.memoryEffective, nodes, nodeMemoryEffective),
+  ];
+}
+
+/**
+ * Effective CPUs minus allocated ones (not Slurm's idle count: a drained node's CPUs count too).
+ * Before v0.0.40 slurmrestd has no effective count: the configured CPUs stand in.
+ */
+function nodeCpusIdle(n: SlurmNode): number | undefined {
+  const effective = n.effective_cpus ?? n.cpus;
+  return effective === undefined ? undefined : effective - (n.alloc_cpus ?? 0);
+}
+
+function nodeMemoryEffective(n: SlurmNode): number | undefined {
+  return n.real_memory === undefined ? undefined : n.real_memory - (n.specialized_memory ?? 0);
+}
+
+/** A node without gres/gpu in its TRES has 0 GPUs, as slurmctld counts it. */
+function nodeGpus(n: SlurmNode, tres: TresOf): number {
+  return tres(n.tres).gpus ?? 0;
+}
+
+/** `gpu:tesla:1(IDX:0),gpu:a100:2(IDX:1-2)`: one count per GPU type, before its index list. */
+const GRES_GPU = /(?:^|,)gpu(?::[^,(]*)?:(\d+)(?=\(|,|$)/g;
+
+/** Allocated GPUs from the GRES in use (known without GPU TRES too); the used TRES otherwise. */
+export function nodeGpusAlloc(n: Pick<SlurmNode, 'gres_used' | 'tres_used'>, tres: TresOf = parseTres): number {
+  if (n.gres_used !== undefined && n.gres_used !== '') {
+    let total = 0;
+    for (const m of n.gres_used.matchAll(GRES_GPU)) total += Number(m[1]);
+    return total;
+  }
+  return tres(n.tres_used).gpus ?? 0;
+}
+
 // ---- jobs ----
 
-const JOB_BASE_NAMES: Readonly<Record<string, NativeJobState>> = {
-  PENDING: 'pending',
-  RUNNING: 'running',
-  SUSPENDED: 'suspended',
-  COMPLETED: 'completed',
-  CANCELLED: 'cancelled',
-  FAILED: 'failed',
-  TIMEOUT: 'timeout',
-  NODE_FAIL: 'node_failed',
-  PREEMPTED: 'preempted',
-  BOOT_FAIL: 'bootfail',
-  DEADLINE: 'deadline',
-  OUT_OF_MEMORY: 'outofmemory',
-};
-const JOB_FLAG_NAMES: Readonly<Record<string, NativeJobState>> = {
-  COMPLETING: 'completing',
-  CONFIGURING: 'configuring',
-  EXPEDITING: 'expediting',
-  REQUEUE_FED: 'fed_requeued',
-  POWER_UP_NODE: 'powerup_node',
-  REQUEUED: 'requeued',
-  RESIZING: 'resizing',
-  REVOKED: 'revoked',
-  SIGNALING: 'signaling',
-  STAGE_OUT: 'stageout',
-};
-const HELD_REASONS: ReadonlySet<string> = new Set(['JobHeldUser', 'JobHeldAdmin']);
-
-function isHeld(job: SlurmJob): boolean {
-  return job.state[0] === 'PENDING' && (HELD_REASONS.has(job.state_reason ?? '') || job.state.includes('REQUEUE_HOLD'));
-}
-
-/** The state names a job counts under: base, flags, started (not pending), finished (terminal), hold. */
-export function jobStateNames(job: SlurmJob): NativeJobState[] {
-  const base = job.state[0] ?? '';
-  const out: NativeJobState[] = [];
-  const b = JOB_BASE_NAMES[base];
-  if (b !== undefined) out.push(b);
-  for (const w of job.state.slice(1)) {
-    const f = JOB_FLAG_NAMES[w];
-    if (f !== undefined && !out.includes(f)) out.push(f);
-  }
-  if (b !== undefined && base !== 'PENDING') out.push('started');
-  if (JOB_TERMINAL_STATES.has(base)) out.push('finished');
-  if (isHeld(job)) out.push('hold');
-  return out;
-}
-
-type TresOf = (s: string | undefined) => Tres;
-
-/** TRES strings repeat across jobs and nodes (a few shapes): each distinct one is parsed once per render. */
-function tresCache(): TresOf {
-  const cache = new Map<string, Tres>();
-  return (s) => {
-    const key = s ?? '';
-    let t = cache.get(key);
-    if (t === undefined) cache.set(key, (t = parseTres(s)));
-    return t;
-  };
+/**
+ * A node holding a running or suspended job, as slurmctld's union of those jobs' nodes counts
+ * it: slurmctld marks it allocated (mixed when partly), and idle again once its last job ended.
+ */
+function holdsJobs(n: SlurmNode): boolean {
+  return n.state.base === 'ALLOCATED' || n.state.base === 'MIXED';
 }
 
 interface JobTotals {
+  /** slurmctld's `jobs`: pending array tasks one each (whole cluster) or records (user, account). */
   jobs: number;
   states: Record<NativeJobState, number>;
   cpusAlloc: number;
   memoryAllocMiB: number;
-  nodesAlloc: number;
+  nodes: NodeBits;
+  /** The distinct nodes when known otherwise (the whole cluster's, from /nodes). */
+  nodesAlloc?: number;
   gpusAlloc: number;
 }
 
@@ -239,7 +229,7 @@ const newTotals = (): JobTotals => ({
   states: countStates(NATIVE_JOB_STATES, []),
   cpusAlloc: 0,
   memoryAllocMiB: 0,
-  nodesAlloc: 0,
+  nodes: new NodeBits(),
   gpusAlloc: 0,
 });
 
@@ -249,14 +239,28 @@ function holdsAllocation(job: SlurmJob): boolean {
   return base === 'RUNNING' || base === 'SUSPENDED';
 }
 
-function addJob(t: JobTotals, job: SlurmJob, names: readonly NativeJobState[], tres: TresOf): void {
-  t.jobs += 1;
-  for (const n of names) t.states[n] += 1;
-  if (!holdsAllocation(job)) return;
-  const alloc = tres(job.tres_alloc_str);
-  t.cpusAlloc += alloc.cpus ?? job.cpus ?? 0;
+/** One job record, as slurmctld adds it: pending and hold count each task of an array record. */
+interface JobView {
+  readonly job: SlurmJob;
+  readonly names: readonly NativeJobState[];
+  readonly tasks: number;
+  /** Its nodes while it holds them (running, suspended). */
+  readonly hosts: readonly number[];
+}
+
+function jobView(job: SlurmJob, hosts: HostsOf): JobView {
+  const held = holdsAllocation(job);
+  return { job, names: jobStateNames(job), tasks: arrayTaskCount(job), hosts: held ? hosts(job) : NO_HOSTS };
+}
+
+function addJob(t: JobTotals, v: JobView, jobsAdd: number, tres: TresOf): void {
+  t.jobs += jobsAdd;
+  for (const n of v.names) t.states[n] += n === 'pending' || n === 'hold' ? v.tasks : 1;
+  if (!holdsAllocation(v.job)) return;
+  const alloc = tres(v.job.tres_alloc_str);
+  t.cpusAlloc += alloc.cpus ?? v.job.cpus ?? 0;
   t.memoryAllocMiB += (alloc.memory_bytes ?? 0) / MIB;
-  t.nodesAlloc += alloc.nodes ?? job.node_count ?? 0;
+  for (const h of v.hosts) t.nodes.add(h);
   t.gpusAlloc += alloc.gpus ?? 0;
 }
 
@@ -270,14 +274,17 @@ interface JobSpecs<L extends string> {
   readonly gpusAlloc: GaugeSpec<L>;
 }
 
-/** `label` is the families' one key (none for the whole cluster): another name does not compile. */
+/**
+ * `label` is the families' one key (none for the whole cluster): another name does not compile.
+ * An empty key (a job without an account) leaves the label out, as slurmctld does.
+ */
 function totalsFamilies<L extends string>(
   specs: JobSpecs<L>,
   rows: ReadonlyMap<string, JobTotals>,
   label: NoInfer<L> | undefined,
 ): Family[] {
   // A computed key has type string to the compiler: the cast restores the label the caller was held to.
-  const attrs = (k: string) => (label === undefined ? {} : { [label]: k }) as AttributesOf<GaugeSpec<L>>;
+  const attrs = (k: string) => (label === undefined || k === '' ? {} : { [label]: k }) as AttributesOf<GaugeSpec<L>>;
   const fam = (spec: GaugeSpec<L>, value: (t: JobTotals) => number): Family => ({
     spec,
     points: [...rows].map(([k, t]) => point(spec, attrs(k), value(t))),
@@ -287,33 +294,38 @@ function totalsFamilies<L extends string>(
     ...NATIVE_JOB_STATES.map((s) => fam(specs.states[s], (t) => t.states[s])),
     fam(specs.cpusAlloc, (t) => t.cpusAlloc),
     fam(specs.memoryAlloc, (t) => t.memoryAllocMiB),
-    fam(specs.nodesAlloc, (t) => t.nodesAlloc),
+    fam(specs.nodesAlloc, (t) => t.nodesAlloc ?? t.nodes.size),
     fam(specs.gpusAlloc, (t) => t.gpusAlloc),
   ];
 }
 
-function jobFamilies(jobs: readonly SlurmJob[], tres: TresOf, opts: NativeOptions): Family[] {
+function jobFamilies(
+  jobs: readonly JobView[],
+  tres: TresOf,
+  usersAccounts: boolean,
+  busyNodes: number | undefined,
+): { all: Family[]; usersAccounts: Family[] } {
   const all = newTotals();
   const byUser = new Map<string, JobTotals>();
   const byAccount = new Map<string, JobTotals>();
   const group = (m: Map<string, JobTotals>, k: string): JobTotals =>
     m.get(k) ?? (m.set(k, newTotals()).get(k) as JobTotals);
-  for (const job of jobs) {
-    const names = jobStateNames(job);
-    addJob(all, job, names, tres);
-    if (!opts.userAccountMetrics) continue;
-    addJob(group(byUser, job.user_name ?? ''), job, names, tres);
-    addJob(group(byAccount, job.account ?? ''), job, names, tres);
+  for (const v of jobs) {
+    addJob(all, v, v.tasks, tres);
+    if (!usersAccounts) continue;
+    addJob(group(byUser, v.job.user_name ?? ''), v, 1, tres);
+    addJob(group(byAccount, v.job.account ?? ''), v, 1, tres);
   }
-  return [
-    ...totalsFamilies(NATIVE_JOB_METRICS, new Map([['', all]]), undefined),
-    ...(opts.userAccountMetrics
-      ? [
+  if (busyNodes !== undefined) all.nodesAlloc = busyNodes;
+  return {
+    all: totalsFamilies(NATIVE_JOB_METRICS, new Map([['', all]]), undefined),
+    usersAccounts: !usersAccounts
+      ? []
+      : [
           ...totalsFamilies(NATIVE_USER_METRICS, byUser, 'username'),
           ...totalsFamilies(NATIVE_ACCOUNT_METRICS, byAccount, 'account'),
-        ]
-      : []),
-  ];
+        ],
+  };
 }
 
 // ---- partitions ----
@@ -331,18 +343,19 @@ function partitionNodes(
   }
 }
 
+/** The Slinky autoscaling figures of a partition's pending jobs: largest node counts asked for. */
 interface PendingNodes {
-  max?: number;
-  min?: number;
-  maxNohold?: number;
-  minNohold?: number;
+  max: number;
+  min: number;
+  maxNohold: number;
+  minNohold: number;
   waitNodeLimit: number;
 }
 
 function partitionFamilies(
   parts: readonly SlurmPartition[],
   nodes: readonly SlurmNode[] | undefined,
-  jobs: readonly SlurmJob[] | undefined,
+  jobs: readonly JobView[] | undefined,
   tres: TresOf,
 ): Family[] {
   const named = [...new Map(parts.map((p) => [p.name, p])).values()];
@@ -356,8 +369,7 @@ function partitionFamilies(
   return [
     gaugeOf(P.partitions, named.length),
     per(P.cpus, (p) => p.total_cpus),
-    per(P.gpus, (p) => parseTres(p.tres).gpus),
-    ...(nodes ? partitionNodeFamilies(named, nodes, per) : []),
+    ...(nodes ? partitionNodeFamilies(named, nodes, per, tres) : []),
     ...(jobs ? partitionJobFamilies(named, jobs, tres, per) : []),
   ];
 }
@@ -368,6 +380,7 @@ function partitionNodeFamilies(
   parts: readonly SlurmPartition[],
   nodes: readonly SlurmNode[],
   per: PerPartition,
+  tres: TresOf,
 ): Family[] {
   const byName = new Map(nodes.map((n) => [n.name, n]));
   const members = new Map(parts.map((p) => [p.name, partitionNodes(p, byName, nodes)]));
@@ -394,10 +407,7 @@ function partitionNodeFamilies(
       P.cpusAlloc,
       sum((n) => n.alloc_cpus),
     ),
-    per(
-      P.cpusIdle,
-      sum((n) => n.alloc_idle_cpus),
-    ),
+    per(P.cpusIdle, sum(nodeCpusIdle)),
     per(
       P.cpusEffective,
       sum((n) => n.effective_cpus),
@@ -406,42 +416,54 @@ function partitionNodeFamilies(
       P.memAlloc,
       sum((n) => n.alloc_memory),
     ),
-    per(
-      P.memAvail,
-      sum((n) => (n.real_memory === undefined ? undefined : n.real_memory - (n.alloc_memory ?? 0))),
-    ),
+    per(P.memAvail, sum(nodeMemoryEffective)),
     per(
       P.memFree,
-      sum((n) => n.free_mem),
+      sum((n) => n.free_mem ?? 0),
     ),
     per(
       P.memTotal,
       sum((n) => n.real_memory),
     ),
+    per(P.gpus, (p) => of(p).reduce((t, n) => t + nodeGpus(n, tres), 0)),
   ];
 }
 
-/** `gpu,cpu` (a job submitted to several partitions) counts in each. */
-function jobPartitions(job: SlurmJob): string[] {
-  return (job.partition ?? '').split(',').filter((p) => p !== '');
+/**
+ * The one partition slurmctld counts a job in: the job's partition, or for a pending job
+ * submitted to several (`cpu,gpu`) the last listed, where its scheduler leaves a job it has
+ * tried in each.
+ */
+export function nativeJobPartition(job: Pick<SlurmJob, 'partition'>): string | undefined {
+  const parts = (job.partition ?? '').split(',').filter((p) => p !== '');
+  return parts[parts.length - 1];
+}
+
+/** Finished with nothing left completing: slurmctld leaves such a record out of a partition's `jobs`. */
+function isCompleted(job: SlurmJob): boolean {
+  return JOB_TERMINAL_STATES.has(job.state[0] ?? '') && !job.state.includes('COMPLETING');
 }
 
 function partitionJobFamilies(
   parts: readonly SlurmPartition[],
-  jobs: readonly SlurmJob[],
+  jobs: readonly JobView[],
   tres: TresOf,
   per: PerPartition,
 ): Family[] {
   const totals = new Map(parts.map((p) => [p.name, newTotals()]));
-  const pending = new Map(parts.map((p): [string, PendingNodes] => [p.name, { waitNodeLimit: 0 }]));
-  for (const job of jobs) {
-    const names = jobStateNames(job);
-    for (const name of jobPartitions(job)) {
-      const t = totals.get(name);
-      if (t === undefined) continue;
-      addJob(t, job, names, tres);
-      if (job.state[0] === 'PENDING') addPending(pending.get(name) as PendingNodes, job, tres);
-    }
+  const pending = new Map(
+    parts.map((p): [string, PendingNodes] => [
+      p.name,
+      { max: 0, min: 0, maxNohold: 0, minNohold: 0, waitNodeLimit: 0 },
+    ]),
+  );
+  for (const v of jobs) {
+    const job = v.job;
+    const name = nativeJobPartition(job);
+    const t = name === undefined ? undefined : totals.get(name);
+    if (t === undefined) continue;
+    addJob(t, v, isCompleted(job) ? 0 : 1, tres);
+    if (job.state[0] === 'PENDING') addPending(pending.get(name as string) as PendingNodes, job, tres);
   }
   const t = (p: SlurmPartition): JobTotals => totals.get(p.name) as JobTotals;
   const q = (p: SlurmPartition): PendingNodes => pending.get(p.name) as PendingNodes;
@@ -450,106 +472,28 @@ function partitionJobFamilies(
     ...NATIVE_JOB_STATES.map((s) => per(P.jobStates[s], (p) => t(p).states[s])),
     per(P.jobsCpusAlloc, (p) => t(p).cpusAlloc),
     per(P.jobsMemoryAlloc, (p) => t(p).memoryAllocMiB),
-    per(P.jobsMaxNodes, (p) => q(p).max ?? 0),
-    per(P.jobsMaxNodesNohold, (p) => q(p).maxNohold ?? 0),
-    per(P.jobsMinNodes, (p) => q(p).min ?? 0),
-    per(P.jobsMinNodesNohold, (p) => q(p).minNohold ?? 0),
+    per(P.jobsGpusAlloc, (p) => t(p).gpusAlloc),
+    per(P.jobsMaxNodes, (p) => q(p).max),
+    per(P.jobsMaxNodesNohold, (p) => q(p).maxNohold),
+    per(P.jobsMinNodes, (p) => q(p).min),
+    per(P.jobsMinNodesNohold, (p) => q(p).minNohold),
     per(P.jobsWaitNodeLimit, (p) => q(p).waitNodeLimit),
   ];
 }
 
+/**
+ * slurmctld keeps the largest of the pending jobs' minimum node counts (`min_job_nodes`) and of
+ * their maximum ones (`max_job_nodes`); slurmrestd's node count of a pending job is its minimum,
+ * which stands for both.
+ */
 function addPending(q: PendingNodes, job: SlurmJob, tres: TresOf): void {
+  // slurmctld tests the reason with a bitwise AND (any reason with bit 2 set); only this one is meant.
   if (job.state_reason === 'PartitionNodeLimit') q.waitNodeLimit += 1;
   const n = job.node_count ?? tres(job.tres_req_str).nodes;
   if (n === undefined) return;
-  q.max = Math.max(q.max ?? n, n);
-  q.min = Math.min(q.min ?? n, n);
+  q.max = Math.max(q.max, n);
+  q.min = Math.max(q.min, n);
   if (isHeld(job)) return;
-  q.maxNohold = Math.max(q.maxNohold ?? n, n);
-  q.minNohold = Math.min(q.minNohold ?? n, n);
-}
-
-// ---- scheduler ----
-
-type SchedulerKey = keyof typeof S;
-type DiagNumber = { [K in keyof SlurmDiag]-?: SlurmDiag[K] extends number | undefined ? K : never }[keyof SlurmDiag];
-
-/** Each scheduler family's source in /diag: a field, or a reason of `schedule_exit` / `bf_exit`. */
-const SCHEDULER_SOURCES: Readonly<
-  Record<SchedulerKey, DiagNumber | ['schedule_exit' | 'bf_exit', string] | 'bf_active'>
-> = {
-  agentCnt: 'agent_count',
-  agentQueueSize: 'agent_queue_size',
-  agentThreadCnt: 'agent_thread_count',
-  serverThreadCnt: 'server_thread_count',
-  dbdQueueSize: 'dbd_agent_queue_size',
-  lastProcReqStart: 'req_time_start',
-  statsTimestamp: 'req_time',
-  cycleCnt: 'schedule_cycle_total',
-  cycleDepth: 'schedule_cycle_depth',
-  cycleLast: 'schedule_cycle_last',
-  cycleMax: 'schedule_cycle_max',
-  cycleTot: 'schedule_cycle_sum',
-  queueLen: 'schedule_queue_length',
-  meanCycle: 'schedule_cycle_mean',
-  meanDepthCycle: 'schedule_cycle_mean_depth',
-  exitEnd: ['schedule_exit', 'end_job_queue'],
-  exitMaxDepth: ['schedule_exit', 'default_queue_depth'],
-  exitMaxJobStart: ['schedule_exit', 'max_job_start'],
-  exitLic: ['schedule_exit', 'licenses'],
-  exitRpcCnt: ['schedule_exit', 'max_rpc_cnt'],
-  exitTimeout: ['schedule_exit', 'max_sched_time'],
-  bfActive: 'bf_active',
-  bfCycleCnt: 'bf_cycle_counter',
-  bfCycleLast: 'bf_cycle_last',
-  bfCycleMax: 'bf_cycle_max',
-  bfCycleTot: 'bf_cycle_sum',
-  bfDepthMean: 'bf_depth_mean',
-  bfDepthTot: 'bf_depth_sum',
-  bfDepthTryTot: 'bf_depth_try_sum',
-  bfTryDepthMean: 'bf_depth_mean_try',
-  bfLastDepth: 'bf_last_depth',
-  bfLastDepthTry: 'bf_last_depth_try',
-  bfMeanCycle: 'bf_cycle_mean',
-  bfMeanTableSz: 'bf_table_size_mean',
-  bfQueueLen: 'bf_queue_len',
-  bfQueueLenMean: 'bf_queue_len_mean',
-  bfQueueLenTot: 'bf_queue_len_sum',
-  bfTableSize: 'bf_table_size',
-  bfTableSizeTot: 'bf_table_size_sum',
-  bfWhenLastCycle: 'bf_when_last_cycle',
-  bfExitEnd: ['bf_exit', 'end_job_queue'],
-  bfExitMaxJobStart: ['bf_exit', 'bf_max_job_start'],
-  bfExitMaxJobTest: ['bf_exit', 'bf_max_job_test'],
-  bfExitStateChanged: ['bf_exit', 'state_changed'],
-  bfExitTableLimit: ['bf_exit', 'bf_node_space_size'],
-  bfExitTimeout: ['bf_exit', 'bf_max_time'],
-  backfilledJobs: 'bf_backfilled_jobs',
-  backfilledHetJobs: 'bf_backfilled_het_jobs',
-  lastBackfilledJobs: 'bf_last_backfilled_jobs',
-  jobsCanceled: 'jobs_canceled',
-  jobsCompleted: 'jobs_completed',
-  jobsFailed: 'jobs_failed',
-  jobsPending: 'jobs_pending',
-  jobsRunning: 'jobs_running',
-  jobsStarted: 'jobs_started',
-  jobsSubmitted: 'jobs_submitted',
-  jobStatesTs: 'job_states_ts',
-  latency: 'gettimeofday_latency',
-};
-
-export function schedulerValue(diag: SlurmDiag, key: SchedulerKey): number | undefined {
-  const src = SCHEDULER_SOURCES[key];
-  if (src === 'bf_active') return diag.bf_active === undefined ? undefined : Number(diag.bf_active);
-  if (Array.isArray(src)) return diag[src[0]]?.[src[1]];
-  return diag[src];
-}
-
-function schedulerFamilies(diag: SlurmDiag): Family[] {
-  const out: Family[] = [];
-  for (const key of Object.keys(S) as SchedulerKey[]) {
-    const v = schedulerValue(diag, key);
-    if (v !== undefined && Number.isFinite(v)) out.push(gaugeOf(S[key], v));
-  }
-  return out;
+  q.maxNohold = Math.max(q.maxNohold, n);
+  q.minNohold = Math.max(q.minNohold, n);
 }

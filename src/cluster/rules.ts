@@ -7,7 +7,7 @@
 import type { AnyFamily, Attributes, Family, LazyFamily, MetricSpec, Point } from '../telemetry/spec.js';
 import { expandHostlist } from './hostlist.js';
 import { CLUSTER_METRICS as M } from './metrics.js';
-import type { SlurmDiag, SlurmJob, SlurmNode } from './model.js';
+import type { NodeTopology, SlurmDiag, SlurmJob, SlurmNode } from './model.js';
 import { point, type AttributesOf, type ExactAttributes } from '../telemetry/spec.js';
 import { JOB_TERMINAL_STATES } from './model.js';
 import { flagValue, isUnavailable, legacyStateLabels, stateFlagLabels } from './node-state.js';
@@ -24,8 +24,8 @@ type PointSpec = MetricSpec & { kind: 'counter' | 'gauge' | 'updowncounter' };
 
 export function observe(snap: ClusterSnapshot, nowMs: number, native: NativeOptions = {}): AnyFamily[] {
   return [
-    ...(snap.nodes ? nodeFamilies(snap.nodes.value) : []),
-    ...(snap.jobs ? jobFamilies(snap.jobs.value, nowMs) : []),
+    ...(snap.nodes ? nodeFamilies(snap.nodes.value, snap.topology?.value) : []),
+    ...(snap.jobs ? jobFamilies(snap.jobs.value, nowMs, snap.topology?.value) : []),
     ...(snap.diag ? diagFamilies(snap.diag.value) : []),
     ...nativeFamilies(snap, native),
     ...extraFamilies(snap),
@@ -211,21 +211,17 @@ const NODE_RESOURCE_FAMILIES: readonly [NodeResourceSpec, keyof NodeResources][]
   [M.nodeMemoryEffective, 'memEffective'],
 ];
 
-function nodeFamilies(list: readonly SlurmNode[]): LazyFamily[] {
+type Topologies = ReadonlyMap<string, NodeTopology> | undefined;
+const NO_TOPOLOGY: NodeTopology = { nodesetName: '', nvlinkInstanceGroup: '' };
+
+function nodeFamilies(list: readonly SlurmNode[], topology: Topologies): LazyFamily[] {
   // Node names are distinct (nodesByName), and so are the partitions listed per node.
   const nodes = [...nodesByName(list).values()];
   const name = (n: SlurmNode): AttributesOf<typeof M.nodeCpusTotal> => ({ node_name: n.name });
-  // The families slurmctld also serves carry its `node` label as well.
-  const both = (n: SlurmNode): AttributesOf<typeof M.nodeCpusIdle> => ({ node_name: n.name, node: n.name });
   const perResource = NODE_RESOURCE_FAMILIES.map(([spec, key]) =>
     lazy(
       spec,
-      perItem(
-        spec,
-        nodes,
-        (spec.attributes as readonly string[]).includes('node') ? both : name,
-        (n) => nodeResources(n)[key],
-      ),
+      perItem(spec, nodes, name, (n) => nodeResources(n)[key]),
     ),
   );
   return [
@@ -238,6 +234,19 @@ function nodeFamilies(list: readonly SlurmNode[]): LazyFamily[] {
       for (const n of nodes)
         for (const partition of uniqueValues(n.partitions))
           yield point(M.nodePartition, { node_name: n.name, partition }, 1);
+    }),
+    lazy(M.nodeNvlinkInstanceGroup, function* () {
+      for (const n of nodes) {
+        const t = topology?.get(n.name);
+        if (t === undefined || t.nvlinkInstanceGroup === '') continue;
+        const labels = {
+          node_name: n.name,
+          instance_id: n.instance_id ?? '',
+          nvlink_instance_group: t.nvlinkInstanceGroup,
+          nodeset_name: t.nodesetName,
+        };
+        yield point(M.nodeNvlinkInstanceGroup, labels, 1);
+      }
     }),
   ];
 }
@@ -305,7 +314,7 @@ function jobHosts(job: SlurmJob): string[] {
   }
 }
 
-function jobFamilies(list: readonly SlurmJob[], nowMs: number): LazyFamily[] {
+function jobFamilies(list: readonly SlurmJob[], nowMs: number, topology: Topologies): LazyFamily[] {
   // Job ids are distinct (uniqueJobs), and so are the hosts listed per job.
   const jobs = uniqueJobs(list);
   const id = (j: SlurmJob): AttributesOf<typeof M.jobCpus> => ({ job_id: j.job_id });
@@ -324,8 +333,16 @@ function jobFamilies(list: readonly SlurmJob[], nowMs: number): LazyFamily[] {
     ),
     lazy(M.nodeJob, function* () {
       for (const job of jobs)
-        for (const host of uniqueValues(jobHosts(job)))
-          yield point(M.nodeJob, { job_id: job.job_id, node_name: host }, 1);
+        for (const host of uniqueValues(jobHosts(job))) {
+          const t = topology?.get(host) ?? NO_TOPOLOGY;
+          const labels = {
+            job_id: job.job_id,
+            node_name: host,
+            nvlink_instance_group: t.nvlinkInstanceGroup,
+            nodeset_name: t.nodesetName,
+          };
+          yield point(M.nodeJob, labels, 1);
+        }
     }),
     lazy(
       M.jobDuration,
@@ -349,14 +366,16 @@ function diagFamilies(diag: SlurmDiag): Family[] {
   const time: Point[] = [];
   const userCalls: Point[] = [];
   const userTime: Point[] = [];
+  // As Soperator's exporter: an entry with no calls, or no time, has no series for it (checked apart).
+  const positive = (v: number): number | undefined => (v > 0 ? v : undefined);
   for (const r of diag.rpcs_by_message_type) {
-    maybe(calls, M.rpcCalls, { message_type: r.message_type }, r.count, start);
-    maybe(time, M.rpcDuration, { message_type: r.message_type }, r.total_time_us / 1e6, start);
+    maybe(calls, M.rpcCalls, { message_type: r.message_type }, positive(r.count), start);
+    maybe(time, M.rpcDuration, { message_type: r.message_type }, positive(r.total_time_us / 1e6), start);
   }
   for (const r of diag.rpcs_by_user) {
     const attributes = { user: r.user, user_id: r.user_id === undefined ? '' : String(r.user_id) };
-    maybe(userCalls, M.rpcUserCalls, attributes, r.count, start);
-    maybe(userTime, M.rpcUserDuration, attributes, r.total_time_us / 1e6, start);
+    maybe(userCalls, M.rpcUserCalls, attributes, positive(r.count), start);
+    maybe(userTime, M.rpcUserDuration, attributes, positive(r.total_time_us / 1e6), start);
   }
   const threads: Point[] = [];
   maybe(threads, M.serverThreadCount, {}, diag.server_thread_count);

@@ -7,6 +7,7 @@ import type {
   SlurmAccountingLimits,
   SlurmDiag,
   SlurmJob,
+  NodeTopology,
   SlurmLicense,
   SlurmNode,
   SlurmPartition,
@@ -14,7 +15,8 @@ import type {
   SlurmShare,
 } from './model.js';
 
-export type SubCollector = 'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses' | 'reservations' | 'shares' | 'limits';
+export type SubCollector =
+  'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses' | 'reservations' | 'shares' | 'limits' | 'topology';
 export const SUB_COLLECTORS: readonly SubCollector[] = [
   'nodes',
   'jobs',
@@ -24,6 +26,7 @@ export const SUB_COLLECTORS: readonly SubCollector[] = [
   'reservations',
   'shares',
   'limits',
+  'topology',
 ];
 /** The sub-collectors an operator chooses (the others feed Soperator's families and always run). */
 export const OPTIONAL_SUB_COLLECTORS = [
@@ -55,4 +58,6 @@ export interface ClusterSnapshot {
   readonly reservations?: Collected<readonly SlurmReservation[]>;
   readonly shares?: Collected<readonly SlurmShare[]>;
   readonly limits?: Collected<SlurmAccountingLimits>;
+  /** Slurm node name → Kubernetes placement (Soperator), when a Kubernetes API is configured. */
+  readonly topology?: Collected<ReadonlyMap<string, NodeTopology>>;
 }

@@ -61,12 +61,24 @@ export interface PipelineOptions {
   readonly now?: () => number;
   /** Called after every OTLP export attempt: for the self-monitoring counters. */
   readonly onExport?: (ok: boolean) => void;
+  /** A second instrumentation scope for OTLP: families that must not share the main scope's names. */
+  readonly otlpSideScope?: Scope;
+}
+
+/** What one publish carries beyond the main exposition. */
+export interface PublishExtras {
+  /** Expositions of their own, by HTTP path (no target_info, no event families). */
+  readonly sections?: ReadonlyMap<string, readonly AnyFamily[]>;
+  /** Pushed over OTLP under `otlpSideScope` only (never on a Prometheus endpoint). */
+  readonly otlpSide?: readonly AnyFamily[];
 }
 
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
 export class Pipeline {
   readonly producer: SnapshotProducer;
+  private readonly sideProducer: SnapshotProducer | undefined;
+  private sectionBodies: ReadonlyMap<string, Body> = new Map();
   private readonly provider: MeterProvider;
   private readonly instruments = new Map<string, Counter | Histogram>();
   private readonly prometheus: PrometheusExporter;
@@ -81,6 +93,7 @@ export class Pipeline {
   constructor(private readonly opts: PipelineOptions) {
     // Only the OTLP reader collects from the producer; Prometheus renders the families itself.
     this.producer = new SnapshotProducer(opts.scope, { retain: opts.otlp !== undefined });
+    this.sideProducer = opts.otlp && opts.otlpSideScope ? new SnapshotProducer(opts.otlpSideScope) : undefined;
     this.prometheus = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true });
     const readers: MetricReader[] = [this.prometheus];
     if (opts.otlp) readers.push(this.pushReader(opts.otlp));
@@ -121,19 +134,43 @@ export class Pipeline {
   }
 
   /** Publishes one collection and renders its exposition once, for every scrape until the next. */
-  async publish(families: readonly AnyFamily[], atMs: number = Date.now()): Promise<void> {
+  async publish(families: readonly AnyFamily[], atMs: number = Date.now(), extras: PublishExtras = {}): Promise<void> {
     this.producer.publish(families, atMs);
+    this.sideProducer?.publish(extras.otlpSide ?? [], atMs);
     const seq = ++this.publishes;
     const { gzip, bytes } = await this.render(families, atMs);
+    const sections = new Map<string, Body>();
+    for (const [path, fams] of extras.sections ?? []) {
+      const r = await this.renderSection(fams, atMs);
+      sections.set(path, gzipOnlyBody(PROMETHEUS_CONTENT_TYPE, r.gzip, r.bytes));
+    }
     // Renderings yield to the event loop: one that started earlier must not replace a later one.
     if (seq < this.renderedSeq) return;
     this.renderedSeq = seq;
     this.rendered = gzipOnlyBody(PROMETHEUS_CONTENT_TYPE, gzip, bytes);
+    this.sectionBodies = sections;
   }
 
   /** The exposition of the last publish (503 until the first). */
   get exposition(): Body {
     return this.rendered;
+  }
+
+  /** The exposition of one section of the last publish (503 until the first publish that had it). */
+  section(path: string): Body {
+    return this.sectionBodies.get(path) ?? { contentType: PROMETHEUS_CONTENT_TYPE, text: '', status: 503 };
+  }
+
+  /** A section's families alone, as the main exposition writes them. */
+  private async renderSection(families: readonly AnyFamily[], atMs: number): Promise<{ gzip: Buffer; bytes: number }> {
+    const out = new GzipWriter();
+    await writeFamilies(out, families, (fam) =>
+      this.familySerializer.serialize({
+        resource: emptyResource(),
+        scopeMetrics: [{ scope: this.opts.scope, metrics: toMetricData([fam], atMs, atMs) }],
+      }),
+    );
+    return out.finish();
   }
 
   /**
@@ -206,7 +243,7 @@ export class Pipeline {
       exporter: this.otlp,
       exportIntervalMillis: otlp.intervalMs,
       exportTimeoutMillis: Math.min(otlp.timeoutMs, otlp.intervalMs),
-      metricProducers: [this.producer],
+      metricProducers: this.sideProducer ? [this.producer, this.sideProducer] : [this.producer],
     });
   }
 }

@@ -23,8 +23,11 @@ export function familyKeyErrors(families: readonly AnyFamily[], optionalOn = fal
   });
 }
 
+/** What /metrics serves: the four names /metrics/nodes uses with slurmctld's labels mean Soperator's here. */
 const BY_NAME = new Map(
-  Object.values(DOC_TABLES).flatMap((specs) => specs.map((s) => [prometheusName(s), s] as const)),
+  Object.entries(DOC_TABLES)
+    .filter(([table]) => table !== 'cluster-native-shared-metrics')
+    .flatMap(([, specs]) => specs.map((s) => [prometheusName(s), s] as const)),
 );
 
 /** The family of an exposition sample, histogram series (`_bucket`, `_sum`, `_count`) included. */

@@ -9,6 +9,8 @@ import { gunzipSync } from 'node:zlib';
 
 export interface ReceivedPoint {
   readonly metric: string;
+  /** Name of the instrumentation scope the metric came in. */
+  readonly scope: string;
   readonly kind: 'sum' | 'gauge' | 'histogram';
   readonly monotonic?: boolean;
   readonly attributes: Record<string, string>;
@@ -86,6 +88,7 @@ function fromJson(text: string, contentType: string): Received {
         for (const dp of (m.sum ?? m.gauge ?? m.histogram)?.dataPoints ?? []) {
           points.push({
             metric: m.name,
+            scope: String(sm.scope?.name ?? ''),
             kind,
             monotonic: m.sum?.isMonotonic,
             attributes: attrs(dp.attributes),
@@ -152,6 +155,7 @@ function fromProtobuf(body: Buffer, contentType: string): Received {
     const rmf = fields(rm);
     resource = pbAttrs(sub(fields(sub(rmf, 1)[0] ?? Buffer.alloc(0)), 1));
     for (const sm of sub(rmf, 2)) {
+      const scope = str(fields(sub(fields(sm), 1)[0] ?? Buffer.alloc(0)), 1);
       for (const m of sub(fields(sm), 2)) {
         const mf = fields(m);
         const [kind, data] = sub(mf, 7)[0]
@@ -173,6 +177,7 @@ function fromProtobuf(body: Buffer, contentType: string): Received {
                 : 0;
           points.push({
             metric: str(mf, 1),
+            scope,
             kind,
             monotonic,
             attributes: pbAttrs(sub(pf, kind === 'histogram' ? 9 : 7)),

@@ -15,7 +15,7 @@ const AUTH_ERRNOS = (n: number): boolean => n === 1007 || (n >= 6000 && n < 6100
 const AUTH_TEXT = /authenticat|credential|\btoken\b|expired|\bjwt\b/i;
 
 /**
- * Why a call failed; `slurm_exporter_collector_errors_total` counts runs by it:
+ * Why a call failed; `slurm_exporter_collector_error_kinds_total` counts runs by it:
  * - auth: credentials missing, rejected (401, 22.05's auth 500) after one renewal, or forbidden (403);
  * - http: any other HTTP status (502 after retries, a 500 without errors[]);
  * - absent: the endpoint answered 404 on an API version that serves others, or slurmrestd lists

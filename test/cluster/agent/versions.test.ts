@@ -6,6 +6,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ClusterRunner } from '../../../src/cluster/agent.js';
 import { baseState } from '../../../src/cluster/node-state.js';
+import { arrayTaskCount } from '../../../src/cluster/native.js';
+import { JOB_TERMINAL_STATES } from '../../../src/cluster/model.js';
 import type { FakeSlurmrestd } from '../../../src/demo/fake-slurmrestd.js';
 import {
   FAKE_LICENSE_TOTAL,
@@ -122,11 +124,14 @@ describe("Slurm's native families through a fake slurmrestd, one API version at 
       const samples = parseExposition(runner.pipeline.exposition.text);
       const minor = Number(version.slice(-2));
       expect(valueOf(samples, 'slurm_nodes')).toBe(truth.nodes.length);
-      expect(valueOf(samples, 'slurm_jobs')).toBe(truth.jobs.length);
+      // slurmctld counts each task an array record holds; drain without the draining nodes.
+      const tasks = (js: typeof truth.jobs): number => js.reduce((a, j) => a + arrayTaskCount(j), 0);
+      expect(valueOf(samples, 'slurm_jobs')).toBe(tasks(truth.jobs));
       expect(valueOf(samples, 'slurm_jobs_running')).toBe(truth.jobs.filter((j) => j.state[0] === 'RUNNING').length);
-      expect(valueOf(samples, 'slurm_jobs_pending')).toBe(truth.jobs.filter((j) => j.state[0] === 'PENDING').length);
+      expect(valueOf(samples, 'slurm_jobs_pending')).toBe(tasks(truth.jobs.filter((j) => j.state[0] === 'PENDING')));
       expect(valueOf(samples, 'slurm_nodes_drain')).toBe(
-        truth.nodes.filter((n) => n.state.flags.includes('DRAIN')).length,
+        truth.nodes.filter((n) => n.state.flags.includes('DRAIN') && !['ALLOCATED', 'MIXED'].includes(n.state.base))
+          .length,
       );
       const partitions = [...new Set(truth.nodes.flatMap((n) => n.partitions))];
       expect(valueOf(samples, 'slurm_partitions')).toBe(partitions.length);
@@ -139,13 +144,19 @@ describe("Slurm's native families through a fake slurmrestd, one API version at 
         expect(valueOf(samples, 'slurm_partition_nodes_cpus_alloc', { partition: p }), p).toBe(
           nodes.reduce((a, n) => a + (n.alloc_cpus ?? 0), 0),
         );
+        // Records not yet finished, a multi-partition one in the last partition it lists.
         expect(valueOf(samples, 'slurm_partition_jobs', { partition: p }), p).toBe(
-          truth.jobs.filter((j) => j.partition === p).length,
+          truth.jobs.filter(
+            (j) => (j.partition ?? '').split(',').at(-1) === p && !JOB_TERMINAL_STATES.has(j.state[0] ?? ''),
+          ).length,
         );
       }
       const first = truth.nodes[0]?.name ?? '';
       expect(valueOf(samples, 'slurm_node_cpus', { node: first })).toBe(truth.nodes[0]?.cpus);
-      expect(select(samples, 'slurm_node_cpus_effective', { node: first }).length).toBe(minor >= 40 ? 1 : 0);
+      // slurmctld's meaning of the name is on its own path; /metrics has Soperator's (node_name only).
+      const nodesPath = parseExposition(runner.pipeline.section('/metrics/nodes').text);
+      expect(select(nodesPath, 'slurm_node_cpus_effective', { node: first }).length).toBe(minor >= 40 ? 1 : 0);
+      expect(select(samples, 'slurm_node_cpus_effective').every((s) => !('node' in s.labels))).toBe(true);
       expect(valueOf(samples, 'slurm_schedule_cycle_cnt')).toBe(truth.diag.schedule_cycle_total);
       for (const [name, since] of Object.entries(SCHEDULER_SINCE))
         expect(select(samples, name).length, name).toBe(minor >= since ? 1 : 0);
@@ -229,10 +240,13 @@ describe("Slurm's native families through a fake slurmrestd, one API version at 
         ['alloc', 'mixed', 'idle', 'down', 'future', 'unknown'].includes(s.labels.state as string),
       );
       expect(bases.reduce((a, s) => a + s.value, 0)).toBe(2);
-      const drained = two.filter((n) => n.state.flags.includes('DRAIN')).length;
-      expect(
-        valueOf(samples, 'slurm_reservation_nodes_state', { reservation: 'maint-window', state: 'drain' }) ?? 0,
-      ).toBe(drained);
+      // As slurm_nodes_drain counts: DRAIN on a node still running jobs is `draining` instead.
+      const busy = (n: (typeof two)[number]): boolean => ['ALLOCATED', 'MIXED'].includes(n.state.base);
+      const drain = (n: (typeof two)[number]): boolean => n.state.flags.includes('DRAIN');
+      const stateCount = (state: string): number =>
+        valueOf(samples, 'slurm_reservation_nodes_state', { reservation: 'maint-window', state }) ?? 0;
+      expect(stateCount('drain')).toBe(two.filter((n) => drain(n) && !busy(n)).length);
+      expect(stateCount('draining')).toBe(two.filter((n) => drain(n) && busy(n)).length);
     });
   }
 });
@@ -297,6 +311,26 @@ describe("Slurm's native families over OTLP", () => {
       }
       const running = pushed.find((p) => p.metric === 'slurm_jobs_running');
       expect(running?.value).toBe(valueOf(samples, 'slurm_jobs_running'));
+      // The names /metrics and /metrics/nodes both use: Soperator's meaning under its own name,
+      // slurmctld's as slurmctld_* in a scope of its own. No OTLP name has two meanings.
+      const nodes = select(samples, 'slurm_node_info').length;
+      const nodesPath = parseExposition(runner.pipeline.section('/metrics/nodes').text);
+      for (const suffix of ['cpus_idle', 'cpus_effective', 'memory_free_bytes', 'memory_effective_bytes']) {
+        const soperator = pushed.filter((p) => p.metric === `slurm_node_${suffix}`);
+        expect(soperator.length, suffix).toBe(nodes);
+        expect(
+          soperator.every((p) => p.scope === 'slurm-otel/cluster' && Object.keys(p.attributes).join() === 'node_name'),
+        ).toBe(true);
+        const slurmctld = pushed.filter((p) => p.metric === `slurmctld_node_${suffix}`);
+        expect(slurmctld.length, suffix).toBe(nodes);
+        for (const p of slurmctld) {
+          expect([p.scope, Object.keys(p.attributes)]).toEqual(['slurm-otel/cluster/slurmctld', ['node']]);
+          expect(p.value).toBe(valueOf(nodesPath, `slurm_node_${suffix}`, { node: p.attributes.node as string }));
+        }
+      }
+      const scopes = new Map<string, Set<string>>();
+      for (const p of pushed) scopes.set(p.metric, (scopes.get(p.metric) ?? new Set()).add(p.scope));
+      expect([...scopes].filter(([, s]) => s.size > 1).map(([m]) => m)).toEqual([]);
     } finally {
       await rx.close();
     }
@@ -323,9 +357,9 @@ describe('optional sub-collectors', () => {
         expect(select(samples, family).length > 0, family).toBe(other !== endpoint);
       const self = parseExposition((await runner.self.exposition()).text);
       // The fake answers 500 with Slurm errors[] and no data.
-      expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: endpoint, kind: 'api_errors' })).toBe(
-        1,
-      );
+      expect(
+        valueOf(self, 'slurm_exporter_collector_error_kinds_total', { collector: endpoint, kind: 'api_errors' }),
+      ).toBe(1);
       expect(sumOf(self, 'slurm_exporter_collector_errors_total', { collector: endpoint })).toBe(1);
       expect(sumOf(self, 'slurm_exporter_collector_errors_total', { collector: 'nodes' })).toBe(0);
     });
@@ -350,7 +384,9 @@ describe('optional sub-collectors', () => {
     expect(select(samples, 'slurm_qos_limit')).toHaveLength(0);
     const self = parseExposition((await runner.self.exposition()).text);
     // The fake answers the unknown path with a 404, as slurmrestd does without the plugin.
-    expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector: 'limits', kind: 'absent' })).toBe(1);
+    expect(valueOf(self, 'slurm_exporter_collector_error_kinds_total', { collector: 'limits', kind: 'absent' })).toBe(
+      1,
+    );
     expect(sumOf(self, 'slurm_exporter_collector_errors_total', { collector: 'limits' })).toBe(1);
   });
 
@@ -390,7 +426,10 @@ describe('cluster agent faults, end to end', () => {
     expect(select(after, 'slurm_job_info').length).toBeGreaterThan(0);
     const self = parseExposition((await runner.self.exposition()).text);
     for (const collector of ['nodes', 'jobs', 'diag', 'partitions', 'licenses', 'reservations', 'shares']) {
-      expect(valueOf(self, 'slurm_exporter_collector_errors_total', { collector, kind: 'network' }), collector).toBe(1);
+      expect(
+        valueOf(self, 'slurm_exporter_collector_error_kinds_total', { collector, kind: 'network' }),
+        collector,
+      ).toBe(1);
       expect(sumOf(self, 'slurm_exporter_collector_errors_total', { collector }), collector).toBe(1);
     }
     expect(valueOf(self, 'slurm_exporter_collection_failures_total')).toBe(1);
@@ -447,7 +486,7 @@ const QOS_44 = '/slurmdb/v0.0.44/qos/';
 async function absentErrors(r: ClusterRunner, collector: string): Promise<{ absent: number; all: number }> {
   const self = parseExposition((await r.self.exposition()).text);
   return {
-    absent: valueOf(self, 'slurm_exporter_collector_errors_total', { collector, kind: 'absent' }) ?? NaN,
+    absent: valueOf(self, 'slurm_exporter_collector_error_kinds_total', { collector, kind: 'absent' }) ?? NaN,
     all: sumOf(self, 'slurm_exporter_collector_errors_total', { collector }),
   };
 }

@@ -1,7 +1,8 @@
 /**
  * A fake Kubernetes API server on loopback (plain http) that serves Secrets: enough of
  * `GET /api/v1/namespaces/<ns>/secrets/<name>` to test the Secret key source, with bearer-token
- * checks, a forbidden mode and key rotation.
+ * checks, a forbidden mode and key rotation; and Pod and Node lists with label selectors
+ * (`k=v` and `k` terms), for the node topology source.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,6 +12,32 @@ export interface FakeKubeOptions {
   readonly bearer: string;
   /** namespace/name → data (values are raw bytes; the server base64-encodes them). */
   readonly secrets: Record<string, Record<string, Buffer>>;
+  readonly pods?: readonly FakePod[];
+  readonly nodes?: readonly FakeNode[];
+}
+
+export interface FakePod {
+  readonly namespace: string;
+  readonly name: string;
+  readonly labels: Record<string, string>;
+  /** Unset: not scheduled yet. */
+  readonly nodeName?: string;
+}
+
+export interface FakeNode {
+  readonly name: string;
+  readonly labels: Record<string, string>;
+}
+
+/** `a=b,c`: every `k=v` term equal, every bare `k` present. */
+function matches(selector: string, labels: Record<string, string>): boolean {
+  return selector
+    .split(',')
+    .filter(Boolean)
+    .every((term) => {
+      const [k, v] = term.split('=');
+      return v === undefined ? (k as string) in labels : labels[k as string] === v;
+    });
 }
 
 export class FakeKube {
@@ -41,6 +68,25 @@ export class FakeKube {
     this.requests.push({ path, authorization: req.headers.authorization });
     if (req.headers.authorization !== `Bearer ${this.opts.bearer}`) return status(res, 401, 'Unauthorized');
     if (this.forbidden) return status(res, 403, 'Forbidden');
+    const url = new URL(path, 'http://fake');
+    const selector = url.searchParams.get('labelSelector') ?? '';
+    const pods = /^\/api\/v1\/namespaces\/([^/]+)\/pods$/.exec(url.pathname);
+    if (pods) {
+      const ns = decodeURIComponent(pods[1] as string);
+      const items = (this.opts.pods ?? [])
+        .filter((p) => p.namespace === ns && matches(selector, p.labels))
+        .map((p) => ({
+          metadata: { name: p.name, namespace: p.namespace, labels: p.labels },
+          spec: p.nodeName === undefined ? {} : { nodeName: p.nodeName },
+        }));
+      return list(res, 'PodList', items);
+    }
+    if (url.pathname === '/api/v1/nodes') {
+      const items = (this.opts.nodes ?? [])
+        .filter((n) => matches(selector, n.labels))
+        .map((n) => ({ metadata: { name: n.name, labels: n.labels }, spec: {} }));
+      return list(res, 'NodeList', items);
+    }
     const m = /^\/api\/v1\/namespaces\/([^/]+)\/secrets\/([^/?]+)$/.exec(path);
     const secret = m
       ? this.opts.secrets[`${decodeURIComponent(m[1] as string)}/${decodeURIComponent(m[2] as string)}`]
@@ -57,6 +103,11 @@ export class FakeKube {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(body);
   }
+}
+
+function list(res: http.ServerResponse, kind: string, items: unknown[]): void {
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ kind, apiVersion: 'v1', metadata: { resourceVersion: '1' }, items }));
 }
 
 function status(res: http.ServerResponse, code: number, reason: string): void {

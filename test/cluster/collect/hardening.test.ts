@@ -32,7 +32,7 @@ function capture(): { logger: Logger; text: () => string } {
 
 interface Counts {
   errors: string[];
-  /** The failure kind of each failed run, as slurm_exporter_collector_errors_total counts it. */
+  /** The failure kind of each failed run, as slurm_exporter_collector_error_kinds_total counts it. */
   kinds: FailureKind[];
   skipped: Partial<Record<SubCollector, number>>;
   apiErrors: Partial<Record<SubCollector, number>>;

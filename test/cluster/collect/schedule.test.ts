@@ -144,7 +144,7 @@ describe('sub-collectors on their own schedules', () => {
       // Every failure kind too, so a first failure of any kind shows in rate().
       for (const kind of FAILURE_KINDS)
         expect(
-          valueOf(samples, 'slurm_exporter_collector_errors_total', { collector, kind }),
+          valueOf(samples, 'slurm_exporter_collector_error_kinds_total', { collector, kind }),
           `${collector} ${kind}`,
         ).toBe(0);
       expect(valueOf(samples, 'slurm_exporter_collector_duration_seconds', { collector })).toBeDefined();

@@ -119,7 +119,7 @@ describe('reservations', () => {
       'maint/maint': 1,
       'maint/resv': 1,
       'maint/mixed': 1,
-      'maint/drain': 1,
+      // slurm_nodes_<state>'s names: a mixed node under DRAIN is draining, not drain.
       'maint/draining': 1,
     });
   });

@@ -12,7 +12,17 @@ import {
   NATIVE_SPECS,
   NATIVE_USER_ACCOUNT_SPECS,
 } from '../../../src/cluster/metrics.js';
-import { jobStateNames, nativeFamilies, nodeStateNames } from '../../../src/cluster/native.js';
+import {
+  arrayTaskCount,
+  jobStateNames,
+  nativeFamilies,
+  nativeGroups,
+  nativeJobPartition,
+  nativeSections,
+  nodeGpusAlloc,
+  nodeStateNames,
+} from '../../../src/cluster/native.js';
+import { expandHostlist } from '../../../src/cluster/hostlist.js';
 import type { SlurmPartition } from '../../../src/cluster/model.js';
 import { observe } from '../../../src/cluster/rules.js';
 import type { ClusterSnapshot } from '../../../src/cluster/snapshot.js';
@@ -26,6 +36,8 @@ const DIR = ['recorded', 'slurm-22.05', 'dbd', V38];
 function at<T>(value: T) {
   return { value, atMs: T0, seq: 1 };
 }
+
+const partition = (name: string): SlurmPartition => ({ name, nodes: '' });
 
 function cliSection(text: string, title: string): string[][] {
   const lines = text.split('\n');
@@ -51,11 +63,38 @@ function sinfoNodes(cli: string): { node: string; partition: string; state: stri
 }
 
 /** squeue -t all rows: [partition, state, reason] (its first line is the header). */
-function squeueJobs(cli: string): { partition: string; state: string; reason: string }[] {
+/** squeue's rows; `tasks`: what its job id says a record holds (`6_[4-7%4]`: 4 pending tasks). */
+function squeueJobs(cli: string): { partition: string; state: string; reason: string; tasks: number }[] {
   return cliSection(cli, 'squeue -t all')
     .slice(1)
-    .map((r) => ({ partition: r[1] as string, state: r[3] as string, reason: r[4] as string }));
+    .map((r) => ({
+      partition: r[1] as string,
+      state: r[3] as string,
+      reason: r[4] as string,
+      tasks: squeueTasks(r[0] as string),
+    }));
 }
+
+function squeueTasks(id: string): number {
+  const m = /_\[([^\]]+)\]$/.exec(id);
+  if (!m) return 1;
+  let n = 0;
+  for (const part of (m[1] as string).split('%')[0]?.split(',') ?? []) {
+    const [lo, hi] = part.split('-').map(Number);
+    n += hi === undefined ? 1 : hi - (lo as number) + 1;
+  }
+  return n;
+}
+
+const TERMINAL_SQUEUE = new Set([
+  'COMPLETED',
+  'CANCELLED',
+  'FAILED',
+  'TIMEOUT',
+  'NODE_FAIL',
+  'PREEMPTED',
+  'OUT_OF_MEMORY',
+]);
 
 function scalar(families: readonly AnyFamily[], name: string): number {
   const p = points(families, name);
@@ -115,15 +154,21 @@ describe("Slurm's native families from real Slurm 22.05 responses", () => {
       if (!snap.jobs) return;
       const squeue = squeueJobs(readText(...DIR, `${step}-cli.txt`));
       const f = nativeFamilies(snap);
-      expect(scalar(f, 'slurm_jobs')).toBe(squeue.length);
+      // slurmctld counts each task a pending array record holds (in the total, pending and hold).
+      const tasks = (rows: typeof squeue): number => rows.reduce((a, r) => a + r.tasks, 0);
+      expect(scalar(f, 'slurm_jobs')).toBe(tasks(squeue));
       for (const state of new Set(squeue.map((r) => r.state))) {
-        expect(scalar(f, `slurm_jobs_${state.toLowerCase()}`), state).toBe(count(squeue, (r) => r.state === state));
+        const rows = squeue.filter((r) => r.state === state);
+        expect(scalar(f, `slurm_jobs_${state.toLowerCase()}`), state).toBe(
+          state === 'PENDING' ? tasks(rows) : rows.length,
+        );
       }
-      expect(scalar(f, 'slurm_jobs_hold')).toBe(count(squeue, (r) => r.reason === 'JobHeldUser'));
+      expect(scalar(f, 'slurm_jobs_hold')).toBe(tasks(squeue.filter((r) => r.reason === 'JobHeldUser')));
       expect(scalar(f, 'slurm_jobs_started')).toBe(count(squeue, (r) => r.state !== 'PENDING'));
+      // A partition's `jobs` counts records not yet finished.
       const byPartition = valuesBy(f, 'slurm_partition_jobs', 'partition');
       for (const p of new Set(squeue.map((r) => r.partition)))
-        expect(byPartition[p], p).toBe(count(squeue, (r) => r.partition === p));
+        expect(byPartition[p], p).toBe(count(squeue, (r) => r.partition === p && !TERMINAL_SQUEUE.has(r.state)));
     });
   }
 
@@ -137,7 +182,13 @@ describe("Slurm's native families from real Slurm 22.05 responses", () => {
       (r) => Object.fromEntries((r.at(-1) as string).split(',').map((kv) => kv.split('='))) as Record<string, string>,
     );
     expect(scalar(f, 'slurm_jobs_cpus_alloc')).toBe(tres.reduce((a, t) => a + Number(t.cpu), 0));
-    expect(scalar(f, 'slurm_jobs_nodes_alloc')).toBe(tres.reduce((a, t) => a + Number(t.node), 0));
+    // Distinct nodes: a node running several jobs counts once.
+    const running = cliSection(readText(...DIR, '01-jobs-cli.txt'), 'squeue -t all')
+      .slice(1)
+      .filter((r) => r[3] === 'RUNNING');
+    const hosts = new Set(running.flatMap((r) => expandHostlist(r[5] as string)));
+    expect(hosts.size).toBeLessThan(tres.reduce((a, t) => a + Number(t.node), 0));
+    expect(scalar(f, 'slurm_jobs_nodes_alloc')).toBe(hosts.size);
     expect(scalar(f, 'slurm_jobs_memory_alloc')).toBe(
       tres.reduce((a, t) => a + Number((t.mem as string).replace('M', '')), 0),
     );
@@ -180,13 +231,16 @@ describe("Slurm's native families from real Slurm 22.05 responses", () => {
 
 describe('native state names', () => {
   it('tells drained from draining as slurmctld does, and maps every flag word', () => {
+    // slurmctld: DRAIN on an allocated or mixed node is draining (not drain); otherwise drain and drained.
     expect(nodeStateNames(node('a', ['IDLE', 'DRAIN']))).toEqual(['idle', 'drain', 'drained']);
-    expect(nodeStateNames(node('a', ['MIXED', 'DRAIN']))).toEqual(['mixed', 'drain', 'draining']);
+    expect(nodeStateNames(node('a', ['MIXED', 'DRAIN']))).toEqual(['mixed', 'draining']);
+    expect(nodeStateNames(node('a', ['ALLOCATED', 'DRAIN']))).toEqual(['alloc', 'draining']);
+    // COMPLETING alone does not make a drained node draining (IS_NODE_DRAINING looks at the base state).
     expect(nodeStateNames(node('a', ['IDLE', 'DRAIN', 'COMPLETING']))).toEqual([
       'idle',
-      'drain',
       'completing',
-      'draining',
+      'drain',
+      'drained',
     ]);
     expect(
       nodeStateNames(node('a', ['DOWN', 'NOT_RESPONDING', 'REBOOT_REQUESTED', 'MAINTENANCE', 'RESERVED'])),
@@ -240,30 +294,141 @@ describe('per-user and per-account families', () => {
 });
 
 describe('names shared with the Soperator families', () => {
-  it('node CPU and memory families slurmctld also serves carry both node and node_name', () => {
+  it("the four names both sets use: Soperator's on /metrics (node_name, bytes), slurmctld's on /metrics/nodes", () => {
     const n = node('n1', ['MIXED'], {
       cpus: 8,
       alloc_cpus: 2,
-      alloc_idle_cpus: 6,
+      alloc_idle_cpus: 5,
       effective_cpus: 7,
       real_memory: 100,
       free_mem: 50,
       specialized_memory: 10,
     });
-    const f = observe({ atMs: T0, nodes: at([n]) }, T0);
-    for (const name of [
+    const snap = { atMs: T0, nodes: at([n]) };
+    const f = observe(snap, T0);
+    const shared = [
       'slurm_node_cpus_idle',
       'slurm_node_cpus_effective',
       'slurm_node_memory_free_bytes',
       'slurm_node_memory_effective_bytes',
-    ]) {
+    ];
+    for (const name of shared)
       expect(
         points(f, name).map((p) => p.attributes),
         name,
-      ).toEqual([{ node_name: 'n1', node: 'n1' }]);
-    }
+      ).toEqual([{ node_name: 'n1' }]);
+    expect(valuesBy(f, 'slurm_node_cpus_idle', 'node_name')).toEqual({ n1: 5 });
+    expect(valuesBy(f, 'slurm_node_memory_free_bytes', 'node_name')).toEqual({ n1: 50 * 2 ** 20 });
+    const nodesPath = nativeSections(nativeGroups(snap)).get('/metrics/nodes') ?? [];
+    // slurmctld: idle = effective - allocated, memory in MiB, effective = RealMemory - MemSpecLimit.
+    expect(valuesBy(nodesPath, 'slurm_node_cpus_idle', 'node')).toEqual({ n1: 5 });
+    expect(valuesBy(nodesPath, 'slurm_node_cpus_effective', 'node')).toEqual({ n1: 7 });
+    expect(valuesBy(nodesPath, 'slurm_node_memory_free_bytes', 'node')).toEqual({ n1: 50 });
+    expect(valuesBy(nodesPath, 'slurm_node_memory_effective_bytes', 'node')).toEqual({ n1: 90 });
+    expect(valuesBy(nodesPath, 'slurm_node_memory_bytes', 'node')).toEqual({ n1: 100 });
+    for (const name of shared)
+      expect(
+        points(nodesPath, name).map((p) => p.attributes),
+        name,
+      ).toEqual([{ node: 'n1' }]);
     expect(valuesBy(f, 'slurm_node_cpus', 'node')).toEqual({ n1: 8 });
     expect(valuesBy(f, 'slurm_node_cpus_total', 'node_name')).toEqual({ n1: 8 });
+  });
+
+  it("slurmctld's idle CPUs count a drained node's unallocated CPUs, where Slurm's idle count says 0", () => {
+    const n = node('n1', ['IDLE', 'DRAIN'], { cpus: 4, alloc_cpus: 0, alloc_idle_cpus: 0, effective_cpus: 4 });
+    const nodesPath = nativeSections(nativeGroups({ atMs: T0, nodes: at([n]) })).get('/metrics/nodes') ?? [];
+    expect(valuesBy(nodesPath, 'slurm_node_cpus_idle', 'node')).toEqual({ n1: 4 });
+  });
+
+  it('counts the tasks a pending array record holds', () => {
+    expect(arrayTaskCount({ array_task_id: '2-7%2' })).toBe(6);
+    expect(arrayTaskCount({ array_task_id: '1,3,5-9:2' })).toBe(5);
+    expect(arrayTaskCount({ array_task_id: '0-15:4' })).toBe(4);
+    expect(arrayTaskCount({ array_task_id: '3' })).toBe(1);
+    expect(arrayTaskCount({})).toBe(1);
+    expect(arrayTaskCount({ array_task_id: 'junk-x' })).toBe(1);
+    expect(arrayTaskCount({ array_task_id: '0-99999999999' })).toBe(10_000_000);
+    const jobs = [
+      job('5', ['PENDING'], { array_job_id: '5', array_task_id: '2-7%2', user_name: 'u', account: 'a' }),
+      job('6', ['PENDING'], { state_reason: 'JobHeldUser', user_name: 'u', account: 'a' }),
+      job('7', ['RUNNING'], { array_job_id: '5', array_task_id: '0', user_name: 'u', account: 'a' }),
+    ];
+    const g = nativeGroups({ atMs: T0, jobs: at(jobs) }, true);
+    // The whole cluster counts tasks; per user and account, slurmctld counts records (but tasks when pending).
+    expect(scalar(g.jobs, 'slurm_jobs')).toBe(8);
+    expect(scalar(g.jobs, 'slurm_jobs_pending')).toBe(7);
+    expect(scalar(g.jobs, 'slurm_jobs_hold')).toBe(1);
+    expect(valuesBy(g.usersAccounts, 'slurm_user_jobs', 'username')).toEqual({ u: 3 });
+    expect(valuesBy(g.usersAccounts, 'slurm_user_jobs_pending', 'username')).toEqual({ u: 7 });
+    expect(valuesBy(g.usersAccounts, 'slurm_account_jobs_pending', 'account')).toEqual({ a: 7 });
+  });
+
+  it('distinct allocated nodes: from node states for the cluster, from job hostlists per user', () => {
+    const nodes = [node('a', ['MIXED']), node('b', ['ALLOCATED']), node('c', ['IDLE', 'COMPLETING'])];
+    const jobs = [
+      job('1', ['RUNNING'], { nodes: 'a,b', user_name: 'u' }),
+      job('2', ['RUNNING'], { nodes: 'b', user_name: 'u' }),
+      job('3', ['RUNNING'], { nodes: 'b', user_name: 'v' }),
+    ];
+    const g = nativeGroups({ atMs: T0, nodes: at(nodes), jobs: at(jobs) }, true);
+    expect(scalar(g.jobs, 'slurm_jobs_nodes_alloc')).toBe(2);
+    expect(valuesBy(g.usersAccounts, 'slurm_user_jobs_nodes_alloc', 'username')).toEqual({ u: 2, v: 1 });
+    // Without a node list, the jobs' hostlists.
+    expect(scalar(nativeGroups({ atMs: T0, jobs: at(jobs) }).jobs, 'slurm_jobs_nodes_alloc')).toBe(2);
+  });
+
+  it('leaves an empty user or account label out, as slurmctld does', () => {
+    const g = nativeGroups({ atMs: T0, jobs: at([job('1', ['RUNNING'], { user_name: 'u' })]) }, true);
+    expect(points(g.usersAccounts, 'slurm_account_jobs').map((p) => [p.attributes, p.value])).toEqual([[{}, 1]]);
+    expect(points(g.usersAccounts, 'slurm_user_jobs').map((p) => p.attributes)).toEqual([{ username: 'u' }]);
+  });
+
+  it('counts allocated GPUs from the GRES in use (no GPU TRES needed), several types summed', () => {
+    expect(nodeGpusAlloc({ gres_used: 'gpu:tesla:1(IDX:0)' })).toBe(1);
+    expect(nodeGpusAlloc({ gres_used: 'gpu:tesla:2(IDX:0-1),gpu:a100:1(IDX:2)' })).toBe(3);
+    expect(nodeGpusAlloc({ gres_used: 'gpu:0(IDX:N/A)' })).toBe(0);
+    expect(nodeGpusAlloc({ gres_used: 'gpu:a:2(IDX:0,3),shard:4(0)' })).toBe(2);
+    expect(nodeGpusAlloc({ tres_used: 'cpu=1,gres/gpu=2' })).toBe(2);
+    expect(nodeGpusAlloc({})).toBe(0);
+  });
+
+  it('a pending job submitted to several partitions counts in the last one it lists, as slurmctld leaves it', () => {
+    expect(nativeJobPartition({ partition: 'cpu,gpu' })).toBe('gpu');
+    const parts = [partition('cpu'), partition('gpu')];
+    const jobs = [
+      job('1', ['PENDING'], { partition: 'cpu,gpu', node_count: 3, state_reason: 'Resources' }),
+      job('2', ['PENDING'], { partition: 'cpu', node_count: 2, state_reason: 'JobHeldUser' }),
+      job('3', ['COMPLETED'], { partition: 'cpu' }),
+    ];
+    const f = nativeGroups({ atMs: T0, jobs: at(jobs), partitions: at(parts) }).partitions;
+    // A finished record is not one of the partition's jobs; its state still counts.
+    expect(valuesBy(f, 'slurm_partition_jobs', 'partition')).toEqual({ cpu: 1, gpu: 1 });
+    expect(valuesBy(f, 'slurm_partition_jobs_completed', 'partition')).toEqual({ cpu: 1, gpu: 0 });
+    // Largest minimum node counts of pending jobs, held ones left out of _nohold.
+    expect(valuesBy(f, 'slurm_partition_jobs_min_job_nodes', 'partition')).toEqual({ cpu: 2, gpu: 3 });
+    expect(valuesBy(f, 'slurm_partition_jobs_min_job_nodes_nohold', 'partition')).toEqual({ cpu: 0, gpu: 3 });
+  });
+
+  it('slurmctld defects not copied: powering_up, the reason bit test, 16-bit sums', () => {
+    // slurmctld serves its powering-down count as slurm_nodes_powering_up; the agent counts powering-up nodes.
+    const nodes = [node('a', ['IDLE', 'POWERING_DOWN']), node('b', ['IDLE', 'POWERING_UP'])];
+    const g = nativeGroups({ atMs: T0, nodes: at(nodes) });
+    expect(scalar(g.nodes, 'slurm_nodes_powering_up')).toBe(1);
+    // slurmctld tests `state_reason & WAIT_PART_NODE_LIMIT`: true for Resources' neighbours such as
+    // ReqNodeNotAvail or PartitionTimeLimit; only PartitionNodeLimit is counted here.
+    const jobs = [
+      job('1', ['PENDING'], { partition: 'p', state_reason: 'PartitionTimeLimit' }),
+      job('2', ['PENDING'], { partition: 'p', state_reason: 'PartitionNodeLimit' }),
+      ...Array.from({ length: 70 }, (_, i) =>
+        job(String(10 + i), ['RUNNING'], { partition: 'p', tres_alloc_str: 'cpu=1000,node=1' }),
+      ),
+    ];
+    const f = nativeGroups({ atMs: T0, jobs: at(jobs), partitions: at([partition('p')]) });
+    expect(valuesBy(f.partitions, 'slurm_partition_jobs_wait_part_node_limit', 'partition')).toEqual({ p: 1 });
+    // slurmctld prints the CPU sums as 16-bit integers (70000 would read 4464).
+    expect(scalar(f.jobs, 'slurm_jobs_cpus_alloc')).toBe(70_000);
+    expect(valuesBy(f.partitions, 'slurm_partition_jobs_cpus_alloc', 'partition')).toEqual({ p: 70_000 });
   });
 
   it('every native family is a gauge whose Prometheus name has no suffix added', () => {
