@@ -127,7 +127,7 @@ for (const release of RELEASES) {
           api,
           jobSource,
           accountingLookbackMs: 3_600_000,
-          clusterName: 'slurmotel',
+          clusterName: slurm.clusterName,
           optional: OPTIONAL_SUB_COLLECTORS,
           accountingLimits: true,
         },
