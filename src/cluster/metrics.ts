@@ -3,7 +3,7 @@
  * documents (OTLP names carry no `_total`: the Prometheus side adds it to counters).
  *
  * Two kinds of families, kept in separate records because telemetry/ feeds them differently:
- * - CLUSTER_METRICS describe the latest snapshot (rules.observe → the snapshot producer). The RPC
+ * - CLUSTER_METRICS describe the latest snapshot (observe → the snapshot producer). The RPC
  *   counters belong here: slurmctld already accumulates them, we only copy its totals.
  * - CLUSTER_EVENT_METRICS accumulate transitions seen between two refreshes (state.advance →
  *   SDK synchronous counters and histograms), so only this process can know them.

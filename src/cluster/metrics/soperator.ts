@@ -1,6 +1,6 @@
 /**
  * Soperator's snapshot families: the latest state of nodes, jobs and slurmctld's RPC counters, under the
- * names Soperator's Slurm exporter documents (rules.observe → the snapshot producer). The RPC counters
+ * names Soperator's Slurm exporter documents (observe → the snapshot producer). The RPC counters
  * belong here: slurmctld already accumulates them, we only copy its totals.
  */
 import { defineMetric as spec } from '../../telemetry/spec.js';
