@@ -12,7 +12,7 @@ import { ClusterRunner } from '../src/cluster/agent.js';
 import { noAuth } from '../src/cluster/api/http/auth.js';
 import { SlurmClient } from '../src/cluster/api/client.js';
 import type { SlurmPartition } from '../src/cluster/model.js';
-import { observe } from '../src/cluster/rules.js';
+import { observe } from '../src/cluster/observe.js';
 import { OPTIONAL_SUB_COLLECTORS, type ClusterSnapshot, type OptionalSubCollector } from '../src/cluster/snapshot.js';
 import { FakeCluster } from '../src/demo/fake-cluster.js';
 import { bigCluster } from '../test/support/big-cluster.js';

@@ -25,8 +25,8 @@ import { CollectionLoop, summarize, type TickResult, type TickSummary } from './
 import { makeFetchers, type FetcherOptions } from './fetchers.js';
 import { LandingRecord, renderClusterLanding } from './landing.js';
 import { CLUSTER_EVENT_SPECS, CLUSTER_SELF_METRICS } from './metrics.js';
-import { NATIVE_PATHS, nativeGroups, nativeSections } from './native.js';
-import { observe, observeState } from './rules.js';
+import { NATIVE_PATHS, nativeGroups, nativeSections } from './observe/native.js';
+import { observe, observeState } from './observe.js';
 import { advance, INITIAL_CLUSTER_STATE, type ClusterState } from './state.js';
 
 export const SCOPE = { name: 'slurm-otel/cluster', version: '0.1.0' };

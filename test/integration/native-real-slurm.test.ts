@@ -16,7 +16,7 @@ import { Writable } from 'node:stream';
 import { keyFileSigner } from '../../src/cluster/api/http/auth.js';
 import { SlurmClient } from '../../src/cluster/api/client.js';
 import { startClusterAgent, type ClusterAgent } from '../../src/cluster/agent.js';
-import { NATIVE_PATHS, type NativePath } from '../../src/cluster/native.js';
+import { NATIVE_PATHS, type NativePath } from '../../src/cluster/observe/native.js';
 import { createLogger } from '../../src/log.js';
 import { parseExposition, type Sample } from '../support/exposition.js';
 import {

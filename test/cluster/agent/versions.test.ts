@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ClusterRunner } from '../../../src/cluster/agent.js';
 import { baseState } from '../../../src/cluster/node-state.js';
-import { arrayTaskCount } from '../../../src/cluster/native.js';
+import { arrayTaskCount } from '../../../src/cluster/observe/native.js';
 import { JOB_TERMINAL_STATES } from '../../../src/cluster/model.js';
 import type { FakeSlurmrestd } from '../../../src/demo/fake-slurmrestd.js';
 import {

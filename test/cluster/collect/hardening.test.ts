@@ -12,7 +12,7 @@ import { decoderFor } from '../../../src/cluster/api/decode/versions.js';
 import { decodeListStream } from '../../../src/cluster/api/decode/stream-decode.js';
 import { CollectionLoop, type LoopHooks } from '../../../src/cluster/collect.js';
 import { makeFetchers } from '../../../src/cluster/fetchers.js';
-import { observe } from '../../../src/cluster/rules.js';
+import { observe } from '../../../src/cluster/observe.js';
 import type { SubCollector } from '../../../src/cluster/snapshot.js';
 import { createLogger, type Logger } from '../../../src/log.js';
 import { silentLogger } from '../../support/log.js';

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeLicense } from '../../../src/cluster/api/decode/decode-licenses.js';
 import { decodeAssociations, decodeQosList } from '../../../src/cluster/api/decode/decode-limits.js';
 import { decodeList } from '../../../src/cluster/api/decode/envelope.js';
-import { extraFamilies } from '../../../src/cluster/extra.js';
+import { extraFamilies } from '../../../src/cluster/observe/extra.js';
 import { decodeReservation } from '../../../src/cluster/api/decode/decode-reservations.js';
 import { decodeShares } from '../../../src/cluster/api/decode/decode-shares.js';
 import type { SlurmLicense, SlurmReservation } from '../../../src/cluster/model.js';

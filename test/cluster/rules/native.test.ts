@@ -21,10 +21,10 @@ import {
   nativeSections,
   nodeGpusAlloc,
   nodeStateNames,
-} from '../../../src/cluster/native.js';
+} from '../../../src/cluster/observe/native.js';
 import { expandHostlist } from '../../../src/cluster/hostlist.js';
 import type { SlurmPartition } from '../../../src/cluster/model.js';
-import { observe } from '../../../src/cluster/rules.js';
+import { observe } from '../../../src/cluster/observe.js';
 import type { ClusterSnapshot } from '../../../src/cluster/snapshot.js';
 import type { AnyFamily } from '../../../src/telemetry/spec.js';
 import { listFiles, readText, recorded } from '../fixtures.js';

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { nodeState } from '../../../src/cluster/api/decode/states.js';
 import type { SlurmDiag, SlurmJob, SlurmNode } from '../../../src/cluster/model.js';
-import { observe } from '../../../src/cluster/rules.js';
+import { observe } from '../../../src/cluster/observe.js';
 import { advance, INITIAL_CLUSTER_STATE } from '../../../src/cluster/state.js';
 import { materialized, type Attributes, type MetricSpec } from '../../../src/telemetry/spec.js';
 import { snapshot, T0 } from './helpers.js';

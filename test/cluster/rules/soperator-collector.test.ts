@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { CLUSTER_EVENT_SPECS } from '../../../src/cluster/metrics.js';
 import type { NodeTopology, SlurmDiag, SlurmJob, SlurmNode } from '../../../src/cluster/model.js';
-import { observe } from '../../../src/cluster/rules.js';
+import { observe } from '../../../src/cluster/observe.js';
 import type { ClusterSnapshot } from '../../../src/cluster/snapshot.js';
 import { advance, INITIAL_CLUSTER_STATE, type ClusterState } from '../../../src/cluster/state.js';
 import { Pipeline } from '../../../src/telemetry/pipeline.js';

@@ -5,15 +5,15 @@
  * sub-collector that has succeeded: a failing /licenses never touches the job families, and a
  * switched-off one leaves its families out.
  */
-import { point, type Family, type Point } from '../telemetry/spec.js';
-import { expandHostlist } from './hostlist.js';
+import { point, type Family, type Point } from '../../telemetry/spec.js';
+import { expandHostlist } from '../hostlist.js';
 import {
   FAIRSHARE_METRICS,
   JOB_EXTRA_METRICS,
   LICENSE_METRICS,
   LIMIT_METRICS,
   RESERVATION_METRICS as R,
-} from './metrics.js';
+} from '../metrics.js';
 import type {
   SlurmAccountingLimits,
   SlurmJob,
@@ -23,10 +23,10 @@ import type {
   SlurmReservation,
   SlurmShare,
   TresLimit,
-} from './model.js';
-import { nodeStateNames } from './native.js';
-import type { ClusterSnapshot } from './snapshot.js';
-import { nodesByName, uniqueJobs } from './state.js';
+} from '../model.js';
+import { nodeStateNames } from './native-states.js';
+import type { ClusterSnapshot } from '../snapshot.js';
+import { nodesByName, uniqueJobs } from '../state.js';
 
 export function extraFamilies(snap: ClusterSnapshot): Family[] {
   return [

@@ -2,12 +2,10 @@
  * `/metrics/scheduler`: slurmctld's scheduler figures from slurmrestd's /diag (sdiag's). A field
  * the API version does not carry leaves its family out, never 0.
  */
-import { point, type Family, type MetricSpec } from '../telemetry/spec.js';
-import { NATIVE_SCHEDULER_METRICS as S } from './metrics.js';
-import type { SlurmDiag } from './model.js';
-
-type GaugeSpec = MetricSpec<never, never> & { kind: 'gauge' };
-const gaugeOf = (spec: GaugeSpec, value: number): Family => ({ spec, points: [point(spec, {}, value)] });
+import type { Family } from '../../telemetry/spec.js';
+import { NATIVE_SCHEDULER_METRICS as S } from '../metrics.js';
+import type { SlurmDiag } from '../model.js';
+import { gaugeOf } from './helpers.js';
 
 type SchedulerKey = keyof typeof S;
 type DiagNumber = { [K in keyof SlurmDiag]-?: SlurmDiag[K] extends number | undefined ? K : never }[keyof SlurmDiag];

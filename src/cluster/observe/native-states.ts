@@ -3,9 +3,9 @@
  * `slurm_jobs_<state>`, `slurm_partition_*_<state>`), from slurmrestd's state words, and how
  * many tasks a job record stands for.
  */
-import type { NativeJobState, NativeNodeState, NativePartitionNodeState } from './metrics.js';
-import type { NodeBaseState, SlurmJob, SlurmNode } from './model.js';
-import { JOB_TERMINAL_STATES } from './model.js';
+import type { NativeJobState, NativeNodeState, NativePartitionNodeState } from '../metrics.js';
+import type { NodeBaseState, SlurmJob, SlurmNode } from '../model.js';
+import { JOB_TERMINAL_STATES } from '../model.js';
 
 // ---- node states ----
 

@@ -4,134 +4,32 @@
  * strings. A sub-collector that has not succeeded yet contributes no family at all, so a failing
  * /jobs never blanks the node families and vice versa.
  */
-import type { AnyFamily, Attributes, Family, LazyFamily, MetricSpec, Point } from '../telemetry/spec.js';
-import { expandHostlist } from './hostlist.js';
-import { CLUSTER_METRICS as M } from './metrics.js';
-import type { NodeTopology, SlurmDiag, SlurmJob, SlurmNode } from './model.js';
-import { point, type AttributesOf, type ExactAttributes } from '../telemetry/spec.js';
-import { JOB_TERMINAL_STATES } from './model.js';
-import { flagValue, isUnavailable, legacyStateLabels, stateFlagLabels } from './node-state.js';
-import { extraFamilies } from './extra.js';
-import { nativeFamilies, type NativeOptions } from './native.js';
-import type { ClusterSnapshot } from './snapshot.js';
-import { nodesByName, uniqueJobs, type ClusterState } from './state.js';
-import { jobCpuCount, jobMemoryBytes, parseTres } from './tres.js';
+import {
+  point,
+  type AnyFamily,
+  type Family,
+  type LazyFamily,
+  type Point,
+  type AttributesOf,
+} from '../../telemetry/spec.js';
+import { expandHostlist } from '../hostlist.js';
+import { CLUSTER_METRICS as M } from '../metrics.js';
+import { JOB_TERMINAL_STATES, type NodeTopology, type SlurmDiag, type SlurmJob, type SlurmNode } from '../model.js';
+import { flagValue, isUnavailable, legacyStateLabels, stateFlagLabels } from '../node-state.js';
+import type { ClusterSnapshot } from '../snapshot.js';
+import { nodesByName, uniqueJobs, type ClusterState } from '../state.js';
+import { jobCpuCount, jobMemoryBytes, parseTres } from '../tres.js';
+import { MIB, family, lazy, maybe, memoized, perItem, uniqueValues } from './helpers.js';
 
-const MIB = 1024 * 1024;
 export const RESERVATION_NAME_MAX = 50;
 
-type PointSpec = MetricSpec & { kind: 'counter' | 'gauge' | 'updowncounter' };
-
-export function observe(snap: ClusterSnapshot, nowMs: number, native: NativeOptions = {}): AnyFamily[] {
+/** Soperator's families of the snapshot: its nodes, jobs and controller families. */
+export function soperatorFamilies(snap: ClusterSnapshot, nowMs: number): AnyFamily[] {
   return [
     ...(snap.nodes ? nodeFamilies(snap.nodes.value, snap.topology?.value) : []),
     ...(snap.jobs ? jobFamilies(snap.jobs.value, nowMs, snap.topology?.value) : []),
     ...(snap.diag ? diagFamilies(snap.diag.value) : []),
-    ...nativeFamilies(snap, native),
-    ...extraFamilies(snap),
   ];
-}
-
-/**
- * Builds a family, keeping the first point of any repeated attribute set: Prometheus rejects an
- * exposition with duplicate series, and a repeated partition or host name is not worth failing on.
- * Points are told apart by their first attribute (a job id, a node name: distinct almost always),
- * and compared attribute by attribute only with the earlier points that share it.
- */
-function family(spec: PointSpec, points: readonly Point[]): Family {
-  const keys = spec.attributes;
-  if (keys.length === 0) return { spec, points: points.slice(0, 1) };
-  const first = keys[0] as string;
-  const byFirst = new Map<string | undefined, Point | Point[]>();
-  const unique: Point[] = [];
-  for (const p of points) {
-    const f = p.attributes[first];
-    const seen = byFirst.get(f);
-    if (seen === undefined) {
-      byFirst.set(f, p);
-    } else {
-      const same = Array.isArray(seen) ? seen : [seen];
-      if (same.some((q) => sameAttributes(keys, q.attributes, p.attributes))) continue;
-      same.push(p);
-      if (same !== seen) byFirst.set(f, same);
-    }
-    unique.push(p);
-  }
-  return { spec, points: unique };
-}
-
-function sameAttributes(keys: readonly string[], a: Attributes, b: Attributes): boolean {
-  for (const k of keys) if ((a[k] ?? null) !== (b[k] ?? null)) return false;
-  return true;
-}
-
-/**
- * A family whose points are distinct by construction (one per node name, or per job id), made
- * afresh each time it is iterated: at 100k jobs the ~700k points are never all alive at once.
- */
-function lazy(spec: PointSpec, points: () => Iterable<Point>): LazyFamily {
-  return { spec, lazy: { [Symbol.iterator]: () => points()[Symbol.iterator]() } };
-}
-
-/** One point of the family per item whose value is known (a missing value is not a zero). */
-function perItem<S extends PointSpec, T, A extends AttributesOf<S>>(
-  spec: S,
-  items: readonly T[],
-  attributes: (item: T) => ExactAttributes<NoInfer<S>, A>,
-  value: (item: T) => number | undefined,
-): () => Iterable<Point> {
-  return function* () {
-    for (const item of items) {
-      const v = value(item);
-      if (v !== undefined && Number.isFinite(v)) yield point(spec, attributes(item), v);
-    }
-  };
-}
-
-/** Distinct values, order kept; the array itself when it has one value or none. */
-function uniqueValues(values: readonly string[]): readonly string[] {
-  return values.length < 2 ? values : [...new Set(values)];
-}
-
-/**
- * `f(job)` computed once per distinct combination of `inputs(job)`: on a 100k-job snapshot the
- * TRES strings repeat (a few shapes of allocation), so each distinct one is parsed once. The
- * inputs index nested maps: the strings are shared between jobs, so looking one up costs no
- * hashing, where a key built from them would be a new string to hash for every job.
- */
-function memoized<R>(
-  f: (job: SlurmJob) => R,
-  inputs: (job: SlurmJob) => readonly (string | number | undefined)[],
-): (job: SlurmJob) => R {
-  const root = new Map<unknown, unknown>();
-  const DONE = Symbol('result');
-  return (job) => {
-    let level = root;
-    for (const v of inputs(job)) {
-      let next = level.get(v) as Map<unknown, unknown> | undefined;
-      if (next === undefined) {
-        next = new Map();
-        level.set(v, next);
-      }
-      level = next;
-    }
-    if (level.has(DONE)) return level.get(DONE) as R;
-    const r = f(job);
-    level.set(DONE, r);
-    return r;
-  };
-}
-
-/** A point of the family when the value is known; nothing otherwise (a missing value is not a zero). */
-function maybe<S extends PointSpec, A extends AttributesOf<S>>(
-  out: Point[],
-  spec: S,
-  attributes: ExactAttributes<NoInfer<S>, A>,
-  value: number | undefined,
-  startTimeMs?: number,
-): void {
-  if (value === undefined || !Number.isFinite(value)) return;
-  out.push(point(spec, attributes, value, startTimeMs));
 }
 
 /** Unix seconds as a label; empty when unset or 0. */

@@ -1,0 +1,107 @@
+/** The cluster agent's self-monitoring families. */
+import { defineMetric as spec } from '../../telemetry/spec.js';
+
+const COLLECTOR = ['collector'] as const;
+
+/** Self-monitoring, served on the monitoring endpoint. */
+export const CLUSTER_SELF_METRICS = {
+  collectionDuration: spec(
+    'gauge',
+    'slurm_exporter_collection_duration_seconds',
+    's',
+    [],
+    'Duration of the last collection tick: from its start until every sub-collector run it started had ended.',
+  ),
+  collectionAttempts: spec(
+    'counter',
+    'slurm_exporter_collection_attempts',
+    '',
+    [],
+    'Collection ticks that started at least one sub-collector run, counted when those runs have ended.',
+  ),
+  collectionFailures: spec(
+    'counter',
+    'slurm_exporter_collection_failures',
+    '',
+    [],
+    'Collection ticks in which at least one sub-collector run failed.',
+  ),
+  collectorDuration: spec(
+    'gauge',
+    'slurm_exporter_collector_duration_seconds',
+    's',
+    COLLECTOR,
+    'Duration of the last run of each sub-collector (nodes, jobs, diag, and partitions, licenses, reservations, shares, limits when on).',
+  ),
+  collectorErrors: spec(
+    'counter',
+    'slurm_exporter_collector_errors',
+    '',
+    COLLECTOR,
+    "Failed runs of each sub-collector (Soperator's series; slurm_exporter_collector_error_kinds says why); a failed sub-collector keeps exporting its last good data.",
+  ),
+  collectorErrorKinds: spec(
+    'counter',
+    'slurm_exporter_collector_error_kinds',
+    '',
+    ['collector', 'kind'],
+    'Failed runs of each sub-collector by why they failed (auth, timeout, network, too_large, http, version, decode, api_errors, aborted, internal). `absent`: slurmrestd does not serve the endpoint on the negotiated API version, counted once when found (its families are then absent; it is asked again every 10 minutes).',
+  ),
+  collectorInflight: spec(
+    'gauge',
+    'slurm_exporter_collector_inflight',
+    '',
+    COLLECTOR,
+    'Runs of each sub-collector in progress.',
+  ),
+  collectorSkipped: spec(
+    'counter',
+    'slurm_exporter_collector_skipped',
+    '',
+    COLLECTOR,
+    'Runs of each sub-collector skipped because its in-flight limit was reached.',
+  ),
+  collectorStaleResults: spec(
+    'counter',
+    'slurm_exporter_collector_stale_results',
+    '',
+    COLLECTOR,
+    'Results of each sub-collector dropped because a newer result was already stored.',
+  ),
+  skippedItems: spec(
+    'counter',
+    'slurm_exporter_skipped_items',
+    '',
+    COLLECTOR,
+    'Malformed nodes or jobs skipped while decoding a response (the rest of the response is kept).',
+  ),
+  apiErrors: spec(
+    'counter',
+    'slurm_exporter_api_errors',
+    '',
+    COLLECTOR,
+    'Slurm errors[] carried by successful responses (the data in them is used; each message is logged once).',
+  ),
+  hostlistErrors: spec(
+    'counter',
+    'slurm_exporter_hostlist_errors',
+    '',
+    COLLECTOR,
+    "Items whose hostlist cannot be expanded, per response (a job's nodes, a partition's or reservation's node list): the item is kept, without the series that need its hosts (each distinct list is logged once).",
+  ),
+  apiFieldsLost: spec(
+    'counter',
+    'slurm_exporter_api_fields_lost',
+    '',
+    COLLECTOR,
+    'Fields that responses carried before slurmrestd was renegotiated to another API version and lack after it (named in the log).',
+  ),
+  metricsRequests: spec(
+    'counter',
+    'slurm_exporter_metrics_requests',
+    '',
+    [],
+    'Requests served by the /metrics endpoint.',
+  ),
+  metricsExported: spec('gauge', 'slurm_exporter_metrics_exported', '', [], 'Points in the last published snapshot.'),
+} as const;

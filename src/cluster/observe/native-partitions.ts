@@ -1,0 +1,185 @@
+/** Slurm's own partition families (`/metrics/partitions`): /partitions joined with /nodes and /jobs. */
+import { point, type Family } from '../../telemetry/spec.js';
+import { expandHostlist } from '../hostlist.js';
+import { NATIVE_JOB_STATES, NATIVE_PARTITION_METRICS as P, NATIVE_PARTITION_NODE_STATES } from '../metrics.js';
+import { JOB_TERMINAL_STATES, type SlurmJob, type SlurmNode, type SlurmPartition } from '../model.js';
+import {
+  addJob,
+  newTotals,
+  nodeCpusIdle,
+  nodeGpus,
+  nodeMemoryEffective,
+  type JobTotals,
+  type JobView,
+  type TresOf,
+} from './native-counting.js';
+import { countStates, isHeld, nodeStateNames, PARTITION_NAMES } from './native-states.js';
+import { gaugeOf, type GaugeSpec } from './helpers.js';
+
+/** A partition's nodes: its hostlist; the nodes' own partition lists when the hostlist is unreadable. */
+function partitionNodes(
+  p: SlurmPartition,
+  byName: ReadonlyMap<string, SlurmNode>,
+  all: readonly SlurmNode[],
+): SlurmNode[] {
+  try {
+    return expandHostlist(p.nodes).flatMap((n) => byName.get(n) ?? []);
+  } catch {
+    return all.filter((n) => n.partitions.includes(p.name));
+  }
+}
+
+/** The Slinky autoscaling figures of a partition's pending jobs: largest node counts asked for. */
+interface PendingNodes {
+  max: number;
+  min: number;
+  maxNohold: number;
+  minNohold: number;
+  waitNodeLimit: number;
+}
+
+export function partitionFamilies(
+  parts: readonly SlurmPartition[],
+  nodes: readonly SlurmNode[] | undefined,
+  jobs: readonly JobView[] | undefined,
+  tres: TresOf,
+): Family[] {
+  const named = [...new Map(parts.map((p) => [p.name, p])).values()];
+  const per = (spec: GaugeSpec<'partition'>, value: (p: SlurmPartition) => number | undefined): Family => ({
+    spec,
+    points: named.flatMap((p) => {
+      const v = value(p);
+      return v === undefined || !Number.isFinite(v) ? [] : [point(spec, { partition: p.name }, v)];
+    }),
+  });
+  return [
+    gaugeOf(P.partitions, named.length),
+    per(P.cpus, (p) => p.total_cpus),
+    ...(nodes ? partitionNodeFamilies(named, nodes, per, tres) : []),
+    ...(jobs ? partitionJobFamilies(named, jobs, tres, per) : []),
+  ];
+}
+
+type PerPartition = (spec: GaugeSpec<'partition'>, value: (p: SlurmPartition) => number | undefined) => Family;
+
+function partitionNodeFamilies(
+  parts: readonly SlurmPartition[],
+  nodes: readonly SlurmNode[],
+  per: PerPartition,
+  tres: TresOf,
+): Family[] {
+  const byName = new Map(nodes.map((n) => [n.name, n]));
+  const members = new Map(parts.map((p) => [p.name, partitionNodes(p, byName, nodes)]));
+  const of = (p: SlurmPartition): SlurmNode[] => members.get(p.name) ?? [];
+  const rename = (n: string): string => PARTITION_NAMES[n] ?? n;
+  const states = new Map(
+    parts.map((p) => [p.name, countStates(NATIVE_PARTITION_NODE_STATES, of(p).map(nodeStateNames), rename)]),
+  );
+  /** A sum over the partition's nodes; absent when no node reports the value (an older API). */
+  const sum =
+    (value: (n: SlurmNode) => number | undefined) =>
+    (p: SlurmPartition): number | undefined => {
+      let total: number | undefined;
+      for (const n of of(p)) {
+        const v = value(n);
+        if (v !== undefined) total = (total ?? 0) + v;
+      }
+      return total;
+    };
+  return [
+    per(P.nodes, (p) => p.total_nodes ?? of(p).length),
+    ...NATIVE_PARTITION_NODE_STATES.map((s) => per(P.nodeStates[s], (p) => states.get(p.name)?.[s])),
+    per(
+      P.cpusAlloc,
+      sum((n) => n.alloc_cpus),
+    ),
+    per(P.cpusIdle, sum(nodeCpusIdle)),
+    per(
+      P.cpusEffective,
+      sum((n) => n.effective_cpus),
+    ),
+    per(
+      P.memAlloc,
+      sum((n) => n.alloc_memory),
+    ),
+    per(P.memAvail, sum(nodeMemoryEffective)),
+    per(
+      P.memFree,
+      sum((n) => n.free_mem ?? 0),
+    ),
+    per(
+      P.memTotal,
+      sum((n) => n.real_memory),
+    ),
+    per(P.gpus, (p) => of(p).reduce((t, n) => t + nodeGpus(n, tres), 0)),
+  ];
+}
+
+/**
+ * The one partition slurmctld counts a job in: the job's partition, or for a pending job
+ * submitted to several (`cpu,gpu`) the last listed, where its scheduler leaves a job it has
+ * tried in each.
+ */
+export function nativeJobPartition(job: Pick<SlurmJob, 'partition'>): string | undefined {
+  const parts = (job.partition ?? '').split(',').filter((p) => p !== '');
+  return parts[parts.length - 1];
+}
+
+/** Finished with nothing left completing: slurmctld leaves such a record out of a partition's `jobs`. */
+function isCompleted(job: SlurmJob): boolean {
+  return JOB_TERMINAL_STATES.has(job.state[0] ?? '') && !job.state.includes('COMPLETING');
+}
+
+function partitionJobFamilies(
+  parts: readonly SlurmPartition[],
+  jobs: readonly JobView[],
+  tres: TresOf,
+  per: PerPartition,
+): Family[] {
+  const totals = new Map(parts.map((p) => [p.name, newTotals()]));
+  const pending = new Map(
+    parts.map((p): [string, PendingNodes] => [
+      p.name,
+      { max: 0, min: 0, maxNohold: 0, minNohold: 0, waitNodeLimit: 0 },
+    ]),
+  );
+  for (const v of jobs) {
+    const job = v.job;
+    const name = nativeJobPartition(job);
+    const t = name === undefined ? undefined : totals.get(name);
+    if (t === undefined) continue;
+    addJob(t, v, isCompleted(job) ? 0 : 1, tres);
+    if (job.state[0] === 'PENDING') addPending(pending.get(name as string) as PendingNodes, job, tres);
+  }
+  const t = (p: SlurmPartition): JobTotals => totals.get(p.name) as JobTotals;
+  const q = (p: SlurmPartition): PendingNodes => pending.get(p.name) as PendingNodes;
+  return [
+    per(P.jobs, (p) => t(p).jobs),
+    ...NATIVE_JOB_STATES.map((s) => per(P.jobStates[s], (p) => t(p).states[s])),
+    per(P.jobsCpusAlloc, (p) => t(p).cpusAlloc),
+    per(P.jobsMemoryAlloc, (p) => t(p).memoryAllocMiB),
+    per(P.jobsGpusAlloc, (p) => t(p).gpusAlloc),
+    per(P.jobsMaxNodes, (p) => q(p).max),
+    per(P.jobsMaxNodesNohold, (p) => q(p).maxNohold),
+    per(P.jobsMinNodes, (p) => q(p).min),
+    per(P.jobsMinNodesNohold, (p) => q(p).minNohold),
+    per(P.jobsWaitNodeLimit, (p) => q(p).waitNodeLimit),
+  ];
+}
+
+/**
+ * slurmctld keeps the largest of the pending jobs' minimum node counts (`min_job_nodes`) and of
+ * their maximum ones (`max_job_nodes`); slurmrestd's node count of a pending job is its minimum,
+ * which stands for both.
+ */
+function addPending(q: PendingNodes, job: SlurmJob, tres: TresOf): void {
+  // slurmctld tests the reason with a bitwise AND (any reason with bit 2 set); only this one is meant.
+  if (job.state_reason === 'PartitionNodeLimit') q.waitNodeLimit += 1;
+  const n = job.node_count ?? tres(job.tres_req_str).nodes;
+  if (n === undefined) return;
+  q.max = Math.max(q.max, n);
+  q.min = Math.max(q.min, n);
+  if (isHeld(job)) return;
+  q.maxNohold = Math.max(q.maxNohold, n);
+  q.minNohold = Math.max(q.minNohold, n);
+}
