@@ -7,14 +7,9 @@
  * collectors (partitions, licenses, reservations, shares) as scontrol, sacctmgr and sshare show
  * them; nothing logged at warn or above.
  */
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keyFileSigner } from '../../src/cluster/api/http/auth.js';
-import { SlurmClient } from '../../src/cluster/api/client.js';
 import { ClusterRunner } from '../../src/cluster/agent.js';
 import type { JobSource } from '../../src/cluster/fetchers.js';
-import { OPTIONAL_SUB_COLLECTORS } from '../../src/cluster/snapshot.js';
-import { createLogger } from '../../src/log.js';
 import { parseExposition, select, valueOf, type Sample } from '../support/exposition.js';
 import {
   REAL_SLURM_START_TIMEOUT_MS,
@@ -24,6 +19,7 @@ import {
   type SlurmRelease,
   startRealSlurm,
 } from '../support/real-slurm.js';
+import { realSlurmRunner } from '../support/real-slurm-agent.js';
 import { waitFor } from '../support/tools.js';
 
 const RELEASES: SlurmRelease[] = ['24.11', '26.05'];
@@ -105,40 +101,7 @@ for (const release of RELEASES) {
     const logs: string[] = [];
 
     function runner(jobSource: JobSource, apiVersion: string): ClusterRunner {
-      const logger = createLogger({
-        level: 'warn',
-        format: 'json',
-        destination: new Writable({
-          write: (c: Buffer, _e, done) => {
-            logs.push(c.toString());
-            done();
-          },
-        }),
-      });
-      const api = new SlurmClient({
-        server: slurm.restUrl,
-        tokenSource: keyFileSigner({ keyFile: slurm.jwtKeyPath, user: 'root' }),
-        requestTimeoutMs: 15_000,
-        apiVersion,
-        logger,
-      });
-      return new ClusterRunner({
-        source: {
-          api,
-          jobSource,
-          accountingLookbackMs: 3_600_000,
-          clusterName: slurm.clusterName,
-          optional: OPTIONAL_SUB_COLLECTORS,
-          accountingLimits: true,
-        },
-        collectionIntervalMs: 3_600_000,
-        maxInflight: 1,
-        metrics: { host: '127.0.0.1', port: 0 },
-        monitoring: { host: '127.0.0.1', port: 0 },
-        resource: { serviceName: 'slurm-otel-cluster', serviceVersion: 'test', hostName: 'test' },
-        logger,
-        close: () => api.close(),
-      });
+      return realSlurmRunner(slurm, { jobSource, apiVersion, logs });
     }
 
     async function collect(r: ClusterRunner): Promise<Sample[]> {

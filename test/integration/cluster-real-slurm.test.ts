@@ -13,12 +13,12 @@ import { Writable } from 'node:stream';
 import { createLogger } from '../../src/log.js';
 import { parseExposition, select, valueOf, type Sample } from '../support/exposition.js';
 import { REAL_SLURM_START_TIMEOUT_MS, realSlurmGate, startRealSlurm, type RealSlurm } from '../support/real-slurm.js';
+import { realSlurmRunner } from '../support/real-slurm-agent.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startClusterAgent } from '../../src/cluster/agent.js';
 import { EXTRA_SPECS, NATIVE_SPECS } from '../../src/cluster/metrics.js';
-import { OPTIONAL_SUB_COLLECTORS } from '../../src/cluster/snapshot.js';
 import { prometheusName } from '../../src/telemetry/spec.js';
 import { startPrometheus } from '../support/prometheus.js';
 import { findTool, shouldRun, toolPath, waitFor } from '../support/tools.js';
@@ -77,40 +77,7 @@ describe.skipIf(gate.skip)('cluster agent on a real Slurm 22.05', { timeout: 90_
   /** Added to the agents' clock: the node durations test lets a minute pass without waiting for it. */
   let clockSkewMs = 0;
   function runner(jobSource: JobSource): ClusterRunner {
-    const logger = createLogger({
-      level: 'warn',
-      format: 'json',
-      destination: new Writable({
-        write: (c: Buffer, _e, done) => {
-          logs.push(c.toString());
-          done();
-        },
-      }),
-    });
-    const api = new SlurmClient({
-      server: slurm.restUrl,
-      tokenSource: keyFileSigner({ keyFile: slurm.jwtKeyPath, user: 'root' }),
-      requestTimeoutMs: 15_000,
-      logger,
-    });
-    return new ClusterRunner({
-      source: {
-        api,
-        jobSource,
-        accountingLookbackMs: 3_600_000,
-        clusterName: slurm.clusterName,
-        optional: OPTIONAL_SUB_COLLECTORS,
-        accountingLimits: true,
-      },
-      collectionIntervalMs: 3_600_000,
-      maxInflight: 1,
-      metrics: { host: '127.0.0.1', port: 0 },
-      monitoring: { host: '127.0.0.1', port: 0 },
-      resource: { serviceName: 'slurm-otel-cluster', serviceVersion: 'test', hostName: 'test' },
-      logger,
-      close: () => api.close(),
-      now: () => Date.now() + clockSkewMs,
-    });
+    return realSlurmRunner(slurm, { jobSource, logs, now: () => Date.now() + clockSkewMs });
   }
 
   async function collect(r: ClusterRunner): Promise<Sample[]> {

@@ -12,12 +12,8 @@
  * NOT_COPIED, each with the slurmctld defect behind it and a check of what the agent says instead.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Writable } from 'node:stream';
-import { keyFileSigner } from '../../src/cluster/api/http/auth.js';
-import { SlurmClient } from '../../src/cluster/api/client.js';
 import { startClusterAgent, type ClusterAgent } from '../../src/cluster/agent.js';
 import { NATIVE_PATHS, type NativePath } from '../../src/cluster/observe/native.js';
-import { createLogger } from '../../src/log.js';
 import { parseExposition, type Sample } from '../support/exposition.js';
 import {
   REAL_SLURM_START_TIMEOUT_MS,
@@ -26,6 +22,7 @@ import {
   startRealSlurm,
   type RealSlurm,
 } from '../support/real-slurm.js';
+import { realSlurmClient, warnLogger } from '../support/real-slurm-agent.js';
 import { waitFor } from '../support/tools.js';
 
 const gate = realSlurmGate('26.05');
@@ -147,23 +144,8 @@ describe.skipIf(gate.skip)("Slurm's own families on a real Slurm 26.05, against 
 
   /** The agent as deployed: its HTTP endpoint, one collection published at start. */
   async function startAgent(apiVersion: string): Promise<ClusterAgent> {
-    const logger = createLogger({
-      level: 'warn',
-      format: 'json',
-      destination: new Writable({
-        write: (c: Buffer, _e, done) => {
-          logs.push(c.toString());
-          done();
-        },
-      }),
-    });
-    const api = new SlurmClient({
-      server: slurm.restUrl,
-      apiVersion,
-      tokenSource: keyFileSigner({ keyFile: slurm.jwtKeyPath, user: 'root' }),
-      requestTimeoutMs: 15_000,
-      logger,
-    });
+    const logger = warnLogger(logs);
+    const api = realSlurmClient(slurm, logger, apiVersion);
     const loopback = { host: '127.0.0.1', port: 0 };
     const agent = await startClusterAgent({
       source: {

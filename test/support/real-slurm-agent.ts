@@ -1,0 +1,62 @@
+/** The cluster agent pointed at a real Slurm of test/support/real-slurm.ts, as the integration tests build it. */
+import { Writable } from 'node:stream';
+import { keyFileSigner } from '../../src/cluster/api/http/auth.js';
+import { SlurmClient } from '../../src/cluster/api/client.js';
+import { ClusterRunner } from '../../src/cluster/agent.js';
+import type { JobSource } from '../../src/cluster/fetchers.js';
+import { OPTIONAL_SUB_COLLECTORS } from '../../src/cluster/snapshot.js';
+import { createLogger, type Logger } from '../../src/log.js';
+import type { RealSlurm } from './real-slurm.js';
+
+/** A JSON logger at warn and above whose lines are appended to `logs` (a test expects it empty). */
+export function warnLogger(logs: string[]): Logger {
+  const destination = new Writable({
+    write: (c: Buffer, _e, done) => {
+      logs.push(c.toString());
+      done();
+    },
+  });
+  return createLogger({ level: 'warn', format: 'json', destination });
+}
+
+/** A client of the cluster's slurmrestd with a token signed by its own key, pinned to `apiVersion` if given. */
+export function realSlurmClient(slurm: RealSlurm, logger: Logger, apiVersion?: string): SlurmClient {
+  return new SlurmClient({
+    server: slurm.restUrl,
+    tokenSource: keyFileSigner({ keyFile: slurm.jwtKeyPath, user: 'root' }),
+    requestTimeoutMs: 15_000,
+    ...(apiVersion ? { apiVersion } : {}),
+    logger,
+  });
+}
+
+export interface RealSlurmRunnerOptions {
+  readonly jobSource: JobSource;
+  readonly logs: string[];
+  readonly apiVersion?: string;
+  readonly now?: () => number;
+}
+
+/** A runner with every optional sub-collector and the limits, collecting only when the test asks. */
+export function realSlurmRunner(slurm: RealSlurm, opts: RealSlurmRunnerOptions): ClusterRunner {
+  const logger = warnLogger(opts.logs);
+  const api = realSlurmClient(slurm, logger, opts.apiVersion);
+  return new ClusterRunner({
+    source: {
+      api,
+      jobSource: opts.jobSource,
+      accountingLookbackMs: 3_600_000,
+      clusterName: slurm.clusterName,
+      optional: OPTIONAL_SUB_COLLECTORS,
+      accountingLimits: true,
+    },
+    collectionIntervalMs: 3_600_000,
+    maxInflight: 1,
+    metrics: { host: '127.0.0.1', port: 0 },
+    monitoring: { host: '127.0.0.1', port: 0 },
+    resource: { serviceName: 'slurm-otel-cluster', serviceVersion: 'test', hostName: 'test' },
+    logger,
+    close: () => api.close(),
+    ...(opts.now ? { now: opts.now } : {}),
+  });
+}
