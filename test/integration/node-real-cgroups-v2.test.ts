@@ -22,7 +22,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeCounters, writeHca } from '../../src/demo/nodetree.js';
 import { deviceNumber } from '../../src/node/roots.js';
-import { parseExposition, select, valueOf, type Sample } from '../support/exposition.js';
+import { select, valueOf } from '../support/exposition.js';
 import { REAL_SLURM_START_TIMEOUT_MS, realSlurmGate, startRealSlurm, type RealSlurm } from '../support/real-slurm.js';
 import {
   holdersOfDevice,
@@ -31,7 +31,8 @@ import {
   pickStandIns,
   type StandIn,
 } from '../support/stand-in-devices.js';
-import { freePort, run, stopChild, waitFor } from '../support/tools.js';
+import { jobIdsOn, scrape, startNodeAgentProcess, statusOf, type AgentProcess } from '../support/node-agent-process.js';
+import { run, stopChild, waitFor } from '../support/tools.js';
 
 const gate = realSlurmGate('26.05');
 const BIN = path.resolve('dist/src/cli/main.js');
@@ -99,58 +100,6 @@ function linksTo(pid: number, dev: string): string[] {
     if (st?.isCharacterDevice() && deviceNumber(st.rdev) === dev) out.push(fs.readlinkSync(p));
   }
   return out;
-}
-
-interface AgentProcess {
-  readonly child: ChildProcess;
-  readonly url: string;
-  readonly stderr: () => string;
-}
-
-async function startAgent(args: string[]): Promise<AgentProcess> {
-  const [metrics, monitoring] = [await freePort(), await freePort()];
-  const child = spawn(
-    process.execPath,
-    [
-      BIN,
-      'node',
-      ...args,
-      '--collection-interval',
-      '1s',
-      '--log-format',
-      'plain',
-      '--metrics-bind-address',
-      `127.0.0.1:${metrics}`,
-      '--monitoring-bind-address',
-      `127.0.0.1:${monitoring}`,
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH ?? '' } },
-  );
-  let stderr = '';
-  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
-  const agent = { child, url: `http://127.0.0.1:${metrics}/metrics`, stderr: () => stderr };
-  await waitFor(
-    'the agent to serve /metrics',
-    async () => ((await fetch(agent.url).catch(() => undefined))?.ok ? true : undefined),
-    20_000,
-  );
-  return agent;
-}
-
-async function scrape(agent: AgentProcess): Promise<Sample[]> {
-  const res = await fetch(agent.url);
-  expect(res.status, agent.stderr()).toBe(200);
-  return parseExposition(await res.text());
-}
-
-function statusOf(samples: readonly Sample[], device: Hca): string | undefined {
-  return select(samples, 'ib_slurm_port_attribution', { device, port: '1' }).find((s) => s.value === 1)?.labels.status;
-}
-
-function jobIdsOn(samples: readonly Sample[], name: string, device: Hca): string[] {
-  return select(samples, name, { device })
-    .map((s) => s.labels.job_id as string)
-    .sort();
 }
 
 describe.skipIf(gate.skip)(
@@ -282,7 +231,12 @@ describe.skipIf(gate.skip)(
     });
 
     it('exact attribution, device_jobs, job series and one layout per scope', async () => {
-      agent = await startAgent(['--sysfs-root', sysfs as string, '--unreadable-processes', 'ignore-outside-jobs']);
+      agent = await startNodeAgentProcess([
+        '--sysfs-root',
+        sysfs as string,
+        '--unreadable-processes',
+        'ignore-outside-jobs',
+      ]);
       const samples = await waitFor(
         'the attribution of every port',
         async () => {

@@ -1,0 +1,63 @@
+/** The built `slurm-otel node` as its own process, on the real /proc, for the real-cgroup tests. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { expect } from 'vitest';
+import { parseExposition, select, type Sample } from './exposition.js';
+import { freePort, waitFor } from './tools.js';
+
+const BIN = path.resolve('dist/src/cli/main.js');
+
+export interface AgentProcess {
+  readonly child: ChildProcess;
+  readonly url: string;
+  readonly stderr: () => string;
+}
+
+/** Starts the node agent with `args`, a 1 s cycle and loopback endpoints; resolves once it serves /metrics. */
+export async function startNodeAgentProcess(args: string[]): Promise<AgentProcess> {
+  const [metrics, monitoring] = [await freePort(), await freePort()];
+  const child = spawn(
+    process.execPath,
+    [
+      BIN,
+      'node',
+      ...args,
+      '--collection-interval',
+      '1s',
+      '--log-format',
+      'plain',
+      '--metrics-bind-address',
+      `127.0.0.1:${metrics}`,
+      '--monitoring-bind-address',
+      `127.0.0.1:${monitoring}`,
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH ?? '' } },
+  );
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  const agent = { child, url: `http://127.0.0.1:${metrics}/metrics`, stderr: () => stderr };
+  await waitFor(
+    'the agent to serve /metrics',
+    async () => ((await fetch(agent.url).catch(() => undefined))?.ok ? true : undefined),
+    20_000,
+  );
+  return agent;
+}
+
+export async function scrape(agent: AgentProcess): Promise<Sample[]> {
+  const res = await fetch(agent.url);
+  expect(res.status, agent.stderr()).toBe(200);
+  return parseExposition(await res.text());
+}
+
+/** The attribution status of port 1 of `device` (the one series whose value is 1). */
+export function statusOf(samples: readonly Sample[], device: string): string | undefined {
+  return select(samples, 'ib_slurm_port_attribution', { device, port: '1' }).find((s) => s.value === 1)?.labels.status;
+}
+
+/** The job ids of `name`'s series on `device`, sorted. */
+export function jobIdsOn(samples: readonly Sample[], name: string, device: string): string[] {
+  return select(samples, name, { device })
+    .map((s) => s.labels.job_id as string)
+    .sort();
+}
