@@ -246,6 +246,13 @@ EOF
 else
   TRACKING="ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none"
+  # From 23.02 slurmd otherwise autodetects the cgroup version from /sys/fs/cgroup, which a cgroup/v2
+  # run mounts in the same chroot: a cluster starting meanwhile would stop ("Hybrid mode is not
+  # supported"). 22.05 has no "disabled" and runs on the host, untouched by such a mount.
+  if [ "$(rs_env slurmctld -V | awk '{split($2, v, "."); print v[1]}')" -ge 23 ]; then
+    printf 'CgroupPlugin=disabled\n' >"$RS_ETC/cgroup.conf"
+    chmod 644 "$RS_ETC/cgroup.conf"
+  fi
 fi
 HALF=$(( (RS_NODES + 1) / 2 ))
 CPU_NODES=$(seq -s, -f "$RS_PREFIX%g" 1 "$HALF")
