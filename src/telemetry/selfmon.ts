@@ -5,18 +5,13 @@
  * APIs. The provider has no OTLP reader: none of this is pushed.
  */
 import fs from 'node:fs';
-import {
-  constants as perfConstants,
-  monitorEventLoopDelay,
-  PerformanceObserver,
-  type IntervalHistogram,
-  type PerformanceEntry,
-} from 'node:perf_hooks';
+import { constants as perfConstants, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
 import type { Meter, ObservableGauge, Attributes as OtelAttributes } from '@opentelemetry/api';
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import type { Body } from './http.js';
 import { PROMETHEUS_CONTENT_TYPE } from './pipeline.js';
+import { LoopDelay } from './loop-delay.js';
 import { PROCESS_METRICS } from './process-metrics.js';
 import type { Scope } from './producer.js';
 import { buildResource, type ResourceOptions } from './resource.js';
@@ -124,9 +119,9 @@ const GC_KINDS: Readonly<Record<number, string>> = {
 
 /**
  * The process families, observed when the endpoint is scraped: a handful of cheap reads of the
- * process's own state (memoryUsage, cpuUsage, its own fd directory). The event-loop histogram is
- * reset after each read, as Prometheus client libraries do, so its values cover the time since
- * the previous scrape.
+ * process's own state (memoryUsage, cpuUsage, its own fd directory). The event-loop delay covers
+ * the time since the previous scrape (LoopDelay: a stall that ends just before a scrape counts in
+ * it).
  */
 function observeRuntime(meter: Meter): RuntimeObservers {
   const P = PROCESS_METRICS;
@@ -143,8 +138,7 @@ function observeRuntime(meter: Meter): RuntimeObservers {
   };
   const cpu = meter.createObservableCounter(P.cpuSeconds.name, instrumentOptions(P.cpuSeconds));
   const startSeconds = Date.now() / 1000 - process.uptime();
-  const loop: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
-  loop.enable();
+  const loop = new LoopDelay();
   meter.addBatchObservableCallback(
     (r) => {
       const mem = process.memoryUsage();
@@ -158,9 +152,9 @@ function observeRuntime(meter: Meter): RuntimeObservers {
       if (fds !== undefined) r.observe(g.openFds, fds);
       const limit = maxOpenFiles();
       if (limit !== undefined) r.observe(g.maxFds, limit);
-      r.observe(g.delayP99, loop.percentile(99) / 1e9);
-      r.observe(g.delayMax, loop.max / 1e9);
-      loop.reset();
+      const delay = loop.read();
+      r.observe(g.delayP99, delay.p99Seconds);
+      r.observe(g.delayMax, delay.maxSeconds);
     },
     [...Object.values(g), cpu],
   );
@@ -175,7 +169,7 @@ function observeRuntime(meter: Meter): RuntimeObservers {
   return {
     stop() {
       observer.disconnect();
-      loop.disable();
+      loop.stop();
     },
   };
 }
