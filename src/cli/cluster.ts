@@ -368,7 +368,6 @@ export function clusterCommand(env: Env): Command {
           throw new CollectionIncomplete(`collection incomplete: ${once.failed.join(', ')} failed (see the log)`);
         return;
       }
-      const agent = await startClusterAgent(opts);
-      await runUntilSignal(agent, opts.logger);
+      await runUntilSignal(() => startClusterAgent(opts), opts.logger);
     });
 }

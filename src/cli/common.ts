@@ -28,16 +28,27 @@ export class CollectionIncomplete extends Error {}
 const FORCED_EXIT: Readonly<Record<string, number>> = { SIGINT: 130, SIGTERM: 143 };
 
 /**
- * Runs an agent until SIGINT or SIGTERM, then stops it (a bounded stop: see telemetry/runtime) and
- * exits 0. A second signal during the stop kills the helper commands still running and exits at
- * once. The process exits even if a handle (a socket of a push that was cut short) is still open.
+ * Starts an agent and runs it until SIGINT or SIGTERM, then stops it (a bounded stop: see
+ * telemetry/runtime) and exits 0. The signal handlers come first: a signal during the start (its
+ * first collection may be waiting on squeue or slurmrestd) kills the helper commands in flight, so
+ * the start ends at once, and the agent is then stopped as usual. A second signal kills the helper
+ * commands still running and exits at once. The process exits even if a handle (a socket of a
+ * push that was cut short) is still open.
  */
-export async function runUntilSignal(agent: { stop(): Promise<void> }, logger: Logger): Promise<void> {
+export async function runUntilSignal<A extends { stop(): Promise<void> }>(
+  start: () => Promise<A>,
+  logger: Logger,
+  onStarted?: (agent: A) => void,
+): Promise<void> {
   // One listener for the whole run: no moment without one, when a signal would kill the process.
+  let starting = true;
   const first = new Promise<NodeJS.Signals>((resolve) => {
     let seen = 0;
     const on = (sig: NodeJS.Signals): void => {
-      if (++seen === 1) return resolve(sig);
+      if (++seen === 1) {
+        if (starting) killEveryRun();
+        return resolve(sig);
+      }
       logger.warn({ signal: sig }, 'second signal: exiting at once, without finishing the stop');
       killEveryRun();
       process.exit(FORCED_EXIT[sig] ?? 1);
@@ -45,6 +56,9 @@ export async function runUntilSignal(agent: { stop(): Promise<void> }, logger: L
     process.on('SIGINT', on);
     process.on('SIGTERM', on);
   });
+  const agent = await start();
+  starting = false;
+  onStarted?.(agent);
   logger.info({ signal: await first }, 'stopping');
   await agent.stop();
   logger.info('stopped');

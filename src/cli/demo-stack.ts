@@ -127,18 +127,18 @@ async function startClusterSide(o: DemoOptions, binds: NonNullable<DemoOptions['
 /** The demo command's action: starts the stack, prints where to look, stops on a signal. */
 export async function runDemo(f: DemoFlags, env: Env): Promise<void> {
   const node = nodeAgentOptions(f, env);
-  const demo = await startDemo({
-    node,
-    layout: f.layout,
-    nonJobHolder: f.nonJobHolder ?? false,
-    dir: f.dir,
-    tickMs: f.tick,
-    cluster: f.cluster
-      ? { metrics: f.clusterMetricsBindAddress, monitoring: f.clusterMonitoringBindAddress }
-      : undefined,
-  });
-  process.stdout.write(summary(demo, f.layout));
-  await runUntilSignal(demo, node.logger);
+  const start = () =>
+    startDemo({
+      node,
+      layout: f.layout,
+      nonJobHolder: f.nonJobHolder ?? false,
+      dir: f.dir,
+      tickMs: f.tick,
+      cluster: f.cluster
+        ? { metrics: f.clusterMetricsBindAddress, monitoring: f.clusterMonitoringBindAddress }
+        : undefined,
+    });
+  await runUntilSignal(start, node.logger, (demo) => process.stdout.write(summary(demo, f.layout)));
 }
 
 function summary(demo: DemoStack, layout: string): string {

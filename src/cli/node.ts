@@ -165,7 +165,6 @@ export function nodeCommand(env: Env): Command {
         process.stdout.write(once.text);
         return;
       }
-      const agent = await startNodeAgent(opts);
-      await runUntilSignal(agent, opts.logger);
+      await runUntilSignal(() => startNodeAgent(opts), opts.logger);
     });
 }
