@@ -121,6 +121,8 @@ function partitionNodeFamilies(
  * tried in each.
  */
 export function nativeJobPartition(job: Pick<SlurmJob, 'partition'>): string | undefined {
+  const one = job.partition;
+  if (one !== undefined && !one.includes(',')) return one === '' ? undefined : one;
   const parts = (job.partition ?? '').split(',').filter((p) => p !== '');
   return parts[parts.length - 1];
 }

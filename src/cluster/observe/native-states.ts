@@ -124,8 +124,8 @@ export function jobStateNames(job: SlurmJob): NativeJobState[] {
   const out: NativeJobState[] = [];
   const b = JOB_BASE_NAMES[base];
   if (b !== undefined) out.push(b);
-  for (const w of job.state.slice(1)) {
-    const f = JOB_FLAG_NAMES[w];
+  for (let i = 1; i < job.state.length; i++) {
+    const f = JOB_FLAG_NAMES[job.state[i] as string];
     if (f !== undefined && !out.includes(f)) out.push(f);
   }
   if (b !== undefined && base !== 'PENDING') out.push('started');
@@ -142,7 +142,10 @@ const MAX_ARRAY_TASKS = 10_000_000;
  * holds every task not yet split off (`2-7%2`: 6, `1,3,5-9:2`: 5); any other record is one.
  */
 export function arrayTaskCount(job: Pick<SlurmJob, 'array_task_id'>): number {
-  const expr = (job.array_task_id ?? '').split('%')[0] ?? '';
+  const id = job.array_task_id;
+  // Most records are one task (no array, or a task split off): no parsing for them.
+  if (id === undefined || (!id.includes('-') && !id.includes(','))) return 1;
+  const expr = id.split('%')[0] ?? '';
   if (!/[-,]/.test(expr)) return 1;
   let n = 0;
   for (const part of expr.split(',')) {

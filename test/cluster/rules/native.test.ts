@@ -348,6 +348,8 @@ describe('names shared with the Soperator families', () => {
     expect(arrayTaskCount({ array_task_id: '3' })).toBe(1);
     expect(arrayTaskCount({})).toBe(1);
     expect(arrayTaskCount({ array_task_id: 'junk-x' })).toBe(1);
+    expect(arrayTaskCount({ array_task_id: '4%2' })).toBe(1);
+    expect(arrayTaskCount({ array_task_id: '7,9' })).toBe(2);
     expect(arrayTaskCount({ array_task_id: '0-99999999999' })).toBe(10_000_000);
     const jobs = [
       job('5', ['PENDING'], { array_job_id: '5', array_task_id: '2-7%2', user_name: 'u', account: 'a' }),
@@ -395,6 +397,10 @@ describe('names shared with the Soperator families', () => {
 
   it('a pending job submitted to several partitions counts in the last one it lists, as slurmctld leaves it', () => {
     expect(nativeJobPartition({ partition: 'cpu,gpu' })).toBe('gpu');
+    expect(nativeJobPartition({ partition: 'cpu' })).toBe('cpu');
+    expect(nativeJobPartition({ partition: 'cpu,gpu,' })).toBe('gpu');
+    expect(nativeJobPartition({ partition: '' })).toBeUndefined();
+    expect(nativeJobPartition({})).toBeUndefined();
     const parts = [partition('cpu'), partition('gpu')];
     const jobs = [
       job('1', ['PENDING'], { partition: 'cpu,gpu', node_count: 3, state_reason: 'Resources' }),
