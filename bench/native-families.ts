@@ -20,6 +20,7 @@ import { startFakeSlurmrestd } from '../src/demo/fake-slurmrestd.js';
 import { silentLogger } from '../test/support/log.js';
 import { Pipeline } from '../src/telemetry/pipeline.js';
 import { NATIVE_SPECS, EXTRA_SPECS } from '../src/cluster/metrics.js';
+import { nativeFamilies } from '../src/cluster/observe/native.js';
 import { knownTruth } from '../test/support/fake-cluster-truth.js';
 
 const NODES = 20_000;
@@ -67,6 +68,26 @@ async function requestsPerCycle(optional: readonly OptionalSubCollector[]): Prom
   return after - before;
 }
 
+const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+
+/** Slurm's own families alone: the counting over nodes, jobs and partitions, every lazy family iterated. */
+function nativeAlone(snap: ClusterSnapshot, runs: number): string {
+  const wall: number[] = [];
+  const cpu: number[] = [];
+  let points = 0;
+  for (let i = 0; i < runs; i++) {
+    gc();
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    points = 0;
+    for (const f of nativeFamilies(snap)) for (const _ of 'lazy' in f ? f.lazy : f.points) points++;
+    wall.push(performance.now() - t0);
+    const c = process.cpuUsage(c0);
+    cpu.push((c.user + c.system) / 1000);
+  }
+  return `Slurm's own families alone (no rendering): median ${median(wall).toFixed(0)} ms wall, ${median(cpu).toFixed(0)} ms CPU, of ${runs}; ${points} points`;
+}
+
 async function main(): Promise<void> {
   const renders = argNumber('--renders', 3);
   console.log(
@@ -95,6 +116,7 @@ async function main(): Promise<void> {
   console.log(
     `fake cluster: ${truth.nodes.length} nodes, ${truth.jobs.length} jobs, ${partitions.length} partitions (built in ${((performance.now() - t0) / 1000).toFixed(1)} s)`,
   );
+  console.log(nativeAlone(snap, renders * 3));
   const added = new Set([...NATIVE_SPECS, ...EXTRA_SPECS].map((s) => s.name));
   for (const withNative of [false, true]) {
     const pipeline = new Pipeline({
@@ -116,9 +138,8 @@ async function main(): Promise<void> {
     }
     const text = pipeline.exposition.text;
     const series = text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length;
-    const median = [...times].sort((a, b) => a - b)[Math.floor(times.length / 2)] as number;
     console.log(
-      `${withNative ? 'with' : 'without'} the native and extra families: render median ${median.toFixed(0)} ms of ${times.map((t) => t.toFixed(0)).join('/')}; ${series} series, ${(Buffer.byteLength(text) / MB).toFixed(1)} MB exposition; heap held after the render ${(heapAfter / MB).toFixed(1)} MB`,
+      `${withNative ? 'with' : 'without'} the native and extra families: render median ${median(times).toFixed(0)} ms of ${times.map((t) => t.toFixed(0)).join('/')}; ${series} series, ${(Buffer.byteLength(text) / MB).toFixed(1)} MB exposition; heap held after the render ${(heapAfter / MB).toFixed(1)} MB`,
     );
     await pipeline.shutdown?.();
   }

@@ -3,7 +3,7 @@
  * 64 jobs, 600 job processes × 256 fds, 200 other processes). Prints figures
  * and ratios against baselines measured in the same run:
  *   cold cycle   (median of fresh collectors) vs `find <procfs>/*\/fd -lname '*uverbs*'`
- *   steady cycle (median of a warm collector)  vs listing every /proc/<pid>/fd
+ *   steady cycle (median of a warm collector)  vs listing every /proc/<pid>/fd, interleaved
  *   the same node with rdma.current in every cgroup but the root: cold cycle vs find
  *   --qp-counters observe: steady cycle with a new per-PID QP counter reading each cycle
  *     (a stand-in rdma answering with one counter per job process), vs without
@@ -116,10 +116,17 @@ try {
     ),
   );
 
-  const floor = median(Array.from({ length: STEADY_RUNS }, () => time(() => listingFloor(roots.procfs))));
   const warm = new NodeCollector({ roots, fdRescanIntervalMs: 3_600_000 });
   const first = warm.cycle(0);
-  const steady = median(Array.from({ length: STEADY_RUNS }, (_, i) => time(() => warm.cycle(1000 * (i + 1)))));
+  // Interleaved, so that a change of the machine's load weighs on both alike.
+  const floors: number[] = [];
+  const steadies: number[] = [];
+  for (let i = 0; i < STEADY_RUNS; i++) {
+    floors.push(time(() => listingFloor(roots.procfs)));
+    steadies.push(time(() => warm.cycle(1000 * (i + 1))));
+  }
+  const floor = median(floors);
+  const steady = median(steadies);
   const rssMb = process.memoryUsage().rss / 2 ** 20;
 
   const points = first.families.reduce((n, f) => n + f.points.length, 0);

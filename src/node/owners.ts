@@ -10,10 +10,10 @@
  * and `anon_inode:…` name kernel objects that are never device nodes, and a
  * device node may sit at any path, so no narrower rule on the text is safe.
  *
- * Cache per process (pid + start time): the sorted fd listing of a process is
- * kept as one string, so a steady process costs one readdir and one string
- * compare; only fd numbers not seen before are read with readlink (and stat'ed
- * when they are paths). Every link is read again at least every `rescanIntervalMs`.
+ * Cache per process (pid + start time): the fd listing of a process is kept,
+ * so a steady process costs one readdir and a compare of its names; only fd
+ * numbers not seen before are read with readlink (and stat'ed when they are
+ * paths). Every link is read again at least every `rescanIntervalMs`.
  *
  * The window this leaves: an fd closed and reopened under the same number
  * between two cycles (e.g. a socket replaced by a uverbs device) is not seen
@@ -65,8 +65,8 @@ export interface Coverage {
 interface ProcEntry {
   start: string;
   comm: string;
-  /** The fd names at the last read, joined: the fast path compares against it. */
-  listing: string;
+  /** The fd names at the last read: the fast path compares against them. */
+  listing: readonly string[];
   /** fd name → the character device it refers to, only for fds that are character devices. */
   chars: Map<string, CharFd>;
   /** The uverbs devices among `chars`, as last matched, and against which map: a steady process is matched once. */
@@ -130,6 +130,7 @@ export class FdScanner {
     const covered: number[] = [];
     let linksRead = 0;
     let stated = 0;
+    let stableVerbs: ReadonlyMap<string, string> | undefined;
     for (const name of listing.value) {
       const c = name.charCodeAt(0);
       if (c < 48 || c > 57) continue;
@@ -146,7 +147,7 @@ export class FdScanner {
       next.set(pid, r.entry);
       linksRead += r.linksRead;
       stated += r.stated;
-      if (r.entry.chars.size > 0) addHoldings(holders, pid, r.entry, this.stable(verbs()));
+      if (r.entry.chars.size > 0) addHoldings(holders, pid, r.entry, (stableVerbs ??= this.stable(verbs())));
     }
     this.cache = next;
     return {
@@ -183,12 +184,11 @@ export class FdScanner {
       return { errno: errnoOf(fds.detail) };
     }
     const names = fds.value;
-    const joined = names.join(',');
     let prev = this.cache.get(pid);
     if (prev && (prev.start !== start || full)) prev = undefined;
-    if (prev && prev.listing === joined)
+    if (prev && sameNames(prev.listing, names))
       return { entry: prev.comm === comm ? prev : { ...prev, comm }, linksRead: 0, stated: 0 };
-    return this.readLinks(`${base}fd/`, start, comm, names, joined, prev, problems);
+    return this.readLinks(`${base}fd/`, start, comm, names, prev, problems);
   }
 
   /**
@@ -201,12 +201,11 @@ export class FdScanner {
     fdDir: string,
     start: string,
     comm: string,
-    names: string[],
-    joined: string,
+    names: readonly string[],
     prev: ProcEntry | undefined,
     problems: Problems,
   ) {
-    const known = prev ? new Set(prev.listing.split(',')) : undefined;
+    const known = prev ? new Set(prev.listing) : undefined;
     const chars = new Map<string, CharFd>();
     let linksRead = 0;
     let stated = 0;
@@ -234,8 +233,15 @@ export class FdScanner {
       }
       if (dev !== undefined) chars.set(fd, { dev, link });
     }
-    return { entry: { start, comm, listing: joined, chars }, linksRead, stated };
+    return { entry: { start, comm, listing: names, chars }, linksRead, stated };
   }
+}
+
+/** The same fd names in the same order (the kernel lists a steady table alike each time). */
+function sameNames(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** The uverbs devices among a process's character-device fds, each with the paths it holds it by. */

@@ -46,6 +46,21 @@ describe('FdScanner', () => {
     expect(pidsOf(third.holders).uverbs7).toEqual([20]);
   });
 
+  it('sees an fd closed and another opened between two cycles: as many fds, other numbers', () => {
+    const proc = procfs();
+    writeProcess(proc, { pid: 23, comm: 'a', fds: 6 });
+    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    const fdDir = path.join(proc, '23', 'fd');
+    const before = fs.readdirSync(fdDir);
+    scanner.scan(0, new Problems(), VERBS);
+    fs.unlinkSync(path.join(fdDir, before[0] as string));
+    fs.symlinkSync('/dev/infiniband/uverbs2', path.join(fdDir, '99'));
+    expect(fs.readdirSync(fdDir)).toHaveLength(before.length);
+    const next = scanner.scan(1000, new Problems(), VERBS);
+    expect(next.stats.fdLinksRead).toBe(1);
+    expect(pidsOf(next.holders)).toEqual({ uverbs2: [23] });
+  });
+
   it('forgets a closed uverbs fd at the next listing', () => {
     const proc = procfs();
     writeProcess(proc, { pid: 21, comm: 'a', uverbs: [1] });
