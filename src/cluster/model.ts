@@ -239,6 +239,8 @@ export interface SlurmJob {
   readonly nodes: string;
   readonly cpus?: number;
   readonly node_count?: number;
+  /** The most nodes asked for (`-N 2-4`: 4); 0 when no maximum was given. Controller only. */
+  readonly max_nodes?: number;
   /** MiB. */
   readonly memory_per_node?: number;
   /** MiB. */

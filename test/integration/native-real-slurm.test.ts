@@ -99,8 +99,9 @@ describe.skipIf(gate.skip)("Slurm's own families on a real Slurm 26.05, against 
     await sbatch(...cpu, '-J', 'arr', '--array=0-7%2', '-c', '1', '--mem=100', '--wrap', 'sleep 3000');
     await sbatch(...cpu, '-J', 'big', '-N', '2', '-c', '4', '--mem=4000', '--wrap', 'sleep 10');
     await sbatch(...cpu, '-J', 'small', '-c', '4', '--mem=100', '--wrap', 'sleep 10');
-    await sbatch(...cpu, '-J', 'held', '--hold', '--mem=100', '--wrap', 'sleep 10');
-    await sbatch(...cpu, '-J', 'later', '--begin=now+3600', '--mem=100', '--wrap', 'sleep 10');
+    // Node ranges: slurmctld's max_job_nodes is the largest maximum asked for, min_job_nodes the largest minimum.
+    await sbatch(...cpu, '-J', 'held', '--hold', '-N', '1-5', '--mem=100', '--wrap', 'sleep 10');
+    await sbatch(...cpu, '-J', 'later', '--begin=now+3600', '-N', '2-4', '--mem=100', '--wrap', 'sleep 10');
     await sbatch(...cpu, '-J', 'phys', '--account=phys', '-c', '1', '--mem=100', '--wrap', 'sleep 3000');
     await sbatch(
       '-p',
@@ -254,6 +255,10 @@ describe.skipIf(gate.skip)("Slurm's own families on a real Slurm 26.05, against 
       expect(jobs.samples.get('slurm_jobs_pending{}')).toBeGreaterThan(
         squeueRows.filter((r) => r[2] === 'PENDING').length,
       );
+      // Node ranges reach max_job_nodes (held 1-5; not held: later 2-4).
+      const parts = theirs.get('/metrics/partitions') as Exposition;
+      expect(parts.samples.get('slurm_partition_jobs_max_job_nodes{partition="cpu"}')).toBe(5);
+      expect(parts.samples.get('slurm_partition_jobs_max_job_nodes_nohold{partition="cpu"}')).toBe(4);
       const nodes = theirs.get('/metrics/nodes') as Exposition;
       for (const s of ['drained', 'draining', 'down']) expect(nodes.samples.get(`slurm_nodes_${s}{}`), s).toBe(1);
     }, 120_000);

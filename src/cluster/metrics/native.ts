@@ -250,15 +250,18 @@ export const NATIVE_PARTITION_METRICS = {
     'jobs_gpus_alloc',
     'GPUs allocated to running and suspended jobs of the partition (slurmctld serves it from 26.05).',
   ),
-  jobsMaxNodes: pGauge('jobs_max_job_nodes', 'Largest node count a pending job of the partition asks for.'),
+  jobsMaxNodes: pGauge(
+    'jobs_max_job_nodes',
+    'Largest maximum node count (never below its minimum) a pending job of the partition asks for.',
+  ),
   jobsMaxNodesNohold: pGauge(
     'jobs_max_job_nodes_nohold',
-    'Largest node count a pending job of the partition that is not held asks for.',
+    'Largest maximum node count (never below its minimum) a pending job of the partition that is not held asks for.',
   ),
-  jobsMinNodes: pGauge('jobs_min_job_nodes', 'Smallest node count a pending job of the partition asks for.'),
+  jobsMinNodes: pGauge('jobs_min_job_nodes', 'Largest minimum node count a pending job of the partition asks for.'),
   jobsMinNodesNohold: pGauge(
     'jobs_min_job_nodes_nohold',
-    'Smallest node count a pending job of the partition that is not held asks for.',
+    'Largest minimum node count a pending job of the partition that is not held asks for.',
   ),
   jobsWaitNodeLimit: pGauge(
     'jobs_wait_part_node_limit',

@@ -171,17 +171,18 @@ function partitionJobFamilies(
 
 /**
  * slurmctld keeps the largest of the pending jobs' minimum node counts (`min_job_nodes`) and of
- * their maximum ones (`max_job_nodes`); slurmrestd's node count of a pending job is its minimum,
- * which stands for both.
+ * their maximum ones (`max_job_nodes`, never below the job's minimum: a job without a maximum has
+ * 0). slurmrestd's node count of a pending job is its minimum.
  */
 function addPending(q: PendingNodes, job: SlurmJob, tres: TresOf): void {
   // slurmctld tests the reason with a bitwise AND (any reason with bit 2 set); only this one is meant.
   if (job.state_reason === 'PartitionNodeLimit') q.waitNodeLimit += 1;
   const n = job.node_count ?? tres(job.tres_req_str).nodes;
   if (n === undefined) return;
-  q.max = Math.max(q.max, n);
+  const most = Math.max(job.max_nodes ?? 0, n);
+  q.max = Math.max(q.max, most);
   q.min = Math.max(q.min, n);
   if (isHeld(job)) return;
-  q.maxNohold = Math.max(q.maxNohold, n);
+  q.maxNohold = Math.max(q.maxNohold, most);
   q.minNohold = Math.max(q.minNohold, n);
 }

@@ -416,6 +416,20 @@ describe('names shared with the Soperator families', () => {
     expect(valuesBy(f, 'slurm_partition_jobs_min_job_nodes_nohold', 'partition')).toEqual({ cpu: 0, gpu: 3 });
   });
 
+  it("a pending job's node range: its maximum for max_job_nodes, never below its minimum (no maximum: 0)", () => {
+    const jobs = [
+      job('1', ['PENDING'], { partition: 'p', node_count: 2, max_nodes: 5, state_reason: 'JobHeldUser' }),
+      job('2', ['PENDING'], { partition: 'p', node_count: 1, max_nodes: 4, state_reason: 'BeginTime' }),
+      job('3', ['PENDING'], { partition: 'p', node_count: 3, max_nodes: 0, state_reason: 'Resources' }),
+      job('4', ['RUNNING'], { partition: 'p', node_count: 6, max_nodes: 8 }),
+    ];
+    const f = nativeGroups({ atMs: T0, jobs: at(jobs), partitions: at([partition('p')]) }).partitions;
+    expect(valuesBy(f, 'slurm_partition_jobs_max_job_nodes', 'partition')).toEqual({ p: 5 });
+    expect(valuesBy(f, 'slurm_partition_jobs_max_job_nodes_nohold', 'partition')).toEqual({ p: 4 });
+    expect(valuesBy(f, 'slurm_partition_jobs_min_job_nodes', 'partition')).toEqual({ p: 3 });
+    expect(valuesBy(f, 'slurm_partition_jobs_min_job_nodes_nohold', 'partition')).toEqual({ p: 3 });
+  });
+
   it('slurmctld defects not copied: powering_up, the reason bit test, 16-bit sums', () => {
     // slurmctld serves its powering-down count as slurm_nodes_powering_up; the agent counts powering-up nodes.
     const nodes = [node('a', ['IDLE', 'POWERING_DOWN']), node('b', ['IDLE', 'POWERING_UP'])];
