@@ -1,112 +1,61 @@
 /**
  * The member picker behind the splitter's `keepMembers`: copies the wanted top-level members of a
- * JSON object out of its bytes without decoding the rest.
+ * JSON object out of its bytes without decoding the rest. At 100k jobs it saves a third of a
+ * collection (bench/member-picker-ab.ts: every job parsed whole instead).
  */
-import { isWhitespace } from './json-bytes.js';
-import { JsMemberPicker } from './member-picker-js.js';
-import { MEMBER_PICKER_WASM } from './member-picker-wasm.js';
+import { Byte, isWhitespace } from './json-bytes.js';
 
-/** The part of Node's WebAssembly API used here (the TypeScript libraries in use do not declare it). */
-interface Wasm {
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object) => { readonly exports: unknown };
-}
+/** Values longer than this are copied with Buffer.copy; shorter ones byte by byte (cheaper). */
+const NATIVE_COPY_BYTES = 64;
+const TABLE_SIZE = 256;
 
-interface WasmMemory {
-  readonly buffer: ArrayBuffer;
-  grow(pages: number): number;
-}
-
-/** The scanner's exports (member-picker.wat says what each does and how memory is laid out). */
-interface ScannerExports {
-  readonly memory: WasmMemory;
-  readonly namesBase: { readonly value: number };
-  readonly inputBase: { readonly value: number };
-  setOutput(at: number): void;
-  outLength(): number;
-  addName(at: number, length: number): void;
-  scan(start: number, limit: number): number;
-}
-
-const PAGE_BYTES = 65536;
-const MAX_NAMES = 512;
-// Node run with --jitless has no WebAssembly: the splitter then uses the JavaScript picker.
-const wasm = (globalThis as unknown as { WebAssembly?: Wasm }).WebAssembly;
-let scannerModule: object | undefined;
-
-/** Compiled on first use: the node agent and the other commands never pay for it. */
-function compiled(w: Wasm): object {
-  scannerModule ??= new w.Module(Buffer.from(MEMBER_PICKER_WASM, 'base64'));
-  return scannerModule;
-}
+/**
+ * Where a key's candidates are: its length and its first and last bytes. The key's bytes are
+ * then compared only against names that agree on all three, and the scan of a key does no
+ * arithmetic per byte: it is a third of the bytes of a typical job object.
+ */
+const slotOf = (length: number, first: number, last: number): number =>
+  (length * 7 + first * 3 + last) & (TABLE_SIZE - 1);
 
 /**
  * Copies the members of a JSON object whose names are in a fixed set into a new, smaller JSON
  * object text. Only the object's top level is interpreted: each member's value is skipped by
  * string state and bracket depth, like the splitter does, and copied byte for byte when kept.
- * The scan runs in WebAssembly, over a copy of the bytes in the scanner's memory: it reads every
- * byte of a /jobs response, at twice the speed of the same loop in JavaScript.
  */
-export class MemberPicker {
-  /** Whether this Node can run the scanner (not with --jitless). */
-  static readonly available: boolean = wasm !== undefined;
-  private readonly scanner: ScannerExports;
-  private readonly inputBase: number;
-  /** The buffer whose bytes are in the scanner's memory. */
-  private loaded: Buffer | undefined;
-  private outBase = 0;
+export class MemberPicker implements Picker {
+  /** Names by slotOf(), each slot a short list. */
+  private readonly table: (readonly Buffer[])[];
+  private readonly wantsEmpty: boolean;
+  private out: Buffer = Buffer.allocUnsafe(16 * 1024);
+  private outLength = 0;
 
   constructor(names: Iterable<string>) {
-    if (wasm === undefined) throw new Error('this Node has no WebAssembly');
-    this.scanner = new wasm.Instance(compiled(wasm)).exports as ScannerExports;
-    this.inputBase = this.scanner.inputBase.value;
-    let at = this.scanner.namesBase.value;
     const unique = new Set(names);
-    // The name table has 1024 slots; at most half full, every probe ends at an empty one.
-    if (unique.size > MAX_NAMES) throw new RangeError(`more than ${MAX_NAMES} member names`);
+    const lists: Buffer[][] = Array.from({ length: TABLE_SIZE }, () => []);
     for (const name of unique) {
-      const bytes = Buffer.from(name, 'utf8');
-      if (at + bytes.length > this.inputBase) throw new RangeError("member names exceed the scanner's name space");
-      new Uint8Array(this.scanner.memory.buffer).set(bytes, at);
-      this.scanner.addName(at, bytes.length);
-      at += bytes.length;
+      const b = Buffer.from(name, 'utf8');
+      if (b.length > 0) lists[slotOf(b.length, b[0] as number, b[b.length - 1] as number)]?.push(b);
     }
+    this.table = lists;
+    this.wantsEmpty = unique.has('');
   }
+
+  /** Nothing to forget: the scan reads the caller's buffer in place. */
+  forget(): void {}
 
   /**
-   * Forgets what is in the scanner's memory: the caller may have written new bytes into the
-   * buffer it scanned last (the splitter calls this for each chunk it is given).
-   */
-  forget(): void {
-    this.loaded = undefined;
-  }
-
-  /** Puts `src` in the scanner's memory for the scans that follow. */
-  private load(src: Buffer): void {
-    // The output (never longer than its object) goes after the input.
-    const need = this.inputBase + 2 * src.length + 16;
-    const memory = this.scanner.memory;
-    if (need > memory.buffer.byteLength) memory.grow(Math.ceil((need - memory.buffer.byteLength) / PAGE_BYTES));
-    new Uint8Array(memory.buffer, this.inputBase, src.length).set(src);
-    this.outBase = this.inputBase + src.length;
-    this.scanner.setOutput(this.outBase);
-    this.loaded = src;
-  }
-
-  /**
-   * The kept members of the object in `src`, as a view into memory reused by the next call; or
+   * The kept members of the object in `src`, as a view into a buffer reused by the next call; or
    * undefined when `src` is not an object that scans cleanly (hand it on whole then).
    */
   pick(src: Buffer): Buffer | undefined {
-    this.load(src);
     const i = skipWhitespace(src, 0, src.length);
     const end = this.scan(src, i, src.length);
     return end >= 0 && skipWhitespace(src, end, src.length) === src.length ? this.picked() : undefined;
   }
 
-  /** What the last successful scan() kept (a view, valid until the next scan or load). */
+  /** What the last successful scan() kept (a view, valid until the next scan). */
   picked(): Buffer {
-    return Buffer.from(this.scanner.memory.buffer, this.outBase, this.scanner.outLength());
+    return this.out.subarray(0, this.outLength);
   }
 
   /**
@@ -114,13 +63,74 @@ export class MemberPicker {
    * Returns the index just past its closing "}", or -1 when the object does not end before
    * `limit` or is not one this scanner reads (then nothing is kept). Where it succeeds it ends
    * exactly where the splitter's string-and-depth scan would: scalars may not contain quotes or
-   * brackets, everything else is scanned the same way. Keys are compared by their raw bytes, so
-   * a key written with escapes is always kept.
+   * brackets, everything else is scanned the same way.
    */
   scan(src: Buffer, start: number, limit: number): number {
-    if (src !== this.loaded) this.load(src);
-    const end = this.scanner.scan(this.inputBase + start, this.inputBase + limit);
-    return end < 0 ? -1 : end - this.inputBase;
+    if (src[start] !== Byte.OpenBrace) return -1;
+    let out = this.out;
+    out[0] = Byte.OpenBrace;
+    let o = 1;
+    let i = skipWhitespace(src, start + 1, limit);
+    if (src[i] === Byte.CloseBrace) i++;
+    else {
+      for (;;) {
+        if (src[i] !== Byte.Quote) return -1;
+        const keyStart = i++;
+        let escaped = false;
+        for (; i < limit; i++) {
+          const c = src[i] as number;
+          if (c === Byte.Quote) break;
+          if (c === Byte.Backslash) {
+            escaped = true;
+            i++;
+          }
+        }
+        if (i >= limit) return -1;
+        const keyEnd = i++;
+        i = skipWhitespace(src, i, limit);
+        if (src[i] !== Byte.Colon) return -1;
+        i = skipWhitespace(src, i + 1, limit);
+        const valueEnd = skipValue(src, i, limit);
+        if (valueEnd < 0) return -1;
+        if (escaped || this.has(src, keyStart + 1, keyEnd)) {
+          const size = valueEnd - keyStart;
+          if (o + size + 2 > out.length) {
+            const bigger = Buffer.allocUnsafe(Math.max(out.length * 2, o + size + 2));
+            out.copy(bigger, 0, 0, o);
+            this.out = out = bigger;
+          }
+          if (o > 1) out[o++] = Byte.Comma;
+          if (size > NATIVE_COPY_BYTES) o += src.copy(out, o, keyStart, valueEnd);
+          else for (let k = keyStart; k < valueEnd; k++) out[o++] = src[k] as number;
+        }
+        i = skipWhitespace(src, valueEnd, limit);
+        const c = src[i];
+        if (c === Byte.Comma) {
+          i = skipWhitespace(src, i + 1, limit);
+          continue;
+        }
+        if (c !== Byte.CloseBrace) return -1;
+        i++;
+        break;
+      }
+    }
+    out[o++] = Byte.CloseBrace;
+    this.outLength = o;
+    return i;
+  }
+
+  private has(src: Buffer, from: number, to: number): boolean {
+    const length = to - from;
+    if (length === 0) return this.wantsEmpty;
+    const names = this.table[slotOf(length, src[from] as number, src[to - 1] as number)] as readonly Buffer[];
+    for (let n = 0; n < names.length; n++) {
+      const name = names[n] as Buffer;
+      if (name.length !== length) continue;
+      let k = 0;
+      while (k < length && name[k] === src[from + k]) k++;
+      if (k === length) return true;
+    }
+    return false;
   }
 }
 
@@ -129,28 +139,59 @@ function skipWhitespace(src: Buffer, i: number, end: number): number {
   return i;
 }
 
+/** The index just past the value starting at i, or -1 when it does not end before `end`. */
+function skipValue(src: Buffer, i: number, end: number): number {
+  const first = src[i];
+  if (first === Byte.Quote) {
+    for (i++; i < end; i++) {
+      const c = src[i] as number;
+      if (c === Byte.Quote) return i + 1;
+      if (c === Byte.Backslash) i++;
+    }
+    return -1;
+  }
+  if (first === Byte.OpenBrace || first === Byte.OpenBracket) {
+    let depth = 1;
+    for (i++; i < end; i++) {
+      const c = src[i] as number;
+      if (c === Byte.Quote) {
+        for (i++; i < end; i++) {
+          const s = src[i] as number;
+          if (s === Byte.Quote) break;
+          if (s === Byte.Backslash) i++;
+        }
+      } else if (c === Byte.OpenBrace || c === Byte.OpenBracket) depth++;
+      else if ((c === Byte.CloseBrace || c === Byte.CloseBracket) && --depth === 0) return i + 1;
+    }
+    return -1;
+  }
+  const start = i;
+  for (; i < end; i++) {
+    const c = src[i] as number;
+    if (c === Byte.Comma || c === Byte.CloseBrace || c === Byte.CloseBracket || isWhitespace(c)) break;
+    if (c === Byte.Quote || c === Byte.OpenBrace || c === Byte.OpenBracket) return -1;
+  }
+  return i > start && i < end ? i : -1;
+}
+
 /** What the splitter needs of a picker. */
 export interface Picker {
+  /** The caller may have rewritten the buffer it scanned last (the splitter calls this per chunk). */
   forget(): void;
   pick(src: Buffer): Buffer | undefined;
   picked(): Buffer;
   scan(src: Buffer, start: number, limit: number): number;
 }
 
-/**
- * Which picker the splitter builds: the WebAssembly one where this Node has WebAssembly, else the
- * JavaScript one (the same members kept, at about 1.2x the CPU time). The A/B benchmark
- * (bench/member-picker-ab.ts) switches between them, and to `none` (elements parsed whole).
- */
-export type PickerKind = 'wasm' | 'js' | 'none';
-let pickerKind: PickerKind = 'wasm';
+/** Whether the splitter picks members (`none`: elements parsed whole, the benchmark's other arm). */
+export type PickerKind = 'picker' | 'none';
+let pickerKind: PickerKind = 'picker';
 
 export function useMemberPicker(kind: PickerKind): void {
   pickerKind = kind;
 }
 
-/** The picker for `names`; undefined hands elements on whole (the benchmark's `none` arm). */
+/** The picker for `names`; undefined hands elements on whole. */
 export function createMemberPicker(names: Iterable<string>): Picker | undefined {
-  if (pickerKind === 'none') return undefined;
-  return pickerKind === 'wasm' && MemberPicker.available ? new MemberPicker(names) : new JsMemberPicker(names);
+  return pickerKind === 'none' ? undefined : new MemberPicker(names);
 }

@@ -1,20 +1,11 @@
-import { spawnSync } from 'node:child_process';
-import fs from 'node:fs';
-import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { JsonArraySplitter } from '../../../../src/cluster/api/json/json-array-stream.js';
-import { decodeJob } from '../../../../src/cluster/api/decode/decode-v004x.js';
 import { MemberPicker } from '../../../../src/cluster/api/json/member-picker.js';
-import { JsMemberPicker } from '../../../../src/cluster/api/json/member-picker-js.js';
-import { decodeListStream } from '../../../../src/cluster/api/decode/stream-decode.js';
-import { MODULE_FILE, renderWasmModule, WAT_FILE } from '../../../../scripts/wasm.js';
-
-type PickerClass = typeof MemberPicker | typeof JsMemberPicker;
 
 /** The picker's output for one whole object text, parsed; undefined when it hands the text on. */
-function pickWith(names: readonly string[], text: string, Picker: PickerClass = MemberPicker): unknown {
-  const out = new Picker(names).pick(Buffer.from(text, 'utf8'));
+function pick(names: readonly string[], text: string): unknown {
+  const out = new MemberPicker(names).pick(Buffer.from(text, 'utf8'));
   return out === undefined ? undefined : JSON.parse(out.toString('utf8'));
 }
 
@@ -41,14 +32,9 @@ function splitKeeping(names: readonly string[], chunks: readonly Buffer[]): stri
   return texts;
 }
 
-describe.each([
-  ['WebAssembly', MemberPicker],
-  ['JavaScript', JsMemberPicker],
-] as const)('MemberPicker (%s)', (_name, Picker) => {
-  const pick = (names: readonly string[], text: string): unknown => pickWith(names, text, Picker);
-
+describe('MemberPicker', () => {
   it('keeps the named members in their original order and drops the others', () => {
-    const out = new Picker(['c', 'a']).pick(Buffer.from('{"a":1,"b":2,"c":3}'));
+    const out = new MemberPicker(['c', 'a']).pick(Buffer.from('{"a":1,"b":2,"c":3}'));
     expect(out?.toString('utf8')).toBe('{"a":1,"c":3}');
   });
 
@@ -89,7 +75,7 @@ describe.each([
 
   it('tells where an object ends inside a larger buffer, or -1 when it ends past the limit', () => {
     const src = Buffer.from('[{"a":"}","b":2},3]');
-    const picker = new Picker(['b']);
+    const picker = new MemberPicker(['b']);
     expect(picker.scan(src, 1, src.length)).toBe(16);
     expect(picker.picked().toString('utf8')).toBe('{"b":2}');
     expect(picker.scan(src, 1, 15)).toBe(-1);
@@ -154,8 +140,6 @@ describe('JsonArraySplitter with keepMembers', () => {
   });
 });
 
-const pick = (names: readonly string[], text: string): unknown => pickWith(names, text);
-
 describe('MemberPicker memory', () => {
   it('scans a buffer the caller rewrote between chunks afresh', () => {
     const texts: string[] = [];
@@ -175,50 +159,14 @@ describe('MemberPicker memory', () => {
     expect(texts).toEqual(['{"a":1}', '{"a":3}', '{"a":5}']);
   });
 
-  it('refuses more names than its table holds, rather than probing a full table forever', () => {
+  it('picks among hundreds of names', () => {
     const names = Array.from({ length: 513 }, (_, i) => `m${i}`);
-    expect(() => new MemberPicker(names)).toThrow(/more than 512 member names/);
-    expect(pick(names.slice(0, 512), '{"m511":1,"x":2}')).toEqual({ m511: 1 });
+    expect(pick(names, '{"m511":1,"x":2,"m0":3,"m":4}')).toEqual({ m511: 1, m0: 3 });
   });
 
-  it('grows its memory for an element far larger than its first pages', () => {
+  it('grows its output for an element far larger than its first buffer', () => {
     const big = 'y'.repeat(3_000_000);
     expect(pick(['b'], `{"a":"${big}","b":[1,2]}`)).toEqual({ b: [1, 2] });
     expect(pick(['a'], `{"a":"${big}","b":[1,2]}`)).toEqual({ a: big });
-  });
-});
-
-describe('without WebAssembly (node --jitless)', () => {
-  it('decodes the same jobs, through the JavaScript picker', async () => {
-    const file = path.resolve('fixtures/slurm/built/v0.0.44/jobs.json');
-    const decoder = path.resolve('dist/src/cluster/api/decode/stream-decode.js');
-    const jobs = path.resolve('dist/src/cluster/api/decode/decode-v004x.js');
-    const picker = path.resolve('dist/src/cluster/api/json/member-picker.js');
-    const script = `
-      import fs from 'node:fs';
-      const { decodeListStream } = await import(${JSON.stringify(decoder)});
-      const { decodeJob } = await import(${JSON.stringify(jobs)});
-      const { MemberPicker } = await import(${JSON.stringify(picker)});
-      async function* chunks() { yield fs.readFileSync(${JSON.stringify(file)}); }
-      const d = await decodeListStream(chunks(), 'jobs', decodeJob);
-      console.log(JSON.stringify({ available: MemberPicker.available, items: d.ok ? d.items : d }));`;
-    const r = spawnSync(process.execPath, ['--jitless', '--input-type=module', '-e', script], { encoding: 'utf8' });
-    expect(r.status, r.stderr).toBe(0);
-    const out = JSON.parse(r.stdout) as { available: boolean; items: unknown };
-    async function* chunks(): AsyncGenerator<Buffer> {
-      yield fs.readFileSync(file);
-    }
-    const here = await decodeListStream(chunks(), 'jobs', decodeJob);
-    expect(out.available).toBe(false);
-    expect(MemberPicker.available).toBe(true);
-    expect(here.ok && here.items.length).toBeGreaterThan(3);
-    expect(out.items).toEqual(JSON.parse(JSON.stringify(here.ok ? here.items : here)));
-  });
-});
-
-describe('the scanner module', () => {
-  it('is the one member-picker.wat assembles to (run `npm run wasm` after editing it)', async () => {
-    const wat = fs.readFileSync(WAT_FILE, 'utf8');
-    expect(fs.readFileSync(MODULE_FILE, 'utf8')).toBe(await renderWasmModule(wat));
   });
 });
