@@ -15,8 +15,9 @@
  * A counter can be missing from a reading and come back (an empty reading, or
  * its PID briefly absent from the job's cgroup.procs): it is remembered and
  * continues from its last value. Only a new counter starts afresh: another
- * id, none of the QPs it had, or (after an absence) a value below the last one
- * seen. A remembered counter is forgotten when its job ends or after
+ * id, none of the QPs it had, or (after an absence, when no QP tells) a value
+ * below the last one seen. A counter whose QPs say it is the same one wraps
+ * across an absence as it wraps between two readings. A remembered counter is forgotten when its job ends or after
  * MAX_ABSENT_READINGS readings without it; at most MAX_REMEMBERED are kept.
  *
  * The readings are parsed in qp-parse.ts.
@@ -126,7 +127,8 @@ function rememberAbsent(
  * The last reading of the same counter, or undefined when this is a new one:
  * the PID is now another job's; the id was released and allocated again (none
  * of its QPs are the ones it had: a 32-bit counter going down would otherwise
- * pass for a wrap); or, after an absence, a value is below the last one seen.
+ * pass for a wrap); or, after an absence and without QPs to tell, a value is
+ * below the last one seen (a wrap then counts short, never double).
  */
 function sameCounter(
   before: RememberedCounter | undefined,
@@ -136,7 +138,7 @@ function sameCounter(
   if (!before || before.jobId !== jobId) return undefined;
   if (before.qpns.length > 0 && cur.qpns.length > 0) {
     const had = new Set(before.qpns);
-    if (!cur.qpns.some((n) => had.has(n))) return undefined;
+    return cur.qpns.some((n) => had.has(n)) ? before.values : undefined;
   }
   if (before.absent > 0 && [...cur.values].some(([name, v]) => v < (before.values.get(name) ?? 0n))) return undefined;
   return before.values;

@@ -64,6 +64,15 @@ describe('a counter missing from a reading', () => {
     expect(total(newId, 'A')).toBe(1200n);
   });
 
+  it('a 32-bit counter that wrapped while absent, known by its QPs, adds the wrapped difference', () => {
+    const near = 2n ** 32n - 100n;
+    const same = fold([[counter(1, 1, 0n)], [counter(1, 1, near)], [], [counter(1, 1, 50n)]]);
+    expect(total(same, 'A')).toBe(near + 150n);
+    // Without QPs to tell, the lower value is a new counter: counted short, never twice.
+    const unknown = fold([[counter(1, 1, 0n, [])], [counter(1, 1, near, [])], [], [counter(1, 1, 50n, [])]]);
+    expect(total(unknown, 'A')).toBe(near + 50n);
+  });
+
   it('is forgotten after MAX_ABSENT_READINGS readings without it, and when its job ends', () => {
     const gap = Array.from({ length: MAX_ABSENT_READINGS + 1 }, (): QpCounter[] => []);
     const s = fold([[counter(1, 1, 10n)], [counter(1, 1, 20n)], ...gap]);
