@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { demoTree } from '../../src/demo/scenarios.js';
 import { writeTree } from '../../src/demo/nodetree.js';
 import { tmpDir } from '../support/tmp.js';
+import { treeFlags } from '../support/node-tree.js';
 
 // The built command, exactly as users run it (npm test builds first).
 const BIN = path.resolve('dist/src/cli/main.js');
@@ -20,16 +21,7 @@ function cli(args: string[], env: Record<string, string> = {}) {
 
 function rootArgs(): string[] {
   const roots = writeTree(tmpDir(), demoTree({ layout: 'v2-sluid', nonJobHolder: false }));
-  return [
-    '--sysfs-root',
-    roots.sysfs,
-    '--procfs-root',
-    roots.procfs,
-    '--cgroup-root',
-    roots.cgroupfs,
-    '--fd-device-table',
-    roots.deviceTable,
-  ];
+  return treeFlags(roots);
 }
 
 describe('slurm-otel node (command line)', () => {

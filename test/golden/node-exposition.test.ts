@@ -12,6 +12,7 @@ import { writeCounters, writeTree } from '../../src/demo/nodetree.js';
 import { expositionKeyErrors } from '../support/catalogue-keys.js';
 import { parseExposition } from '../support/exposition.js';
 import { tmpDir } from '../support/tmp.js';
+import { treeFlags } from '../support/node-tree.js';
 
 const BIN = path.resolve('dist/src/cli/main.js');
 const GOLDEN = path.resolve('test/golden/node-once.prom');
@@ -56,22 +57,7 @@ describe('node agent exposition (golden file)', () => {
   it('--once on the demo node with fixed counters prints exactly test/golden/node-once.prom', () => {
     const roots = writeTree(tmpDir(), demoTree({ layout: 'v2-sluid', nonJobHolder: true }));
     writeFixedCounters(roots.sysfs);
-    const args = [
-      'node',
-      '--once',
-      '--node-name',
-      DEMO_NODE,
-      '--sysfs-root',
-      roots.sysfs,
-      '--procfs-root',
-      roots.procfs,
-      '--cgroup-root',
-      roots.cgroupfs,
-      '--fd-device-table',
-      roots.deviceTable,
-      '--log-level',
-      'error',
-    ];
+    const args = ['node', '--once', '--node-name', DEMO_NODE, ...treeFlags(roots), '--log-level', 'error'];
     const r = spawnSync(process.execPath, [BIN, ...args], {
       encoding: 'utf8',
       env: { PATH: process.env.PATH ?? '' },

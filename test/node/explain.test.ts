@@ -1,6 +1,3 @@
-import fs from 'node:fs';
-import path from 'node:path';
-import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { NodeCollector } from '../../src/node/collector.js';
 import { attributionRows, holderText, type NonJobHolder } from '../../src/node/explain.js';
@@ -9,8 +6,7 @@ import { renderLanding } from '../../src/node/landing.js';
 import { CounterDrift, demoTree } from '../../src/demo/scenarios.js';
 import { uverbsDevice, writeTree } from '../../src/demo/nodetree.js';
 import { tmpDir } from '../support/tmp.js';
-
-const BIN = path.resolve('dist/src/cli/main.js');
+import { explainCli, renameProcess } from '../support/node-tree.js';
 
 function demoRoots(nonJobHolder = true) {
   const roots = writeTree(tmpDir(), demoTree({ layout: 'v2-sluid', nonJobHolder }));
@@ -66,22 +62,7 @@ describe('attribution rows', () => {
 describe('slurm-otel explain', () => {
   it('prints one row per port with holders, status and why', () => {
     const roots = demoRoots();
-    const r = spawnSync(
-      process.execPath,
-      [
-        BIN,
-        'explain',
-        '--sysfs-root',
-        roots.sysfs,
-        '--procfs-root',
-        roots.procfs,
-        '--cgroup-root',
-        roots.cgroupfs,
-        '--fd-device-table',
-        roots.deviceTable,
-      ],
-      { encoding: 'utf8' },
-    );
+    const r = explainCli(roots);
     expect(r.status).toBe(0);
     const text = r.stdout.replace(/\s+/g, ' ');
     expect(text).toMatch(/mlx5_1 │ 1 │ .*job 918002: 42010 python, 42011 python/);
@@ -91,28 +72,9 @@ describe('slurm-otel explain', () => {
 
   it('shows control characters of process names as escapes, and UTF-8 names as they are', () => {
     const roots = demoRoots();
-    // The kernel shows one name in both comm and stat.
     const name = '\x1b]0;owned\x07\x1b[2Jwéka\u202e';
-    fs.writeFileSync(path.join(roots.procfs, '950', 'comm'), `${name}\n`);
-    const stat = path.join(roots.procfs, '950', 'stat');
-    const old = fs.readFileSync(stat, 'utf8');
-    fs.writeFileSync(stat, `${old.slice(0, old.indexOf('(') + 1)}${name}${old.slice(old.lastIndexOf(')'))}`);
-    const r = spawnSync(
-      process.execPath,
-      [
-        BIN,
-        'explain',
-        '--sysfs-root',
-        roots.sysfs,
-        '--procfs-root',
-        roots.procfs,
-        '--cgroup-root',
-        roots.cgroupfs,
-        '--fd-device-table',
-        roots.deviceTable,
-      ],
-      { encoding: 'utf8' },
-    );
+    renameProcess(roots.procfs, 950, name);
+    const r = explainCli(roots);
     expect(r.status).toBe(0);
     // eslint-disable-next-line no-control-regex -- matching control characters is the point
     expect(r.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/);
@@ -121,23 +83,7 @@ describe('slurm-otel explain', () => {
 
   it('--json gives the same rows for scripts', () => {
     const roots = demoRoots(false);
-    const r = spawnSync(
-      process.execPath,
-      [
-        BIN,
-        'explain',
-        '--json',
-        '--sysfs-root',
-        roots.sysfs,
-        '--procfs-root',
-        roots.procfs,
-        '--cgroup-root',
-        roots.cgroupfs,
-        '--fd-device-table',
-        roots.deviceTable,
-      ],
-      { encoding: 'utf8' },
-    );
+    const r = explainCli(roots, '--json');
     expect(r.status).toBe(0);
     const out = JSON.parse(r.stdout) as { ports: { device: string; status: string }[]; gaps: string[] };
     expect(out.gaps).toEqual([]);

@@ -7,7 +7,6 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawnSync } from 'node:child_process';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { NodeCollector, type Cycle } from '../../src/node/collector.js';
@@ -29,6 +28,7 @@ import {
 import type { Roots } from '../../src/node/roots.js';
 import type { Point } from '../../src/telemetry/spec.js';
 import { asUnprivileged, deny, tmpDir } from '../support/tmp.js';
+import { explainCli } from '../support/node-tree.js';
 
 const points = (c: Cycle, name: string) => (c.families.find((f) => f.spec.name === name)?.points ?? []) as Point[];
 const statuses = (c: Cycle) => Object.fromEntries(c.attribution.verdicts.map((v) => [v.device, v.status]));
@@ -251,8 +251,6 @@ describe('attribution with rdma cgroup evidence', () => {
 });
 
 describe('explain names the evidence behind each holder', () => {
-  const BIN = path.resolve('dist/src/cli/main.js');
-
   it('fd, rdma cgroup, or both, in the rows, the terminal table and the JSON', () => {
     const roots = node({
       jobs: { '918001': { mlx5_0: { handles: 2, objects: 40 }, mlx5_2: { handles: 1, objects: 5 } } },
@@ -269,18 +267,7 @@ describe('explain names the evidence behind each holder', () => {
     ]);
     expect(row('mlx5_3')?.nonJob).toEqual([{ pid: 900, comm: 'slurmd', evidence: ['rdma-cgroup'] }]);
 
-    const args = [
-      'explain',
-      '--sysfs-root',
-      roots.sysfs,
-      '--procfs-root',
-      roots.procfs,
-      '--cgroup-root',
-      roots.cgroupfs,
-      '--fd-device-table',
-      roots.deviceTable,
-    ];
-    const text = asUnprivileged(() => spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8' }));
+    const text = asUnprivileged(() => explainCli(roots));
     expect(text.status).toBe(0);
     const flat = text.stdout.replace(/\s+/g, ' ');
     // Cells wrap: each holder's line is checked apart from its evidence.
@@ -290,7 +277,7 @@ describe('explain names the evidence behind each holder', () => {
     expect(flat).toMatch(
       /unreadable: PID 900 .*holds only mlx5_3 \(charged in .*slurmd.service\/rdma.current\): those ports count it as a holder outside the jobs/,
     );
-    const json = asUnprivileged(() => spawnSync(process.execPath, [BIN, ...args, '--json'], { encoding: 'utf8' }));
+    const json = asUnprivileged(() => explainCli(roots, '--json'));
     const out = JSON.parse(json.stdout) as {
       ports: { device: string; jobs: { jobId: string; evidence: string[] }[] }[];
     };

@@ -9,6 +9,7 @@ import { demoTree } from '../../src/demo/scenarios.js';
 import { writeTree } from '../../src/demo/nodetree.js';
 import { DAEMONIZE, manageRdma, silentServer, StandIns, type SilentServer } from './stopping.js';
 import { freePort } from './tools.js';
+import { treeFlags } from './node-tree.js';
 
 export interface StopCase {
   /** The agent's arguments. */
@@ -26,22 +27,7 @@ export const MANAGED_LINKS = ['mlx5_0/1', 'mlx5_1/1', 'mlx5_2/1', 'mlx5_3/1'];
 
 function nodeArgs(dir: string, interval = '1s'): string[] {
   const roots = writeTree(path.join(dir, 'tree'), demoTree({ layout: 'v2', nonJobHolder: false }));
-  return [
-    'node',
-    ...LOOPBACK,
-    '--sysfs-root',
-    roots.sysfs,
-    '--procfs-root',
-    roots.procfs,
-    '--cgroup-root',
-    roots.cgroupfs,
-    '--fd-device-table',
-    roots.deviceTable,
-    '--node-name',
-    'gpu-001',
-    '--collection-interval',
-    interval,
-  ];
+  return ['node', ...LOOPBACK, ...treeFlags(roots), '--node-name', 'gpu-001', '--collection-interval', interval];
 }
 
 function clusterArgs(server: string): string[] {
