@@ -64,3 +64,61 @@ export function valuesBy(families: readonly AnyFamily[], name: string, key: stri
 export function eventsOf(events: readonly MetricEvent[], name: string): MetricEvent[] {
   return events.filter((e) => e.spec.name === name);
 }
+
+/**
+ * The inputs of Soperator's TestMetricsCollector_Collect_Success: node-1 (allocated, 2 GPUs), node-2
+ * (idle, drained) and job 12345, whose task id has no array job id (Soperator's ArrayJobID nil,
+ * ArrayTaskID 42). `node1` adds to node-1's fields.
+ */
+export function collectSuccess(node1: Partial<SlurmNode> = {}): { nodes: SlurmNode[]; jobs: SlurmJob[] } {
+  const nodes: SlurmNode[] = [
+    node('node-1', ['ALLOCATED'], {
+      instance_id: 'instance-1',
+      tres: 'cpu=16,mem=191356M,gres/gpu=2',
+      address: '10.0.0.1',
+      partitions: ['gpu'],
+      cpus: 16,
+      alloc_cpus: 8,
+      alloc_idle_cpus: 8,
+      effective_cpus: 16,
+      alloc_memory: 64000,
+      real_memory: 191356,
+      free_mem: 120000,
+      specialized_memory: 0,
+      ...node1,
+    }),
+    node('node-2', ['IDLE', 'DRAIN'], {
+      instance_id: 'instance-2',
+      tres: 'cpu=8,mem=64000M,gres/gpu=1',
+      address: '10.0.0.2',
+      partitions: ['main'],
+      cpus: 8,
+      alloc_cpus: 0,
+      alloc_idle_cpus: 8,
+      effective_cpus: 8,
+      alloc_memory: 0,
+      real_memory: 64000,
+      free_mem: 50000,
+      specialized_memory: 0,
+    }),
+  ];
+  const jobs: SlurmJob[] = [
+    job('12345', ['RUNNING'], {
+      name: 'test_job',
+      state_reason: 'None',
+      partition: 'gpu',
+      user_name: 'testuser',
+      mail_user: 'testuser@example.com',
+      user_id: 1000,
+      standard_error: '/path/to/stderr',
+      standard_output: '/path/to/stdout',
+      nodes: 'node-[1,2]',
+      array_task_id: '42',
+      submit_time: 1722697200,
+      start_time: 1722697230,
+      tres_alloc_str: 'cpu=4,mem=64000M',
+      cpus: 4,
+    }),
+  ];
+  return { nodes, jobs };
+}

@@ -6,14 +6,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import { CLUSTER_EVENT_SPECS } from '../../../src/cluster/metrics.js';
-import type { NodeTopology, SlurmDiag, SlurmJob, SlurmNode } from '../../../src/cluster/model.js';
+import type { NodeTopology, SlurmDiag } from '../../../src/cluster/model.js';
 import { observe } from '../../../src/cluster/observe.js';
 import type { ClusterSnapshot } from '../../../src/cluster/snapshot.js';
 import { advance, INITIAL_CLUSTER_STATE, type ClusterState } from '../../../src/cluster/state.js';
 import { Pipeline } from '../../../src/telemetry/pipeline.js';
 import { parseExposition } from '../../support/exposition.js';
 import { silentLogger } from '../../support/log.js';
-import { job, node, snapshot } from './helpers.js';
+import { collectSuccess, job, node, snapshot } from './helpers.js';
 
 type Labels = Record<string, string>;
 interface Series {
@@ -84,56 +84,7 @@ const withTopology = (snap: ClusterSnapshot, topology: ReadonlyMap<string, NodeT
 
 describe("Soperator's TestMetricsCollector_Collect_Success", () => {
   const longReservation = 'r'.repeat(60);
-  const nodes: SlurmNode[] = [
-    node('node-1', ['ALLOCATED'], {
-      instance_id: 'instance-1',
-      tres: 'cpu=16,mem=191356M,gres/gpu=2',
-      address: '10.0.0.1',
-      reservation: longReservation,
-      cpus: 16,
-      alloc_cpus: 8,
-      alloc_idle_cpus: 8,
-      effective_cpus: 16,
-      alloc_memory: 64000,
-      real_memory: 191356,
-      free_mem: 120000,
-      specialized_memory: 0,
-      partitions: ['gpu'],
-    }),
-    node('node-2', ['IDLE', 'DRAIN'], {
-      instance_id: 'instance-2',
-      tres: 'cpu=8,mem=64000M,gres/gpu=1',
-      address: '10.0.0.2',
-      cpus: 8,
-      alloc_cpus: 0,
-      alloc_idle_cpus: 8,
-      effective_cpus: 8,
-      alloc_memory: 0,
-      real_memory: 64000,
-      free_mem: 50000,
-      specialized_memory: 0,
-      partitions: ['main'],
-    }),
-  ];
-  // A task id without an array job id (Soperator's ArrayJobID nil, ArrayTaskID 42).
-  const jobs: SlurmJob[] = [
-    job('12345', ['RUNNING'], {
-      name: 'test_job',
-      state_reason: 'None',
-      partition: 'gpu',
-      user_name: 'testuser',
-      mail_user: 'testuser@example.com',
-      user_id: 1000,
-      standard_error: '/path/to/stderr',
-      standard_output: '/path/to/stdout',
-      nodes: 'node-[1,2]',
-      array_task_id: '42',
-      submit_time: 1722697200,
-      start_time: 1722697230,
-      tres_alloc_str: 'cpu=4,mem=64000M',
-      cpus: 4,
-    }),
-  ];
+  const { nodes, jobs } = collectSuccess({ reservation: longReservation });
 
   it('every expected series, with exactly its labels', async () => {
     const agent = new Agent();

@@ -5,13 +5,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import * as v004x from '../../../src/cluster/api/decode/decode-v004x.js';
-import type { SlurmJob, SlurmNode } from '../../../src/cluster/model.js';
+import type { SlurmJob } from '../../../src/cluster/model.js';
 import { adjustAccountingJobs } from '../../../src/cluster/adjust-accounting.js';
 import { observe } from '../../../src/cluster/observe.js';
 import { jobInfoLabels } from '../../../src/cluster/observe/soperator.js';
 import { jobCpuCount, jobMemoryBytes } from '../../../src/cluster/tres.js';
 import { readJson } from '../fixtures.js';
-import { job, node, snapshot, valuesBy } from './helpers.js';
+import { collectSuccess, job, snapshot, valuesBy } from './helpers.js';
 
 const MIB = 1024 * 1024;
 const set = (number: number) => ({ set: true, infinite: false, number });
@@ -23,54 +23,7 @@ function decoded<T>(r: { ok: true; item: T } | { ok: false; reason: string }): T
 }
 
 describe('collector: a successful collection (node-1, node-2, job 12345)', () => {
-  const nodes: SlurmNode[] = [
-    node('node-1', ['ALLOCATED'], {
-      instance_id: 'instance-1',
-      tres: 'cpu=16,mem=191356M,gres/gpu=2',
-      address: '10.0.0.1',
-      partitions: ['gpu'],
-      cpus: 16,
-      alloc_cpus: 8,
-      alloc_idle_cpus: 8,
-      effective_cpus: 16,
-      alloc_memory: 64000,
-      real_memory: 191356,
-      free_mem: 120000,
-      specialized_memory: 0,
-    }),
-    node('node-2', ['IDLE', 'DRAIN'], {
-      instance_id: 'instance-2',
-      tres: 'cpu=8,mem=64000M,gres/gpu=1',
-      address: '10.0.0.2',
-      partitions: ['main'],
-      cpus: 8,
-      alloc_cpus: 0,
-      alloc_idle_cpus: 8,
-      effective_cpus: 8,
-      alloc_memory: 0,
-      real_memory: 64000,
-      free_mem: 50000,
-      specialized_memory: 0,
-    }),
-  ];
-  const jobs: SlurmJob[] = [
-    job('12345', ['RUNNING'], {
-      name: 'test_job',
-      state_reason: 'None',
-      partition: 'gpu',
-      user_name: 'testuser',
-      mail_user: 'testuser@example.com',
-      user_id: 1000,
-      standard_error: '/path/to/stderr',
-      standard_output: '/path/to/stdout',
-      nodes: 'node-[1,2]',
-      array_task_id: '42',
-      submit_time: 1722697200,
-      start_time: 1722697230,
-      tres_alloc_str: 'cpu=4,mem=64000M',
-      cpus: 4,
-    }),
-  ];
+  const { nodes, jobs } = collectSuccess();
   const now = 1722697240_000;
   const out = observe(snapshot({ atMs: now, seq: 1, nodes, jobs }), now);
 
