@@ -19,7 +19,7 @@ import {
   type SlurmRelease,
   startRealSlurm,
 } from '../support/real-slurm.js';
-import { realSlurmRunner } from '../support/real-slurm-agent.js';
+import { expectSchedulerBetween, realSlurmRunner, scontrolFields, sdiagCounts } from '../support/real-slurm-agent.js';
 import { waitFor } from '../support/tools.js';
 
 const RELEASES: SlurmRelease[] = ['24.11', '26.05'];
@@ -77,15 +77,6 @@ function wallSeconds(t: string): number {
 }
 
 /** `k=v k=v ...` (scontrol -o) as a record. */
-function fields(line: string): Record<string, string> {
-  return Object.fromEntries(
-    line
-      .trim()
-      .split(/\s+/)
-      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
-  );
-}
-
 const lines = (text: string) =>
   text
     .trim()
@@ -269,30 +260,9 @@ for (const release of RELEASES) {
         });
 
         it('exports RPC and scheduler statistics as sdiag shows them, the v0.0.40+ ones included', async () => {
-          const sdiag = async () => {
-            const text = (await slurm.run(['sdiag'])).stdout;
-            const [main, backfill] = text.split('Backfilling stats') as [string, string];
-            const n = (part: string, label: string) => Number(new RegExp(`${label}:\\s+(\\d+)`).exec(part)?.[1]);
-            return {
-              cycles: n(main, 'Total cycles'),
-              submitted: n(main, 'Jobs submitted'),
-              started: n(main, 'Jobs started'),
-              bfCycles: n(backfill, 'Total cycles'),
-            };
-          };
-          const before = await sdiag();
+          const before = await sdiagCounts(slurm);
           const now = await collect(controller);
-          const after = await sdiag();
-          expect(Number.isInteger(before.cycles) && Number.isInteger(before.bfCycles)).toBe(true);
-          const within = (name: string, lo: number, hi: number) => {
-            const v = valueOf(now, name) as number;
-            expect(v, name).toBeGreaterThanOrEqual(lo);
-            expect(v, name).toBeLessThanOrEqual(hi);
-          };
-          within('slurm_schedule_cycle_cnt', before.cycles, after.cycles);
-          within('slurm_bf_cycle_cnt', before.bfCycles, after.bfCycles);
-          within('slurm_sdiag_jobs_started', before.started, after.started);
-          expect(valueOf(now, 'slurm_sdiag_jobs_submitted')).toBe(after.submitted);
+          expectSchedulerBetween(now, before, await sdiagCounts(slurm));
           expect(valueOf(now, 'slurm_controller_server_thread_count')).toBeGreaterThan(0);
           const rpc = select(now, 'slurm_controller_rpc_calls_total').filter((s) => s.value > 0);
           expect(rpc.length, 'RPC types with calls').toBeGreaterThan(0);
@@ -302,7 +272,9 @@ for (const release of RELEASES) {
         });
 
         it('serves license pools, reservations and fairshare as scontrol and sshare show them', async () => {
-          const lic = fields((await slurm.run(['scontrol', '-o', 'show', 'licenses'])).stdout.split('\n')[0] as string);
+          const lic = scontrolFields(
+            (await slurm.run(['scontrol', '-o', 'show', 'licenses'])).stdout.split('\n')[0] as string,
+          );
           expect(lic.LicenseName).toBe('fluent');
           for (const [key, name] of [
             ['Total', 'total'],
@@ -312,7 +284,7 @@ for (const release of RELEASES) {
           ] as const)
             expect(valueOf(samples, `slurm_license_${name}`, { license: 'fluent' }), key).toBe(Number(lic[key]));
           expect(Number(lic.Used)).toBe(2);
-          const res = fields((await slurm.run(['scontrol', '-o', 'show', 'reservation', RESERVATION])).stdout);
+          const res = scontrolFields((await slurm.run(['scontrol', '-o', 'show', 'reservation', RESERVATION])).stdout);
           const info = select(samples, 'slurm_reservation_info', { reservation: RESERVATION });
           expect(info).toHaveLength(1);
           expect(info[0]?.labels.flags).toBe(res.Flags);

@@ -13,7 +13,7 @@ import { Writable } from 'node:stream';
 import { createLogger } from '../../src/log.js';
 import { parseExposition, select, valueOf, type Sample } from '../support/exposition.js';
 import { REAL_SLURM_START_TIMEOUT_MS, realSlurmGate, startRealSlurm, type RealSlurm } from '../support/real-slurm.js';
-import { realSlurmRunner } from '../support/real-slurm-agent.js';
+import { expectSchedulerBetween, realSlurmRunner, scontrolFields, sdiagCounts } from '../support/real-slurm-agent.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -249,30 +249,9 @@ describe.skipIf(gate.skip)('cluster agent on a real Slurm 22.05', { timeout: 90_
   });
 
   it("serves Slurm's native scheduler families as sdiag shows them; those 22.05 lacks are absent", async () => {
-    const sdiag = async () => {
-      const text = (await slurm.run(['sdiag'])).stdout;
-      const [main, backfill] = text.split('Backfilling stats') as [string, string];
-      const n = (part: string, label: string) => Number(new RegExp(`${label}:\\s+(\\d+)`).exec(part)?.[1]);
-      return {
-        cycles: n(main, 'Total cycles'),
-        submitted: n(main, 'Jobs submitted'),
-        started: n(main, 'Jobs started'),
-        bfCycles: n(backfill, 'Total cycles'),
-      };
-    };
-    const before = await sdiag();
+    const before = await sdiagCounts(slurm);
     const samples = await collect(controller);
-    const after = await sdiag();
-    expect(Number.isInteger(before.cycles) && Number.isInteger(before.bfCycles)).toBe(true);
-    const within = (name: string, lo: number, hi: number) => {
-      const v = valueOf(samples, name) as number;
-      expect(v, name).toBeGreaterThanOrEqual(lo);
-      expect(v, name).toBeLessThanOrEqual(hi);
-    };
-    within('slurm_schedule_cycle_cnt', before.cycles, after.cycles);
-    within('slurm_bf_cycle_cnt', before.bfCycles, after.bfCycles);
-    within('slurm_sdiag_jobs_started', before.started, after.started);
-    expect(valueOf(samples, 'slurm_sdiag_jobs_submitted')).toBe(after.submitted);
+    expectSchedulerBetween(samples, before, await sdiagCounts(slurm));
     for (const name of [
       'slurm_agent_queue_size',
       'slurm_server_thread_cnt',
@@ -301,15 +280,10 @@ describe.skipIf(gate.skip)('cluster agent on a real Slurm 22.05', { timeout: 90_
     ]);
     await slurm.run(['sacctmgr', '-i', 'modify', 'qos', 'normal', 'set', 'MaxJobsPerUser=10', 'GrpTRES=cpu=64']);
     try {
-      const fields = (line: string) =>
-        Object.fromEntries(
-          line
-            .trim()
-            .split(/\s+/)
-            .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
-        );
-      const lic = fields((await slurm.run(['scontrol', '-o', 'show', 'licenses'])).stdout.split('\n')[0] as string);
-      const res = fields((await slurm.run(['scontrol', '-o', 'show', 'reservation', 'otel-maint'])).stdout);
+      const lic = scontrolFields(
+        (await slurm.run(['scontrol', '-o', 'show', 'licenses'])).stdout.split('\n')[0] as string,
+      );
+      const res = scontrolFields((await slurm.run(['scontrol', '-o', 'show', 'reservation', 'otel-maint'])).stdout);
       const [maxJobsPU, grpTres] = (
         await slurm.run(['sacctmgr', '-nP', 'show', 'qos', 'normal', 'format=MaxJobsPU,GrpTRES'])
       ).stdout

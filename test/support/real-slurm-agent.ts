@@ -6,6 +6,8 @@ import { ClusterRunner } from '../../src/cluster/agent.js';
 import type { JobSource } from '../../src/cluster/fetchers.js';
 import { OPTIONAL_SUB_COLLECTORS } from '../../src/cluster/snapshot.js';
 import { createLogger, type Logger } from '../../src/log.js';
+import { expect } from 'vitest';
+import { valueOf, type Sample } from './exposition.js';
 import type { RealSlurm } from './real-slurm.js';
 
 /** A JSON logger at warn and above whose lines are appended to `logs` (a test expects it empty). */
@@ -59,4 +61,48 @@ export function realSlurmRunner(slurm: RealSlurm, opts: RealSlurmRunnerOptions):
     close: () => api.close(),
     ...(opts.now ? { now: opts.now } : {}),
   });
+}
+
+/** `Key=Value Key=Value …`, as `scontrol -o show` prints one record. */
+export function scontrolFields(line: string): Record<string, string> {
+  return Object.fromEntries(
+    line
+      .trim()
+      .split(/\s+/)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+}
+
+/** The cycle and job counts sdiag prints (the main and the backfilling scheduler). */
+export interface SdiagCounts {
+  readonly cycles: number;
+  readonly submitted: number;
+  readonly started: number;
+  readonly bfCycles: number;
+}
+
+export async function sdiagCounts(slurm: RealSlurm): Promise<SdiagCounts> {
+  const text = (await slurm.run(['sdiag'])).stdout;
+  const [main, backfill] = text.split('Backfilling stats') as [string, string];
+  const n = (part: string, label: string) => Number(new RegExp(`${label}:\\s+(\\d+)`).exec(part)?.[1]);
+  return {
+    cycles: n(main, 'Total cycles'),
+    submitted: n(main, 'Jobs submitted'),
+    started: n(main, 'Jobs started'),
+    bfCycles: n(backfill, 'Total cycles'),
+  };
+}
+
+/** The scheduler counters of a collection taken between two sdiag readings lie between them. */
+export function expectSchedulerBetween(samples: readonly Sample[], before: SdiagCounts, after: SdiagCounts): void {
+  expect(Number.isInteger(before.cycles) && Number.isInteger(before.bfCycles)).toBe(true);
+  const within = (name: string, lo: number, hi: number) => {
+    const v = valueOf(samples, name) as number;
+    expect(v, name).toBeGreaterThanOrEqual(lo);
+    expect(v, name).toBeLessThanOrEqual(hi);
+  };
+  within('slurm_schedule_cycle_cnt', before.cycles, after.cycles);
+  within('slurm_bf_cycle_cnt', before.bfCycles, after.bfCycles);
+  within('slurm_sdiag_jobs_started', before.started, after.started);
+  expect(valueOf(samples, 'slurm_sdiag_jobs_submitted')).toBe(after.submitted);
 }
