@@ -19,7 +19,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeCounters, writeHca } from '../../src/demo/nodetree.js';
 import { parseExposition, select, valueOf } from '../support/exposition.js';
 import { REAL_SLURM_START_TIMEOUT_MS, realSlurmGate, startRealSlurm, type RealSlurm } from '../support/real-slurm.js';
-import { jobIdsOn, scrape, startNodeAgentProcess, statusOf, type AgentProcess } from '../support/node-agent-process.js';
+import {
+  expectCredited,
+  jobIdsOn,
+  portTable,
+  scrape,
+  startNodeAgentProcess,
+  statusOf,
+  waitForJobGone,
+  type AgentProcess,
+} from '../support/node-agent-process.js';
 import { run, stopChild, waitFor } from '../support/tools.js';
 import { leaseStandIns, mknodStandIn, pickStandIns, type StandIn } from '../support/stand-in-devices.js';
 
@@ -293,18 +302,15 @@ describe.skipIf(gate.skip)(
         },
         WAIT_MS,
       );
-      const statuses = Object.fromEntries(HCAS.map((h) => [h, statusOf(samples, h)]));
-      expect(statuses, agent.stderr()).toEqual({
+      const ports = portTable(samples, HCAS);
+      expect(ports.status, agent.stderr()).toEqual({
         mlx5_0: 'sole',
         mlx5_1: 'sole',
         mlx5_2: 'sole',
         mlx5_3: 'shared',
         mlx5_4: 'nonjob',
       });
-      const deviceJobs = Object.fromEntries(
-        HCAS.map((h) => [h, valueOf(samples, 'ib_slurm_device_jobs', { device: h, port: '1' })]),
-      );
-      expect(deviceJobs).toEqual({ mlx5_0: 1, mlx5_1: 1, mlx5_2: 1, mlx5_3: 2, mlx5_4: 0 });
+      expect(ports.jobs).toEqual({ mlx5_0: 1, mlx5_1: 1, mlx5_2: 1, mlx5_3: 2, mlx5_4: 0 });
       expect(jobIdsOn(samples, 'ib_slurm_job_transmit_bytes_total', 'mlx5_0')).toEqual([job.batch]);
       expect(jobIdsOn(samples, 'ib_slurm_job_transmit_bytes_total', 'mlx5_1')).toEqual([job.steps]);
       expect(jobIdsOn(samples, 'ib_slurm_job_transmit_bytes_total', 'mlx5_2')).toEqual([job.otherUid]);
@@ -327,37 +333,18 @@ describe.skipIf(gate.skip)(
     });
 
     it('job series count what the port counted while the job was its sole user', async () => {
-      const before = valueOf(await scrape(agent!), 'ib_slurm_job_transmit_bytes_total', {
-        job_id: job.batch,
-        device: 'mlx5_0',
-      }) as number;
-      counters('mlx5_0', 1000 + 250);
-      await waitFor(
-        'the batch job to be credited 1000 bytes',
-        async () =>
-          valueOf(await scrape(agent!), 'ib_slurm_job_transmit_bytes_total', {
-            job_id: job.batch,
-            device: 'mlx5_0',
-          }) ===
-          before + 1000
-            ? true
-            : undefined,
+      await expectCredited(
+        agent!,
+        { jobId: job.batch, device: 'mlx5_0' },
+        1000,
+        () => counters('mlx5_0', 1000 + 250),
         WAIT_MS,
       );
     });
 
     it('scancel: the job series are gone and the port goes idle', async () => {
       await slurm.run(['scancel', job.batch]);
-      const s = await waitFor(
-        'the cancelled job to leave',
-        async () => {
-          const got = await scrape(agent!);
-          return statusOf(got, 'mlx5_0') === 'idle' && !got.some((x) => x.labels.job_id === job.batch)
-            ? got
-            : undefined;
-        },
-        WAIT_MS,
-      );
+      const s = await waitForJobGone(agent!, job.batch, 'mlx5_0', WAIT_MS);
       expect(valueOf(s, 'ib_slurm_device_jobs', { device: 'mlx5_0', port: '1' })).toBe(0);
       expect(holdersOf(devices.path('mlx5_0'), ours)).toEqual([]);
     });

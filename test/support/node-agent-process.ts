@@ -2,7 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { expect } from 'vitest';
-import { parseExposition, select, type Sample } from './exposition.js';
+import { parseExposition, select, valueOf, type Sample } from './exposition.js';
 import { freePort, waitFor } from './tools.js';
 
 const BIN = path.resolve('dist/src/cli/main.js');
@@ -60,4 +60,48 @@ export function jobIdsOn(samples: readonly Sample[], name: string, device: strin
   return select(samples, name, { device })
     .map((s) => s.labels.job_id as string)
     .sort();
+}
+
+/** Each device's port-1 attribution status and `ib_slurm_device_jobs`, to compare as two tables. */
+export function portTable(
+  samples: readonly Sample[],
+  devices: readonly string[],
+): { status: Record<string, string | undefined>; jobs: Record<string, number | undefined> } {
+  return {
+    status: Object.fromEntries(devices.map((d) => [d, statusOf(samples, d)])),
+    jobs: Object.fromEntries(
+      devices.map((d) => [d, valueOf(samples, 'ib_slurm_device_jobs', { device: d, port: '1' })]),
+    ),
+  };
+}
+
+/** After `count()` moves the port's counters, waits for the job to be credited exactly `bytes` more. */
+export async function expectCredited(
+  agent: AgentProcess,
+  job: { jobId: string; device: string },
+  bytes: number,
+  count: () => void,
+  waitMs: number,
+): Promise<void> {
+  const labels = { job_id: job.jobId, device: job.device };
+  const before = valueOf(await scrape(agent), 'ib_slurm_job_transmit_bytes_total', labels) as number;
+  count();
+  await waitFor(
+    `job ${job.jobId} to be credited ${bytes} bytes on ${job.device}`,
+    async () =>
+      valueOf(await scrape(agent), 'ib_slurm_job_transmit_bytes_total', labels) === before + bytes ? true : undefined,
+    waitMs,
+  );
+}
+
+/** Waits until the job has no series left and the device's port is idle; the scrape that showed it. */
+export function waitForJobGone(agent: AgentProcess, jobId: string, device: string, waitMs: number): Promise<Sample[]> {
+  return waitFor(
+    `job ${jobId} to leave`,
+    async () => {
+      const got = await scrape(agent);
+      return statusOf(got, device) === 'idle' && !got.some((x) => x.labels.job_id === jobId) ? got : undefined;
+    },
+    waitMs,
+  );
 }
