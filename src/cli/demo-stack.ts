@@ -21,11 +21,13 @@ import { startNodeAgent, type NodeAgent, type NodeAgentOptions } from '../node/a
 import type { Cycle } from '../node/collector.js';
 import type { BindAddress } from '../telemetry/http.js';
 import { runUntilSignal } from './common.js';
-import type { DemoFlags } from './demo.js';
+import type { DemoFlags, DemoLayout } from './demo.js';
 import { nodeAgentOptions } from './node.js';
 import type { Env } from './otel.js';
 
-export type DemoLayout = TreeLayout;
+/** The demo command offers every layout the synthetic trees have, and only those (checked by the compiler). */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const _layoutsAgree: Same<DemoLayout, TreeLayout> = true;
 
 export interface DemoOptions {
   readonly node: NodeAgentOptions;

@@ -6,10 +6,13 @@
  */
 import { Command, Option } from 'commander';
 import type { BindAddress } from '../telemetry/http.js';
-import type { DemoLayout } from './demo-stack.js';
 import { addNodeOptions, type NodeFlags } from './node.js';
 import type { Env } from './otel.js';
 import { bindAddress, positiveDuration } from './values.js';
+
+/** The cgroup layouts the synthetic node can have (src/demo's TreeLayout; the compiler keeps them in step). */
+export const DEMO_LAYOUTS = ['v1', 'v2', 'v2-sluid'] as const;
+export type DemoLayout = (typeof DEMO_LAYOUTS)[number];
 
 /** The synthetic node's name (src/demo's DEMO_NODE; a test keeps the two equal). */
 export const DEMO_NODE_NAME = 'gpu-001';
@@ -37,9 +40,7 @@ export function demoCommand(env: Env): Command {
   });
   return cmd
     .addOption(
-      new Option('--layout <layout>', 'cgroup layout of the synthetic node')
-        .choices(['v1', 'v2', 'v2-sluid'])
-        .default('v2-sluid'),
+      new Option('--layout <layout>', 'cgroup layout of the synthetic node').choices(DEMO_LAYOUTS).default('v2-sluid'),
     )
     .option('--non-job-holder', 'a storage client outside Slurm holds mlx5_3')
     .option('--dir <dir>', 'where to write the synthetic tree (default: a new temporary directory)')

@@ -2,7 +2,12 @@
  * The states of the streaming JSON array scanner (json-scan.ts): its tokens, the frames of its
  * nesting stack and JSON's number grammar, kept apart so that the scanner reads as its steps.
  */
-import type { JsonField } from './json-scan.js';
+/** A kept field of an element: a string, a number as its text, an array of numbers, or anything else. */
+export type JsonField =
+  | { readonly kind: 'string'; readonly text: string }
+  | { readonly kind: 'number'; readonly raw: string }
+  | { readonly kind: 'numbers'; readonly list: readonly number[]; readonly length: number }
+  | { readonly kind: 'other' };
 
 export const isWs = (c: number): boolean => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 export const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;

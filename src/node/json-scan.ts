@@ -28,15 +28,12 @@ import {
   Want,
   wantText,
   type Frame,
+  type JsonField,
 } from './json-grammar.js';
 
-export class JsonSyntaxError extends Error {}
+export type { JsonField } from './json-grammar.js';
 
-export type JsonField =
-  | { readonly kind: 'string'; readonly text: string }
-  | { readonly kind: 'number'; readonly raw: string }
-  | { readonly kind: 'numbers'; readonly list: readonly number[]; readonly length: number }
-  | { readonly kind: 'other' };
+export class JsonSyntaxError extends Error {}
 
 export interface JsonEntry {
   /** The object's first `maxFields` fields; undefined when the element is not an object. */
