@@ -164,7 +164,7 @@ export function addClusterOptions(cmd: Command, d: ClusterDefaults = CLUSTER_DEF
     .addOption(
       opt(
         '--user-account-metrics [bool]',
-        "also export Slurm's per-user and per-account job families (one series per user or account and state)",
+        "Slurm's per-user and per-account job families on /metrics too (one series per user or account and state; always on /metrics/jobs-users-accts)",
         'USER_ACCOUNT_METRICS',
       )
         .default(false)

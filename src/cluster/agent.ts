@@ -39,7 +39,7 @@ export interface ClusterAgentOptions extends AgentSettings {
   readonly maxInflight: number;
   /** Shown on the landing page: where the agent reads from (never a credential). */
   readonly serverLabel?: string;
-  /** Slurm's per-user and per-account job families (`--user-account-metrics`). */
+  /** Slurm's per-user and per-account job families on `/metrics` too (`--user-account-metrics`). */
   readonly userAccountMetrics?: boolean;
   /** Called on shutdown (closes the client's connections). */
   readonly close?: () => void;
@@ -225,7 +225,8 @@ export class ClusterRunner implements Collecting<TickResult> {
     const next = advance(this.state, snapshot);
     this.state = next.state;
     this.pipeline.record(next.events);
-    const groups = nativeGroups(snapshot, this.opts.userAccountMetrics ?? false);
+    // slurmctld always serves /metrics/jobs-users-accts; the switch puts those families on /metrics too.
+    const groups = nativeGroups(snapshot, true);
     const native = { userAccountMetrics: this.opts.userAccountMetrics ?? false, groups };
     await this.pipeline.publish(
       [...observe(snapshot, snapshot.atMs, native), ...observeState(this.state)],
@@ -262,12 +263,6 @@ export class ClusterRunner implements Collecting<TickResult> {
   }
 }
 
-const USER_ACCOUNT_OFF: Body = {
-  contentType: 'text/plain; charset=utf-8',
-  text: 'The per-user and per-account job families are off: start the agent with --user-account-metrics.\n',
-  status: 404,
-};
-
 export async function startClusterAgent(opts: ClusterAgentOptions): Promise<ClusterAgent> {
   const runner = new ClusterRunner(opts);
   const running = await startAgent(
@@ -281,7 +276,6 @@ export async function startClusterAgent(opts: ClusterAgentOptions): Promise<Clus
         '/': () => runner.landing,
         ...Object.fromEntries(NATIVE_PATHS.map((p) => [p, () => runner.pipeline.section(p)])),
         // Off by default, as SchedMD warns of its size: say how to turn it on rather than serve nothing.
-        ...(opts.userAccountMetrics ? {} : { '/metrics/jobs-users-accts': () => USER_ACCOUNT_OFF }),
       },
     }),
   );

@@ -158,8 +158,7 @@ describe.skipIf(gate.skip)("Slurm's own families on a real Slurm 26.05, against 
       },
       collectionIntervalMs: 3_600_000,
       maxInflight: 1,
-      // slurmctld always serves /metrics/jobs-users-accts; the agent with this switch on.
-      userAccountMetrics: true,
+      // Default flags: /metrics/jobs-users-accts is served as slurmctld serves it, without --user-account-metrics.
       metrics: loopback,
       monitoring: loopback,
       resource: { serviceName: 'slurm-otel-cluster', serviceVersion: 'test', hostName: 'test' },

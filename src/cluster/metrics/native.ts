@@ -225,7 +225,7 @@ function jobFamilies<const L extends string>(prefix: string, labels: readonly L[
 /** `/metrics/jobs`. */
 export const NATIVE_JOB_METRICS = jobFamilies('slurm_', [], '', 'Jobs slurmctld lists, each pending array task one');
 
-/** `/metrics/jobs-users-accts` (off unless asked for: one series per user and per account and state). */
+/** `/metrics/jobs-users-accts` (on `/metrics` only when asked for: one series per user and per account and state). */
 export const NATIVE_USER_METRICS = jobFamilies('slurm_user_', ['username'], ' of the user', 'Job records');
 export const NATIVE_ACCOUNT_METRICS = jobFamilies('slurm_account_', ['account'], ' of the account', 'Job records');
 

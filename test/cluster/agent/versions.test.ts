@@ -164,6 +164,17 @@ describe("Slurm's native families through a fake slurmrestd, one API version at 
       if (minor >= 41) expect(valueOf(samples, 'slurm_schedule_cycle_tot')).toBe(truth.diag.schedule_cycle_sum);
     });
 
+    it(`serves the per-user and per-account families on their own path, as slurmctld does; on /metrics only when asked (${version})`, async () => {
+      const { runner } = await start([version]);
+      expect((await runner.collect()).failed).toEqual([]);
+      const path = parseExposition(runner.pipeline.section('/metrics/jobs-users-accts').text);
+      const users = new Set(select(path, 'slurm_user_jobs').map((s) => s.labels.username));
+      expect(users.size).toBeGreaterThan(1);
+      expect(select(path, 'slurm_account_jobs').length).toBeGreaterThan(1);
+      const main = parseExposition(runner.pipeline.exposition.text);
+      expect(main.filter((s) => s.name.startsWith('slurm_user_') || s.name.startsWith('slurm_account_'))).toEqual([]);
+    });
+
     it(`counts pending jobs by reason and partition, and reads the license pools (${version})`, async () => {
       const { cluster, runner } = await start([version]);
       expect((await runner.collect()).failed).toEqual([]);
