@@ -5,6 +5,11 @@
  * (`slurm.nebius.ai/nodeset-name`) and NVLink instance group
  * (`topology.nebius.com/nvl-instance-group-id`). Two list requests per refresh; only Nodes that
  * carry the NodeSet label count, as Soperator's exporter watches only those.
+ *
+ * The source is on wherever a Kubernetes API is at hand, a pod's service account included, and
+ * many such accounts may not list pods and Nodes: a refusal is counted and logged once, then the
+ * API is asked again only after DENIED_RETRY_MS, not every cycle; meanwhile the last topology read
+ * stands (or none, absent like a missing endpoint).
  */
 import type { NodeTopology } from '../model.js';
 import { resolveAccess, type KubeEndpoint, type KubernetesAccess } from './http/auth-kubernetes.js';
@@ -24,6 +29,8 @@ import { registerSecret } from '../../log.js';
 export const NODESET_LABEL = 'slurm.nebius.ai/nodeset-name';
 export const NVLINK_GROUP_LABEL = 'topology.nebius.com/nvl-instance-group-id';
 const LIST_BODY_LIMIT = 256 * 1024 * 1024;
+/** How long a refused list (401, 403) keeps the source from asking again. */
+export const DENIED_RETRY_MS = 10 * 60_000;
 
 export interface TopologySourceOptions {
   readonly access: KubernetesAccess;
@@ -31,12 +38,38 @@ export interface TopologySourceOptions {
   readonly namespace?: string;
   readonly clusterName: string;
   readonly requestTimeoutMs?: number;
+  /** The clock of the retry after a refusal (default Date.now). */
+  readonly now?: () => number;
 }
 
 export type TopologySource = (signal: AbortSignal) => Promise<ReadonlyMap<string, NodeTopology>>;
 
 /** Slurm node name → its topology, for every worker pod scheduled on a labelled Kubernetes Node. */
 export function kubernetesTopologySource(opts: TopologySourceOptions): TopologySource {
+  const now = opts.now ?? Date.now;
+  let deniedUntilMs = -Infinity;
+  let lastGood: ReadonlyMap<string, NodeTopology> | undefined;
+  const ask = askTopology(opts);
+  return async (signal) => {
+    if (now() < deniedUntilMs) {
+      if (lastGood) return lastGood;
+      throw new SlurmCallError({
+        kind: 'absent',
+        absence: 'known',
+        message: 'Kubernetes API: listing pods and nodes was refused; asked again later',
+        errors: [],
+      });
+    }
+    try {
+      return (lastGood = await ask(signal));
+    } catch (err) {
+      if (err instanceof SlurmCallError && err.failure.kind === 'auth') deniedUntilMs = now() + DENIED_RETRY_MS;
+      throw err;
+    }
+  };
+}
+
+function askTopology(opts: TopologySourceOptions): TopologySource {
   return async (signal) => {
     const endpoint = await resolveAccess(opts.access);
     const namespace = opts.namespace ?? endpoint.namespace ?? 'default';

@@ -5,7 +5,7 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { kubernetesTopologySource } from '../../../src/cluster/api/kubernetes-topology.js';
+import { DENIED_RETRY_MS, kubernetesTopologySource } from '../../../src/cluster/api/kubernetes-topology.js';
 import { SlurmCallError } from '../../../src/cluster/api/failures.js';
 import { tmpDir } from '../../support/tmp.js';
 import { FakeKube } from './fake-kube.js';
@@ -108,5 +108,55 @@ describe('node topology from the Kubernetes API', () => {
     expect(err).toBeInstanceOf(SlurmCallError);
     expect((err as SlurmCallError).failure.kind).toBe('auth');
     expect((err as SlurmCallError).message).toMatch(/list on pods/);
+  });
+
+  it('after a refusal asks again only after a while, keeping the last topology read meanwhile', async () => {
+    const { kube, kubeconfig } = await setup();
+    let clock = 0;
+    const source = kubernetesTopologySource({
+      access: { kind: 'kubeconfig', path: kubeconfig },
+      clusterName: 'soperator',
+      now: () => clock,
+    });
+    const signal = new AbortController().signal;
+    const fail = (p: Promise<unknown>) =>
+      p.then(
+        () => undefined,
+        (e: unknown) => (e as SlurmCallError).failure,
+      );
+    const good = await source(signal);
+    expect(good.size).toBe(2);
+    kube.forbidden = true;
+    clock += 1_000;
+    expect((await fail(source(signal)))?.kind).toBe('auth');
+    const asked = kube.requests.length;
+    clock += DENIED_RETRY_MS - 1;
+    // Within the wait: no request, the last topology stands.
+    expect(await source(signal)).toBe(good);
+    expect(kube.requests.length).toBe(asked);
+    clock += 1;
+    expect((await fail(source(signal)))?.kind).toBe('auth');
+    expect(kube.requests.length).toBeGreaterThan(asked);
+    kube.forbidden = false;
+    clock += DENIED_RETRY_MS;
+    expect([...(await source(signal)).keys()]).toEqual([...good.keys()]);
+  });
+
+  it('refused from the start: absent (counted once by the collector) until it asks again', async () => {
+    const { kube, kubeconfig } = await setup();
+    kube.forbidden = true;
+    let clock = 0;
+    const source = kubernetesTopologySource({
+      access: { kind: 'kubeconfig', path: kubeconfig },
+      clusterName: 'soperator',
+      now: () => clock,
+    });
+    const signal = new AbortController().signal;
+    const failure = async () => ((await source(signal).catch((e: unknown) => e)) as SlurmCallError).failure;
+    expect((await failure()).kind).toBe('auth');
+    const asked = kube.requests.length;
+    clock += DENIED_RETRY_MS / 2;
+    expect(await failure()).toMatchObject({ kind: 'absent', absence: 'known' });
+    expect(kube.requests.length).toBe(asked);
   });
 });
