@@ -254,6 +254,13 @@ describe.skipIf(gate.skip)("Slurm's own families on a real Slurm 26.05, against 
       expect(jobs.samples.get('slurm_jobs_pending{}')).toBeGreaterThan(
         squeueRows.filter((r) => r[2] === 'PENDING').length,
       );
+      // A user's running jobs share a node: the per-user node count is distinct nodes, not a sum.
+      const running = (await slurm.run(['squeue', '-h', '-t', 'R', '-u', 'root', '-o', '%N'])).stdout
+        .trim()
+        .split('\n');
+      expect(new Set(running).size, running.join(' ')).toBeLessThan(running.length);
+      const users = theirs.get('/metrics/jobs-users-accts') as Exposition;
+      expect(users.samples.get('slurm_user_jobs_nodes_alloc{username="root"}')).toBeLessThan(running.length);
       // Node ranges reach max_job_nodes (held 1-5; not held: later 2-4).
       const parts = theirs.get('/metrics/partitions') as Exposition;
       expect(parts.samples.get('slurm_partition_jobs_max_job_nodes{partition="cpu"}')).toBe(5);
