@@ -13,6 +13,7 @@ import { DEMO_NODE, demoTree } from '../../src/demo/scenarios.js';
 import { writeTree } from '../../src/demo/nodetree.js';
 import { DEMO_NODE_NAME } from '../../src/cli/demo.js';
 import { tmpDir } from '../support/tmp.js';
+import { treeFlags } from '../support/node-tree.js';
 
 const DIST = path.resolve('dist/src');
 const BIN = path.join(DIST, 'cli/main.js');
@@ -71,19 +72,7 @@ describe('agent processes do not load the simulator', () => {
 
   it('slurm-otel node --once loads the node agent and nothing of src/demo', () => {
     const roots = writeTree(tmpDir(), demoTree({ layout: 'v2-sluid', nonJobHolder: false }));
-    const r = loadedModules([
-      BIN,
-      'node',
-      '--once',
-      '--sysfs-root',
-      roots.sysfs,
-      '--procfs-root',
-      roots.procfs,
-      '--cgroup-root',
-      roots.cgroupfs,
-      '--log-level',
-      'error',
-    ]);
+    const r = loadedModules([BIN, 'node', '--once', ...treeFlags(roots), '--log-level', 'error']);
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.modules).toContain('node/agent.js');

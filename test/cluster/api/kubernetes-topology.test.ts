@@ -110,8 +110,8 @@ describe('node topology from the Kubernetes API', () => {
     expect((err as SlurmCallError).message).toMatch(/list on pods/);
   });
 
-  it('after a refusal asks again only after a while, keeping the last topology read meanwhile', async () => {
-    const { kube, kubeconfig } = await setup();
+  /** A source on a clock the test moves, and how its next call fails (undefined: it did not). */
+  function clocked(kubeconfig: string) {
     let clock = 0;
     const source = kubernetesTopologySource({
       access: { kind: 'kubeconfig', path: kubeconfig },
@@ -119,44 +119,46 @@ describe('node topology from the Kubernetes API', () => {
       now: () => clock,
     });
     const signal = new AbortController().signal;
-    const fail = (p: Promise<unknown>) =>
-      p.then(
-        () => undefined,
-        (e: unknown) => (e as SlurmCallError).failure,
-      );
-    const good = await source(signal);
+    return {
+      call: () => source(signal),
+      failure: () =>
+        source(signal).then(
+          () => undefined,
+          (e: unknown) => (e as SlurmCallError).failure,
+        ),
+      advance: (ms: number) => void (clock += ms),
+    };
+  }
+
+  it('after a refusal asks again only after a while, keeping the last topology read meanwhile', async () => {
+    const { kube, kubeconfig } = await setup();
+    const s = clocked(kubeconfig);
+    const good = await s.call();
     expect(good.size).toBe(2);
     kube.forbidden = true;
-    clock += 1_000;
-    expect((await fail(source(signal)))?.kind).toBe('auth');
+    s.advance(1_000);
+    expect((await s.failure())?.kind).toBe('auth');
     const asked = kube.requests.length;
-    clock += DENIED_RETRY_MS - 1;
+    s.advance(DENIED_RETRY_MS - 1);
     // Within the wait: no request, the last topology stands.
-    expect(await source(signal)).toBe(good);
+    expect(await s.call()).toBe(good);
     expect(kube.requests.length).toBe(asked);
-    clock += 1;
-    expect((await fail(source(signal)))?.kind).toBe('auth');
+    s.advance(1);
+    expect((await s.failure())?.kind).toBe('auth');
     expect(kube.requests.length).toBeGreaterThan(asked);
     kube.forbidden = false;
-    clock += DENIED_RETRY_MS;
-    expect([...(await source(signal)).keys()]).toEqual([...good.keys()]);
+    s.advance(DENIED_RETRY_MS);
+    expect([...(await s.call()).keys()]).toEqual([...good.keys()]);
   });
 
   it('refused from the start: absent (counted once by the collector) until it asks again', async () => {
     const { kube, kubeconfig } = await setup();
     kube.forbidden = true;
-    let clock = 0;
-    const source = kubernetesTopologySource({
-      access: { kind: 'kubeconfig', path: kubeconfig },
-      clusterName: 'soperator',
-      now: () => clock,
-    });
-    const signal = new AbortController().signal;
-    const failure = async () => ((await source(signal).catch((e: unknown) => e)) as SlurmCallError).failure;
-    expect((await failure()).kind).toBe('auth');
+    const s = clocked(kubeconfig);
+    expect((await s.failure())?.kind).toBe('auth');
     const asked = kube.requests.length;
-    clock += DENIED_RETRY_MS / 2;
-    expect(await failure()).toMatchObject({ kind: 'absent', absence: 'known' });
+    s.advance(DENIED_RETRY_MS / 2);
+    expect(await s.failure()).toMatchObject({ kind: 'absent', absence: 'known' });
     expect(kube.requests.length).toBe(asked);
   });
 });
