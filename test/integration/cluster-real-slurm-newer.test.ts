@@ -19,7 +19,14 @@ import {
   type SlurmRelease,
   startRealSlurm,
 } from '../support/real-slurm.js';
-import { expectSchedulerBetween, realSlurmRunner, scontrolFields, sdiagCounts } from '../support/real-slurm-agent.js';
+import {
+  expectJobsAsSqueue,
+  expectSchedulerBetween,
+  realSlurmRunner,
+  scontrolFields,
+  sdiagCounts,
+  SQUEUE_JOB_FORMAT,
+} from '../support/real-slurm-agent.js';
 import { waitFor } from '../support/tools.js';
 
 const RELEASES: SlurmRelease[] = ['24.11', '26.05'];
@@ -200,22 +207,7 @@ for (const release of RELEASES) {
         });
 
         it('exports every job squeue lists, with its state, partition, name, user, array identity and CPUs', async () => {
-          const rows = await squeue('%A|%T|%P|%j|%u|%F|%K|%C|%r');
-          const info = select(samples, 'slurm_job_info');
-          expect(info.map((s) => s.labels.job_id).sort()).toEqual(rows.map((r) => r[0]).sort());
-          for (const [id, state, partition, name, user, arrayJob, arrayTask, cpus, reason] of rows) {
-            const labels = info.find((s) => s.labels.job_id === id)?.labels;
-            expect(labels, `job ${id}`).toMatchObject({
-              job_state: state,
-              slurm_partition: partition,
-              job_name: name,
-              user_name: user,
-            });
-            if (arrayTask !== 'N/A') expect(labels).toMatchObject({ array_job_id: arrayJob, array_task_id: arrayTask });
-            if (state === 'PENDING') expect(labels?.job_state_reason).toBe(reason);
-            if (state === 'RUNNING')
-              expect(valueOf(samples, 'slurm_job_cpus', { job_id: id as string })).toBe(Number(cpus));
-          }
+          expectJobsAsSqueue(samples, await squeue(SQUEUE_JOB_FORMAT));
           expect(select(samples, 'slurm_job_info', { job_id: jobs.held as string })[0]?.labels.job_state_reason).toBe(
             'JobHeldUser',
           );

@@ -13,7 +13,14 @@ import { Writable } from 'node:stream';
 import { createLogger } from '../../src/log.js';
 import { parseExposition, select, valueOf, type Sample } from '../support/exposition.js';
 import { REAL_SLURM_START_TIMEOUT_MS, realSlurmGate, startRealSlurm, type RealSlurm } from '../support/real-slurm.js';
-import { expectSchedulerBetween, realSlurmRunner, scontrolFields, sdiagCounts } from '../support/real-slurm-agent.js';
+import {
+  expectJobsAsSqueue,
+  expectSchedulerBetween,
+  realSlurmRunner,
+  scontrolFields,
+  sdiagCounts,
+  SQUEUE_JOB_FORMAT,
+} from '../support/real-slurm-agent.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -152,21 +159,7 @@ describe.skipIf(gate.skip)('cluster agent on a real Slurm 22.05', { timeout: 90_
 
   it('exports every job squeue lists, with its state, partition, name, user and array identity', async () => {
     const samples = await collect(controller);
-    const rows = await squeue('%A|%T|%P|%j|%u|%F|%K|%C|%r');
-    const info = select(samples, 'slurm_job_info');
-    expect(info.map((s) => s.labels.job_id).sort()).toEqual(rows.map((r) => r[0]).sort());
-    for (const [id, state, partition, name, user, arrayJob, arrayTask, cpus, reason] of rows) {
-      const labels = info.find((s) => s.labels.job_id === id)?.labels;
-      expect(labels, `job ${id}`).toMatchObject({
-        job_state: state,
-        slurm_partition: partition,
-        job_name: name,
-        user_name: user,
-      });
-      if (arrayTask !== 'N/A') expect(labels).toMatchObject({ array_job_id: arrayJob, array_task_id: arrayTask });
-      if (state === 'PENDING') expect(labels?.job_state_reason).toBe(reason);
-      if (state === 'RUNNING') expect(valueOf(samples, 'slurm_job_cpus', { job_id: id as string })).toBe(Number(cpus));
-    }
+    expectJobsAsSqueue(samples, await squeue(SQUEUE_JOB_FORMAT));
     expect(select(samples, 'slurm_job_info', { job_id: jobs.held as string })[0]?.labels.job_state_reason).toBe(
       'JobHeldUser',
     );

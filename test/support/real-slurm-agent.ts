@@ -7,7 +7,7 @@ import type { JobSource } from '../../src/cluster/fetchers.js';
 import { OPTIONAL_SUB_COLLECTORS } from '../../src/cluster/snapshot.js';
 import { createLogger, type Logger } from '../../src/log.js';
 import { expect } from 'vitest';
-import { valueOf, type Sample } from './exposition.js';
+import { select, valueOf, type Sample } from './exposition.js';
 import type { RealSlurm } from './real-slurm.js';
 
 /** A JSON logger at warn and above whose lines are appended to `logs` (a test expects it empty). */
@@ -105,4 +105,25 @@ export function expectSchedulerBetween(samples: readonly Sample[], before: Sdiag
   within('slurm_bf_cycle_cnt', before.bfCycles, after.bfCycles);
   within('slurm_sdiag_jobs_started', before.started, after.started);
   expect(valueOf(samples, 'slurm_sdiag_jobs_submitted')).toBe(after.submitted);
+}
+
+/** The squeue columns expectJobsAsSqueue reads, in its order. */
+export const SQUEUE_JOB_FORMAT = '%A|%T|%P|%j|%u|%F|%K|%C|%r';
+
+/** Every job squeue lists (rows of SQUEUE_JOB_FORMAT) has its info series with the same identity and state. */
+export function expectJobsAsSqueue(samples: readonly Sample[], rows: readonly string[][]): void {
+  const info = select(samples, 'slurm_job_info');
+  expect(info.map((s) => s.labels.job_id).sort()).toEqual(rows.map((r) => r[0]).sort());
+  for (const [id, state, partition, name, user, arrayJob, arrayTask, cpus, reason] of rows) {
+    const labels = info.find((s) => s.labels.job_id === id)?.labels;
+    expect(labels, `job ${id}`).toMatchObject({
+      job_state: state,
+      slurm_partition: partition,
+      job_name: name,
+      user_name: user,
+    });
+    if (arrayTask !== 'N/A') expect(labels).toMatchObject({ array_job_id: arrayJob, array_task_id: arrayTask });
+    if (state === 'PENDING') expect(labels?.job_state_reason).toBe(reason);
+    if (state === 'RUNNING') expect(valueOf(samples, 'slurm_job_cpus', { job_id: id as string })).toBe(Number(cpus));
+  }
 }
