@@ -122,3 +122,23 @@ export function collectSuccess(node1: Partial<SlurmNode> = {}): { nodes: SlurmNo
   ];
   return { nodes, jobs };
 }
+
+/** Soperator's expected `slurm_job_info` labels of job 12345 in Collect_Success. */
+export const COLLECT_SUCCESS_JOB_LABELS: Readonly<Record<string, string>> = {
+  array_job_id: '',
+  array_task_id: '42',
+  end_time: '',
+  finished_time: '',
+  job_id: '12345',
+  job_name: 'test_job',
+  job_state: 'RUNNING',
+  job_state_reason: 'None',
+  slurm_partition: 'gpu',
+  standard_error: '/path/to/stderr',
+  standard_output: '/path/to/stdout',
+  start_time: '1722697230',
+  submit_time: '1722697200',
+  user_id: '1000',
+  user_mail: 'testuser@example.com',
+  user_name: 'testuser',
+};

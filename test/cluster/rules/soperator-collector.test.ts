@@ -13,7 +13,7 @@ import { advance, INITIAL_CLUSTER_STATE, type ClusterState } from '../../../src/
 import { Pipeline } from '../../../src/telemetry/pipeline.js';
 import { parseExposition } from '../../support/exposition.js';
 import { silentLogger } from '../../support/log.js';
-import { collectSuccess, job, node, snapshot } from './helpers.js';
+import { collectSuccess, COLLECT_SUCCESS_JOB_LABELS, job, node, snapshot } from './helpers.js';
 
 type Labels = Record<string, string>;
 interface Series {
@@ -125,30 +125,7 @@ describe("Soperator's TestMetricsCollector_Collect_Success", () => {
       { node_name: 'node-2', ...legacy('IDLE', 'true') },
       10,
     );
-    expectSeries(
-      all,
-      'GAUGE',
-      'slurm_job_info',
-      {
-        array_job_id: '',
-        array_task_id: '42',
-        end_time: '',
-        finished_time: '',
-        job_id: '12345',
-        job_name: 'test_job',
-        job_state: 'RUNNING',
-        job_state_reason: 'None',
-        slurm_partition: 'gpu',
-        standard_error: '/path/to/stderr',
-        standard_output: '/path/to/stdout',
-        start_time: '1722697230',
-        submit_time: '1722697200',
-        user_id: '1000',
-        user_mail: 'testuser@example.com',
-        user_name: 'testuser',
-      },
-      1,
-    );
+    expectSeries(all, 'GAUGE', 'slurm_job_info', COLLECT_SUCCESS_JOB_LABELS, 1);
     const noTopology = { nodeset_name: '', nvlink_instance_group: '' };
     expectSeries(all, 'GAUGE', 'slurm_node_job', { job_id: '12345', node_name: 'node-1', ...noTopology }, 1);
     expectSeries(all, 'GAUGE', 'slurm_node_job', { job_id: '12345', node_name: 'node-2', ...noTopology }, 1);

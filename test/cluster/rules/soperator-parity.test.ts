@@ -11,7 +11,7 @@ import { observe } from '../../../src/cluster/observe.js';
 import { jobInfoLabels } from '../../../src/cluster/observe/soperator.js';
 import { jobCpuCount, jobMemoryBytes } from '../../../src/cluster/tres.js';
 import { readJson } from '../fixtures.js';
-import { collectSuccess, job, snapshot, valuesBy } from './helpers.js';
+import { collectSuccess, COLLECT_SUCCESS_JOB_LABELS, job, snapshot, valuesBy } from './helpers.js';
 
 const MIB = 1024 * 1024;
 const set = (number: number) => ({ set: true, infinite: false, number });
@@ -41,24 +41,7 @@ describe('collector: a successful collection (node-1, node-2, job 12345)', () =>
   });
 
   it('job families', () => {
-    expect(jobInfoLabels(jobs[0] as SlurmJob)).toEqual({
-      array_job_id: '',
-      array_task_id: '42',
-      end_time: '',
-      finished_time: '',
-      job_id: '12345',
-      job_name: 'test_job',
-      job_state: 'RUNNING',
-      job_state_reason: 'None',
-      slurm_partition: 'gpu',
-      standard_error: '/path/to/stderr',
-      standard_output: '/path/to/stdout',
-      start_time: '1722697230',
-      submit_time: '1722697200',
-      user_id: '1000',
-      user_mail: 'testuser@example.com',
-      user_name: 'testuser',
-    });
+    expect(jobInfoLabels(jobs[0] as SlurmJob)).toEqual(COLLECT_SUCCESS_JOB_LABELS);
     expect(valuesBy(out, 'slurm_job_cpus', 'job_id')).toEqual({ 12345: 4 });
     expect(valuesBy(out, 'slurm_job_memory_bytes', 'job_id')).toEqual({ 12345: 6.7108864e10 });
   });
