@@ -48,6 +48,7 @@ import { bigCluster } from '../test/support/big-cluster.js';
 import { startFakeSlurmrestd } from '../src/demo/fake-slurmrestd.js';
 import { silentLogger } from '../test/support/log.js';
 import { serveAgent } from '../src/telemetry/runtime.js';
+import { median } from './stats.js';
 
 const NODES = 20_000;
 const JOBS = 100_000;
@@ -179,12 +180,6 @@ class ServerChild {
 }
 
 // ------------------------------------------------------------------ helpers
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-}
 
 const fmtMs = (ms: number): string =>
   ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(0)} ms`;

@@ -14,13 +14,9 @@ import path from 'node:path';
 import { HOLD_COUNTER_FILES, NodeCollector } from '../src/node/collector.js';
 import { writeTree } from '../src/demo/nodetree.js';
 import { HEAVY_NODE, heavyTree } from './heavy-node.js';
+import { median } from './stats.js';
 
 const RUNS = 50;
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)] as number;
-}
 
 function time(fn: () => void): number {
   const t0 = performance.now();

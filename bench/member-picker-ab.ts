@@ -23,6 +23,7 @@ import { useMemberPicker, type PickerKind } from '../src/cluster/api/json/member
 import { startFakeSlurmrestd } from '../src/demo/fake-slurmrestd.js';
 import { bigCluster } from '../test/support/big-cluster.js';
 import { silentLogger } from '../test/support/log.js';
+import { median } from './stats.js';
 
 const NODES = 20_000;
 const JOBS = 100_000;
@@ -72,12 +73,6 @@ const cpuNow = (): number => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
 };
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-}
 
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
 

@@ -22,6 +22,7 @@ import { Pipeline } from '../src/telemetry/pipeline.js';
 import { NATIVE_SPECS, EXTRA_SPECS } from '../src/cluster/metrics.js';
 import { nativeFamilies } from '../src/cluster/observe/native.js';
 import { knownTruth } from '../test/support/fake-cluster-truth.js';
+import { median } from './stats.js';
 
 const NODES = 20_000;
 const JOBS = 100_000;
@@ -67,8 +68,6 @@ async function requestsPerCycle(optional: readonly OptionalSubCollector[]): Prom
   await server.close();
   return after - before;
 }
-
-const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 /** Slurm's own families alone: the counting over nodes, jobs and partitions, every lazy family iterated. */
 function nativeAlone(snap: ClusterSnapshot, runs: number): string {

@@ -29,6 +29,7 @@ import { FakeRdma, type QpCounterJson } from '../src/demo/fake-rdma.js';
 import { HEAVY_NODE, heavyTree } from './heavy-node.js';
 import { writeTree } from '../src/demo/nodetree.js';
 import { WRAPS_32 } from '../src/node/hca.js';
+import { median } from './stats.js';
 
 /**
  * The per-QP counters of mlx5: the 32-bit Q and error group the agent already knows (less
@@ -46,11 +47,6 @@ const Q_COUNTERS = [
 
 const COLD_RUNS = 7;
 const STEADY_RUNS = 30;
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)] as number;
-}
 
 function time(fn: () => void): number {
   const t0 = performance.now();
