@@ -57,6 +57,8 @@ export class NodeRunner implements Collecting {
   private lastCycle: Cycle | undefined;
   /** Recent port and sole-job counters, for the rates on the landing page. */
   private readonly history = new CounterHistory();
+  /** Aborted at stop: a cycle in flight ends at its next pause. */
+  private readonly stopping = new AbortController();
   private landingPage: Body = htmlBody(
     '<!doctype html><title>slurm-otel</title><p>No cycle has completed yet.</p>',
     503,
@@ -99,7 +101,7 @@ export class NodeRunner implements Collecting {
   }
 
   async cycle(): Promise<Cycle> {
-    const c = this.collector.cycle();
+    const c = await this.collector.cycleYielding(this.stopping.signal);
     if (c.failed !== undefined) {
       this.recordFailure(c, c.failed);
       return c;
@@ -214,8 +216,9 @@ export class NodeRunner implements Collecting {
     return this.self.exposition();
   }
 
-  /** Kills squeue and rdma runs in flight (and whatever they started). */
+  /** Kills squeue and rdma runs in flight (and whatever they started), and ends a cycle in flight. */
   abort(): void {
+    this.stopping.abort();
     for (const b of this.background) b.stop();
   }
 

@@ -9,7 +9,8 @@ import { FdScanner } from './owners.js';
 import { HcaCache } from './hca.js';
 import type { Roots } from './roots.js';
 import type { JobMetadataSource } from './squeue.js';
-import { takeSnapshot, type NodeSnapshot } from './snapshot.js';
+import { snapshotSteps, type NodeSnapshot } from './snapshot.js';
+import { runSteps, runStepsYielding, type Steps } from './steps.js';
 import type { UnreadablePolicy } from './unreadable.js';
 
 export interface CollectorOptions {
@@ -26,6 +27,8 @@ export interface CollectorOptions {
   readonly qp?: QpReadings;
   /** Counter files kept open between cycles, at most (a running agent: HOLD_COUNTER_FILES). */
   readonly holdCounterFiles?: number;
+  /** How long a piece of the fd scan runs before a yielding cycle gives the event loop a turn (steps.ts). */
+  readonly sliceMs?: number;
   /** The clock a cycle is stamped with (default Date.now): tests make time pass without waiting. */
   readonly now?: () => number;
 }
@@ -57,7 +60,7 @@ export class NodeCollector {
   constructor(opts: CollectorOptions) {
     this.readers = {
       roots: opts.roots,
-      fds: new FdScanner(opts.roots.procfs, opts.fdRescanIntervalMs, opts.roots.fdDevice),
+      fds: new FdScanner(opts.roots.procfs, opts.fdRescanIntervalMs, opts.roots.fdDevice, opts.sliceMs),
       hcaCache: new HcaCache(opts.holdCounterFiles ?? 0),
       jobIds: new JobIdResolver(opts.roots.procfs, opts.jobIdTable),
       metadata: opts.metadata,
@@ -73,9 +76,23 @@ export class NodeCollector {
     this.readers.hcaCache.close();
   }
 
+  /** One cycle, straight through (explain, --once, tests). */
   cycle(nowMs: number = this.now()): Cycle {
+    return runSteps(this.cycleSteps(nowMs));
+  }
+
+  /**
+   * One cycle that gives the event loop a turn every few milliseconds (the running agent: a full
+   * fd rescan of thousands of processes must not hold up scrapes or a stop); rejects once
+   * `signal` aborts.
+   */
+  cycleYielding(signal?: AbortSignal, nowMs: number = this.now()): Promise<Cycle> {
+    return runStepsYielding(this.cycleSteps(nowMs), signal);
+  }
+
+  private *cycleSteps(nowMs: number): Steps<Cycle> {
     const t0 = performance.now();
-    const snapshot = takeSnapshot(this.readers, nowMs);
+    const snapshot = yield* snapshotSteps(this.readers, nowMs);
     const failed = snapshot.hca.failure;
     if (failed !== undefined) {
       return {

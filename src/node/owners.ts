@@ -1,33 +1,42 @@
 /**
  * Which processes hold which uverbs device, for every process on the node.
  *
- * A holder is known by the device its fd refers to, not by the link text: stat
- * of the fd gives the device number, matched against sysfs
- * `class/infiniband_verbs/uverbsN/dev`. The link text of a chrooted process
- * carries the chroot's prefix, a process in another mount namespace shows the
- * path there, a node may be renamed; and a file merely named `uverbsN` is not
- * the device. Only links that are paths are stat'ed: `socket:[…]`, `pipe:[…]`
- * and `anon_inode:…` name kernel objects that are never device nodes, and a
- * device node may sit at any path, so no narrower rule on the text is safe.
+ * A holder is known by the device its fd refers to, not by the link text: the
+ * fd's device number, matched against sysfs `class/infiniband_verbs/uverbsN/dev`.
+ * The link text of a chrooted process carries the chroot's prefix, a process in
+ * another mount namespace shows the path there, a node may be renamed; and a
+ * file merely named `uverbsN` is not the device. Only links that are paths are
+ * looked at: `socket:[…]`, `pipe:[…]` and `anon_inode:…` name kernel objects
+ * that are never device nodes, and a device node may sit at any path, so no
+ * narrower rule on the text is safe. How the device number is learnt without
+ * waiting on a job's network filesystem is fd-mounts.ts's part.
  *
  * Cache per process (pid + start time): the fd listing of a process is kept,
  * so a steady process costs one readdir and a compare of its names; only fd
- * numbers not seen before are read with readlink (and stat'ed when they are
- * paths). Every link is read again at least every `rescanIntervalMs`.
+ * numbers not seen before are read. Every link is read again at least every
+ * `rescanIntervalMs`. A scan is a generator (steps.ts): a full rescan of
+ * thousands of processes yields every few milliseconds.
  *
  * The window this leaves: an fd closed and reopened under the same number
  * between two cycles (e.g. a socket replaced by a uverbs device) is not seen
  * until the next full rescan.
  */
 import fs from 'node:fs';
-import { classify, listDir, readSmall, statFdDevice, type FdDeviceOf } from './roots.js';
+import { FdMounts, type FdKind } from './fd-mounts.js';
+import { classify, listDir, readSmall, type FdDeviceOf } from './roots.js';
 import type { Problems } from './problems.js';
+import { runSteps, Slice, SLICE_MS, type Steps } from './steps.js';
 
 /** A process whose fd table could not be read: it may hold anything. */
 export interface UnreadableFds {
   readonly pid: number;
-  /** The error code (EACCES, EPERM, EIO …). */
+  /** The error code (EACCES, EPERM, EIO …), or `uncertain` (below). */
   readonly errno: string;
+  /**
+   * Why an fd's device is unknown though the table was read: a path named like a verbs device on
+   * a filesystem the agent never asks (fd-mounts.ts).
+   */
+  readonly uncertain?: string;
 }
 
 /** A process holding a uverbs device, and the paths its fds on it have (the link text). */
@@ -49,7 +58,14 @@ export interface OwnerScan {
   readonly names: ReadonlyMap<number, string>;
   /** PIDs whose own cgroup tells which HCAs it holds (rdma.current); their fd tables were not read unless asked. */
   readonly covered: readonly number[];
-  readonly stats: { processes: number; fdLinksRead: number; fdsStated: number; fullRescan: boolean };
+  readonly stats: {
+    processes: number;
+    fdLinksRead: number;
+    fdsStated: number;
+    /** fds on a filesystem the agent never asks (network, FUSE): not devices it can see. */
+    fdsSkipped: number;
+    fullRescan: boolean;
+  };
 }
 
 /**
@@ -85,15 +101,32 @@ function mayBeDevice(link: string): boolean {
   return link.charCodeAt(0) === 47; // '/'
 }
 
+/** A process's fd table as far as this cycle read it. */
+type ProcessRead = { entry: ProcEntry; linksRead: number; stated: number } | { errno: string; uncertain?: string };
+
+/** What a process needs after its stat and fd listing: nothing more, or its new fd links read. */
+type ProcessStart =
+  | 'gone'
+  | 'covered'
+  | { errno: string }
+  | { entry: ProcEntry; linksRead: 0; stated: 0 }
+  | { read: { fdDir: string; pid: number; start: string; comm: string; names: readonly string[]; prev?: ProcEntry } };
+
 export class FdScanner {
   private cache = new Map<number, ProcEntry>();
   private lastFullMs = -Infinity;
+  /** The real procfs's fd → device (fd-mounts.ts); absent when a synthetic tree gives its own. */
+  private readonly mounts: FdMounts | undefined;
 
   constructor(
     private readonly procfs: string,
     private readonly rescanIntervalMs: number,
-    private readonly deviceOf: FdDeviceOf = statFdDevice,
-  ) {}
+    private readonly deviceOf?: FdDeviceOf,
+    /** How long a piece of a scan runs before it yields (steps.ts). */
+    private readonly sliceMs: number = SLICE_MS,
+  ) {
+    this.mounts = deviceOf === undefined ? new FdMounts(procfs) : undefined;
+  }
 
   /**
    * The same map object while sysfs says the same (a few uverbs devices): cached matches of
@@ -108,9 +141,16 @@ export class FdScanner {
   private verbsKey = '';
   private verbs: ReadonlyMap<string, string> = new Map();
 
+  /** One scan, straight through. */
   scan(nowMs: number, problems: Problems, verbs: VerbsByDevice, coverage?: Coverage): OwnerScan {
+    return runSteps(this.scanSteps(nowMs, problems, verbs, coverage));
+  }
+
+  /** One scan, yielding between pieces of about SLICE_MS. */
+  *scanSteps(nowMs: number, problems: Problems, verbs: VerbsByDevice, coverage?: Coverage): Steps<OwnerScan> {
     const full = nowMs - this.lastFullMs >= this.rescanIntervalMs;
     if (full) this.lastFullMs = nowMs;
+    this.mounts?.begin();
     const listing = listDir(this.procfs);
     if (!listing.ok) {
       problems.add('proc', listing.kind, listing.detail);
@@ -120,9 +160,10 @@ export class FdScanner {
         present: new Set(),
         names: new Map(),
         covered: [],
-        stats: { processes: 0, fdLinksRead: 0, fdsStated: 0, fullRescan: full },
+        stats: { processes: 0, fdLinksRead: 0, fdsStated: 0, fdsSkipped: 0, fullRescan: full },
       };
     }
+    const slice = new Slice(this.sliceMs);
     const next = new Map<number, ProcEntry>();
     const holders = new Map<string, Holding[]>();
     const unreadable: UnreadableFds[] = [];
@@ -134,14 +175,18 @@ export class FdScanner {
     for (const name of listing.value) {
       const c = name.charCodeAt(0);
       if (c < 48 || c > 57) continue;
+      if (slice.due()) yield;
       const pid = Number(name);
       present.add(pid);
-      const r = this.scanProcess(pid, full, problems, coverage);
+      const started = this.startProcess(pid, full, problems, coverage);
+      if (started === 'gone') continue;
+      if (started === 'covered' || (coverage !== undefined && !coverage.skip && coverage.test(pid))) covered.push(pid);
+      if (started === 'covered') continue;
+      const r: ProcessRead | 'gone' =
+        'read' in started ? yield* this.readLinks(started.read, problems, slice) : started;
       if (r === 'gone') continue;
-      if (r === 'covered' || (coverage !== undefined && !coverage.skip && coverage.test(pid))) covered.push(pid);
-      if (r === 'covered') continue;
       if ('errno' in r) {
-        unreadable.push({ pid, errno: r.errno });
+        unreadable.push({ pid, ...r });
         continue;
       }
       next.set(pid, r.entry);
@@ -156,16 +201,17 @@ export class FdScanner {
       present,
       names: new Map([...next].map(([pid, e]) => [pid, e.comm])),
       covered,
-      stats: { processes: present.size, fdLinksRead: linksRead, fdsStated: stated, fullRescan: full },
+      stats: {
+        processes: present.size,
+        fdLinksRead: linksRead,
+        fdsStated: this.mounts?.counts.stated ?? stated,
+        fdsSkipped: this.mounts?.counts.skipped ?? 0,
+        fullRescan: full,
+      },
     };
   }
 
-  private scanProcess(
-    pid: number,
-    full: boolean,
-    problems: Problems,
-    coverage: Coverage | undefined,
-  ): { entry: ProcEntry; linksRead: number; stated: number } | 'gone' | 'covered' | { errno: string } {
+  private startProcess(pid: number, full: boolean, problems: Problems, coverage: Coverage | undefined): ProcessStart {
     // Covered first: its stat (start time, for the fd cache) is not needed either.
     if (coverage?.skip && coverage.test(pid)) return 'covered';
     const base = `${this.procfs}/${pid}/`;
@@ -188,52 +234,60 @@ export class FdScanner {
     if (prev && (prev.start !== start || full)) prev = undefined;
     if (prev && sameNames(prev.listing, names))
       return { entry: prev.comm === comm ? prev : { ...prev, comm }, linksRead: 0, stated: 0 };
-    return this.readLinks(`${base}fd/`, start, comm, names, prev, problems);
+    return { read: { fdDir: `${base}fd/`, pid, start, comm, names, ...(prev ? { prev } : {}) } };
   }
 
   /**
-   * Reads the links of fds not seen before (all of them for a new process or
-   * a full rescan), and stats those that are paths. This loop is the agent's
-   * hottest: plain string paths and a one-character test before the stat keep
-   * it near a bare readlink scan.
+   * Reads the links of fds not seen before (all of them for a new process or a full rescan), and
+   * asks the device of those that are paths. This loop is the agent's hottest: plain string
+   * paths and a one-character test before anything else keep it near a bare readlink scan.
    */
-  private readLinks(
-    fdDir: string,
-    start: string,
-    comm: string,
-    names: readonly string[],
-    prev: ProcEntry | undefined,
+  private *readLinks(
+    p: { fdDir: string; pid: number; start: string; comm: string; names: readonly string[]; prev?: ProcEntry },
     problems: Problems,
-  ) {
+    slice: Slice,
+  ): Steps<ProcessRead | 'gone'> {
+    const { prev } = p;
     const known = prev ? new Set(prev.listing) : undefined;
     const chars = new Map<string, CharFd>();
     let linksRead = 0;
     let stated = 0;
-    for (const fd of names) {
+    let uncertain: string | undefined;
+    for (const fd of p.names) {
       if (known?.has(fd)) {
         const c = prev?.chars.get(fd);
         if (c) chars.set(fd, c);
         continue;
       }
+      if ((linksRead & 63) === 63 && slice.due()) yield;
       linksRead++;
-      const path = fdDir + fd;
+      const path = p.fdDir + fd;
       let link: string;
-      let dev: string | undefined;
+      let kind: FdKind;
       try {
         link = fs.readlinkSync(path);
         if (!mayBeDevice(link)) continue;
         stated++;
-        dev = this.deviceOf(path, link);
+        kind = this.kindOf(p.pid, fd, path, link);
       } catch (err) {
-        const kind = classify(err);
-        if (kind === 'gone') continue; // closed since the listing
+        const failure = classify(err);
+        if (failure === 'gone') continue; // closed since the listing
         const errno = (err as NodeJS.ErrnoException).code ?? 'unknown';
-        problems.add('proc', kind, `${path}: ${errno}`);
+        problems.add('proc', failure, `${path}: ${errno}`);
         return { errno };
       }
-      if (dev !== undefined) chars.set(fd, { dev, link });
+      if ('dev' in kind) chars.set(fd, { dev: kind.dev, link });
+      else if ('uncertain' in kind) uncertain ??= `${link} is on ${kind.uncertain}`;
     }
-    return { entry: { start, comm, listing: names, chars }, linksRead, stated };
+    // Read whole, yet one fd may be a verbs device nobody may ask about: not cached, asked again next cycle.
+    if (uncertain !== undefined) return { errno: 'uncertain', uncertain };
+    return { entry: { start: p.start, comm: p.comm, listing: p.names, chars }, linksRead, stated };
+  }
+
+  private kindOf(pid: number, fd: string, path: string, link: string): FdKind {
+    if (this.mounts !== undefined) return this.mounts.kind(pid, fd, link);
+    const dev = this.deviceOf?.(path, link);
+    return dev === undefined ? { none: true } : { dev };
   }
 }
 

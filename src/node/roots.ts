@@ -19,19 +19,11 @@ export interface Roots {
   readonly procfs: string;
   readonly cgroupfs: string;
   /**
-   * How an fd's device number is known: stat of the fd (the default). A synthetic procfs holds
-   * plain symlinks whose targets do not exist, so its trees give their own (`deviceTable`).
+   * How an fd's device number is known: by default stat of the fd where its filesystem is local
+   * (fd-mounts.ts). A synthetic procfs holds plain symlinks whose targets do not exist, so its
+   * trees give their own (`deviceTable`).
    */
   readonly fdDevice?: FdDeviceOf;
-}
-
-/**
- * stat of `/proc/<pid>/fd/<N>` follows the fd to the file it refers to, whatever path the
- * process knows it by (a chroot's prefix, another mount namespace's directory, a renamed node).
- */
-export function statFdDevice(fdPath: string): string | undefined {
-  const st = fs.statSync(fdPath, { throwIfNoEntry: false });
-  return st !== undefined && st.isCharacterDevice() ? deviceNumber(st.rdev) : undefined;
 }
 
 /** Linux's dev_t split into `major:minor` (glibc's encoding: 12+20 major bits, 8+24 minor bits). */

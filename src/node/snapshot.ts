@@ -16,6 +16,7 @@ import {
 } from './rdma-cgroup.js';
 import { join, procHidesProcesses, readSmall, type Roots } from './roots.js';
 import type { JobMetadata, JobMetadataSource } from './squeue.js';
+import type { Steps } from './steps.js';
 import { classifyUnreadable, describeUnreadable, type UnreadablePolicy, type UnreadableProcess } from './unreadable.js';
 
 export interface JobAllocation extends Allocation {
@@ -65,8 +66,10 @@ export interface NodeSnapshot {
   readonly stats: {
     readonly processes: number;
     readonly fdLinksRead: number;
-    /** fds whose device number was asked (stat): links that are paths, new since the last cycle. */
+    /** fds whose device number was asked (stat): paths on a local filesystem, new since the last cycle. */
     readonly fdsStated: number;
+    /** fds on a filesystem the agent never asks (network, FUSE), new since the last cycle. */
+    readonly fdsSkipped: number;
     /** Processes whose fd table the rdma cgroup charges stand in for (not read unless every fd table is). */
     readonly coveredByRdmaCgroup: number;
   };
@@ -87,7 +90,8 @@ export interface Readers {
   readonly readAllFds?: boolean;
 }
 
-export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
+/** One snapshot, yielding during the fd scan (the part that can take seconds): collector.ts runs it. */
+export function* snapshotSteps(readers: Readers, nowMs: number): Steps<NodeSnapshot> {
   const problems = new Problems();
   const { roots } = readers;
   // cgroups before /proc: a PID listed in a job but absent from /proc afterwards has exited or is hidden.
@@ -102,7 +106,7 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
     : undefined;
   let verbs: VerbsDevices | undefined;
   const verbsOf = (): ReadonlyMap<string, string> => (verbs ??= verbsByDevice(roots.sysfs, problems)).byDevice;
-  const owners = readers.fds.scan(nowMs, problems, verbsOf, coverage);
+  const owners = yield* readers.fds.scanSteps(nowMs, problems, verbsOf, coverage);
   const hca = readHcas(roots.sysfs, problems, readers.hcaCache);
   const resolutions = readers.jobIds.resolve(cgroups.allocations, problems);
   const gaps = [...cgroups.gaps, ...(verbs?.gaps ?? [])];
@@ -181,6 +185,7 @@ export function takeSnapshot(readers: Readers, nowMs: number): NodeSnapshot {
       processes: owners.stats.processes,
       fdLinksRead: owners.stats.fdLinksRead,
       fdsStated: owners.stats.fdsStated,
+      fdsSkipped: owners.stats.fdsSkipped,
       coveredByRdmaCgroup: owners.covered.length,
     },
   };

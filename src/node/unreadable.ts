@@ -90,7 +90,7 @@ export function classifyUnreadable(
   if (fds.length === 0) return [];
   const privileges = readPrivileges(procfs);
   const out: UnreadableProcess[] = [];
-  for (const { pid, errno } of fds) {
+  for (const { pid, errno, uncertain } of fds) {
     const dir = join(procfs, String(pid));
     const cg = readSmall(join(dir, 'cgroup'), { limit: LIST_LIMIT });
     // Exited since its fd table was tried: it holds nothing now.
@@ -118,7 +118,10 @@ export function classifyUnreadable(
       cgroup: cg.ok ? displayCgroup(paths) : '?',
       scope: inJob ? 'job' : 'outside',
       ...(job ? { allocation: job.key, job: job.label } : {}),
-      cause: unreadableCause(errno, privileges, !inJob && policy === 'strict'),
+      cause:
+        uncertain === undefined
+          ? unreadableCause(errno, privileges, !inJob && policy === 'strict')
+          : uncertainCause(uncertain),
     });
   }
   return out;
@@ -165,9 +168,15 @@ export function unreadableCause(errno: string, p: Privileges | undefined, hint: 
     : lsm;
 }
 
+/** Why a process whose fd table was read still counts as unreadable. */
+function uncertainCause(what: string): string {
+  return `${what}, a filesystem the agent never asks (a network or FUSE filesystem can hang or refuse): whether that fd is a verbs device is unknown`;
+}
+
 /** One line naming the process, for gaps and logs. */
 export function describeUnreadable(u: UnreadableProcess): string {
-  return `PID ${u.pid} (${u.comm}, cgroup ${u.cgroup}): fd table unreadable (${u.errno})`;
+  const what = u.errno === 'uncertain' ? 'an fd that may be a verbs device' : `fd table unreadable (${u.errno})`;
+  return `PID ${u.pid} (${u.comm}, cgroup ${u.cgroup}): ${what}`;
 }
 
 /** What the process costs attribution, in words. */

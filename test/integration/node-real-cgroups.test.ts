@@ -26,6 +26,7 @@ import {
   scrape,
   startNodeAgentProcess,
   statusOf,
+  unreadableOutsideJobs,
   waitForJobGone,
   type AgentProcess,
 } from '../support/node-agent-process.js';
@@ -124,24 +125,6 @@ function holdersOf(file: string, ours: (pid: number) => boolean): number[] {
       } catch {
         /* closed meanwhile, or unreadable: not a holder we can name */
       }
-    }
-  }
-  return out;
-}
-
-/** Processes outside every Slurm job whose fd table root cannot read on this host (e.g. PID 1 on these VMs). */
-function unreadableOutsideJobs(): number[] {
-  const out: number[] = [];
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      // Any Slurm's jobs, as the agent sees them: v1 slurm[_<node>]/uid_<U>/job_<J>, v2 <node>_slurmstepd.scope/<job>.
-      const cgroup = fs.readFileSync(`/proc/${name}/cgroup`, 'utf8');
-      if (/\/slurm(_[^/]*)?\/uid_\d+\/job_|_slurmstepd\.scope\/(job_\d+|s[0-9A-Z]{13})/.test(cgroup)) continue;
-      for (const fd of fs.readdirSync(`/proc/${name}/fd`)) fs.readlinkSync(`/proc/${name}/fd/${fd}`);
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (code === 'EACCES' || code === 'EPERM') out.push(Number(name));
     }
   }
   return out;

@@ -60,7 +60,7 @@ function snap(s: Setup): NodeSnapshot {
     slurmCgroups: { found: true, searched: '' },
     holderNames: new Map(),
     problems: [],
-    stats: { processes: 0, fdLinksRead: 0, fdsStated: 0, coveredByRdmaCgroup: 0 },
+    stats: { processes: 0, fdLinksRead: 0, fdsStated: 0, fdsSkipped: 0, coveredByRdmaCgroup: 0 },
   };
 }
 

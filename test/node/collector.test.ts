@@ -210,3 +210,42 @@ describe('node collector on the demo node', () => {
     ).toEqual([4, 5, 50_000_000_000]);
   });
 });
+
+describe('a yielding cycle (the running agent)', () => {
+  /** The demo node: pieces of the fd scan end at every check (sliceMs 0), so the pauses are certain. */
+  function yielding(): { collector: NodeCollector; straight: NodeCollector } {
+    const roots = writeTree(tmpDir(), demoTree({ layout: 'v2', nonJobHolder: true }));
+    return {
+      collector: new NodeCollector({ roots, fdRescanIntervalMs: 60_000, sliceMs: 0 }),
+      straight: new NodeCollector({ roots, fdRescanIntervalMs: 60_000 }),
+    };
+  }
+
+  it('gives the event loop turns during the fd scan, and reads what a straight cycle reads', async () => {
+    const { collector, straight } = yielding();
+    let turns = 0;
+    let done = false;
+    const turn = (): void => {
+      turns++;
+      if (!done) setImmediate(turn);
+    };
+    setImmediate(turn);
+    const c = await collector.cycleYielding(undefined, 1000);
+    done = true;
+    // The other work ran while the cycle was in progress (a scrape, a signal), not after it.
+    expect(turns).toBeGreaterThan(1);
+    const s = straight.cycle(1000);
+    expect(c.attribution.verdicts).toEqual(s.attribution.verdicts);
+    expect(c.families).toEqual(s.families);
+  });
+
+  it('ends at its next pause once aborted, and the next cycle reads the node whole', async () => {
+    const { collector, straight } = yielding();
+    const stop = new AbortController();
+    const cycle = collector.cycleYielding(stop.signal, 1000);
+    setImmediate(() => stop.abort());
+    await expect(cycle).rejects.toThrow('stopped');
+    const next = await collector.cycleYielding(undefined, 2000);
+    expect(next.attribution.verdicts).toEqual(straight.cycle(2000).attribution.verdicts);
+  });
+});

@@ -1,5 +1,6 @@
 /** The built `slurm-otel node` as its own process, on the real /proc, for the real-cgroup tests. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
 import { parseExposition, select, valueOf, type Sample } from './exposition.js';
@@ -10,6 +11,8 @@ const BIN = path.resolve('dist/src/cli/main.js');
 export interface AgentProcess {
   readonly child: ChildProcess;
   readonly url: string;
+  /** The self-monitoring endpoint's /metrics. */
+  readonly monitoringUrl: string;
   readonly stderr: () => string;
 }
 
@@ -35,7 +38,12 @@ export async function startNodeAgentProcess(args: string[]): Promise<AgentProces
   );
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
-  const agent = { child, url: `http://127.0.0.1:${metrics}/metrics`, stderr: () => stderr };
+  const agent = {
+    child,
+    url: `http://127.0.0.1:${metrics}/metrics`,
+    monitoringUrl: `http://127.0.0.1:${monitoring}/metrics`,
+    stderr: () => stderr,
+  };
   await waitFor(
     'the agent to serve /metrics',
     async () => ((await fetch(agent.url).catch(() => undefined))?.ok ? true : undefined),
@@ -104,4 +112,22 @@ export function waitForJobGone(agent: AgentProcess, jobId: string, device: strin
     },
     waitMs,
   );
+}
+
+/** Processes outside every Slurm job whose fd table root cannot read on this host (e.g. PID 1 on these VMs). */
+export function unreadableOutsideJobs(): number[] {
+  const out: number[] = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      // Any Slurm's jobs, as the agent sees them: v1 slurm[_<node>]/uid_<U>/job_<J>, v2 <node>_slurmstepd.scope/<job>.
+      const cgroup = fs.readFileSync(`/proc/${name}/cgroup`, 'utf8');
+      if (/\/slurm(_[^/]*)?\/uid_\d+\/job_|_slurmstepd\.scope\/(job_\d+|s[0-9A-Z]{13})/.test(cgroup)) continue;
+      for (const fd of fs.readdirSync(`/proc/${name}/fd`)) fs.readlinkSync(`/proc/${name}/fd/${fd}`);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EACCES' || code === 'EPERM') out.push(Number(name));
+    }
+  }
+  return out;
 }

@@ -1,0 +1,148 @@
+/**
+ * Which filesystem an fd refers into, and whether asking that filesystem about it is safe.
+ *
+ * stat of `/proc/<pid>/fd/<N>` runs the getattr of the filesystem the fd's file lives on. For a
+ * job file on Lustre, GPFS, NFS or a FUSE mount that can wait for a server forever (a hard NFS
+ * mount whose server is down, a FUSE daemon that never answers) or fail (EACCES from a user's own
+ * FUSE mount, which refuses root; ESTALE or EIO after a fail-over). So the device number of an fd
+ * is asked only where the answer comes from memory or a local disk:
+ *
+ * - `/proc/<pid>/fdinfo/<N>` names the fd's mount (`mnt_id`) without touching the file: procfs
+ *   prints it from the open file itself (as it does the link text, read with readlink);
+ * - `/proc/<pid>/mountinfo` gives that mount's filesystem type and options; mount ids are unique
+ *   on the machine while the mount exists (an open fd keeps its mount alive), so one table per
+ *   cycle serves every process, filled from a process's own mountinfo when it names a mount not
+ *   seen yet (another mount namespace: a container);
+ * - only fds on a local filesystem (`LOCAL_TYPES`: devtmpfs, tmpfs, the local disk filesystems)
+ *   are stat'ed. Device nodes live there: the host's /dev is devtmpfs, a container's /dev tmpfs,
+ *   a chroot's a directory on a local disk or a bind of the host's.
+ *
+ * An fd on any other filesystem is not a device the agent can see, and not a reason to distrust
+ * the process: a job's files are no evidence of anything. One exception keeps the agent on the
+ * safe side: an fd whose path ends in `uverbs<N>` on such a filesystem, on a mount that allows
+ * device nodes, may be a verbs device node nobody can check without asking that filesystem; the
+ * process is then counted as one whose fds could not all be read (`uncertain`).
+ */
+import fs from 'node:fs';
+import { deviceNumber, LIST_LIMIT, readSmall } from './roots.js';
+
+/** Filesystems whose getattr answers from memory or a local block device, never from a server or a daemon. */
+export const LOCAL_TYPES: ReadonlySet<string> = new Set([
+  'devtmpfs',
+  'tmpfs',
+  'ramfs',
+  'devpts',
+  'ext2',
+  'ext3',
+  'ext4',
+  'xfs',
+  'btrfs',
+  'f2fs',
+  'zfs',
+  'squashfs',
+  'erofs',
+  'overlay',
+]);
+
+/** One line of mountinfo, as far as the agent needs it. */
+export interface MountClass {
+  readonly fstype: string;
+  /** Device nodes on it cannot be opened as devices (`nodev`). */
+  readonly nodev: boolean;
+}
+
+/**
+ * Mount id → filesystem type and `nodev`, from mountinfo text (`36 35 98:0 /mnt1 /mnt2 rw,noatime
+ * master:1 - ext3 /dev/root rw,errors=continue`: id first, options sixth, type after the `-`).
+ */
+export function parseMountInfo(text: string): Map<number, MountClass> {
+  const out = new Map<number, MountClass>();
+  for (const line of text.split('\n')) {
+    const fields = line.split(' ');
+    const sep = fields.indexOf('-', 6);
+    const id = Number(fields[0]);
+    const fstype = fields[sep + 1];
+    if (sep < 0 || !Number.isInteger(id) || fstype === undefined) continue;
+    out.set(id, { fstype, nodev: (fields[5] ?? '').split(',').includes('nodev') });
+  }
+  return out;
+}
+
+/** The `mnt_id:` of fdinfo text (`pos:\t0\nflags:\t02\nmnt_id:\t26\n…`); undefined when absent. */
+export function fdInfoMountId(text: string): number | undefined {
+  const m = /(?:^|\n)mnt_id:\s*(\d{1,10})\s/.exec(text);
+  return m ? Number(m[1]) : undefined;
+}
+
+/** A path whose last part names a verbs device (`…/uverbs3`, also ` (deleted)` after an unlink). */
+const UVERBS_NAME = /(?:^|\/)uverbs\d{1,5}(?: \(deleted\))?$/;
+
+/**
+ * What is known of one fd: a character device's `major:minor`; `none` (not a character device,
+ * or on a filesystem the agent does not ask and not named like a verbs device); or `uncertain`
+ * (named like one, on a filesystem it does not ask). `mount` names the filesystem for the
+ * uncertain case and the counts.
+ */
+export type FdKind = { readonly dev: string } | { readonly none: true } | { readonly uncertain: string };
+
+const NONE: FdKind = { none: true };
+
+export interface FdMountCounts {
+  /** fds whose device number was asked (stat): on a local filesystem. */
+  stated: number;
+  /** fds on a filesystem the agent never asks (network, FUSE, unknown). */
+  skipped: number;
+}
+
+/** The real procfs's way of knowing the device of an fd without waiting on the fd's filesystem. */
+export class FdMounts {
+  private mounts = new Map<number, MountClass | undefined>();
+  private readonly fdinfoBuf = Buffer.allocUnsafe(256);
+  readonly counts: FdMountCounts = { stated: 0, skipped: 0 };
+
+  constructor(private readonly procfs: string) {}
+
+  /** A new cycle: mounts may have come and gone (and ids be reused). */
+  begin(): void {
+    this.mounts = new Map();
+    this.counts.stated = 0;
+    this.counts.skipped = 0;
+  }
+
+  /**
+   * The fd `fd` of `pid`, whose link text is `link` (a path). Throws as `fs` does when procfs
+   * refuses (EACCES: the fd table is unreadable) or the fd closed meanwhile (ENOENT).
+   */
+  kind(pid: number, fd: string, link: string): FdKind {
+    const id = this.mountId(pid, fd);
+    const mount = id === undefined ? undefined : this.mount(pid, id);
+    if (mount !== undefined && LOCAL_TYPES.has(mount.fstype)) {
+      this.counts.stated++;
+      const st = fs.statSync(`${this.procfs}/${pid}/fd/${fd}`, { throwIfNoEntry: false });
+      return st !== undefined && st.isCharacterDevice() ? { dev: deviceNumber(st.rdev) } : NONE;
+    }
+    this.counts.skipped++;
+    if (mount?.nodev === true || !UVERBS_NAME.test(link)) return NONE;
+    return { uncertain: mount?.fstype ?? 'an unlisted mount' };
+  }
+
+  private mountId(pid: number, fd: string): number | undefined {
+    const f = fs.openSync(`${this.procfs}/${pid}/fdinfo/${fd}`, fs.constants.O_RDONLY);
+    try {
+      const n = fs.readSync(f, this.fdinfoBuf, 0, this.fdinfoBuf.length, 0);
+      return fdInfoMountId(this.fdinfoBuf.toString('latin1', 0, n));
+    } finally {
+      fs.closeSync(f);
+    }
+  }
+
+  /** The mount `id` as the table knows it, else as `pid`'s own mountinfo lists it. */
+  private mount(pid: number, id: number): MountClass | undefined {
+    if (this.mounts.has(id)) return this.mounts.get(id);
+    const text = readSmall(`${this.procfs}/${pid}/mountinfo`, { limit: LIST_LIMIT });
+    if (text.ok) for (const [k, v] of parseMountInfo(text.value)) this.mounts.set(k, v);
+    // Not listed (a mount detached by a lazy unmount, another namespace's): known as unknown.
+    if (!this.mounts.has(id)) this.mounts.set(id, undefined);
+    return this.mounts.get(id);
+  }
+}

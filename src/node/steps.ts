@@ -1,0 +1,48 @@
+/**
+ * Work that can pause: a long reading (a full fd rescan of thousands of processes takes seconds)
+ * is written as a generator that yields between small pieces, so the agent's event loop serves
+ * scrapes and signals meanwhile, and tests or `explain` run the same code straight through.
+ */
+export type Steps<T> = Generator<void, T, void>;
+
+/** How long a piece runs before it yields, at most (checked between processes and fds). */
+export const SLICE_MS = 20;
+
+/** Tells a generator when its piece has run long enough. */
+export class Slice {
+  private until: number;
+
+  /** `ms` 0 yields at every check (tests make the pauses certain that way). */
+  constructor(private readonly ms: number = SLICE_MS) {
+    this.until = performance.now() + ms;
+  }
+
+  /** Whether to yield now; the next piece's time starts when it answers true. */
+  due(): boolean {
+    const now = performance.now();
+    if (now < this.until) return false;
+    this.until = now + this.ms;
+    return true;
+  }
+}
+
+/** Runs the steps straight through. */
+export function runSteps<T>(steps: Steps<T>): T {
+  for (;;) {
+    const r = steps.next();
+    if (r.done === true) return r.value;
+  }
+}
+
+/** Runs the steps, giving the event loop a turn between pieces; rejects once `signal` aborts. */
+export async function runStepsYielding<T>(steps: Steps<T>, signal?: AbortSignal): Promise<T> {
+  for (;;) {
+    if (signal?.aborted === true) {
+      steps.return(undefined as T);
+      throw new Error('stopped');
+    }
+    const r = steps.next();
+    if (r.done === true) return r.value;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
