@@ -42,6 +42,11 @@
 #                                REAL_SLURM_PRELOAD=cg2only.so shows slurmd only the 0:: line;
 #                                IgnoreSystemd=yes: slurmd makes <node>_slurmstepd.scope itself.
 #                                down.sh removes the scopes and the mount it made)
+#   REAL_SLURM_CGROUP_JOBID_PATHS  with REAL_SLURM_CGROUP=v2: yes or no writes
+#                                CgroupJobIdPaths=<it> into cgroup.conf (unset: not written, Slurm's
+#                                default no). 26.05 names a job's v2 directory by its SLUID; yes
+#                                names it job_<id> again. Known from Slurm 26.05.2 on: up.sh
+#                                refuses it, naming the version, on an older slurmd
 #
 # Newer Slurm (24.11, 26.05) runs these scripts inside a Debian chroot made by chroot.sh;
 # the knobs that differ from 22.05:
@@ -84,6 +89,7 @@ RS_PING_VERSION=${REAL_SLURM_PING_VERSION:-v0.0.38}
 RS_DB_EXTERNAL=${REAL_SLURM_DB_EXTERNAL:-}
 RS_DB_PASS=${REAL_SLURM_DB_PASS:-slurm-otel-test}
 RS_PRELOAD=${REAL_SLURM_PRELOAD:-}
+RS_JOBID_PATHS=${REAL_SLURM_CGROUP_JOBID_PATHS:-}
 # The unprivileged account slurmrestd runs as (it refuses root and SlurmUser).
 RS_REST_ACCOUNT=slurmotel-rest
 
@@ -115,6 +121,8 @@ rs_validate() {
   [[ $RS_PING_VERSION =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]] || rs_die "REAL_SLURM_PING_VERSION must look like v0.0.42 (got '$RS_PING_VERSION')"
   [[ $RS_DB_EXTERNAL =~ ^[0-9]*$ ]] || rs_die "REAL_SLURM_DB_EXTERNAL must be a port number (got '$RS_DB_EXTERNAL')"
   [[ $RS_DB_PASS =~ ^[A-Za-z0-9._-]+$ ]] || rs_die "REAL_SLURM_DB_PASS must be plain [A-Za-z0-9._-]"
+  [[ $RS_JOBID_PATHS =~ ^(yes|no)?$ ]] || rs_die "REAL_SLURM_CGROUP_JOBID_PATHS must be yes or no (got '$RS_JOBID_PATHS')"
+  [ -z "$RS_JOBID_PATHS" ] || [ "$RS_CGROUP" = v2 ] || rs_die "REAL_SLURM_CGROUP_JOBID_PATHS needs REAL_SLURM_CGROUP=v2"
   [[ $RS_PRELOAD =~ ^(/[A-Za-z0-9._/-]+)?$ ]] || rs_die "REAL_SLURM_PRELOAD must be an absolute plain path (got '$RS_PRELOAD')"
   for v in RS_OFFSET RS_REST_PORT RS_CTLD_PORT RS_SLURMD_BASE RS_DBD_PORT RS_DB_PORT RS_NODES \
            RS_SLURMD_TIMEOUT RS_MESSAGE_TIMEOUT RS_MIN_JOB_AGE RS_TOKEN_LIFESPAN RS_TIMEOUT RS_FIRST_JOB_ID; do
@@ -139,6 +147,17 @@ rs_trace() {
 # SLURM_TIME_FORMAT etc. would change client output we parse, so drop them all.
 RS_ENV=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "SLURM_CONF=$RS_CONF" "$RS_TAG")
 rs_env() { "${RS_ENV[@]}" "$@"; }
+
+# rs_version_at_least MAJOR MINOR PATCH: whether this slurmd (`slurmd -V`: "slurm 26.05.5") is at
+# least that release. Also prints the version, for the caller's message.
+rs_version_at_least() {
+  local v
+  v=$(rs_env slurmd -V | awk '{print $2}')
+  echo "$v"
+  [[ $v =~ ^([0-9]+)\.([0-9]+)\.([0-9]+) ]] || return 1
+  local have=$((10#${BASH_REMATCH[1]} * 10000 + 10#${BASH_REMATCH[2]} * 100 + 10#${BASH_REMATCH[3]}))
+  [ "$have" -ge $(($1 * 10000 + $2 * 100 + $3)) ]
+}
 
 # rs_launch NAME CMD...: start a daemon in the foreground mode of its own (-D,
 # --foreground), detached into its own session (a Ctrl-C of the test runner

@@ -132,6 +132,13 @@ for ((i = 1; i <= RS_NODES; i++)); do
   done
 done
 
+# CgroupJobIdPaths is known from 26.05.2 on: refuse it, naming the version, before anything starts.
+# An older release stops on it in slurmctld (24.11.5: "Parsing error at unrecognized key:
+# CgroupJobIdPaths", then "fatal: Could not open/read/parse cgroup.conf").
+if [ -n "$RS_JOBID_PATHS" ]; then
+  v=$(rs_version_at_least 26 5 2) || rs_die "REAL_SLURM_CGROUP_JOBID_PATHS: CgroupJobIdPaths is known from Slurm 26.05.2 on; this slurmd is ${v:-of unknown version}"
+fi
+
 # ---------------------------------------------------------------- munge
 # A private munged with its own key and socket: the host's munged (if any) and
 # other clusters on this machine are left alone. Slurm finds the socket via
@@ -242,6 +249,9 @@ ConstrainCores=no
 ConstrainRAMSpace=no
 ConstrainDevices=no
 EOF
+  # 26.05 names job directories by SLUID; CgroupJobIdPaths=yes names them job_<id> (preflight
+  # checked the version).
+  if [ -n "$RS_JOBID_PATHS" ]; then echo "CgroupJobIdPaths=$RS_JOBID_PATHS" >>"$RS_ETC/cgroup.conf"; fi
   chmod 644 "$RS_ETC/cgroup.conf"
 else
   TRACKING="ProctrackType=proctrack/linuxproc

@@ -1,9 +1,11 @@
 /**
  * The node agent on a real Slurm 26.05 (Debian's, in the project's chroot) whose slurmstepd puts
- * jobs into cgroup v2 directories named by SLUID
- * (`system.slice/<node>_slurmstepd.scope/s<13 chars>/step_<S>/…`), the real /proc and the real
- * /sys/fs/cgroup (the host's cgroup2 hierarchy, mounted at the chroot's /sys/fs/cgroup by up.sh).
- * Only sysfs is synthetic (there is no HCA here).
+ * jobs into cgroup v2 directories, the real /proc and the real /sys/fs/cgroup (the host's cgroup2
+ * hierarchy, mounted at the chroot's /sys/fs/cgroup by up.sh). Only sysfs is synthetic (there is
+ * no HCA here). Twice, one cluster each: with 26.05's default, directories named by SLUID
+ * (`system.slice/<node>_slurmstepd.scope/s<13 chars>/step_<S>/…`), and with cgroup.conf's
+ * `CgroupJobIdPaths=yes` (26.05.2+; up.sh refuses it, naming the version, on an older slurmd),
+ * `job_<id>` directories under the same scope.
  *
  * The jobs run inside the chroot and hold stand-in character devices through the chroot's /dev:
  * read from the host their fd links say `<chroot>/dev/infiniband/uverbsN`, so only the device
@@ -54,7 +56,39 @@ type Hca = (typeof HCAS)[number];
 const UVERBS_OFFSET: Record<Hca, number> = { mlx5_0: 2, mlx5_1: 4, mlx5_2: 0, mlx5_3: 1, mlx5_4: 3 };
 const HOLD = `exec 3<"$0"; exec sleep 900`;
 const WAIT_MS = 60_000;
-const SLUID_DIR = /^s[0-9A-HJKMNP-TV-Z]{13}$/;
+/** A SLUID: `s` and 13 characters of Crockford's base 32. */
+const SLUID = /s[0-9A-HJKMNP-TV-Z]{13}/;
+
+/** One cgroup.conf setting of the job directories' names, and what the agent should make of it. */
+interface Naming {
+  readonly name: string;
+  /** REAL_SLURM_* knobs for up.sh. */
+  readonly env: Record<string, string>;
+  /** The directory (and /proc/<pid>/cgroup component) slurmstepd makes for `jobId`. */
+  readonly jobDir: (jobId: string) => RegExp;
+  /** ib_slurm_cgroup_layout_info's layout for the scopes. */
+  readonly layout: 'v2' | 'v2-sluid';
+}
+
+const NAMINGS: readonly Naming[] = [
+  {
+    name: 'default (SLUID directories)',
+    env: {},
+    jobDir: () => SLUID,
+    layout: 'v2-sluid',
+  },
+  {
+    name: 'CgroupJobIdPaths=yes (job_<id> directories)',
+    env: { REAL_SLURM_CGROUP_JOBID_PATHS: 'yes' },
+    jobDir: (jobId) => new RegExp(`job_${jobId}`),
+    layout: 'v2',
+  },
+];
+
+/** Anchors `re` to a whole directory name. */
+function whole(re: RegExp): RegExp {
+  return new RegExp(`^(?:${re.source})$`);
+}
 
 /** Stand-in devices at /dev/infiniband/uverbsN (the chroot's /dev is the host's, bound). */
 class StandInDevices {
@@ -111,10 +145,10 @@ function linksTo(pid: number, dev: string): string[] {
   return out;
 }
 
-describe.skipIf(gate.skip)(
-  'node agent on real Slurm 26.05 SLUID cgroups (cgroup v2), jobs in a chroot, the real /proc',
+describe.skipIf(gate.skip).for(NAMINGS)(
+  'node agent on real Slurm 26.05 cgroups (cgroup v2), $name, jobs in a chroot, the real /proc',
   { timeout: 120_000 },
-  () => {
+  (naming) => {
     // New for each run (the cluster name too: startRealSlurm's own token): two runs, or another
     // Slurm on this host, never share a name or a cgroup.
     const token = randomBytes(3).toString('hex').replace(/^\d/, 'x');
@@ -167,6 +201,7 @@ describe.skipIf(gate.skip)(
         nodes: 2,
         nodePrefix,
         firstJobId,
+        env: naming.env,
       });
       chroot = slurm.chrootDir as string;
       releaseStandIns = await leaseStandIns();
@@ -226,15 +261,26 @@ describe.skipIf(gate.skip)(
       for (const dir of scopeDirs(nodes)) expect(fs.existsSync(dir), `${dir} after the cluster stopped`).toBe(false);
     }, 120_000);
 
-    it('jobs sit in SLUID directories of the real cgroup v2 tree, and hold their devices by chroot paths', () => {
+    it('jobs sit in directories of the real cgroup v2 tree named as set, and hold their devices by chroot paths', () => {
       const [s1] = scopeDirs(nodes) as [string];
-      const sluids = fs.readdirSync(s1).filter((n) => SLUID_DIR.test(n));
-      expect(sluids.length).toBeGreaterThanOrEqual(3);
+      // The three jobs on the first node, and nothing else but Slurm's own system/ and slurmd/.
+      const jobDirs = fs
+        .readdirSync(s1, { withFileTypes: true })
+        .filter((e) => e.isDirectory() && !['system', 'slurmd'].includes(e.name))
+        .map((e) => e.name);
+      // Sorted names against sorted ids: job_<id> sorts as its id does, and SLUIDs all match one pattern.
+      const want = [job.batch, job.steps, job.sharedA]
+        .sort()
+        .map((id) => expect.stringMatching(whole(naming.jobDir(id))));
+      expect(jobDirs.sort()).toEqual(want);
       const d = devices as StandInDevices;
       const [holder] = holdersOfDevice(d.dev('mlx5_0')) as [number];
       const cg = fs.readFileSync(`/proc/${holder}/cgroup`, 'utf8');
       expect(cg).toMatch(
-        new RegExp(`^0::/system\\.slice/${nodes[0]}_slurmstepd\\.scope/s[0-9A-Z]{13}/step_batch/`, 'm'),
+        new RegExp(
+          `^0::/system\\.slice/${nodes[0]}_slurmstepd\\.scope/${naming.jobDir(job.batch).source}/step_batch/`,
+          'm',
+        ),
       );
       expect(linksTo(holder, d.dev('mlx5_0'))).toEqual([`${chroot}${d.path('mlx5_0')}`]);
     });
@@ -272,7 +318,7 @@ describe.skipIf(gate.skip)(
         nodes.some((n) => (s.labels.scope ?? '').endsWith(`/${n}_slurmstepd.scope`)),
       );
       expect(layouts.map((s) => [s.labels.scope, s.labels.layout]).sort()).toEqual(
-        nodes.map((n) => [`unified/system.slice/${n}_slurmstepd.scope`, 'v2-sluid']),
+        nodes.map((n) => [`unified/system.slice/${n}_slurmstepd.scope`, naming.layout]),
       );
       // Two srun steps and the batch step of one job are one job.
       expect(valueOf(samples, 'ib_slurm_job_processes', { job_id: job.steps })).toBeGreaterThanOrEqual(3);

@@ -75,6 +75,31 @@ describe('scanCgroups', () => {
     expect(a?.stepdPids).toEqual([99]);
   });
 
+  it("reads 26.05's job_<id> tree (CgroupJobIdPaths=yes) as a real slurmstepd makes it: v2, job id from the name", () => {
+    // Seen under Debian's Slurm 26.05.5 (cgroup/v2) for a batch job running `srun -n1 sleep 300 & sleep 300`.
+    const root = tmpDir();
+    put(path.join(root, 'cgroup.controllers'), 'cpu memory pids\n');
+    const scope = path.join(root, 'system.slice/pr8dequ1n1_slurmstepd.scope');
+    put(path.join(scope, 'cgroup.procs'), '');
+    put(path.join(scope, 'slurmd/cgroup.procs'), '999\n');
+    put(path.join(scope, 'system/cgroup.procs'), '');
+    const job = path.join(scope, 'job_40131000');
+    for (const dir of ['', 'step_0', 'step_0/user', 'step_batch', 'step_batch/user'])
+      put(path.join(job, dir, 'cgroup.procs'), '');
+    put(path.join(job, 'step_0/slurm/cgroup.procs'), '1154\n');
+    put(path.join(job, 'step_0/user/task_special/cgroup.procs'), '1163\n');
+    put(path.join(job, 'step_batch/slurm/cgroup.procs'), '1134\n');
+    put(path.join(job, 'step_batch/user/task_special/cgroup.procs'), '1142\n1143\n1144\n1149\n');
+    const scan = scanCgroups(root, new Problems());
+    expect(scan.scopes).toEqual([{ layout: 'v2', scope: 'system.slice/pr8dequ1n1_slurmstepd.scope' }]);
+    expect(scan.allocations).toHaveLength(1);
+    const [a] = scan.allocations;
+    expect([a?.id, a?.idKind, a?.layout]).toEqual(['40131000', 'jobid', 'v2']);
+    expect([...(a?.pids ?? [])].sort()).toEqual([1142, 1143, 1144, 1149, 1163]);
+    expect([...(a?.stepdPids ?? [])].sort()).toEqual([1134, 1154]);
+    expect(a?.rdmaDir).toBe(job);
+  });
+
   it('reports one layout per scope: v2-sluid for a 26.05 scope, v2 for a job_<id> scope, in any order', () => {
     const root = tmpDir();
     put(path.join(root, 'cgroup.controllers'), 'cpu memory\n');

@@ -2,8 +2,11 @@
  * Smoke test of the chroot harness for newer releases (scripts/real-slurm/chroot.sh, db.sh and
  * the release option of ./real-slurm.ts): each release starts with slurmdbd (host MariaDB),
  * serves exactly its data parsers, runs Slurm clients inside its chroot, and 26.05's slurmctld
- * serves its own /metrics/*. In CI a machine that cannot have the chroot fails this file.
+ * serves its own /metrics/*; a release that predates cgroup.conf's CgroupJobIdPaths (26.05.2) is
+ * refused it by name. In CI a machine that cannot have the chroot fails this file.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   REAL_SLURM_START_TIMEOUT_MS,
@@ -24,9 +27,10 @@ function neighbours(parsers: readonly string[]): string[] {
   return [`v0.0.${lo - 1}`, `v0.0.${hi + 1}`];
 }
 
+const gates = Object.fromEntries(RELEASES.map((r) => [r, realSlurmGate(r)])) as Record<SlurmRelease, { skip: boolean }>;
+
 for (const release of RELEASES) {
-  const gate = realSlurmGate(release);
-  describe.skipIf(gate.skip)(`real Slurm ${release} in its chroot (smoke)`, () => {
+  describe.skipIf(gates[release].skip)(`real Slurm ${release} in its chroot (smoke)`, () => {
     let slurm: RealSlurm;
 
     beforeAll(async () => {
@@ -79,3 +83,26 @@ for (const release of RELEASES) {
     });
   });
 }
+
+describe.skipIf(gates['24.11'].skip)('CgroupJobIdPaths on a Slurm before 26.05.2 (24.11)', () => {
+  // Unchecked, 24.11's slurmctld (and slurmd) would stop at "Parsing error at unrecognized key:
+  // CgroupJobIdPaths"; up.sh says why before it starts anything.
+  it('up.sh refuses REAL_SLURM_CGROUP_JOBID_PATHS, naming the version, before it starts a daemon', async () => {
+    const stateDir = fs.mkdtempSync('/tmp/slurm-otel-jobid-paths-');
+    try {
+      await expect(
+        startRealSlurm({
+          release: '24.11',
+          cgroup: 'v2',
+          nodes: 2,
+          instance: 'jp',
+          stateDir,
+          env: { REAL_SLURM_CGROUP_JOBID_PATHS: 'yes' },
+        }),
+      ).rejects.toThrow(/CgroupJobIdPaths is known from Slurm 26\.05\.2 on; this slurmd is 24\.11\.\d+/);
+      expect(fs.readdirSync(path.join(stateDir, 'log')).filter((f) => f.endsWith('.out'))).toEqual([]);
+    } finally {
+      fs.rmSync(stateDir, { recursive: true, force: true });
+    }
+  });
+});
