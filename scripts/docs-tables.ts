@@ -4,7 +4,7 @@
  * definitions, in docs/configuration.md). `npm run docs` writes them; test/docs/tables.test.ts
  * keeps them in step.
  */
-import type { Command } from 'commander';
+import type { Command, Option } from 'commander';
 import {
   CLUSTER_EVENT_METRICS,
   CLUSTER_METRICS,
@@ -73,8 +73,18 @@ export function optionsTable(cmd: Command): string {
   const rows = cmd.options
     .filter((o) => o.long !== '--help' && o.long !== '--version' && !o.hidden)
     .map((o) => {
-      const def = o.defaultValueDescription ?? (o.defaultValue === undefined ? '—' : JSON.stringify(o.defaultValue));
-      return `| \`${o.flags}\` | ${o.envVar ? `\`${o.envVar}\`` : '—'} | ${def === '—' ? def : `\`${def.replace(/^"|"$/g, '')}\``} | ${o.description} |`;
+      return `| \`${o.flags}\` | ${o.envVar ? `\`${o.envVar}\`` : '—'} | ${defaultCell(o)} | ${o.description} |`;
     });
   return ['| flag | environment | default | description |', '|---|---|---|---|', ...rows].join('\n');
+}
+
+/**
+ * A literal default in code font; a default described in words (one that differs between machines,
+ * such as the host name) as plain text; none as a dash.
+ */
+function defaultCell(o: Option): string {
+  const described = o.defaultValueDescription;
+  if (described !== undefined && /\s/.test(described)) return described;
+  const def = described ?? (o.defaultValue === undefined ? undefined : JSON.stringify(o.defaultValue));
+  return def === undefined ? '—' : `\`${def.replace(/^"|"$/g, '')}\``;
 }

@@ -65,6 +65,9 @@ export function unreadableOption(): Option {
     .argParser(oneOf(UNREADABLE_POLICIES));
 }
 
+/** What --node-name defaults to, in words (its value is this machine's). */
+const HOST_NAME_DEFAULT = 'the host name up to its first dot';
+
 /** Defaults a subcommand may change (the demo listens on loopback and cycles faster). */
 export interface NodeDefaults {
   readonly collectionInterval: [number, string];
@@ -97,6 +100,8 @@ export function addNodeOptions(cmd: Command, d: NodeDefaults = NODE_DEFAULTS): C
     .addOption(
       opt('--node-name <name>', 'Slurm node name (squeue --nodelist, host.name)', 'NODE_NAME').default(
         d.nodeName ?? os.hostname().split('.')[0],
+        // Described, not printed: --help and the docs must read the same on every machine.
+        d.nodeName ?? HOST_NAME_DEFAULT,
       ),
     )
     .addOption(opt('--squeue-path <path>', 'resolve SLUIDs with a background squeue (off by default)', 'SQUEUE_PATH'))
