@@ -10,7 +10,7 @@
 # that directory is copied to <out-dir>, with console.log (the serial console, each line
 # prefixed with host seconds since qemu started) and rc (the script's exit code).
 # Exit status: the script's, or 124 when qemu did not finish in SOFT_ROCE_TIMEOUT seconds.
-# Knobs: SOFT_ROCE_TIMEOUT (420 s), SOFT_ROCE_SMP (1 vCPU), SOFT_ROCE_MEM (1024 MiB),
+# Knobs: SOFT_ROCE_TIMEOUT (600 s: a run takes 3 min, 6.5 min at load 10), SOFT_ROCE_SMP (1 vCPU), SOFT_ROCE_MEM (1024 MiB),
 # SOFT_ROCE_ACCEL (tcg: the only accelerator a stock Debian kernel boots under here),
 # SLURM_OTEL_CHROOT_CACHE (as image.sh). The guest has no network device (-nic none).
 set -euo pipefail
@@ -24,7 +24,7 @@ D=${SLURM_OTEL_CHROOT_CACHE:-/var/cache/slurm-otel}/rxe
 [ -f "$REPO/dist/src/cli/main.js" ] || die "no $REPO/dist: run npm run build first"
 NODE=$(command -v node) || die "no node binary on the host"
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is missing: apt-get install -y qemu-system-x86"
-TMO=${SOFT_ROCE_TIMEOUT:-420}
+TMO=${SOFT_ROCE_TIMEOUT:-600}
 
 SHARE=$(mktemp -d /tmp/soft-roce-share.XXXXXX)
 trap 'rm -rf -- "$SHARE"' EXIT
