@@ -214,7 +214,19 @@ export function qpFamilies(snap: NodeSnapshot, qp: QpState): Family[] {
     { spec: M.jobQpCounters, points: counters },
     { spec: M.jobQpTransmitBytes, points: tx },
     { spec: M.jobQpReceiveBytes, points: rx },
-    { spec: M.jobQpCounted, points: gauge(M.jobQpCounted, qp.counted) },
+    // A job's QPs on none of the port's counters are counted as 0, beside their number: the
+    // coverage says the per-job series are unavailable there rather than leaving it unsaid.
+    { spec: M.jobQpCounted, points: gauge(M.jobQpCounted, withUncounted(qp.counted, qp.qps)) },
     { spec: M.jobQps, points: gauge(M.jobQps, qp.qps) },
   ];
+}
+
+/** QPs on a counter per `jobId device port`, 0 where the job has QPs and none is counted. */
+function withUncounted(
+  counted: ReadonlyMap<string, number>,
+  qps: ReadonlyMap<string, number>,
+): ReadonlyMap<string, number> {
+  const out = new Map(counted);
+  for (const key of qps.keys()) if (!out.has(key)) out.set(key, 0);
+  return out;
 }

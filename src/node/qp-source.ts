@@ -18,7 +18,9 @@ import {
   resourceReader,
   type QpDropReason,
   type QpLimits,
+  type QpCounter,
   type QpReading,
+  type QpResource,
   type QpStreamReader,
 } from './qp-parse.js';
 import type { FailureKind } from './roots.js';
@@ -134,6 +136,29 @@ export class QpSource implements QpReadings, Stoppable {
     if (counters === undefined) return;
     const qps = await this.json(['-j', 'resource', 'show', 'qp'], resourceReader(limits));
     this.reading = { seq: ++this.seq, counters, ...(qps ? { qps } : {}) };
+    if (qps) await this.sayUncounted(counters, qps, limits);
+  }
+
+  /**
+   * Links where processes hold QPs and the kernel counts none of them: their per-job QP series are
+   * unavailable (exported as nothing, never as zeros), and the log says why, once per link, with
+   * the link's mode (read then) telling a mode left off from a driver that binds no QP to a counter.
+   */
+  private async sayUncounted(
+    counters: readonly QpCounter[],
+    qps: readonly QpResource[],
+    limits: QpLimits,
+  ): Promise<void> {
+    const counted = new Set(counters.map((c) => `${c.device}/${c.port}`));
+    for (const link of counted) this.logged.delete(`uncounted ${link}`);
+    const held = new Set(qps.filter((q) => q.pid !== undefined).map((q) => `${q.device}/${q.port}`));
+    const fresh = [...held].filter((l) => !counted.has(l) && !this.logged.has(`uncounted ${l}`)).sort();
+    if (fresh.length === 0) return;
+    const modes = await this.json(['-j', 'statistic', 'qp', 'mode'], linkModeReader(limits));
+    for (const link of fresh) {
+      const mode = modes?.find((m) => `${m.device}/${m.port}` === link)?.mode;
+      this.once(`uncounted ${link}`, { link, mode: mode ?? 'unknown' }, uncountedWhy(link, mode));
+    }
   }
 
   private async manage(links: readonly string[], limits: QpLimits): Promise<void> {
@@ -239,4 +264,13 @@ export class QpSource implements QpReadings, Stoppable {
     this.logged.add(key);
     this.opts.logger.warn(fields, msg);
   }
+}
+
+/** Why a link's processes have QPs but no per-PID counter, from the link's mode. */
+export function uncountedWhy(link: string, mode: string | undefined): string {
+  const unavailable = `per-job QP counters unavailable on ${link}: processes hold QPs there and none is on a per-PID counter`;
+  if (mode === undefined) return `${unavailable} (the link's mode could not be read)`;
+  if (autoOff(mode))
+    return `${unavailable}: its mode is '${mode}'; turn it on (rdma statistic qp set link ${link} auto type,pid on) or run with --qp-counters manage`;
+  return `${unavailable} although its mode is '${mode}': QPs created before the mode was on are never counted, and some drivers bind no QP to a counter at all (Soft-RoCE rxe; mlx5 DEVX QPs)`;
 }
