@@ -223,6 +223,9 @@ export class FdScanner {
     }
     const start = startTime(stat.value);
     const comm = commOf(stat.value);
+    // A kernel thread has no fd table (and a reader without root may not even list its empty one).
+    if (isKernelThread(stat.value))
+      return { entry: { start, comm, listing: [], chars: new Map() }, linksRead: 0, stated: 0 };
     const fds = listDir(base + 'fd');
     if (!fds.ok) {
       if (fds.kind === 'gone') return 'gone';
@@ -328,6 +331,16 @@ function match(chars: ReadonlyMap<string, CharFd>, verbs: ReadonlyMap<string, st
 /** The error code a failed read names at the end of its detail (`<path>: EACCES`). */
 function errnoOf(detail: string): string {
   return /: (E[A-Z0-9]+)$/.exec(detail)?.[1] ?? 'unknown';
+}
+
+/** The kernel's PF_KTHREAD, in field 9 (flags) of /proc/<pid>/stat. */
+const PF_KTHREAD = 0x0020_0000;
+
+/** Whether /proc/<pid>/stat is a kernel thread's (field 9, the flags, has PF_KTHREAD). */
+export function isKernelThread(stat: string): boolean {
+  const close = stat.lastIndexOf(')');
+  const flags = Number(stat.slice(close + 2).split(' ', 7)[6]);
+  return Number.isInteger(flags) && (flags & PF_KTHREAD) !== 0;
 }
 
 /** Field 22 of /proc/<pid>/stat (after the parenthesised comm, which may contain spaces). */

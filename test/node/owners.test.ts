@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { commOf, FdScanner, startTime } from '../../src/node/owners.js';
+import { commOf, FdScanner, isKernelThread, startTime } from '../../src/node/owners.js';
 import { Problems } from '../../src/node/problems.js';
 import { standardFdDevice, uverbsDevice, writeProcess } from '../../src/demo/nodetree.js';
 import { asUnprivileged, deny, removeProcess, tmpDir } from '../support/tmp.js';
@@ -107,6 +107,36 @@ describe('FdScanner', () => {
     expect(scan.unreadable).toEqual([{ pid: 30, errno: 'EACCES' }]);
     expect(pidsOf(scan.holders).uverbs1).toEqual([31]);
     expect(problems.list()).toEqual([expect.objectContaining({ source: 'proc', kind: 'denied', count: 1 })]);
+  });
+
+  it('never counts a kernel thread as unreadable: it has no fd table', () => {
+    const proc = procfs();
+    writeProcess(proc, { pid: 32, comm: 'kworker/0:1' });
+    writeProcess(proc, { pid: 33, comm: 'user-daemon' });
+    for (const pid of [32, 33]) deny(path.join(proc, String(pid), 'fd'));
+    // Field 9 (flags) of the kernel thread's stat: PF_KTHREAD | PF_WQ_WORKER, as the kernel writes it.
+    const stat = path.join(proc, '32', 'stat');
+    const fields = fs.readFileSync(stat, 'utf8').split(' ');
+    fields[8] = String(0x04208060);
+    fs.writeFileSync(stat, fields.join(' '));
+    const scan = asUnprivileged(() => new FdScanner(proc, 60_000, standardFdDevice).scan(0, new Problems(), VERBS));
+    expect(scan.unreadable).toEqual([{ pid: 33, errno: 'EACCES' }]);
+  });
+
+  it('on the real /proc, read without root, no kernel thread is among the unreadable', () => {
+    const kthreads = fs.readdirSync('/proc').filter((p) => {
+      if (!/^\d+$/.test(p)) return false;
+      try {
+        return isKernelThread(fs.readFileSync(`/proc/${p}/stat`, 'latin1'));
+      } catch {
+        return false;
+      }
+    });
+    expect(kthreads.length).toBeGreaterThan(0);
+    const scan = asUnprivileged(() => new FdScanner('/proc', 60_000).scan(0, new Problems(), VERBS));
+    const unreadable = new Set(scan.unreadable.map((u) => String(u.pid)));
+    expect(kthreads.filter((p) => unreadable.has(p))).toEqual([]);
+    expect(kthreads.filter((p) => scan.present.has(Number(p))).length).toBeGreaterThan(0);
   });
 
   it('knows a chrooted holder by the device number its fd refers to, and shows the path it holds it by', () => {
