@@ -210,7 +210,7 @@ export const NODE_METRICS = {
     'ib_slurm_cgroup_layout_info',
     '',
     ['layout', 'scope'],
-    'cgroup layout of each Slurm scope (v1 root or v2 stepd scope): v1, v2, or v2-sluid once a job directory there is a bare SLUID (26.05+), one layout per scope; value is always 1. Absent when no Slurm hierarchy is found.',
+    'cgroup layout of each Slurm scope (v1 root or v2 stepd scope): v1, v2 (job_<id> directories, also 26.05.2+ with CgroupJobIdPaths=yes), or v2-sluid once a job directory there is a bare SLUID (26.05+ by default), one layout per scope; value is always 1. Absent when no Slurm hierarchy is found.',
   ),
   cgroupFoundSlurm: spec(
     'gauge',
