@@ -131,6 +131,26 @@ describe('per-job accumulation', () => {
     expect(total(reused[1] as QpState, 'A', 'out_of_sequence')).toBe(5n);
   });
 
+  it('a process that replaced all its QPs while the kernel kept the counter continues (200, not 1,300)', () => {
+    const states = run([
+      [counter(1, 1, { rx_write_requests: 1000n }, [9])],
+      [counter(1, 1, { rx_write_requests: 1100n }, [10])],
+      [counter(1, 1, { rx_write_requests: 1200n }, [11])],
+    ]);
+    expect(states.map((s) => total(s, 'A', 'rx_write_requests'))).toEqual([0n, 100n, 200n]);
+  });
+
+  it('a counter name missing from an entry that stays continues from its last value when it returns (100, not 5,200)', () => {
+    const states = run([
+      [counter(1, 1, { out_of_sequence: 5000n, rx_write_requests: 1n })],
+      [counter(1, 1, { out_of_sequence: 5100n, rx_write_requests: 2n })],
+      [counter(1, 1, { rx_write_requests: 3n })],
+      [counter(1, 1, { out_of_sequence: 5100n, rx_write_requests: 4n })],
+    ]);
+    expect(states.map((s) => total(s, 'A', 'out_of_sequence'))).toEqual([0n, 100n, 100n, 100n]);
+    expect(total(states[3] as QpState, 'A', 'rx_write_requests')).toBe(3n);
+  });
+
   it('the same reading seen twice adds nothing; ended jobs are dropped; unknown PIDs and kernel QPs count for no job', () => {
     let s = accumulateQp(
       EMPTY_QP_STATE,
