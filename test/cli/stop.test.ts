@@ -18,7 +18,7 @@ import {
   squeueDaemonizing,
   type StopCase,
 } from '../support/stop-cases.js';
-import { DAEMONIZE, spawnAgent, type AgentChild, type Exit } from '../support/stopping.js';
+import { DAEMONIZE, DAEMONIZE_TWICE, spawnAgent, type AgentChild, type Exit } from '../support/stopping.js';
 import { tmpDir } from '../support/tmp.js';
 import { waitFor } from '../support/tools.js';
 
@@ -113,6 +113,15 @@ describe('stopping the agents (SIGTERM, SIGINT, SIGHUP)', () => {
   it('node agent: an rdma that daemonized a grandchild holding its stdout leaves nothing behind', async () => {
     const c = await rdmaDaemonizing(tmpDir());
     const agent = start(c);
+    expectCleanStop(await terminate(c, agent), agent);
+    await expectNoSurvivors(c);
+  });
+
+  it('node agent: rdma runs whose daemons forked twice and closed their output leave nothing behind', async () => {
+    const c = await rdmaDaemonizing(tmpDir(), 'exit 0', DAEMONIZE_TWICE);
+    const agent = start(c);
+    // Several runs, each leaving a daemon on the old code.
+    await waitFor('three rdma runs', () => (c.standIns.lines('calls.log').length >= 3 ? true : undefined));
     expectCleanStop(await terminate(c, agent), agent);
     await expectNoSurvivors(c);
   });
