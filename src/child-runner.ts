@@ -311,7 +311,8 @@ function readStat(pid: number): { readonly pgid: number; readonly start: number 
 /**
  * PIDs that may have been given out since `first` was: the kernel hands PIDs out in increasing
  * order, wrapping at pid_max, so they lie between `first` and the last one given (ns_last_pid).
- * Every PID when that cannot be read.
+ * Every PID when that cannot be read. (Should the counter wrap all the way past `first` within
+ * one run, some are missed: what a run left is then not found, and nothing else is killed.)
  */
 function pidsSince(first: number): number[] {
   const all = listDir('/proc')
