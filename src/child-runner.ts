@@ -3,8 +3,13 @@
  * does: each run settles by its timeout at the latest, pipes or no pipes; it has a process group
  * of its own, killed on a timeout, on stop and when the command exits; and a process that left
  * the group (a daemon that called setsid()) but still holds the run's stdout or stderr is found
- * by that pipe in /proc/<pid>/fd and killed too. So nothing a run started outlives it, and a
- * wedged helper cannot wedge the agent.
+ * by that pipe in /proc/<pid>/fd and killed too, and so, when the run ends, is one that carries
+ * the run's marker in its environment (a daemon that forked twice and closed its output). So
+ * nothing a run started outlives it, and a wedged helper cannot wedge the agent.
+ *
+ * A group is signalled only while it is still the run's: its leader alive with the start time it
+ * had, or (the leader reaped) members started since. Once the group is empty its number may be
+ * another process's, and a kill by number would hit that one.
  *
  * Every run still going is known to this module, so a second signal can end them all at once
  * (killEveryRun) before the process exits.
@@ -17,6 +22,8 @@ export interface RunLimits {
   readonly timeoutMs: number;
   /** Bytes of stdout accepted; more fails the run. */
   readonly maxOutput: number;
+  /** After the command exits, how long its pipes may stay open before whoever holds them is killed. */
+  readonly lingerMs?: number;
 }
 
 export interface RunnerOptions {
@@ -52,6 +59,8 @@ export class RunError extends Error {
 
 /** After the command exits, how long its pipes may stay open before whoever holds them is killed. */
 const LINGER_MS = 200;
+/** Scans for what a run left, repeated while one kills something (a process may fork as it dies). */
+const MAX_SCANS = 8;
 
 /** One run in flight: its child, the inodes of its pipes and how to end it now. */
 interface LiveRun {
@@ -158,6 +167,8 @@ export class ChildRunner {
       clearTimeout(linger);
       this.runs.delete(run);
       everyRun.delete(run);
+      // A daemon that closed the run's pipes is known by the marker alone.
+      if (run.marker !== undefined) this.reportEscaped(killPipeHolders(run));
       if (err) reject(err);
       else resolve();
     };
@@ -205,9 +216,10 @@ export class ChildRunner {
           'exit',
           { stderr, status: signal ?? String(code) },
         );
-      killGroup(child);
+      killGroup(run);
       // The pipes close with the command unless something it started keeps them open.
-      if (!settled) linger = setTimeout(() => this.reportEscaped(killPipeHolders(run)), LINGER_MS);
+      if (!settled)
+        linger = setTimeout(() => this.reportEscaped(killPipeHolders(run)), this.limits.lingerMs ?? LINGER_MS);
     });
     child.on('close', () => settle(failure));
   }
@@ -230,18 +242,34 @@ interface Escaped {
 function killRun(run: LiveRun): Escaped[] {
   // A command that never started (not installed) started nothing either: no scan.
   if (run.child.pid === undefined) return [];
-  killGroup(run.child);
+  killGroup(run);
   return killPipeHolders(run);
 }
 
-/** SIGKILL to the child's process group; a group already gone is fine. */
-function killGroup(child: ChildProcess): void {
-  if (child.pid === undefined) return;
+/** SIGKILL to the child's process group while it is still the run's; a group already gone is fine. */
+function killGroup(run: LiveRun): void {
+  const pgid = run.child.pid;
+  if (pgid === undefined || !groupIsTheRuns(pgid, run.startTicks)) return;
   try {
-    process.kill(-child.pid, 'SIGKILL');
+    process.kill(-pgid, 'SIGKILL');
   } catch {
     // ESRCH: every member has exited already.
   }
+}
+
+/**
+ * Whether group `pgid` is still the one the run's child leads: the leader is there with its start
+ * time (alive or not yet reaped), or it is gone and a process started since is in the group (the
+ * kernel gives no process a number still in use as a group id). A process with that number and
+ * another start time means the group emptied and the number went to someone else.
+ */
+function groupIsTheRuns(pgid: number, startTicks: number): boolean {
+  const leader = readStat(pgid);
+  if (leader) return leader.start === startTicks;
+  return pidsSince(pgid).some((pid) => {
+    const s = readStat(pid);
+    return s !== undefined && s.pgid === pgid && s.start >= startTicks;
+  });
 }
 
 /**
@@ -266,39 +294,67 @@ function stdioLinks(pid: number | undefined): Set<string> {
 /** Field 22 of /proc/<pid>/stat; 0 when unreadable (every process is then a candidate). */
 function startTicks(pid: number | undefined): number {
   if (pid === undefined) return 0;
-  return statStart(pid) ?? 0;
+  return readStat(pid)?.start ?? 0;
 }
 
-function statStart(pid: number): number | undefined {
+/** A process's group (field 5 of /proc/<pid>/stat) and start time (field 22, clock ticks since boot). */
+function readStat(pid: number): { readonly pgid: number; readonly start: number } | undefined {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[19]);
+    return { pgid: Number(fields[2]), start: Number(fields[19]) };
   } catch {
     return undefined;
   }
 }
 
 /**
+ * PIDs that may have been given out since `first` was: the kernel hands PIDs out in increasing
+ * order, wrapping at pid_max, so they lie between `first` and the last one given (ns_last_pid).
+ * Every PID when that cannot be read. (Should the counter wrap all the way past `first` within
+ * one run, some are missed: what a run left is then not found, and nothing else is killed.)
+ */
+function pidsSince(first: number): number[] {
+  const all = listDir('/proc')
+    .map(Number)
+    .filter((pid) => Number.isInteger(pid) && pid > 0);
+  let last: number;
+  try {
+    last = Number(fs.readFileSync('/proc/sys/kernel/ns_last_pid', 'latin1').trim());
+  } catch {
+    return all;
+  }
+  if (!Number.isInteger(last) || last <= 0) return all;
+  return all.filter((pid) => (last >= first ? pid >= first && pid <= last : pid >= first || pid <= last));
+}
+
+/**
  * Kills every other process holding one of the run's stdout and stderr or carrying its marker in
- * its environment: what the run started, even after a setsid(). Only processes started since the
- * run are looked at (what it left behind cannot be older), so the scan reads few fd tables.
+ * its environment: what the run started, even after a setsid() or a second fork. Only processes
+ * started since the run are looked at (what it left behind cannot be older), so the scan reads
+ * few files. Scanned again while a scan kills something: a process killed may have forked after
+ * the list of processes was read.
  */
 function killPipeHolders(run: LiveRun): Escaped[] {
   const killed: Escaped[] = [];
-  for (const entry of listDir('/proc')) {
-    const pid = Number(entry);
-    if (!Number.isInteger(pid) || pid === process.pid) continue;
-    const start = statStart(pid);
-    if (start === undefined || start < run.startTicks) continue;
-    if (!holdsAny(pid, run.links) && !carries(pid, run.marker)) continue;
-    const comm = readComm(pid);
-    try {
-      process.kill(pid, 'SIGKILL');
-      killed.push({ pid, comm });
-    } catch {
-      // gone meanwhile
+  const first = run.child.pid;
+  if (first === undefined) return killed;
+  for (let scan = 0; scan < MAX_SCANS; scan++) {
+    const before = killed.length;
+    for (const pid of pidsSince(first)) {
+      if (pid === process.pid || killed.some((k) => k.pid === pid)) continue;
+      const start = readStat(pid)?.start;
+      if (start === undefined || start < run.startTicks) continue;
+      if (!holdsAny(pid, run.links) && !carries(pid, run.marker)) continue;
+      const comm = readComm(pid);
+      try {
+        process.kill(pid, 'SIGKILL');
+        killed.push({ pid, comm });
+      } catch {
+        // gone meanwhile
+      }
     }
+    if (killed.length === before) break;
   }
   return killed;
 }

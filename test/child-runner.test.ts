@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ChildRunner, killEveryRun, RunError } from '../src/child-runner.js';
 import { capturingLogger } from './support/log.js';
-import { DAEMONIZE, StandIns } from './support/stopping.js';
+import { DAEMONIZE, DAEMONIZE_TWICE, StandIns } from './support/stopping.js';
 import { tmpDir } from './support/tmp.js';
 import { waitFor } from './support/tools.js';
 
@@ -44,6 +44,18 @@ describe('ChildRunner', () => {
     await gone(s);
     const killed = lines.find((l) => /left processes holding its output/.test(l.msg));
     expect(killed?.processes).toEqual([`${s.pids()[1]} (sleep)`]);
+  });
+
+  it('a command whose daemon forked twice and closed its output is found by the run marker and killed', async () => {
+    const s = standIns();
+    const cmd = s.script('helper', `${DAEMONIZE_TWICE}\necho reading`);
+    const { logger, lines } = capturingLogger();
+    const runner = new ChildRunner('helper', { timeoutMs: 60_000, maxOutput: 1000 }, { logger, env: process.env });
+    expect(await runner.run(cmd, [])).toBe('reading\n');
+    expect(s.pids()).toHaveLength(3);
+    await gone(s);
+    const killed = lines.find((l) => /left processes holding its output/.test(l.msg));
+    expect(killed?.processes).toContainEqual(`${s.pids()[2]} (sleep)`);
   });
 
   it('a command that daemonizes and hangs is cut at its timeout, grandchild included', async () => {

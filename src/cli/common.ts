@@ -25,15 +25,16 @@ export class ConfigError extends Error {}
 export class CollectionIncomplete extends Error {}
 
 /** Exit status after a second signal: the shell's 128 + signal number. */
-const FORCED_EXIT: Readonly<Record<string, number>> = { SIGINT: 130, SIGTERM: 143 };
+const FORCED_EXIT: Readonly<Record<string, number>> = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 };
 
 /**
- * Starts an agent and runs it until SIGINT or SIGTERM, then stops it (a bounded stop: see
- * telemetry/runtime) and exits 0. The signal handlers come first: a signal during the start (its
- * first collection may be waiting on squeue or slurmrestd) kills the helper commands in flight, so
- * the start ends at once, and the agent is then stopped as usual. A second signal kills the helper
- * commands still running and exits at once. The process exits even if a handle (a socket of a
- * push that was cut short) is still open.
+ * Starts an agent and runs it until SIGINT, SIGTERM or SIGHUP, then stops it (a bounded stop: see
+ * telemetry/runtime) and exits 0. HUP is a stop too: its default action would end the process at
+ * once, leaving the links `--qp-counters manage` turned on changed. The signal handlers come
+ * first: a signal during the start (its first collection may be waiting on squeue or slurmrestd)
+ * kills the helper commands in flight, so the start ends at once, and the agent is then stopped as
+ * usual. A second signal kills the helper commands still running and exits at once. The process
+ * exits even if a handle (a socket of a push that was cut short) is still open.
  */
 export async function runUntilSignal<A extends { stop(): Promise<void> }>(
   start: () => Promise<A>,
@@ -55,6 +56,7 @@ export async function runUntilSignal<A extends { stop(): Promise<void> }>(
     };
     process.on('SIGINT', on);
     process.on('SIGTERM', on);
+    process.on('SIGHUP', on);
   });
   const agent = await start();
   starting = false;

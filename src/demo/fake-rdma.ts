@@ -4,7 +4,8 @@
  * from JSON files in its directory (shaped exactly as iproute2 prints them), records every call,
  * and applies `statistic qp set link D/P auto …` to its mode file, refusing with EBUSY for the
  * links listed in `busy`, as the kernel does while QPs are bound, and with EPERM for every link
- * when a file `denied` exists (no CAP_NET_ADMIN).
+ * when a file `denied` exists (no CAP_NET_ADMIN); a turn-on of a link listed in `hang` never
+ * answers (until killed).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -23,6 +24,10 @@ else if (words === 'statistic qp mode') process.stdout.write(file('mode.json', '
 else if (words.startsWith('statistic qp set link ')) {
   const link = args[4];
   const busy = file('busy', '').split('\\n').includes(link);
+  if (!words.endsWith('auto off') && file('hang', '').split('\\n').includes(link)) {
+    setInterval(() => undefined, 60000);
+    return;
+  }
   if (fs.existsSync(path.join(dir, 'denied'))) {
     process.stderr.write('error: Operation not permitted\\n');
     process.exit(1);
@@ -38,7 +43,10 @@ else if (words.startsWith('statistic qp set link ')) {
   fs.appendFileSync(path.join(dir, 'set.log'), args.slice(4).join(' ') + '\\n');
   const modes = JSON.parse(file('mode.json', '[]'));
   for (const m of modes) if (m.ifname + '/' + m.port === link) m.mode = words.endsWith('auto off') ? 'qp auto off' : 'qp auto type,pid on' + (words.includes('optional-counters') ? ' optional-counters on' : '');
-  fs.writeFileSync(path.join(dir, 'mode.json'), JSON.stringify(modes));
+  // Written whole and renamed: sets run side by side (a restore turns links off together).
+  const tmp = path.join(dir, 'mode.json.' + process.pid);
+  fs.writeFileSync(tmp, JSON.stringify(modes));
+  fs.renameSync(tmp, path.join(dir, 'mode.json'));
 } else {
   process.stderr.write('rdma: unknown command ' + words + '\\n');
   process.exit(1);
@@ -109,6 +117,11 @@ export class FakeRdma {
 
   busy(links: readonly string[]): void {
     fs.writeFileSync(path.join(this.dir, 'busy'), links.join('\n'));
+  }
+
+  /** Turning these links on never answers: the run hangs until it is killed. */
+  hang(links: readonly string[]): void {
+    fs.writeFileSync(path.join(this.dir, 'hang'), links.join('\n'));
   }
 
   /** Every call, one line of arguments each. */

@@ -380,7 +380,8 @@ export class UverbsMap {
   /** The HCA behind `uverbsN`, or undefined when sysfs cannot say. */
   device(uverbs: string): string | undefined {
     if (this.memo.has(uverbs)) return this.memo.get(uverbs);
-    const r = readSmall(join(this.sysfs, 'class', 'infiniband_verbs', uverbs, 'ibdev'));
+    // UTF-8, as readdir gives the names of class/infiniband this is compared with.
+    const r = readSmall(join(this.sysfs, 'class', 'infiniband_verbs', uverbs, 'ibdev'), { utf8: true });
     const dev = r.ok && r.value.trim() !== '' ? r.value.trim() : undefined;
     if (!r.ok) this.problems.add('sysfs', r.kind, r.detail);
     else if (dev === undefined) this.problems.add('sysfs', 'malformed', `${uverbs}/ibdev is empty`);

@@ -14,11 +14,17 @@
  *
  * A counter can be missing from a reading and come back (an empty reading, or
  * its PID briefly absent from the job's cgroup.procs): it is remembered and
- * continues from its last value. Only a new counter starts afresh: another
- * id, none of the QPs it had, or (after an absence, when no QP tells) a value
- * below the last one seen. A counter whose QPs say it is the same one wraps
- * across an absence as it wraps between two readings. A remembered counter is forgotten when its job ends or after
- * MAX_ABSENT_READINGS readings without it; at most MAX_REMEMBERED are kept.
+ * continues from its last value; so does one counter name missing from an
+ * entry that stays. Only a new counter starts afresh: another id, or, when no
+ * QP it had is left (a driver may give a released id to the next counter) or
+ * after an absence, a value below the last one seen. A process that replaced
+ * all its QPs while the kernel kept their counter (a reconnection) shows the
+ * same id with higher values: it continues. A new counter that already
+ * counted past the old one's values passes for it and is counted short, never
+ * twice. A counter whose QPs say it is the same one wraps across an absence
+ * as it wraps between two readings. A remembered counter is forgotten when
+ * its job ends or after MAX_ABSENT_READINGS readings without it; at most
+ * MAX_REMEMBERED are kept.
  *
  * The readings are parsed in qp-parse.ts.
  */
@@ -104,7 +110,9 @@ export function accumulateQp(
     const counterKey = `${c.device} ${c.port} ${c.cntn} ${c.pid}`;
     const before = sameCounter(prev.last.get(counterKey), c, jobId);
     series.set(key, addCounter(s, before, c.values, fresh.has(key)));
-    if (last.size < MAX_REMEMBERED) last.set(counterKey, { jobId, qpns: c.qpns, values: c.values, absent: 0 });
+    // A name this entry lacks keeps its last value, so its return adds only its increase.
+    const values = before ? new Map([...before, ...c.values]) : c.values;
+    if (last.size < MAX_REMEMBERED) last.set(counterKey, { jobId, qpns: c.qpns, values, absent: 0 });
   }
   rememberAbsent(prev.last, last, alive);
   return { seq: reading.seq, series, last, counted, qps: qpCounts(reading.qps, jobOf) };
@@ -125,10 +133,10 @@ function rememberAbsent(
 
 /**
  * The last reading of the same counter, or undefined when this is a new one:
- * the PID is now another job's; the id was released and allocated again (none
- * of its QPs are the ones it had: a 32-bit counter going down would otherwise
- * pass for a wrap); or, after an absence and without QPs to tell, a value is
- * below the last one seen (a wrap then counts short, never double).
+ * the PID is now another job's; or no QP it had is left (or it was absent)
+ * and a value is below the last one seen. A 32-bit counter going down then
+ * counts as new rather than as a wrap: short, never twice. QPs all replaced
+ * with values going on is the same counter (the kernel kept it).
  */
 function sameCounter(
   before: RememberedCounter | undefined,
@@ -136,12 +144,16 @@ function sameCounter(
   jobId: string,
 ): ReadonlyMap<string, bigint> | undefined {
   if (!before || before.jobId !== jobId) return undefined;
-  if (before.qpns.length > 0 && cur.qpns.length > 0) {
-    const had = new Set(before.qpns);
-    return cur.qpns.some((n) => had.has(n)) ? before.values : undefined;
-  }
-  if (before.absent > 0 && [...cur.values].some(([name, v]) => v < (before.values.get(name) ?? 0n))) return undefined;
+  const told = before.qpns.length > 0 && cur.qpns.length > 0;
+  if (told && sharesQp(before.qpns, cur.qpns)) return before.values;
+  if (!told && before.absent === 0) return before.values;
+  if ([...cur.values].some(([name, v]) => v < (before.values.get(name) ?? 0n))) return undefined;
   return before.values;
+}
+
+function sharesQp(a: readonly number[], b: readonly number[]): boolean {
+  const had = new Set(a);
+  return b.some((n) => had.has(n));
 }
 
 /**

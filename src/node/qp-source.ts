@@ -5,7 +5,9 @@
  * reading. In manage mode it also turns per-PID QP counters on: only on links
  * whose mode is `qp auto off`, checked at start and whenever the set of links
  * changes; a link with bound QPs refuses (EBUSY) and is retried each cycle;
- * at stop it turns off exactly the links it turned on.
+ * at stop it turns off exactly the links it turned on, and the one whose
+ * turn-on the stop cut short (it was off; the set may have taken effect).
+ * A stop during turn-on starts no further link.
  */
 import type { Logger } from '../log.js';
 import {
@@ -62,8 +64,12 @@ export class QpSource implements QpReadings, Stoppable {
   private seq = 0;
   private running = false;
   private readonly runner: ChildRunner;
-  /** Links this process turned on (and the one being turned on): exactly what stop turns off. */
+  /** Links this process turned on: what stop turns off, with `cutShort`. */
   private readonly turnedOn = new Set<string>();
+  /** A link whose turn-on a stop killed: it was off, and the set may have taken effect. */
+  private cutShort: string | undefined;
+  /** The background refresh in flight, awaited (bounded) by restore. */
+  private refreshing: Promise<void> | undefined;
   private readonly retry = new Set<string>();
   private checkedLinks: string | undefined;
   private optionalCounters = true;
@@ -86,11 +92,14 @@ export class QpSource implements QpReadings, Stoppable {
     if (this.runner.isStopped || this.running) return;
     this.running = true;
     // Started after the cycle that asked: spawning is not the cycle's cost.
-    setImmediate(() => {
-      void this.refresh(links).finally(() => {
-        this.running = false;
-      });
-    });
+    this.refreshing = new Promise((resolve) =>
+      setImmediate(() => {
+        void this.refresh(links).finally(() => {
+          this.running = false;
+          resolve();
+        });
+      }),
+    );
   }
 
   /** Kills a run in flight, with everything it started, and refuses new ones. */
@@ -104,13 +113,16 @@ export class QpSource implements QpReadings, Stoppable {
    * not be turned off is logged by name.
    */
   async restore(): Promise<void> {
-    if (this.turnedOn.size === 0) return;
+    // A turn-on the stop killed settles first, so what it did is known (bounded: its run is killed).
+    if (this.refreshing && this.runner.isStopped) await settledWithin(this.refreshing, RESTORE_TIMEOUT_MS);
+    const cut = this.cutShort;
+    const links = [...this.turnedOn, ...(cut === undefined || this.turnedOn.has(cut) ? [] : [cut])].sort();
+    if (links.length === 0) return;
     const runner = new ChildRunner(
       'rdma',
       { timeoutMs: Math.min(RESTORE_TIMEOUT_MS, this.opts.timeoutMs), maxOutput: MAX_OUTPUT },
       { logger: this.opts.logger },
     );
-    const links = [...this.turnedOn].sort();
     const results = await Promise.allSettled(links.map((link) => this.turnOff(runner, link)));
     runner.stop();
     const left = links.filter((_, i) => results[i]?.status === 'rejected');
@@ -121,8 +133,10 @@ export class QpSource implements QpReadings, Stoppable {
   private async turnOff(runner: ChildRunner, link: string): Promise<void> {
     try {
       await runner.run(this.opts.path, this.argv(['statistic', 'qp', 'set', 'link', link, 'auto', 'off']));
-      this.turnedOn.delete(link);
-      this.opts.logger.info({ link }, 'per-PID QP counters turned off again (this agent turned them on)');
+      const had = this.turnedOn.delete(link);
+      if (had) this.opts.logger.info({ link }, 'per-PID QP counters turned off again (this agent turned them on)');
+      else this.opts.logger.info({ link }, 'per-PID QP counters set back to off (the stop cut their turn-on short)');
+      if (this.cutShort === link) this.cutShort = undefined;
     } catch (err) {
       this.opts.logger.warn({ link, err: (err as Error).message }, 'could not turn per-PID QP counters off again');
       throw err;
@@ -168,23 +182,28 @@ export class QpSource implements QpReadings, Stoppable {
     if (modes === undefined) return;
     this.checkedLinks = key;
     this.retry.clear();
-    for (const m of modes) if (autoOff(m.mode)) await this.turnOn(`${m.device}/${m.port}`);
+    for (const m of modes) {
+      if (this.runner.isStopped) return;
+      if (autoOff(m.mode)) await this.turnOn(`${m.device}/${m.port}`);
+    }
   }
 
   private async turnOn(link: string): Promise<void> {
     const base = ['statistic', 'qp', 'set', 'link', link, 'auto', 'type,pid', 'on'];
-    this.turnedOn.add(link);
+    this.cutShort = link;
     try {
       if (this.optionalCounters) await this.setWithOptional(base);
       else await this.runner.run(this.opts.path, this.argv(base));
+      this.turnedOn.add(link);
+      this.cutShort = undefined;
       this.opts.logger.info(
         { link, optionalCounters: this.optionalCounters },
         'per-PID QP counters turned on (auto type,pid)',
       );
     } catch (err) {
-      // Cut short by a stop, the set may have taken effect: the restore turns the link off too.
+      // Cut short by a stop, the set may have taken effect: the restore sets the link off again.
       if (this.runner.isStopped) return;
-      this.turnedOn.delete(link);
+      this.cutShort = undefined;
       this.refused(link, (err as Error).message);
     }
   }
@@ -273,4 +292,12 @@ export function uncountedWhy(link: string, mode: string | undefined): string {
   if (autoOff(mode))
     return `${unavailable}: its mode is '${mode}'; turn it on (rdma statistic qp set link ${link} auto type,pid on) or run with --qp-counters manage`;
   return `${unavailable} although its mode is '${mode}': QPs created before the mode was on are never counted, and some drivers bind no QP to a counter at all (Soft-RoCE rxe; mlx5 DEVX QPs)`;
+}
+
+/** Waits for `p` to settle, at most `ms`. */
+async function settledWithin(p: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  await Promise.race([p, late]);
+  clearTimeout(timer);
 }

@@ -9,9 +9,12 @@
  * RDMA device, zeros included: `mlx5_0 hca_handle=1 hca_object=20 `. The root
  * cgroup has no such file, nor has a cgroup whose parent does not enable the
  * controller: a missing or unparsable file is "no evidence", never zero.
+ * The file is read as UTF-8, as sysfs names are, and only the devices sysfs
+ * lists count: a name it lacks (a device gone, or a file that lies) is no
+ * HCA and makes no series.
  */
 import type { Problems } from './problems.js';
-import { failed, join, LIST_LIMIT, listSubdirs, ok, readSmall, type Read } from './roots.js';
+import { failed, join, LIST_LIMIT, listDir, listSubdirs, ok, readSmall, type Read } from './roots.js';
 import { cgroupLines, type CgroupLine } from './cgroups.js';
 
 export interface RdmaCharge {
@@ -52,9 +55,22 @@ export function parseRdmaCurrent(text: string): Read<RdmaCurrent> {
   return ok(out);
 }
 
+/** HCA names sysfs lists; undefined: sysfs could not say, every name is kept. */
+export type ListedDevices = ReadonlySet<string> | undefined;
+
+/**
+ * The HCA names sysfs lists (`class/infiniband/`), as readdir decodes them (UTF-8); undefined
+ * when the class directory cannot be listed (then readHcas fails the cycle).
+ */
+export function listedDevices(sysfs: string): ListedDevices {
+  const names = listDir(join(sysfs, 'class', 'infiniband'));
+  if (names.ok) return new Set(names.value);
+  return names.kind === 'gone' ? new Set() : undefined;
+}
+
 /** The charges of one cgroup directory; undefined (no evidence) when the file is missing, unreadable or malformed. */
-export function readRdmaCurrent(dir: string, problems: Problems): RdmaEvidence | undefined {
-  return firstRdmaCurrent([dir], problems);
+export function readRdmaCurrent(dir: string, problems: Problems, devices?: ListedDevices): RdmaEvidence | undefined {
+  return firstRdmaCurrent([dir], problems, devices);
 }
 
 /**
@@ -76,17 +92,26 @@ export function processCgroupDirs(cgroupfs: string, lines: readonly CgroupLine[]
 }
 
 /** The first charges file found among `dirs`: a malformed or unreadable one is no evidence, and counted. */
-export function firstRdmaCurrent(dirs: readonly string[], problems: Problems): RdmaEvidence | undefined {
+export function firstRdmaCurrent(
+  dirs: readonly string[],
+  problems: Problems,
+  devices?: ListedDevices,
+): RdmaEvidence | undefined {
   for (const dir of dirs) {
     const file = join(dir, 'rdma.current');
-    const r = readSmall(file);
+    const r = readSmall(file, { utf8: true });
     if (!r.ok && r.kind === 'gone') continue;
     const parsed = r.ok ? parseRdmaCurrent(r.value) : r;
-    if (parsed.ok) return { file, charges: parsed.value };
+    if (parsed.ok) return { file, charges: listedOnly(parsed.value, devices) };
     problems.add('cgroup', parsed.kind, r.ok ? `${file}: ${parsed.detail}` : parsed.detail);
     return undefined;
   }
   return undefined;
+}
+
+function listedOnly(charges: RdmaCurrent, devices: ListedDevices): RdmaCurrent {
+  if (devices === undefined) return charges;
+  return new Map([...charges].filter(([d]) => devices.has(d)));
 }
 
 /** Devices with at least one verbs context charged. */
@@ -120,6 +145,7 @@ export class ProcessCharges {
     private readonly cgroupfs: string,
     private readonly problems: Problems,
     private readonly known: ReadonlyMap<number, string> = new Map(),
+    private readonly devices?: ListedDevices,
   ) {}
 
   /** From the job cgroup scan, else /proc/<pid>/cgroup; undefined when unknown or the cgroup has no rdma.current. */
@@ -140,7 +166,7 @@ export class ProcessCharges {
   private ofDirs(dirs: readonly string[]): RdmaEvidence | undefined {
     const key = dirs.join('\0');
     if (this.byDirs.has(key)) return this.byDirs.get(key);
-    const e = firstRdmaCurrent(dirs, this.problems);
+    const e = firstRdmaCurrent(dirs, this.problems, this.devices);
     this.byDirs.set(key, e);
     return e;
   }

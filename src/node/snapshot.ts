@@ -9,9 +9,11 @@ import type { FdScanner } from './owners.js';
 import { Problems, type Problem } from './problems.js';
 import {
   chargedDevices,
+  listedDevices,
   ProcessCharges,
   rdmaControllerPresent,
   readRdmaCurrent,
+  type ListedDevices,
   type RdmaEvidence,
 } from './rdma-cgroup.js';
 import { join, procHidesProcesses, readSmall, type Roots } from './roots.js';
@@ -98,9 +100,10 @@ export function* snapshotSteps(readers: Readers, nowMs: number): Steps<NodeSnaps
   const cgroups = scanCgroups(roots.cgroupfs, problems);
   const allocationOf = new Map<number, string>();
   for (const a of cgroups.allocations) for (const pid of [...a.pids, ...a.stepdPids]) allocationOf.set(pid, a.key);
-  const rdma = jobCharges(cgroups.allocations, problems);
+  const devices = listedDevices(roots.sysfs);
+  const rdma = jobCharges(cgroups.allocations, problems, devices);
   const known = new Map(cgroups.allocations.flatMap((a) => [...(a.cgroupOf ?? [])]));
-  const charges = new ProcessCharges(roots.procfs, roots.cgroupfs, problems, known);
+  const charges = new ProcessCharges(roots.procfs, roots.cgroupfs, problems, known, devices);
   const coverage = rdmaControllerPresent(roots.cgroupfs)
     ? { test: (pid: number) => covered(pid, allocationOf, rdma, known, charges), skip: readers.readAllFds !== true }
     : undefined;
@@ -211,10 +214,14 @@ function covered(
 }
 
 /** The rdma.current of each job cgroup that has one. */
-function jobCharges(allocations: readonly Allocation[], problems: Problems): Map<string, RdmaEvidence> {
+function jobCharges(
+  allocations: readonly Allocation[],
+  problems: Problems,
+  devices: ListedDevices,
+): Map<string, RdmaEvidence> {
   const out = new Map<string, RdmaEvidence>();
   for (const a of allocations) {
-    const e = a.rdmaDir === undefined ? undefined : readRdmaCurrent(a.rdmaDir, problems);
+    const e = a.rdmaDir === undefined ? undefined : readRdmaCurrent(a.rdmaDir, problems, devices);
     if (e) out.set(a.key, e);
   }
   return out;

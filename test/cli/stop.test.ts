@@ -1,5 +1,5 @@
 /**
- * SIGTERM ends either agent promptly whatever is in flight, with exit status 0, a log line naming
+ * SIGTERM (or SIGINT, SIGHUP) ends either agent promptly whatever is in flight, with exit status 0, a log line naming
  * what was cut short, and no helper process left behind; a second signal exits at once. The
  * deadline below is generous for a loaded machine and still far below what each case took before
  * stops were bounded (15 s to never, see bench/stop-time.ts).
@@ -18,7 +18,7 @@ import {
   squeueDaemonizing,
   type StopCase,
 } from '../support/stop-cases.js';
-import { DAEMONIZE, spawnAgent, type AgentChild, type Exit } from '../support/stopping.js';
+import { DAEMONIZE, DAEMONIZE_TWICE, spawnAgent, type AgentChild, type Exit } from '../support/stopping.js';
 import { tmpDir } from '../support/tmp.js';
 import { waitFor } from '../support/tools.js';
 
@@ -72,7 +72,7 @@ function expectCleanStop(exit: Exit, agent: AgentChild): void {
   expect(agent.logged(/^stopped$/)).toBe(true);
 }
 
-describe('stopping the agents (SIGTERM, SIGINT)', () => {
+describe('stopping the agents (SIGTERM, SIGINT, SIGHUP)', () => {
   it('node agent: an OTLP endpoint refusing connections gets one last push, cut at its deadline', async () => {
     const c = await otlpRefused(tmpDir());
     const agent = start(c);
@@ -113,6 +113,15 @@ describe('stopping the agents (SIGTERM, SIGINT)', () => {
   it('node agent: an rdma that daemonized a grandchild holding its stdout leaves nothing behind', async () => {
     const c = await rdmaDaemonizing(tmpDir());
     const agent = start(c);
+    expectCleanStop(await terminate(c, agent), agent);
+    await expectNoSurvivors(c);
+  });
+
+  it('node agent: rdma runs whose daemons forked twice and closed their output leave nothing behind', async () => {
+    const c = await rdmaDaemonizing(tmpDir(), 'exit 0', DAEMONIZE_TWICE);
+    const agent = start(c);
+    // Several runs, each leaving a daemon on the old code.
+    await waitFor('three rdma runs', () => (c.standIns.lines('calls.log').length >= 3 ? true : undefined));
     expectCleanStop(await terminate(c, agent), agent);
     await expectNoSurvivors(c);
   });
@@ -160,6 +169,19 @@ describe('stopping the agents (SIGTERM, SIGINT)', () => {
     agent.signal('SIGINT');
     expectCleanStop(await exitOf(agent), agent);
     expect(agent.logs().find((l) => l.msg === 'stopping')?.signal).toBe('SIGINT');
+  });
+
+  it('SIGHUP stops the same way, and --qp-counters manage turns its links off again', async () => {
+    const c = await rdmaRestore(tmpDir(), 'exit 0');
+    const agent = start(c);
+    await waitFor('work in flight', () => c.inFlight(agent.logged) || undefined);
+    agent.signal('SIGHUP');
+    const exit = await exitOf(agent);
+    expect(exit.signal, agent.output()).toBeNull();
+    expectCleanStop(exit, agent);
+    expect(agent.logs().find((l) => l.msg === 'stopping')?.signal).toBe('SIGHUP');
+    const off = c.standIns.lines('set.log').filter((l) => l.endsWith(' off'));
+    expect(off.map((l) => l.split(' ')[0]).sort()).toEqual(MANAGED_LINKS);
   });
 
   it('a second signal exits at once, killing the helpers still running', async () => {

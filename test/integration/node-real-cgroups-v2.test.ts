@@ -10,7 +10,7 @@
  * The jobs run inside the chroot and hold stand-in character devices through the chroot's /dev:
  * read from the host their fd links say `<chroot>/dev/infiniband/uverbsN`, so only the device
  * number (stat of the fd, matched against sysfs `uverbsN/dev`) tells what they hold. Each stand-in
- * is a distinct real device (nodes at the numbers of /dev/full, /dev/zero …).
+ * is a distinct real device (nodes at the numbers of /dev/full, /dev/loop-control …).
  *
  * mlx5_0: a batch step (which also holds a regular file named after mlx5_4's uverbs number);
  * mlx5_1: two srun steps of one job; mlx5_2: two jobs; mlx5_3: a process on the host, outside

@@ -3,7 +3,7 @@
  * jobs into real cgroup v1 hierarchies (proctrack/cgroup, task/cgroup), the
  * real /proc and the real /sys/fs/cgroup. Only sysfs is synthetic (there is no
  * HCA here): job processes hold stand-in character devices at /dev/infiniband/uverbsN
- * (nodes at the numbers of /dev/full, /dev/zero …: the agent knows a holder by
+ * (nodes at the numbers of /dev/full, /dev/loop-control …: the agent knows a holder by
  * device number), and the synthetic class/infiniband_verbs maps those uverbs
  * numbers, and device numbers, to HCAs whose numbers differ from them.
  *

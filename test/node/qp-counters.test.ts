@@ -23,9 +23,9 @@ import { QpSource } from '../../src/node/qp-source.js';
 import { attributionRows } from '../../src/node/explain.js';
 import { renderLanding } from '../../src/node/landing.js';
 import { demoTree } from '../../src/demo/scenarios.js';
-import { writeTree } from '../../src/demo/nodetree.js';
+import { writeTree, type HcaSpec } from '../../src/demo/nodetree.js';
 import type { Point } from '../../src/telemetry/spec.js';
-import { nodeAgentOptions } from '../support/agents.js';
+import { nodeAgentOptions, startTestNodeAgent } from '../support/agents.js';
 import { familyKeyErrors } from '../support/catalogue-keys.js';
 import { capturingLogger } from '../support/log.js';
 import { FakeRdma, type QpCounterJson } from '../../src/demo/fake-rdma.js';
@@ -129,6 +129,26 @@ describe('per-job accumulation', () => {
       [counter(1, 1, { out_of_sequence: 5n }, [11])],
     ]);
     expect(total(reused[1] as QpState, 'A', 'out_of_sequence')).toBe(5n);
+  });
+
+  it('a process that replaced all its QPs while the kernel kept the counter continues (200, not 1,300)', () => {
+    const states = run([
+      [counter(1, 1, { rx_write_requests: 1000n }, [9])],
+      [counter(1, 1, { rx_write_requests: 1100n }, [10])],
+      [counter(1, 1, { rx_write_requests: 1200n }, [11])],
+    ]);
+    expect(states.map((s) => total(s, 'A', 'rx_write_requests'))).toEqual([0n, 100n, 200n]);
+  });
+
+  it('a counter name missing from an entry that stays continues from its last value when it returns (100, not 5,200)', () => {
+    const states = run([
+      [counter(1, 1, { out_of_sequence: 5000n, rx_write_requests: 1n })],
+      [counter(1, 1, { out_of_sequence: 5100n, rx_write_requests: 2n })],
+      [counter(1, 1, { rx_write_requests: 3n })],
+      [counter(1, 1, { out_of_sequence: 5100n, rx_write_requests: 4n })],
+    ]);
+    expect(states.map((s) => total(s, 'A', 'out_of_sequence'))).toEqual([0n, 100n, 100n, 100n]);
+    expect(total(states[3] as QpState, 'A', 'rx_write_requests')).toBe(3n);
   });
 
   it('the same reading seen twice adds nothing; ended jobs are dropped; unknown PIDs and kernel QPs count for no job', () => {
@@ -361,6 +381,34 @@ describe('--qp-counters manage with a stand-in rdma', () => {
     expect(rdma.calls().filter((l) => l === '-j statistic qp mode').length).toBe(modeReads);
     await runner.shutdown();
     expect(rdma.sets().slice(2).sort()).toEqual(['mlx5_0/1 auto off', 'mlx5_2/1 auto off']);
+  });
+
+  it('a stop during turn-on starts no further link and restores exactly the ones it changed (5 and the one cut short, not 8)', async () => {
+    const base = demoTree({ layout: 'v2', nonJobHolder: false });
+    const extra = [4, 5, 6, 7].map((i) => ({ ...(base.hcas[0] as HcaSpec), name: `mlx5_${i}`, uverbs: i }));
+    const roots = writeTree(tmpDir(), { ...base, hcas: [...base.hcas, ...extra] });
+    const rdma = new FakeRdma(tmpDir('fake-rdma-'));
+    const links = [0, 1, 2, 3, 4, 5, 6, 7].map((i) => `mlx5_${i}/1`);
+    rdma.modes(links.map((l) => ({ ifname: l.split('/')[0] as string, port: 1, mode: 'qp auto off' })));
+    rdma.hang(['mlx5_5/1']);
+    const { logger, lines } = capturingLogger();
+    const agent = await startTestNodeAgent(roots, {
+      logger,
+      qpCounters: { path: rdma.path, mode: 'manage', timeoutMs: 60_000 },
+    });
+    await waitFor('the sixth turn-on under way', () => rdma.calls().some((l) => l.includes('mlx5_5/1 auto type,pid')));
+    await agent.stop();
+    const on = links.slice(0, 5).map((l) => `${l} auto type,pid on optional-counters on`);
+    expect(rdma.sets().slice(0, 5)).toEqual(on);
+    expect(rdma.sets().slice(5).sort()).toEqual([...links.slice(0, 6)].sort().map((l) => `${l} auto off`));
+    expect(rdma.calls().filter((l) => /mlx5_[67]\/1/.test(l))).toEqual([]);
+    const said = (re: RegExp) =>
+      lines
+        .filter((l) => re.test(l.msg))
+        .map((l) => l.link as string)
+        .sort();
+    expect(said(/turned off again \(this agent turned them on\)/)).toEqual(links.slice(0, 5));
+    expect(said(/cut their turn-on short/)).toEqual(['mlx5_5/1']);
   });
 
   it('falls back to no optional counters where the tool does not take them', async () => {

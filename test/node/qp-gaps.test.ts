@@ -86,11 +86,21 @@ describe('a counter missing from a reading', () => {
   });
 });
 
-/** One step of the true counters: an increase per slot, a release (a new counter in the slot), what a reading shows. */
+const OOS = 'out_of_sequence';
+const NAMES = [NAME, OOS] as const;
+
+/**
+ * One step of the true counters, per slot: increases of both names, a release
+ * (a new counter in the slot), a reconnection (all its QPs replaced, the
+ * counter kept), whether the reading shows it, and which name its entry lacks.
+ */
 interface Step {
-  readonly inc: readonly number[];
+  readonly inc: readonly (readonly [number, number])[];
   readonly release: readonly boolean[];
+  readonly churn: readonly boolean[];
   readonly visible: readonly boolean[];
+  /** 0: the entry has both names; 1 or 2: it lacks NAMES[n - 1] (never in a counter's first entry). */
+  readonly lacks: readonly number[];
   readonly empty: boolean;
   /** A PID missing from its job's cgroup.procs in this reading (0: none). */
   readonly missingPid: number;
@@ -104,77 +114,134 @@ const SLOTS: readonly (readonly [number, number])[] = [
   [1, 4],
 ];
 
+const perSlot = <T>(arb: fc.Arbitrary<T>): fc.Arbitrary<T[]> =>
+  fc.array(arb, { minLength: SLOTS.length, maxLength: SLOTS.length });
+const sometimes = (percent: number): fc.Arbitrary<boolean> => fc.integer({ min: 0, max: 99 }).map((n) => n < percent);
+const incArb = fc.integer({ min: 0, max: 1000 });
+
 const stepArb: fc.Arbitrary<Step> = fc.record({
-  inc: fc.array(fc.integer({ min: 0, max: 1000 }), { minLength: SLOTS.length, maxLength: SLOTS.length }),
-  release: fc.array(
-    fc.integer({ min: 0, max: 99 }).map((n) => n < 15),
-    { minLength: SLOTS.length, maxLength: SLOTS.length },
-  ),
-  visible: fc.array(fc.boolean(), { minLength: SLOTS.length, maxLength: SLOTS.length }),
+  inc: perSlot(fc.tuple(incArb, incArb)),
+  release: perSlot(sometimes(15)),
+  churn: perSlot(sometimes(25)),
+  visible: perSlot(fc.boolean()),
+  lacks: perSlot(fc.integer({ min: 0, max: 5 }).map((n) => (n > 2 ? 0 : n))),
   empty: fc.boolean(),
   missingPid: fc.integer({ min: 0, max: 3 }),
 });
 
-interface Observation {
-  readonly reading: number;
-  readonly value: bigint;
+type Values = ReadonlyMap<string, bigint>;
+const merge = (a: Values, b: Values): Values => new Map([...a, ...b]);
+
+/** What the oracle knows of one slot: the true counter and the agent's last sight of the slot. */
+interface Slot {
+  gen: number;
+  churns: number;
+  values: [bigint, bigint];
+  seen?: { gen: number; values: Values };
+}
+
+/** One true counter (a slot's generation) as the agent saw it: its job, where it counts from, its last values. */
+interface Generation {
+  readonly job: string;
+  readonly base: Values;
+  last: Values;
 }
 
 /**
- * The oracle: each true counter (a slot's generation) adds what it counted
- * between its first and last observation, or its whole last value when it was
- * first observed after the job's first sight on the port.
+ * The oracle: each true counter adds what it counted between its first and
+ * last observation, or its whole last value when it was first observed after
+ * the job's first sight on the port. A new counter in a slot whose first
+ * values are all at least the slot's last ones passes for the old one (the
+ * readings cannot tell it from a reconnection): it adds from those values.
  */
 function oracle(steps: readonly Step[]): {
   readings: QpCounter[][];
   jobOf: Map<number, string>[];
-  totals: Map<string, bigint>;
+  totals: Map<string, Map<string, bigint>>;
 } {
-  const value = SLOTS.map(() => 0n);
-  const gen = SLOTS.map(() => 0);
-  const seen = new Map<string, { job: string; first: Observation; last: Observation }>();
+  const slots: Slot[] = SLOTS.map(() => ({ gen: 0, churns: 0, values: [0n, 0n] }));
+  const gens = new Map<string, Generation>();
+  const sighted = new Set<string>();
   const readings: QpCounter[][] = [];
   const jobOf: Map<number, string>[] = [];
-  steps.forEach((step, i) => {
-    SLOTS.forEach((_, k) => {
-      if (step.release[k]) {
-        gen[k] = (gen[k] ?? 0) + 1;
-        value[k] = 0n;
-      }
-      value[k] = (value[k] ?? 0n) + BigInt(step.inc[k] ?? 0);
-    });
+  steps.forEach((step) => {
+    slots.forEach((slot, k) => advance(slot, step, k));
     const table = new Map([...JOBS].filter(([pid]) => pid !== step.missingPid));
-    const shown = SLOTS.flatMap(([pid, cntn], k) =>
-      step.empty || !step.visible[k] ? [] : [{ k, c: counter(pid, cntn, value[k] ?? 0n, [1000 * k + (gen[k] ?? 0)]) }],
-    );
-    for (const { k, c } of shown) {
-      const job = table.get(c.pid ?? 0);
-      if (job === undefined) continue;
-      const id = `${k}/${gen[k]}`;
-      const obs = { reading: i, value: c.values.get(NAME) ?? 0n };
-      const was = seen.get(id);
-      seen.set(id, { job, first: was?.first ?? obs, last: obs });
-    }
-    readings.push(shown.map((s) => s.c));
+    const shown: QpCounter[] = [];
+    const firstSightNow = new Set<string>();
+    slots.forEach((slot, k) => {
+      const [pid, cntn] = SLOTS[k] ?? [0, 0];
+      if (step.empty || !step.visible[k]) return;
+      const id = `${k}/${slot.gen}`;
+      const lacks = gens.has(id) ? (step.lacks[k] ?? 0) : 0;
+      const values = new Map(NAMES.map((n, j) => [n, slot.values[j] ?? 0n] as const).filter((_, j) => j !== lacks - 1));
+      shown.push({
+        device: 'mlx5_1',
+        port: '1',
+        cntn,
+        pid,
+        qpns: [k * 1_000_000 + slot.gen * 1000 + slot.churns],
+        values,
+      });
+      const job = table.get(pid);
+      if (job === undefined) return;
+      if (!sighted.has(job)) firstSightNow.add(job);
+      observe(gens, slot, id, job, values, firstSightNow.has(job));
+    });
+    for (const job of firstSightNow) sighted.add(job);
+    readings.push(shown);
     jobOf.push(table);
   });
-  const firstSight = new Map<string, number>();
-  for (const o of seen.values()) firstSight.set(o.job, Math.min(firstSight.get(o.job) ?? Infinity, o.first.reading));
-  const totals = new Map<string, bigint>();
-  for (const o of seen.values()) {
-    const base = o.first.reading === firstSight.get(o.job) ? o.first.value : 0n;
-    totals.set(o.job, (totals.get(o.job) ?? 0n) + o.last.value - base);
+  const totals = new Map<string, Map<string, bigint>>();
+  for (const g of gens.values()) {
+    const t = totals.get(g.job) ?? new Map<string, bigint>();
+    for (const n of NAMES) t.set(n, (t.get(n) ?? 0n) + (g.last.get(n) ?? 0n) - (g.base.get(n) ?? 0n));
+    totals.set(g.job, t);
   }
   return { readings, jobOf, totals };
 }
 
+function advance(slot: Slot, step: Step, k: number): void {
+  if (step.release[k]) {
+    slot.gen += 1;
+    slot.values = [0n, 0n];
+  } else if (step.churn[k]) slot.churns += 1;
+  const [a, b] = step.inc[k] ?? [0, 0];
+  slot.values = [slot.values[0] + BigInt(a), slot.values[1] + BigInt(b)];
+}
+
+function observe(
+  gens: Map<string, Generation>,
+  slot: Slot,
+  id: string,
+  job: string,
+  values: Values,
+  firstSight: boolean,
+): void {
+  const g = gens.get(id);
+  if (g) {
+    g.last = merge(g.last, values);
+    slot.seen = { gen: slot.gen, values: merge(slot.seen?.values ?? new Map(), values) };
+    return;
+  }
+  const before = slot.seen?.values;
+  const passes = before !== undefined && [...values].every(([n, v]) => v >= (before.get(n) ?? 0n));
+  const base = firstSight ? values : passes ? before : new Map<string, bigint>();
+  gens.set(id, { job, base, last: values });
+  slot.seen = { gen: slot.gen, values: passes ? merge(before, values) : values };
+}
+
 describe('per-job totals against an oracle (property)', () => {
-  it('equal the true counts whatever readings lack a counter or a PID, within MAX_ABSENT_READINGS', () => {
+  it('equal the true counts whatever readings lack a counter, a name or a PID, and across reconnections', () => {
     fc.assert(
       fc.property(fc.array(stepArb, { minLength: 1, maxLength: MAX_ABSENT_READINGS + 1 }), (steps) => {
         const { readings, jobOf, totals } = oracle(steps);
         const s = fold(readings, jobOf);
-        for (const job of ['A', 'B']) expect(total(s, job) ?? 0n).toBe(totals.get(job) ?? 0n);
+        for (const job of ['A', 'B'])
+          for (const n of NAMES) {
+            const got = s.series.get(`${job} mlx5_1 1`)?.values.get(n) ?? 0n;
+            expect(got).toBe(totals.get(job)?.get(n) ?? 0n);
+          }
       }),
       { numRuns: 500 },
     );

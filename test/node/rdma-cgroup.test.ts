@@ -43,6 +43,8 @@ interface Setup {
   procs?: Record<number, RdmaSpec>;
   /** /proc/<pid>/cgroup replaced, by PID. */
   cgroups?: Record<number, string>;
+  /** HCAs renamed: demo name → the name sysfs, ibdev and rdma.current give. */
+  names?: Record<string, string>;
 }
 
 /**
@@ -61,7 +63,8 @@ function node(s: Setup = {}): TreeRoots {
     ...(s.jobs?.[j.jobId] ? { rdma: s.jobs[j.jobId] } : {}),
     steps: j.steps.map((st) => ({ ...st, tasks: st.tasks.map(proc) })),
   }));
-  return writeTree(tmpDir(), { ...base, jobs, others: base.others.map(proc) });
+  const hcas = base.hcas.map((h) => ({ ...h, name: s.names?.[h.name] ?? h.name }));
+  return writeTree(tmpDir(), { ...base, hcas, jobs, others: base.others.map(proc) });
 }
 
 /**
@@ -247,6 +250,47 @@ describe('attribution with rdma cgroup evidence', () => {
       ['918001', 'mlx5_2', 0],
       ['918001', 'mlx5_3', 0],
     ]);
+  });
+});
+
+describe('device names in rdma.current', () => {
+  /** 100 names sysfs does not list, each charged. */
+  const ghosts: RdmaSpec = Object.fromEntries(
+    Array.from({ length: 100 }, (_, i) => [`ghost_${i}`, { handles: 1, objects: 3 }]),
+  );
+  const seriesCount = (c: Cycle) => c.families.reduce((n, f) => n + f.points.length, 0);
+
+  it('counts only the devices sysfs lists: 100 ghost names make no series and no holder', () => {
+    const plain = cycle(node({ jobs: { '918001': { mlx5_0: { handles: 2, objects: 40 } } } }));
+    const c = cycle(
+      node({
+        jobs: { '918001': { mlx5_0: { handles: 2, objects: 40 }, ...ghosts } },
+        procs: { 900: ghosts },
+      }),
+      [900],
+    );
+    expect(seriesCount(c)).toBe(seriesCount(plain));
+    expect(points(c, NODE_METRICS.jobRdmaHandles.name).map((p) => p.attributes.device)).toEqual([
+      'mlx5_0',
+      'mlx5_1',
+      'mlx5_2',
+      'mlx5_3',
+    ]);
+    expect([...c.snapshot.holders.keys()].filter((d) => !d.startsWith('mlx5_'))).toEqual([]);
+    // Charged on no HCA of this node: proven idle, not a holder of 100 devices.
+    expect(c.snapshot.unreadable[0]).toMatchObject({ pid: 900, effect: 'cleared', rdma: { charged: [] } });
+    expect(statuses(c)).toEqual(EXACT);
+  });
+
+  it('a non-ASCII HCA name is read as UTF-8 in ibdev and rdma.current alike: its holders are found', () => {
+    const names = { mlx5_0: 'hca_ö0', mlx5_3: 'hca_µ3' };
+    const c = cycle(
+      node({ names, jobs: { '918004': { mlx5_2: { handles: 1, objects: 5 }, hca_µ3: { handles: 1, objects: 2 } } } }),
+    );
+    expect(statuses(c)).toEqual({ hca_ö0: 'sole', mlx5_1: 'shared', mlx5_2: 'sole', hca_µ3: 'sole' });
+    expect(c.attribution.verdicts.find((v) => v.device === 'hca_ö0')?.soleJobId).toBe('918001');
+    expect(c.attribution.verdicts.find((v) => v.device === 'hca_µ3')?.soleJobId).toBe('918004');
+    expect(c.snapshot.gaps).toEqual([]);
   });
 });
 

@@ -1,38 +1,81 @@
 /**
  * Character devices that stand in for uverbs devices on a host without HCAs. The node agent knows a
  * holder by the device number its fd refers to, so a stand-in must be a real device a process can
- * open: a node made with mknod at the numbers of one every Linux has (/dev/full is 1:7), with
- * sysfs's `uverbsN/dev` giving those numbers. Each stand-in is a distinct device, and one that no
- * process holds when it is picked, so only the test's own processes hold it.
+ * open: a node made with mknod at the numbers of a device the kernel has, with sysfs's
+ * `uverbsN/dev` giving those numbers. Each stand-in is a distinct device, one that nothing on the
+ * host opens in passing (not /dev/zero, /dev/null, /dev/random, /dev/urandom, /dev/fuse, which
+ * any process or another test may hold), and one no process holds when it is picked, so only the
+ * test's own processes hold it.
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import { deviceNumber } from '../../src/node/roots.js';
 
-/** Devices that open without effect (no reads, no ioctls follow), in order of preference. */
-const POOL = ['/dev/full', '/dev/zero', '/dev/random', '/dev/urandom', '/dev/fuse', '/dev/net/tun'];
+/**
+ * Devices that open without effect (no reads or ioctls follow) and that only a tool meant for
+ * them opens, in order of preference. Where the kernel fixes the numbers (`dev`), a node is made
+ * at them when the driver is registered (/proc/misc) even if /dev has no such node; the others
+ * (dynamic misc minors) count only with their node in /dev.
+ */
+const POOL: readonly { readonly of: string; readonly dev?: string }[] = [
+  { of: '/dev/full', dev: '1:7' },
+  { of: '/dev/loop-control', dev: '10:237' },
+  { of: '/dev/btrfs-control', dev: '10:234' },
+  { of: '/dev/uhid', dev: '10:239' },
+  { of: '/dev/uinput', dev: '10:223' },
+  { of: '/dev/vhost-vsock', dev: '10:241' },
+  { of: '/dev/vhost-net', dev: '10:238' },
+  { of: '/dev/net/tun', dev: '10:200' },
+  { of: '/dev/kvm', dev: '10:232' },
+  { of: '/dev/userfaultfd' },
+  { of: '/dev/vsock' },
+];
 
-/** Device numbers every process on the host holds an fd on now (stat of every fd). */
-export function heldDevices(): Set<string> {
-  const held = new Set<string>();
+/** A process holding an fd on a device. */
+export interface Holder {
+  readonly pid: number;
+  readonly comm: string;
+}
+
+/** Every process holding an fd on a character device now, by device number (stat of every fd). */
+export function heldDevices(): Map<string, Holder[]> {
+  const held = new Map<string, Holder[]>();
   for (const pid of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
-    let fds: string[];
-    try {
-      fds = fs.readdirSync(`/proc/${pid}/fd`);
-    } catch {
-      continue;
-    }
-    for (const fd of fds) {
-      try {
-        const st = fs.statSync(`/proc/${pid}/fd/${fd}`, { throwIfNoEntry: false });
-        if (st?.isCharacterDevice()) held.add(deviceNumber(st.rdev));
-      } catch {
-        // unreadable (another namespace's PID 1 on some hosts): what it holds cannot be known here
-      }
+    for (const dev of charDevicesOf(pid)) {
+      const list = held.get(dev) ?? [];
+      list.push({ pid: Number(pid), comm: commOf(pid) });
+      held.set(dev, list);
     }
   }
   return held;
+}
+
+function charDevicesOf(pid: string): Set<string> {
+  const out = new Set<string>();
+  let fds: string[];
+  try {
+    fds = fs.readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return out;
+  }
+  for (const fd of fds) {
+    try {
+      const st = fs.statSync(`/proc/${pid}/fd/${fd}`, { throwIfNoEntry: false });
+      if (st?.isCharacterDevice()) out.add(deviceNumber(st.rdev));
+    } catch {
+      // unreadable (another namespace's PID 1 on some hosts): what it holds cannot be known here
+    }
+  }
+  return out;
+}
+
+function commOf(pid: string): string {
+  try {
+    return fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '?';
+  }
 }
 
 export interface StandIn {
@@ -42,19 +85,56 @@ export interface StandIn {
   readonly of: string;
 }
 
-/** `count` distinct devices of the pool that exist here and that no process holds now. */
+/** Misc device minors the kernel has registered. */
+function registeredMisc(): Set<string> {
+  try {
+    return new Set(
+      fs
+        .readFileSync('/proc/misc', 'utf8')
+        .split('\n')
+        .map((l) => l.trim().split(/\s+/)[0])
+        .filter((m): m is string => m !== undefined && m !== '')
+        .map((m) => `10:${m}`),
+    );
+  } catch {
+    return new Set();
+  }
+}
+
+/** The devices of the pool a stand-in can be made of here: a node in /dev, or a registered misc minor. */
+export function standInPool(): StandIn[] {
+  const misc = registeredMisc();
+  const out: StandIn[] = [];
+  for (const p of POOL) {
+    const st = fs.statSync(p.of, { throwIfNoEntry: false });
+    const dev = st?.isCharacterDevice()
+      ? deviceNumber(st.rdev)
+      : p.dev !== undefined && misc.has(p.dev)
+        ? p.dev
+        : undefined;
+    if (dev !== undefined && !out.some((s) => s.dev === dev)) out.push({ dev, of: p.of });
+  }
+  return out;
+}
+
+/**
+ * `count` distinct devices of the pool that no process holds now; when there are fewer, the error
+ * names the processes holding the others.
+ */
 export function pickStandIns(count: number): StandIn[] {
   const held = heldDevices();
-  const out: StandIn[] = [];
-  for (const of of POOL) {
-    const st = fs.statSync(of, { throwIfNoEntry: false });
-    if (!st?.isCharacterDevice()) continue;
-    const dev = deviceNumber(st.rdev);
-    if (held.has(dev) || out.some((s) => s.dev === dev)) continue;
-    out.push({ dev, of });
-    if (out.length === count) return out;
-  }
-  throw new Error(`only ${out.length} of ${count} unheld character devices among ${POOL.join(', ')}`);
+  const pool = standInPool();
+  const out = pool.filter((s) => !held.has(s.dev)).slice(0, count);
+  if (out.length === count) return out;
+  const holders = pool
+    .filter((s) => held.has(s.dev))
+    .map(
+      (s) => `${s.of} (${s.dev}) held by ${(held.get(s.dev) ?? []).map((h) => `PID ${h.pid} (${h.comm})`).join(', ')}`,
+    );
+  throw new Error(
+    `only ${out.length} of ${count} stand-in devices are free among ${pool.map((s) => s.of).join(', ')}` +
+      (holders.length > 0 ? `: ${holders.join('; ')}` : ''),
+  );
 }
 
 /**

@@ -97,12 +97,13 @@ export async function squeueDaemonizing(dir: string): Promise<StopCase> {
 }
 
 /**
- * Node agent whose rdma daemonizes a grandchild that keeps stdout open, then exits (`then`
- * 'exit 0') or hangs ('exec sleep 600'). Each run is one line of calls.log.
+ * Node agent whose rdma daemonizes a grandchild that keeps stdout open (or, with
+ * DAEMONIZE_TWICE, a daemon that forked twice and closed it), then exits (`then` 'exit 0') or
+ * hangs ('exec sleep 600'). Each run is one line of calls.log.
  */
-export async function rdmaDaemonizing(dir: string, then = 'exit 0'): Promise<StopCase> {
+export async function rdmaDaemonizing(dir: string, then = 'exit 0', daemonize = DAEMONIZE): Promise<StopCase> {
   const s = new StandIns(dir);
-  const rdma = s.script('rdma', `echo "$*" >> "$D/calls.log"\n${DAEMONIZE}\n${then}`);
+  const rdma = s.script('rdma', `echo "$*" >> "$D/calls.log"\n${daemonize}\n${then}`);
   return {
     args: [...nodeArgs(dir), '--qp-counters', 'observe', '--rdma-path', rdma],
     inFlight: () => s.pids().length >= 2,

@@ -106,45 +106,63 @@ export function spawnAgent(args: readonly string[], killAfterMs = 120_000): Agen
   };
 }
 
-/** Whether a process is alive: its /proc entry exists and it is not a zombie. */
-export function alive(pid: number): boolean {
+/** Whether a process is alive: its /proc entry exists and it is not a zombie (and, given `start`, started then). */
+export function alive(pid: number, start?: number): boolean {
+  const s = procStat(pid);
+  return s !== undefined && s.state !== 'Z' && (start === undefined || s.start === start);
+}
+
+/** State, process group and start time (clock ticks since boot, field 22) from /proc/<pid>/stat. */
+export function procStat(pid: number): { state: string; pgid: number; start: number } | undefined {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { state: f[0] ?? '', pgid: Number(f[2]), start: Number(f[19]) };
   } catch {
-    return false;
+    return undefined;
   }
 }
 
+/** A process recorded by a stand-in: its pid and start time, which tell it from a later process given the same pid. */
+export interface Recorded {
+  readonly pid: number;
+  readonly start: number;
+}
+
 /**
- * A directory of stand-in commands. Every process a stand-in starts writes its pid to `pids`
- * first, so a test can tell which of them outlive the agent.
+ * A directory of stand-in commands. Every process a stand-in starts writes its pid and start
+ * time to `pids` first (with `$D/record`, which records the shell that runs it), so a test can
+ * tell which of them outlive the agent, and a clean-up kills only them.
  */
 export class StandIns {
   readonly pidFile: string;
 
   constructor(readonly dir: string) {
     this.pidFile = path.join(dir, 'pids');
+    const record = `echo "$PPID $(sed 's/.*) //' /proc/$PPID/stat | cut -d' ' -f20)" >> '${this.pidFile}'`;
+    fs.writeFileSync(path.join(dir, 'record'), `#!/bin/sh\n${record}\n`, { mode: 0o755 });
+    // A daemon's last stage for DAEMONIZE_TWICE: recorded, then asleep.
+    fs.writeFileSync(path.join(dir, 'daemon'), `#!/bin/sh\n'${dir}/record'\nexec sleep 600\n`, { mode: 0o755 });
   }
 
   /** A `/bin/sh` script `name` whose body runs after recording its pid. */
   script(name: string, body: string): string {
     const file = path.join(this.dir, name);
-    fs.writeFileSync(file, `#!/bin/sh\nD='${this.dir}'\necho $$ >> "$D/pids"\n${body}\n`, { mode: 0o755 });
+    fs.writeFileSync(file, `#!/bin/sh\nD='${this.dir}'\n"$D/record"\n${body}\n`, { mode: 0o755 });
     return file;
+  }
+
+  /** The processes recorded so far. */
+  recorded(): Recorded[] {
+    return this.lines('pids').map((l) => {
+      const [pid, start] = l.split(' ').map(Number);
+      return { pid: pid ?? 0, start: start ?? 0 };
+    });
   }
 
   /** The pids recorded so far. */
   pids(): number[] {
-    try {
-      return fs
-        .readFileSync(this.pidFile, 'utf8')
-        .split('\n')
-        .filter((l) => l !== '')
-        .map(Number);
-    } catch {
-      return [];
-    }
+    return this.recorded().map((r) => r.pid);
   }
 
   /** The lines of a file in the directory ([] when it does not exist yet). */
@@ -159,19 +177,27 @@ export class StandIns {
     }
   }
 
-  /** The recorded processes still alive. */
+  /** The recorded processes still alive (a later process given the same pid is not one). */
   survivors(): number[] {
-    return this.pids().filter(alive);
+    return this.recorded()
+      .filter((r) => alive(r.pid, r.start))
+      .map((r) => r.pid);
   }
 
-  /** Kills whatever is still alive, with the process groups the recorded processes lead (cleanup). */
+  /**
+   * Kills whatever recorded is still alive, with the process groups they still lead (cleanup).
+   * A pid whose process has another start time was given to someone else: left alone, and so is
+   * the group it leads.
+   */
   killAll(): void {
-    for (const pid of this.pids()) {
-      for (const target of [-pid, pid]) {
+    for (const r of this.recorded()) {
+      const s = procStat(r.pid);
+      if (s === undefined || s.start !== r.start) continue;
+      for (const target of s.pgid === r.pid ? [-r.pid, r.pid] : [r.pid]) {
         try {
           process.kill(target, 'SIGKILL');
         } catch {
-          // gone, or not a group leader
+          // gone meanwhile
         }
       }
     }
@@ -185,8 +211,19 @@ export class StandIns {
  */
 export const DAEMONIZE = [
   'n0=$(wc -l < "$D/pids")',
-  `setsid sh -c 'echo $$ >> "$0"; exec sleep 600' "$D/pids" &`,
+  `setsid sh -c '"$0"; exec sleep 600' "$D/record" &`,
   'i=0; while [ "$(wc -l < "$D/pids")" -le "$n0" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done',
+].join('\n');
+
+/**
+ * Shell that daemonizes as daemon(3) does: a child in a session of its own forks the daemon and
+ * exits, and neither keeps the run's output (stdin, stdout and stderr on /dev/null), so no pipe
+ * leads to them. It returns once both have recorded themselves, at most 5 s later.
+ */
+export const DAEMONIZE_TWICE = [
+  'n0=$(wc -l < "$D/pids")',
+  `setsid sh -c '"$0"; "$1" & exit 0' "$D/record" "$D/daemon" </dev/null >/dev/null 2>&1 &`,
+  'i=0; while [ "$(wc -l < "$D/pids")" -le "$((n0 + 1))" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done',
 ].join('\n');
 
 /** A TCP server on 127.0.0.1 that accepts connections and never answers. */
