@@ -37,12 +37,13 @@ export interface Holder {
   readonly comm: string;
 }
 
-/** Every process holding an fd on a character device now, by device number (stat of every fd). */
+/** Every process holding an fd on a character device now, by device number (stat of its fds). */
 export function heldDevices(): Map<string, Holder[]> {
   const held = new Map<string, Holder[]>();
+  const fuse = fuseMounts();
   for (const pid of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
-    for (const dev of charDevicesOf(pid)) {
+    for (const dev of charDevicesOf(pid, fuse)) {
       const list = held.get(dev) ?? [];
       list.push({ pid: Number(pid), comm: commOf(pid) });
       held.set(dev, list);
@@ -51,7 +52,21 @@ export function heldDevices(): Map<string, Holder[]> {
   return held;
 }
 
-function charDevicesOf(pid: string): Set<string> {
+/**
+ * Where FUSE filesystems are mounted now: a stat of a file there may never return (the FUSE tests
+ * mount some whose getattr blocks), so these helpers never stat an fd whose path is under one.
+ */
+function fuseMounts(): string[] {
+  return fs
+    .readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' '))
+    .filter((f) => /^fuse/.test(f[f.indexOf('-', 6) + 1] ?? ''))
+    .map((f) => `${f[4] as string}/`);
+}
+
+/** The character devices `pid`'s fds refer to (stat of each fd that is a path outside FUSE mounts). */
+function charDevicesOf(pid: string, fuse: readonly string[]): Set<string> {
   const out = new Set<string>();
   let fds: string[];
   try {
@@ -61,6 +76,8 @@ function charDevicesOf(pid: string): Set<string> {
   }
   for (const fd of fds) {
     try {
+      const link = fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
+      if (!link.startsWith('/') || fuse.some((m) => link.startsWith(m))) continue;
       const st = fs.statSync(`/proc/${pid}/fd/${fd}`, { throwIfNoEntry: false });
       if (st?.isCharacterDevice()) out.add(deviceNumber(st.rdev));
     } catch {
@@ -191,24 +208,5 @@ export async function leaseStandIns(timeoutMs = 600_000): Promise<() => void> {
 
 /** PIDs whose fds refer to the device `dev` (`major:minor`), by stat: what the agent should find. */
 export function holdersOfDevice(dev: string): number[] {
-  const out: number[] = [];
-  for (const pid of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    let fds: string[];
-    try {
-      fds = fs.readdirSync(`/proc/${pid}/fd`);
-    } catch {
-      continue;
-    }
-    const holds = fds.some((fd) => {
-      try {
-        const st = fs.statSync(`/proc/${pid}/fd/${fd}`, { throwIfNoEntry: false });
-        return st?.isCharacterDevice() === true && deviceNumber(st.rdev) === dev;
-      } catch {
-        return false;
-      }
-    });
-    if (holds) out.push(Number(pid));
-  }
-  return out;
+  return (heldDevices().get(dev) ?? []).map((h) => h.pid);
 }
