@@ -59,6 +59,8 @@ export class NodeRunner implements Collecting {
   private readonly history = new CounterHistory();
   /** Aborted at stop: a cycle in flight ends at its next pause. */
   private readonly stopping = new AbortController();
+  /** Settles when the last cycle asked for has ended. */
+  private queue: Promise<void> = Promise.resolve();
   private landingPage: Body = htmlBody(
     '<!doctype html><title>slurm-otel</title><p>No cycle has completed yet.</p>',
     503,
@@ -100,7 +102,20 @@ export class NodeRunner implements Collecting {
     return this.lastCycle;
   }
 
-  async cycle(): Promise<Cycle> {
+  /**
+   * Runs a cycle once the one in flight (if any) has ended: a cycle yields while it reads, and two
+   * at once on one collector would interleave its state (the timer's and a test's cycleNow).
+   */
+  cycle(): Promise<Cycle> {
+    const next = this.queue.then(() => this.runCycle());
+    this.queue = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    return next;
+  }
+
+  private async runCycle(): Promise<Cycle> {
     const c = await this.collector.cycleYielding(this.stopping.signal);
     if (c.failed !== undefined) {
       this.recordFailure(c, c.failed);

@@ -11,7 +11,7 @@ import { prometheusName } from '../../src/telemetry/spec.js';
 import { startReceiver, type Receiver } from '../support/otlp-receiver.js';
 import { nodeAgentOptions } from '../support/agents.js';
 import { FakeRdma } from '../../src/demo/fake-rdma.js';
-import { asUnprivileged, deny, tmpDir } from '../support/tmp.js';
+import { asUnprivilegedAsync, deny, tmpDir } from '../support/tmp.js';
 import { waitFor } from '../support/tools.js';
 
 let agent: NodeAgent | undefined;
@@ -140,7 +140,7 @@ describe('node agent over HTTP', () => {
     const classDir = path.join(opts.collector.roots.sysfs, 'class/infiniband');
     deny(classDir);
     const running = agent;
-    const failed = await asUnprivileged(() => running.cycleNow()).finally(() => fs.chmodSync(classDir, 0o755));
+    const failed = await asUnprivilegedAsync(() => running.cycleNow()).finally(() => fs.chmodSync(classDir, 0o755));
     expect(failed.failed).toMatch(/EACCES/);
     expect(agent.last()).not.toBe(failed);
     expect((await get(`${agent.metricsUrl}/metrics`)).body.toString()).toBe(before);

@@ -20,7 +20,7 @@ import type { Point } from '../../src/telemetry/spec.js';
 import { nodeAgentOptions } from '../support/agents.js';
 import { capturingLogger } from '../support/log.js';
 import { slurmTreesOnHost } from '../support/host.js';
-import { asUnprivileged, deny, tmpDir } from '../support/tmp.js';
+import { asUnprivileged, asUnprivilegedAsync, deny, tmpDir } from '../support/tmp.js';
 
 const BIN = path.resolve('dist/src/cli/main.js');
 
@@ -207,8 +207,8 @@ describe('the agent log', () => {
     deny(path.join(roots.procfs, '900', 'fd'));
     const { logger, lines } = capturingLogger();
     const runner = new NodeRunner(nodeAgentOptions(roots, { logger }));
-    await asUnprivileged(() => runner.cycle());
-    await asUnprivileged(() => runner.cycle());
+    await asUnprivilegedAsync(() => runner.cycle());
+    await asUnprivilegedAsync(() => runner.cycle());
     await runner.shutdown();
     expect(runner.landing.text).toMatch(
       /<tr data-pid="900" data-effect="node"><td>900<\/td><td>slurmd<\/td><td><code>\/system.slice\/slurmd.service<\/code><\/td><td>EACCES<\/td><td>outside<\/td>/,

@@ -40,6 +40,18 @@ export function asUnprivileged<T>(fn: () => T): T {
   }
 }
 
+/** As asUnprivileged, for work that runs over several turns of the event loop (a yielding cycle). */
+export async function asUnprivilegedAsync<T>(fn: () => Promise<T>): Promise<T> {
+  const euid = process.geteuid?.();
+  if (euid !== 0 || !process.seteuid) return fn();
+  process.seteuid(NOBODY);
+  try {
+    return await fn();
+  } finally {
+    process.seteuid(0);
+  }
+}
+
 /** Makes a file or directory unreadable (for a non-root reader). */
 export function deny(p: string): void {
   fs.chmodSync(p, 0o000);
