@@ -1,0 +1,260 @@
+/**
+ * The project's Collector configs in the real OpenTelemetry Collector (built by
+ * scripts/collector/build.sh from scripts/collector/manifest.yaml), end to end with real programs
+ * only: two node agent processes on a synthetic node tree push OTLP/HTTP (one protobuf, one JSON)
+ * to the node-local Collector (otel-config/collector-agent.yaml), which forwards OTLP/gRPC to the
+ * gateway (otel-config/collector-gateway.yaml), which serves :8889 and remote-writes into a real
+ * Prometheus. Per family, what arrives equals the agents' direct /metrics, with the mapping that
+ * deploy/README.md documents. The configs are loaded as shipped; only their listen addresses are
+ * moved to free loopback ports (a second config merged over the first).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeTree } from '../../src/demo/nodetree.js';
+import { CounterDrift, demoTree } from '../../src/demo/scenarios.js';
+import { parse } from 'yaml';
+import {
+  COLLECTOR_COMPONENTS,
+  collectorPath,
+  shouldRunCollector,
+  startCollector,
+  warningLines,
+  type RunningCollector,
+} from '../support/collector.js';
+import { parseExposition, type Sample } from '../support/exposition.js';
+import { startNodeAgentProcess, type AgentProcess } from '../support/node-agent-process.js';
+import { treeFlags } from '../support/node-tree.js';
+import { startPrometheus, type PrometheusServer } from '../support/prometheus.js';
+import { findTool, freePort, run, shouldRun, stopChild, toolPath, waitFor } from '../support/tools.js';
+
+const AGENT_CONFIG = 'otel-config/collector-agent.yaml';
+const GATEWAY_CONFIG = 'otel-config/collector-gateway.yaml';
+const CLUSTER = 'coltest';
+const prometheus = findTool('prometheus', 'prometheus');
+const runCollector = shouldRunCollector();
+
+describe.runIf(runCollector)('the Collector configs as shipped', () => {
+  it('the build holds exactly the components test/delivery allows the configs to name', async () => {
+    const r = await run(collectorPath(), ['components']);
+    expect(r.code, r.stderr).toBe(0);
+    const listed = parse(r.stdout) as Record<string, { name: string }[] | null>;
+    const kinds = Object.keys(COLLECTOR_COMPONENTS) as (keyof typeof COLLECTOR_COMPONENTS)[];
+    const names = (k: keyof typeof COLLECTOR_COMPONENTS): string[] => (listed[k] ?? []).map((c) => c.name).sort();
+    expect(Object.fromEntries(kinds.map((k) => [k, names(k)]))).toEqual(
+      Object.fromEntries(kinds.map((k) => [k, [...COLLECTOR_COMPONENTS[k]].sort()])),
+    );
+  });
+
+  it.each([AGENT_CONFIG, GATEWAY_CONFIG])('%s passes `otelcol validate` without a warning', async (config) => {
+    const r = await run(collectorPath(), ['validate', '--config', `file:${path.resolve(config)}`]);
+    const out = r.stdout + r.stderr;
+    expect({ code: r.code, warnings: warningLines(out) }, out).toEqual({ code: 0, warnings: [] });
+  });
+});
+
+/** The listen addresses of one Collector, all on free loopback ports. */
+interface Ports {
+  readonly grpc: number;
+  readonly http: number;
+  readonly health: number;
+  readonly telemetry: number;
+}
+
+async function ports(): Promise<Ports> {
+  return { grpc: await freePort(), http: await freePort(), health: await freePort(), telemetry: await freePort() };
+}
+
+/** The second config: the shipped file's listen addresses moved to `p` on 127.0.0.1. */
+function listenOn(p: Ports, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    extensions: { health_check: { endpoint: `127.0.0.1:${p.health}` } },
+    receivers: {
+      otlp: { protocols: { grpc: { endpoint: `127.0.0.1:${p.grpc}` }, http: { endpoint: `127.0.0.1:${p.http}` } } },
+    },
+    service: {
+      telemetry: {
+        metrics: { readers: [{ pull: { exporter: { prometheus: { host: '127.0.0.1', port: p.telemetry } } } }] },
+      },
+    },
+    ...extra,
+  };
+}
+
+/** One sample as a comparable line: name, sorted labels, value. */
+function line(name: string, labels: Readonly<Record<string, string>>, value: number | string): string {
+  const l = Object.entries(labels)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+    .join(',');
+  return `${name}{${l}} ${Number(value)}`;
+}
+
+/**
+ * What the Collector path must deliver for one agent's direct scrape (the mapping deploy/README.md
+ * documents): every family keeps its name, labels and value; each series gains job (the agent's
+ * service.name), instance (its host.name, through service.instance.id) and slurm_cluster;
+ * target_info's service_name label becomes job and its host_name stays.
+ */
+function expectedFromDirect(direct: readonly Sample[], nodeName: string): string[] {
+  return direct.map((s) => {
+    if (s.name !== 'target_info')
+      return line(s.name, { ...s.labels, job: 'slurm-otel-node', instance: nodeName, slurm_cluster: CLUSTER }, s.value);
+    const { service_name: job, ...rest } = s.labels;
+    return line(s.name, { ...rest, job: job as string, instance: nodeName, slurm_cluster: CLUSTER }, s.value);
+  });
+}
+
+/**
+ * The one name the Collector changes, on :8889 and in remote write alike (a flaw of its name
+ * translation in this release: for the unit By/s it appends `_per_second` even when the name
+ * already ends in it). deploy/README.md says so beside the mapping.
+ */
+const COLLECTOR_RENAMES: Readonly<Record<string, string>> = {
+  ib_slurm_device_port_rate_bytes_per_second: 'ib_slurm_device_port_rate_bytes_per_second_per_second',
+};
+
+function renamed(lines: readonly string[], renames: Readonly<Record<string, string>>): string[] {
+  return lines.map((l) => {
+    const name = l.slice(0, l.indexOf('{'));
+    return (renames[name] ?? name) + l.slice(name.length);
+  });
+}
+
+const ours = (name: string): boolean => name.startsWith('ib_slurm_') || name === 'target_info';
+
+/** Waits until `actual()` equals `expected` (sorted), then asserts it (a timeout shows the last difference). */
+async function eventuallyEqual(what: string, expected: string[], actual: () => Promise<string[]>): Promise<void> {
+  const want = [...expected].sort();
+  let last: string[] = [];
+  await waitFor(
+    what,
+    async () => {
+      last = (await actual()).sort();
+      return JSON.stringify(last) === JSON.stringify(want);
+    },
+    90_000,
+  ).catch(() => undefined);
+  expect(last, what).toEqual(want);
+}
+
+describe.runIf(runCollector && shouldRun(prometheus))(
+  'node agents → agent Collector → gateway Collector → :8889 and Prometheus remote write',
+  { timeout: 180_000 },
+  () => {
+    let dir: string;
+    let prom: PrometheusServer | undefined;
+    let gateway: RunningCollector | undefined;
+    let local: RunningCollector | undefined;
+    const agents: AgentProcess[] = [];
+    let gatewayMetrics: string;
+    let gwTelemetry: string;
+    let agTelemetry: string;
+    let direct: Map<string, Sample[]>;
+
+    beforeAll(async () => {
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-collector-'));
+      // A still node: its counters moved once and then stay, so every path sees the same values.
+      const roots = writeTree(path.join(dir, 'tree'), demoTree({ layout: 'v2-sluid', nonJobHolder: false }));
+      new CounterDrift(roots.sysfs).tick(5);
+
+      prom = await startPrometheus(toolPath(prometheus), dir, {}, [], ['--web.enable-remote-write-receiver']);
+      const [gw, ag, exposition] = [await ports(), await ports(), await freePort()];
+      gatewayMetrics = `http://127.0.0.1:${exposition}/metrics`;
+      gwTelemetry = `http://127.0.0.1:${gw.telemetry}/metrics`;
+      agTelemetry = `http://127.0.0.1:${ag.telemetry}/metrics`;
+      gateway = await startCollector(
+        GATEWAY_CONFIG,
+        listenOn(gw, { exporters: { prometheus: { endpoint: `127.0.0.1:${exposition}` } } }),
+        { SLURM_CLUSTER_NAME: CLUSTER, PROMETHEUS_REMOTE_WRITE_URL: `${prom.url}/api/v1/write` },
+        dir,
+        `http://127.0.0.1:${gw.health}/`,
+      );
+      local = await startCollector(
+        AGENT_CONFIG,
+        listenOn(ag),
+        { OTEL_GATEWAY_ENDPOINT: `127.0.0.1:${gw.grpc}` },
+        dir,
+        `http://127.0.0.1:${ag.health}/`,
+      );
+      for (const [node, protocol] of [
+        ['gpu-001', 'http/protobuf'],
+        ['gpu-002', 'http/json'],
+      ] as const) {
+        agents.push(
+          await startNodeAgentProcess([
+            ...treeFlags(roots),
+            '--node-name',
+            node,
+            '--otlp-endpoint',
+            `http://127.0.0.1:${ag.http}/v1/metrics`,
+            '--otlp-protocol',
+            protocol,
+            '--otlp-interval',
+            '1s',
+          ]),
+        );
+      }
+      direct = new Map();
+      for (const [i, node] of ['gpu-001', 'gpu-002'].entries()) {
+        const agent = agents[i] as AgentProcess;
+        // The first cycle may still be under way when /metrics first answers: wait for the device.
+        const samples = await waitFor(`${node}'s first cycle`, async () => {
+          const s = parseExposition(await (await fetch(agent.url)).text());
+          return s.some((x) => x.name === 'ib_slurm_device_info') ? s : undefined;
+        });
+        direct.set(node, samples);
+      }
+    });
+
+    afterAll(async () => {
+      for (const a of agents) await stopChild(a.child);
+      await local?.stop();
+      await gateway?.stop();
+      await prom?.stop();
+      if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    });
+
+    const expected = (): string[] => [...direct].flatMap(([node, samples]) => expectedFromDirect(samples, node));
+
+    it("the gateway's :8889 serves every family of the direct scrapes, same names, labels and values", async () => {
+      await eventuallyEqual('the families on :8889', renamed(expected(), COLLECTOR_RENAMES), async () =>
+        parseExposition(await (await fetch(gatewayMetrics)).text())
+          .filter((s) => ours(s.name))
+          .map((s) => line(s.name, s.labels, s.value)),
+      );
+    });
+
+    it('Prometheus receives the same series through remote write', async () => {
+      await eventuallyEqual('the families in Prometheus', renamed(expected(), COLLECTOR_RENAMES), async () =>
+        ((await prom?.query('{__name__=~"ib_slurm_.+|target_info"}')) ?? []).map((r) => {
+          const { __name__: name, ...labels } = r.metric;
+          return line(name as string, labels, r.value[1]);
+        }),
+      );
+    });
+
+    it("the Collectors' own telemetry has the families the alert rules and docs watch, under this release's names", async () => {
+      await waitFor('points sent by the gateway', async () =>
+        /^otelcol_exporter_sent_metric_points\{[^}]*exporter="prometheus_remote_write"/m.test(
+          await (await fetch(gwTelemetry)).text(),
+        ),
+      );
+      for (const url of [gwTelemetry, agTelemetry]) {
+        const names = new Set(parseExposition(await (await fetch(url)).text()).map((s) => s.name));
+        for (const name of ['otelcol_receiver_accepted_metric_points', 'otelcol_receiver_refused_metric_points'])
+          expect(names, `${url} has ${name}`).toContain(name);
+        expect(names, `${url} has otelcol_exporter_queue_size`).toContain('otelcol_exporter_queue_size');
+        // Renamed in v0.155: the memory limiter counts under its own name now.
+        expect(names, url).not.toContain('otelcol_processor_refused_metric_points');
+        expect(names, url).toContain('otelcol_processor_memory_limiter_accepted_metric_points');
+      }
+    });
+
+    it('neither Collector logged a warning or a deprecation', () => {
+      expect(gateway?.warnings(), gateway?.log()).toEqual([]);
+      expect(local?.warnings(), local?.log()).toEqual([]);
+    });
+  },
+);
