@@ -23,7 +23,7 @@ import {
   warningLines,
   type RunningCollector,
 } from '../support/collector.js';
-import { parseExposition, type Sample } from '../support/exposition.js';
+import { parseExposition, sumOf, type Sample } from '../support/exposition.js';
 import { startNodeAgentProcess, type AgentProcess } from '../support/node-agent-process.js';
 import { treeFlags } from '../support/node-tree.js';
 import { startPrometheus, type PrometheusServer } from '../support/prometheus.js';
@@ -255,6 +255,103 @@ describe.runIf(runCollector && shouldRun(prometheus))(
     it('neither Collector logged a warning or a deprecation', () => {
       expect(gateway?.warnings(), gateway?.log()).toEqual([]);
       expect(local?.warnings(), local?.log()).toEqual([]);
+    });
+  },
+);
+
+/** `sumOf` over a Collector's own telemetry at `url`. */
+async function telemetry(url: string, name: string, match: Record<string, string> = {}): Promise<number> {
+  return sumOf(parseExposition(await (await fetch(url)).text()), name, match);
+}
+
+describe.runIf(runCollector && shouldRun(prometheus))(
+  'gateway down: the node-local Collector queues, and nothing is lost when the gateway returns',
+  { timeout: 240_000 },
+  () => {
+    let dir: string;
+    let prom: PrometheusServer | undefined;
+    let gateway: RunningCollector | undefined;
+    let local: RunningCollector | undefined;
+    let agent: AgentProcess | undefined;
+
+    afterAll(async () => {
+      if (agent) await stopChild(agent.child);
+      await local?.stop();
+      await gateway?.stop();
+      await prom?.stop();
+      if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('holds the pushes while no gateway listens, then delivers every point once', async () => {
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-collector-down-'));
+      const roots = writeTree(path.join(dir, 'tree'), demoTree({ layout: 'v2-sluid', nonJobHolder: false }));
+      prom = await startPrometheus(toolPath(prometheus), dir, {}, [], ['--web.enable-remote-write-receiver']);
+      const [gw, ag, exposition] = [await ports(), await ports(), await freePort()];
+      const localTelemetry = `http://127.0.0.1:${ag.telemetry}/metrics`;
+      const gatewayTelemetry = `http://127.0.0.1:${gw.telemetry}/metrics`;
+      local = await startCollector(
+        AGENT_CONFIG,
+        listenOn(ag),
+        { OTEL_GATEWAY_ENDPOINT: `127.0.0.1:${gw.grpc}` },
+        dir,
+        `http://127.0.0.1:${ag.health}/`,
+      );
+      agent = await startNodeAgentProcess([
+        ...treeFlags(roots),
+        '--node-name',
+        'gpu-001',
+        '--otlp-endpoint',
+        `http://127.0.0.1:${ag.http}/v1/metrics`,
+        '--otlp-interval',
+        '1s',
+      ]);
+      const queued = { exporter: 'otlp_grpc' };
+      // The gateway is down: the pushes are accepted locally and wait in the sending queue.
+      await waitFor(
+        'batches waiting in the local queue',
+        async () => (await telemetry(localTelemetry, 'otelcol_exporter_queue_size', queued)) >= 2,
+        120_000,
+      );
+      expect(await telemetry(localTelemetry, 'otelcol_exporter_sent_metric_points', queued)).toBe(0);
+
+      gateway = await startCollector(
+        GATEWAY_CONFIG,
+        listenOn(gw, { exporters: { prometheus: { endpoint: `127.0.0.1:${exposition}` } } }),
+        { SLURM_CLUSTER_NAME: CLUSTER, PROMETHEUS_REMOTE_WRITE_URL: `${prom.url}/api/v1/write` },
+        dir,
+        `http://127.0.0.1:${gw.health}/`,
+      );
+      await stopChild(agent.child);
+      // No sender is left: what the local Collector accepted is final, and all of it must pass.
+      const accepted = await telemetry(localTelemetry, 'otelcol_receiver_accepted_metric_points');
+      expect(accepted).toBeGreaterThan(0);
+      const counts = async (): Promise<Record<string, number>> => ({
+        sentByLocal: await telemetry(localTelemetry, 'otelcol_exporter_sent_metric_points', queued),
+        failedByLocal: await telemetry(localTelemetry, 'otelcol_exporter_send_failed_metric_points'),
+        acceptedByGateway: await telemetry(gatewayTelemetry, 'otelcol_receiver_accepted_metric_points'),
+        writtenByGateway: await telemetry(gatewayTelemetry, 'otelcol_exporter_sent_metric_points', {
+          exporter: 'prometheus_remote_write',
+        }),
+        stillQueued: await telemetry(localTelemetry, 'otelcol_exporter_queue_size', queued),
+      });
+      const want = {
+        sentByLocal: accepted,
+        failedByLocal: 0,
+        acceptedByGateway: accepted,
+        writtenByGateway: accepted,
+        stillQueued: 0,
+      };
+      let last: Record<string, number> = {};
+      await waitFor(
+        'every accepted point through the gateway',
+        async () => {
+          last = await counts();
+          return JSON.stringify(last) === JSON.stringify(want);
+        },
+        120_000,
+      ).catch(() => undefined);
+      expect(last).toEqual(want);
+      expect(gateway.warnings(), gateway.log()).toEqual([]);
     });
   },
 );
