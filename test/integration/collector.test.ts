@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ClusterRunner } from '../../src/cluster/agent.js';
 import { writeTree } from '../../src/demo/nodetree.js';
 import { CounterDrift, demoTree } from '../../src/demo/scenarios.js';
 import { parse } from 'yaml';
@@ -23,7 +24,8 @@ import {
   warningLines,
   type RunningCollector,
 } from '../support/collector.js';
-import { parseExposition, sumOf, type Sample } from '../support/exposition.js';
+import { clusterAgentOptions, fakeSlurm } from '../support/agents.js';
+import { parseExposition, sumOf, valueOf, type Sample } from '../support/exposition.js';
 import { startNodeAgentProcess, type AgentProcess } from '../support/node-agent-process.js';
 import { treeFlags } from '../support/node-tree.js';
 import { startPrometheus, type PrometheusServer } from '../support/prometheus.js';
@@ -352,6 +354,63 @@ describe.runIf(runCollector && shouldRun(prometheus))(
       ).catch(() => undefined);
       expect(last).toEqual(want);
       expect(gateway.warnings(), gateway.log()).toEqual([]);
+    });
+  },
+);
+
+describe.runIf(runCollector)(
+  "the cluster agent's OTLP pushes are counted as the node agent's",
+  { timeout: 120_000 },
+  () => {
+    const TOKEN = 'collector-test-token';
+    let dir: string;
+    let local: RunningCollector | undefined;
+    let slurm: Awaited<ReturnType<typeof fakeSlurm>> | undefined;
+    const runners: ClusterRunner[] = [];
+
+    afterAll(async () => {
+      for (const r of runners) await r.shutdown();
+      await slurm?.server.close();
+      await local?.stop();
+      if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    });
+
+    /** One collection pushed to `url`; the runner's slurm_exporter_otlp_exports_total by result. */
+    async function pushOnce(url: string): Promise<Record<string, number | undefined>> {
+      const runner = new ClusterRunner(clusterAgentOptions(slurm!, TOKEN, { otlpUrl: url }));
+      runners.push(runner);
+      expect((await runner.collect()).failed).toEqual([]);
+      await runner.pipeline.flush();
+      const self = parseExposition((await runner.selfExposition()).text);
+      return Object.fromEntries(
+        ['success', 'failure'].map((result) => [
+          result,
+          valueOf(self, 'slurm_exporter_otlp_exports_total', { result }),
+        ]),
+      );
+    }
+
+    it('a push the Collector accepts counts as a success, one nobody takes as a failure', async () => {
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-collector-cluster-'));
+      slurm = await fakeSlurm(['v0.0.44'], TOKEN);
+      const ag = await ports();
+      local = await startCollector(
+        AGENT_CONFIG,
+        listenOn(ag),
+        { OTEL_GATEWAY_ENDPOINT: `127.0.0.1:${await freePort()}` },
+        dir,
+        `http://127.0.0.1:${ag.health}/`,
+      );
+      expect(await pushOnce(`http://127.0.0.1:${ag.http}/v1/metrics`)).toEqual({ success: 1, failure: undefined });
+      const accepted = await telemetry(
+        `http://127.0.0.1:${ag.telemetry}/metrics`,
+        'otelcol_receiver_accepted_metric_points',
+      );
+      expect(accepted).toBeGreaterThan(0);
+      expect(await pushOnce(`http://127.0.0.1:${await freePort()}/v1/metrics`)).toEqual({
+        success: undefined,
+        failure: 1,
+      });
     });
   },
 );
