@@ -54,8 +54,8 @@ cp "$MANIFEST" "$WORK/manifest.yaml"
 LOG=$CACHE/otelcol-$VERSION.build.log
 if ! (cd "$WORK" && nice "$BUILDER_DIR/builder" --config manifest.yaml) >"$LOG" 2>&1; then
   # Name what could not be had: modules the proxy refuses, or a newer Go that a module asks for.
-  missing=$(grep -oE '[A-Za-z0-9._/~-]+@v[^:]+: reading [^ ]+: [0-9]{3}' "$LOG" | sed 's/: reading.*//' | sort -u)
-  toolchain=$(grep -oE '[^ ]+ requires go >= [0-9.]+ \(running go [0-9.]+' "$LOG" | sort -u)
+  missing=$(grep -oE '[A-Za-z0-9._/~-]+@v[^:]+: reading [^ ]+: [0-9]{3}' "$LOG" | sed 's/: reading.*//' | sort -u || true)
+  toolchain=$(grep -oE '[^ ]+ requires go >= [0-9.]+ \(running go [0-9.]+' "$LOG" | sort -u || true)
   [ -z "$missing" ] || die "module(s) not served by $(go env GOPROXY): $(echo $missing) (log: $LOG)"
   [ -z "$toolchain" ] || die "a module needs a newer Go: $toolchain) (log: $LOG)"
   grep -iE 'error|cannot|not found' "$LOG" | tail -n 8 >&2 || tail -n 8 "$LOG" >&2

@@ -254,6 +254,27 @@ describe.runIf(runCollector && shouldRun(prometheus))(
       }
     });
 
+    it('a Prometheus scraping :8889 with honor_labels stores the same series (path C)', async () => {
+      const scraper = await startPrometheus(
+        toolPath(prometheus),
+        fs.mkdtempSync(path.join(dir, 'scraper-')),
+        { 'otel-gateway': [new URL(gatewayMetrics).host] },
+        [],
+        [],
+        ['otel-gateway'],
+      );
+      try {
+        await eventuallyEqual('the families scraped from :8889', renamed(expected(), COLLECTOR_RENAMES), async () =>
+          (await scraper.query('{__name__=~"ib_slurm_.+|target_info"}')).map((r) => {
+            const { __name__: name, ...labels } = r.metric;
+            return line(name as string, labels, r.value[1]);
+          }),
+        );
+      } finally {
+        await scraper.stop();
+      }
+    });
+
     it('neither Collector logged a warning or a deprecation', () => {
       expect(gateway?.warnings(), gateway?.log()).toEqual([]);
       expect(local?.warnings(), local?.log()).toEqual([]);

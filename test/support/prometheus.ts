@@ -15,6 +15,7 @@ export interface PrometheusServer {
 /**
  * `ruleFiles`: rule files to load (absolute paths), evaluated every second like the scrapes.
  * `extraArgs`: more command-line flags (e.g. `--web.enable-remote-write-receiver`).
+ * `honorLabels`: the jobs scraped with `honor_labels: true` (the targets' job/instance win).
  */
 export async function startPrometheus(
   binary: string,
@@ -22,12 +23,13 @@ export async function startPrometheus(
   jobs: Record<string, string[]>,
   ruleFiles: readonly string[] = [],
   extraArgs: readonly string[] = [],
+  honorLabels: readonly string[] = [],
 ): Promise<PrometheusServer> {
   const port = await freePort();
   const scrape = Object.entries(jobs)
     .map(
       ([job, targets]) =>
-        `  - job_name: ${job}\n    scrape_interval: 1s\n    static_configs:\n      - targets: [${targets.map((t) => `'${t}'`).join(', ')}]`,
+        `  - job_name: ${job}\n    scrape_interval: 1s\n${honorLabels.includes(job) ? '    honor_labels: true\n' : ''}    static_configs:\n      - targets: [${targets.map((t) => `'${t}'`).join(', ')}]`,
     )
     .join('\n');
   const config = path.join(dir, 'prometheus.yml');
