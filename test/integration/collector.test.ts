@@ -4,9 +4,12 @@
  * only: two node agent processes on a synthetic node tree push OTLP/HTTP (one protobuf, one JSON)
  * to the node-local Collector (otel-config/collector-agent.yaml), which forwards OTLP/gRPC to the
  * gateway (otel-config/collector-gateway.yaml), which serves :8889 and remote-writes into a real
- * Prometheus. Per family, what arrives equals the agents' direct /metrics, with the mapping that
- * deploy/README.md documents. The configs are loaded as shipped; only their listen addresses are
- * moved to free loopback ports (a second config merged over the first).
+ * Prometheus (and is scraped by a second one with honor_labels); the cluster agent (on a fake
+ * slurmrestd) pushes through the same chain. Per family, what arrives equals the agents' direct
+ * /metrics, with the mapping that deploy/README.md documents. Then faults: the gateway down while
+ * the node agent pushes, and the cluster agent's pushes counted. The configs are loaded as
+ * shipped; only their listen addresses are moved to free loopback ports (a second config merged
+ * over the first).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -84,9 +87,13 @@ function listenOn(p: Ports, extra: Record<string, unknown> = {}): Record<string,
   };
 }
 
-/** One sample as a comparable line: name, sorted labels, value. */
-function line(name: string, labels: Readonly<Record<string, string>>, value: number | string): string {
+/**
+ * One sample as a comparable line: name, sorted labels, value. `stored`: as a Prometheus store
+ * holds it, without the labels whose value is empty (a scrape of the agent drops them too).
+ */
+function line(name: string, labels: Readonly<Record<string, string>>, value: number | string, stored = false): string {
   const l = Object.entries(labels)
+    .filter(([, v]) => !stored || v !== '')
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
     .join(',');
@@ -99,12 +106,13 @@ function line(name: string, labels: Readonly<Record<string, string>>, value: num
  * service.name), instance (its host.name, through service.instance.id) and slurm_cluster;
  * target_info's service_name label becomes job and its host_name stays.
  */
-function expectedFromDirect(direct: readonly Sample[], nodeName: string): string[] {
+function expectedFromDirect(direct: readonly Sample[], job: string, instance: string, stored = false): string[] {
   return direct.map((s) => {
     if (s.name !== 'target_info')
-      return line(s.name, { ...s.labels, job: 'slurm-otel-node', instance: nodeName, slurm_cluster: CLUSTER }, s.value);
-    const { service_name: job, ...rest } = s.labels;
-    return line(s.name, { ...rest, job: job as string, instance: nodeName, slurm_cluster: CLUSTER }, s.value);
+      return line(s.name, { ...s.labels, job, instance, slurm_cluster: CLUSTER }, s.value, stored);
+    const { service_name: service, ...rest } = s.labels;
+    expect(service).toBe(job);
+    return line(s.name, { ...rest, job, instance, slurm_cluster: CLUSTER }, s.value, stored);
   });
 }
 
@@ -141,6 +149,69 @@ async function eventuallyEqual(what: string, expected: string[], actual: () => P
   expect(last, what).toEqual(want);
 }
 
+/** The Prometheus remote-write store, the gateway and the node-local Collector, wired as shipped. */
+interface Chain {
+  readonly prom: PrometheusServer;
+  readonly gateway: RunningCollector;
+  readonly local: RunningCollector;
+  /** The local Collector's OTLP/HTTP port, where agents push. */
+  readonly localHttp: number;
+  readonly gatewayMetrics: string;
+  readonly gwTelemetry: string;
+  readonly agTelemetry: string;
+  stop(): Promise<void>;
+}
+
+async function startChain(dir: string): Promise<Chain> {
+  const prom = await startPrometheus(toolPath(prometheus), dir, {}, [], ['--web.enable-remote-write-receiver']);
+  const [gw, ag, exposition] = [await ports(), await ports(), await freePort()];
+  const gateway = await startCollector(
+    GATEWAY_CONFIG,
+    listenOn(gw, { exporters: { prometheus: { endpoint: `127.0.0.1:${exposition}` } } }),
+    { SLURM_CLUSTER_NAME: CLUSTER, PROMETHEUS_REMOTE_WRITE_URL: `${prom.url}/api/v1/write` },
+    dir,
+    `http://127.0.0.1:${gw.health}/`,
+  ).catch(async (e: unknown) => {
+    await prom.stop();
+    throw e;
+  });
+  const local = await startCollector(
+    AGENT_CONFIG,
+    listenOn(ag),
+    { OTEL_GATEWAY_ENDPOINT: `127.0.0.1:${gw.grpc}` },
+    dir,
+    `http://127.0.0.1:${ag.health}/`,
+  ).catch(async (e: unknown) => {
+    await gateway.stop();
+    await prom.stop();
+    throw e;
+  });
+  return {
+    prom,
+    gateway,
+    local,
+    localHttp: ag.http,
+    gatewayMetrics: `http://127.0.0.1:${exposition}/metrics`,
+    gwTelemetry: `http://127.0.0.1:${gw.telemetry}/metrics`,
+    agTelemetry: `http://127.0.0.1:${ag.telemetry}/metrics`,
+    stop: async () => {
+      await local.stop();
+      await gateway.stop();
+      await prom.stop();
+    },
+  };
+}
+
+/** The series of the families named in `families` that Prometheus holds, as comparable lines. */
+async function storedLines(prom: PrometheusServer, families: (name: string) => boolean): Promise<string[]> {
+  return (await prom.query('{__name__=~".+"}'))
+    .filter((r) => families(r.metric.__name__ as string))
+    .map((r) => {
+      const { __name__: name, ...labels } = r.metric;
+      return line(name as string, labels, r.value[1]);
+    });
+}
+
 describe.runIf(runCollector && shouldRun(prometheus))(
   'node agents → agent Collector → gateway Collector → :8889 and Prometheus remote write',
   { timeout: 180_000 },
@@ -161,25 +232,9 @@ describe.runIf(runCollector && shouldRun(prometheus))(
       const roots = writeTree(path.join(dir, 'tree'), demoTree({ layout: 'v2-sluid', nonJobHolder: false }));
       new CounterDrift(roots.sysfs).tick(5);
 
-      prom = await startPrometheus(toolPath(prometheus), dir, {}, [], ['--web.enable-remote-write-receiver']);
-      const [gw, ag, exposition] = [await ports(), await ports(), await freePort()];
-      gatewayMetrics = `http://127.0.0.1:${exposition}/metrics`;
-      gwTelemetry = `http://127.0.0.1:${gw.telemetry}/metrics`;
-      agTelemetry = `http://127.0.0.1:${ag.telemetry}/metrics`;
-      gateway = await startCollector(
-        GATEWAY_CONFIG,
-        listenOn(gw, { exporters: { prometheus: { endpoint: `127.0.0.1:${exposition}` } } }),
-        { SLURM_CLUSTER_NAME: CLUSTER, PROMETHEUS_REMOTE_WRITE_URL: `${prom.url}/api/v1/write` },
-        dir,
-        `http://127.0.0.1:${gw.health}/`,
-      );
-      local = await startCollector(
-        AGENT_CONFIG,
-        listenOn(ag),
-        { OTEL_GATEWAY_ENDPOINT: `127.0.0.1:${gw.grpc}` },
-        dir,
-        `http://127.0.0.1:${ag.health}/`,
-      );
+      const chain = await startChain(dir);
+      ({ prom, gateway, local, gatewayMetrics, gwTelemetry, agTelemetry } = chain);
+      const ag = { http: chain.localHttp };
       for (const [node, protocol] of [
         ['gpu-001', 'http/protobuf'],
         ['gpu-002', 'http/json'],
@@ -218,7 +273,8 @@ describe.runIf(runCollector && shouldRun(prometheus))(
       if (dir) fs.rmSync(dir, { recursive: true, force: true });
     });
 
-    const expected = (): string[] => [...direct].flatMap(([node, samples]) => expectedFromDirect(samples, node));
+    const expected = (stored = false): string[] =>
+      [...direct].flatMap(([node, samples]) => expectedFromDirect(samples, 'slurm-otel-node', node, stored));
 
     it("the gateway's :8889 serves every family of the direct scrapes, same names, labels and values", async () => {
       await eventuallyEqual('the families on :8889', renamed(expected(), COLLECTOR_RENAMES), async () =>
@@ -229,7 +285,7 @@ describe.runIf(runCollector && shouldRun(prometheus))(
     });
 
     it('Prometheus receives the same series through remote write', async () => {
-      await eventuallyEqual('the families in Prometheus', renamed(expected(), COLLECTOR_RENAMES), async () =>
+      await eventuallyEqual('the families in Prometheus', renamed(expected(true), COLLECTOR_RENAMES), async () =>
         ((await prom?.query('{__name__=~"ib_slurm_.+|target_info"}')) ?? []).map((r) => {
           const { __name__: name, ...labels } = r.metric;
           return line(name as string, labels, r.value[1]);
@@ -264,7 +320,7 @@ describe.runIf(runCollector && shouldRun(prometheus))(
         ['otel-gateway'],
       );
       try {
-        await eventuallyEqual('the families scraped from :8889', renamed(expected(), COLLECTOR_RENAMES), async () =>
+        await eventuallyEqual('the families scraped from :8889', renamed(expected(true), COLLECTOR_RENAMES), async () =>
           (await scraper.query('{__name__=~"ib_slurm_.+|target_info"}')).map((r) => {
             const { __name__: name, ...labels } = r.metric;
             return line(name as string, labels, r.value[1]);
@@ -432,6 +488,57 @@ describe.runIf(runCollector)(
         success: undefined,
         failure: 1,
       });
+    });
+  },
+);
+
+describe.runIf(runCollector && shouldRun(prometheus))(
+  'cluster agent → agent Collector → gateway Collector → :8889 and Prometheus remote write',
+  { timeout: 180_000 },
+  () => {
+    const TOKEN = 'collector-chain-token';
+    let dir: string;
+    let chain: Chain | undefined;
+    let slurm: Awaited<ReturnType<typeof fakeSlurm>> | undefined;
+    let runner: ClusterRunner | undefined;
+    let expected: string[] = [];
+    let stored: string[] = [];
+    let families: Set<string>;
+
+    beforeAll(async () => {
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-collector-cluster-chain-'));
+      chain = await startChain(dir);
+      slurm = await fakeSlurm(['v0.0.44'], TOKEN);
+      runner = new ClusterRunner(
+        clusterAgentOptions(slurm, TOKEN, { otlpUrl: `http://127.0.0.1:${chain.localHttp}/v1/metrics` }),
+      );
+      expect((await runner.collect()).failed).toEqual([]);
+      await runner.pipeline.flush();
+      const direct = parseExposition(runner.pipeline.exposition.text);
+      families = new Set(direct.map((s) => s.name));
+      expected = expectedFromDirect(direct, 'slurm-otel-cluster', 'test');
+      stored = expectedFromDirect(direct, 'slurm-otel-cluster', 'test', true);
+    });
+
+    afterAll(async () => {
+      await runner?.shutdown();
+      await slurm?.server.close();
+      await chain?.stop();
+      if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    });
+
+    it("the gateway's :8889 serves every family of the cluster agent's /metrics", async () => {
+      await eventuallyEqual('the cluster families on :8889', expected, async () =>
+        parseExposition(await (await fetch(chain!.gatewayMetrics)).text())
+          .filter((s) => families.has(s.name))
+          .map((s) => line(s.name, s.labels, s.value)),
+      );
+    });
+
+    it('Prometheus receives the same series through remote write', async () => {
+      await eventuallyEqual('the cluster families in Prometheus', stored, () =>
+        storedLines(chain!.prom, (n) => families.has(n)),
+      );
     });
   },
 );
