@@ -217,13 +217,8 @@ describe.runIf(runCollector && shouldRun(prometheus))(
   { timeout: 180_000 },
   () => {
     let dir: string;
-    let prom: PrometheusServer | undefined;
-    let gateway: RunningCollector | undefined;
-    let local: RunningCollector | undefined;
+    let chain: Chain | undefined;
     const agents: AgentProcess[] = [];
-    let gatewayMetrics: string;
-    let gwTelemetry: string;
-    let agTelemetry: string;
     let direct: Map<string, Sample[]>;
 
     beforeAll(async () => {
@@ -232,9 +227,7 @@ describe.runIf(runCollector && shouldRun(prometheus))(
       const roots = writeTree(path.join(dir, 'tree'), demoTree({ layout: 'v2-sluid', nonJobHolder: false }));
       new CounterDrift(roots.sysfs).tick(5);
 
-      const chain = await startChain(dir);
-      ({ prom, gateway, local, gatewayMetrics, gwTelemetry, agTelemetry } = chain);
-      const ag = { http: chain.localHttp };
+      chain = await startChain(dir);
       for (const [node, protocol] of [
         ['gpu-001', 'http/protobuf'],
         ['gpu-002', 'http/json'],
@@ -245,7 +238,7 @@ describe.runIf(runCollector && shouldRun(prometheus))(
             '--node-name',
             node,
             '--otlp-endpoint',
-            `http://127.0.0.1:${ag.http}/v1/metrics`,
+            `http://127.0.0.1:${chain.localHttp}/v1/metrics`,
             '--otlp-protocol',
             protocol,
             '--otlp-interval',
@@ -267,39 +260,36 @@ describe.runIf(runCollector && shouldRun(prometheus))(
 
     afterAll(async () => {
       for (const a of agents) await stopChild(a.child);
-      await local?.stop();
-      await gateway?.stop();
-      await prom?.stop();
+      await chain?.stop();
       if (dir) fs.rmSync(dir, { recursive: true, force: true });
     });
 
+    /** The running chain (beforeAll has started it when a test runs). */
+    const c = (): Chain => chain as Chain;
     const expected = (stored = false): string[] =>
       [...direct].flatMap(([node, samples]) => expectedFromDirect(samples, 'slurm-otel-node', node, stored));
 
     it("the gateway's :8889 serves every family of the direct scrapes, same names, labels and values", async () => {
       await eventuallyEqual('the families on :8889', renamed(expected(), COLLECTOR_RENAMES), async () =>
-        parseExposition(await (await fetch(gatewayMetrics)).text())
+        parseExposition(await (await fetch(c().gatewayMetrics)).text())
           .filter((s) => ours(s.name))
           .map((s) => line(s.name, s.labels, s.value)),
       );
     });
 
     it('Prometheus receives the same series through remote write', async () => {
-      await eventuallyEqual('the families in Prometheus', renamed(expected(true), COLLECTOR_RENAMES), async () =>
-        ((await prom?.query('{__name__=~"ib_slurm_.+|target_info"}')) ?? []).map((r) => {
-          const { __name__: name, ...labels } = r.metric;
-          return line(name as string, labels, r.value[1]);
-        }),
+      await eventuallyEqual('the families in Prometheus', renamed(expected(true), COLLECTOR_RENAMES), () =>
+        storedLines(c().prom, ours),
       );
     });
 
     it("the Collectors' own telemetry has the families the alert rules and docs watch, under this release's names", async () => {
       await waitFor('points sent by the gateway', async () =>
         /^otelcol_exporter_sent_metric_points\{[^}]*exporter="prometheus_remote_write"/m.test(
-          await (await fetch(gwTelemetry)).text(),
+          await (await fetch(c().gwTelemetry)).text(),
         ),
       );
-      for (const url of [gwTelemetry, agTelemetry]) {
+      for (const url of [c().gwTelemetry, c().agTelemetry]) {
         const names = new Set(parseExposition(await (await fetch(url)).text()).map((s) => s.name));
         for (const name of ['otelcol_receiver_accepted_metric_points', 'otelcol_receiver_refused_metric_points'])
           expect(names, `${url} has ${name}`).toContain(name);
@@ -314,17 +304,14 @@ describe.runIf(runCollector && shouldRun(prometheus))(
       const scraper = await startPrometheus(
         toolPath(prometheus),
         fs.mkdtempSync(path.join(dir, 'scraper-')),
-        { 'otel-gateway': [new URL(gatewayMetrics).host] },
+        { 'otel-gateway': [new URL(c().gatewayMetrics).host] },
         [],
         [],
         ['otel-gateway'],
       );
       try {
-        await eventuallyEqual('the families scraped from :8889', renamed(expected(true), COLLECTOR_RENAMES), async () =>
-          (await scraper.query('{__name__=~"ib_slurm_.+|target_info"}')).map((r) => {
-            const { __name__: name, ...labels } = r.metric;
-            return line(name as string, labels, r.value[1]);
-          }),
+        await eventuallyEqual('the families scraped from :8889', renamed(expected(true), COLLECTOR_RENAMES), () =>
+          storedLines(scraper, ours),
         );
       } finally {
         await scraper.stop();
@@ -332,11 +319,13 @@ describe.runIf(runCollector && shouldRun(prometheus))(
     });
 
     it('neither Collector logged a warning or a deprecation', () => {
-      expect(gateway?.warnings(), gateway?.log()).toEqual([]);
-      expect(local?.warnings(), local?.log()).toEqual([]);
+      expect(c().gateway.warnings(), c().gateway.log()).toEqual([]);
+      expect(c().local.warnings(), c().local.log()).toEqual([]);
     });
   },
 );
+
+type FakeSlurm = Awaited<ReturnType<typeof fakeSlurm>>;
 
 /** `sumOf` over a Collector's own telemetry at `url`. */
 async function telemetry(url: string, name: string, match: Record<string, string> = {}): Promise<number> {
@@ -442,7 +431,7 @@ describe.runIf(runCollector)(
     const TOKEN = 'collector-test-token';
     let dir: string;
     let local: RunningCollector | undefined;
-    let slurm: Awaited<ReturnType<typeof fakeSlurm>> | undefined;
+    let slurm: FakeSlurm | undefined;
     const runners: ClusterRunner[] = [];
 
     afterAll(async () => {
@@ -454,7 +443,7 @@ describe.runIf(runCollector)(
 
     /** One collection pushed to `url`; the runner's slurm_exporter_otlp_exports_total by result. */
     async function pushOnce(url: string): Promise<Record<string, number | undefined>> {
-      const runner = new ClusterRunner(clusterAgentOptions(slurm!, TOKEN, { otlpUrl: url }));
+      const runner = new ClusterRunner(clusterAgentOptions(slurm as FakeSlurm, TOKEN, { otlpUrl: url }));
       runners.push(runner);
       expect((await runner.collect()).failed).toEqual([]);
       await runner.pipeline.flush();
@@ -499,7 +488,7 @@ describe.runIf(runCollector && shouldRun(prometheus))(
     const TOKEN = 'collector-chain-token';
     let dir: string;
     let chain: Chain | undefined;
-    let slurm: Awaited<ReturnType<typeof fakeSlurm>> | undefined;
+    let slurm: FakeSlurm | undefined;
     let runner: ClusterRunner | undefined;
     let expected: string[] = [];
     let stored: string[] = [];
@@ -529,7 +518,7 @@ describe.runIf(runCollector && shouldRun(prometheus))(
 
     it("the gateway's :8889 serves every family of the cluster agent's /metrics", async () => {
       await eventuallyEqual('the cluster families on :8889', expected, async () =>
-        parseExposition(await (await fetch(chain!.gatewayMetrics)).text())
+        parseExposition(await (await fetch((chain as Chain).gatewayMetrics)).text())
           .filter((s) => families.has(s.name))
           .map((s) => line(s.name, s.labels, s.value)),
       );
@@ -537,7 +526,7 @@ describe.runIf(runCollector && shouldRun(prometheus))(
 
     it('Prometheus receives the same series through remote write', async () => {
       await eventuallyEqual('the cluster families in Prometheus', stored, () =>
-        storedLines(chain!.prom, (n) => families.has(n)),
+        storedLines((chain as Chain).prom, (n) => families.has(n)),
       );
     });
   },
