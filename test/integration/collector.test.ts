@@ -531,3 +531,72 @@ describe.runIf(runCollector && shouldRun(prometheus))(
     });
   },
 );
+
+describe.runIf(runCollector && shouldRun(prometheus))(
+  'gateway refusing (memory_limiter), then restarted with the shipped limits: the node agent counts and recovers',
+  { timeout: 240_000 },
+  () => {
+    let dir: string;
+    let prom: PrometheusServer | undefined;
+    let gateway: RunningCollector | undefined;
+    let agent: AgentProcess | undefined;
+
+    afterAll(async () => {
+      if (agent) await stopChild(agent.child);
+      await gateway?.stop();
+      await prom?.stop();
+      if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('failed pushes are counted while the gateway refuses, successful ones once it accepts again', async () => {
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-collector-refuse-'));
+      const roots = writeTree(path.join(dir, 'tree'), demoTree({ layout: 'v2-sluid', nonJobHolder: false }));
+      prom = await startPrometheus(toolPath(prometheus), dir, {}, [], ['--web.enable-remote-write-receiver']);
+      const [gw, exposition] = [await ports(), await freePort()];
+      const start = (extra: Record<string, unknown>): Promise<RunningCollector> =>
+        startCollector(
+          GATEWAY_CONFIG,
+          listenOn(gw, { exporters: { prometheus: { endpoint: `127.0.0.1:${exposition}` } }, ...extra }),
+          {
+            SLURM_CLUSTER_NAME: CLUSTER,
+            PROMETHEUS_REMOTE_WRITE_URL: `${(prom as PrometheusServer).url}/api/v1/write`,
+          },
+          dir,
+          `http://127.0.0.1:${gw.health}/`,
+        );
+      // A limit below what any Collector's heap holds: every push is refused, as under memory pressure.
+      gateway = await start({
+        processors: { memory_limiter: { check_interval: '100ms', limit_mib: 2, spike_limit_mib: 1 } },
+      });
+      agent = await startNodeAgentProcess([
+        ...treeFlags(roots),
+        '--node-name',
+        'gpu-001',
+        '--otlp-endpoint',
+        `http://127.0.0.1:${gw.http}/v1/metrics`,
+        '--otlp-interval',
+        '1s',
+        '--otlp-timeout',
+        '2s',
+      ]);
+      const exports = async (result: string): Promise<number> =>
+        sumOf(
+          parseExposition(await (await fetch((agent as AgentProcess).monitoringUrl)).text()),
+          'ib_slurm_exporter_otlp_exports_total',
+          {
+            result,
+          },
+        );
+      const gwTelemetry = `http://127.0.0.1:${gw.telemetry}/metrics`;
+      await waitFor('refused pushes counted by the agent', async () => (await exports('failure')) >= 2, 120_000);
+      expect(await exports('success')).toBe(0);
+      expect(await telemetry(gwTelemetry, 'otelcol_processor_memory_limiter_refused_metric_points')).toBeGreaterThan(0);
+
+      await gateway.stop();
+      gateway = await start({});
+      await waitFor('pushes accepted again', async () => (await exports('success')) >= 2, 120_000);
+      await (prom as PrometheusServer).waitFor('ib_slurm_device_info{instance="gpu-001"}');
+      expect(gateway.warnings(), gateway.log()).toEqual([]);
+    });
+  },
+);

@@ -10,6 +10,8 @@ const BIN = path.resolve('dist/src/cli/main.js');
 export interface AgentProcess {
   readonly child: ChildProcess;
   readonly url: string;
+  /** The self-monitoring endpoint's /metrics. */
+  readonly monitoringUrl: string;
   readonly stderr: () => string;
 }
 
@@ -35,7 +37,12 @@ export async function startNodeAgentProcess(args: string[]): Promise<AgentProces
   );
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
-  const agent = { child, url: `http://127.0.0.1:${metrics}/metrics`, stderr: () => stderr };
+  const agent = {
+    child,
+    url: `http://127.0.0.1:${metrics}/metrics`,
+    monitoringUrl: `http://127.0.0.1:${monitoring}/metrics`,
+    stderr: () => stderr,
+  };
   await waitFor(
     'the agent to serve /metrics',
     async () => ((await fetch(agent.url).catch(() => undefined))?.ok ? true : undefined),
