@@ -210,19 +210,20 @@ const agents: AlertGroup = {
     },
     {
       alert: 'SlurmOtelOtlpExportFailing',
-      expr: `sum by (job, instance) (${rate('ib_slurm_exporter_otlp_exports_total{result="failure"}')}) > 0`,
+      // Both agents count their pushes the same way, each under its own prefix.
+      expr: `sum by (job, instance) (${rate('ib_slurm_exporter_otlp_exports_total{result="failure"}')} or ${rate('slurm_exporter_otlp_exports_total{result="failure"}')}) > 0`,
       for: 'otlpFailingFor',
       severity: 'warning',
-      summary: 'node agent {{ $labels.instance }} cannot push OTLP',
+      summary: 'agent {{ $labels.job }} on {{ $labels.instance }} cannot push OTLP',
       description:
-        'OTLP pushes from {{ $labels.instance }} have failed for ' +
+        'OTLP pushes from {{ $labels.job }} on {{ $labels.instance }} have failed for ' +
         T('otlpFailingFor') +
-        ': the store gets no node metrics from it on the push path.',
+        ': the store gets no metrics from that agent on the push path.',
       runbook: {
         means:
           'The agent cannot reach the OpenTelemetry Collector, or the collector refuses the data (memory_limiter, auth, TLS).',
         check:
-          "The agent log (each failed push names the error); the collector's health and `otelcol_receiver_refused_metric_points`; `curl -v` the OTLP endpoint from the node.",
+          "The agent log (each failed push names the error); the collector's health and `otelcol_receiver_refused_metric_points`; `curl -v` the OTLP endpoint from the agent's host.",
         act: 'Fix the endpoint, TLS or headers (`--otlp-*` / `OTEL_EXPORTER_OTLP_*`), or scale the gateway. The agent retries at every interval; nothing needs a restart.',
       },
     },

@@ -18,50 +18,20 @@ import { demoTree } from '../../src/demo/scenarios.js';
 import { writeTree } from '../../src/demo/nodetree.js';
 import { tmpDir } from '../support/tmp.js';
 import { findTool, run, shouldRun, toolPath } from '../support/tools.js';
+import { collectorVersion, COLLECTOR_COMPONENTS } from '../support/collector.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const at = (rel: string): string => path.join(ROOT, rel);
 const read = (rel: string): string => fs.readFileSync(at(rel), 'utf8');
 
 // ---------------------------------------------------------------------------------------------
-// The collector version every config is written for. docker-compose.yml and
-// deploy/kubernetes/otel-gateway.yaml must pin exactly this image.
-const CONTRIB_VERSION = '0.136.0';
+// The collector version every config is written for: the release scripts/collector/manifest.yaml
+// pins (the Collector the integration tests build and run). docker-compose.yml and
+// deploy/kubernetes/otel-gateway.yaml must pin the contrib image of exactly this release, and the
+// configs may only name the components that build holds (COLLECTOR_COMPONENTS), by their current
+// type names (the integration test checks the list against `otelcol components`).
+const CONTRIB_VERSION = collectorVersion();
 const CONTRIB_IMAGE = `otel/opentelemetry-collector-contrib:${CONTRIB_VERSION}`;
-// Component types (config keys) that exist in otel/opentelemetry-collector-contrib 0.136.0, from
-// that release's distributions/otelcol-contrib/manifest.yaml (a subset: the ones these configs
-// use or may reasonably use). Not in it: `logging` (removed in 0.111; `debug` replaces it).
-// Raising CONTRIB_VERSION means re-checking this list against the new manifest.
-const CONTRIB_COMPONENTS: Readonly<Record<'receivers' | 'processors' | 'exporters' | 'extensions', readonly string[]>> =
-  {
-    receivers: ['otlp', 'prometheus', 'hostmetrics', 'filelog', 'nop'],
-    processors: [
-      'memory_limiter',
-      'batch',
-      'resource',
-      'resourcedetection',
-      'attributes',
-      'filter',
-      'transform',
-      'metricstransform',
-      'cumulativetodelta',
-      'deltatocumulative',
-      'groupbyattrs',
-      'k8sattributes',
-      'interval',
-    ],
-    exporters: ['debug', 'otlp', 'otlphttp', 'prometheus', 'prometheusremotewrite', 'file', 'loadbalancing', 'nop'],
-    extensions: [
-      'health_check',
-      'pprof',
-      'zpages',
-      'basicauth',
-      'bearertokenauth',
-      'file_storage',
-      'headers_setter',
-      'oauth2client',
-    ],
-  };
 
 // ---------------------------------------------------------------------------------------------
 // Small typed accessors over parsed YAML (plain JS values).
@@ -295,17 +265,17 @@ describe('OpenTelemetry Collector configs', () => {
   const typeOf = (id: string): string => id.split('/')[0] as string;
 
   describe.each(['otel-config/collector-agent.yaml', 'otel-config/collector-gateway.yaml'])('%s', (file) => {
-    it(`names only components that exist in contrib ${CONTRIB_VERSION}`, () => {
+    it(`names only components of the Collector build (${CONTRIB_VERSION}), by their current type names`, () => {
       const cfg = doc(file);
       for (const kind of kinds) {
         const section = cfg[kind] === undefined ? {} : obj(cfg[kind], `${file} ${kind}`);
         for (const id of Object.keys(section))
-          expect(CONTRIB_COMPONENTS[kind], `${file}: ${kind} "${id}"`).toContain(typeOf(id));
+          expect(COLLECTOR_COMPONENTS[kind], `${file}: ${kind} "${id}"`).toContain(typeOf(id));
       }
       expect(JSON.stringify(cfg)).not.toMatch(/"logging(\/[^"]*)?"/);
     });
 
-    it('pipelines reference only defined components; memory_limiter first, batch last', () => {
+    it('pipelines reference only defined components; memory_limiter first, no batch processor', () => {
       const cfg = doc(file);
       const service = obj(cfg.service, `${file} service`);
       const pipelines = obj(service.pipelines, `${file} service.pipelines`);
@@ -321,7 +291,8 @@ describe('OpenTelemetry Collector configs', () => {
         }
         const processors = strs(pipe.processors, `${file} ${name}.processors`);
         expect(typeOf(processors[0] as string), `${file} ${name}: memory_limiter first`).toBe('memory_limiter');
-        expect(typeOf(processors.at(-1) as string), `${file} ${name}: batch last`).toBe('batch');
+        // Deprecated since v0.160: batching belongs in the exporters' sending_queue.
+        expect(processors.map(typeOf), `${file} ${name}: no batch processor`).not.toContain('batch');
       }
       const extensions = service.extensions === undefined ? [] : strs(service.extensions, `${file} service.extensions`);
       for (const id of extensions) expect(Object.keys(obj(cfg.extensions, `${file} extensions`))).toContain(id);
@@ -338,7 +309,7 @@ describe('OpenTelemetry Collector configs', () => {
   it('the gateway adds the cluster name, remote-writes and serves a Prometheus endpoint', () => {
     const cfg = doc('otel-config/collector-gateway.yaml');
     const exporters = strs(get(cfg, 'service.pipelines.metrics.exporters'), 'gateway exporters');
-    expect(exporters).toEqual(expect.arrayContaining(['prometheusremotewrite', 'prometheus']));
+    expect(exporters).toEqual(expect.arrayContaining(['prometheus_remote_write', 'prometheus']));
     expect(strs(get(cfg, 'service.pipelines.metrics.processors'), 'gateway processors')).toContain('resource');
     const actions = arr(get(cfg, 'processors.resource.attributes'), 'resource attributes').map((a) =>
       obj(a, 'resource action'),
@@ -348,20 +319,21 @@ describe('OpenTelemetry Collector configs', () => {
     expect(str(cluster?.value, 'slurm.cluster value')).toMatch(/^\$\{env:SLURM_CLUSTER_NAME(:-[^}]+)?\}$/);
     expect(actions.find((a) => a.key === 'service.instance.id')?.from_attribute).toBe('host.name');
     expect(str(get(cfg, 'exporters.prometheus.endpoint'), 'prometheus endpoint')).toMatch(/^0\.0\.0\.0:8889$/);
-    expect(str(get(cfg, 'exporters.prometheusremotewrite.endpoint'), 'remote write endpoint')).toMatch(
+    expect(str(get(cfg, 'exporters.prometheus_remote_write.http.endpoint'), 'remote write endpoint')).toMatch(
       /\/api\/v1\/write/,
     );
-    expect(get(cfg, 'exporters.prometheusremotewrite.external_labels.slurm_cluster')).toBe(cluster?.value);
+    expect(get(cfg, 'exporters.prometheus_remote_write.external_labels.slurm_cluster')).toBe(cluster?.value);
     expect(get(cfg, 'exporters.prometheus.const_labels.slurm_cluster')).toBe(cluster?.value);
     expect(str(get(cfg, 'extensions.health_check.endpoint'), 'health_check endpoint')).toBe('0.0.0.0:13133');
   });
 
-  it('the node-local agent detects resources and forwards OTLP to the gateway', () => {
+  it('the node-local agent derives the instance, queues and batches, and forwards OTLP/gRPC to the gateway', () => {
     const cfg = doc('otel-config/collector-agent.yaml');
     const processors = strs(get(cfg, 'service.pipelines.metrics.processors'), 'agent processors');
-    expect(processors).toEqual(expect.arrayContaining(['resourcedetection', 'resource']));
-    expect(strs(get(cfg, 'service.pipelines.metrics.exporters'), 'agent exporters').map(typeOf)).toEqual(['otlp']);
-    expect(get(cfg, 'processors.resourcedetection.override'), 'keeps the agent-set host.name').toBe(false);
+    expect(processors).toContain('resource');
+    expect(strs(get(cfg, 'service.pipelines.metrics.exporters'), 'agent exporters').map(typeOf)).toEqual(['otlp_grpc']);
+    expect(get(cfg, 'exporters.otlp_grpc.sending_queue.enabled'), 'buffers through gateway outages').toBe(true);
+    expect(get(cfg, 'exporters.otlp_grpc.sending_queue.batch.sizer'), 'batches by points').toBe('items');
   });
 
   it(`docker-compose.yml and the Kubernetes gateway pin ${CONTRIB_IMAGE}`, () => {

@@ -12,25 +12,31 @@ export interface PrometheusServer {
   stop(): Promise<void>;
 }
 
-/** `ruleFiles`: rule files to load (absolute paths), evaluated every second like the scrapes. */
+/**
+ * `ruleFiles`: rule files to load (absolute paths), evaluated every second like the scrapes.
+ * `extraArgs`: more command-line flags (e.g. `--web.enable-remote-write-receiver`).
+ * `honorLabels`: the jobs scraped with `honor_labels: true` (the targets' job/instance win).
+ */
 export async function startPrometheus(
   binary: string,
   dir: string,
   jobs: Record<string, string[]>,
   ruleFiles: readonly string[] = [],
+  extraArgs: readonly string[] = [],
+  honorLabels: readonly string[] = [],
 ): Promise<PrometheusServer> {
   const port = await freePort();
   const scrape = Object.entries(jobs)
     .map(
       ([job, targets]) =>
-        `  - job_name: ${job}\n    scrape_interval: 1s\n    static_configs:\n      - targets: [${targets.map((t) => `'${t}'`).join(', ')}]`,
+        `  - job_name: ${job}\n    scrape_interval: 1s\n${honorLabels.includes(job) ? '    honor_labels: true\n' : ''}    static_configs:\n      - targets: [${targets.map((t) => `'${t}'`).join(', ')}]`,
     )
     .join('\n');
   const config = path.join(dir, 'prometheus.yml');
   const rules = ruleFiles.length > 0 ? `rule_files:\n${ruleFiles.map((f) => `  - '${f}'`).join('\n')}\n` : '';
   fs.writeFileSync(
     config,
-    `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n${rules}scrape_configs:\n${scrape}\n`,
+    `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n${rules}${scrape ? `scrape_configs:\n${scrape}\n` : ''}`,
   );
   const child: ChildProcess = spawn(
     binary,
@@ -38,6 +44,7 @@ export async function startPrometheus(
       `--config.file=${config}`,
       `--storage.tsdb.path=${path.join(dir, 'data')}`,
       `--web.listen-address=127.0.0.1:${port}`,
+      ...extraArgs,
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );

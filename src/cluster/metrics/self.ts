@@ -104,4 +104,11 @@ export const CLUSTER_SELF_METRICS = {
     'Requests served by the /metrics endpoint.',
   ),
   metricsExported: spec('gauge', 'slurm_exporter_metrics_exported', '', [], 'Points in the last published snapshot.'),
+  otlpExports: spec(
+    'counter',
+    'slurm_exporter_otlp_exports',
+    '',
+    ['result'],
+    'OTLP push attempts by result (success, failure).',
+  ),
 } as const;

@@ -153,7 +153,7 @@ describe('cluster catalogue', () => {
     }
   });
 
-  it("self-monitoring: Soperator's family plus stale results, skipped items, API errors, lost fields and bad hostlists", () => {
+  it("self-monitoring: Soperator's family plus stale results, skipped items, API errors, lost fields, bad hostlists and OTLP pushes", () => {
     expect(
       Object.entries(selfSpecs)
         .map(([n, s]) => [n, s.kind, s.attributes])
@@ -175,6 +175,7 @@ describe('cluster catalogue', () => {
         ['slurm_exporter_hostlist_errors_total', 'counter', ['collector']],
         ['slurm_exporter_metrics_requests_total', 'counter', []],
         ['slurm_exporter_metrics_exported', 'gauge', []],
+        ['slurm_exporter_otlp_exports_total', 'counter', ['result']],
       ].sort(),
     );
   });
