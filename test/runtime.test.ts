@@ -20,16 +20,21 @@ function versionOf(node: string): string {
 function admits(range: string, version: string): boolean {
   const m = /^>=(\d+)\.(\d+)$/.exec(range);
   if (!m) throw new Error(`engines.node is '${range}': this test reads only the '>=X.Y' form`);
-  const [major, minor] = version.slice(1).split('.').map(Number);
-  return major > Number(m[1]) || (major === Number(m[1]) && minor >= Number(m[2]));
+  const v = /^v(\d+)\.(\d+)\./.exec(version);
+  if (!v) throw new Error(`'${version}' is not a Node version`);
+  const [major, minor, wantMajor, wantMinor] = [v[1], v[2], m[1], m[2]].map(Number) as [number, number, number, number];
+  return major > wantMajor || (major === wantMajor && minor >= wantMinor);
 }
 
 describe('the Node the tests run on', () => {
-  it.runIf(line !== undefined)('is the line scripts/node-lines.sh asked for, in the workers and what they spawn', () => {
-    expect(process.version).toBe(`v${line}`);
-    expect(versionOf(process.execPath)).toBe(`v${line}`);
-    expect(versionOf('node')).toBe(`v${line}`);
-  });
+  it.runIf(line !== undefined)(
+    'is the line scripts/node-lines.sh asked for, in the workers and what they spawn',
+    () => {
+      expect(process.version).toBe(`v${line}`);
+      expect(versionOf(process.execPath)).toBe(`v${line}`);
+      expect(versionOf('node')).toBe(`v${line}`);
+    },
+  );
 
   it('is one that package.json engines admits', () => {
     const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { engines: { node: string } };
