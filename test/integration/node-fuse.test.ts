@@ -102,8 +102,8 @@ function once(args: readonly string[]): Promise<{ code: number | null; stdout: s
 }
 
 describe.skipIf(gate.skip)('node agent beside FUSE filesystems that hang, refuse or fail', { timeout: 180_000 }, () => {
-  // One directory for the whole file (its mounts outlive each test).
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-fuse-'));
+  // One directory for the whole file (its mounts outlive each test), made when the file runs.
+  let dir = '';
   /** Probes stuck in a getattr that is never answered: they end when the trap goes. */
   const stuck: ChildProcess[] = [];
   const traps = new Map<TrapMode, FuseTrap>();
@@ -114,6 +114,7 @@ describe.skipIf(gate.skip)('node agent beside FUSE filesystems that hang, refuse
   let args: string[] = [];
 
   beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-fuse-'));
     const bin = buildFuseTrap(dir, gate.tools);
     // The agent reads the whole /proc: no other test's processes may hold the stand-ins meanwhile.
     release = await leaseStandIns();
@@ -166,7 +167,7 @@ describe.skipIf(gate.skip)('node agent beside FUSE filesystems that hang, refuse
       ),
     );
     release?.();
-    fs.rmSync(dir, { recursive: true, force: true });
+    if (dir !== '') fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('the traps are live: a stat of the held file blocks, or fails with EACCES or EIO', async () => {
