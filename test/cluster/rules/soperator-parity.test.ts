@@ -128,6 +128,14 @@ describe('controller job conversion', () => {
     expect(decoded(v004x.decodeJob(wire)).user_name).toBe('research');
     expect(decoded(v004x.decodeJob({ ...wire, user_name: 'alice' })).user_name).toBe('alice');
   });
+
+  // Soperator's Collect_Success (nebius/soperator c238d993341a9f52b132062fbc3cb22f0fb63578): the
+  // job sets ArrayTaskID 42 and leaves ArrayJobID nil; its slurm_job_info asserts
+  // array_job_id="" and array_task_id="42". Decoded here from the wire, not built as a model.
+  it('Collect_Success: array_task_id without array_job_id is still exported', () => {
+    const j = decoded(v004x.decodeJob({ job_id: 12345, job_state: ['RUNNING'], array_task_id: set(42) }));
+    expect(jobInfoLabels(j)).toMatchObject({ array_job_id: '', array_task_id: '42' });
+  });
 });
 
 describe('accounting job conversion', () => {

@@ -158,12 +158,13 @@ export function jobArray(v: Wire<MemberOf<typeof JOB_ARRAY_MEMBERS>>): {
   array_task_id?: string;
 } {
   // A job outside any array has array_job_id 0, kept as "0" as slurmctld sends it (and Soperator exports it).
+  // Each member stands alone: a task id without an array job id is still exported (as Soperator does).
   const arrayJobId = jobIdText(v['array_job_id']);
-  if (arrayJobId === undefined) return {};
   const taskId = count(v['array_task_id'], { u32: true });
+  const taskText = taskId !== undefined ? String(taskId) : text(v['array_task_string']);
   return {
-    array_job_id: arrayJobId,
-    array_task_id: taskId !== undefined ? String(taskId) : text(v['array_task_string']),
+    ...(arrayJobId !== undefined ? { array_job_id: arrayJobId } : {}),
+    ...(taskText !== undefined ? { array_task_id: taskText } : {}),
   };
 }
 
