@@ -197,7 +197,7 @@ export function addClusterOptions(cmd: Command, d: ClusterDefaults = CLUSTER_DEF
         'KUBECONFIG_PATH',
       ),
     );
-  return addExportOptions(cmd, PREFIX, { ...d, logLevel: 'debug' });
+  return addExportOptions(cmd, PREFIX, d);
 }
 
 /** `licenses, partitions` → the names, each checked; `none` or blank means none. */

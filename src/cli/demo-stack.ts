@@ -21,7 +21,7 @@ import { startNodeAgent, type NodeAgent, type NodeAgentOptions } from '../node/a
 import type { Cycle } from '../node/collector.js';
 import type { BindAddress } from '../telemetry/http.js';
 import { runUntilSignal } from './common.js';
-import type { DemoFlags, DemoLayout } from './demo.js';
+import type { DemoFlags, DemoLayout } from './demo-flags.js';
 import { nodeAgentOptions } from './node.js';
 import type { Env } from './otel.js';
 

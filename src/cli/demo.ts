@@ -5,27 +5,13 @@
  * carries the fake slurmrestd and the synthetic trees.
  */
 import { Command, Option } from 'commander';
-import type { BindAddress } from '../telemetry/http.js';
-import { addNodeOptions, type NodeFlags } from './node.js';
+import { DEMO_LAYOUTS, type DemoFlags } from './demo-flags.js';
+import { addNodeOptions } from './node.js';
 import type { Env } from './otel.js';
 import { bindAddress, positiveDuration } from './values.js';
 
-/** The cgroup layouts the synthetic node can have (src/demo's TreeLayout; the compiler keeps them in step). */
-export const DEMO_LAYOUTS = ['v1', 'v2', 'v2-sluid'] as const;
-export type DemoLayout = (typeof DEMO_LAYOUTS)[number];
-
 /** The synthetic node's name (src/demo's DEMO_NODE; a test keeps the two equal). */
 export const DEMO_NODE_NAME = 'gpu-001';
-
-export interface DemoFlags extends NodeFlags {
-  layout: DemoLayout;
-  nonJobHolder?: boolean;
-  dir?: string;
-  tick: number;
-  cluster: boolean;
-  clusterMetricsBindAddress: BindAddress;
-  clusterMonitoringBindAddress: BindAddress;
-}
 
 export function demoCommand(env: Env): Command {
   const cmd = new Command('demo').description(

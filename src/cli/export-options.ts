@@ -30,7 +30,6 @@ export interface ExportDefaults {
   readonly metricsBind: string;
   readonly monitoringBind: string;
   readonly logFormat: LogFormat;
-  readonly logLevel: LogLevel;
 }
 
 /** An option whose environment variable is the agent's prefix + NAME. */
@@ -87,8 +86,9 @@ export function addExportOptions(cmd: Command, prefix: string, d: ExportDefaults
       ),
     )
     .addOption(
+      // One default for both agents: a site reads both logs at one level.
       opt('--log-level <level>', 'debug, info, warn or error', 'LOG_LEVEL')
-        .default(d.logLevel)
+        .default('info')
         .argParser(oneOf(LOG_LEVELS)),
     )
     .addOption(

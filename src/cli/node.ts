@@ -129,7 +129,7 @@ export function addNodeOptions(cmd: Command, d: NodeDefaults = NODE_DEFAULTS): C
         .argParser(oneOf(QP_COUNTERS_MODES)),
     )
     .addOption(opt('--rdma-path <path>', 'the iproute2 rdma tool (--qp-counters)', 'RDMA_PATH').default('rdma'));
-  return addExportOptions(cmd, 'IB_SLURM_EXPORTER_', { ...d, logLevel: 'info' });
+  return addExportOptions(cmd, 'IB_SLURM_EXPORTER_', d);
 }
 
 export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {

@@ -3,11 +3,10 @@
  *
  * Slurm prints TRES as `cpu=4,mem=8G,node=1,billing=4,gres/gpu=2,gres/gpu:tesla=2` (controller
  * `tres`, `tres_alloc_str`, `tres_req_str`), and slurmdbd returns them as arrays of
- * `{type, name, id, count}`. This module parses the string form and renders the array form into
- * it, so the rest of the agent deals with one representation.
+ * `{type, name, id, count}`. This module parses the string form; the decoders render the array
+ * form into it (api/decode/decode-tres.ts), so the rest of the agent deals with one representation.
  */
 import type { SlurmJob } from './model.js';
-import { field, isRecord, num, str } from './api/json/read.js';
 
 export interface Tres {
   /** Every `key=value` pair as written, keys lower-cased (e.g. `gres/gpu:tesla` → `2`). */
@@ -120,27 +119,6 @@ function parseTresUncached(s: string | null | undefined): Tres {
     ...(billing !== undefined ? { billing } : {}),
     ...(gpus !== undefined ? { gpus } : {}),
   };
-}
-
-/**
- * Renders slurmdbd's TRES array (`[{type:"cpu",count:4},{type:"gres",name:"gpu",count:2}]`) in
- * the controller's string form (`cpu=4,gres/gpu=2`). Memory counts are MiB and get an `M`
- * suffix, as slurmctld prints them. Entries without a usable count (energy is often null) are
- * left out. Undefined when nothing usable remains, so callers can fall back to another source.
- */
-export function tresListToString(list: unknown): string | undefined {
-  if (!Array.isArray(list)) return undefined;
-  const parts: string[] = [];
-  for (const t of list) {
-    if (!isRecord(t)) continue;
-    const type = str(field(t, 'type'));
-    const n = num(field(t, 'count'));
-    if (type === undefined || type === '' || n === undefined || n < 0) continue;
-    const name = str(field(t, 'name'));
-    const key = name !== undefined && name !== '' ? `${type}/${name}` : type;
-    parts.push(`${key}=${n}${type.toLowerCase() === 'mem' ? 'M' : ''}`);
-  }
-  return parts.length > 0 ? parts.join(',') : undefined;
 }
 
 /**

@@ -12,7 +12,7 @@ import { ItemCollector, notAnObject } from './envelope.js';
 import { bool, count, field, idString, isRecord, num, strList, unixTime } from '../json/read.js';
 import type { JsonRecord } from '../json/read.js';
 import { arrayTaskExpression, cpuListCount, nodeListString, text, timeLimit } from './states.js';
-import { tresListToString } from '../../tres.js';
+import { tresListToString } from './decode-tres.js';
 
 export const NOT_AN_OBJECT = { ok: false, reason: 'element is not an object' } as const;
 
