@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { HOLD_COUNTER_FILES, NodeCollector } from '../src/node/collector.js';
+import { HOLD_COUNTER_FILES, NodeCollector } from '../src/node/collect.js';
 import { writeTree } from '../src/demo/nodetree.js';
 import { HEAVY_NODE, heavyTree } from './heavy-node.js';
 import { median } from './stats.js';

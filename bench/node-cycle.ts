@@ -19,16 +19,16 @@ import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { NodeCollector } from '../src/node/collector.js';
+import { NodeCollector } from '../src/node/collect.js';
 import { silentLogger } from '../test/support/log.js';
-import { parseQpCounters } from '../src/node/qp-counters.js';
-import { QpSource } from '../src/node/qp-source.js';
+import { parseQpCounters } from '../src/node/qp/qp-counters.js';
+import { QpSource } from '../src/node/qp/qp-source.js';
 import type { TreeRoots, TreeSpec } from '../src/demo/nodetree.js';
-import type { Roots } from '../src/node/roots.js';
+import type { Roots } from '../src/node/read/roots.js';
 import { FakeRdma, type QpCounterJson } from '../src/demo/fake-rdma.js';
 import { HEAVY_NODE, heavyTree } from './heavy-node.js';
 import { writeTree } from '../src/demo/nodetree.js';
-import { WRAPS_32 } from '../src/node/hca.js';
+import { WRAPS_32 } from '../src/node/read/hca.js';
 import { median } from './stats.js';
 
 /**

@@ -12,11 +12,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { NodeCollector } from '../src/node/collector.js';
+import { NodeCollector } from '../src/node/collect.js';
 import { writeTree } from '../src/demo/nodetree.js';
-import { FdScanner } from '../src/node/owners.js';
-import { Problems } from '../src/node/problems.js';
-import { deviceNumber } from '../src/node/roots.js';
+import { FdScanner } from '../src/node/read/owners.js';
+import { Problems } from '../src/node/read/problems.js';
+import { deviceNumber } from '../src/node/read/roots.js';
 import { HEAVY_NODE, heavyTree } from './heavy-node.js';
 import { median } from './stats.js';
 

@@ -18,7 +18,7 @@ import { writeTree, type TreeLayout } from '../demo/nodetree.js';
 import { FakeRdma } from '../demo/fake-rdma.js';
 import { CounterDrift, DEMO_JOBS, DEMO_NODE, demoTree, QpDrift } from '../demo/scenarios.js';
 import { startNodeAgent, type NodeAgent, type NodeAgentOptions } from '../node/agent.js';
-import type { Cycle } from '../node/collector.js';
+import type { Cycle } from '../node/collect.js';
 import type { BindAddress } from '../telemetry/http.js';
 import { runUntilSignal } from './common.js';
 import type { DemoFlags, DemoLayout } from './demo-flags.js';

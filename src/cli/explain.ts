@@ -1,9 +1,9 @@
 /** `slurm-otel explain`: one cycle, then the attribution table in the terminal (or JSON). */
 import { Command, Option } from 'commander';
 import Table from 'cli-table3';
-import { NodeCollector } from '../node/collector.js';
+import { NodeCollector } from '../node/collect.js';
 import { attributionRows, evidenceText, holderText, slurmCgroupsNote, type PortRow } from '../node/explain.js';
-import { describeUnreadable, unreadableLine, type UnreadablePolicy } from '../node/unreadable.js';
+import { describeUnreadable, unreadableLine, type UnreadablePolicy } from '../node/read/unreadable.js';
 import { CollectionIncomplete } from './common.js';
 import { addRootOptions, rootsOf, unreadableOption, type RootFlags } from './node.js';
 import { parseDuration } from './values.js';

@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { deviceTable, type FdDeviceOf, type Roots } from '../node/roots.js';
+import { deviceTable, type FdDeviceOf, type Roots } from '../node/read/roots.js';
 
 export type TreeLayout = 'v1' | 'v2' | 'v2-sluid';
 

@@ -12,15 +12,15 @@ import {
   type ShutdownOptions,
 } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
-import { HOLD_COUNTER_FILES, NodeCollector, type CollectorOptions, type Cycle } from './collector.js';
+import { HOLD_COUNTER_FILES, NodeCollector, type CollectorOptions, type Cycle } from './collect.js';
 import { attributionRows, slurmCgroupsNote } from './explain.js';
 import { CounterHistory, motionReadings } from './history.js';
 import { renderLanding } from './landing.js';
 import { NODE_SELF_METRICS } from './metrics.js';
-import type { NodeSnapshot } from './snapshot.js';
-import { QpSource, type QpSourceOptions } from './qp-source.js';
-import { squeueJobIds, squeueMetadata, type SqueueOptions, type Stoppable } from './squeue.js';
-import { unreadableLine, type UnreadableProcess } from './unreadable.js';
+import type { NodeSnapshot } from './join/snapshot.js';
+import { QpSource, type QpSourceOptions } from './qp/qp-source.js';
+import { squeueJobIds, squeueMetadata, type SqueueOptions, type Stoppable } from './read/squeue.js';
+import { unreadableLine, type UnreadableProcess } from './read/unreadable.js';
 
 export const SCOPE = { name: 'slurm-otel/node', version: '0.1.0' };
 

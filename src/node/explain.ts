@@ -3,9 +3,9 @@
  * status and why. The terminal (`slurm-otel explain`) and the landing page
  * render the same rows.
  */
-import type { Cycle } from './collector.js';
-import type { PortStatus } from './attribution.js';
-import type { HolderEvidence, NodeSnapshot } from './snapshot.js';
+import type { Cycle } from './collect.js';
+import type { PortStatus } from './join/attribution.js';
+import type { HolderEvidence, NodeSnapshot } from './join/snapshot.js';
 
 /** Counters an operator looks at first during a fabric incident. */
 export const KEY_COUNTERS = [

@@ -3,10 +3,10 @@
  * their times, so the landing page can show rates and a trend. Bounded: a fixed number of
  * readings per key, and a key absent from a reading is forgotten at once.
  */
-import type { Attribution } from './attribution.js';
-import { saturated } from './hca.js';
+import type { Attribution } from './join/attribution.js';
+import { saturated } from './read/hca.js';
 import { dataCounter } from './observe.js';
-import type { NodeSnapshot } from './snapshot.js';
+import type { NodeSnapshot } from './join/snapshot.js';
 
 /** Readings kept per key: about this many cycles of trend. */
 export const HISTORY_LENGTH = 30;

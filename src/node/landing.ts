@@ -5,7 +5,7 @@
 import { escapeHtml as esc, formatRate, formatSi, page, sparkline } from '../telemetry/page.js';
 import type { PortRow } from './explain.js';
 import { evidenceText, holderText, KEY_COUNTERS } from './explain.js';
-import { saturated } from './hca.js';
+import { saturated } from './read/hca.js';
 import {
   ERROR_COUNTERS,
   jobKey,
@@ -16,8 +16,8 @@ import {
   type CounterHistory,
   type Reading,
 } from './history.js';
-import type { QpState } from './qp-counters.js';
-import { unreadableEffect, type UnreadableProcess } from './unreadable.js';
+import type { QpState } from './qp/qp-counters.js';
+import { unreadableEffect, type UnreadableProcess } from './read/unreadable.js';
 
 export interface LandingMeta {
   readonly host: string;

@@ -1,10 +1,10 @@
 /** Snapshot + attribution → the node families of the catalogue, as points. */
 import { point, type Family, type Point } from '../telemetry/spec.js';
-import { PORT_STATUSES, type Attribution } from './attribution.js';
-import { PMA_WIDTH, saturated } from './hca.js';
+import { PORT_STATUSES, type Attribution } from './join/attribution.js';
+import { PMA_WIDTH, saturated } from './read/hca.js';
 import { NODE_METRICS as M, type JOB_METADATA_LABELS } from './metrics.js';
-import type { QpState } from './qp-counters.js';
-import type { NodeSnapshot } from './snapshot.js';
+import type { QpState } from './qp/qp-counters.js';
+import type { NodeSnapshot } from './join/snapshot.js';
 
 export function observe(snap: NodeSnapshot, attr: Attribution): Family[] {
   return [...deviceFamilies(snap, attr), ...jobFamilies(snap, attr), ...summaryFamilies(snap, attr)];

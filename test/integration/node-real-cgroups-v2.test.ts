@@ -23,7 +23,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeCounters, writeHca } from '../../src/demo/nodetree.js';
-import { deviceNumber } from '../../src/node/roots.js';
+import { deviceNumber } from '../../src/node/read/roots.js';
 import { select, valueOf } from '../support/exposition.js';
 import { REAL_SLURM_START_TIMEOUT_MS, realSlurmGate, startRealSlurm, type RealSlurm } from '../support/real-slurm.js';
 import {

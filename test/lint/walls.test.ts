@@ -21,7 +21,7 @@ describe('lint walls', () => {
     ['src/node/x.ts', "import { CLUSTER_METRICS } from '../cluster/metrics.js';\nvoid CLUSTER_METRICS;"],
     ['src/node/deep/x.ts', "import type { SlurmNode } from '../../cluster/model.js';\nexport type N = SlurmNode;"],
     ['src/cluster/x.ts', "import { NODE_METRICS } from '../node/metrics.js';\nvoid NODE_METRICS;"],
-    ['src/cluster/api/x.ts', "import { classify } from '../../node/roots.js';\nvoid classify;"],
+    ['src/cluster/api/x.ts', "import { classify } from '../../node/read/roots.js';\nvoid classify;"],
   ])('src/node and src/cluster never import each other: %s', async (file, code) => {
     expect(await firing(file, code)).toEqual(['no-restricted-imports']);
   });

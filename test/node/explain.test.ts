@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { NodeCollector } from '../../src/node/collector.js';
+import { NodeCollector } from '../../src/node/collect.js';
 import { attributionRows, holderText, type NonJobHolder } from '../../src/node/explain.js';
 import { renderTable } from '../../src/cli/explain.js';
 import { renderLanding } from '../../src/node/landing.js';

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { writeCounters, writeTree } from '../../src/demo/nodetree.js';
 import { demoTree } from '../../src/demo/scenarios.js';
-import { NodeCollector } from '../../src/node/collector.js';
+import { NodeCollector } from '../../src/node/collect.js';
 import { attributionRows } from '../../src/node/explain.js';
 import {
   CounterHistory,

@@ -10,7 +10,7 @@ import { V0038_RENDERERS } from './slurm-render-v0038.js';
 import type { OptionalSubCollector } from '../../src/cluster/snapshot.js';
 import { silentLogger } from './log.js';
 import { startNodeAgent, type NodeAgent, type NodeAgentOptions } from '../../src/node/agent.js';
-import type { Roots } from '../../src/node/roots.js';
+import type { Roots } from '../../src/node/read/roots.js';
 
 export function nodeAgentOptions(roots: Roots, extra: Partial<NodeAgentOptions> = {}): NodeAgentOptions {
   return {

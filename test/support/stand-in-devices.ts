@@ -9,7 +9,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import { deviceNumber } from '../../src/node/roots.js';
+import { deviceNumber } from '../../src/node/read/roots.js';
 
 /**
  * Devices that open without effect (no reads or ioctls follow) and that only a tool meant for

@@ -2,11 +2,11 @@
  * One cycle's reading of the node, joined: job cgroups → processes → uverbs
  * fds → HCAs. Plain data; the attribution rules decide what it means.
  */
-import { pidLeft, scanCgroups, type Allocation, type ScopeInfo } from './cgroups.js';
-import { readHcas, UverbsMap, verbsByDevice, type HcaCache, type HcaScan, type VerbsDevices } from './hca.js';
-import type { JobIdResolver } from './jobids.js';
-import type { FdScanner } from './owners.js';
-import { Problems, type Problem } from './problems.js';
+import { pidLeft, scanCgroups, type Allocation, type ScopeInfo } from '../read/cgroups.js';
+import { readHcas, UverbsMap, verbsByDevice, type HcaCache, type HcaScan, type VerbsDevices } from '../read/hca.js';
+import type { JobIdResolver } from '../read/jobids.js';
+import type { FdScanner } from '../read/owners.js';
+import { Problems, type Problem } from '../read/problems.js';
 import {
   chargedDevices,
   listedDevices,
@@ -15,11 +15,16 @@ import {
   readRdmaCurrent,
   type ListedDevices,
   type RdmaEvidence,
-} from './rdma-cgroup.js';
-import { join, procHidesProcesses, readSmall, type Roots } from './roots.js';
-import type { JobMetadata, JobMetadataSource } from './squeue.js';
-import type { Steps } from './steps.js';
-import { classifyUnreadable, describeUnreadable, type UnreadablePolicy, type UnreadableProcess } from './unreadable.js';
+} from '../read/rdma-cgroup.js';
+import { join, procHidesProcesses, readSmall, type Roots } from '../read/roots.js';
+import type { JobMetadata, JobMetadataSource } from '../read/squeue.js';
+import type { Steps } from '../read/steps.js';
+import {
+  classifyUnreadable,
+  describeUnreadable,
+  type UnreadablePolicy,
+  type UnreadableProcess,
+} from '../read/unreadable.js';
 
 export interface JobAllocation extends Allocation {
   /** Resolved job id; undefined when it could not be resolved (then `unresolved` says why). */
@@ -92,7 +97,7 @@ export interface Readers {
   readonly readAllFds?: boolean;
 }
 
-/** One snapshot, yielding during the fd scan (the part that can take seconds): collector.ts runs it. */
+/** One snapshot, yielding during the fd scan (the part that can take seconds): collect.ts runs it. */
 export function* snapshotSteps(readers: Readers, nowMs: number): Steps<NodeSnapshot> {
   const problems = new Problems();
   const { roots } = readers;

@@ -7,9 +7,9 @@
  * increases seen while it stayed sole user: a counter missing from a few readings
  * meanwhile is compared with the last value seen, so its increase is not lost.
  */
-import { saturated, WRAPS_32 } from './hca.js';
+import { saturated, WRAPS_32 } from '../read/hca.js';
 import type { JobAllocation, NodeSnapshot } from './snapshot.js';
-import type { UnreadableProcess } from './unreadable.js';
+import type { UnreadableProcess } from '../read/unreadable.js';
 
 export type PortStatus = 'sole' | 'shared' | 'idle' | 'nonjob' | 'incomplete';
 export const PORT_STATUSES: readonly PortStatus[] = ['sole', 'shared', 'idle', 'nonjob', 'incomplete'];

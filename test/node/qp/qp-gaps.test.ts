@@ -12,7 +12,7 @@ import {
   // MAX_ABSENT_READINGS,
   type QpCounter,
   type QpState,
-} from '../../src/node/qp-counters.js';
+} from '../../../src/node/qp/qp-counters.js';
 
 const MAX_ABSENT_READINGS = 10;
 const NAME = 'rx_write_requests';

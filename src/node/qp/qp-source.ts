@@ -9,7 +9,7 @@
  * turn-on the stop cut short (it was off; the set may have taken effect).
  * A stop during turn-on starts no further link.
  */
-import type { Logger } from '../log.js';
+import type { Logger } from '../../log.js';
 import {
   autoOff,
   counterReader,
@@ -25,9 +25,9 @@ import {
   type QpResource,
   type QpStreamReader,
 } from './qp-parse.js';
-import type { FailureKind } from './roots.js';
-import { ChildRunner, RunError } from '../child-runner.js';
-import type { Stoppable } from './squeue.js';
+import type { FailureKind } from '../read/roots.js';
+import { ChildRunner, RunError } from '../../child-runner.js';
+import type { Stoppable } from '../read/squeue.js';
 
 export type QpCountersMode = 'off' | 'observe' | 'manage';
 export const QP_COUNTERS_MODES: readonly QpCountersMode[] = ['off', 'observe', 'manage'];

@@ -6,16 +6,16 @@
  * that none of the job's QPs is counted, and logs why, once per link, from the link's mode.
  */
 import { describe, expect, it } from 'vitest';
-import { NodeCollector, type Cycle } from '../../src/node/collector.js';
-import { NODE_METRICS } from '../../src/node/metrics.js';
-import { QpSource } from '../../src/node/qp-source.js';
-import { demoTree } from '../../src/demo/scenarios.js';
-import { writeTree } from '../../src/demo/nodetree.js';
-import { FakeRdma } from '../../src/demo/fake-rdma.js';
-import type { Point } from '../../src/telemetry/spec.js';
-import { capturingLogger } from '../support/log.js';
-import { tmpDir } from '../support/tmp.js';
-import { waitFor } from '../support/tools.js';
+import { NodeCollector, type Cycle } from '../../../src/node/collect.js';
+import { NODE_METRICS } from '../../../src/node/metrics.js';
+import { QpSource } from '../../../src/node/qp/qp-source.js';
+import { demoTree } from '../../../src/demo/scenarios.js';
+import { writeTree } from '../../../src/demo/nodetree.js';
+import { FakeRdma } from '../../../src/demo/fake-rdma.js';
+import type { Point } from '../../../src/telemetry/spec.js';
+import { capturingLogger } from '../../support/log.js';
+import { tmpDir } from '../../support/tmp.js';
+import { waitFor } from '../../support/tools.js';
 
 const points = (c: Cycle, name: string) => (c.families.find((f) => f.spec.name === name)?.points ?? []) as Point[];
 

@@ -5,10 +5,10 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { silentLogger } from '../support/log.js';
-import { NodeRunner } from '../../src/node/agent.js';
-import { NodeCollector, type Cycle } from '../../src/node/collector.js';
-import { NODE_METRICS } from '../../src/node/metrics.js';
+import { silentLogger } from '../../support/log.js';
+import { NodeRunner } from '../../../src/node/agent.js';
+import { NodeCollector, type Cycle } from '../../../src/node/collect.js';
+import { NODE_METRICS } from '../../../src/node/metrics.js';
 import {
   accumulateQp,
   autoOff,
@@ -18,19 +18,19 @@ import {
   parseQpResources,
   type QpCounter,
   type QpState,
-} from '../../src/node/qp-counters.js';
-import { QpSource } from '../../src/node/qp-source.js';
-import { attributionRows } from '../../src/node/explain.js';
-import { renderLanding } from '../../src/node/landing.js';
-import { demoTree } from '../../src/demo/scenarios.js';
-import { writeTree, type HcaSpec } from '../../src/demo/nodetree.js';
-import type { Point } from '../../src/telemetry/spec.js';
-import { nodeAgentOptions, startTestNodeAgent } from '../support/agents.js';
-import { familyKeyErrors } from '../support/catalogue-keys.js';
-import { capturingLogger } from '../support/log.js';
-import { FakeRdma, type QpCounterJson } from '../../src/demo/fake-rdma.js';
-import { tmpDir } from '../support/tmp.js';
-import { waitFor } from '../support/tools.js';
+} from '../../../src/node/qp/qp-counters.js';
+import { QpSource } from '../../../src/node/qp/qp-source.js';
+import { attributionRows } from '../../../src/node/explain.js';
+import { renderLanding } from '../../../src/node/landing.js';
+import { demoTree } from '../../../src/demo/scenarios.js';
+import { writeTree, type HcaSpec } from '../../../src/demo/nodetree.js';
+import type { Point } from '../../../src/telemetry/spec.js';
+import { nodeAgentOptions, startTestNodeAgent } from '../../support/agents.js';
+import { familyKeyErrors } from '../../support/catalogue-keys.js';
+import { capturingLogger } from '../../support/log.js';
+import { FakeRdma, type QpCounterJson } from '../../../src/demo/fake-rdma.js';
+import { tmpDir } from '../../support/tmp.js';
+import { waitFor } from '../../support/tools.js';
 
 const points = (c: Cycle, name: string) => (c.families.find((f) => f.spec.name === name)?.points ?? []) as Point[];
 

@@ -9,13 +9,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { NodeCollector, type Cycle } from '../../src/node/collector.js';
-import { attributionRows } from '../../src/node/explain.js';
-import { NODE_METRICS } from '../../src/node/metrics.js';
-import { Problems } from '../../src/node/problems.js';
-import { parseRdmaCurrent, processCgroupDirs, readRdmaCurrent } from '../../src/node/rdma-cgroup.js';
-import { cgroupLines, type UnreadablePolicy } from '../../src/node/unreadable.js';
-import { demoTree } from '../../src/demo/scenarios.js';
+import { NodeCollector, type Cycle } from '../../../src/node/collect.js';
+import { attributionRows } from '../../../src/node/explain.js';
+import { NODE_METRICS } from '../../../src/node/metrics.js';
+import { Problems } from '../../../src/node/read/problems.js';
+import { parseRdmaCurrent, processCgroupDirs, readRdmaCurrent } from '../../../src/node/read/rdma-cgroup.js';
+import { cgroupLines, type UnreadablePolicy } from '../../../src/node/read/unreadable.js';
+import { demoTree } from '../../../src/demo/scenarios.js';
 import {
   rdmaCurrentText,
   writeTree,
@@ -24,11 +24,11 @@ import {
   type RdmaSpec,
   type TreeLayout,
   type TreeRoots,
-} from '../../src/demo/nodetree.js';
-import type { Roots } from '../../src/node/roots.js';
-import type { Point } from '../../src/telemetry/spec.js';
-import { asUnprivileged, deny, tmpDir } from '../support/tmp.js';
-import { explainCli } from '../support/node-tree.js';
+} from '../../../src/demo/nodetree.js';
+import type { Roots } from '../../../src/node/read/roots.js';
+import type { Point } from '../../../src/telemetry/spec.js';
+import { asUnprivileged, deny, tmpDir } from '../../support/tmp.js';
+import { explainCli } from '../../support/node-tree.js';
 
 const points = (c: Cycle, name: string) => (c.families.find((f) => f.spec.name === name)?.points ?? []) as Point[];
 const statuses = (c: Cycle) => Object.fromEntries(c.attribution.verdicts.map((v) => [v.device, v.status]));

@@ -9,11 +9,11 @@ import {
   saturated,
   UverbsMap,
   verbsByDevice,
-} from '../../src/node/hca.js';
-import { Problems } from '../../src/node/problems.js';
-import { parseCounter } from '../../src/node/roots.js';
-import { writeHca } from '../../src/demo/nodetree.js';
-import { asUnprivileged, deny, tmpDir } from '../support/tmp.js';
+} from '../../../src/node/read/hca.js';
+import { Problems } from '../../../src/node/read/problems.js';
+import { parseCounter } from '../../../src/node/read/roots.js';
+import { writeHca } from '../../../src/demo/nodetree.js';
+import { asUnprivileged, deny, tmpDir } from '../../support/tmp.js';
 
 function sysfs(): string {
   const dir = path.join(tmpDir(), 'sys');

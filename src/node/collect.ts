@@ -1,17 +1,17 @@
 /** One node-agent cycle: read, join, attribute, observe. Keeps the state between cycles. */
 import type { Family } from '../telemetry/spec.js';
-import { attribute, EMPTY_STATE, type Attribution, type AttributionState } from './attribution.js';
-import { JobIdResolver, type JobIdTable } from './jobids.js';
+import { attribute, EMPTY_STATE, type Attribution, type AttributionState } from './join/attribution.js';
+import { JobIdResolver, type JobIdTable } from './read/jobids.js';
 import { observe, qpFamilies } from './observe.js';
-import { accumulateQp, EMPTY_QP_STATE, type QpState } from './qp-counters.js';
-import type { QpReadings } from './qp-source.js';
-import { FdScanner } from './owners.js';
-import { HcaCache } from './hca.js';
-import type { Roots } from './roots.js';
-import type { JobMetadataSource } from './squeue.js';
-import { snapshotSteps, type NodeSnapshot } from './snapshot.js';
-import { runSteps, runStepsYielding, type Steps } from './steps.js';
-import type { UnreadablePolicy } from './unreadable.js';
+import { accumulateQp, EMPTY_QP_STATE, type QpState } from './qp/qp-counters.js';
+import type { QpReadings } from './qp/qp-source.js';
+import { FdScanner } from './read/owners.js';
+import { HcaCache } from './read/hca.js';
+import type { Roots } from './read/roots.js';
+import type { JobMetadataSource } from './read/squeue.js';
+import { snapshotSteps, type NodeSnapshot } from './join/snapshot.js';
+import { runSteps, runStepsYielding, type Steps } from './read/steps.js';
+import type { UnreadablePolicy } from './read/unreadable.js';
 
 export interface CollectorOptions {
   readonly roots: Roots;

@@ -5,14 +5,14 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { JsonArrayStream, JsonSyntaxError, MAX_TEXT, type JsonEntry } from '../../src/node/json-scan.js';
+import { JsonArrayStream, JsonSyntaxError, MAX_TEXT, type JsonEntry } from '../../../src/node/qp/json-scan.js';
 import {
   counterReader,
   CounterNames,
   MAX_COUNTERS,
   resourceReader,
   type QpStreamReader,
-} from '../../src/node/qp-parse.js';
+} from '../../../src/node/qp/qp-parse.js';
 
 /** `bytes` cut at the given points (any byte, inside a UTF-8 sequence too). */
 function split(bytes: Buffer, cuts: readonly number[]): Buffer[] {

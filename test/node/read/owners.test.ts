@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { commOf, FdScanner, isKernelThread, startTime } from '../../src/node/owners.js';
-import { Problems } from '../../src/node/problems.js';
-import { standardFdDevice, uverbsDevice, writeProcess } from '../../src/demo/nodetree.js';
-import { asUnprivileged, deny, removeProcess, tmpDir } from '../support/tmp.js';
+import { commOf, FdScanner, isKernelThread, startTime } from '../../../src/node/read/owners.js';
+import { Problems } from '../../../src/node/read/problems.js';
+import { standardFdDevice, uverbsDevice, writeProcess } from '../../../src/demo/nodetree.js';
+import { asUnprivileged, deny, removeProcess, tmpDir } from '../../support/tmp.js';
 
 /** sysfs's class/infiniband_verbs for uverbs0..uverbs9 at the kernel's numbers. */
 const VERBS = (): Map<string, string> =>

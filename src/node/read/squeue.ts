@@ -4,10 +4,10 @@
  * Each runs only when asked, at most once per interval, never on the scrape
  * path; a failed run keeps the previous table.
  */
-import type { Logger } from '../log.js';
+import type { Logger } from '../../log.js';
 import { SLUID_RE } from './cgroups.js';
 import type { JobIdTable } from './jobids.js';
-import { ChildRunner } from '../child-runner.js';
+import { ChildRunner } from '../../child-runner.js';
 
 export interface SqueueOptions {
   readonly path: string;

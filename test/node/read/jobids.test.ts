@@ -1,18 +1,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Allocation } from '../../src/node/cgroups.js';
-import { JobIdResolver, parseStepdTitle } from '../../src/node/jobids.js';
-import { Problems } from '../../src/node/problems.js';
-import { parseMetadata, parseSqueue, squeueJobIds, squeueMetadata } from '../../src/node/squeue.js';
-import { NodeCollector } from '../../src/node/collector.js';
-import { demoTree } from '../../src/demo/scenarios.js';
-import { writeProcess, writeTree } from '../../src/demo/nodetree.js';
-import { silentLogger } from '../support/log.js';
-import { startTestNodeAgent } from '../support/agents.js';
-import { familyKeyErrors } from '../support/catalogue-keys.js';
-import { tmpDir } from '../support/tmp.js';
-import { waitFor } from '../support/tools.js';
+import type { Allocation } from '../../../src/node/read/cgroups.js';
+import { JobIdResolver, parseStepdTitle } from '../../../src/node/read/jobids.js';
+import { Problems } from '../../../src/node/read/problems.js';
+import { parseMetadata, parseSqueue, squeueJobIds, squeueMetadata } from '../../../src/node/read/squeue.js';
+import { NodeCollector } from '../../../src/node/collect.js';
+import { demoTree } from '../../../src/demo/scenarios.js';
+import { writeProcess, writeTree } from '../../../src/demo/nodetree.js';
+import { silentLogger } from '../../support/log.js';
+import { startTestNodeAgent } from '../../support/agents.js';
+import { familyKeyErrors } from '../../support/catalogue-keys.js';
+import { tmpDir } from '../../support/tmp.js';
+import { waitFor } from '../../support/tools.js';
 
 const SLUID = 'sEKNKTV3WPV500';
 

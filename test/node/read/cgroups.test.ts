@@ -1,12 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { scanCgroups, pidLeft, parsePids } from '../../src/node/cgroups.js';
-import { Problems } from '../../src/node/problems.js';
-import { demoTree } from '../../src/demo/scenarios.js';
-import { writeTree, jobDirName, type TreeLayout } from '../../src/demo/nodetree.js';
-import { HOST_CGROUP, slurmTreesOnHost } from '../support/host.js';
-import { asUnprivileged, deny, tmpDir } from '../support/tmp.js';
+import { scanCgroups, pidLeft, parsePids } from '../../../src/node/read/cgroups.js';
+import { Problems } from '../../../src/node/read/problems.js';
+import { demoTree } from '../../../src/demo/scenarios.js';
+import { writeTree, jobDirName, type TreeLayout } from '../../../src/demo/nodetree.js';
+import { HOST_CGROUP, slurmTreesOnHost } from '../../support/host.js';
+import { asUnprivileged, deny, tmpDir } from '../../support/tmp.js';
 
 function put(file: string, content: string): void {
   fs.mkdirSync(path.dirname(file), { recursive: true });

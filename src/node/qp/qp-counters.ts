@@ -28,7 +28,7 @@
  *
  * The readings are parsed in qp-parse.ts.
  */
-import { increase } from './attribution.js';
+import { increase } from '../join/attribution.js';
 import type { QpCounter, QpReading, QpResource } from './qp-parse.js';
 
 export {

@@ -15,7 +15,7 @@
  */
 import { StringDecoder } from 'node:string_decoder';
 import { JsonArrayStream, JsonSyntaxError, type Held, type JsonEntry, type JsonField } from './json-scan.js';
-import { failed, ok, type Failure, type Read } from './roots.js';
+import { failed, ok, type Failure, type Read } from '../read/roots.js';
 
 /** One counter of `rdma -j statistic qp show`: a PID's QPs on one port. */
 export interface QpCounter {

@@ -1,8 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { attribute, EMPTY_STATE, increase, judgePorts, type AttributionState } from '../../src/node/attribution.js';
-import type { DeviceHolders, JobAllocation, NodeSnapshot } from '../../src/node/snapshot.js';
-import type { UnreadableProcess } from '../../src/node/unreadable.js';
+import {
+  attribute,
+  EMPTY_STATE,
+  increase,
+  judgePorts,
+  type AttributionState,
+} from '../../../src/node/join/attribution.js';
+import type { DeviceHolders, JobAllocation, NodeSnapshot } from '../../../src/node/join/snapshot.js';
+import type { UnreadableProcess } from '../../../src/node/read/unreadable.js';
 
 interface Setup {
   jobs?: { key: string; jobId?: string }[];

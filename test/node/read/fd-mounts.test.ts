@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fdInfoMountId, FdMounts, LOCAL_TYPES, parseMountInfo } from '../../src/node/fd-mounts.js';
-import { tmpDir } from '../support/tmp.js';
+import { fdInfoMountId, FdMounts, LOCAL_TYPES, parseMountInfo } from '../../../src/node/read/fd-mounts.js';
+import { tmpDir } from '../../support/tmp.js';
 
 /** A synthetic /proc/<pid> with one fd: its fdinfo naming mount `mntId`, a link, and the process's mountinfo. */
 function fakeFd(mntId: number, mountinfo: string, link = '/dev/null'): { procfs: string; pid: number } {

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { END, JsonArrayScanner, JsonSyntaxError } from '../../src/node/json-scan.js';
+import { END, JsonArrayScanner, JsonSyntaxError } from '../../../src/node/qp/json-scan.js';
 import {
   counterEntries,
   CounterNames,
@@ -17,16 +17,16 @@ import {
   parseQpCounters,
   Q_COUNTERS,
   resourceEntries,
-} from '../../src/node/qp-parse.js';
-import { QpSource } from '../../src/node/qp-source.js';
-import type { FailureKind } from '../../src/node/roots.js';
-import { FakeRdma } from '../../src/demo/fake-rdma.js';
-import { demoTree } from '../../src/demo/scenarios.js';
-import { writeTree } from '../../src/demo/nodetree.js';
-import { startTestNodeAgent } from '../support/agents.js';
-import { silentLogger } from '../support/log.js';
-import { tmpDir } from '../support/tmp.js';
-import { waitFor } from '../support/tools.js';
+} from '../../../src/node/qp/qp-parse.js';
+import { QpSource } from '../../../src/node/qp/qp-source.js';
+import type { FailureKind } from '../../../src/node/read/roots.js';
+import { FakeRdma } from '../../../src/demo/fake-rdma.js';
+import { demoTree } from '../../../src/demo/scenarios.js';
+import { writeTree } from '../../../src/demo/nodetree.js';
+import { startTestNodeAgent } from '../../support/agents.js';
+import { silentLogger } from '../../support/log.js';
+import { tmpDir } from '../../support/tmp.js';
+import { waitFor } from '../../support/tools.js';
 
 /** Every element of the array through the scanner; throws JsonSyntaxError where JSON.parse would. */
 function scanAll(text: string): number {

@@ -8,10 +8,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runNodeOnce } from '../../src/node/agent.js';
-import { nodeAgentOptions } from '../support/agents.js';
-import { parseExposition, select, type Sample } from '../support/exposition.js';
-import { tmpDir } from '../support/tmp.js';
+import { runNodeOnce } from '../../../src/node/agent.js';
+import { nodeAgentOptions } from '../../support/agents.js';
+import { parseExposition, select, type Sample } from '../../support/exposition.js';
+import { tmpDir } from '../../support/tmp.js';
 
 const FIXTURES = path.resolve('fixtures/sysfs');
 

@@ -1,11 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { NodeCollector, type Cycle } from '../../src/node/collector.js';
+import { NodeCollector, type Cycle } from '../../src/node/collect.js';
 import { NODE_METRICS } from '../../src/node/metrics.js';
 import { CounterDrift, demoTree } from '../../src/demo/scenarios.js';
 import { jobDirName, uverbsDevice, writeProcess, writeTree, type TreeLayout } from '../../src/demo/nodetree.js';
-import type { Roots } from '../../src/node/roots.js';
+import type { Roots } from '../../src/node/read/roots.js';
 import type { Point } from '../../src/telemetry/spec.js';
 import { asUnprivileged, deny, removeProcess, tmpDir } from '../support/tmp.js';
 

@@ -2,25 +2,25 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { NodeRunner } from '../../src/node/agent.js';
-import { inSlurmJob } from '../../src/node/cgroups.js';
-import { NodeCollector, type Cycle } from '../../src/node/collector.js';
-import { NODE_METRICS } from '../../src/node/metrics.js';
+import { NodeRunner } from '../../../src/node/agent.js';
+import { inSlurmJob } from '../../../src/node/read/cgroups.js';
+import { NodeCollector, type Cycle } from '../../../src/node/collect.js';
+import { NODE_METRICS } from '../../../src/node/metrics.js';
 import {
   cgroupLines,
   displayCgroup,
   readPrivileges,
   unreadableCause,
   type UnreadablePolicy,
-} from '../../src/node/unreadable.js';
-import { demoTree } from '../../src/demo/scenarios.js';
-import { writeHca, writeProcess, writeTree } from '../../src/demo/nodetree.js';
-import type { Roots } from '../../src/node/roots.js';
-import type { Point } from '../../src/telemetry/spec.js';
-import { nodeAgentOptions } from '../support/agents.js';
-import { capturingLogger } from '../support/log.js';
-import { slurmTreesOnHost } from '../support/host.js';
-import { asUnprivileged, asUnprivilegedAsync, deny, tmpDir } from '../support/tmp.js';
+} from '../../../src/node/read/unreadable.js';
+import { demoTree } from '../../../src/demo/scenarios.js';
+import { writeHca, writeProcess, writeTree } from '../../../src/demo/nodetree.js';
+import type { Roots } from '../../../src/node/read/roots.js';
+import type { Point } from '../../../src/telemetry/spec.js';
+import { nodeAgentOptions } from '../../support/agents.js';
+import { capturingLogger } from '../../support/log.js';
+import { slurmTreesOnHost } from '../../support/host.js';
+import { asUnprivileged, asUnprivilegedAsync, deny, tmpDir } from '../../support/tmp.js';
 
 const BIN = path.resolve('dist/src/cli/main.js');
 

@@ -2,13 +2,13 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { writeHca } from '../../src/demo/nodetree.js';
-import { ATTRIBUTE_LIMIT, LIST_LIMIT, readSmall } from '../../src/node/roots.js';
-import { tmpDir } from '../support/tmp.js';
-import { waitFor } from '../support/tools.js';
+import { writeHca } from '../../../src/demo/nodetree.js';
+import { ATTRIBUTE_LIMIT, LIST_LIMIT, readSmall } from '../../../src/node/read/roots.js';
+import { tmpDir } from '../../support/tmp.js';
+import { waitFor } from '../../support/tools.js';
 
-const HCA_JS = path.resolve('dist/src/node/hca.js');
-const PROBLEMS_JS = path.resolve('dist/src/node/problems.js');
+const HCA_JS = path.resolve('dist/src/node/read/hca.js');
+const PROBLEMS_JS = path.resolve('dist/src/node/read/problems.js');
 
 /**
  * Reads the HCAs of `sysfs` in a child process with a deadline: a read that blocks

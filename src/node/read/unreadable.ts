@@ -8,7 +8,7 @@
  * - ignore-outside-jobs: it is assumed to hold no HCA. The risk: a storage
  *   daemon hidden that way makes a port it shares with one job look sole.
  * An unreadable job process suppresses that job and every port it could share
- * under both policies (the rule itself is in attribution.ts).
+ * under both policies (the rule itself is in join/attribution.ts).
  *
  * Kernel evidence comes first, under either policy: when the process's own
  * cgroup has `rdma.current`, a cgroup charged no HCA handle holds no HCA (the
