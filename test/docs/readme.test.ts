@@ -1,21 +1,26 @@
 /**
  * README.md is the front door: short, and showing the commands a newcomer types, the test command
- * exactly as CI runs it, with the Debian packages CI installs for the tests.
+ * exactly as CI runs it, with the Debian packages CI installs for the tests, the install, the
+ * ports to scrape and a few lines of what a scrape shows, each as the code has it.
  */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import type { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
+import { documentedCommands } from '../../src/cli/program.js';
 
 const readme = fs.readFileSync('README.md', 'utf8');
 const ci = fs.readFileSync('.ci/run', 'utf8');
 
-/** The packages of the `apt-get install` command in a shell script (continuation lines joined). */
+/** The packages of every `apt-get install` command in a shell script (continuation lines joined). */
 function aptPackages(script: string): string[] {
   const joined = script.replace(/\\\n/g, ' ');
-  const command = /apt-get install([^\n]*)/.exec(joined)?.[1] ?? '';
-  return command
-    .replace(/>.*$/, '')
-    .split(/\s+/)
-    .filter((w) => w !== '' && !w.startsWith('-'));
+  return [...joined.matchAll(/apt-get install([^\n]*)/g)].flatMap((m) =>
+    m[1]!
+      .replace(/>.*$/, '')
+      .split(/\s+/)
+      .filter((w) => w !== '' && !w.startsWith('-')),
+  );
 }
 
 describe('README', () => {
@@ -29,11 +34,65 @@ describe('README', () => {
   it('names every Debian package .ci/run installs for the tests', () => {
     const packages = aptPackages(ci);
     expect(packages).toContain('prometheus');
+    expect(packages).toContain('qemu-system-x86');
     const install = aptPackages(readme);
     for (const p of packages) expect(install, p).toContain(p);
   });
 
+  it("is matched by CONTRIBUTING's package table, one row per package .ci/run installs", () => {
+    const contributing = fs.readFileSync('CONTRIBUTING.md', 'utf8');
+    const table = contributing.slice(
+      contributing.indexOf('### Debian packages'),
+      contributing.indexOf('### Real-Slurm'),
+    );
+    const listed = new Set([...table.matchAll(/^\| `([^`]+)` \|/gm)].flatMap((m) => m[1]!.split(' ')));
+    for (const p of aptPackages(ci)) expect(listed.has(p), p).toBe(true);
+  });
+
   it('stays a front door: at most 250 lines', () => {
     expect(readme.split('\n').length).toBeLessThanOrEqual(250);
+  });
+
+  it.each([
+    ['node', 'test/golden/node-once.prom'],
+    ['cluster', 'test/golden/cluster-once.prom'],
+  ])('shows lines of the %s exposition exactly as the agent writes them (%s)', (agent, golden) => {
+    const block = new RegExp(`<!-- begin:scrape-example ${agent} -->\\n\`\`\`\\n([^]*?)\`\`\`\\n<!-- end:`).exec(
+      readme,
+    );
+    expect(block, `README's scrape-example ${agent} block`).not.toBeNull();
+    const lines = block![1]!.trim().split('\n');
+    expect(lines.length).toBeGreaterThanOrEqual(3);
+    const exposition = new Set(fs.readFileSync(golden, 'utf8').split('\n'));
+    for (const line of lines) expect(exposition.has(line), line).toBe(true);
+  });
+
+  it('lists the ports each agent listens on by default', () => {
+    const bind = (cmd: Command, flag: string): string =>
+      String(cmd.options.find((o) => o.long === flag)?.defaultValueDescription ?? '');
+    const commands = documentedCommands({});
+    for (const [agent, key] of [
+      ['node', 'node-options'],
+      ['cluster', 'cluster-options'],
+    ] as const) {
+      const cmd = commands[key]!;
+      const row = readme.split('\n').find((l) => l.startsWith(`| ${agent} (`));
+      expect(row, agent).toBeDefined();
+      expect(row).toContain(`\`${bind(cmd, '--metrics-bind-address')}\``);
+      expect(row).toContain(`\`${bind(cmd, '--monitoring-bind-address')}\``);
+    }
+  });
+
+  it('packs the command and its configs, nothing of the tests', () => {
+    const r = spawnSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    const [pack] = JSON.parse(r.stdout) as [{ files: { path: string }[] }];
+    const files = pack.files.map((f) => f.path);
+    const bin = (JSON.parse(fs.readFileSync('package.json', 'utf8')) as { bin: Record<string, string> }).bin;
+    expect(files).toContain(bin['slurm-otel']);
+    expect(files).toContain('otel-config/collector-agent.yaml');
+    expect(files.filter((f) => f.startsWith('test/') || f.startsWith('dist/test/') || f.startsWith('src/'))).toEqual(
+      [],
+    );
   });
 });
