@@ -100,10 +100,13 @@ export const NODE_METRICS = {
     DP,
     'Port physical state id from sysfs phys_state (1: Sleep, 2: Polling, 3: Disabled, 4: PortConfigurationTraining, 5: LinkUp, 6: LinkErrorRecovery, 7: Phy Test).',
   ),
+  // No declared unit, though the value is bytes per second (the name says so): the Collector's
+  // Prometheus name translation appends `_per_second` again for the unit By/s, so with it the
+  // family would arrive under another name than the direct scrape's and break every query.
   portRate: spec(
     'gauge',
     'ib_slurm_device_port_rate_bytes_per_second',
-    'By/s',
+    '',
     DP,
     'Signalling rate of the port from sysfs rate: Gb/s × 125,000,000 (divide the bytes rates by it for utilisation).',
   ),

@@ -15,14 +15,15 @@ import { DEMO_NODE } from '../../src/demo/scenarios.js';
 import { nodeAgentOptions } from '../support/agents.js';
 import {
   ALL,
+  DEMO_CHOICES,
   loadDashboards,
+  MACROS,
   panelQueries,
   structureProblems,
   substitute,
   variableQuery,
   variableValues,
   templateVariables,
-  type Choice,
   type Dashboard,
 } from '../support/dashboards.js';
 import { startPrometheus, type PrometheusServer } from '../support/prometheus.js';
@@ -33,26 +34,7 @@ const ALERT_RULES = fileURLToPath(new URL('../../otel-config/prometheus/alerts.y
 const dashboards = loadDashboards(DIR);
 const byFile = (file: string): Dashboard => dashboards.find((d) => d.file === file) as Dashboard;
 
-/**
- * The values the test gives template variables. mlx5_1 is the demo's shared port, where the
- * errors climb; 918001 holds mlx5_0 alone, so it has job series. Filters are left at All.
- */
-const CHOICES: Readonly<Record<string, Choice>> = { cluster: ALL, instance: ALL, device: 'mlx5_1', job_id: '918001' };
-
-/**
- * Grafana's macros. The rate window spans 20 scrapes at 1 s and two 10 s ticks of the fake
- * slurmctld's RPC counters, so per-RPC averages are not 0/0; $__range needs only 2 samples.
- */
-const MACROS: Readonly<Record<string, string>> = {
-  __rate_interval: '20s',
-  __interval: '5s',
-  __range: '1m',
-  __range_s: '60',
-  __range_ms: '60000',
-  __interval_ms: '5000',
-};
-
-const values = (d: Dashboard) => ({ ...MACROS, ...variableValues(d.json, CHOICES) });
+const values = (d: Dashboard) => ({ ...MACROS, ...variableValues(d.json, DEMO_CHOICES) });
 
 describe('Grafana dashboards (JSON)', () => {
   it('are the three dashboards, with distinct uids', () => {
@@ -197,7 +179,7 @@ describe.runIf(shouldRun(prometheus))(
           .filter((v) => v.type === 'query')
           .map((v) => {
             const { label, expr } = variableQuery(v);
-            const choice = CHOICES[String(v.name)];
+            const choice = DEMO_CHOICES[String(v.name)];
             const accept = choice === ALL ? hasData : (rows: Row[]) => rows.some((r) => r.metric[label] === choice);
             return { name: `$${String(v.name)}`, expr: substitute(expr, vals), accept };
           });

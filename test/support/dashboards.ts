@@ -23,6 +23,38 @@ export interface PanelQuery {
 export const ALL = Symbol('All');
 export type Choice = typeof ALL | string;
 
+/**
+ * The values the tests give template variables on the demo's data. mlx5_1 is the demo's shared
+ * port, where the errors climb; 918001 holds mlx5_0 alone, so it has job series. Filters are
+ * left at All.
+ */
+export const DEMO_CHOICES: Readonly<Record<string, Choice>> = {
+  cluster: ALL,
+  instance: ALL,
+  device: 'mlx5_1',
+  job_id: '918001',
+};
+
+/**
+ * Grafana's macros as the tests set them. The rate window spans 20 scrapes at 1 s and two 10 s
+ * ticks of the fake slurmctld's RPC counters, so per-RPC averages are not 0/0; $__range needs only
+ * 2 samples.
+ */
+export const MACROS: Readonly<Record<string, string>> = {
+  __rate_interval: '20s',
+  __interval: '5s',
+  __range: '1m',
+  __range_s: '60',
+  __range_ms: '60000',
+  __interval_ms: '5000',
+};
+
+/** Every query of a dashboard with the demo's choices and the macros substituted. */
+export function demoQueries(d: Dashboard): (PanelQuery & { readonly promql: string })[] {
+  const values = { ...MACROS, ...variableValues(d.json, DEMO_CHOICES) };
+  return panelQueries(d.json).map((q) => ({ ...q, promql: substitute(q.expr, values) }));
+}
+
 /** The datasource uids a dashboard may use: the provisioned one, or its datasource variable. */
 const DATASOURCE_UIDS = ['prometheus', '${datasource}'];
 const GRID_COLUMNS = 24;

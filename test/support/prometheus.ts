@@ -17,10 +17,27 @@ export interface PrometheusServer {
  * `extraArgs`: more command-line flags (e.g. `--web.enable-remote-write-receiver`).
  * `honorLabels`: the jobs scraped with `honor_labels: true` (the targets' job/instance win).
  */
+/** A scrape target with the labels its static config gives it (an `instance` label replaces host:port). */
+export interface LabelledTarget {
+  readonly target: string;
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+function staticConfigs(targets: readonly (string | LabelledTarget)[]): string {
+  const plain = targets.filter((t): t is string => typeof t === 'string');
+  const groups = plain.length > 0 ? [`      - targets: [${plain.map((t) => `'${t}'`).join(', ')}]`] : [];
+  for (const t of targets) {
+    if (typeof t === 'string') continue;
+    const labels = Object.entries(t.labels).map(([k, v]) => `${k}: ${JSON.stringify(v)}`);
+    groups.push(`      - targets: ['${t.target}']\n        labels: {${labels.join(', ')}}`);
+  }
+  return groups.join('\n');
+}
+
 export async function startPrometheus(
   binary: string,
   dir: string,
-  jobs: Record<string, string[]>,
+  jobs: Record<string, readonly (string | LabelledTarget)[]>,
   ruleFiles: readonly string[] = [],
   extraArgs: readonly string[] = [],
   honorLabels: readonly string[] = [],
@@ -29,7 +46,7 @@ export async function startPrometheus(
   const scrape = Object.entries(jobs)
     .map(
       ([job, targets]) =>
-        `  - job_name: ${job}\n    scrape_interval: 1s\n${honorLabels.includes(job) ? '    honor_labels: true\n' : ''}    static_configs:\n      - targets: [${targets.map((t) => `'${t}'`).join(', ')}]`,
+        `  - job_name: ${job}\n    scrape_interval: 1s\n${honorLabels.includes(job) ? '    honor_labels: true\n' : ''}    static_configs:\n${staticConfigs(targets)}`,
     )
     .join('\n');
   const config = path.join(dir, 'prometheus.yml');
