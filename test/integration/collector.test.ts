@@ -34,6 +34,8 @@ import { treeFlags } from '../support/node-tree.js';
 import { startPrometheus, type PrometheusServer } from '../support/prometheus.js';
 import { compareAnswers, questionsOver } from '../support/same-answers.js';
 import { findTool, freePort, run, shouldRun, stopChild, toolPath, waitFor } from '../support/tools.js';
+import { REAL_SLURM_START_TIMEOUT_MS, realSlurmGate, startRealSlurm, type RealSlurm } from '../support/real-slurm.js';
+import { realSlurmRunner } from '../support/real-slurm-agent.js';
 
 const AGENT_CONFIG = 'otel-config/collector-agent.yaml';
 const GATEWAY_CONFIG = 'otel-config/collector-gateway.yaml';
@@ -148,7 +150,7 @@ interface Chain {
 }
 
 async function startChain(dir: string): Promise<Chain> {
-  const prom = await startPrometheus(toolPath(prometheus), dir, {}, [], ['--web.enable-remote-write-receiver']);
+  const prom = await remoteWriteStore(dir);
   const [gw, ag, exposition] = [await ports(), await ports(), await freePort()];
   const gateway = await startCollector(
     GATEWAY_CONFIG,
@@ -330,13 +332,29 @@ describe.runIf(runCollector && shouldRun(prometheus))(
 type FakeSlurm = Awaited<ReturnType<typeof fakeSlurm>>;
 
 /** `sumOf` over a Collector's own telemetry at `url`. */
+/**
+ * A Prometheus taking remote write as otel-config/prometheus.yml configures one: its late-sample
+ * window is the shipped file's.
+ */
+function remoteWriteStore(dir: string): Promise<PrometheusServer> {
+  const shipped = parse(fs.readFileSync('otel-config/prometheus.yml', 'utf8')) as {
+    storage?: { tsdb?: { out_of_order_time_window?: string } };
+  };
+  const window = shipped.storage?.tsdb?.out_of_order_time_window;
+  if (window === undefined) throw new Error('otel-config/prometheus.yml sets no storage.tsdb.out_of_order_time_window');
+  return startPrometheus(toolPath(prometheus), dir, {}, [], ['--web.enable-remote-write-receiver'], [], window);
+}
+
+/** How long the gateway stays down in the outage test. */
+const OUTAGE_MS = 120_000;
+
 async function telemetry(url: string, name: string, match: Record<string, string> = {}): Promise<number> {
   return sumOf(parseExposition(await (await fetch(url)).text()), name, match);
 }
 
 describe.runIf(runCollector && shouldRun(prometheus))(
-  'gateway down: the node-local Collector queues, and nothing is lost when the gateway returns',
-  { timeout: 240_000 },
+  'gateway down for 2 minutes: the node-local Collector queues, and nothing is lost when the gateway returns',
+  { timeout: 480_000 },
   () => {
     let dir: string;
     let prom: PrometheusServer | undefined;
@@ -352,10 +370,10 @@ describe.runIf(runCollector && shouldRun(prometheus))(
       if (dir) fs.rmSync(dir, { recursive: true, force: true });
     });
 
-    it('holds the pushes while no gateway listens, then delivers every point once', async () => {
+    it('holds the pushes while no gateway listens for 2 minutes, then delivers every point once, every sample stored', async () => {
       dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-collector-down-'));
       const roots = writeTree(path.join(dir, 'tree'), demoTree({ layout: 'v2-sluid', nonJobHolder: false }));
-      prom = await startPrometheus(toolPath(prometheus), dir, {}, [], ['--web.enable-remote-write-receiver']);
+      prom = await remoteWriteStore(dir);
       const [gw, ag, exposition] = [await ports(), await ports(), await freePort()];
       const localTelemetry = `http://127.0.0.1:${ag.telemetry}/metrics`;
       const gatewayTelemetry = `http://127.0.0.1:${gw.telemetry}/metrics`;
@@ -376,12 +394,16 @@ describe.runIf(runCollector && shouldRun(prometheus))(
         '1s',
       ]);
       const queued = { exporter: 'otlp_grpc' };
+      const downSince = Date.now();
       // The gateway is down: the pushes are accepted locally and wait in the sending queue.
       await waitFor(
         'batches waiting in the local queue',
         async () => (await telemetry(localTelemetry, 'otelcol_exporter_queue_size', queued)) >= 2,
         120_000,
       );
+      // The outage lasts 2 minutes (the fault's length, not a measured one): long enough for the
+      // oldest batch's retries to reach their 30 s ceiling and for the queue to hold a hundred pushes.
+      await waitFor('a 2-minute outage', () => Date.now() - downSince >= OUTAGE_MS || undefined, OUTAGE_MS + 60_000);
       expect(await telemetry(localTelemetry, 'otelcol_exporter_sent_metric_points', queued)).toBe(0);
 
       gateway = await startCollector(
@@ -403,6 +425,9 @@ describe.runIf(runCollector && shouldRun(prometheus))(
           exporter: 'prometheus_remote_write',
         }),
         stillQueued: await telemetry(localTelemetry, 'otelcol_exporter_queue_size', queued),
+        refusedByStore: await telemetry(gatewayTelemetry, 'otelcol_exporter_send_failed_metric_points', {
+          exporter: 'prometheus_remote_write',
+        }),
       });
       const want = {
         sentByLocal: accepted,
@@ -410,6 +435,7 @@ describe.runIf(runCollector && shouldRun(prometheus))(
         acceptedByGateway: accepted,
         writtenByGateway: accepted,
         stillQueued: 0,
+        refusedByStore: 0,
       };
       let last: Record<string, number> = {};
       await waitFor(
@@ -420,7 +446,21 @@ describe.runIf(runCollector && shouldRun(prometheus))(
         },
         120_000,
       ).catch(() => undefined);
-      expect(last).toEqual(want);
+      expect(last, gateway.warnings().slice(0, 20).join('\n')).toEqual(want);
+      // Counted in the store itself: every point the node-local Collector accepted is one sample
+      // there (the node agent pushes gauges and sums only, a sample per point), none refused as
+      // out of order or duplicate after the queue drained.
+      const stored = async (): Promise<number> => {
+        const q = encodeURIComponent('{__name__=~"ib_slurm_.+"}[1h]');
+        const body = (await (await fetch(`${prom!.url}/api/v1/query?query=${q}`)).json()) as {
+          data: { result: { values: unknown[] }[] };
+        };
+        return body.data.result.reduce((n, series) => n + series.values.length, 0);
+      };
+      await waitFor('the samples in Prometheus', async () => (await stored()) === accepted || undefined, 60_000).catch(
+        () => undefined,
+      );
+      expect(await stored()).toBe(accepted);
       expect(gateway.warnings(), gateway.log()).toEqual([]);
     });
   },
@@ -483,54 +523,96 @@ describe.runIf(runCollector)(
   },
 );
 
-describe.runIf(runCollector && shouldRun(prometheus))(
-  'cluster agent → agent Collector → gateway Collector → :8889 and Prometheus remote write',
-  { timeout: 180_000 },
-  () => {
-    const TOKEN = 'collector-chain-token';
-    let dir: string;
-    let chain: Chain | undefined;
-    let slurm: FakeSlurm | undefined;
-    let runner: ClusterRunner | undefined;
-    let expected: string[] = [];
-    let stored: string[] = [];
-    let families: Set<string>;
+/** A cluster agent collecting once from some slurmrestd, pushing to the chain when flushed. */
+interface ClusterSource {
+  start(otlpUrl: string): Promise<ClusterRunner>;
+  stop(): Promise<void>;
+}
 
-    beforeAll(async () => {
-      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-collector-cluster-chain-'));
-      chain = await startChain(dir);
+function fakeClusterSource(): ClusterSource {
+  const TOKEN = 'collector-chain-token';
+  let slurm: FakeSlurm | undefined;
+  return {
+    start: async (otlpUrl) => {
       slurm = await fakeSlurm(['v0.0.44'], TOKEN);
-      runner = new ClusterRunner(
-        clusterAgentOptions(slurm, TOKEN, { otlpUrl: `http://127.0.0.1:${chain.localHttp}/v1/metrics` }),
-      );
-      expect((await runner.collect()).failed).toEqual([]);
-      await runner.pipeline.flush();
-      const direct = parseExposition(runner.pipeline.exposition.text);
-      families = new Set(direct.map((s) => s.name));
-      expected = expectedFromDirect(direct, 'slurm-otel-cluster', 'test');
-      stored = expectedFromDirect(direct, 'slurm-otel-cluster', 'test', true);
-    });
-
-    afterAll(async () => {
-      await runner?.shutdown();
+      return new ClusterRunner(clusterAgentOptions(slurm, TOKEN, { otlpUrl }));
+    },
+    stop: async () => {
       await slurm?.server.close();
-      await chain?.stop();
-      if (dir) fs.rmSync(dir, { recursive: true, force: true });
-    });
+    },
+  };
+}
 
-    it("the gateway's :8889 serves every family of the cluster agent's /metrics", async () => {
-      await eventuallyEqual('the cluster families on :8889', expected, async () =>
-        parseExposition(await (await fetch((chain as Chain).gatewayMetrics)).text())
-          .filter((s) => families.has(s.name))
-          .map((s) => line(s.name, s.labels, s.value)),
-      );
-    });
+function realClusterSource(): ClusterSource {
+  let slurm: RealSlurm | undefined;
+  const logs: string[] = [];
+  return {
+    start: async (otlpUrl) => {
+      slurm = await startRealSlurm({ instance: 'col' });
+      return realSlurmRunner(slurm, { jobSource: 'controller', logs, otlpUrl });
+    },
+    stop: async () => {
+      await slurm?.stop();
+      expect(logs).toEqual([]);
+    },
+  };
+}
 
-    it('Prometheus receives the same series through remote write', async () => {
-      await eventuallyEqual('the cluster families in Prometheus', stored, () =>
-        storedLines((chain as Chain).prom, (n) => families.has(n)),
-      );
-    });
+const realSlurm = realSlurmGate();
+
+describe.each([
+  { name: 'a fake slurmrestd (v0.0.44)', run: true, source: fakeClusterSource },
+  { name: 'a real Slurm 22.05', run: !realSlurm.skip, source: realClusterSource },
+])(
+  'cluster agent on $name → agent Collector → gateway Collector → :8889 and Prometheus remote write',
+  ({ run, source }) => {
+    describe.runIf(runCollector && shouldRun(prometheus) && run)(
+      '',
+      { timeout: REAL_SLURM_START_TIMEOUT_MS + 180_000 },
+      () => {
+        let dir: string;
+        let chain: Chain | undefined;
+        const cluster = source();
+        let runner: ClusterRunner | undefined;
+        let expected: string[] = [];
+        let stored: string[] = [];
+        let families: Set<string>;
+
+        beforeAll(async () => {
+          dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-collector-cluster-chain-'));
+          chain = await startChain(dir);
+          runner = await cluster.start(`http://127.0.0.1:${chain.localHttp}/v1/metrics`);
+          expect((await runner.collect()).failed).toEqual([]);
+          await runner.pipeline.flush();
+          const direct = parseExposition(runner.pipeline.exposition.text);
+          families = new Set(direct.map((s) => s.name));
+          expect(families).toContain('slurm_node_info');
+          expected = expectedFromDirect(direct, 'slurm-otel-cluster', 'test');
+          stored = expectedFromDirect(direct, 'slurm-otel-cluster', 'test', true);
+        }, REAL_SLURM_START_TIMEOUT_MS + 60_000);
+
+        afterAll(async () => {
+          await runner?.shutdown();
+          await cluster.stop();
+          await chain?.stop();
+          if (dir) fs.rmSync(dir, { recursive: true, force: true });
+        });
+
+        it("the gateway's :8889 serves every family of the cluster agent's /metrics", async () => {
+          await eventuallyEqual('the cluster families on :8889', expected, async () =>
+            parseExposition(await (await fetch((chain as Chain).gatewayMetrics)).text())
+              .filter((s) => families.has(s.name))
+              .map((s) => line(s.name, s.labels, s.value)),
+          );
+        });
+
+        it('Prometheus receives the same series through remote write', async () => {
+          await eventuallyEqual('the cluster families in Prometheus', stored, () =>
+            storedLines((chain as Chain).prom, (n) => families.has(n)),
+          );
+        });
+      },
+    );
   },
 );
 
@@ -553,7 +635,7 @@ describe.runIf(runCollector && shouldRun(prometheus))(
     it('failed pushes are counted while the gateway refuses, successful ones once it accepts again', async () => {
       dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-collector-refuse-'));
       const roots = writeTree(path.join(dir, 'tree'), demoTree({ layout: 'v2-sluid', nonJobHolder: false }));
-      prom = await startPrometheus(toolPath(prometheus), dir, {}, [], ['--web.enable-remote-write-receiver']);
+      prom = await remoteWriteStore(dir);
       const [gw, exposition] = [await ports(), await freePort()];
       const start = (extra: Record<string, unknown>): Promise<RunningCollector> =>
         startCollector(

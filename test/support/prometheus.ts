@@ -16,6 +16,7 @@ export interface PrometheusServer {
  * `ruleFiles`: rule files to load (absolute paths), evaluated every second like the scrapes.
  * `extraArgs`: more command-line flags (e.g. `--web.enable-remote-write-receiver`).
  * `honorLabels`: the jobs scraped with `honor_labels: true` (the targets' job/instance win).
+ * `outOfOrderWindow`: storage.tsdb.out_of_order_time_window (late samples accepted within it).
  */
 /** A scrape target with the labels its static config gives it (an `instance` label replaces host:port). */
 export interface LabelledTarget {
@@ -41,6 +42,7 @@ export async function startPrometheus(
   ruleFiles: readonly string[] = [],
   extraArgs: readonly string[] = [],
   honorLabels: readonly string[] = [],
+  outOfOrderWindow?: string,
 ): Promise<PrometheusServer> {
   const port = await freePort();
   const scrape = Object.entries(jobs)
@@ -50,10 +52,11 @@ export async function startPrometheus(
     )
     .join('\n');
   const config = path.join(dir, 'prometheus.yml');
+  const storage = outOfOrderWindow ? `storage:\n  tsdb:\n    out_of_order_time_window: ${outOfOrderWindow}\n` : '';
   const rules = ruleFiles.length > 0 ? `rule_files:\n${ruleFiles.map((f) => `  - '${f}'`).join('\n')}\n` : '';
   fs.writeFileSync(
     config,
-    `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n${rules}${scrape ? `scrape_configs:\n${scrape}\n` : ''}`,
+    `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n${storage}${rules}${scrape ? `scrape_configs:\n${scrape}\n` : ''}`,
   );
   const child: ChildProcess = spawn(
     binary,

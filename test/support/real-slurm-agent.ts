@@ -37,6 +37,8 @@ export interface RealSlurmRunnerOptions {
   readonly logs: string[];
   readonly apiVersion?: string;
   readonly now?: () => number;
+  /** Push each collection as OTLP/HTTP protobuf to this URL (only when the test flushes). */
+  readonly otlpUrl?: string;
 }
 
 /** A runner with every optional sub-collector and the limits, collecting only when the test asks. */
@@ -60,6 +62,9 @@ export function realSlurmRunner(slurm: RealSlurm, opts: RealSlurmRunnerOptions):
     logger,
     close: () => api.close(),
     ...(opts.now ? { now: opts.now } : {}),
+    ...(opts.otlpUrl
+      ? { otlp: { url: opts.otlpUrl, protocol: 'http/protobuf' as const, intervalMs: 3_600_000, timeoutMs: 5000 } }
+      : {}),
   });
 }
 
