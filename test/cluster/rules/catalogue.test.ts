@@ -57,6 +57,7 @@ const CONTRACT: Record<string, [string, string[]]> = {
 const NODE_INFO = [
   'node_name',
   'instance_id',
+  'nodeset_name',
   'state_base',
   'state_is_drain',
   'state_is_maintenance',
