@@ -23,6 +23,8 @@ export interface Series {
 /** One refresh after another through state and pipeline, as the agent publishes them. */
 export class Agent {
   private state: ClusterState = INITIAL_CLUSTER_STATE;
+  /** The exposition of the last refresh, as /metrics serves it. */
+  text = '';
   private readonly pipeline = new Pipeline({
     resource: { serviceName: 'slurm-otel-cluster', serviceVersion: 'test', hostName: 'test' },
     scope: { name: 'test', version: '0' },
@@ -35,7 +37,7 @@ export class Agent {
     this.state = next.state;
     this.pipeline.record(next.events);
     await this.pipeline.publish(observe(snap, snap.atMs), snap.atMs);
-    const text = this.pipeline.exposition.text;
+    const text = (this.text = this.pipeline.exposition.text);
     const types = new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1], m[2]]));
     return parseExposition(text).map((s) => ({
       type: (types.get(s.name) ?? types.get(s.name.replace(/_(bucket|sum|count)$/, '')) ?? '').toUpperCase(),

@@ -154,7 +154,7 @@ describe('cluster catalogue', () => {
     }
   });
 
-  it("self-monitoring: Soperator's family plus stale results, skipped items, API errors, lost fields, bad hostlists and OTLP pushes", () => {
+  it("self-monitoring: Soperator's family plus stale results, skipped items, API errors, lost fields, bad hostlists, bounded label values and OTLP pushes", () => {
     expect(
       Object.entries(selfSpecs)
         .map(([n, s]) => [n, s.kind, s.attributes])
@@ -174,6 +174,7 @@ describe('cluster catalogue', () => {
         ['slurm_exporter_api_errors_total', 'counter', ['collector']],
         ['slurm_exporter_api_fields_lost_total', 'counter', ['collector']],
         ['slurm_exporter_hostlist_errors_total', 'counter', ['collector']],
+        ['slurm_exporter_bounded_label_values_total', 'counter', ['collector']],
         ['slurm_exporter_metrics_requests_total', 'counter', []],
         ['slurm_exporter_metrics_exported', 'gauge', []],
         ['slurm_exporter_otlp_exports_total', 'counter', ['result']],

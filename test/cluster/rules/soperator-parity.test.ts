@@ -13,14 +13,9 @@ import { jobInfoLabels } from '../../../src/cluster/observe/soperator.js';
 import { jobCpuCount, jobMemoryBytes } from '../../../src/cluster/tres.js';
 import type { NodeTopology, SlurmDiag, SlurmJob, SlurmNode } from '../../../src/cluster/model.js';
 import { readJson } from '../fixtures.js';
+import { SOPERATOR_COMMIT } from '../soperator.js';
 import { Agent, expectSeries, expectSomeWith, type Labels } from './agent-exposition.js';
 import { collectSuccess, COLLECT_SUCCESS_JOB_LABELS, job, ok, snapshot, valuesBy } from './helpers.js';
-
-/**
- * The Soperator revision whose exporter tests these are: its main (c238d993) with pull request
- * 2870 (nodeset_name on slurm_node_info, from the worker pod's label) merged in.
- */
-export const SOPERATOR_COMMIT = '2bfb862ac772db115bafd68a8bfbc2aa95bbe068';
 
 const MIB = 1024 * 1024;
 const set = (number: number) => ({ set: true, infinite: false, number });
@@ -257,7 +252,7 @@ function wireNodes(...nodes: Record<string, unknown>[]): SlurmNode[] {
 const T = 1722697230_000;
 const [DIAG] = ok(v004x.decodeDiag({ statistics: { server_thread_count: 1 } })) as [SlurmDiag];
 
-describe("Soperator's TestMetricsCollector_NodeFails", () => {
+describe(`Soperator ${SOPERATOR_COMMIT.slice(0, 8)}: TestMetricsCollector_NodeFails`, () => {
   const maintenance = {
     name: 'node-maintenance',
     instance_id: 'instance-maintenance',
@@ -346,7 +341,7 @@ describe("Soperator's TestMetricsCollector_NodeFails", () => {
   });
 });
 
-describe("Soperator's TestMetricsCollector_NodeTopologyMetrics", () => {
+describe(`Soperator ${SOPERATOR_COMMIT.slice(0, 8)}: TestMetricsCollector_NodeTopologyMetrics`, () => {
   const testNode = (name: string) => ({
     name,
     instance_id: `${name}-instance`,

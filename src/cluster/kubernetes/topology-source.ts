@@ -1,0 +1,185 @@
+/**
+ * The topology sub-collector's source (Soperator): two list requests per refresh to the
+ * Kubernetes API, the cluster's worker pods (`app.kubernetes.io/instance=<cluster>`,
+ * `slurm.nebius.ai/worker=true`) in its namespace and the Nodes carrying an NVLink instance group
+ * label, joined by topology.ts. Switched on by the operator (optional collector `topology`): the
+ * account needs `list` on pods in that namespace and on nodes.
+ *
+ * Both lists ask for `resourceVersion=0`, which the API server answers from its watch cache
+ * instead of a quorum read of etcd, and go one after the other over one kept-alive connection,
+ * so a refresh every collection interval costs the API server two cached lists on one socket.
+ *
+ * A refusal (401, 403) is counted and logged, then the API is asked again only after
+ * DENIED_RETRY_MS, not every cycle; meanwhile the last topology read stands (or none, absent like
+ * a missing endpoint).
+ */
+import type { FailureKind } from '../api/failures.js';
+import { SlurmCallError } from '../api/failures.js';
+import { AuthError } from '../api/http/auth.js';
+import {
+  AbortedError,
+  HttpTransport,
+  NetworkError,
+  SlurmHttpError,
+  TimeoutError,
+  TooLargeError,
+} from '../api/http/transport.js';
+import { field } from '../api/json/read.js';
+import { authHeaders, resolveAccess, type KubeEndpoint, type KubernetesAccess } from './access.js';
+import { NVLINK_GROUP_LABEL, topologies, type TopologyRead } from './topology.js';
+
+const LIST_BODY_LIMIT = 256 * 1024 * 1024;
+/** How long a refused list (401, 403) keeps the source from asking again. */
+export const DENIED_RETRY_MS = 10 * 60_000;
+
+export interface TopologySourceOptions {
+  readonly access: KubernetesAccess;
+  /** Namespace of the worker pods; default the service account's or the context's, else `default`. */
+  readonly namespace?: string;
+  readonly clusterName: string;
+  readonly requestTimeoutMs?: number;
+  /** The clock of the retry after a refusal (default Date.now). */
+  readonly now?: () => number;
+}
+
+export interface TopologySource {
+  /** Both lists, joined: Slurm node name → topology, with how many values were bounded. */
+  read(signal: AbortSignal): Promise<TopologyRead>;
+  /** Closes the connection kept to the API server. */
+  close(): void;
+}
+
+export function kubernetesTopologySource(opts: TopologySourceOptions): TopologySource {
+  const now = opts.now ?? Date.now;
+  const connection = new Connection(opts.requestTimeoutMs ?? 10_000);
+  let deniedUntilMs = -Infinity;
+  let lastGood: TopologyRead | undefined;
+  return {
+    read: async (signal) => {
+      if (now() < deniedUntilMs) {
+        // Nothing was read: the values kept were counted when they were.
+        if (lastGood) return { byNode: lastGood.byNode, adjusted: 0 };
+        throw new SlurmCallError({
+          kind: 'absent',
+          absence: 'known',
+          message: 'Kubernetes API: listing pods and nodes was refused; asked again later',
+          errors: [],
+        });
+      }
+      try {
+        return (lastGood = await readTopology(opts, connection, signal));
+      } catch (err) {
+        if (err instanceof SlurmCallError && err.failure.kind === 'auth') deniedUntilMs = now() + DENIED_RETRY_MS;
+        throw err;
+      }
+    },
+    close: () => connection.close(),
+  };
+}
+
+/**
+ * One transport (one keep-alive socket) for as long as the endpoint stays the same; a changed
+ * server or TLS material (an edited kubeconfig) gets a new one.
+ */
+class Connection {
+  private transport: HttpTransport | undefined;
+  private key = '';
+
+  constructor(private readonly timeoutMs: number) {}
+
+  for(endpoint: KubeEndpoint): HttpTransport {
+    const key = endpointKey(endpoint);
+    if (this.transport === undefined || key !== this.key) {
+      this.transport?.close();
+      this.key = key;
+      this.transport = new HttpTransport({
+        server: endpoint.server,
+        tls: endpoint.tls,
+        timeoutMs: this.timeoutMs,
+        attempts: 2,
+        baseDelayMs: 200,
+        maxResponseBytes: LIST_BODY_LIMIT,
+        maxSockets: 1,
+      });
+    }
+    return this.transport;
+  }
+
+  close(): void {
+    this.transport?.close();
+    this.transport = undefined;
+  }
+}
+
+function endpointKey(e: KubeEndpoint): string {
+  const pem = (b: string | Buffer | undefined): string => (b === undefined ? '' : Buffer.from(b).toString('base64'));
+  const t = e.tls;
+  return [e.server, pem(t.ca), pem(t.cert), pem(t.key), String(t.rejectUnauthorized), t.servername ?? ''].join('|');
+}
+
+async function readTopology(
+  opts: TopologySourceOptions,
+  connection: Connection,
+  signal: AbortSignal,
+): Promise<TopologyRead> {
+  const endpoint = await resolveAccess(opts.access);
+  const namespace = opts.namespace ?? endpoint.namespace ?? 'default';
+  const transport = connection.for(endpoint);
+  const workers = `app.kubernetes.io/instance=${opts.clusterName},slurm.nebius.ai/worker=true`;
+  const pods = await list(
+    transport,
+    endpoint,
+    `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
+    workers,
+    signal,
+  );
+  const nodes = await list(transport, endpoint, '/api/v1/nodes', NVLINK_GROUP_LABEL, signal);
+  return topologies(pods, nodes);
+}
+
+async function list(
+  transport: HttpTransport,
+  endpoint: KubeEndpoint,
+  path: string,
+  labelSelector: string,
+  signal: AbortSignal,
+): Promise<unknown[]> {
+  let text: string;
+  try {
+    text = await transport.getText(path, {
+      query: { labelSelector, resourceVersion: '0' },
+      headers: authHeaders(endpoint),
+      signal,
+    });
+  } catch (err) {
+    throw listFailure(err, path);
+  }
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    throw new SlurmCallError({ kind: 'decode', message: `Kubernetes API: ${path} is not JSON`, errors: [] });
+  }
+  const items = field(doc, 'items');
+  if (!Array.isArray(items))
+    throw new SlurmCallError({ kind: 'decode', message: `Kubernetes API: ${path} has no items list`, errors: [] });
+  return items;
+}
+
+/** A failed list as the sub-collector counts it (auth, timeout, network, http, ...). */
+function listFailure(err: unknown, path: string): SlurmCallError {
+  const what = `Kubernetes API: GET ${path}`;
+  const fail = (kind: FailureKind, message: string, status?: number): SlurmCallError =>
+    new SlurmCallError({ kind, message, errors: [], ...(status !== undefined ? { status } : {}) });
+  if (err instanceof AuthError) return fail('auth', `${what}: ${err.message}`);
+  if (err instanceof SlurmHttpError) {
+    const denied = err.status === 401 || err.status === 403;
+    const hint = denied ? ' (the account needs list on pods in its namespace and on nodes)' : '';
+    return fail(denied ? 'auth' : 'http', `${what} answered HTTP ${err.status}${hint}`, err.status);
+  }
+  if (err instanceof TimeoutError) return fail('timeout', `${what}: ${err.message}`);
+  if (err instanceof TooLargeError) return fail('too_large', `${what}: ${err.message}`);
+  if (err instanceof NetworkError) return fail('network', `${what}: ${err.message}`);
+  if (err instanceof AbortedError) return fail('aborted', `${what}: ${err.message}`);
+  return fail('internal', `${what}: ${err instanceof Error ? err.message : String(err)}`);
+}
