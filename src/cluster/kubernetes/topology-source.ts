@@ -8,6 +8,8 @@
  * Both lists ask for `resourceVersion=0`, which the API server answers from its watch cache
  * instead of a quorum read of etcd, and go one after the other over one kept-alive connection,
  * so a refresh every collection interval costs the API server two cached lists on one socket.
+ * Each list is decoded item by item as it streams in (topology.ts keeps a few bounded fields of
+ * each), so a large list costs the agent one item at a time, not the body.
  *
  * A refusal (401, 403) is counted and logged, then the API is asked again only after
  * DENIED_RETRY_MS, not every cycle; meanwhile the last topology read stands (or none, absent like
@@ -24,9 +26,9 @@ import {
   TimeoutError,
   TooLargeError,
 } from '../api/http/transport.js';
-import { field } from '../api/json/read.js';
+import { JsonArraySplitter, JsonStreamError } from '../api/json/json-array-stream.js';
 import { authHeaders, resolveAccess, type KubeEndpoint, type KubernetesAccess } from './access.js';
-import { NVLINK_GROUP_LABEL, topologies, type TopologyRead } from './topology.js';
+import { NVLINK_GROUP_LABEL, TopologyReader, type TopologyRead } from './topology.js';
 
 const LIST_BODY_LIMIT = 256 * 1024 * 1024;
 /** How long a refused list (401, 403) keeps the source from asking again. */
@@ -125,46 +127,69 @@ async function readTopology(
   const endpoint = await resolveAccess(opts.access);
   const namespace = opts.namespace ?? endpoint.namespace ?? 'default';
   const transport = connection.for(endpoint);
+  const reader = new TopologyReader();
+  const get = <T>(path: string, labelSelector: string, reduce: (item: unknown) => T | undefined) =>
+    list(transport, { path, labelSelector, headers: authHeaders(endpoint), signal }, reduce);
   const workers = `app.kubernetes.io/instance=${opts.clusterName},slurm.nebius.ai/worker=true`;
-  const pods = await list(
-    transport,
-    endpoint,
-    `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`,
-    workers,
-    signal,
-  );
-  const nodes = await list(transport, endpoint, '/api/v1/nodes', NVLINK_GROUP_LABEL, signal);
-  return topologies(pods, nodes);
+  const pods = await get(`/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`, workers, (i) => reader.pod(i));
+  const nodes = await get('/api/v1/nodes', NVLINK_GROUP_LABEL, (i) => reader.node(i));
+  return reader.join(pods, nodes);
 }
 
-async function list(
+interface ListRequest {
+  readonly path: string;
+  readonly labelSelector: string;
+  readonly headers: Record<string, string>;
+  readonly signal: AbortSignal;
+}
+
+/**
+ * The `items` of a list, each parsed alone and reduced at once: neither the body nor a parsed list
+ * is ever held whole. (The splitter's member picker is not used: on items with long strings it
+ * scans several times slower than JSON.parse of the whole item.)
+ */
+async function list<T>(
   transport: HttpTransport,
-  endpoint: KubeEndpoint,
-  path: string,
-  labelSelector: string,
-  signal: AbortSignal,
-): Promise<unknown[]> {
-  let text: string;
+  req: ListRequest,
+  reduce: (item: unknown) => T | undefined,
+): Promise<T[]> {
+  const opts = {
+    query: { labelSelector: req.labelSelector, resourceVersion: '0' },
+    headers: req.headers,
+    signal: req.signal,
+  };
   try {
-    text = await transport.getText(path, {
-      query: { labelSelector, resourceVersion: '0' },
-      headers: authHeaders(endpoint),
-      signal,
+    return await transport.request(req.path, opts, async (res) => {
+      // Inside the attempt: a retried request starts over with an empty list.
+      const out: T[] = [];
+      const splitter = new JsonArraySplitter({
+        arrayKey: 'items',
+        onElement: (bytes) => {
+          const item = reduce(parseItem(bytes, req.path));
+          if (item !== undefined) out.push(item);
+        },
+        onArrayRestart: () => void (out.length = 0),
+      });
+      for await (const chunk of res.body) splitter.write(chunk);
+      if (!splitter.end().arrayFound) throw decodeError(`Kubernetes API: ${req.path} has no items list`);
+      return out;
     });
   } catch (err) {
-    throw listFailure(err, path);
+    if (err instanceof SlurmCallError) throw err;
+    if (err instanceof JsonStreamError) throw decodeError(`Kubernetes API: ${req.path} is not JSON: ${err.message}`);
+    throw listFailure(err, req.path);
   }
-  let doc: unknown;
-  try {
-    doc = JSON.parse(text);
-  } catch {
-    throw new SlurmCallError({ kind: 'decode', message: `Kubernetes API: ${path} is not JSON`, errors: [] });
-  }
-  const items = field(doc, 'items');
-  if (!Array.isArray(items))
-    throw new SlurmCallError({ kind: 'decode', message: `Kubernetes API: ${path} has no items list`, errors: [] });
-  return items;
 }
+
+function parseItem(bytes: Buffer, path: string): unknown {
+  try {
+    return JSON.parse(bytes.toString('utf8'));
+  } catch {
+    throw decodeError(`Kubernetes API: ${path} has an item that is not JSON`);
+  }
+}
+
+const decodeError = (message: string): SlurmCallError => new SlurmCallError({ kind: 'decode', message, errors: [] });
 
 /** A failed list as the sub-collector counts it (auth, timeout, network, http, ...). */
 function listFailure(err: unknown, path: string): SlurmCallError {

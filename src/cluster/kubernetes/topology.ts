@@ -73,11 +73,57 @@ function truncateUtf8(s: string, max: number): string {
   return s.slice(0, end);
 }
 
-class Bounder {
-  adjusted = 0;
-  example: string | undefined;
+/** What the join needs of a worker pod: its name, NodeSet and Node (values bounded). */
+export interface WorkerPod {
+  readonly name: string;
+  readonly nodesetName: string;
+  readonly nodeName?: string;
+}
 
-  label(item: unknown, key: string, where: string): string {
+/** What the join needs of a Kubernetes Node: its name and NVLink instance group (bounded). */
+export interface GroupNode {
+  readonly name: string;
+  readonly nvlinkInstanceGroup: string;
+}
+
+/**
+ * Reduces list items, one at a time as they are parsed, to what the join needs, bounding each
+ * label value on the way (so a list is never held with its long values), and counts what it bounded.
+ */
+export class TopologyReader {
+  private adjusted = 0;
+  private example: string | undefined;
+
+  pod(item: unknown): WorkerPod | undefined {
+    const name = nameOf(item);
+    if (name === undefined) return undefined;
+    const nodeName = str(field(field(item, 'spec'), 'nodeName'));
+    const nodesetName = this.label(item, NODESET_LABEL, `Pod ${name}`);
+    return { name, nodesetName, ...(nodeName !== undefined ? { nodeName } : {}) };
+  }
+
+  node(item: unknown): GroupNode | undefined {
+    const name = nameOf(item);
+    if (name === undefined) return undefined;
+    return { name, nvlinkInstanceGroup: this.label(item, NVLINK_GROUP_LABEL, `Node ${name}`) };
+  }
+
+  /**
+   * Every worker pod has an entry, scheduled or not (its NodeSet is known either way); its NVLink
+   * group is that of the Node it runs on, "" when the pod is not scheduled or its Node not listed.
+   */
+  join(pods: readonly WorkerPod[], nodes: readonly GroupNode[]): TopologyRead {
+    const groups = new Map(nodes.map((n) => [n.name, n.nvlinkInstanceGroup]));
+    const byNode = new Map<string, NodeTopology>();
+    for (const p of pods) {
+      const group = p.nodeName !== undefined ? groups.get(p.nodeName) : undefined;
+      byNode.set(p.name, { nodesetName: p.nodesetName, nvlinkInstanceGroup: group ?? '' });
+    }
+    const example = this.example;
+    return { byNode, adjusted: this.adjusted, ...(example !== undefined ? { example } : {}) };
+  }
+
+  private label(item: unknown, key: string, where: string): string {
     const raw = str(field(field(field(item, 'metadata'), 'labels'), key));
     if (raw === undefined) return '';
     const b = boundLabelValue(raw);
@@ -91,26 +137,10 @@ class Bounder {
 
 const nameOf = (item: unknown): string | undefined => str(field(field(item, 'metadata'), 'name'));
 
-/**
- * Every worker pod has an entry, scheduled or not (its NodeSet is known either way); its NVLink
- * group is that of the Node it runs on, "" when the pod is not scheduled or its Node is not listed.
- */
+/** The join of two whole lists (parsed items). */
 export function topologies(pods: readonly unknown[], nodes: readonly unknown[]): TopologyRead {
-  const bound = new Bounder();
-  const groups = new Map<string, string>();
-  for (const n of nodes) {
-    const name = nameOf(n);
-    if (name !== undefined) groups.set(name, bound.label(n, NVLINK_GROUP_LABEL, `Node ${name}`));
-  }
-  const byNode = new Map<string, NodeTopology>();
-  for (const p of pods) {
-    const pod = nameOf(p);
-    if (pod === undefined) continue;
-    const scheduledOn = str(field(field(p, 'spec'), 'nodeName'));
-    byNode.set(pod, {
-      nodesetName: bound.label(p, NODESET_LABEL, `Pod ${pod}`),
-      nvlinkInstanceGroup: (scheduledOn !== undefined ? groups.get(scheduledOn) : undefined) ?? '',
-    });
-  }
-  return { byNode, adjusted: bound.adjusted, ...(bound.example !== undefined ? { example: bound.example } : {}) };
+  const r = new TopologyReader();
+  const defined = <T>(x: T | undefined): x is T => x !== undefined;
+  const nodeList = nodes.map((n) => r.node(n)).filter(defined);
+  return r.join(pods.map((p) => r.pod(p)).filter(defined), nodeList);
 }

@@ -48,6 +48,8 @@ export class FakeKube {
   connections = 0;
   /** When set, every request is answered 403 (RBAC without `get secrets`). */
   forbidden = false;
+  /** When set and it gives a body for a path, that body is the 200 answer (broken responses). */
+  rawBody: ((pathname: string) => string | undefined) | undefined;
 
   private constructor(
     private readonly server: http.Server,
@@ -74,6 +76,11 @@ export class FakeKube {
     if (req.headers.authorization !== `Bearer ${this.opts.bearer}`) return status(res, 401, 'Unauthorized');
     if (this.forbidden) return status(res, 403, 'Forbidden');
     const url = new URL(path, 'http://fake');
+    const raw = this.rawBody?.(url.pathname);
+    if (raw !== undefined) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return void res.end(raw);
+    }
     const selector = url.searchParams.get('labelSelector') ?? '';
     const pods = /^\/api\/v1\/namespaces\/([^/]+)\/pods$/.exec(url.pathname);
     if (pods) {

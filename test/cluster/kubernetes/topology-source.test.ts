@@ -145,6 +145,41 @@ describe(`topology from the Kubernetes API (Soperator ${SOPERATOR_COMMIT.slice(0
     expect(kube.connections).toBe(1);
   });
 
+  it.each([
+    ['not JSON', '<html>proxy error</html>', /is not JSON/],
+    ['no items', '{"kind":"PodList","apiVersion":"v1","metadata":{}}', /has no items list/],
+    ['a truncated list', '{"kind":"PodList","items":[{"metadata":{"name":"w', /is not JSON/],
+    [
+      'an item that is not JSON',
+      '{"kind":"PodList","items":[{"metadata":{"name":"w0"}}, tru]}',
+      /an item that is not JSON/,
+    ],
+  ])('a list that is %s is a decode failure', async (_what, body, message) => {
+    const { kube, kubeconfig } = await setup();
+    kube.rawBody = (p) => (p.endsWith('/pods') ? body : undefined);
+    const err = await source(kubeconfig)
+      .read(signal)
+      .catch((e: unknown) => e);
+    expect((err as SlurmCallError).failure.kind).toBe('decode');
+    expect((err as SlurmCallError).message).toMatch(message);
+  });
+
+  it('decodes the list item by item: 200 pods with a 100 kB NodeSet label each, every value bounded', async () => {
+    const huge = 'n'.repeat(100 * 1024);
+    const pods = Array.from({ length: 200 }, (_, i) => ({
+      namespace: 'slurm',
+      name: `worker-${i}`,
+      labels: worker('cluster-a', huge),
+      nodeName: 'k8s-node-1',
+    }));
+    const { kubeconfig } = await setup({ pods, nodes: [{ name: 'k8s-node-1', labels: { [NVL]: 'nvlig-1' } }] });
+    const got = await source(kubeconfig).read(signal);
+    expect(got.byNode.size).toBe(200);
+    expect(got.adjusted).toBe(200);
+    expect(got.example).toBe('Pod worker-0 label slurm.nebius.ai/nodeset (102400 bytes)');
+    expect([...got.byNode.values()].every((t) => t.nodesetName === 'n'.repeat(256))).toBe(true);
+  });
+
   it("the namespace given wins over the context's", async () => {
     const { kubeconfig } = await setup({
       pods: [
