@@ -28,7 +28,7 @@ import {
 } from '../api/http/transport.js';
 import { JsonArraySplitter, JsonStreamError } from '../api/json/json-array-stream.js';
 import { authHeaders, resolveAccess, type KubeEndpoint, type KubernetesAccess } from './access.js';
-import { NVLINK_GROUP_LABEL, TopologyReader, type TopologyRead } from './topology.js';
+import { groupNode, join, NVLINK_GROUP_LABEL, workerPod, type TopologyRead } from './topology.js';
 
 const LIST_BODY_LIMIT = 256 * 1024 * 1024;
 /** How long a refused list (401, 403) keeps the source from asking again. */
@@ -127,13 +127,12 @@ async function readTopology(
   const endpoint = await resolveAccess(opts.access);
   const namespace = opts.namespace ?? endpoint.namespace ?? 'default';
   const transport = connection.for(endpoint);
-  const reader = new TopologyReader();
   const get = <T>(path: string, labelSelector: string, reduce: (item: unknown) => T | undefined) =>
     list(transport, { path, labelSelector, headers: authHeaders(endpoint), signal }, reduce);
   const workers = `app.kubernetes.io/instance=${opts.clusterName},slurm.nebius.ai/worker=true`;
-  const pods = await get(`/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`, workers, (i) => reader.pod(i));
-  const nodes = await get('/api/v1/nodes', NVLINK_GROUP_LABEL, (i) => reader.node(i));
-  return reader.join(pods, nodes);
+  const pods = await get(`/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`, workers, workerPod);
+  const nodes = await get('/api/v1/nodes', NVLINK_GROUP_LABEL, groupNode);
+  return join(pods, nodes);
 }
 
 interface ListRequest {

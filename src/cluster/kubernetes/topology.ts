@@ -78,69 +78,75 @@ export interface WorkerPod {
   readonly name: string;
   readonly nodesetName: string;
   readonly nodeName?: string;
+  /** Set when the NodeSet value was bounded: where, and its length (never the value). */
+  readonly bounded?: string;
 }
 
 /** What the join needs of a Kubernetes Node: its name and NVLink instance group (bounded). */
 export interface GroupNode {
   readonly name: string;
   readonly nvlinkInstanceGroup: string;
+  readonly bounded?: string;
 }
 
 /**
- * Reduces list items, one at a time as they are parsed, to what the join needs, bounding each
- * label value on the way (so a list is never held with its long values), and counts what it bounded.
+ * One list item reduced to what the join needs, its label value bounded: called as each item is
+ * parsed, so a list is never held with its long values. Pure, so a retried list starts over.
  */
-export class TopologyReader {
-  private adjusted = 0;
-  private example: string | undefined;
-
-  pod(item: unknown): WorkerPod | undefined {
-    const name = nameOf(item);
-    if (name === undefined) return undefined;
-    const nodeName = str(field(field(item, 'spec'), 'nodeName'));
-    const nodesetName = this.label(item, NODESET_LABEL, `Pod ${name}`);
-    return { name, nodesetName, ...(nodeName !== undefined ? { nodeName } : {}) };
-  }
-
-  node(item: unknown): GroupNode | undefined {
-    const name = nameOf(item);
-    if (name === undefined) return undefined;
-    return { name, nvlinkInstanceGroup: this.label(item, NVLINK_GROUP_LABEL, `Node ${name}`) };
-  }
-
-  /**
-   * Every worker pod has an entry, scheduled or not (its NodeSet is known either way); its NVLink
-   * group is that of the Node it runs on, "" when the pod is not scheduled or its Node not listed.
-   */
-  join(pods: readonly WorkerPod[], nodes: readonly GroupNode[]): TopologyRead {
-    const groups = new Map(nodes.map((n) => [n.name, n.nvlinkInstanceGroup]));
-    const byNode = new Map<string, NodeTopology>();
-    for (const p of pods) {
-      const group = p.nodeName !== undefined ? groups.get(p.nodeName) : undefined;
-      byNode.set(p.name, { nodesetName: p.nodesetName, nvlinkInstanceGroup: group ?? '' });
-    }
-    const example = this.example;
-    return { byNode, adjusted: this.adjusted, ...(example !== undefined ? { example } : {}) };
-  }
-
-  private label(item: unknown, key: string, where: string): string {
-    const raw = str(field(field(field(item, 'metadata'), 'labels'), key));
-    if (raw === undefined) return '';
-    const b = boundLabelValue(raw);
-    if (b.adjusted) {
-      this.adjusted++;
-      this.example ??= `${boundLabelValue(where).value} label ${key} (${Buffer.byteLength(raw, 'utf8')} bytes)`;
-    }
-    return b.value;
-  }
+export function workerPod(item: unknown): WorkerPod | undefined {
+  const name = nameOf(item);
+  if (name === undefined) return undefined;
+  const nodeName = str(field(field(item, 'spec'), 'nodeName'));
+  const nodeset = label(item, NODESET_LABEL, `Pod ${name}`);
+  return {
+    name,
+    nodesetName: nodeset.value,
+    ...(nodeName !== undefined ? { nodeName } : {}),
+    ...(nodeset.bounded !== undefined ? { bounded: nodeset.bounded } : {}),
+  };
 }
 
-const nameOf = (item: unknown): string | undefined => str(field(field(item, 'metadata'), 'name'));
+export function groupNode(item: unknown): GroupNode | undefined {
+  const name = nameOf(item);
+  if (name === undefined) return undefined;
+  const group = label(item, NVLINK_GROUP_LABEL, `Node ${name}`);
+  return {
+    name,
+    nvlinkInstanceGroup: group.value,
+    ...(group.bounded !== undefined ? { bounded: group.bounded } : {}),
+  };
+}
+
+/**
+ * Every worker pod has an entry, scheduled or not (its NodeSet is known either way); its NVLink
+ * group is that of the Node it runs on, "" when the pod is not scheduled or its Node not listed.
+ */
+export function join(pods: readonly WorkerPod[], nodes: readonly GroupNode[]): TopologyRead {
+  const groups = new Map(nodes.map((n) => [n.name, n.nvlinkInstanceGroup]));
+  const byNode = new Map<string, NodeTopology>();
+  for (const p of pods) {
+    const group = p.nodeName !== undefined ? groups.get(p.nodeName) : undefined;
+    byNode.set(p.name, { nodesetName: p.nodesetName, nvlinkInstanceGroup: group ?? '' });
+  }
+  const bounded = [...nodes, ...pods].flatMap((x) => (x.bounded !== undefined ? [x.bounded] : []));
+  return { byNode, adjusted: bounded.length, ...(bounded[0] !== undefined ? { example: bounded[0] } : {}) };
+}
 
 /** The join of two whole lists (parsed items). */
 export function topologies(pods: readonly unknown[], nodes: readonly unknown[]): TopologyRead {
-  const r = new TopologyReader();
   const defined = <T>(x: T | undefined): x is T => x !== undefined;
-  const nodeList = nodes.map((n) => r.node(n)).filter(defined);
-  return r.join(pods.map((p) => r.pod(p)).filter(defined), nodeList);
+  return join(pods.map(workerPod).filter(defined), nodes.map(groupNode).filter(defined));
 }
+
+function label(item: unknown, key: string, where: string): { value: string; bounded?: string } {
+  const raw = str(field(field(field(item, 'metadata'), 'labels'), key));
+  if (raw === undefined) return { value: '' };
+  const b = boundLabelValue(raw);
+  if (!b.adjusted) return { value: b.value };
+  return {
+    value: b.value,
+    bounded: `${boundLabelValue(where).value} label ${key} (${Buffer.byteLength(raw, 'utf8')} bytes)`,
+  };
+}
+
+const nameOf = (item: unknown): string | undefined => str(field(field(item, 'metadata'), 'name'));
