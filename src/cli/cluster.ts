@@ -14,8 +14,8 @@ import {
   tokenFile,
   type TokenSource,
 } from '../cluster/api/http/auth.js';
-import { kubernetesSecretSigner } from '../cluster/api/http/auth-kubernetes.js';
-import { kubernetesTopologySource, type TopologySource } from '../cluster/api/kubernetes-topology.js';
+import { kubernetesSecretSigner } from '../cluster/kubernetes/secret-key.js';
+import { kubernetesTopologySource, type TopologySource } from '../cluster/kubernetes/topology-source.js';
 import { runClusterOnce, startClusterAgent, type ClusterAgentOptions } from '../cluster/agent.js';
 import type { JobSource } from '../cluster/fetchers.js';
 import {
@@ -78,7 +78,7 @@ export function addClusterOptions(cmd: Command, d: ClusterDefaults = CLUSTER_DEF
     .addOption(
       opt(
         '--cluster-namespace <namespace>',
-        'Kubernetes namespace of the cluster (token source kubernetes; its worker pods for node topology)',
+        'Kubernetes namespace of the cluster (token source kubernetes; its worker pods for the topology sub-collector)',
         'CLUSTER_NAMESPACE',
       ).default('soperator'),
     )
@@ -174,7 +174,7 @@ export function addClusterOptions(cmd: Command, d: ClusterDefaults = CLUSTER_DEF
     .addOption(
       opt(
         '--optional-collectors <names>',
-        `optional sub-collectors to run, comma-separated (${OPTIONAL_SUB_COLLECTORS.join(', ')}), or none`,
+        `optional sub-collectors to run, comma-separated (${OPTIONAL_SUB_COLLECTORS.join(', ')}), or none; topology reads Soperator's worker pods and Nodes from the Kubernetes API (needs list on pods and nodes)`,
         'OPTIONAL_COLLECTORS',
       )
         .default([...DEFAULT_OPTIONAL_SUB_COLLECTORS], DEFAULT_OPTIONAL_SUB_COLLECTORS.join(','))
@@ -193,7 +193,7 @@ export function addClusterOptions(cmd: Command, d: ClusterDefaults = CLUSTER_DEF
     .addOption(
       opt(
         '--kubeconfig-path <path>',
-        'kubeconfig for the Secret <cluster-name>-rest-jwt-key and node topology (else in-cluster service account)',
+        'kubeconfig for the Secret <cluster-name>-rest-jwt-key and the topology sub-collector (else in-cluster service account)',
         'KUBECONFIG_PATH',
       ),
     );
@@ -248,6 +248,7 @@ export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOpti
     { server: f.slurmApiServer, auth: tokenSource.describe(), jobSource: f.jobSource },
     'slurmrestd client configured',
   );
+  const topology = topologySource(f, env);
   return {
     ...settings,
     source: {
@@ -257,12 +258,15 @@ export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOpti
       clusterName: f.clusterName,
       optional: f.optionalCollectors,
       accountingLimits: f.accountingLimits,
-      ...topologySource(f, env),
+      ...(topology ? { topology: (signal: AbortSignal) => topology.read(signal) } : {}),
     },
     maxInflight: f.maxCollectorInflight,
     userAccountMetrics: f.userAccountMetrics,
     serverLabel: redactUrl(f.slurmApiServer),
-    close: () => client.close(),
+    close: () => {
+      client.close();
+      topology?.close();
+    },
   };
 }
 
@@ -326,21 +330,23 @@ function buildTokenSource(f: ClusterFlags, env: Env, logger: Logger): TokenSourc
 }
 
 /**
- * Worker placement (NodeSet, NVLink instance group) from the Kubernetes API when one is
- * configured, as Soperator's exporter reads it: a kubeconfig, or the pod's own service account.
+ * Worker placement (NodeSet, NVLink instance group) from the Kubernetes API, when the operator
+ * chose the topology sub-collector: through a kubeconfig, or the pod's own service account.
  */
-function topologySource(f: ClusterFlags, env: Env): { topology?: TopologySource } {
-  if (!f.kubeconfigPath && !env.KUBERNETES_SERVICE_HOST) return {};
-  return {
-    topology: kubernetesTopologySource({
-      access: f.kubeconfigPath
-        ? { kind: 'kubeconfig', path: f.kubeconfigPath }
-        : { kind: 'in-cluster', apiServer: inClusterApiServer(env) },
-      namespace: f.clusterNamespace,
-      clusterName: f.clusterName,
-      requestTimeoutMs: f.requestTimeout,
-    }),
-  };
+function topologySource(f: ClusterFlags, env: Env): TopologySource | undefined {
+  if (!f.optionalCollectors.includes('topology')) return undefined;
+  if (!f.kubeconfigPath && !env.KUBERNETES_SERVICE_HOST)
+    throw new ConfigError(
+      'optional collector topology needs --kubeconfig-path or an in-cluster environment (KUBERNETES_SERVICE_HOST)',
+    );
+  return kubernetesTopologySource({
+    access: f.kubeconfigPath
+      ? { kind: 'kubeconfig', path: f.kubeconfigPath }
+      : { kind: 'in-cluster', apiServer: inClusterApiServer(env) },
+    namespace: f.clusterNamespace,
+    clusterName: f.clusterName,
+    requestTimeoutMs: f.requestTimeout,
+  });
 }
 
 function inClusterApiServer(env: Env): string {

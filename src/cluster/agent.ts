@@ -35,7 +35,10 @@ export const SLURMCTLD_SCOPE = { name: 'slurm-otel/cluster/slurmctld', version: 
 
 export interface ClusterAgentOptions extends AgentSettings {
   /** Where data comes from: the slurmrestd client and the job source. */
-  readonly source: Omit<FetcherOptions, 'logger' | 'onSkipped' | 'onApiErrors' | 'onFieldsLost' | 'onBadHostlists'>;
+  readonly source: Omit<
+    FetcherOptions,
+    'logger' | 'onSkipped' | 'onApiErrors' | 'onFieldsLost' | 'onBadHostlists' | 'onBoundedValues'
+  >;
   readonly maxInflight: number;
   /** Shown on the landing page: where the agent reads from (never a credential). */
   readonly serverLabel?: string;
@@ -95,6 +98,7 @@ export class ClusterRunner implements Collecting<TickResult> {
         onApiErrors: (collector, n) => m.apiErrors.record(n, { collector }),
         onFieldsLost: (collector, fields) => m.apiFieldsLost.record(fields.length, { collector }),
         onBadHostlists: (collector, n) => m.hostlistErrors.record(n, { collector }),
+        onBoundedValues: (collector, n) => m.boundedValues.record(n, { collector }),
       }),
       maxInflight: opts.maxInflight,
       logger: opts.logger,

@@ -9,9 +9,9 @@ import { SlurmCallError } from './api/failures.js';
 import { describeMessages, isBenign } from './api/decode/envelope.js';
 import type { Fetchers } from './collect.js';
 import { Interner, type InternFields } from './intern.js';
+import { LABEL_VALUE_MAX_BYTES, type TopologyRead } from './kubernetes/topology.js';
 import type {
   ApiMessage,
-  NodeTopology,
   SlurmAccountingLimits,
   SlurmAssociationLimits,
   SlurmDiag,
@@ -55,8 +55,8 @@ export interface FetcherOptions {
   readonly optional?: readonly OptionalSubCollector[];
   /** QoS and association limits from slurmdbd (two requests more per cycle). */
   readonly accountingLimits?: boolean;
-  /** Worker placement from the Kubernetes API (Soperator), when one is configured. */
-  readonly topology?: (signal: AbortSignal) => Promise<ReadonlyMap<string, NodeTopology>>;
+  /** Worker placement from the Kubernetes API (Soperator); run when `topology` is among `optional`. */
+  readonly topology?: (signal: AbortSignal) => Promise<TopologyRead>;
   readonly onSkipped?: (collector: SubCollector, count: number) => void;
   /** A successful response that also carried Slurm `errors[]` (the data is used). */
   readonly onApiErrors?: (collector: SubCollector, count: number) => void;
@@ -64,6 +64,8 @@ export interface FetcherOptions {
   readonly onFieldsLost?: (collector: SubCollector, fields: readonly string[]) => void;
   /** Items kept whose hostlist cannot be expanded (their per-host series are missing). */
   readonly onBadHostlists?: (collector: SubCollector, count: number) => void;
+  /** Label values from outside slurmrestd that were cut to size or had characters replaced. */
+  readonly onBoundedValues?: (collector: SubCollector, count: number) => void;
   readonly now?: () => number;
 }
 
@@ -153,7 +155,7 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
     ...optional('reservations', o.api.reservations?.bind(o.api)),
     ...optional('shares', o.api.shares?.bind(o.api)),
     ...(o.accountingLimits ? limitsFetcher(o.api, items) : {}),
-    ...(o.topology ? { topology: o.topology } : {}),
+    ...topologyFetcher(o, chosen, watch),
     diag: async (signal) => {
       const [diag] = items('diag', await o.api.diag({ signal }));
       if (!diag) throw malformed('diag response carried no statistics');
@@ -173,6 +175,22 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
 }
 
 type Items = <T>(collector: SubCollector, result: CallResult<T>) => readonly T[];
+
+function topologyFetcher(
+  o: FetcherOptions,
+  chosen: readonly OptionalSubCollector[],
+  watch: ResponseWatch,
+): Pick<Fetchers, 'topology'> {
+  const read = o.topology;
+  if (read === undefined || !chosen.includes('topology')) return {};
+  return {
+    topology: async (signal) => {
+      const got = await read(signal);
+      watch.bounded('topology', got);
+      return got.byNode;
+    },
+  };
+}
 
 /** Both slurmdbd lists at once; either failing fails the run (and keeps the last good pair). */
 function limitsFetcher(api: SlurmApi, items: Items): Pick<Fetchers, 'limits'> {
@@ -205,6 +223,7 @@ class ResponseWatch {
   private readonly logged = new Set<string>();
   private readonly seen = new Map<SubCollector, { version: string; fields: ReadonlySet<string> }>();
   private readonly loggedHostlists = new Set<string>();
+  private lastBounded = 0;
 
   constructor(private readonly o: FetcherOptions) {}
 
@@ -243,6 +262,18 @@ class ResponseWatch {
       );
     }
     if (bad > 0) this.o.onBadHostlists?.(collector, bad);
+  }
+
+  /** Counted per response; logged when the count changes, so a steady state is logged once. */
+  bounded(collector: SubCollector, got: TopologyRead): void {
+    if (got.adjusted > 0) this.o.onBoundedValues?.(collector, got.adjusted);
+    if (got.adjusted === this.lastBounded) return;
+    this.lastBounded = got.adjusted;
+    if (got.adjusted > 0)
+      this.o.logger.warn(
+        { collector, values: got.adjusted, first: got.example, maxBytes: LABEL_VALUE_MAX_BYTES },
+        'label values cut to size or with control characters replaced before export',
+      );
   }
 
   /** Field names are gathered only on the first response and when the version changes. */

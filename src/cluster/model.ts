@@ -85,7 +85,11 @@ export interface SlurmNode {
   readonly slurmd_version?: string;
 }
 
-/** Where a Slurm node runs on Kubernetes (Soperator): its NodeSet and NVLink instance group, "" when unknown. */
+/**
+ * Where a Slurm node runs on Kubernetes (Soperator): its NodeSet (a label of its worker pod, known
+ * before the pod is scheduled) and NVLink instance group (a label of the Kubernetes Node the pod
+ * runs on); each "" when unknown.
+ */
 export interface NodeTopology {
   readonly nodesetName: string;
   readonly nvlinkInstanceGroup: string;

@@ -28,12 +28,17 @@ export const SUB_COLLECTORS: readonly SubCollector[] = [
   'limits',
   'topology',
 ];
-/** The sub-collectors an operator chooses (the others feed Soperator's families and always run). */
+/**
+ * The sub-collectors an operator chooses (the others feed Soperator's families and always run).
+ * `topology` reads the Kubernetes API (Soperator's worker pods and Nodes): off by default, as the
+ * account needs `list` on pods and nodes, which a default install does not grant.
+ */
 export const OPTIONAL_SUB_COLLECTORS = [
   'partitions',
   'licenses',
   'reservations',
   'shares',
+  'topology',
 ] as const satisfies readonly SubCollector[];
 export type OptionalSubCollector = (typeof OPTIONAL_SUB_COLLECTORS)[number];
 /** By default one request more per cycle than Soperator's three: /partitions, for Slurm's partition families. */
@@ -58,6 +63,6 @@ export interface ClusterSnapshot {
   readonly reservations?: Collected<readonly SlurmReservation[]>;
   readonly shares?: Collected<readonly SlurmShare[]>;
   readonly limits?: Collected<SlurmAccountingLimits>;
-  /** Slurm node name → Kubernetes placement (Soperator), when a Kubernetes API is configured. */
+  /** Slurm node name → Kubernetes placement (Soperator), when the topology sub-collector is on. */
   readonly topology?: Collected<ReadonlyMap<string, NodeTopology>>;
 }

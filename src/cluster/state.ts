@@ -109,10 +109,8 @@ function advanceNodes(
 ): NodeTracking {
   const byName = nodesByName(got.value);
   const before = prev?.byName ?? new Map<string, SlurmNode>();
-  if (prev) {
-    nodeFails(before, byName, events);
-    nodeGpuSeconds(before, byName, (got.atMs - prev.atMs) / 1000, events);
-  }
+  if (prev) nodeFails(before, byName, events);
+  nodeGpuSeconds(before, byName, prev ? (got.atMs - prev.atMs) / 1000 : 0, events);
   const unavailableSince = trackPeriods(before, byName, prev?.unavailableSince, got.atMs, isUnavailable, (d, n) =>
     events.push(event(E.nodeUnavailability, { node_name: n }, d)),
   );
@@ -140,7 +138,10 @@ function nodeFails(
 /**
  * Elapsed × configured GPUs for nodes seen at both refreshes. The interval is attributed to the
  * state the node had at its start (Soperator uses the state at its end): a node that failed
- * mid-interval was still serving when last seen. Nodes without GPUs add nothing, so get no series.
+ * mid-interval was still serving when last seen. A GPU node's current state also gets its series
+ * at once (an increment of 0), so a node first seen, or seen in a new state, is on /metrics from
+ * that refresh on, as with Soperator, instead of one refresh later. Nodes without GPUs add
+ * nothing, so get no series.
  */
 function nodeGpuSeconds(
   before: ReadonlyMap<string, SlurmNode>,
@@ -148,13 +149,26 @@ function nodeGpuSeconds(
   elapsedS: number,
   events: MetricEvent[],
 ): void {
-  if (!(elapsedS > 0)) return;
-  for (const [name, was] of before) {
-    if (!now.has(name)) continue;
-    const gpus = parseTres(was.tres).gpus ?? 0;
-    if (gpus <= 0) continue;
-    events.push(event(E.nodeGpuSeconds, { node_name: name, ...legacyStateLabels(was.state) }, elapsedS * gpus));
+  for (const [name, node] of now) {
+    const was = before.get(name);
+    const wasGpus = was !== undefined && elapsedS > 0 ? gpuCount(was) : 0;
+    const wasLabels = was !== undefined ? legacyStateLabels(was.state) : undefined;
+    if (wasGpus > 0 && wasLabels !== undefined)
+      events.push(event(E.nodeGpuSeconds, { node_name: name, ...wasLabels }, elapsedS * wasGpus));
+    if (gpuCount(node) <= 0) continue;
+    const labels = legacyStateLabels(node.state);
+    if (wasGpus > 0 && wasLabels !== undefined && sameLabels(wasLabels, labels)) continue;
+    events.push(event(E.nodeGpuSeconds, { node_name: name, ...labels }, 0));
   }
+}
+
+function gpuCount(node: SlurmNode): number {
+  return parseTres(node.tres).gpus ?? 0;
+}
+
+function sameLabels(a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
 }
 
 /**

@@ -248,6 +248,7 @@ describe('YAML files of deploy/, otel-config/ and docker-compose.yml', () => {
       'deploy/kubernetes/node-agent.yaml',
       'deploy/kubernetes/cluster-agent.yaml',
       'deploy/kubernetes/cluster-agent-rbac.yaml',
+      'deploy/kubernetes/cluster-agent-topology-rbac.yaml',
       'docker-compose.yml',
     ])
       expect(YAML_FILES).toContain(f);
@@ -671,12 +672,14 @@ describe('systemd units', () => {
 // ---------------------------------------------------------------------------------------------
 
 describe('Kubernetes manifests', () => {
-  it('every object is in the slurm-otel namespace, except the signing-key RBAC in the Slurm cluster namespace', () => {
+  it('every object is in the slurm-otel namespace, except the RBAC in the Slurm cluster namespace and cluster-scoped RBAC', () => {
     const objects = k8sObjects();
     expect(objects.find((o) => o.kind === 'Namespace')?.name).toBe('slurm-otel');
     for (const o of objects) {
       if (o.kind === 'Namespace') continue;
-      if (o.kind === 'Role' || o.kind === 'RoleBinding')
+      if (o.kind === 'ClusterRole' || o.kind === 'ClusterRoleBinding')
+        expect(o.namespace, `${o.kind}/${o.name}`).toBeUndefined();
+      else if (o.kind === 'Role' || o.kind === 'RoleBinding')
         expect(o.namespace, `${o.kind}/${o.name}`).not.toBe('slurm-otel');
       else expect(o.namespace, `${o.kind}/${o.name}`).toBe('slurm-otel');
     }
@@ -786,19 +789,27 @@ describe('Kubernetes manifests', () => {
       expect(ports).toEqual(expect.arrayContaining([8080, 8081]));
     });
 
-    it('may get exactly one Secret, <cluster-name>-rest-jwt-key, in the cluster namespace', () => {
+    /** The objects `kubectl apply -k deploy/kubernetes` creates: the files kustomization.yaml lists. */
+    const installed = (): K8sObject[] => {
+      const files = strs(doc('deploy/kubernetes/kustomization.yaml').resources, 'resources').map(
+        (r) => `deploy/kubernetes/${r}`,
+      );
+      return k8sObjects().filter((o) => files.some((f) => o.file.endsWith(f)));
+    };
+
+    it('as installed, may get exactly one Secret, <cluster-name>-rest-jwt-key, in the cluster namespace', () => {
       const sa = str(get(dep().body, 'spec.template.spec.serviceAccountName'), 'serviceAccountName');
       k8s('ServiceAccount', sa);
       const clusterName = str(get(envValue('SLURM_EXPORTER_CLUSTER_NAME'), 'value'), 'cluster name');
       const clusterNs = str(get(envValue('SLURM_EXPORTER_CLUSTER_NAMESPACE'), 'value'), 'cluster namespace');
-      const roles = k8sObjects().filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole');
+      const roles = installed().filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole');
       expect(roles.map((r) => r.kind)).toEqual(['Role']);
       const role = roles[0] as K8sObject;
       expect(role.namespace).toBe(clusterNs);
       expect(get(role.body, 'rules')).toEqual([
         { apiGroups: [''], resources: ['secrets'], resourceNames: [`${clusterName}-rest-jwt-key`], verbs: ['get'] },
       ]);
-      const bindings = k8sObjects().filter((o) => o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding');
+      const bindings = installed().filter((o) => o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding');
       expect(bindings.map((b) => b.kind)).toEqual(['RoleBinding']);
       const binding = bindings[0] as K8sObject;
       expect(binding.namespace).toBe(clusterNs);
@@ -808,6 +819,35 @@ describe('Kubernetes manifests', () => {
         name: role.name,
       });
       expect(get(binding.body, 'subjects')).toEqual([{ kind: 'ServiceAccount', name: sa, namespace: 'slurm-otel' }]);
+    });
+
+    it('the topology sub-collector is off as installed; its RBAC file grants list on pods (cluster namespace) and nodes only', () => {
+      expect(envValue('SLURM_EXPORTER_OPTIONAL_COLLECTORS')).toBeUndefined();
+      const sa = str(get(dep().body, 'spec.template.spec.serviceAccountName'), 'serviceAccountName');
+      const clusterNs = str(get(envValue('SLURM_EXPORTER_CLUSTER_NAMESPACE'), 'value'), 'cluster namespace');
+      const file = 'deploy/kubernetes/cluster-agent-topology-rbac.yaml';
+      expect(installed().filter((o) => o.file.endsWith(file))).toEqual([]);
+      const objects = k8sObjects().filter((o) => o.file.endsWith(file));
+      const role = (kind: string) => {
+        const found = objects.filter((o) => o.kind === kind);
+        expect(found.map((o) => o.kind)).toEqual([kind]);
+        return found[0] as K8sObject;
+      };
+      expect(objects.map((o) => o.kind).sort()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']);
+      expect(role('Role').namespace).toBe(clusterNs);
+      expect(get(role('Role').body, 'rules')).toEqual([{ apiGroups: [''], resources: ['pods'], verbs: ['list'] }]);
+      expect(get(role('ClusterRole').body, 'rules')).toEqual([
+        { apiGroups: [''], resources: ['nodes'], verbs: ['list'] },
+      ]);
+      for (const [binding, kind] of [
+        ['RoleBinding', 'Role'],
+        ['ClusterRoleBinding', 'ClusterRole'],
+      ] as const) {
+        const b = role(binding);
+        if (binding === 'RoleBinding') expect(b.namespace).toBe(clusterNs);
+        expect(get(b.body, 'roleRef')).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind, name: role(kind).name });
+        expect(get(b.body, 'subjects')).toEqual([{ kind: 'ServiceAccount', name: sa, namespace: 'slurm-otel' }]);
+      }
     });
 
     // The cluster agent is being written: once `slurm-otel cluster` exists, the variables used

@@ -91,4 +91,16 @@ describe('src/cluster/api/ layers', () => {
       { from: 'src/cluster/api/decode/deep/x.ts', to: 'src/cluster/api/paths.ts' },
     ]);
   });
+
+  it('is slurmrestd only: nothing in it imports src/cluster/kubernetes/ or is named after Kubernetes', () => {
+    const kube = path.join(ROOT, 'src/cluster/kubernetes');
+    expect(fs.existsSync(kube)).toBe(true);
+    const edges = files.flatMap((f) =>
+      importedFiles(f, readSource(f))
+        .filter((t) => !path.relative(kube, t).startsWith('..'))
+        .map((t) => `${path.relative(ROOT, f)} -> ${path.relative(ROOT, t)}`),
+    );
+    expect(edges).toEqual([]);
+    expect(files.map((f) => path.relative(ROOT, f)).filter((f) => /kube/i.test(f))).toEqual([]);
+  });
 });

@@ -15,7 +15,7 @@ export const CLUSTER_EVENT_METRICS = {
     'slurm_node_gpu_seconds',
     's',
     ['node_name', ...LEGACY_STATE_LABELS],
-    'GPU seconds accumulated by nodes: time between two node refreshes × GPUs configured on the node, by the state the node was in.',
+    'GPU seconds accumulated by nodes: time between two node refreshes × GPUs configured on the node, by the state the node was in; a GPU node has its series from the first refresh that sees it in a state (at 0).',
   ),
   nodeFails: spec(
     'counter',

@@ -31,7 +31,7 @@ export const CLUSTER_SELF_METRICS = {
     'slurm_exporter_collector_duration_seconds',
     's',
     COLLECTOR,
-    'Duration of the last run of each sub-collector (nodes, jobs, diag, and partitions, licenses, reservations, shares, limits when on).',
+    'Duration of the last run of each sub-collector (nodes, jobs, diag, and partitions, licenses, reservations, shares, limits, topology when on).',
   ),
   collectorErrors: spec(
     'counter',
@@ -88,6 +88,13 @@ export const CLUSTER_SELF_METRICS = {
     '',
     COLLECTOR,
     "Items whose hostlist cannot be expanded, per response (a job's nodes, a partition's or reservation's node list): the item is kept, without the series that need its hosts (each distinct list is logged once).",
+  ),
+  boundedValues: spec(
+    'counter',
+    'slurm_exporter_bounded_label_values',
+    '',
+    COLLECTOR,
+    'Label values read from the Kubernetes API (topology) that were cut to 256 bytes of UTF-8 or had control characters replaced before export, per response; logged when the count changes.',
   ),
   apiFieldsLost: spec(
     'counter',

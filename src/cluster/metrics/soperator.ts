@@ -37,6 +37,7 @@ export const NEW_STATE_FLAG_LABELS = [
 const NODE_INFO_LABELS = [
   'node_name',
   'instance_id',
+  'nodeset_name',
   ...LEGACY_STATE_LABELS,
   ...NEW_STATE_FLAG_LABELS,
   'is_unavailable',
@@ -75,7 +76,7 @@ export const CLUSTER_METRICS = {
     'slurm_node_info',
     '',
     NODE_INFO_LABELS,
-    'Slurm node identity and state: base state, state flags, whether the exporter considers it unavailable, reservation, address, reason and comment; value is always 1.',
+    "Slurm node identity and state: Soperator NodeSet (the worker pod's slurm.nebius.ai/nodeset label, pending pods included; empty without), base state, state flags, whether the exporter considers it unavailable, reservation, address, reason and comment; value is always 1.",
   ),
   nodeCpusTotal: spec('gauge', 'slurm_node_cpus_total', '', NODE, 'CPUs configured on the node.'),
   nodeCpusAllocated: spec('gauge', 'slurm_node_cpus_allocated', '', NODE, 'CPUs of the node allocated to jobs.'),
@@ -134,14 +135,14 @@ export const CLUSTER_METRICS = {
     'slurm_node_job',
     '',
     ['job_id', 'node_name', 'nvlink_instance_group', 'nodeset_name'],
-    "One series per job and node it runs (or ran) on, with the node's NVLink instance group and NodeSet from Kubernetes (empty without); value is always 1.",
+    "One series per job and node it runs (or ran) on, with the node's NVLink instance group and Soperator NodeSet from Kubernetes (empty without); value is always 1.",
   ),
   nodeNvlinkInstanceGroup: spec(
     'gauge',
     'slurm_node_nvlink_instance_group',
     '',
     ['node_name', 'instance_id', 'nvlink_instance_group', 'nodeset_name'],
-    'Slurm node → NVLink instance group, from the labels of the Kubernetes Node its worker pod runs on (Soperator); only for nodes whose group is known; value is always 1.',
+    "Slurm node → NVLink instance group, from the label of the Kubernetes Node its worker pod runs on, and its NodeSet, from the worker pod's label (Soperator); only for nodes whose group is known; value is always 1.",
   ),
   jobDuration: spec(
     'gauge',

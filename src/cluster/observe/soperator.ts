@@ -45,10 +45,11 @@ export function trimReservation(name: string | undefined): string {
 
 // ---- nodes ----
 
-export function nodeInfoLabels(node: SlurmNode): AttributesOf<typeof M.nodeInfo> {
+export function nodeInfoLabels(node: SlurmNode, topology?: NodeTopology): AttributesOf<typeof M.nodeInfo> {
   return {
     node_name: node.name,
     instance_id: node.instance_id ?? '',
+    nodeset_name: topology?.nodesetName ?? '',
     ...legacyStateLabels(node.state),
     ...stateFlagLabels(node.state),
     is_unavailable: flagValue(isUnavailable(node.state)),
@@ -125,7 +126,12 @@ function nodeFamilies(list: readonly SlurmNode[], topology: Topologies): LazyFam
   return [
     lazy(
       M.nodeInfo,
-      perItem(M.nodeInfo, nodes, nodeInfoLabels, () => 1),
+      perItem(
+        M.nodeInfo,
+        nodes,
+        (n) => nodeInfoLabels(n, topology?.get(n.name)),
+        () => 1,
+      ),
     ),
     ...perResource,
     lazy(M.nodePartition, function* () {

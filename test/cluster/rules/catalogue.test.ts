@@ -57,6 +57,7 @@ const CONTRACT: Record<string, [string, string[]]> = {
 const NODE_INFO = [
   'node_name',
   'instance_id',
+  'nodeset_name',
   'state_base',
   'state_is_drain',
   'state_is_maintenance',
@@ -153,7 +154,7 @@ describe('cluster catalogue', () => {
     }
   });
 
-  it("self-monitoring: Soperator's family plus stale results, skipped items, API errors, lost fields, bad hostlists and OTLP pushes", () => {
+  it("self-monitoring: Soperator's family plus stale results, skipped items, API errors, lost fields, bad hostlists, bounded label values and OTLP pushes", () => {
     expect(
       Object.entries(selfSpecs)
         .map(([n, s]) => [n, s.kind, s.attributes])
@@ -173,6 +174,7 @@ describe('cluster catalogue', () => {
         ['slurm_exporter_api_errors_total', 'counter', ['collector']],
         ['slurm_exporter_api_fields_lost_total', 'counter', ['collector']],
         ['slurm_exporter_hostlist_errors_total', 'counter', ['collector']],
+        ['slurm_exporter_bounded_label_values_total', 'counter', ['collector']],
         ['slurm_exporter_metrics_requests_total', 'counter', []],
         ['slurm_exporter_metrics_exported', 'gauge', []],
         ['slurm_exporter_otlp_exports_total', 'counter', ['result']],

@@ -51,6 +51,7 @@ describe('v0.0.38 recorded (Slurm 22.05)', () => {
     expect(pointOf(out, 'slurm_node_info', { node_name: 'node2' })).toEqual({
       node_name: 'node2',
       instance_id: '',
+      nodeset_name: '',
       state_base: 'MIXED',
       state_is_drain: 'true',
       state_is_maintenance: 'false',
@@ -156,6 +157,7 @@ describe('Soperator testdata (v0.0.41 node and job, v0.0.44 diag)', () => {
     expect(pointOf(out, 'slurm_node_info', { node_name: 'worker-1' })).toEqual({
       node_name: 'worker-1',
       instance_id: 'computeinstance-xxxxxxxxxxxxx',
+      nodeset_name: '',
       state_base: 'IDLE',
       state_is_drain: 'false',
       state_is_maintenance: 'false',
@@ -226,6 +228,7 @@ describe.each(['v0.0.44', 'v0.0.45'] as const)('%s built', (version) => {
     expect(pointOf(out, 'slurm_node_info', { node_name: 'gpu-001' })).toEqual({
       node_name: 'gpu-001',
       instance_id: '',
+      nodeset_name: '',
       state_base: 'IDLE',
       state_is_drain: 'true',
       state_is_maintenance: 'false',

@@ -1,17 +1,21 @@
 /**
  * Soperator's own exporter test cases (collector, job conversion), their inputs and expected
  * outputs carried over as data: what a user migrating from Soperator's exporter would check.
- * Controller and slurmdbd inputs are written in the v0.0.44 wire shape the Go structs model.
+ * Controller and slurmdbd inputs are written in the v0.0.44 wire shape the Go structs model, and
+ * decoded as slurmrestd's responses are. The cases are those of SOPERATOR_COMMIT.
  */
 import { describe, expect, it } from 'vitest';
 import * as v004x from '../../../src/cluster/api/decode/decode-v004x.js';
-import type { SlurmJob } from '../../../src/cluster/model.js';
 import { adjustAccountingJobs } from '../../../src/cluster/adjust-accounting.js';
+import { CLUSTER_METRICS } from '../../../src/cluster/metrics.js';
 import { observe } from '../../../src/cluster/observe.js';
 import { jobInfoLabels } from '../../../src/cluster/observe/soperator.js';
 import { jobCpuCount, jobMemoryBytes } from '../../../src/cluster/tres.js';
+import type { NodeTopology, SlurmDiag, SlurmJob, SlurmNode } from '../../../src/cluster/model.js';
 import { readJson } from '../fixtures.js';
-import { collectSuccess, COLLECT_SUCCESS_JOB_LABELS, job, snapshot, valuesBy } from './helpers.js';
+import { SOPERATOR_COMMIT } from '../soperator.js';
+import { Agent, expectSeries, expectSomeWith, type Labels } from './agent-exposition.js';
+import { collectSuccess, COLLECT_SUCCESS_JOB_LABELS, job, ok, snapshot, valuesBy } from './helpers.js';
 
 const MIB = 1024 * 1024;
 const set = (number: number) => ({ set: true, infinite: false, number });
@@ -129,9 +133,8 @@ describe('controller job conversion', () => {
     expect(decoded(v004x.decodeJob({ ...wire, user_name: 'alice' })).user_name).toBe('alice');
   });
 
-  // Soperator's Collect_Success (nebius/soperator c238d993341a9f52b132062fbc3cb22f0fb63578): the
-  // job sets ArrayTaskID 42 and leaves ArrayJobID nil; its slurm_job_info asserts
-  // array_job_id="" and array_task_id="42". Decoded here from the wire, not built as a model.
+  // Collect_Success: the job sets ArrayTaskID 42 and leaves ArrayJobID nil; its slurm_job_info
+  // asserts array_job_id="" and array_task_id="42". Decoded here from the wire, not built as a model.
   it('Collect_Success: array_task_id without array_job_id is still exported', () => {
     const j = decoded(v004x.decodeJob({ job_id: 12345, job_state: ['RUNNING'], array_task_id: set(42) }));
     expect(jobInfoLabels(j)).toMatchObject({ array_job_id: '', array_task_id: '42' });
@@ -238,5 +241,158 @@ describe('accounting job conversion', () => {
       }),
     );
     expect(jobInfoLabels(j)).toMatchObject({ array_job_id: '0', array_task_id: '' });
+  });
+});
+
+/** Nodes as slurmrestd v0.0.44 sends them, decoded as the agent decodes a /nodes response. */
+function wireNodes(...nodes: Record<string, unknown>[]): SlurmNode[] {
+  return nodes.map((n) => decoded(v004x.decodeNode(n)));
+}
+
+const T = 1722697230_000;
+const [DIAG] = ok(v004x.decodeDiag({ statistics: { server_thread_count: 1 } })) as [SlurmDiag];
+
+describe(`Soperator ${SOPERATOR_COMMIT.slice(0, 8)}: TestMetricsCollector_NodeFails`, () => {
+  const maintenance = {
+    name: 'node-maintenance',
+    instance_id: 'instance-maintenance',
+    state: ['IDLE', 'MAINTENANCE'],
+    tres: 'cpu=8,mem=64000M,gres/gpu=1',
+    address: '10.0.0.3',
+  };
+  const reserved = {
+    name: 'node-reserved',
+    instance_id: 'instance-reserved',
+    state: ['IDLE', 'RESERVED'],
+    tres: 'cpu=8,mem=64000M,gres/gpu=1',
+    address: '10.0.0.4',
+  };
+  const gpuLabels = (name: string, maint: string, resv: string): Labels => ({
+    node_name: name,
+    state_base: 'IDLE',
+    state_is_drain: 'false',
+    state_is_maintenance: maint,
+    state_is_reserved: resv,
+  });
+
+  it('the first collection: node info, and a GPU seconds series (0) for each GPU node in its state', async () => {
+    const agent = new Agent();
+    const first = await agent.refresh(
+      snapshot({ atMs: T, seq: 1, nodes: wireNodes(maintenance, reserved), jobs: [], diag: DIAG }),
+    );
+    await agent.shutdown();
+    expectSomeWith(first, {
+      node_name: 'node-maintenance',
+      instance_id: 'instance-maintenance',
+      state_base: 'IDLE',
+      state_is_maintenance: 'true',
+    });
+    expectSomeWith(first, {
+      node_name: 'node-reserved',
+      instance_id: 'instance-reserved',
+      state_base: 'IDLE',
+      state_is_reserved: 'true',
+    });
+    expectSeries(first, 'COUNTER', 'slurm_node_gpu_seconds_total', gpuLabels('node-maintenance', 'true', 'false'), 0);
+    expectSeries(first, 'COUNTER', 'slurm_node_gpu_seconds_total', gpuLabels('node-reserved', 'false', 'true'), 0);
+  });
+
+  it('then the node in maintenance drains: one fail with its reason, and node info with it', async () => {
+    const agent = new Agent();
+    await agent.refresh(snapshot({ atMs: T, seq: 1, nodes: wireNodes(maintenance, reserved), jobs: [], diag: DIAG }));
+    const drained = {
+      ...maintenance,
+      state: ['IDLE', 'MAINTENANCE', 'DRAIN'],
+      reason: 'maintenance drain triggered',
+      reason_changed_at: { set: true, infinite: false, number: T / 1000 + 5 },
+    };
+    const second = await agent.refresh(snapshot({ atMs: T + 10_000, seq: 2, nodes: wireNodes(drained, reserved) }));
+    await agent.shutdown();
+    expectSeries(
+      second,
+      'COUNTER',
+      'slurm_node_fails_total',
+      {
+        node_name: 'node-maintenance',
+        reason: 'maintenance drain triggered',
+        state_base: 'IDLE',
+        state_is_drain: 'true',
+        state_is_maintenance: 'true',
+        state_is_reserved: 'false',
+      },
+      1,
+    );
+    expectSomeWith(second, {
+      node_name: 'node-maintenance',
+      instance_id: 'instance-maintenance',
+      reason: 'maintenance drain triggered',
+      state_is_drain: 'true',
+      state_is_maintenance: 'true',
+    });
+    // The interval is counted in the state it started in; the drained state has its series from now on.
+    expectSeries(second, 'COUNTER', 'slurm_node_gpu_seconds_total', gpuLabels('node-maintenance', 'true', 'false'), 10);
+    expectSeries(
+      second,
+      'COUNTER',
+      'slurm_node_gpu_seconds_total',
+      { ...gpuLabels('node-maintenance', 'true', 'false'), state_is_drain: 'true' },
+      0,
+    );
+  });
+});
+
+describe(`Soperator ${SOPERATOR_COMMIT.slice(0, 8)}: TestMetricsCollector_NodeTopologyMetrics`, () => {
+  const testNode = (name: string) => ({
+    name,
+    instance_id: `${name}-instance`,
+    state: ['IDLE'],
+    tres: 'cpu=4,mem=8000M,gres/gpu=1',
+    address: '10.0.0.1',
+  });
+  const topology: ReadonlyMap<string, NodeTopology> = new Map([
+    ['worker-0', { nodesetName: 'gpu-workers', nvlinkInstanceGroup: 'nvlig-1' }],
+  ]);
+
+  it('worker-0 with a NodeSet and an NVLink group; worker-without-topology with neither', async () => {
+    const nodes = wireNodes(testNode('worker-0'), testNode('worker-without-topology'));
+    const jobs = [decoded(v004x.decodeJob({ job_id: 123, job_state: ['RUNNING'], nodes: 'worker-0' }))];
+    const agent = new Agent();
+    const all = await agent.refresh({
+      ...snapshot({ atMs: T, seq: 1, nodes, jobs }),
+      topology: { value: topology, atMs: T, seq: 1 },
+    });
+    await agent.shutdown();
+    expectSeries(
+      all,
+      'GAUGE',
+      'slurm_node_nvlink_instance_group',
+      {
+        instance_id: 'worker-0-instance',
+        node_name: 'worker-0',
+        nodeset_name: 'gpu-workers',
+        nvlink_instance_group: 'nvlig-1',
+      },
+      1,
+    );
+    expectSeries(
+      all,
+      'GAUGE',
+      'slurm_node_job',
+      { job_id: '123', node_name: 'worker-0', nodeset_name: 'gpu-workers', nvlink_instance_group: 'nvlig-1' },
+      1,
+    );
+    const info = all.filter((s) => s.name === 'slurm_node_info');
+    expectSomeWith(info, { node_name: 'worker-0', nodeset_name: 'gpu-workers' });
+    expectSomeWith(info, { node_name: 'worker-without-topology', nodeset_name: '' });
+    // Only a node whose group is known has the mapping series.
+    expect(all.filter((s) => s.name === 'slurm_node_nvlink_instance_group').map((s) => s.labels.node_name)).toEqual([
+      'worker-0',
+    ]);
+  });
+
+  it("slurm_node_info declares nodeset_name third, as Soperator's Describe lists its labels", () => {
+    expect(CLUSTER_METRICS.nodeInfo.attributes.join(',')).toBe(
+      'node_name,instance_id,nodeset_name,state_base,state_is_drain,state_is_maintenance,state_is_reserved,state_is_completing,state_is_fail,state_is_planned,state_is_not_responding,state_is_invalid,state_is_cloud,state_is_power_down,state_is_power_drain,state_is_powered_down,state_is_powering_down,state_is_powering_up,state_is_power_up,is_unavailable,reservation_name,address,reason,comment',
+    );
   });
 });

@@ -186,23 +186,54 @@ describe('node GPU seconds', () => {
   it('elapsed × configured GPUs, labelled with the state at the start of the interval', () => {
     const { steps } = run(nodeRefreshes([[gpuNode(['MIXED'])], [gpuNode(['DOWN'])], [gpuNode(['IDLE', 'DRAIN'])]], 30));
     const gpu = steps.map((s) => eventsOf(s, NODE_GPU));
-    expect(gpu[0]).toEqual([]);
+    const mixed = {
+      node_name: 'g1',
+      state_base: 'MIXED',
+      state_is_drain: 'false',
+      state_is_maintenance: 'false',
+      state_is_reserved: 'false',
+    };
     expect(gpu[1]?.map((e) => [e.value, e.attributes])).toEqual([
-      [
-        240,
-        {
-          node_name: 'g1',
-          state_base: 'MIXED',
-          state_is_drain: 'false',
-          state_is_maintenance: 'false',
-          state_is_reserved: 'false',
-        },
-      ],
+      [240, mixed],
+      [0, { ...mixed, state_base: 'DOWN' }],
     ]);
-    expect(gpu[2]?.map((e) => [e.value, e.attributes['state_base']])).toEqual([[240, 'DOWN']]);
+    expect(gpu[2]?.map((e) => [e.value, e.attributes['state_base'], e.attributes['state_is_drain']])).toEqual([
+      [240, 'DOWN', 'false'],
+      [0, 'IDLE', 'true'],
+    ]);
   });
 
-  it('nothing for nodes without GPUs, new nodes, or nodes that disappeared', () => {
+  it('the first refresh starts the series of each GPU node at 0, in its state then', () => {
+    const { steps } = run(nodeRefreshes([[gpuNode(['IDLE', 'MAINTENANCE'])], [gpuNode(['IDLE', 'MAINTENANCE'])]], 30));
+    expect(steps.map((s) => eventsOf(s, NODE_GPU).map((e) => [e.value, e.attributes]))).toEqual([
+      [
+        [
+          0,
+          {
+            node_name: 'g1',
+            state_base: 'IDLE',
+            state_is_drain: 'false',
+            state_is_maintenance: 'true',
+            state_is_reserved: 'false',
+          },
+        ],
+      ],
+      [
+        [
+          240,
+          {
+            node_name: 'g1',
+            state_base: 'IDLE',
+            state_is_drain: 'false',
+            state_is_maintenance: 'true',
+            state_is_reserved: 'false',
+          },
+        ],
+      ],
+    ]);
+  });
+
+  it('nothing for nodes without GPUs or nodes that disappeared; a new GPU node starts at 0', () => {
     const cpu = node('c1', ['IDLE'], { tres: 'cpu=64,mem=257000M' });
     const { steps } = run(
       nodeRefreshes([
@@ -212,9 +243,17 @@ describe('node GPU seconds', () => {
       ]),
     );
     expect(steps.map((s) => eventsOf(s, NODE_GPU).map((e) => [e.attributes['node_name'], e.value]))).toEqual([
-      [],
-      [],
+      [['g1', 0]],
+      [['g2', 0]],
       [['g2', 240]],
+    ]);
+  });
+
+  it('a node whose GPUs are gone adds its last interval and starts no new series', () => {
+    const { steps } = run(nodeRefreshes([[gpuNode(['IDLE'])], [node('g1', ['DOWN'], { tres: 'cpu=128' })]], 30));
+    expect(steps.map((s) => eventsOf(s, NODE_GPU).map((e) => [e.attributes['state_base'], e.value]))).toEqual([
+      [['IDLE', 0]],
+      [['IDLE', 240]],
     ]);
   });
 });
@@ -240,7 +279,7 @@ describe('refresh bookkeeping', () => {
       a.state,
       snapshot({ atMs: T0 + 30_000, seq: 6, nodes: [node('n1', ['DOWN'], { tres: 'gres/gpu=1' })] }),
     );
-    expect(newer.events.map((e) => e.spec.name).sort()).toEqual([FAILS, NODE_GPU]);
+    expect(newer.events.map((e) => e.spec.name).sort()).toEqual([FAILS, NODE_GPU, NODE_GPU]);
   });
 
   it('a snapshot without nodes keeps the node tracking untouched', () => {
@@ -394,12 +433,29 @@ describe('recorded Slurm 22.05 scenario (v0.0.38): drain, down, resume, not resp
   });
 
   it('accrues 2 GPUs × 60 s per step on node3 and node4, by the state at each step start', () => {
-    const gpu = events.flatMap((s) => eventsOf(s, NODE_GPU));
+    const gpu = events.flatMap((s) => eventsOf(s, NODE_GPU)).filter((e) => e.value > 0);
     expect(gpu.every((e) => e.value === 120 && ['node3', 'node4'].includes(e.attributes['node_name'] ?? ''))).toBe(
       true,
     );
     expect(gpu).toHaveLength(12);
     const node3Bases = gpu.filter((e) => e.attributes['node_name'] === 'node3').map((e) => e.attributes['state_base']);
     expect(node3Bases).toEqual(['MIXED', 'MIXED', 'DOWN', 'IDLE', 'IDLE', 'MIXED']);
+  });
+
+  it('starts a series at 0 when a GPU node is first seen and whenever its state labels change', () => {
+    const starts = events.map((s) =>
+      eventsOf(s, NODE_GPU)
+        .filter((e) => e.value === 0)
+        .map((e) => `${e.attributes['node_name']}:${e.attributes['state_base']}`),
+    );
+    expect(starts).toEqual([
+      ['node3:MIXED', 'node4:MIXED'],
+      [],
+      ['node3:DOWN'],
+      ['node3:IDLE'],
+      [],
+      ['node3:MIXED', 'node4:DOWN'],
+      ['node4:IDLE'],
+    ]);
   });
 });

@@ -162,6 +162,8 @@ export interface TransportOptions {
   readonly tls?: TlsOptions;
   /** Ask for gzip and decompress (default true). The cap applies to decompressed bytes. */
   readonly gzip?: boolean;
+  /** Connections kept to the server at most (default: no limit); requests beyond wait for one. */
+  readonly maxSockets?: number;
   /** Jitter source, injectable for tests. */
   readonly random?: () => number;
   /** Called before each retry with the error that caused it. */
@@ -231,10 +233,11 @@ export class HttpTransport {
     this.gzip = opts.gzip ?? true;
     this.random = opts.random ?? Math.random;
     const tls = opts.tls ?? {};
+    const sockets = opts.maxSockets !== undefined ? { maxSockets: opts.maxSockets } : {};
     this.agent =
       this.address.kind === 'tcp' && this.address.protocol === 'https:'
-        ? new https.Agent({ keepAlive: true, ...tls })
-        : new http.Agent({ keepAlive: true });
+        ? new https.Agent({ keepAlive: true, ...sockets, ...tls })
+        : new http.Agent({ keepAlive: true, ...sockets });
   }
 
   /**

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { kubernetesSecretSigner } from '../../../../src/cluster/api/http/auth-kubernetes.js';
+import { kubernetesSecretSigner } from '../../../../src/cluster/kubernetes/secret-key.js';
 import { HttpTransport, NetworkError } from '../../../../src/cluster/api/http/transport.js';
 
 const hasOpenssl = spawnSync('openssl', ['version']).status === 0;

@@ -2,7 +2,9 @@
  * A fake Kubernetes API server on loopback (plain http) that serves Secrets: enough of
  * `GET /api/v1/namespaces/<ns>/secrets/<name>` to test the Secret key source, with bearer-token
  * checks, a forbidden mode and key rotation; and Pod and Node lists with label selectors
- * (`k=v` and `k` terms), for the node topology source.
+ * (`k=v` and `k` terms), for the topology source. Objects are shaped as the real API sends them
+ * (a PodList's items carry metadata, spec with containers, status; a NodeList's the same), and
+ * the server counts the TCP connections it accepted.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -42,8 +44,12 @@ function matches(selector: string, labels: Record<string, string>): boolean {
 
 export class FakeKube {
   readonly requests: { path: string; authorization: string | undefined }[] = [];
+  /** TCP connections accepted so far. */
+  connections = 0;
   /** When set, every request is answered 403 (RBAC without `get secrets`). */
   forbidden = false;
+  /** When set and it gives a body for a path, that body is the 200 answer (broken responses). */
+  rawBody: ((pathname: string) => string | undefined) | undefined;
 
   private constructor(
     private readonly server: http.Server,
@@ -53,6 +59,7 @@ export class FakeKube {
 
   static async start(opts: FakeKubeOptions): Promise<FakeKube> {
     const server = http.createServer((req, res) => self.handle(req, res));
+    server.on('connection', () => self.connections++);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const self = new FakeKube(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, opts);
     return self;
@@ -69,22 +76,42 @@ export class FakeKube {
     if (req.headers.authorization !== `Bearer ${this.opts.bearer}`) return status(res, 401, 'Unauthorized');
     if (this.forbidden) return status(res, 403, 'Forbidden');
     const url = new URL(path, 'http://fake');
+    const raw = this.rawBody?.(url.pathname);
+    if (raw !== undefined) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return void res.end(raw);
+    }
     const selector = url.searchParams.get('labelSelector') ?? '';
     const pods = /^\/api\/v1\/namespaces\/([^/]+)\/pods$/.exec(url.pathname);
     if (pods) {
       const ns = decodeURIComponent(pods[1] as string);
       const items = (this.opts.pods ?? [])
         .filter((p) => p.namespace === ns && matches(selector, p.labels))
-        .map((p) => ({
-          metadata: { name: p.name, namespace: p.namespace, labels: p.labels },
-          spec: p.nodeName === undefined ? {} : { nodeName: p.nodeName },
+        .map((p, i) => ({
+          metadata: {
+            name: p.name,
+            namespace: p.namespace,
+            uid: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+            resourceVersion: String(100 + i),
+            creationTimestamp: '2026-01-01T00:00:00Z',
+            labels: p.labels,
+          },
+          spec: {
+            containers: [{ name: 'slurmd', image: 'cr.example/slurmd:25.11' }],
+            ...(p.nodeName === undefined ? {} : { nodeName: p.nodeName }),
+          },
+          status: p.nodeName === undefined ? { phase: 'Pending' } : { phase: 'Running', hostIP: '10.0.0.1' },
         }));
       return list(res, 'PodList', items);
     }
     if (url.pathname === '/api/v1/nodes') {
       const items = (this.opts.nodes ?? [])
         .filter((n) => matches(selector, n.labels))
-        .map((n) => ({ metadata: { name: n.name, labels: n.labels }, spec: {} }));
+        .map((n, i) => ({
+          metadata: { name: n.name, uid: `node-${i}`, resourceVersion: String(200 + i), labels: n.labels },
+          spec: { providerID: `fake://${n.name}` },
+          status: { conditions: [{ type: 'Ready', status: 'True' }] },
+        }));
       return list(res, 'NodeList', items);
     }
     const m = /^\/api\/v1\/namespaces\/([^/]+)\/secrets\/([^/?]+)$/.exec(path);
