@@ -150,7 +150,7 @@ describe.skipIf(gate.skip)("Slurm's own families on a real Slurm 26.05, against 
         ? true
         : undefined,
     );
-    await submitMulti(n1, n2, n3);
+    await submitMulti();
     squeueRows = await squeue();
   }, REAL_SLURM_START_TIMEOUT_MS + 240_000);
 
@@ -160,8 +160,8 @@ describe.skipIf(gate.skip)("Slurm's own families on a real Slurm 26.05, against 
    * passes of each scheduler. `hi` (PriorityTier 3) has the cpu nodes; `fast` (tier 1, as cpu and
    * gpu, PriorityJobFactor 10: a job's priority is higher there) the gpu nodes.
    */
-  async function submitMulti(n1: string, n2: string, n3: string): Promise<void> {
-    const [, , , n4, n5, n6] = slurm.nodes as string[];
+  async function submitMulti(): Promise<void> {
+    const [n1, n2, n3, n4, n5, n6] = slurm.nodes as [string, string, string, string, string, string];
     const create = (name: string, nodes: string[], extra: string[]) =>
       slurm.run([
         'scontrol',
@@ -172,7 +172,7 @@ describe.skipIf(gate.skip)("Slurm's own families on a real Slurm 26.05, against 
         ...extra,
       ]);
     await create('hi', [n1, n2, n3], ['prioritytier=3']);
-    await create('fast', [n4 as string, n5 as string, n6 as string], ['priorityjobfactor=10']);
+    await create('fast', [n4, n5, n6], ['priorityjobfactor=10']);
     const multi = (name: string, partitions: string, ...extra: string[]) =>
       sbatch(
         '-p',
@@ -199,6 +199,19 @@ describe.skipIf(gate.skip)("Slurm's own families on a real Slurm 26.05, against 
     MULTI.set(await multi('tieheld', 'gpu,cpu', '--hold'), 'gpu');
     MULTI.set(await multi('tierheld', 'cpu,hi', '--hold'), 'hi');
     MULTI.set(await multi('tierbegin', 'cpu,hi', '--begin=now+3600'), 'hi');
+    // Held once a pass has tried it (evaluated after its submission second): where that pass left it.
+    const heldLater = await multi('heldlater', 'cpu,hi');
+    MULTI.set(heldLater, 'cpu');
+    await waitFor(
+      'heldlater evaluated after its submission',
+      async () => {
+        const show = (await slurm.run(['scontrol', 'show', 'job', heldLater])).stdout;
+        const at = (key: string): string => new RegExp(`${key}=(\\S+)`).exec(show)?.[1] ?? '';
+        return at('LastSchedEval') > at('SubmitTime') ? true : undefined;
+      },
+      60_000,
+    );
+    await slurm.run(['scontrol', 'hold', heldLater]);
     const [main, backfill] = await cycles();
     await waitFor(
       'two cycles of each scheduler after the multi-partition jobs',
