@@ -259,7 +259,10 @@ export interface SlurmJob {
   readonly tres_req_str?: string;
   readonly exit_code?: JobExitCode;
   readonly restart_cnt?: number;
-  /** When a scheduler last tried the job (Unix seconds); undefined while none has. Controller only. */
+  /**
+   * When slurmctld last evaluated the job (Unix seconds): stamped at submission, then by each
+   * scheduler pass that tries it. Controller only.
+   */
   readonly last_sched_evaluation?: number;
   /**
    * A pending job's priority in each partition it may run in, in slurmctld's own order of its

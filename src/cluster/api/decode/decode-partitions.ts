@@ -1,9 +1,8 @@
 /**
  * Partitions (`GET /slurm/vX/partitions/`), every version: v0.0.36–v0.0.38 put `nodes` (the
  * hostlist), `total_nodes`, `total_cpus` and `tres` (a string) at the top; v0.0.40+ nest them as
- * `nodes.{configured,total}`, `cpus.total` and `tres.configured`; the tier is `priority_tier`, then
- * `priority.tier`. Both shapes are read, so a
- * proxied or mixed response still decodes. Never throws.
+ * `nodes.{configured,total}`, `cpus.total` and `tres.configured` (the tier: `priority_tier`, then
+ * `priority.tier`). Both shapes are read, so a proxied or mixed response still decodes. Never throws.
  */
 import type { ItemResult, SlurmPartition } from '../../model.js';
 import { NOT_AN_OBJECT } from './common.js';
