@@ -152,7 +152,8 @@ export function nativeJobPartition(job: MultiJob, tiers: PartitionTiers = new Ma
   // Array.prototype.sort is stable: equal keys keep the listed order, as slurmctld's sort does.
   const byTier = listed.sort((a, b) => tier(b) - tier(a));
   if (neverQueued(job)) return byTier[0];
-  const priority = new Map((job.priority_by_partition ?? []).map((e) => [e.partition, e.priority]));
+  if (job.priority_by_partition === undefined) return byTier[byTier.length - 1];
+  const priority = new Map(job.priority_by_partition.map((e) => [e.partition, e.priority]));
   const tried = byTier.sort((a, b) => tier(b) - tier(a) || (priority.get(b) ?? 0) - (priority.get(a) ?? 0));
   return tried[tried.length - 1];
 }
