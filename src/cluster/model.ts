@@ -104,6 +104,14 @@ export interface SlurmPartition {
   readonly total_cpus?: number;
   /** Configured TRES, e.g. `cpu=8,mem=16000M,node=2,billing=8`. */
   readonly tres?: string;
+  /** PriorityTier: slurmctld tries a job submitted to several partitions in the higher tiers first. */
+  readonly priority_tier?: number;
+}
+
+/** A pending job's priority in one of the partitions it was submitted to (v0.0.42+). */
+export interface PartitionPriority {
+  readonly partition: string;
+  readonly priority: number;
 }
 
 /** One license pool, as reported by `GET /slurm/vX/licenses/` (same shape in every version). */
@@ -255,6 +263,16 @@ export interface SlurmJob {
   readonly tres_req_str?: string;
   readonly exit_code?: JobExitCode;
   readonly restart_cnt?: number;
+  /**
+   * When slurmctld last evaluated the job (Unix seconds): stamped at submission, then by each
+   * scheduler pass that tries it. Controller only.
+   */
+  readonly last_sched_evaluation?: number;
+  /**
+   * A pending job's priority in each partition it may run in, in slurmctld's own order of its
+   * partitions (highest tier first). Controller, v0.0.42+; absent or empty otherwise.
+   */
+  readonly priority_by_partition?: readonly PartitionPriority[];
 }
 
 /** One row of sdiag's "Remote Procedure Call statistics by message type". */

@@ -5,7 +5,10 @@
  * leaves a label with an empty value out) and value. The scenario: running, pending (resources,
  * priority, held, begin time, array tasks held back by the array's limit), a job submitted to two
  * partitions, GPU jobs, completed, failed and cancelled jobs, drained, draining and down nodes,
- * jobs of two accounts and two users, for every data parser 26.05 serves.
+ * jobs of two accounts and two users, for every data parser 26.05 serves. Pending jobs submitted
+ * to several partitions, of equal and of different PriorityTier and of different partition
+ * priority, queued, held and waiting for a begin time, check which partition slurmctld counts them
+ * in (MULTI).
  *
  * Values that change with every reading are compared only when slurmctld's own value is the
  * same before and after the agent's reading. The differences the agent keeps on purpose are in
@@ -62,6 +65,8 @@ describe.skipIf(gate.skip)("Slurm's own families on a real Slurm 26.05, against 
   const logs: string[] = [];
   /** squeue's view of the settled scenario: id, partition, state, reason. */
   let squeueRows: string[][] = [];
+  /** The multi-partition pending jobs: id -> the partition slurmctld is expected to count it in. */
+  const MULTI = new Map<string, string>();
 
   async function sbatch(...args: string[]): Promise<string> {
     const { stdout } = await slurm.run(['sbatch', '--parsable', '-o', '/dev/null', '-e', '/dev/null', ...args]);
@@ -75,12 +80,21 @@ describe.skipIf(gate.skip)("Slurm's own families on a real Slurm 26.05, against 
       .filter(Boolean)
       .map((l) => l.split('|'));
 
+  /** sdiag's cycle counters: main scheduler, backfill. */
+  const cycles = async (): Promise<[number, number]> => {
+    const out = (await slurm.run(['sdiag'])).stdout;
+    const at = out.indexOf('Backfilling stats');
+    const total = (text: string): number => Number(/Total cycles:\s*(\d+)/.exec(text)?.[1] ?? Number.NaN);
+    return [total(out.slice(0, at)), total(out.slice(at))];
+  };
+
   const nodeState = async (node: string): Promise<string> =>
     (await slurm.run(['sinfo', '-h', '-N', '-n', node, '-o', '%T'])).stdout.trim().split('\n')[0] ?? '';
 
   beforeAll(async () => {
     // ReturnToService=1: a node an admin sets DOWN stays down (with 2 its slurmd brings it back).
-    const extraConf = `${SLURM_RELEASES['26.05'].extraConf ?? ''}\nReturnToService=1`;
+    // PriorityWeightPartition: a job's priority differs between partitions of different PriorityJobFactor.
+    const extraConf = `${SLURM_RELEASES['26.05'].extraConf ?? ''}\nReturnToService=1\nPriorityWeightPartition=1000`;
     slurm = await startRealSlurm({ release: '26.05', dbd: true, nodes: 6, env: { REAL_SLURM_EXTRA_CONF: extraConf } });
     const [n1, n2, n3, , , n6] = slurm.nodes as [string, string, string, string, string, string];
     await slurm.run(['sacctmgr', '-i', 'add', 'account', 'phys,chem']);
@@ -136,8 +150,78 @@ describe.skipIf(gate.skip)("Slurm's own families on a real Slurm 26.05, against 
         ? true
         : undefined,
     );
+    await submitMulti();
     squeueRows = await squeue();
-  }, REAL_SLURM_START_TIMEOUT_MS + 180_000);
+  }, REAL_SLURM_START_TIMEOUT_MS + 240_000);
+
+  /**
+   * Pending jobs on several partitions (none can run: -N 3 on partitions of three nodes, one of
+   * them drained or down), named by the partition slurmctld is expected to count them in, then two
+   * passes of each scheduler. `hi` (PriorityTier 3) has the cpu nodes; `fast` (tier 1, as cpu and
+   * gpu, PriorityJobFactor 10: a job's priority is higher there) the gpu nodes.
+   */
+  async function submitMulti(): Promise<void> {
+    const [n1, n2, n3, n4, n5, n6] = slurm.nodes as [string, string, string, string, string, string];
+    const create = (name: string, nodes: string[], extra: string[]) =>
+      slurm.run([
+        'scontrol',
+        'create',
+        `partitionname=${name}`,
+        `nodes=${nodes.join(',')}`,
+        'maxtime=INFINITE',
+        ...extra,
+      ]);
+    await create('hi', [n1, n2, n3], ['prioritytier=3']);
+    await create('fast', [n4, n5, n6], ['priorityjobfactor=10']);
+    const multi = (name: string, partitions: string, ...extra: string[]) =>
+      sbatch(
+        '-p',
+        partitions,
+        '--chdir=/tmp',
+        '-J',
+        name,
+        '-N',
+        '3',
+        '-c',
+        '4',
+        '--mem=100',
+        ...extra,
+        '--wrap',
+        'sleep 9',
+      );
+    // Equal tiers: tried in the listed order, left at the last.
+    MULTI.set(await multi('tie', 'gpu,cpu'), 'cpu');
+    // hi's tier is higher: tried first whatever the listed order.
+    MULTI.set(await multi('tier', 'cpu,hi'), 'cpu');
+    // Equal tiers, the job's priority higher in fast: tried there first.
+    MULTI.set(await multi('prio', 'cpu,fast'), 'cpu');
+    // Never queued: where submission left it, the first by tier.
+    MULTI.set(await multi('tieheld', 'gpu,cpu', '--hold'), 'gpu');
+    MULTI.set(await multi('tierheld', 'cpu,hi', '--hold'), 'hi');
+    MULTI.set(await multi('tierbegin', 'cpu,hi', '--begin=now+3600'), 'hi');
+    // Held once a pass has tried it (evaluated after its submission second): where that pass left it.
+    const heldLater = await multi('heldlater', 'cpu,hi');
+    MULTI.set(heldLater, 'cpu');
+    await waitFor(
+      'heldlater evaluated after its submission',
+      async () => {
+        const show = (await slurm.run(['scontrol', 'show', 'job', heldLater])).stdout;
+        const at = (key: string): string => new RegExp(`${key}=(\\S+)`).exec(show)?.[1] ?? '';
+        return at('LastSchedEval') > at('SubmitTime') ? true : undefined;
+      },
+      60_000,
+    );
+    await slurm.run(['scontrol', 'hold', heldLater]);
+    const [main, backfill] = await cycles();
+    await waitFor(
+      'two cycles of each scheduler after the multi-partition jobs',
+      async () => {
+        const [m, b] = await cycles();
+        return m >= main + 2 && b >= backfill + 2 ? true : undefined;
+      },
+      60_000,
+    );
+  }
 
   afterAll(async () => {
     await slurm?.stop();
@@ -265,6 +349,15 @@ describe.skipIf(gate.skip)("Slurm's own families on a real Slurm 26.05, against 
       const parts = theirs.get('/metrics/partitions') as Exposition;
       expect(parts.samples.get('slurm_partition_jobs_max_job_nodes{partition="cpu"}')).toBe(5);
       expect(parts.samples.get('slurm_partition_jobs_max_job_nodes_nohold{partition="cpu"}')).toBe(4);
+      // The multi-partition jobs count where expected (each partition's pending jobs: MULTI's, the
+      // earlier cpu,gpu one's and the single-partition ones squeue lists).
+      expect(squeueRows.filter((r) => MULTI.has(r[0] as string)).map((r) => r[2])).toEqual(
+        [...MULTI].map(() => 'PENDING'),
+      );
+      for (const p of ['hi', 'fast']) {
+        const expected = [...MULTI.values()].filter((m) => m === p).length;
+        expect(parts.samples.get(`slurm_partition_jobs_pending{partition="${p}"}`), p).toBe(expected);
+      }
       const nodes = theirs.get('/metrics/nodes') as Exposition;
       for (const s of ['drained', 'draining', 'down']) expect(nodes.samples.get(`slurm_nodes_${s}{}`), s).toBe(1);
     }, 120_000);

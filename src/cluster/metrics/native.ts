@@ -238,7 +238,7 @@ export const NATIVE_PARTITION_METRICS = {
   partitions: gauge('slurm_partitions', [], `Partitions slurmctld knows. ${SINCE_38}`),
   jobs: pGauge(
     'jobs',
-    'Job records of the partition not yet finished (a pending job submitted to several partitions counts in the last one it lists, where slurmctld leaves it).',
+    'Job records of the partition not yet finished (a pending job submitted to several partitions counts in the one slurmctld last tried it in: of the lowest PriorityTier, among equal tiers the one where its priority is lowest (v0.0.42+), then the last listed; a held, dependent or begin-time job never tried in the first by tier).',
   ),
   jobStates: perKey(NATIVE_JOB_STATES, (s) => pGauge(`jobs_${s}`, `Jobs of the partition in state or with flag ${s}.`)),
   jobsCpusAlloc: pGauge('jobs_cpus_alloc', 'CPUs allocated to running and suspended jobs of the partition.'),

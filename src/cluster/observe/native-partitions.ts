@@ -115,16 +115,54 @@ function partitionNodeFamilies(
   ];
 }
 
+/** Each partition's PriorityTier by name (absent: Slurm's default, 1). */
+export type PartitionTiers = ReadonlyMap<string, number>;
+
+/** Reasons of a pending job slurmctld's schedulers never queue (held, waiting on a dependency or a begin time). */
+const NEVER_QUEUED = new Set([
+  'JobHeldUser',
+  'JobHeldAdmin',
+  'JobHoldMaxRequeue',
+  'BadConstraints',
+  'BurstBufferOperation',
+  'Dependency',
+  'DependencyNeverSatisfied',
+  'BeginTime',
+  'Cleaning',
+]);
+
+type MultiJob = Pick<
+  SlurmJob,
+  'partition' | 'state_reason' | 'submit_time' | 'last_sched_evaluation' | 'priority_by_partition'
+>;
+
 /**
- * The one partition slurmctld counts a job in: the job's partition, or for a pending job
- * submitted to several (`cpu,gpu`) the last listed, where its scheduler leaves a job it has
- * tried in each.
+ * The one partition slurmctld counts a job in: the job's partition, or, for a pending job
+ * submitted to several (`cpu,gpu`), the one its schedulers left it at. slurmctld keeps the
+ * partitions highest tier first (ties in the order listed). Each scheduler pass tries the job in
+ * them in that order, equal tiers by the job's priority there (highest first), and leaves it at
+ * the last one. A job no pass has queued (held, waiting on a dependency or a begin time, and not
+ * evaluated since its submission second) stays where submission left it: the first.
  */
-export function nativeJobPartition(job: Pick<SlurmJob, 'partition'>): string | undefined {
+export function nativeJobPartition(job: MultiJob, tiers: PartitionTiers = new Map()): string | undefined {
   const one = job.partition;
   if (one !== undefined && !one.includes(',')) return one === '' ? undefined : one;
-  const parts = (job.partition ?? '').split(',').filter((p) => p !== '');
-  return parts[parts.length - 1];
+  const listed = [...new Set((one ?? '').split(',').filter((p) => p !== ''))];
+  const tier = (p: string): number => tiers.get(p) ?? 1;
+  // Array.prototype.sort is stable: equal keys keep the listed order, as slurmctld's sort does.
+  const byTier = listed.sort((a, b) => tier(b) - tier(a));
+  if (neverQueued(job)) return byTier[0];
+  if (job.priority_by_partition === undefined) return byTier[byTier.length - 1];
+  const priority = new Map(job.priority_by_partition.map((e) => [e.partition, e.priority]));
+  const tried = byTier.sort((a, b) => tier(b) - tier(a) || (priority.get(b) ?? 0) - (priority.get(a) ?? 0));
+  return tried[tried.length - 1];
+}
+
+/** slurmctld stamps last_sched_evaluation at submission, then at each scheduler pass that queues the job. */
+function neverQueued(job: MultiJob): boolean {
+  if (!NEVER_QUEUED.has(job.state_reason ?? '')) return false;
+  const evaluated = job.last_sched_evaluation;
+  return evaluated === undefined || job.submit_time === undefined || evaluated <= job.submit_time;
 }
 
 /** Finished with nothing left completing: slurmctld leaves such a record out of a partition's `jobs`. */
@@ -145,9 +183,12 @@ function partitionJobFamilies(
       { max: 0, min: 0, maxNohold: 0, minNohold: 0, waitNodeLimit: 0 },
     ]),
   );
+  const tiers: PartitionTiers = new Map(
+    parts.flatMap((p): [string, number][] => (p.priority_tier === undefined ? [] : [[p.name, p.priority_tier]])),
+  );
   for (const v of jobs) {
     const job = v.job;
-    const name = nativeJobPartition(job);
+    const name = nativeJobPartition(job, tiers);
     const t = name === undefined ? undefined : totals.get(name);
     if (t === undefined) continue;
     addJob(t, v, isCompleted(job) ? 0 : 1, tres);

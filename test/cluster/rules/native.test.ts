@@ -395,7 +395,7 @@ describe('names shared with the Soperator families', () => {
     expect(nodeGpusAlloc({})).toBe(0);
   });
 
-  it('a pending job submitted to several partitions counts in the last one it lists, as slurmctld leaves it', () => {
+  it('a pending job submitted to several partitions of one tier counts in the last one it lists, as slurmctld leaves it', () => {
     expect(nativeJobPartition({ partition: 'cpu,gpu' })).toBe('gpu');
     expect(nativeJobPartition({ partition: 'cpu' })).toBe('cpu');
     expect(nativeJobPartition({ partition: 'cpu,gpu,' })).toBe('gpu');
@@ -414,6 +414,89 @@ describe('names shared with the Soperator families', () => {
     // Largest minimum node counts of pending jobs, held ones left out of _nohold.
     expect(valuesBy(f, 'slurm_partition_jobs_min_job_nodes', 'partition')).toEqual({ cpu: 2, gpu: 3 });
     expect(valuesBy(f, 'slurm_partition_jobs_min_job_nodes_nohold', 'partition')).toEqual({ cpu: 0, gpu: 3 });
+  });
+
+  it("orders a pending job's partitions as slurmctld does: tier first, equal tiers by priority there, then as listed", () => {
+    const tiers = new Map([
+      ['hi', 3],
+      ['cpu', 1],
+      ['gpu', 1],
+      ['fast', 1],
+    ]);
+    const queued = { state_reason: 'Resources', submit_time: 100, last_sched_evaluation: 104 };
+    // Each pass leaves the job at the last partition it tried: lowest tier, equal tiers the last listed.
+    expect(nativeJobPartition({ partition: 'gpu,cpu', ...queued }, tiers)).toBe('cpu');
+    expect(nativeJobPartition({ partition: 'cpu,gpu', ...queued }, tiers)).toBe('gpu');
+    expect(nativeJobPartition({ partition: 'cpu,hi', ...queued }, tiers)).toBe('cpu');
+    expect(nativeJobPartition({ partition: 'hi,cpu', ...queued }, tiers)).toBe('cpu');
+    expect(nativeJobPartition({ partition: 'gpu,hi,cpu,hi', ...queued }, tiers)).toBe('cpu');
+    // Equal tiers, the job's priority higher in fast: fast is tried first, cpu last.
+    const prio = [
+      { partition: 'cpu', priority: 100 },
+      { partition: 'fast', priority: 1000 },
+    ];
+    expect(nativeJobPartition({ partition: 'cpu,fast', ...queued, priority_by_partition: prio }, tiers)).toBe('cpu');
+    expect(nativeJobPartition({ partition: 'fast,cpu', ...queued, priority_by_partition: prio }, tiers)).toBe('cpu');
+    // Without priorities (before v0.0.42), equal tiers stay as listed.
+    expect(nativeJobPartition({ partition: 'cpu,fast', ...queued }, tiers)).toBe('fast');
+    // Without tiers every partition is Slurm's default tier: as listed.
+    expect(nativeJobPartition({ partition: 'cpu,hi', ...queued })).toBe('hi');
+  });
+
+  it('a job never queued (held, dependency, begin time) stays where submission left it: the first by tier', () => {
+    const tiers = new Map([
+      ['hi', 3],
+      ['cpu', 1],
+      ['gpu', 1],
+    ]);
+    const fresh = { submit_time: 100, last_sched_evaluation: 100 };
+    for (const state_reason of ['JobHeldUser', 'JobHeldAdmin', 'Dependency', 'BeginTime']) {
+      expect(nativeJobPartition({ partition: 'cpu,hi', state_reason, ...fresh }, tiers), state_reason).toBe('hi');
+      expect(nativeJobPartition({ partition: 'gpu,cpu', state_reason, ...fresh }, tiers), state_reason).toBe('gpu');
+    }
+    // Priorities do not matter at submission: the tier order alone.
+    const prio = [
+      { partition: 'gpu', priority: 1 },
+      { partition: 'cpu', priority: 9 },
+    ];
+    expect(
+      nativeJobPartition(
+        { partition: 'gpu,cpu', state_reason: 'BeginTime', ...fresh, priority_by_partition: prio },
+        tiers,
+      ),
+    ).toBe('gpu');
+    // Held after a pass had queued it (evaluated after its submission): where that pass left it.
+    const later = { submit_time: 100, last_sched_evaluation: 130 };
+    expect(nativeJobPartition({ partition: 'cpu,hi', state_reason: 'JobHeldAdmin', ...later }, tiers)).toBe('cpu');
+    // Queued at once (no pass yet, another reason): slurmctld walked all of them.
+    expect(nativeJobPartition({ partition: 'gpu,cpu', state_reason: 'Priority', ...fresh }, tiers)).toBe('cpu');
+  });
+
+  it("counts a multi-partition job in its partition by the partitions' tiers from /partitions", () => {
+    const parts: SlurmPartition[] = [
+      { name: 'cpu', nodes: '', priority_tier: 1 },
+      { name: 'hi', nodes: '', priority_tier: 3 },
+    ];
+    const jobs = [
+      job('1', ['PENDING'], {
+        partition: 'cpu,hi',
+        node_count: 2,
+        state_reason: 'Resources',
+        submit_time: 1,
+        last_sched_evaluation: 5,
+      }),
+      job('2', ['PENDING'], {
+        partition: 'cpu,hi',
+        node_count: 3,
+        state_reason: 'JobHeldUser',
+        submit_time: 1,
+        last_sched_evaluation: 1,
+      }),
+    ];
+    const f = nativeGroups({ atMs: T0, jobs: at(jobs), partitions: at(parts) }).partitions;
+    expect(valuesBy(f, 'slurm_partition_jobs_pending', 'partition')).toEqual({ cpu: 1, hi: 1 });
+    expect(valuesBy(f, 'slurm_partition_jobs_hold', 'partition')).toEqual({ cpu: 0, hi: 1 });
+    expect(valuesBy(f, 'slurm_partition_jobs_min_job_nodes', 'partition')).toEqual({ cpu: 2, hi: 3 });
   });
 
   it("a pending job's node range: its maximum for max_job_nodes, never below its minimum (no maximum: 0)", () => {

@@ -7,7 +7,7 @@
  * that is what lets one reader serve v0.0.39 and v0.0.40, which disagree on which fields are
  * structs.
  */
-import type { Decoded, ItemResult, RpcByMessageType, RpcByUser, SlurmDiag } from '../../model.js';
+import type { Decoded, ItemResult, PartitionPriority, RpcByMessageType, RpcByUser, SlurmDiag } from '../../model.js';
 import { ItemCollector, notAnObject } from './envelope.js';
 import { bool, count, field, idString, isRecord, num, strList, unixTime } from '../json/read.js';
 import type { JsonRecord } from '../json/read.js';
@@ -112,6 +112,8 @@ export const JOB_COMMON_MEMBERS = [
   'memory_per_cpu',
   'tres_alloc_str',
   'tres_req_str',
+  'last_sched_evaluation',
+  'priority_by_partition',
 ] as const;
 
 /** Controller job fields common to all versions. */
@@ -144,7 +146,21 @@ export function jobCommon(v: Wire<MemberOf<typeof JOB_COMMON_MEMBERS>>) {
     memory_per_cpu: count(v['memory_per_cpu']),
     tres_alloc_str: text(v['tres_alloc_str']),
     tres_req_str: text(v['tres_req_str']),
+    last_sched_evaluation: unixTime(v['last_sched_evaluation']),
+    ...partitionPriorities(v['priority_by_partition']),
   };
+}
+
+/** `priority_by_partition` (v0.0.42+): `[{partition, priority}]`, in slurmctld's order; malformed entries dropped. */
+function partitionPriorities(v: unknown): { priority_by_partition?: PartitionPriority[] } {
+  if (!Array.isArray(v) || v.length === 0) return {};
+  const out: PartitionPriority[] = [];
+  for (const e of v as unknown[]) {
+    const partition = text(field(e, 'partition'));
+    const priority = count(field(e, 'priority'), { u32: true });
+    if (partition !== undefined && partition !== '' && priority !== undefined) out.push({ partition, priority });
+  }
+  return out.length ? { priority_by_partition: out } : {};
 }
 
 /**
