@@ -11,6 +11,7 @@ import path from 'node:path';
 import { findTool, shouldRun, toolPath } from './tools.js';
 
 const CHROOT_SH = path.resolve('scripts/sea/chroot.sh');
+const DEB_SH = path.resolve('scripts/deb/build.sh');
 const BUILD_JS = path.resolve('dist/scripts/sea/build.js');
 /** A cold start installs Node 24 from the registry and debootstraps trixie: minutes, not seconds. */
 export const PREPARE_LIMIT_MS = 900_000;
@@ -25,8 +26,8 @@ if (!isRoot && !process.env.CI)
 export const canRunChroot = (shouldRun(debootstrap) && shouldRun(unshare) && isRoot) || Boolean(process.env.CI);
 
 /** Runs a preparation step to its end; its stdout's last line (a path), or the step's error. */
-function prepare(what: string, cmd: string, args: string[]): string {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: PREPARE_LIMIT_MS });
+function prepare(what: string, cmd: string, args: string[], env: Record<string, string> = {}): string {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: PREPARE_LIMIT_MS, env: { ...process.env, ...env } });
   if (r.status !== 0) throw new Error(`${what} failed (${r.status ?? r.signal}): ${r.stderr}${r.error?.message ?? ''}`);
   const out = r.stdout.trim().split('\n').pop() ?? '';
   if (!fs.existsSync(out)) throw new Error(`${what} printed no path that exists: ${r.stdout}`);
@@ -44,6 +45,11 @@ function requirements(): void {
 export function singleExecutable(): string {
   if (!fs.existsSync(BUILD_JS)) throw new Error(`no ${BUILD_JS}: npm run build first`);
   return prepare('the single executable build', process.execPath, [BUILD_JS]);
+}
+
+/** The .deb of `exe` (scripts/deb/build.sh; zstd, which the chroot's dpkg reads, to keep it quick). */
+export function debPackage(exe: string): string {
+  return prepare('scripts/deb/build.sh', DEB_SH, [exe], { SLURM_OTEL_DEB_COMPRESSION: 'zstd' });
 }
 
 /** The cached Node-less chroot (made on first use). */
@@ -77,7 +83,9 @@ export class Sandbox {
   private readonly running = new Set<Started>();
 
   constructor() {
-    fs.mkdirSync(this.upper);
+    // The overlay's root directory takes the upper layer's mode: a system user must get through it.
+    fs.mkdirSync(this.upper, { mode: 0o755 });
+    fs.chmodSync(this.upper, 0o755);
   }
 
   /** Copies a host file to `inside` (an absolute path in the chroot). */
