@@ -27,6 +27,8 @@ import { freePort, waitFor } from '../support/tools.js';
 const UNITS = '/usr/lib/systemd/system';
 const TREE = '/srv/tree';
 const STOP_DEADLINE_MS = 30_000;
+/** Each test: a first cycle (waited for up to 30 s) and a stop (up to STOP_DEADLINE_MS), with room. */
+const TEST_LIMIT_MS = 120_000;
 const PACKAGE_VERSION = (JSON.parse(fs.readFileSync('package.json', 'utf8')) as { version: string }).version;
 
 interface Service {
@@ -106,7 +108,7 @@ const treeEnv = {
 /** The synthetic tree's device numbers of its fd link texts: a hidden flag, with no variable. */
 const treeArgs = ['--fd-device-table', `${TREE}/fd-devices.json`];
 
-describe.runIf(canRunChroot)('the .deb in a Debian chroot without Node', () => {
+describe.runIf(canRunChroot)('the .deb in a Debian chroot without Node', { timeout: TEST_LIMIT_MS }, () => {
   beforeAll(async () => {
     const deb = debPackage(singleExecutable());
     nonodeChroot();

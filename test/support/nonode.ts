@@ -18,12 +18,14 @@ export const PREPARE_LIMIT_MS = 900_000;
 
 const debootstrap = findTool('debootstrap', 'debootstrap');
 const unshare = findTool('unshare', 'util-linux');
+const flock = findTool('flock', 'util-linux');
 const isRoot = process.geteuid?.() === 0;
 if (!isRoot && !process.env.CI)
   process.stderr.write('\n!!! SKIPPING the Node-less chroot tests: mounting an overlay and chroot need root !!!\n\n');
 
 /** Whether the tests run: always under CI (they then fail on what is missing). */
-export const canRunChroot = (shouldRun(debootstrap) && shouldRun(unshare) && isRoot) || Boolean(process.env.CI);
+export const canRunChroot =
+  (shouldRun(debootstrap) && shouldRun(unshare) && shouldRun(flock) && isRoot) || Boolean(process.env.CI);
 
 /** Runs a preparation step to its end; its stdout's last line (a path), or the step's error. */
 function prepare(what: string, cmd: string, args: string[], env: Record<string, string> = {}): string {
@@ -44,7 +46,10 @@ function requirements(): void {
 /** The executable (scripts/sea/build.ts, reused when its inputs are unchanged). */
 export function singleExecutable(): string {
   if (!fs.existsSync(BUILD_JS)) throw new Error(`no ${BUILD_JS}: npm run build first`);
-  return prepare('the single executable build', process.execPath, [BUILD_JS]);
+  // Test files run side by side: one builds, the others wait and reuse its output.
+  fs.mkdirSync(path.resolve('dist/sea'), { recursive: true });
+  const lock = path.resolve('dist/sea/.build.lock');
+  return prepare('the single executable build', toolPath(flock), ['-w', '600', lock, process.execPath, BUILD_JS]);
 }
 
 /** The .deb of `exe` (scripts/deb/build.sh; zstd, which the chroot's dpkg reads, to keep it quick). */
