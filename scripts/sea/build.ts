@@ -11,13 +11,14 @@
  * blob (`--experimental-sea-config`) and postject puts it into a copy of the binary.
  * --out: default dist/sea/slurm-otel (outside the tracked files). The result is written aside and
  * renamed, so a failed build never leaves a file that looks good; an unchanged input (bundle,
- * runtime, options) reuses the last output, whose input hash sits beside it (FILE.inputs).
+ * runtime, options, this script) reuses the last output, whose input hash sits beside it (FILE.inputs).
  *
  * Reproducible: the same inputs give the same bundle and, with --no-code-cache, the same
  * executable byte for byte. The code cache is not: V8 writes it under the process's random hash
  * seed. A fixed seed (--hash-seed) makes it repeatable, but V8 then rejects it at start-up unless
  * the executable runs with that seed too, which would give up V8's defence against hash flooding
- * in an agent that parses what the network sends; so the cache's few hundred bytes vary.
+ * in an agent that parses what the network sends; so the code cache (some 300 KB) differs from
+ * build to build, and with it the executable.
  *
  * The bundle needs nothing on disk: the package version and the bcrypt worker (the one module
  * loaded by path at run time) are put into it through esbuild's `define`, and any esbuild warning
@@ -146,11 +147,12 @@ function runNode(node: string, args: string[], cwd: string): void {
 
 /** Writes the executable to `exe` from the bundle `main`, in the work directory `work`. */
 function makeExecutable(opts: Options, version: string, main: string, work: string, exe: string): void {
-  const mainFile = path.join(work, 'main.cjs');
-  fs.writeFileSync(mainFile, main);
+  fs.writeFileSync(path.join(work, 'slurm-otel.cjs'), main);
+  // Paths relative to `work` (the commands run there): the blob records the main script's name,
+  // and a temporary directory's would make every build differ.
   const config = {
-    main: mainFile,
-    output: hasBuildSea(version) ? exe : path.join(work, 'sea.blob'),
+    main: 'slurm-otel.cjs',
+    output: hasBuildSea(version) ? exe : 'sea.blob',
     disableExperimentalSEAWarning: true,
     useCodeCache: opts.codeCache,
     useSnapshot: false,
@@ -166,7 +168,11 @@ function makeExecutable(opts: Options, version: string, main: string, work: stri
   fs.chmodSync(exe, 0o755);
   // Its CLI in a child: its ELF library prints harmless warnings, shown only when it fails.
   const postject = createRequire(import.meta.url).resolve('postject/dist/cli.js');
-  runNode(process.execPath, [postject, exe, 'NODE_SEA_BLOB', config.output, '--sentinel-fuse', SEA_FUSE], work);
+  runNode(
+    process.execPath,
+    [postject, exe, 'NODE_SEA_BLOB', path.join(work, config.output), '--sentinel-fuse', SEA_FUSE],
+    work,
+  );
 }
 
 /** The executable answers `--version` with the package's version: it runs and its bundle loaded. */
@@ -183,6 +189,7 @@ async function main(): Promise<void> {
   const inputs = createHash('sha256')
     .update(JSON.stringify({ version, codeCache: opts.codeCache, node: fs.readFileSync(opts.node).length }))
     .update(bundle)
+    .update(fs.readFileSync(fileURLToPath(import.meta.url)))
     .digest('hex');
   const stamp = `${opts.out}.inputs`;
   if (fs.existsSync(opts.out) && fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === inputs) {
