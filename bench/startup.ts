@@ -2,9 +2,10 @@
  * Start-up of `slurm-otel node --once` on the demo node's synthetic tree: the npm install (the
  * machine's Node and the Node the executable embeds), the single executable with and without its
  * code cache, and a bare `node -e 0` of each Node. Each run is a fresh process timed from spawn
- * to exit (wall) and its peak RSS read by /usr/bin/time (the kernel's maxrss); the variants take
- * turns, round after round, so a change in the machine's load falls on all of them alike. Prints
- * the median and the fastest run, RSS, the ratios, and the sizes on disk.
+ * to exit (wall), with its CPU time and peak RSS from /usr/bin/time (the kernel's rusage; CPU time
+ * is the steadier figure on a shared machine). The variants take turns, round after round, so a
+ * change in the machine's load falls on all of them alike. Prints medians, the fastest run, the
+ * ratios, and the sizes on disk.
  *
  * Run: npm run build && node dist/bench/startup.js [--runs N (15)] [--node PATH (24.22.3 from the cache)]
  * It builds (or reuses) dist/sea/slurm-otel and dist/sea/slurm-otel-nocache first.
@@ -30,6 +31,7 @@ interface Variant {
 
 interface Figures {
   wallMs: number[];
+  cpuMs: number[];
   rssKiB: number[];
 }
 
@@ -50,17 +52,20 @@ function cachedNode(version: string): string {
   return path.join(dir, 'bin/node');
 }
 
-/** One run under /usr/bin/time: wall time from spawn to exit, and peak RSS. */
-function once(v: Variant, rssFile: string): { wallMs: number; rssKiB: number } {
+/** One run under /usr/bin/time: wall time from spawn to exit, CPU time (user + system), peak RSS. */
+function once(v: Variant, rssFile: string): { wallMs: number; cpuMs: number; rssKiB: number } {
   const t0 = process.hrtime.bigint();
-  const r = spawnSync(TIME, ['-f', '%M', '-o', rssFile, v.cmd, ...v.args], {
+  const r = spawnSync(TIME, ['-f', '%M %U %S', '-o', rssFile, v.cmd, ...v.args], {
     encoding: 'utf8',
     env: { PATH: '/usr/bin:/bin' },
     maxBuffer: 64 << 20,
   });
   const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
   if (r.status !== 0) throw new Error(`${v.name} failed (${r.status ?? r.signal}): ${r.stderr}`);
-  return { wallMs, rssKiB: Number(fs.readFileSync(rssFile, 'utf8').trim().split('\n').pop()) };
+  const [rss = NaN, user = NaN, sys = NaN] = (fs.readFileSync(rssFile, 'utf8').trim().split('\n').pop() ?? '')
+    .split(' ')
+    .map(Number);
+  return { wallMs, cpuMs: (user + sys) * 1000, rssKiB: rss };
 }
 
 function sizeOf(p: string): number {
@@ -103,7 +108,7 @@ function main(): void {
     { name: `bare node -e 0, ${here}`, cmd: process.execPath, args: ['-e', '0'] },
     { name: `bare node -e 0, ${embedded}`, cmd: node24, args: ['-e', '0'] },
   ];
-  const figures = new Map<string, Figures>(variants.map((v) => [v.name, { wallMs: [], rssKiB: [] }]));
+  const figures = new Map<string, Figures>(variants.map((v) => [v.name, { wallMs: [], cpuMs: [], rssKiB: [] }]));
   const rssFile = path.join(dir, 'rss');
   try {
     for (const v of variants) once(v, rssFile); // warm the page cache
@@ -112,6 +117,7 @@ function main(): void {
         const r = once(v, rssFile);
         figures.get(v.name)!.wallMs.push(r.wallMs);
         figures.get(v.name)!.rssKiB.push(r.rssKiB);
+        figures.get(v.name)!.cpuMs.push(r.cpuMs);
       }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
@@ -120,14 +126,18 @@ function main(): void {
   const med = (name: string): number => median(figures.get(name)!.wallMs);
   const bare = med(`bare node -e 0, ${embedded}`);
   const npm = med(`npm install, ${embedded}`);
-  console.log(`slurm-otel node --once on the demo tree, ${runs} runs each (median, fastest; peak RSS median)\n`);
-  console.log(`${'variant'.padEnd(32)} ${'median'.padStart(8)} ${'fastest'.padStart(8)} ${'RSS'.padStart(9)}  ratios`);
+  console.log(
+    `slurm-otel node --once on the demo tree, ${runs} runs each (wall: median, fastest; CPU user+sys and peak RSS: medians)\n`,
+  );
+  console.log(
+    `${'variant'.padEnd(32)} ${'median'.padStart(8)} ${'fastest'.padStart(8)} ${'CPU'.padStart(8)} ${'RSS'.padStart(8)}  ratios`,
+  );
   for (const v of variants) {
     const f = figures.get(v.name)!;
     const m = median(f.wallMs);
     console.log(
       `${v.name.padEnd(32)} ${`${m.toFixed(0)} ms`.padStart(8)} ${`${Math.min(...f.wallMs).toFixed(0)} ms`.padStart(8)} ` +
-        `${`${(median(f.rssKiB) / 1024).toFixed(0)} MiB`.padStart(9)}  ` +
+        `${`${median(f.cpuMs).toFixed(0)} ms`.padStart(8)} ${`${(median(f.rssKiB) / 1024).toFixed(0)} MiB`.padStart(8)}  ` +
         `${(m / bare).toFixed(1)}× bare ${embedded}, ${(m / npm).toFixed(2)}× npm install on it`,
     );
   }
