@@ -3,9 +3,12 @@ import { createRequire } from 'node:module';
 import { killEveryRun } from '../child-runner.js';
 import type { Logger } from '../log.js';
 
-const require = createRequire(import.meta.url);
+/** Set by the single executable's build (scripts/sea/build.ts): it has no package.json beside it. */
+declare const SLURM_OTEL_BUNDLED_VERSION: string | undefined;
 
 function findVersion(): string {
+  if (typeof SLURM_OTEL_BUNDLED_VERSION === 'string') return SLURM_OTEL_BUNDLED_VERSION;
+  const require = createRequire(import.meta.url);
   for (const rel of ['../../package.json', '../../../package.json']) {
     try {
       return (require(rel) as { version: string }).version;

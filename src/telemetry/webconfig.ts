@@ -244,15 +244,34 @@ function dummyHash(cost: number): string {
 
 // ---- bcrypt off the event loop ---------------------------------------------------------------
 
-const WORKER_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
-const bcrypt = require(workerData.bcrypt);
+/**
+ * The worker's code, given the expression that loads bcryptjs in it: from node_modules by path
+ * here, bundled in by the single executable's build (scripts/sea/build.ts), which has no
+ * node_modules.
+ */
+export function bcryptWorkerSource(loadBcrypt: string): string {
+  return `
+const { parentPort } = require('node:worker_threads');
+const bcrypt = ${loadBcrypt};
 parentPort.on('message', ({ id, password, hash }) => {
   let ok = false;
   try { ok = bcrypt.compareSync(password, hash); } catch { ok = false; }
   parentPort.postMessage({ id, ok });
 });
 `;
+}
+
+/** Set by the single executable's build to the worker's code with bcryptjs inside it. */
+declare const SLURM_OTEL_BUNDLED_BCRYPT_WORKER: string | undefined;
+
+function startWorker(): Worker {
+  if (typeof SLURM_OTEL_BUNDLED_BCRYPT_WORKER === 'string')
+    return new Worker(SLURM_OTEL_BUNDLED_BCRYPT_WORKER, { eval: true });
+  return new Worker(bcryptWorkerSource('require(require("node:worker_threads").workerData.bcrypt)'), {
+    eval: true,
+    workerData: { bcrypt: createRequire(import.meta.url).resolve('bcryptjs') },
+  });
+}
 
 let worker: Worker | undefined;
 let nextId = 0;
@@ -261,10 +280,7 @@ const pending = new Map<number, (ok: boolean) => void>();
 /** One shared worker, started on first use; it keeps the process alive only while a comparison is pending. */
 function bcryptWorker(): Worker {
   if (worker) return worker;
-  const w = new Worker(WORKER_SOURCE, {
-    eval: true,
-    workerData: { bcrypt: createRequire(import.meta.url).resolve('bcryptjs') },
-  });
+  const w = startWorker();
   w.on('message', ({ id, ok }: { id: number; ok: boolean }) => {
     pending.get(id)?.(ok);
     pending.delete(id);

@@ -1,0 +1,144 @@
+/**
+ * The single executable (scripts/sea/build.sh) runs where no Node is installed and nothing of the
+ * package is on disk: in a Debian trixie chroot made with debootstrap --variant=minbase
+ * (scripts/sea/chroot.sh), holding the executable and a synthetic node tree only. There it prints
+ * its help, explains the tree, runs `node --once`, reads a cluster (a fake slurmrestd on loopback),
+ * serves /metrics behind basic auth (bcrypt, in a worker thread: code the bundle carries as text)
+ * and stops on SIGTERM with status 0.
+ */
+import fs from 'node:fs';
+import bcrypt from 'bcryptjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeCluster } from '../../src/demo/fake-cluster.js';
+import { startFakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
+import { demoTree } from '../../src/demo/scenarios.js';
+import { writeTree, type TreeRoots } from '../../src/demo/nodetree.js';
+import { parseExposition, select } from '../support/exposition.js';
+import { canRunChroot, nonodeChroot, PREPARE_LIMIT_MS, Sandbox, singleExecutable } from '../support/nonode.js';
+import { freePort, waitFor } from '../support/tools.js';
+import { treeFlags } from '../support/node-tree.js';
+
+const EXE = '/opt/slurm-otel/slurm-otel';
+const TREE = '/srv/tree';
+/** Generous for a loaded machine; nothing asserts how long a stop took. */
+const STOP_DEADLINE_MS = 30_000;
+/** Each test: a first cycle (waited for up to 30 s) and a stop (up to STOP_DEADLINE_MS), with room. */
+const TEST_LIMIT_MS = 120_000;
+
+const PACKAGE_VERSION = (JSON.parse(fs.readFileSync('package.json', 'utf8')) as { version: string }).version;
+
+let box: Sandbox;
+let roots: TreeRoots;
+
+describe.runIf(canRunChroot)(
+  'the single executable in a Debian chroot without Node',
+  { timeout: TEST_LIMIT_MS },
+  () => {
+    beforeAll(() => {
+      const exe = singleExecutable();
+      nonodeChroot();
+      box = new Sandbox();
+      box.put(exe, EXE, 0o755);
+      const written = writeTree(box.host(TREE), demoTree({ layout: 'v2-sluid', nonJobHolder: false }));
+      // The tree's paths as the chroot sees them.
+      const inside = (p: string): string => p.slice(box.upper.length);
+      roots = {
+        ...written,
+        sysfs: inside(written.sysfs),
+        procfs: inside(written.procfs),
+        cgroupfs: inside(written.cgroupfs),
+        deviceTable: inside(written.deviceTable),
+      };
+    }, PREPARE_LIMIT_MS);
+    afterAll(async () => box?.remove());
+
+    it('the chroot has no node: which node fails, /usr/bin/env node fails', async () => {
+      const which = await box.run('/bin/sh', ['-c', 'which node; echo "which=$?"; command -v nodejs; exit 0']);
+      expect(which.stdout.trim()).toBe('which=1');
+      const env = await box.run('/usr/bin/env', ['node', '--version']);
+      expect(env.code).toBe(127);
+    });
+
+    it('--help lists the commands; --version is the package version', async () => {
+      const help = await box.run(EXE, ['--help']);
+      expect(help.stderr).toBe('');
+      expect(help.code).toBe(0);
+      for (const cmd of ['node', 'cluster', 'demo', 'explain'])
+        expect(help.stdout).toMatch(new RegExp(`^  ${cmd} `, 'm'));
+      const version = await box.run(EXE, ['--version']);
+      expect(version.stdout.trim()).toBe(PACKAGE_VERSION);
+    });
+
+    it('explain prints the attribution of the synthetic node (table and --json)', async () => {
+      const table = await box.run(EXE, ['explain', ...treeFlags(roots)]);
+      expect(table.stderr).toBe('');
+      expect(table.code).toBe(0);
+      expect(table.stdout).toMatch(/│ mlx5_0 │ 1 .*│ sole /);
+      expect(table.stdout).toMatch(/│ mlx5_1 │ 1 .*│ shared /);
+      const json = await box.run(EXE, ['explain', '--json', ...treeFlags(roots)]);
+      expect(json.code).toBe(0);
+      expect(JSON.stringify(JSON.parse(json.stdout))).toContain('918002');
+    });
+
+    it('node --once prints the exposition of one cycle and exits 0', async () => {
+      const r = await box.run(EXE, ['node', '--once', ...treeFlags(roots), '--log-level', 'error']);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      expect(r.stdout).toMatch(/^ib_slurm_port_attribution\{device="mlx5_0",port="1",status="sole"\} 1$/m);
+      expect(r.stdout).toMatch(/^ib_slurm_job_processes\{job_id="918002"\} 3$/m);
+      expect(r.stdout).toMatch(new RegExp(`service_version="${PACKAGE_VERSION.replace(/\./g, '\\.')}"`));
+    });
+
+    it('cluster --once reads a fake slurmrestd on loopback', async () => {
+      const cluster = new FakeCluster({ nodes: 4, seed: 5 });
+      cluster.advance(10 * 60_000);
+      const server = await startFakeSlurmrestd({ cluster, versions: ['v0.0.44'], host: '127.0.0.1', port: 0 });
+      try {
+        const r = await box.run(EXE, ['cluster', '--once', '--log-level', 'error', '--token-source', 'none'], {
+          SLURM_EXPORTER_CLUSTER_NAME: cluster.clusterName,
+          SLURM_EXPORTER_SLURM_API_SERVER: server.url,
+        });
+        expect(r.code, r.stderr).toBe(0);
+        expect(select(parseExposition(r.stdout), 'slurm_node_info').length).toBe(4);
+      } finally {
+        await server.close();
+      }
+    });
+
+    it('serves /metrics behind basic auth, then stops on SIGTERM with status 0', async () => {
+      fs.writeFileSync(box.host('/srv/web.yml'), `basic_auth_users:\n  prom: ${bcrypt.hashSync('s3cret', 4)}\n`);
+      const [metrics, monitoring] = [await freePort(), await freePort()];
+      const agent = box.start(EXE, [
+        'node',
+        ...treeFlags(roots),
+        '--web-config-file',
+        '/srv/web.yml',
+        '--metrics-bind-address',
+        `127.0.0.1:${metrics}`,
+        '--monitoring-bind-address',
+        `127.0.0.1:${monitoring}`,
+        '--log-format',
+        'plain',
+      ]);
+      const url = `http://127.0.0.1:${metrics}/metrics`;
+      const auth = (password: string) => ({
+        authorization: `Basic ${Buffer.from(`prom:${password}`).toString('base64')}`,
+      });
+      const body = await waitFor('the agent to serve its first cycle', async () => {
+        const res = await fetch(url, { headers: auth('s3cret') });
+        const text = await res.text();
+        return res.status === 200 && text.includes('ib_slurm_port_attribution') ? text : undefined;
+      });
+      expect(body).toMatch(/^ib_slurm_job_processes\{job_id="918002"\} 3$/m);
+      expect((await fetch(url, { headers: auth('wrong') })).status).toBe(401);
+      expect((await fetch(url)).status).toBe(401);
+
+      agent.kill('SIGTERM');
+      let exit: Awaited<typeof agent.exited> | undefined;
+      void agent.exited.then((e) => (exit = e));
+      const done = await waitFor('the agent to exit after SIGTERM', () => exit, STOP_DEADLINE_MS);
+      expect(done.code, done.stderr).toBe(0);
+      expect(done.stderr).toMatch(/stopped/);
+    });
+  },
+);
