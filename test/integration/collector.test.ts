@@ -390,8 +390,10 @@ describe.runIf(runCollector && shouldRun(prometheus))(
         'gpu-001',
         '--otlp-endpoint',
         `http://127.0.0.1:${ag.http}/v1/metrics`,
+        // Pushes at twice the cycle interval (1 s): each carries a new snapshot, so each point has a
+        // timestamp of its own and becomes one sample (a repeated snapshot would be one sample twice).
         '--otlp-interval',
-        '1s',
+        '2s',
       ]);
       const queued = { exporter: 'otlp_grpc' };
       const downSince = Date.now();
