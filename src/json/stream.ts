@@ -118,6 +118,7 @@ const enum Report {
 }
 
 const BOM = [0xef, 0xbb, 0xbf];
+const NATIVE_COPY_BYTES = 64;
 const LITERALS: Readonly<Record<number, string>> = {
   [Byte.LowerT]: 'true',
   [Byte.LowerF]: 'false',
@@ -153,6 +154,7 @@ export class JsonStream {
   private pieceBytes = 0;
   private maxChars = 0;
   private deepest = 0;
+  private readonly cache = new TextCache();
 
   constructor(
     private readonly reader: JsonReader,
@@ -346,7 +348,9 @@ export class JsonStream {
       this.text.copy(bigger, 0, 0, this.textLength);
       this.text = bigger;
     }
-    buf.copy(this.text, this.textLength, from, to);
+    // Most tokens are short: a byte loop is cheaper than a call into Buffer.copy.
+    if (to - from > NATIVE_COPY_BYTES) buf.copy(this.text, this.textLength, from, to);
+    else for (let k = from, o = this.textLength; k < to; k++, o++) this.text[o] = buf[k] as number;
     this.textLength = length;
   }
 
@@ -431,7 +435,7 @@ export class JsonStream {
   /** The text built of the token that ended (undefined when too long or not built). */
   private takeText(kind: Scalar): string | undefined {
     if (this.report < Report.Followed || this.textLong || kind === Scalar.Literal) return undefined;
-    const raw = this.text.toString(kind === Scalar.Number ? 'latin1' : 'utf8', 0, this.textLength);
+    const raw = this.cache.decode(this.text, this.textLength);
     this.textLength = 0;
     // Escapes were checked as they came: JSON.parse only decodes them.
     return this.escaped ? (JSON.parse(`"${raw}"`) as string) : raw;
@@ -495,6 +499,33 @@ export class JsonStream {
     this.reader.raw(bytes);
     this.valueEnded();
     return end;
+  }
+}
+
+/**
+ * Short texts seen before, by length and first and last bytes: keys repeat in every element (and
+ * many values do), and a hit costs a comparison of a few bytes instead of building a string.
+ */
+const SHORT_TEXT = 24;
+const CACHE_SLOTS = 256;
+
+class TextCache {
+  private readonly bytes: (Buffer | undefined)[] = new Array<Buffer | undefined>(CACHE_SLOTS);
+  private readonly texts: string[] = new Array<string>(CACHE_SLOTS);
+
+  decode(text: Buffer, length: number): string {
+    if (length > SHORT_TEXT || length === 0) return text.toString('utf8', 0, length);
+    const slot = (length * 7 + (text[0] as number) * 3 + (text[length - 1] as number)) & (CACHE_SLOTS - 1);
+    const seen = this.bytes[slot];
+    if (seen !== undefined && seen.length === length) {
+      let k = 0;
+      while (k < length && seen[k] === text[k]) k++;
+      if (k === length) return this.texts[slot] as string;
+    }
+    const decoded = text.toString('utf8', 0, length);
+    this.bytes[slot] = Buffer.from(text.subarray(0, length));
+    this.texts[slot] = decoded;
+    return decoded;
   }
 }
 

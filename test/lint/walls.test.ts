@@ -109,7 +109,7 @@ describe('lint walls', () => {
   });
 
   it.each([
-    ['src/cluster/api/json/x.ts', "import { isWhitespace } from './json-bytes.js';\nvoid isWhitespace;"],
+    ['src/cluster/api/json/x.ts', "import { field } from './read.js';\nvoid field;"],
     ['src/cluster/api/http/x.ts', "import { field } from '../json/read.js';\nvoid field;"],
     ['src/cluster/api/http/x.ts', "import { createLogger } from '../../../log.js';\nvoid createLogger;"],
     ['src/cluster/api/decode/x.ts', "import { parseSlurmJson } from '../json/slurm-json.js';\nvoid parseSlurmJson;"],
