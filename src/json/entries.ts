@@ -41,6 +41,8 @@ export interface EntryOptions {
 /** Text longer than this is not built: a key's field is not kept, a value is `other`. */
 export const MAX_TEXT = 4096;
 const OTHER: JsonField = { kind: 'other' };
+/** Every element not built is this one entry: a million skipped elements allocate nothing. */
+const SKIPPED: JsonEntry = { extraFields: 0 };
 
 /** The element in progress: an object's fields, or a field's array of numbers. */
 interface Building {
@@ -64,7 +66,6 @@ class EntryReader implements JsonReader {
     length: 0,
     onlyNumbers: true,
   };
-  private kept = false;
   private depth = 0;
 
   constructor(private readonly opts: EntryOptions) {}
@@ -77,8 +78,7 @@ class EntryReader implements JsonReader {
     const b = this.building;
     if (depth === 0) return c === Byte.OpenBracket ? this.open(Read.Follow) : Read.Refuse;
     if (depth === 1) {
-      this.kept = this.opts.keep();
-      if (!this.kept || c !== Byte.OpenBrace) return Read.Skip;
+      if (!this.opts.keep() || c !== Byte.OpenBrace) return Read.Skip;
       b.fields = new Map();
       b.extraFields = 0;
       return this.open(Read.Follow);
@@ -125,7 +125,7 @@ class EntryReader implements JsonReader {
   }
 
   skipped(): void {
-    if (this.depth === 1) this.opts.onEntry({ extraFields: 0 });
+    if (this.depth === 1) this.opts.onEntry(SKIPPED);
     else if (this.depth === 2) this.field(OTHER);
   }
 
