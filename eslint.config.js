@@ -1,7 +1,8 @@
 // Lint: eslint's and typescript-eslint's recommended rules (syntax only, no type information, so it
 // stays fast), plus the walls between the parts of the shipped code:
 // - src/node and src/cluster never import each other (the two agents share only src/telemetry,
-//   src/cli and src/log.ts);
+//   src/json, src/cli and src/log.ts);
+// - src/json (the streaming JSON reader both agents use) imports neither agent;
 // - only src/telemetry imports @opentelemetry/* (the rest hands it plain points);
 // - only src/cli reads process.env and process.argv (everything else gets options passed in);
 // - only the demo command imports src/demo, and only from the module its action loads lazily
@@ -19,8 +20,13 @@ const OTEL = {
 };
 const agentWall = (other) => ({
   group: [`**/${other}/*`, `**/${other}`],
-  message: 'src/node and src/cluster never import each other; share code through src/telemetry or src/log.ts.',
+  message:
+    'src/node and src/cluster never import each other; share code through src/telemetry, src/json or src/log.ts.',
 });
+const JSON_WALL = {
+  group: ['**/node/*', '**/node', '**/cluster/*', '**/cluster', '**/telemetry/*', '**/telemetry'],
+  message: 'src/json is the JSON reader both agents share: it imports neither agent (nor telemetry).',
+};
 const DEMO = {
   group: ['**/demo/*', '**/demo'],
   message: 'Only the demo command loads src/demo (lazily, through src/cli/demo-stack.ts); agents never carry it.',
@@ -89,6 +95,7 @@ export default defineConfig(
   { files: ['src/telemetry/**/*.ts'], rules: { 'no-restricted-imports': imports(DEMO) } },
   { files: ['src/node/**/*.ts'], rules: { 'no-restricted-imports': imports(OTEL, agentWall('cluster'), DEMO) } },
   { files: ['src/cluster/**/*.ts'], rules: { 'no-restricted-imports': imports(OTEL, agentWall('node'), DEMO) } },
+  { files: ['src/json/**/*.ts'], rules: { 'no-restricted-imports': imports(OTEL, JSON_WALL, DEMO) } },
   ...API_LAYERS.map(([folder, ...above]) => ({
     files: [`src/cluster/api/${folder}/**/*.ts`],
     rules: { 'no-restricted-imports': imports(OTEL, agentWall('node'), DEMO, apiLayer(folder, ...above)) },

@@ -43,7 +43,7 @@ import { noAuth } from '../src/cluster/api/http/auth.js';
 import type { CallResult } from '../src/cluster/api/call-result.js';
 import { SlurmClient } from '../src/cluster/api/client.js';
 import type { SlurmApi } from '../src/cluster/fetchers.js';
-import { JsonArraySplitter } from '../src/cluster/api/json/json-array-stream.js';
+import { JsonArraySplitter } from '../src/json/splitter.js';
 import { bigCluster } from '../test/support/big-cluster.js';
 import { startFakeSlurmrestd } from '../src/demo/fake-slurmrestd.js';
 import { silentLogger } from '../test/support/log.js';

@@ -11,7 +11,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { decodeJob } from '../src/cluster/api/decode/decode-v004x.js';
-import { JsonArraySplitter } from '../src/cluster/api/json/json-array-stream.js';
+import { JsonArraySplitter } from '../src/json/splitter.js';
 
 const TARGET_BYTES = 100 * 1000 * 1000;
 const CHUNK = 64 * 1024;

@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { ClusterRunner } from '../src/cluster/agent.js';
 import { noAuth } from '../src/cluster/api/http/auth.js';
 import { SlurmClient } from '../src/cluster/api/client.js';
-import { useMemberPicker, type PickerKind } from '../src/cluster/api/json/member-picker.js';
+import { useMemberPicker, type PickerKind } from '../src/json/member-picker.js';
 import { startFakeSlurmrestd } from '../src/demo/fake-slurmrestd.js';
 import { bigCluster } from '../test/support/big-cluster.js';
 import { silentLogger } from '../test/support/log.js';

@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { NodeCollector } from '../src/node/collect.js';
 import { silentLogger } from '../test/support/log.js';
-import { parseQpCounters } from '../src/node/qp/qp-counters.js';
+import { parseQpCounters } from '../test/support/qp-text.js';
 import { QpSource } from '../src/node/qp/qp-source.js';
 import type { TreeRoots, TreeSpec } from '../src/demo/nodetree.js';
 import type { Roots } from '../src/node/read/roots.js';

@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseQpResources } from '../../src/node/qp/qp-parse.js';
+import { parseQpResources } from '../support/qp-text.js';
 import { parseExposition, select, valueOf, type Sample } from '../support/exposition.js';
 import { statusOf } from '../support/node-agent-process.js';
 import { findTool, run, shouldRun, toolPath } from '../support/tools.js';

@@ -31,16 +31,7 @@
 import { increase } from '../join/attribution.js';
 import type { QpCounter, QpReading, QpResource } from './qp-parse.js';
 
-export {
-  autoOff,
-  parseLinkModes,
-  parseQpCounters,
-  parseQpResources,
-  type LinkMode,
-  type QpCounter,
-  type QpReading,
-  type QpResource,
-} from './qp-parse.js';
+export { autoOff, type LinkMode, type QpCounter, type QpReading, type QpResource } from './qp-parse.js';
 
 /** One job's totals on one port. */
 export interface QpSeries {

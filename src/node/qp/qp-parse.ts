@@ -1,20 +1,19 @@
 /**
  * The rdma tool's JSON (`rdma -j statistic qp show|mode`, `rdma -j resource
  * show qp`), read within bounds whatever it holds: at most MAX_READING_BYTES
- * (too_large beyond), scanned in linear time (json-scan.ts), at most
+ * (too_large beyond), scanned in linear time (src/json/entries.ts), at most
  * MAX_COUNTERS counter entries and MAX_QP_GROUPS (link, PID) groups of QPs,
  * counter names from the kernel's Q group plus at most MAX_OTHER_NAMES others
  * (the first seen, for the process's life), and only the links of the node's
  * HCAs (from sysfs) when those are given. What is left out is counted by
  * reason; invalid JSON is malformed. The readers are fed the tool's output
  * chunk by chunk as the runner hands it over (QpStreamReader), so a reading
- * costs what is kept of it plus one chunk, never a copy of the output; a
- * whole text is fed in PAUSE_CHARS slices, with a pause between two.
+ * costs what is kept of it plus one chunk, never a copy of the output.
  *
  * Only the tool's JSON is parsed: its text output changed layout in iproute2 6.7.
  */
-import { StringDecoder } from 'node:string_decoder';
-import { JsonArrayStream, JsonSyntaxError, type Held, type JsonEntry, type JsonField } from './json-scan.js';
+import { entryStream, type JsonEntry, type JsonField } from '../../json/entries.js';
+import { JsonStreamError, type Held, type JsonStream } from '../../json/stream.js';
 import { failed, ok, type Failure, type Read } from '../read/roots.js';
 
 /** One counter of `rdma -j statistic qp show`: a PID's QPs on one port. */
@@ -70,8 +69,6 @@ export const MAX_QP_GROUPS = 16_384;
 export const MAX_QPNS = 1 << 20;
 /** Counter names outside the Q group accepted, the first seen, for the process's life. */
 export const MAX_OTHER_NAMES = 8;
-/** Characters scanned between two pauses of the async readers. */
-const PAUSE_CHARS = 1 << 18;
 // An entry of the tool has ~45 fields; the rest of a wider one is dropped.
 const SHAPE = { maxFields: 96, maxArrayItems: 1 << 16 };
 
@@ -166,8 +163,7 @@ export interface QpStreamReader<T> {
  * `keep` says before each element whether it may be kept at all; `result` builds the reading.
  */
 class ArrayReader<T> implements QpStreamReader<T> {
-  private readonly stream: JsonArrayStream;
-  private readonly decoder = new StringDecoder('utf8');
+  private readonly stream: JsonStream;
   private size = 0;
   private failure: Failure | undefined;
 
@@ -178,7 +174,7 @@ class ArrayReader<T> implements QpStreamReader<T> {
     keys?: ReadonlySet<string>,
   ) {
     const shape = keys ? { ...SHAPE, keys } : SHAPE;
-    this.stream = new JsonArrayStream({ shape, keep, onEntry: (e) => e.fields && visit(e.fields, e) });
+    this.stream = entryStream({ shape, keep, onEntry: (e) => e.fields && visit(e.fields, e) });
   }
 
   get held(): Held {
@@ -192,14 +188,11 @@ class ArrayReader<T> implements QpStreamReader<T> {
       this.failure = failed('too_large', `reading over ${MAX_READING_BYTES} bytes`);
       return;
     }
-    this.scan(() => this.stream.push(typeof chunk === 'string' ? chunk : this.decoder.write(chunk)));
+    this.scan(() => this.stream.push(chunk));
   }
 
   end(): Read<Parsed<T>> {
-    this.scan(() => {
-      this.stream.push(this.decoder.end());
-      this.stream.end();
-    });
+    this.scan(() => this.stream.end());
     return this.failure ?? ok(this.result());
   }
 
@@ -208,20 +201,10 @@ class ArrayReader<T> implements QpStreamReader<T> {
     try {
       step();
     } catch (err) {
-      if (!(err instanceof JsonSyntaxError)) throw err;
+      if (!(err instanceof JsonStreamError)) throw err;
       this.failure = failed('malformed', `not a JSON array: ${err.message}`);
     }
   }
-}
-
-/** A whole text through a reader, pausing every PAUSE_CHARS (the async readers let the event loop run). */
-function* readText<T>(json: string, reader: QpStreamReader<T>): Generator<void, Read<Parsed<T>>> {
-  if (json.length > MAX_READING_BYTES) return failed('too_large', `reading over ${MAX_READING_BYTES} bytes`);
-  for (let at = 0; at < json.length; at += PAUSE_CHARS) {
-    reader.push(json.slice(at, at + PAUSE_CHARS));
-    if (at + PAUSE_CHARS < json.length) yield;
-  }
-  return reader.end();
 }
 
 /** Whether the entry's link is one of the node's; counts it dropped when not. */
@@ -297,42 +280,6 @@ export function linkModeReader(limits: QpLimits): QpStreamReader<LinkMode> {
     if (where && mode !== undefined && knownLink(where, limits, drops)) items.push({ ...where, mode });
   };
   return new ArrayReader(keep, visit, () => ({ items, dropped: drops.counts }));
-}
-
-/** A whole text of `statistic qp show` (readers over a string pause every PAUSE_CHARS). */
-export function counterEntries(json: string, limits: QpLimits): Generator<void, Read<Parsed<QpCounter>>> {
-  return readText(json, counterReader(limits));
-}
-
-export function resourceEntries(json: string, limits: QpLimits): Generator<void, Read<Parsed<QpResource>>> {
-  return readText(json, resourceReader(limits));
-}
-
-export function linkModeEntries(json: string, limits: QpLimits): Generator<void, Read<Parsed<LinkMode>>> {
-  return readText(json, linkModeReader(limits));
-}
-
-/** Runs a reader to its end at once. */
-export function drain<T>(g: Generator<void, T>): T {
-  for (;;) {
-    const r = g.next();
-    if (r.done) return r.value;
-  }
-}
-
-const items = <T>(r: Read<Parsed<T>>): Read<T[]> => (r.ok ? ok(r.value.items) : r);
-
-/** The counters of a reading, without the node's links or dropped counts (tests, demo). */
-export function parseQpCounters(json: string): Read<QpCounter[]> {
-  return items(drain(counterEntries(json, { names: new CounterNames() })));
-}
-
-export function parseQpResources(json: string): Read<QpResource[]> {
-  return items(drain(resourceEntries(json, { names: new CounterNames() })));
-}
-
-export function parseLinkModes(json: string): Read<LinkMode[]> {
-  return items(drain(linkModeEntries(json, { names: new CounterNames() })));
 }
 
 /** Auto mode off: the only links the agent may turn on. */

@@ -13,12 +13,10 @@ import {
   accumulateQp,
   autoOff,
   EMPTY_QP_STATE,
-  parseLinkModes,
-  parseQpCounters,
-  parseQpResources,
   type QpCounter,
   type QpState,
 } from '../../../src/node/qp/qp-counters.js';
+import { parseLinkModes, parseQpCounters, parseQpResources } from '../../support/qp-text.js';
 import { QpSource } from '../../../src/node/qp/qp-source.js';
 import { attributionRows } from '../../../src/node/explain.js';
 import { renderLanding } from '../../../src/node/landing.js';

@@ -6,18 +6,15 @@
 import fs from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { END, JsonArrayScanner, JsonSyntaxError } from '../../../src/node/qp/json-scan.js';
+import { END, JsonArrayScanner, JsonSyntaxError } from '../../support/json-scanner.js';
 import {
-  counterEntries,
   CounterNames,
-  drain,
   MAX_COUNTERS,
   MAX_OTHER_NAMES,
   MAX_READING_BYTES,
-  parseQpCounters,
   Q_COUNTERS,
-  resourceEntries,
 } from '../../../src/node/qp/qp-parse.js';
+import { counterEntries, drain, parseQpCounters, resourceEntries } from '../../support/qp-text.js';
 import { QpSource } from '../../../src/node/qp/qp-source.js';
 import type { FailureKind } from '../../../src/node/read/roots.js';
 import { FakeRdma } from '../../../src/demo/fake-rdma.js';

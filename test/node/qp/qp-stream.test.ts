@@ -5,7 +5,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { JsonArrayStream, JsonSyntaxError, MAX_TEXT, type JsonEntry } from '../../../src/node/qp/json-scan.js';
+import { entryStream, MAX_TEXT, type JsonEntry } from '../../../src/json/entries.js';
+import { JsonStreamError as JsonSyntaxError } from '../../../src/json/stream.js';
 import {
   counterReader,
   CounterNames,
@@ -30,7 +31,7 @@ function split(bytes: Buffer, cuts: readonly number[]): Buffer[] {
 function entries(chunks: readonly string[]): JsonEntry[] | string {
   const out: JsonEntry[] = [];
   let n = 0;
-  const s = new JsonArrayStream({
+  const s = entryStream({
     shape: { maxFields: 3, maxArrayItems: 2 },
     keep: () => n++ % 3 !== 1,
     onEntry: (e) => out.push(e),

@@ -5,7 +5,7 @@
  */
 import type { Decoded, ItemResult } from '../../model.js';
 import { guarded, ItemCollector } from './envelope.js';
-import { JsonArraySplitter, JsonStreamError } from '../json/json-array-stream.js';
+import { JsonArraySplitter, JsonStreamError } from '../../../json/splitter.js';
 import { parseSlurmJson } from '../json/slurm-json.js';
 
 /**

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { JsonArraySplitter } from '../../../../src/cluster/api/json/json-array-stream.js';
-import { MemberPicker } from '../../../../src/cluster/api/json/member-picker.js';
+import { JsonArraySplitter } from '../../src/json/splitter.js';
+import { MemberPicker } from '../../src/json/member-picker.js';
 
 /** The picker's output for one whole object text, parsed; undefined when it hands the text on. */
 function pick(names: readonly string[], text: string): unknown {

@@ -3,7 +3,8 @@
  * JSON object out of its bytes without decoding the rest. At 100k jobs it saves a third of a
  * collection (bench/member-picker-ab.ts: every job parsed whole instead).
  */
-import { Byte, isWhitespace } from './json-bytes.js';
+import { Byte } from './bytes.js';
+import { skipWhitespace, valueEnd } from './extent.js';
 
 /** Values longer than this are copied with Buffer.copy; shorter ones byte by byte (cheaper). */
 const NATIVE_COPY_BYTES = 64;
@@ -20,7 +21,7 @@ const slotOf = (length: number, first: number, last: number): number =>
 /**
  * Copies the members of a JSON object whose names are in a fixed set into a new, smaller JSON
  * object text. Only the object's top level is interpreted: each member's value is skipped by
- * string state and bracket depth, like the splitter does, and copied byte for byte when kept.
+ * string state and bracket depth (extent.ts), and copied byte for byte when kept.
  */
 export class MemberPicker implements Picker {
   /** Names by slotOf(), each slot a short list. */
@@ -39,9 +40,6 @@ export class MemberPicker implements Picker {
     this.table = lists;
     this.wantsEmpty = unique.has('');
   }
-
-  /** Nothing to forget: the scan reads the caller's buffer in place. */
-  forget(): void {}
 
   /**
    * The kept members of the object in `src`, as a view into a buffer reused by the next call; or
@@ -90,20 +88,20 @@ export class MemberPicker implements Picker {
         i = skipWhitespace(src, i, limit);
         if (src[i] !== Byte.Colon) return -1;
         i = skipWhitespace(src, i + 1, limit);
-        const valueEnd = skipValue(src, i, limit);
-        if (valueEnd < 0) return -1;
+        const end = valueEnd(src, i, limit);
+        if (end < 0) return -1;
         if (escaped || this.has(src, keyStart + 1, keyEnd)) {
-          const size = valueEnd - keyStart;
+          const size = end - keyStart;
           if (o + size + 2 > out.length) {
             const bigger = Buffer.allocUnsafe(Math.max(out.length * 2, o + size + 2));
             out.copy(bigger, 0, 0, o);
             this.out = out = bigger;
           }
           if (o > 1) out[o++] = Byte.Comma;
-          if (size > NATIVE_COPY_BYTES) o += src.copy(out, o, keyStart, valueEnd);
-          else for (let k = keyStart; k < valueEnd; k++) out[o++] = src[k] as number;
+          if (size > NATIVE_COPY_BYTES) o += src.copy(out, o, keyStart, end);
+          else for (let k = keyStart; k < end; k++) out[o++] = src[k] as number;
         }
-        i = skipWhitespace(src, valueEnd, limit);
+        i = skipWhitespace(src, end, limit);
         const c = src[i];
         if (c === Byte.Comma) {
           i = skipWhitespace(src, i + 1, limit);
@@ -134,50 +132,8 @@ export class MemberPicker implements Picker {
   }
 }
 
-function skipWhitespace(src: Buffer, i: number, end: number): number {
-  while (i < end && isWhitespace(src[i] as number)) i++;
-  return i;
-}
-
-/** The index just past the value starting at i, or -1 when it does not end before `end`. */
-function skipValue(src: Buffer, i: number, end: number): number {
-  const first = src[i];
-  if (first === Byte.Quote) {
-    for (i++; i < end; i++) {
-      const c = src[i] as number;
-      if (c === Byte.Quote) return i + 1;
-      if (c === Byte.Backslash) i++;
-    }
-    return -1;
-  }
-  if (first === Byte.OpenBrace || first === Byte.OpenBracket) {
-    let depth = 1;
-    for (i++; i < end; i++) {
-      const c = src[i] as number;
-      if (c === Byte.Quote) {
-        for (i++; i < end; i++) {
-          const s = src[i] as number;
-          if (s === Byte.Quote) break;
-          if (s === Byte.Backslash) i++;
-        }
-      } else if (c === Byte.OpenBrace || c === Byte.OpenBracket) depth++;
-      else if ((c === Byte.CloseBrace || c === Byte.CloseBracket) && --depth === 0) return i + 1;
-    }
-    return -1;
-  }
-  const start = i;
-  for (; i < end; i++) {
-    const c = src[i] as number;
-    if (c === Byte.Comma || c === Byte.CloseBrace || c === Byte.CloseBracket || isWhitespace(c)) break;
-    if (c === Byte.Quote || c === Byte.OpenBrace || c === Byte.OpenBracket) return -1;
-  }
-  return i > start && i < end ? i : -1;
-}
-
 /** What the splitter needs of a picker. */
 export interface Picker {
-  /** The caller may have rewritten the buffer it scanned last (the splitter calls this per chunk). */
-  forget(): void;
   pick(src: Buffer): Buffer | undefined;
   picked(): Buffer;
   scan(src: Buffer, start: number, limit: number): number;

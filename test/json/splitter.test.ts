@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { JsonArraySplitter, JsonStreamError } from '../../../../src/cluster/api/json/json-array-stream.js';
-import type { SplitResult } from '../../../../src/cluster/api/json/json-array-stream.js';
+import { JsonArraySplitter, JsonStreamError } from '../../src/json/splitter.js';
+import type { SplitResult } from '../../src/json/splitter.js';
 
 /** Runs the splitter over `body` cut at the given offsets; returns the parsed elements and members. */
 function split(body: Buffer, cuts: readonly number[], arrayKey = 'jobs'): { elements: unknown[]; result: SplitResult } {
