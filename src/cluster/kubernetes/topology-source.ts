@@ -26,7 +26,7 @@ import {
   TimeoutError,
   TooLargeError,
 } from '../api/http/transport.js';
-import { JsonArraySplitter, JsonStreamError } from '../api/json/json-array-stream.js';
+import { JsonArraySplitter, JsonStreamError } from '../../json/splitter.js';
 import { authHeaders, resolveAccess, type KubeEndpoint, type KubernetesAccess } from './access.js';
 import { groupNode, join, NVLINK_GROUP_LABEL, workerPod, type TopologyRead } from './topology.js';
 
