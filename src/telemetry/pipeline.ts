@@ -31,6 +31,7 @@ import { redactUrl, type Logger } from '../log.js';
 import { RateLimitedFailures } from './failure-log.js';
 import type { Body } from './http.js';
 import { SnapshotProducer, toMetricData, type Scope } from './producer.js';
+import { SplitExporter } from './split-push.js';
 import { GzipWriter, gzipOnlyBody, NO_REGISTERED_METRICS, writeFamilies } from './prometheus-text.js';
 import { buildResource, type ResourceOptions } from './resource.js';
 import type { AnyFamily, MetricEvent, MetricSpec } from './spec.js';
@@ -40,6 +41,13 @@ const EVENT_CARDINALITY_LIMIT = 1_000_000;
 
 export type OtlpProtocol = 'http/json' | 'http/protobuf';
 
+/**
+ * The bytes one OTLP request may hold, estimated from above (strings at 3 bytes per UTF-16 unit):
+ * under the Collector's default max_request_body_size (20 MiB) whatever the text, about 5 MiB of
+ * protobuf for ASCII labels. A node agent's push fits in one; a large cluster's is cut.
+ */
+export const OTLP_MAX_REQUEST_BYTES = 16 * 1024 * 1024;
+
 export interface OtlpOptions {
   /** Full URL of the metrics endpoint, e.g. http://127.0.0.1:4318/v1/metrics. */
   readonly url: string;
@@ -48,6 +56,8 @@ export interface OtlpOptions {
   readonly timeoutMs: number;
   /** Extra headers; the SDK also honours OTEL_EXPORTER_OTLP_HEADERS itself. */
   readonly headers?: Readonly<Record<string, string>>;
+  /** Each push goes as requests of at most this many bytes (estimated from above); default OTLP_MAX_REQUEST_BYTES. */
+  readonly maxRequestBytes?: number;
 }
 
 export interface PipelineOptions {
@@ -231,7 +241,8 @@ export class Pipeline {
       timeoutMillis: otlp.timeoutMs,
       temporalityPreference: AggregationTemporality.CUMULATIVE,
     };
-    const inner = otlp.protocol === 'http/protobuf' ? new OtlpProtoExporter(config) : new OtlpJsonExporter(config);
+    const sdk = otlp.protocol === 'http/protobuf' ? new OtlpProtoExporter(config) : new OtlpJsonExporter(config);
+    const inner = new SplitExporter(sdk, otlp.maxRequestBytes ?? OTLP_MAX_REQUEST_BYTES);
     this.otlp = new ObservedExporter(
       inner,
       this.opts.logger,

@@ -149,7 +149,12 @@ interface Chain {
   stop(): Promise<void>;
 }
 
-async function startChain(dir: string): Promise<Chain> {
+/**
+ * The chain: Prometheus, the gateway, and the node-local Collector in front of it, whose OTLP/HTTP
+ * receiver takes requests of at most `localBodyLimit` bytes when given (the Collector's default
+ * otherwise, 20 MiB).
+ */
+async function startChain(dir: string, localBodyLimit?: number): Promise<Chain> {
   const prom = await remoteWriteStore(dir);
   const [gw, ag, exposition] = [await ports(), await ports(), await freePort()];
   const gateway = await startCollector(
@@ -162,9 +167,11 @@ async function startChain(dir: string): Promise<Chain> {
     await prom.stop();
     throw e;
   });
+  const localConfig = listenOn(ag) as { receivers: { otlp: { protocols: { http: Record<string, unknown> } } } };
+  if (localBodyLimit !== undefined) localConfig.receivers.otlp.protocols.http.max_request_body_size = localBodyLimit;
   const local = await startCollector(
     AGENT_CONFIG,
-    listenOn(ag),
+    localConfig,
     { OTEL_GATEWAY_ENDPOINT: `127.0.0.1:${gw.grpc}` },
     dir,
     `http://127.0.0.1:${ag.health}/`,
@@ -527,7 +534,8 @@ describe.runIf(runCollector)(
 
 /** A cluster agent collecting once from some slurmrestd, pushing to the chain when flushed. */
 interface ClusterSource {
-  start(otlpUrl: string): Promise<ClusterRunner>;
+  /** A cluster agent pushing to `otlpUrl` in requests of at most `maxRequestBytes` (the default when absent). */
+  start(otlpUrl: string, maxRequestBytes?: number): Promise<ClusterRunner>;
   stop(): Promise<void>;
 }
 
@@ -535,9 +543,11 @@ function fakeClusterSource(): ClusterSource {
   const TOKEN = 'collector-chain-token';
   let slurm: FakeSlurm | undefined;
   return {
-    start: async (otlpUrl) => {
+    start: async (otlpUrl, maxRequestBytes) => {
       slurm = await fakeSlurm(['v0.0.44'], TOKEN);
-      return new ClusterRunner(clusterAgentOptions(slurm, TOKEN, { otlpUrl }));
+      const options = clusterAgentOptions(slurm, TOKEN, { otlpUrl });
+      const otlp = { ...options.otlp!, ...(maxRequestBytes ? { maxRequestBytes } : {}) };
+      return new ClusterRunner({ ...options, otlp });
     },
     stop: async () => {
       await slurm?.server.close();
@@ -550,7 +560,8 @@ function realClusterSource(): ClusterSource {
   const logs: string[] = [];
   return {
     start: async (otlpUrl) => {
-      slurm = await startRealSlurm({ instance: 'col' });
+      // With slurmdbd: the runner also reads the accounting limits.
+      slurm = await startRealSlurm({ instance: 'col', dbd: true });
       return realSlurmRunner(slurm, { jobSource: 'controller', logs, otlpUrl });
     },
     stop: async () => {
@@ -562,12 +573,23 @@ function realClusterSource(): ClusterSource {
 
 const realSlurm = realSlurmGate();
 
+/**
+ * The local Collector's body limit in the fake cluster's chain: far below the cluster agent's
+ * collection, so that only a push cut into requests under it gets through.
+ */
+const SMALL_BODY_LIMIT = 16 * 1024;
+
 describe.each([
-  { name: 'a fake slurmrestd (v0.0.44)', run: true, source: fakeClusterSource },
-  { name: 'a real Slurm 22.05', run: !realSlurm.skip, source: realClusterSource },
+  {
+    name: 'a fake slurmrestd (v0.0.44), pushes cut under a 16 KiB body limit',
+    run: true,
+    source: fakeClusterSource,
+    limit: SMALL_BODY_LIMIT,
+  },
+  { name: 'a real Slurm 22.05', run: !realSlurm.skip, source: realClusterSource, limit: undefined },
 ])(
   'cluster agent on $name → agent Collector → gateway Collector → :8889 and Prometheus remote write',
-  ({ run, source }) => {
+  ({ run, source, limit }) => {
     describe.runIf(runCollector && shouldRun(prometheus) && run)(
       '',
       { timeout: REAL_SLURM_START_TIMEOUT_MS + 180_000 },
@@ -582,11 +604,14 @@ describe.each([
 
         beforeAll(async () => {
           dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-collector-cluster-chain-'));
-          chain = await startChain(dir);
-          runner = await cluster.start(`http://127.0.0.1:${chain.localHttp}/v1/metrics`);
+          chain = await startChain(dir, limit);
+          runner = await cluster.start(`http://127.0.0.1:${chain.localHttp}/v1/metrics`, limit);
           expect((await runner.collect()).failed).toEqual([]);
           await runner.pipeline.flush();
-          const direct = parseExposition(runner.pipeline.exposition.text);
+          const text = runner.pipeline.exposition.text;
+          // Cut or refused: one request could not hold what the exposition holds.
+          if (limit !== undefined) expect(text.length).toBeGreaterThan(4 * limit);
+          const direct = parseExposition(text);
           families = new Set(direct.map((s) => s.name));
           expect(families).toContain('slurm_node_info');
           expected = expectedFromDirect(direct, 'slurm-otel-cluster', 'test');
