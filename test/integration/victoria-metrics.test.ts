@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeTree } from '../../src/demo/nodetree.js';
 import { CounterDrift, demoTree } from '../../src/demo/scenarios.js';
 import { shouldRunCollector, startCollector, type RunningCollector } from '../support/collector.js';
-import { parseExposition, type Sample } from '../support/exposition.js';
+import { parseExposition, sumOf, type Sample } from '../support/exposition.js';
 import { startNodeAgentProcess, type AgentProcess } from '../support/node-agent-process.js';
 import { treeFlags } from '../support/node-tree.js';
 import { freePort, stopChild, waitFor } from '../support/tools.js';
@@ -68,6 +68,13 @@ function expectedFromDirect(direct: readonly Sample[], instance: string, withTar
     return [line(s.name, { ...rest, job: JOB, instance, slurm_cluster: CLUSTER }, s.value)];
   });
 }
+
+/** The store's log lines at level warn or above. */
+const warnings = (vm: VictoriaMetrics): string[] =>
+  vm
+    .log()
+    .split('\n')
+    .filter((l) => /\t(warn|error|fatal|panic)\t/.test(l));
 
 const ours = (name: string): boolean => name.startsWith('ib_slurm_') || name === 'target_info';
 
@@ -173,7 +180,9 @@ describe.runIf(runVm)(`VictoriaMetrics ${victoriaMetricsVersion()} (Debian)`, { 
       expectedFromDirect(direct, 'gpu-001', false),
       () => storedLines(store, 'gpu-001'),
     );
-    expect(store.log()).not.toMatch(/\t(warn|error)\t/);
+    // Nothing of ours outside a node: a series the relabeling missed would have no instance.
+    expect(await store.query('{__name__=~"ib_slurm_.+|target_info", instance=""}')).toEqual([]);
+    expect(warnings(store)).toEqual([]);
   });
 
   it.runIf(runCollector)(
@@ -189,7 +198,32 @@ describe.runIf(runVm)(`VictoriaMetrics ${victoriaMetricsVersion()} (Debian)`, { 
         () => storedLines(store, 'gpu-002'),
       );
       expect(gw.gateway.warnings(), gw.gateway.log()).toEqual([]);
-      expect(store.log()).not.toMatch(/\t(warn|error)\t/);
+      expect(warnings(store)).toEqual([]);
     },
   );
+
+  // Last: the store logs a warning for each refused push.
+  it('refuses OTLP/HTTP JSON (protobuf only): the agent counts the failed pushes', async () => {
+    const store = vm as VictoriaMetrics;
+    const agent = await startNodeAgentProcess([
+      ...treeFlags(roots),
+      '--node-name',
+      'gpu-json',
+      '--otlp-endpoint',
+      store.otlpUrl,
+      '--otlp-protocol',
+      'http/json',
+      '--otlp-interval',
+      '1s',
+    ]);
+    agents.push(agent);
+    const exports = async (result: string): Promise<number> =>
+      sumOf(parseExposition(await (await fetch(agent.monitoringUrl)).text()), 'ib_slurm_exporter_otlp_exports_total', {
+        result,
+      });
+    await waitFor('refused JSON pushes counted by the agent', async () => (await exports('failure')) >= 2, 60_000);
+    expect(await exports('success')).toBe(0);
+    expect(await store.query('{instance="gpu-json"}')).toEqual([]);
+    expect(warnings(store).join('\n')).toMatch(/json encoding isn't supported/);
+  });
 });
