@@ -11,8 +11,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ClusterRunner } from '../../src/cluster/agent.js';
 import { writeTree } from '../../src/demo/nodetree.js';
 import { CounterDrift, demoTree } from '../../src/demo/scenarios.js';
+import { clusterAgentOptions, fakeSlurm } from '../support/agents.js';
 import { shouldRunCollector, startCollector, type RunningCollector } from '../support/collector.js';
 import { parseExposition, sumOf, type Sample } from '../support/exposition.js';
 import { startNodeAgentProcess, type AgentProcess } from '../support/node-agent-process.js';
@@ -28,7 +30,7 @@ import {
 const RELABEL = 'otel-config/victoria-metrics-relabel.yml';
 const GATEWAY_CONFIG = 'otel-config/collector-gateway.yaml';
 const CLUSTER = 'vmtest';
-const JOB = 'slurm-otel-node';
+const NODE_JOB = 'slurm-otel-node';
 const runVm = shouldRunVictoriaMetrics();
 const runCollector = shouldRunCollector();
 
@@ -57,15 +59,20 @@ function line(name: string, labels: Readonly<Record<string, string>>, value: num
  * gateway, target_info{service_name, ...} becomes target_info{job, instance, slurm_cluster, ...};
  * pushed directly there is no target_info at all.
  */
-function expectedFromDirect(direct: readonly Sample[], instance: string, withTargetInfo: boolean): string[] {
+function expectedFromDirect(
+  direct: readonly Sample[],
+  instance: string,
+  withTargetInfo: boolean,
+  job = NODE_JOB,
+): string[] {
   return direct.flatMap((s) => {
     if (s.name !== 'target_info')
-      return [line(s.name, { ...s.labels, job: JOB, instance, slurm_cluster: CLUSTER }, s.value)];
+      return [line(s.name, { ...s.labels, job, instance, slurm_cluster: CLUSTER }, s.value)];
     if (!withTargetInfo) return [];
     // The agent's own slurm_cluster (from OTEL_RESOURCE_ATTRIBUTES, if any) is the gateway's too.
     const { service_name: service, ...rest } = s.labels;
-    expect(service).toBe(JOB);
-    return [line(s.name, { ...rest, job: JOB, instance, slurm_cluster: CLUSTER }, s.value)];
+    expect(service).toBe(job);
+    return [line(s.name, { ...rest, job, instance, slurm_cluster: CLUSTER }, s.value)];
   });
 }
 
@@ -78,24 +85,47 @@ const warnings = (vm: VictoriaMetrics): string[] =>
 
 const ours = (name: string): boolean => name.startsWith('ib_slurm_') || name === 'target_info';
 
-/** The series of our families one node has in the store, as comparable lines. */
-async function storedLines(vm: VictoriaMetrics, node: string): Promise<string[]> {
-  return (await vm.query(`{__name__=~".+", instance="${node}"}`))
-    .filter((r) => ours(r.metric.__name__ as string))
+/** The series of the families named in `families` that one instance has in the store, as comparable lines. */
+async function storedLines(vm: VictoriaMetrics, instance: string, families = ours): Promise<string[]> {
+  return (await vm.query(`{__name__=~".+", instance="${instance}"}`))
+    .filter((r) => families(r.metric.__name__ as string))
     .map((r) => {
       const { __name__: name, ...labels } = r.metric;
       return line(name as string, labels, r.value);
     });
 }
 
-/** Waits until `actual()` equals `expected` (sorted), then asserts it (a timeout shows the last difference). */
+/**
+ * `actual` with each line that differs from its `expected` counterpart (same name and labels) only
+ * in the last bits of its value replaced by that counterpart: VictoriaMetrics keeps a float as a
+ * decimal mantissa and exponent, so 32307012.76699996 comes back as 32307012.766999956.
+ */
+function withinRounding(actual: readonly string[], expected: readonly string[]): string[] {
+  const split = (l: string): [string, number] => [
+    l.slice(0, l.lastIndexOf(' ')),
+    Number(l.slice(l.lastIndexOf(' ') + 1)),
+  ];
+  const want = new Map(expected.map((l) => [split(l)[0], l]));
+  return actual.map((l) => {
+    const [key, value] = split(l);
+    const counterpart = want.get(key);
+    if (counterpart === undefined) return l;
+    const other = split(counterpart)[1];
+    return Math.abs(value - other) <= 1e-12 * Math.max(Math.abs(value), Math.abs(other)) ? counterpart : l;
+  });
+}
+
+/**
+ * Waits until `actual()` equals `expected` (sorted; values within rounding), then asserts it (a
+ * timeout shows the last difference).
+ */
 async function eventuallyEqual(what: string, expected: string[], actual: () => Promise<string[]>): Promise<void> {
   const want = [...expected].sort();
   let last: string[] = [];
   await waitFor(
     what,
     async () => {
-      last = (await actual()).sort();
+      last = withinRounding(await actual(), want).sort();
       return JSON.stringify(last) === JSON.stringify(want);
     },
     90_000,
@@ -139,6 +169,9 @@ describe.runIf(runVm)(`VictoriaMetrics ${victoriaMetricsVersion()} (Debian)`, { 
   let gateway: RunningCollector | undefined;
   const agents: AgentProcess[] = [];
   let roots: ReturnType<typeof writeTree>;
+  const TOKEN = 'victoria-metrics-test-token';
+  let slurm: Awaited<ReturnType<typeof fakeSlurm>> | undefined;
+  let runner: ClusterRunner | undefined;
 
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-victoria-metrics-'));
@@ -150,6 +183,8 @@ describe.runIf(runVm)(`VictoriaMetrics ${victoriaMetricsVersion()} (Debian)`, { 
 
   afterAll(async () => {
     for (const a of agents) await stopChild(a.child);
+    await runner?.shutdown();
+    await slurm?.server.close();
     await gateway?.stop();
     await vm?.stop();
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
@@ -201,6 +236,26 @@ describe.runIf(runVm)(`VictoriaMetrics ${victoriaMetricsVersion()} (Debian)`, { 
       expect(warnings(store)).toEqual([]);
     },
   );
+
+  it('takes the cluster agent’s OTLP push directly (a fake slurmrestd): every family of its /metrics', async () => {
+    const store = vm as VictoriaMetrics;
+    slurm = await fakeSlurm(['v0.0.44'], TOKEN);
+    const options = clusterAgentOptions(slurm, TOKEN, { otlpUrl: store.otlpUrl });
+    // As OTEL_RESOURCE_ATTRIBUTES=slurm.cluster=<name> sets it from the command line.
+    runner = new ClusterRunner({ ...options, resource: { ...options.resource, extra: `slurm.cluster=${CLUSTER}` } });
+    expect((await runner.collect()).failed).toEqual([]);
+    await runner.pipeline.flush();
+    const direct = parseExposition(runner.pipeline.exposition.text);
+    const families = new Set(direct.map((s) => s.name));
+    expect(families).toContain('slurm_node_info');
+    const instance = options.resource.hostName;
+    await eventuallyEqual(
+      'the cluster families in VictoriaMetrics',
+      expectedFromDirect(direct, instance, false, 'slurm-otel-cluster'),
+      () => storedLines(store, instance, (n) => families.has(n)),
+    );
+    expect(warnings(store)).toEqual([]);
+  });
 
   // Last: the store logs a warning for each refused push.
   it('refuses OTLP/HTTP JSON (protobuf only): the agent counts the failed pushes', async () => {
