@@ -1,9 +1,10 @@
 /**
  * An OTLP-native store: Debian's VictoriaMetrics (scripts/victoria-metrics/get.sh), started with the
  * flags and the relabeling of otel-config/victoria-metrics-relabel.yml, takes (a) a node agent's
- * OTLP/HTTP push directly and (b) another node agent's push through the gateway Collector
+ * OTLP/HTTP push directly, (b) another node agent's push through the gateway Collector
  * (otel-config/collector-gateway.yaml as shipped, its listen addresses moved to loopback) by remote
- * write. Per family, what it stores equals the agent's direct /metrics with the mapping that
+ * write and (c) the cluster agent's push (on a fake slurmrestd) directly; OTLP/HTTP JSON it refuses,
+ * and the agent counts that. Per family, what it stores equals the agent's direct /metrics with the mapping that
  * deploy/README.md documents: job, instance and slurm_cluster on every series on both paths;
  * target_info only through the gateway (VictoriaMetrics writes none for OTLP).
  */
@@ -40,6 +41,7 @@ const runCollector = shouldRunCollector();
  */
 function shippedFlags(): string[] {
   const flags = [...fs.readFileSync(RELABEL, 'utf8').matchAll(/^#\s+(-\S+)\s*$/gm)].map((m) => m[1] as string);
+  if (!flags.some((f) => f.startsWith('-relabelConfig='))) throw new Error(`${RELABEL}: its header lists no flags`);
   return flags.map((f) => (f.startsWith('-relabelConfig=') ? `-relabelConfig=${path.resolve(RELABEL)}` : f));
 }
 
