@@ -16,8 +16,11 @@ export interface AgentProcess {
   readonly stderr: () => string;
 }
 
-/** Starts the node agent with `args`, a 1 s cycle and loopback endpoints; resolves once it serves /metrics. */
-export async function startNodeAgentProcess(args: string[]): Promise<AgentProcess> {
+/**
+ * Starts the node agent with `args`, a 1 s cycle and loopback endpoints; resolves once it serves
+ * /metrics. Its environment is PATH and `env` only.
+ */
+export async function startNodeAgentProcess(args: string[], env: Record<string, string> = {}): Promise<AgentProcess> {
   const [metrics, monitoring] = [await freePort(), await freePort()];
   const child = spawn(
     process.execPath,
@@ -34,7 +37,7 @@ export async function startNodeAgentProcess(args: string[]): Promise<AgentProces
       '--monitoring-bind-address',
       `127.0.0.1:${monitoring}`,
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH ?? '' } },
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH ?? '', ...env } },
   );
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
