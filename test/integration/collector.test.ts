@@ -33,6 +33,7 @@ import { startNodeAgentProcess, type AgentProcess } from '../support/node-agent-
 import { treeFlags } from '../support/node-tree.js';
 import { startPrometheus, type PrometheusServer } from '../support/prometheus.js';
 import { compareAnswers, questionsOver } from '../support/same-answers.js';
+import { eventuallyEqual, expectedFromDirect, line, ours } from '../support/series-lines.js';
 import { findTool, freePort, run, shouldRun, stopChild, toolPath, waitFor } from '../support/tools.js';
 import { REAL_SLURM_START_TIMEOUT_MS, realSlurmGate, startRealSlurm, type RealSlurm } from '../support/real-slurm.js';
 import { realSlurmRunner } from '../support/real-slurm-agent.js';
@@ -88,52 +89,6 @@ function listenOn(p: Ports, extra: Record<string, unknown> = {}): Record<string,
     },
     ...extra,
   };
-}
-
-/**
- * One sample as a comparable line: name, sorted labels, value. `stored`: as a Prometheus store
- * holds it, without the labels whose value is empty (a scrape of the agent drops them too).
- */
-function line(name: string, labels: Readonly<Record<string, string>>, value: number | string, stored = false): string {
-  const l = Object.entries(labels)
-    .filter(([, v]) => !stored || v !== '')
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
-    .join(',');
-  return `${name}{${l}} ${Number(value)}`;
-}
-
-/**
- * What the Collector path must deliver for one agent's direct scrape (the mapping deploy/README.md
- * documents): every family keeps its name, labels and value; each series gains job (the agent's
- * service.name), instance (its host.name, through service.instance.id) and slurm_cluster;
- * target_info's service_name label becomes job and its host_name stays.
- */
-function expectedFromDirect(direct: readonly Sample[], job: string, instance: string, stored = false): string[] {
-  return direct.map((s) => {
-    if (s.name !== 'target_info')
-      return line(s.name, { ...s.labels, job, instance, slurm_cluster: CLUSTER }, s.value, stored);
-    const { service_name: service, ...rest } = s.labels;
-    expect(service).toBe(job);
-    return line(s.name, { ...rest, job, instance, slurm_cluster: CLUSTER }, s.value, stored);
-  });
-}
-
-const ours = (name: string): boolean => name.startsWith('ib_slurm_') || name === 'target_info';
-
-/** Waits until `actual()` equals `expected` (sorted), then asserts it (a timeout shows the last difference). */
-async function eventuallyEqual(what: string, expected: string[], actual: () => Promise<string[]>): Promise<void> {
-  const want = [...expected].sort();
-  let last: string[] = [];
-  await waitFor(
-    what,
-    async () => {
-      last = (await actual()).sort();
-      return JSON.stringify(last) === JSON.stringify(want);
-    },
-    90_000,
-  ).catch(() => undefined);
-  expect(last, what).toEqual(want);
 }
 
 /** The Prometheus remote-write store, the gateway and the node-local Collector, wired as shipped. */
@@ -261,7 +216,9 @@ describe.runIf(runCollector && shouldRun(prometheus))(
     /** The running chain (beforeAll has started it when a test runs). */
     const c = (): Chain => chain as Chain;
     const expected = (stored = false): string[] =>
-      [...direct].flatMap(([node, samples]) => expectedFromDirect(samples, 'slurm-otel-node', node, stored));
+      [...direct].flatMap(([node, samples]) =>
+        expectedFromDirect(samples, { job: 'slurm-otel-node', instance: node, cluster: CLUSTER, stored }),
+      );
 
     it("the gateway's :8889 serves every family of the direct scrapes, same names, labels and values", async () => {
       await eventuallyEqual('the families on :8889', expected(), async () =>
@@ -614,8 +571,13 @@ describe.each([
           const direct = parseExposition(text);
           families = new Set(direct.map((s) => s.name));
           expect(families).toContain('slurm_node_info');
-          expected = expectedFromDirect(direct, 'slurm-otel-cluster', 'test');
-          stored = expectedFromDirect(direct, 'slurm-otel-cluster', 'test', true);
+          expected = expectedFromDirect(direct, { job: 'slurm-otel-cluster', instance: 'test', cluster: CLUSTER });
+          stored = expectedFromDirect(direct, {
+            job: 'slurm-otel-cluster',
+            instance: 'test',
+            cluster: CLUSTER,
+            stored: true,
+          });
         }, REAL_SLURM_START_TIMEOUT_MS + 60_000);
 
         afterAll(async () => {

@@ -20,6 +20,7 @@ import { shouldRunCollector, startCollector, type RunningCollector } from '../su
 import { parseExposition, sumOf, type Sample } from '../support/exposition.js';
 import { startNodeAgentProcess, type AgentProcess } from '../support/node-agent-process.js';
 import { treeFlags } from '../support/node-tree.js';
+import { eventuallyEqual, expectedFromDirect, line, ours } from '../support/series-lines.js';
 import { freePort, stopChild, waitFor } from '../support/tools.js';
 import {
   shouldRunVictoriaMetrics,
@@ -45,37 +46,12 @@ function shippedFlags(): string[] {
   return flags.map((f) => (f.startsWith('-relabelConfig=') ? `-relabelConfig=${path.resolve(RELABEL)}` : f));
 }
 
-/** One sample as a comparable line: name, sorted labels without the empty ones (a store drops them), value. */
-function line(name: string, labels: Readonly<Record<string, string>>, value: number | string): string {
-  const l = Object.entries(labels)
-    .filter(([, v]) => v !== '')
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
-    .join(',');
-  return `${name}{${l}} ${Number(value)}`;
-}
-
 /**
- * What VictoriaMetrics must hold for one agent's direct scrape (deploy/README.md's mapping): every
- * family keeps its name, labels and value and gains job, instance and slurm_cluster. Through the
- * gateway, target_info{service_name, ...} becomes target_info{job, instance, slurm_cluster, ...};
- * pushed directly there is no target_info at all.
+ * What VictoriaMetrics must hold for one agent's direct scrape (deploy/README.md's mapping): through
+ * the gateway as any store of the push path; pushed directly, the same but no target_info.
  */
-function expectedFromDirect(
-  direct: readonly Sample[],
-  instance: string,
-  withTargetInfo: boolean,
-  job = NODE_JOB,
-): string[] {
-  return direct.flatMap((s) => {
-    if (s.name !== 'target_info')
-      return [line(s.name, { ...s.labels, job, instance, slurm_cluster: CLUSTER }, s.value)];
-    if (!withTargetInfo) return [];
-    // The agent's own slurm_cluster (from OTEL_RESOURCE_ATTRIBUTES, if any) is the gateway's too.
-    const { service_name: service, ...rest } = s.labels;
-    expect(service).toBe(job);
-    return [line(s.name, { ...rest, job, instance, slurm_cluster: CLUSTER }, s.value)];
-  });
+function vmExpected(direct: readonly Sample[], instance: string, targetInfo: boolean, job = NODE_JOB): string[] {
+  return expectedFromDirect(direct, { job, instance, cluster: CLUSTER, stored: true, targetInfo });
 }
 
 /** The store's log lines at level warn or above. */
@@ -85,15 +61,13 @@ const warnings = (vm: VictoriaMetrics): string[] =>
     .split('\n')
     .filter((l) => /\t(warn|error|fatal|panic)\t/.test(l));
 
-const ours = (name: string): boolean => name.startsWith('ib_slurm_') || name === 'target_info';
-
 /** The series of the families named in `families` that one instance has in the store, as comparable lines. */
 async function storedLines(vm: VictoriaMetrics, instance: string, families = ours): Promise<string[]> {
   return (await vm.query(`{__name__=~".+", instance="${instance}"}`))
     .filter((r) => families(r.metric.__name__ as string))
     .map((r) => {
       const { __name__: name, ...labels } = r.metric;
-      return line(name as string, labels, r.value);
+      return line(name as string, labels, r.value, true);
     });
 }
 
@@ -115,24 +89,6 @@ function withinRounding(actual: readonly string[], expected: readonly string[]):
     const other = split(counterpart)[1];
     return Math.abs(value - other) <= 1e-12 * Math.max(Math.abs(value), Math.abs(other)) ? counterpart : l;
   });
-}
-
-/**
- * Waits until `actual()` equals `expected` (sorted; values within rounding), then asserts it (a
- * timeout shows the last difference).
- */
-async function eventuallyEqual(what: string, expected: string[], actual: () => Promise<string[]>): Promise<void> {
-  const want = [...expected].sort();
-  let last: string[] = [];
-  await waitFor(
-    what,
-    async () => {
-      last = withinRounding(await actual(), want).sort();
-      return JSON.stringify(last) === JSON.stringify(want);
-    },
-    90_000,
-  ).catch(() => undefined);
-  expect(last, what).toEqual(want);
 }
 
 /** The gateway as shipped, its listen addresses on free loopback ports, remote-writing into `vm`. */
@@ -214,8 +170,9 @@ describe.runIf(runVm)(`VictoriaMetrics ${victoriaMetricsVersion()} (Debian)`, { 
     });
     await eventuallyEqual(
       'the directly pushed families in VictoriaMetrics',
-      expectedFromDirect(direct, 'gpu-001', false),
+      vmExpected(direct, 'gpu-001', false),
       () => storedLines(store, 'gpu-001'),
+      withinRounding,
     );
     // Nothing of ours outside a node: a series the relabeling missed would have no instance.
     expect(await store.query('{__name__=~"ib_slurm_.+|target_info", instance=""}')).toEqual([]);
@@ -231,8 +188,9 @@ describe.runIf(runVm)(`VictoriaMetrics ${victoriaMetricsVersion()} (Debian)`, { 
       const direct = await agentPushingTo('gpu-002', `http://127.0.0.1:${gw.http}/v1/metrics`);
       await eventuallyEqual(
         'the families remote-written into VictoriaMetrics',
-        expectedFromDirect(direct, 'gpu-002', true),
+        vmExpected(direct, 'gpu-002', true),
         () => storedLines(store, 'gpu-002'),
+        withinRounding,
       );
       expect(gw.gateway.warnings(), gw.gateway.log()).toEqual([]);
       expect(warnings(store)).toEqual([]);
@@ -253,8 +211,9 @@ describe.runIf(runVm)(`VictoriaMetrics ${victoriaMetricsVersion()} (Debian)`, { 
     const instance = options.resource.hostName;
     await eventuallyEqual(
       'the cluster families in VictoriaMetrics',
-      expectedFromDirect(direct, instance, false, 'slurm-otel-cluster'),
+      vmExpected(direct, instance, false, 'slurm-otel-cluster'),
       () => storedLines(store, instance, (n) => families.has(n)),
+      withinRounding,
     );
     expect(warnings(store)).toEqual([]);
   });
