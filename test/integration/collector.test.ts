@@ -309,6 +309,17 @@ function remoteWriteStore(dir: string): Promise<PrometheusServer> {
   return startPrometheus(toolPath(prometheus), dir, {}, [], ['--web.enable-remote-write-receiver'], [], window);
 }
 
+/** What the store holds of the node agent's families: series, samples and distinct timestamps. */
+async function storeHistory(prom: PrometheusServer): Promise<{ series: number; samples: number; timestamps: number }> {
+  const q = encodeURIComponent('{__name__=~"ib_slurm_.+"}[1h]');
+  const body = (await (await fetch(`${prom.url}/api/v1/query?query=${q}`)).json()) as {
+    data: { result: { values: [number, string][] }[] };
+  };
+  const rows = body.data.result;
+  const times = new Set(rows.flatMap((r) => r.values.map(([t]) => t)));
+  return { series: rows.length, samples: rows.reduce((n, r) => n + r.values.length, 0), timestamps: times.size };
+}
+
 /** How long the gateway stays down in the outage test. */
 const OUTAGE_MS = 120_000;
 
@@ -413,20 +424,23 @@ describe.runIf(runCollector && shouldRun(prometheus))(
         120_000,
       ).catch(() => undefined);
       expect(last, gateway.warnings().slice(0, 20).join('\n')).toEqual(want);
-      // Counted in the store itself: every point the node-local Collector accepted is one sample
-      // there (the node agent pushes gauges and sums only, a sample per point), none refused as
-      // out of order or duplicate after the queue drained.
-      const stored = async (): Promise<number> => {
-        const q = encodeURIComponent('{__name__=~"ib_slurm_.+"}[1h]');
-        const body = (await (await fetch(`${prom!.url}/api/v1/query?query=${q}`)).json()) as {
-          data: { result: { values: unknown[] }[] };
-        };
-        return body.data.result.reduce((n, series) => n + series.values.length, 0);
-      };
-      await waitFor('the samples in Prometheus', async () => (await stored()) === accepted || undefined, 60_000).catch(
-        () => undefined,
+      // Counted in the store itself. Every push carries every series of the still tree (the node
+      // agent pushes gauges and sums only: a sample per point), so the store must hold each push
+      // whole: the same timestamps for every series. Two pushes of one snapshot (a cycle late on a
+      // loaded machine) share their timestamps and are one sample each; nothing else may be missing.
+      const { series, samples, timestamps } = await waitFor(
+        'the samples in Prometheus',
+        async () => {
+          const h = await storeHistory(prom!);
+          return h.samples === h.series * h.timestamps && h.timestamps > 0 ? h : undefined;
+        },
+        60_000,
       );
-      expect(await stored()).toBe(accepted);
+      expect(samples).toBe(series * timestamps);
+      expect(accepted % series).toBe(0);
+      const pushes = accepted / series;
+      expect(timestamps).toBeLessThanOrEqual(pushes);
+      expect(timestamps, `${pushes} pushes stored as ${timestamps} timestamps`).toBeGreaterThanOrEqual(0.9 * pushes);
       expect(gateway.warnings(), gateway.log()).toEqual([]);
     });
   },
