@@ -1,0 +1,191 @@
+/**
+ * The cluster agent's push at cluster scale through the real gateway: a fake slurmrestd serving
+ * 20,000 nodes and 100,000 jobs (flags change it), one collection by a real ClusterRunner, pushed
+ * over OTLP/HTTP protobuf through a recording proxy to the gateway Collector
+ * (otel-config/collector-gateway.yaml as shipped, listen addresses on loopback), which
+ * remote-writes into a real Prometheus (the shipped late-sample window).
+ *
+ * Prints: the points the collection pushes; the requests it became (count, largest and total
+ * bytes, against the receiver's default 20 MiB limit, and the answers the gateway gave); how long
+ * the push took; the end-to-end delay (push start until Prometheus holds as many of the cluster
+ * agent's series as its /metrics has); the gateway's CPU time and peak RSS (from /proc) over the
+ * run; and whether the store's series equal the exported ones (none lost, none doubled).
+ *
+ * Run: npm run build && node dist/bench/gateway-scale.js [--nodes N (20000)] [--jobs N (100000)]
+ * Needs the Collector (scripts/collector/build.sh) and Prometheus (Debian's prometheus).
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import { stringify } from 'yaml';
+import { ClusterRunner } from '../src/cluster/agent.js';
+import { startFakeSlurmrestd } from '../src/demo/fake-slurmrestd.js';
+import { clusterAgentOptions } from '../test/support/agents.js';
+import { bigCluster } from '../test/support/big-cluster.js';
+import { collectorPath } from '../test/support/collector.js';
+import { parseExposition } from '../test/support/exposition.js';
+import { startPrometheus } from '../test/support/prometheus.js';
+import { findTool, freePort, stopChild, toolPath, waitFor } from '../test/support/tools.js';
+
+const { values: args } = parseArgs({
+  options: { nodes: { type: 'string', default: '20000' }, jobs: { type: 'string', default: '100000' } },
+});
+const NODES = Number(args.nodes);
+const JOBS = Number(args.jobs);
+const TOKEN = 'gateway-scale-token';
+const MiB = 1024 * 1024;
+
+interface Proxied {
+  readonly bytes: number;
+  readonly status: number;
+}
+
+/** A loopback proxy to `target` that records each request's body size and the answer's status. */
+async function recordingProxy(target: number): Promise<{ url: string; seen: Proxied[]; close(): void }> {
+  const seen: Proxied[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const out = http.request(
+        { host: '127.0.0.1', port: target, path: req.url, method: req.method, headers: req.headers },
+        (answer) => {
+          seen.push({ bytes: body.length, status: answer.statusCode ?? 0 });
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      out.on('error', () => res.writeHead(502).end());
+      out.end(body);
+    });
+  });
+  const port = await freePort();
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${port}/v1/metrics`, seen, close: () => server.close() };
+}
+
+/** CPU milliseconds and peak RSS (MiB) of a process, from /proc. */
+function usage(pid: number): { cpuMs: number; peakMiB: number } {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  const hwm = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? '0';
+  return { cpuMs: (ticks * 1000) / 100, peakMiB: Number(hwm) / 1024 };
+}
+
+async function main(): Promise<void> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-gateway-scale-'));
+  const t0 = performance.now();
+  const cluster = bigCluster({ nodes: NODES, jobs: JOBS, seed: 1 });
+  const server = await startFakeSlurmrestd({ cluster, versions: ['v0.0.44'], host: '127.0.0.1', port: 0 });
+  console.log(`cluster: ${NODES} nodes, ${JOBS} jobs, built in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+
+  const shipped = (fs.readFileSync('otel-config/prometheus.yml', 'utf8').match(/out_of_order_time_window: (\S+)/) ??
+    [])[1];
+  const prom = await startPrometheus(
+    toolPath(findTool('prometheus', 'prometheus')),
+    dir,
+    {},
+    [],
+    ['--web.enable-remote-write-receiver'],
+    [],
+    shipped,
+  );
+  const [grpc, httpPort, health, telemetry, exposition] = [
+    await freePort(),
+    await freePort(),
+    await freePort(),
+    await freePort(),
+    await freePort(),
+  ];
+  const override = path.join(dir, 'gateway.override.yaml');
+  fs.writeFileSync(
+    override,
+    stringify({
+      extensions: { health_check: { endpoint: `127.0.0.1:${health}` } },
+      receivers: {
+        otlp: { protocols: { grpc: { endpoint: `127.0.0.1:${grpc}` }, http: { endpoint: `127.0.0.1:${httpPort}` } } },
+      },
+      exporters: { prometheus: { endpoint: `127.0.0.1:${exposition}` } },
+      service: {
+        telemetry: {
+          metrics: { readers: [{ pull: { exporter: { prometheus: { host: '127.0.0.1', port: telemetry } } } }] },
+        },
+      },
+    }),
+  );
+  const gateway = spawn(
+    collectorPath(),
+    ['--config', `file:${path.resolve('otel-config/collector-gateway.yaml')}`, '--config', `file:${override}`],
+    {
+      stdio: ['ignore', 'ignore', 'ignore'],
+      env: {
+        PATH: process.env.PATH ?? '',
+        SLURM_CLUSTER_NAME: 'scale',
+        PROMETHEUS_REMOTE_WRITE_URL: `${prom.url}/api/v1/write`,
+      },
+    },
+  );
+  await waitFor(
+    'the gateway',
+    async () => (await fetch(`http://127.0.0.1:${health}/`).catch(() => undefined))?.ok,
+    60_000,
+  );
+  const proxy = await recordingProxy(httpPort);
+
+  const base = clusterAgentOptions({ cluster, server }, TOKEN, { otlpUrl: proxy.url });
+  const runner = new ClusterRunner({ ...base, otlp: { ...base.otlp!, timeoutMs: 600_000 } });
+  const c0 = performance.now();
+  const result = await runner.collect();
+  const series = parseExposition(runner.pipeline.exposition.text).length;
+  console.log(
+    `collection: ${((performance.now() - c0) / 1000).toFixed(1)} s, failed: [${result.failed.join(', ')}], ` +
+      `${series} series on /metrics, ${runner.pipeline.producer.size} points pushed`,
+  );
+
+  const before = usage(gateway.pid!);
+  const p0 = performance.now();
+  await runner.pipeline.flush();
+  const pushS = (performance.now() - p0) / 1000;
+  const sizes = proxy.seen.map((s) => s.bytes);
+  const statuses = [...new Set(proxy.seen.map((s) => s.status))].join(',');
+  console.log(
+    `push: ${pushS.toFixed(1)} s, ${sizes.length} requests, largest ${(Math.max(...sizes) / MiB).toFixed(2)} MiB ` +
+      `(limit 20 MiB), total ${(sizes.reduce((a, b) => a + b, 0) / MiB).toFixed(1)} MiB, statuses ${statuses}`,
+  );
+  const query = `count({job="slurm-otel-cluster", __name__=~"slurm_.+"})`;
+  const stored = async (): Promise<number> => Number((await prom.query(query))[0]?.value[1] ?? 0);
+  const expected = parseExposition(runner.pipeline.exposition.text).filter((s) => s.name.startsWith('slurm_')).length;
+  await waitFor('every series in Prometheus', async () => (await stored()) >= expected || undefined, 600_000).catch(
+    () => undefined,
+  );
+  const delayS = (performance.now() - p0) / 1000;
+  const after = usage(gateway.pid!);
+  console.log(
+    `end to end: ${delayS.toFixed(1)} s from push start; store ${await stored()} series of ${expected} exported ` +
+      `(${(await stored()) === expected ? 'none lost, none doubled' : 'DIFFERENT'})`,
+  );
+  console.log(
+    `gateway: ${((after.cpuMs - before.cpuMs) / 1000).toFixed(1)} s CPU for the push, peak RSS ${after.peakMiB.toFixed(0)} MiB`,
+  );
+
+  await runner.shutdown();
+  proxy.close();
+  await stopChild(gateway);
+  await prom.stop();
+  await server.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+void main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
