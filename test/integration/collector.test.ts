@@ -33,6 +33,7 @@ import { startNodeAgentProcess, type AgentProcess } from '../support/node-agent-
 import { treeFlags } from '../support/node-tree.js';
 import { startPrometheus, type PrometheusServer } from '../support/prometheus.js';
 import { compareAnswers, questionsOver } from '../support/same-answers.js';
+import { listenOn, ports, remoteWriteStore, storeHistory } from '../support/collector-chain.js';
 import { eventuallyEqual, expectedFromDirect, line, ours } from '../support/series-lines.js';
 import { findTool, freePort, run, shouldRun, stopChild, toolPath, waitFor } from '../support/tools.js';
 import { REAL_SLURM_START_TIMEOUT_MS, realSlurmGate, startRealSlurm, type RealSlurm } from '../support/real-slurm.js';
@@ -62,34 +63,6 @@ describe.runIf(runCollector)('the Collector configs as shipped', () => {
     expect({ code: r.code, warnings: warningLines(out) }, out).toEqual({ code: 0, warnings: [] });
   });
 });
-
-/** The listen addresses of one Collector, all on free loopback ports. */
-interface Ports {
-  readonly grpc: number;
-  readonly http: number;
-  readonly health: number;
-  readonly telemetry: number;
-}
-
-async function ports(): Promise<Ports> {
-  return { grpc: await freePort(), http: await freePort(), health: await freePort(), telemetry: await freePort() };
-}
-
-/** The second config: the shipped file's listen addresses moved to `p` on 127.0.0.1. */
-function listenOn(p: Ports, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    extensions: { health_check: { endpoint: `127.0.0.1:${p.health}` } },
-    receivers: {
-      otlp: { protocols: { grpc: { endpoint: `127.0.0.1:${p.grpc}` }, http: { endpoint: `127.0.0.1:${p.http}` } } },
-    },
-    service: {
-      telemetry: {
-        metrics: { readers: [{ pull: { exporter: { prometheus: { host: '127.0.0.1', port: p.telemetry } } } }] },
-      },
-    },
-    ...extra,
-  };
-}
 
 /** The Prometheus remote-write store, the gateway and the node-local Collector, wired as shipped. */
 interface Chain {
@@ -296,30 +269,6 @@ describe.runIf(runCollector && shouldRun(prometheus))(
 type FakeSlurm = Awaited<ReturnType<typeof fakeSlurm>>;
 
 /** `sumOf` over a Collector's own telemetry at `url`. */
-/**
- * A Prometheus taking remote write as otel-config/prometheus.yml configures one: its late-sample
- * window is the shipped file's.
- */
-function remoteWriteStore(dir: string): Promise<PrometheusServer> {
-  const shipped = parse(fs.readFileSync('otel-config/prometheus.yml', 'utf8')) as {
-    storage?: { tsdb?: { out_of_order_time_window?: string } };
-  };
-  const window = shipped.storage?.tsdb?.out_of_order_time_window;
-  if (window === undefined) throw new Error('otel-config/prometheus.yml sets no storage.tsdb.out_of_order_time_window');
-  return startPrometheus(toolPath(prometheus), dir, {}, [], ['--web.enable-remote-write-receiver'], [], window);
-}
-
-/** What the store holds of the node agent's families: series, samples and distinct timestamps. */
-async function storeHistory(prom: PrometheusServer): Promise<{ series: number; samples: number; timestamps: number }> {
-  const q = encodeURIComponent('{__name__=~"ib_slurm_.+"}[1h]');
-  const body = (await (await fetch(`${prom.url}/api/v1/query?query=${q}`)).json()) as {
-    data: { result: { values: [number, string][] }[] };
-  };
-  const rows = body.data.result;
-  const times = new Set(rows.flatMap((r) => r.values.map(([t]) => t)));
-  return { series: rows.length, samples: rows.reduce((n, r) => n + r.values.length, 0), timestamps: times.size };
-}
-
 /** How long the gateway stays down in the outage test. */
 const OUTAGE_MS = 120_000;
 
