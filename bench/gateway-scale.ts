@@ -23,11 +23,14 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { ClusterRunner } from '../src/cluster/agent.js';
+import { staticToken } from '../src/cluster/api/http/auth.js';
+import { SlurmClient } from '../src/cluster/api/client.js';
 import { startFakeSlurmrestd } from '../src/demo/fake-slurmrestd.js';
 import { clusterAgentOptions } from '../test/support/agents.js';
 import { bigCluster } from '../test/support/big-cluster.js';
 import { collectorPath } from '../test/support/collector.js';
 import { parseExposition } from '../test/support/exposition.js';
+import { silentLogger } from '../test/support/log.js';
 import { startPrometheus } from '../test/support/prometheus.js';
 import { findTool, freePort, stopChild, toolPath, waitFor } from '../test/support/tools.js';
 
@@ -139,7 +142,20 @@ async function main(): Promise<void> {
   const proxy = await recordingProxy(httpPort);
 
   const base = clusterAgentOptions({ cluster, server }, TOKEN, { otlpUrl: proxy.url });
-  const runner = new ClusterRunner({ ...base, otlp: { ...base.otlp!, timeoutMs: 600_000 } });
+  // The test options' client gives up after 10 s; a 100k-job /jobs is half a gigabyte.
+  const api = new SlurmClient({
+    server: server.url,
+    tokenSource: staticToken({ token: TOKEN, userName: 'root' }),
+    requestTimeoutMs: 600_000,
+    retries: 0,
+    logger: silentLogger(),
+  });
+  const runner = new ClusterRunner({
+    ...base,
+    source: { ...base.source, api },
+    close: () => api.close(),
+    otlp: { ...base.otlp!, timeoutMs: 600_000 },
+  });
   const c0 = performance.now();
   const result = await runner.collect();
   const series = parseExposition(runner.pipeline.exposition.text).length;
