@@ -7,6 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { requireBinary, shouldRunWith } from './cached-binary.js';
 import { stringify } from 'yaml';
 import { stopChild, waitFor } from './tools.js';
 
@@ -40,31 +41,14 @@ export function collectorBinary(): string {
   return path.join(cache, `otelcol-${collectorVersion()}`, 'otelcol');
 }
 
-function present(file: string): boolean {
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** Whether the Collector tests run: always under CI (they then fail if the binary is missing). */
 export function shouldRunCollector(): boolean {
-  if (present(collectorBinary())) return true;
-  if (process.env.CI) return true;
-  process.stderr.write(
-    `\n!!! SKIPPING the OpenTelemetry Collector tests: no ${collectorBinary()}; build it with scripts/collector/build.sh !!!\n\n`,
-  );
-  return false;
+  return shouldRunWith(collectorBinary(), 'OpenTelemetry Collector', 'scripts/collector/build.sh');
 }
 
 /** The binary's path; throws (naming the script) when it is missing. */
 export function collectorPath(): string {
-  const bin = collectorBinary();
-  if (!present(bin))
-    throw new Error(`${bin} is missing (CI is set, so this fails instead of skipping): run scripts/collector/build.sh`);
-  return bin;
+  return requireBinary(collectorBinary(), 'scripts/collector/build.sh');
 }
 
 export interface RunningCollector {

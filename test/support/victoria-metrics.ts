@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { requireBinary, shouldRunWith } from './cached-binary.js';
 import { freePort, stopChild, waitFor } from './tools.js';
 
 const GET = 'scripts/victoria-metrics/get.sh';
@@ -23,30 +24,14 @@ export function victoriaMetricsBinary(): string {
   return path.join(cache, `victoria-metrics-${victoriaMetricsVersion()}`, 'victoria-metrics');
 }
 
-function present(file: string): boolean {
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** Whether the VictoriaMetrics tests run: always under CI (they then fail if the binary is missing). */
 export function shouldRunVictoriaMetrics(): boolean {
-  if (present(victoriaMetricsBinary())) return true;
-  if (process.env.CI) return true;
-  process.stderr.write(
-    `\n!!! SKIPPING the VictoriaMetrics tests: no ${victoriaMetricsBinary()}; fetch it with ${GET} !!!\n\n`,
-  );
-  return false;
+  return shouldRunWith(victoriaMetricsBinary(), 'VictoriaMetrics', GET);
 }
 
 /** The binary's path; throws (naming the script) when it is missing. */
 export function victoriaMetricsPath(): string {
-  const bin = victoriaMetricsBinary();
-  if (!present(bin)) throw new Error(`${bin} is missing (CI is set, so this fails instead of skipping): run ${GET}`);
-  return bin;
+  return requireBinary(victoriaMetricsBinary(), GET);
 }
 
 /** One series as VictoriaMetrics's Prometheus API gives it: labels (with __name__) and the last value. */

@@ -1,54 +1,17 @@
 /** The signing key from a Kubernetes Secret, against a fake Kubernetes API on loopback. */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { jwtVerify } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
+import { authError, clock, KEY, removeTmpDirs, T0, tmp, tokenOf, verify } from '../../support/auth-fixtures.js';
 import { kubernetesSecretSigner, secretNameFor } from '../../../src/cluster/kubernetes/secret-key.js';
-import { AuthError, type TokenSource } from '../../../src/cluster/api/http/auth.js';
 import { FakeKube } from './fake-kube.js';
 
-const KEY = Buffer.from('0123456789abcdef0123456789abcdef-test-key');
-const T0 = 1_764_000_000;
-
-let dirs: string[] = [];
 let kubes: FakeKube[] = [];
 afterEach(async () => {
   await Promise.all(kubes.map((k) => k.close()));
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  dirs = [];
+  removeTmpDirs();
   kubes = [];
 });
-
-function tmp(): string {
-  const d = mkdtempSync(join(tmpdir(), 'slurm-otel-auth-'));
-  dirs.push(d);
-  return d;
-}
-
-/** A clock the test moves by hand (milliseconds). */
-function clock(startSec = T0): { now: () => number; advance: (sec: number) => void } {
-  let ms = startSec * 1000;
-  return { now: () => ms, advance: (sec) => (ms += sec * 1000) };
-}
-
-async function tokenOf(src: TokenSource): Promise<string> {
-  const h = await src.headers();
-  return h['X-SLURM-USER-TOKEN'] as string;
-}
-
-async function verify(token: string, key: Uint8Array = KEY) {
-  return (await jwtVerify(token, key, { algorithms: ['HS256'], currentDate: new Date(T0 * 1000) })).payload;
-}
-
-async function authError(p: Promise<unknown>): Promise<AuthError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AuthError);
-  return err as AuthError;
-}
 
 describe('kubernetesSecretSigner', () => {
   const BEARER = 'sa-token-very-secret';

@@ -1,9 +1,8 @@
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { jwtVerify } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
+import { authError, clock, KEY, removeTmpDirs, T0, tmp, tokenOf, verify } from '../../../support/auth-fixtures.js';
 import {
   AuthError,
   keyFileSigner,
@@ -15,47 +14,11 @@ import {
   signHs256,
   staticToken,
   tokenFile,
-  type TokenSource,
 } from '../../../../src/cluster/api/http/auth.js';
 
-const KEY = Buffer.from('0123456789abcdef0123456789abcdef-test-key');
-const T0 = 1_764_000_000;
-
-let dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  dirs = [];
+afterEach(async () => {
+  removeTmpDirs();
 });
-
-function tmp(): string {
-  const d = mkdtempSync(join(tmpdir(), 'slurm-otel-auth-'));
-  dirs.push(d);
-  return d;
-}
-
-/** A clock the test moves by hand (milliseconds). */
-function clock(startSec = T0): { now: () => number; advance: (sec: number) => void } {
-  let ms = startSec * 1000;
-  return { now: () => ms, advance: (sec) => (ms += sec * 1000) };
-}
-
-async function tokenOf(src: TokenSource): Promise<string> {
-  const h = await src.headers();
-  return h['X-SLURM-USER-TOKEN'] as string;
-}
-
-async function verify(token: string, key: Uint8Array = KEY) {
-  return (await jwtVerify(token, key, { algorithms: ['HS256'], currentDate: new Date(T0 * 1000) })).payload;
-}
-
-async function authError(p: Promise<unknown>): Promise<AuthError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AuthError);
-  return err as AuthError;
-}
 
 describe('parseTokenText', () => {
   it('reads a bare token or the SLURM_JWT= line of scontrol output', () => {
