@@ -14,6 +14,7 @@ import {
   tokenFile,
   type TokenSource,
 } from '../cluster/api/http/auth.js';
+import type { KubernetesAccess } from '../cluster/kubernetes/access.js';
 import { kubernetesSecretSigner } from '../cluster/kubernetes/secret-key.js';
 import { kubernetesTopologySource, type TopologySource } from '../cluster/kubernetes/topology-source.js';
 import { runClusterOnce, startClusterAgent, type ClusterAgentOptions } from '../cluster/agent.js';
@@ -318,9 +319,7 @@ function buildTokenSource(f: ClusterFlags, env: Env, logger: Logger): TokenSourc
       return scontrolToken({ user: f.jwtUser, lifespanSec: lifetimeSec, command: f.scontrolPath });
     case 'kubernetes':
       return kubernetesSecretSigner({
-        access: f.kubeconfigPath
-          ? { kind: 'kubeconfig', path: f.kubeconfigPath }
-          : { kind: 'in-cluster', apiServer: inClusterApiServer(env) },
+        access: kubernetesAccess(f, env, 'token source kubernetes'),
         namespace: f.clusterNamespace,
         clusterName: f.clusterName,
         user: f.jwtUser,
@@ -335,26 +334,24 @@ function buildTokenSource(f: ClusterFlags, env: Env, logger: Logger): TokenSourc
  */
 function topologySource(f: ClusterFlags, env: Env): TopologySource | undefined {
   if (!f.optionalCollectors.includes('topology')) return undefined;
-  if (!f.kubeconfigPath && !env.KUBERNETES_SERVICE_HOST)
-    throw new ConfigError(
-      'optional collector topology needs --kubeconfig-path or an in-cluster environment (KUBERNETES_SERVICE_HOST)',
-    );
   return kubernetesTopologySource({
-    access: f.kubeconfigPath
-      ? { kind: 'kubeconfig', path: f.kubeconfigPath }
-      : { kind: 'in-cluster', apiServer: inClusterApiServer(env) },
+    access: kubernetesAccess(f, env, 'optional collector topology'),
     namespace: f.clusterNamespace,
     clusterName: f.clusterName,
     requestTimeoutMs: f.requestTimeout,
   });
 }
 
-function inClusterApiServer(env: Env): string {
+/** The Kubernetes API `user` (what needs it, for the error) reaches: the kubeconfig, else the pod's own. */
+function kubernetesAccess(f: ClusterFlags, env: Env, user: string): KubernetesAccess {
+  if (f.kubeconfigPath) return { kind: 'kubeconfig', path: f.kubeconfigPath };
+  return { kind: 'in-cluster', apiServer: inClusterApiServer(env, user) };
+}
+
+function inClusterApiServer(env: Env, user: string): string {
   const host = env.KUBERNETES_SERVICE_HOST;
   if (!host)
-    throw new ConfigError(
-      'token source kubernetes needs --kubeconfig-path or an in-cluster environment (KUBERNETES_SERVICE_HOST)',
-    );
+    throw new ConfigError(`${user} needs --kubeconfig-path or an in-cluster environment (KUBERNETES_SERVICE_HOST)`);
   const port = env.KUBERNETES_SERVICE_PORT || '443';
   return `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
