@@ -5,7 +5,7 @@
  * series with the worker pods' NodeSet and their Nodes' NVLink group.
  */
 import { spawn } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { Command } from 'commander';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -13,7 +13,7 @@ import { addClusterOptions, clusterAgentOptions, type ClusterFlags } from '../..
 import { ConfigError } from '../../src/cli/common.js';
 import { FakeCluster } from '../../src/demo/fake-cluster.js';
 import { startFakeSlurmrestd, type FakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
-import { FakeKube } from '../cluster/kubernetes/fake-kube.js';
+import { FakeKube, writeKubeconfig } from '../cluster/kubernetes/fake-kube.js';
 import { parseExposition, select } from '../support/exposition.js';
 import { tmpDir } from '../support/tmp.js';
 
@@ -103,16 +103,7 @@ describe('cluster --once with the topology sub-collector', () => {
     cleanup.push(() => kube.close());
     const dir = tmpDir();
     cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
-    const kubeconfig = path.join(dir, 'config.json');
-    writeFileSync(
-      kubeconfig,
-      JSON.stringify({
-        'current-context': 'x',
-        clusters: [{ name: 'c', cluster: { server: kube.url } }],
-        contexts: [{ name: 'x', context: { cluster: 'c', user: 'u', namespace: 'slurm' } }],
-        users: [{ name: 'u', user: { token: 'kube-token' } }],
-      }),
-    );
+    const kubeconfig = writeKubeconfig(dir, kube.url, 'kube-token');
     const env = {
       SLURM_EXPORTER_CLUSTER_NAME: cluster.clusterName,
       SLURM_EXPORTER_SLURM_API_SERVER: server.url,

@@ -6,8 +6,10 @@
  * (a PodList's items carry metadata, spec with containers, status; a NodeList's the same), and
  * the server counts the TCP connections it accepted.
  */
+import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 
 export interface FakeKubeOptions {
   /** Bearer token the server accepts. */
@@ -140,4 +142,19 @@ function list(res: http.ServerResponse, kind: string, items: unknown[]): void {
 function status(res: http.ServerResponse, code: number, reason: string): void {
   res.writeHead(code, { 'content-type': 'application/json' });
   res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', reason, code }));
+}
+
+/** Writes a kubeconfig (JSON) in `dir` for `server`, a bearer `token` and namespace `slurm`; gives its path. */
+export function writeKubeconfig(dir: string, server: string, token: string): string {
+  const file = path.join(dir, 'config.json');
+  fs.writeFileSync(
+    file,
+    JSON.stringify({
+      'current-context': 'x',
+      clusters: [{ name: 'c', cluster: { server } }],
+      contexts: [{ name: 'x', context: { cluster: 'c', user: 'u', namespace: 'slurm' } }],
+      users: [{ name: 'u', user: { token } }],
+    }),
+  );
+  return file;
 }

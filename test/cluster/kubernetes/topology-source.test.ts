@@ -4,8 +4,7 @@
  * exporter reads them (SOPERATOR_COMMIT's TestKubernetesNodeTopologySource and
  * _GetsEachUsedNodeOnce, with the same objects); cached lists over one connection; refusals.
  */
-import { rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SlurmCallError } from '../../../src/cluster/api/failures.js';
 import {
@@ -15,7 +14,7 @@ import {
 } from '../../../src/cluster/kubernetes/topology-source.js';
 import { tmpDir } from '../../support/tmp.js';
 import { SOPERATOR_COMMIT } from '../soperator.js';
-import { FakeKube, type FakeKubeOptions } from './fake-kube.js';
+import { FakeKube, writeKubeconfig, type FakeKubeOptions } from './fake-kube.js';
 
 const BEARER = 'topology-token';
 const NODESET = 'slurm.nebius.ai/nodeset';
@@ -56,16 +55,7 @@ describe(`topology from the Kubernetes API (Soperator ${SOPERATOR_COMMIT.slice(0
     cleanup.push(() => kube.close());
     const dir = tmpDir();
     cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
-    const kubeconfig = join(dir, 'config.json');
-    writeFileSync(
-      kubeconfig,
-      JSON.stringify({
-        'current-context': 'x',
-        clusters: [{ name: 'c', cluster: { server: kube.url } }],
-        contexts: [{ name: 'x', context: { cluster: 'c', user: 'u', namespace: 'slurm' } }],
-        users: [{ name: 'u', user: { token: BEARER } }],
-      }),
-    );
+    const kubeconfig = writeKubeconfig(dir, kube.url, BEARER);
     return { kube, kubeconfig };
   }
 

@@ -3,8 +3,7 @@
  * /metrics longer than LABEL_VALUE_MAX_BYTES or with control characters, and a 100 kB label on
  * the Node of 2,000 worker pods leaves /metrics the size it has with ordinary labels.
  */
-import { rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { kubernetesTopologySource } from '../../../src/cluster/kubernetes/topology-source.js';
 import {
@@ -18,7 +17,7 @@ import type { NodeTopology } from '../../../src/cluster/model.js';
 import { tmpDir } from '../../support/tmp.js';
 import { Agent } from '../rules/agent-exposition.js';
 import { job, node, snapshot } from '../rules/helpers.js';
-import { FakeKube, type FakePod } from './fake-kube.js';
+import { FakeKube, writeKubeconfig, type FakePod } from './fake-kube.js';
 
 const bytes = (s: string): number => Buffer.byteLength(s, 'utf8');
 
@@ -121,16 +120,7 @@ describe('a 100 kB label on the Node of 2,000 worker pods', () => {
     cleanup.push(() => kube.close());
     const dir = tmpDir();
     cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
-    const kubeconfig = join(dir, 'config.json');
-    writeFileSync(
-      kubeconfig,
-      JSON.stringify({
-        'current-context': 'x',
-        clusters: [{ name: 'c', cluster: { server: kube.url } }],
-        contexts: [{ name: 'x', context: { cluster: 'c', user: 'u', namespace: 'slurm' } }],
-        users: [{ name: 'u', user: { token: 't' } }],
-      }),
-    );
+    const kubeconfig = writeKubeconfig(dir, kube.url, 't');
     const source = kubernetesTopologySource({
       access: { kind: 'kubeconfig', path: kubeconfig },
       clusterName: 'soperator',
