@@ -1,12 +1,11 @@
 /** `slurm-otel explain`: one cycle, then the attribution table in the terminal (or JSON). */
-import { Command, Option } from 'commander';
+import { Command } from 'commander';
 import Table from 'cli-table3';
 import { NodeCollector } from '../node/collect.js';
 import { attributionRows, evidenceText, holderText, slurmCgroupsNote, type PortRow } from '../node/explain.js';
 import { describeUnreadable, unreadableLine, type UnreadablePolicy } from '../node/read/unreadable.js';
 import { CollectionIncomplete } from './common.js';
 import { addRootOptions, rootsOf, unreadableOption, type RootFlags } from './node.js';
-import { parseDuration } from './values.js';
 
 interface ExplainFlags extends RootFlags {
   unreadableProcesses: UnreadablePolicy;
@@ -19,7 +18,6 @@ export function explainCommand(): Command {
   )
     .addOption(unreadableOption())
     .option('--json', 'print the rows as JSON (for scripts)')
-    .addOption(new Option('--fd-rescan-interval <duration>').hideHelp().default(0).argParser(parseDuration))
     .action((f: ExplainFlags) => {
       const roots = rootsOf(f);
       // Every fd table, so holders are named by PID even where the rdma cgroup charges suffice.

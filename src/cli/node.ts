@@ -4,7 +4,7 @@ import { Command, Option } from 'commander';
 import type { LogFormat } from '../log.js';
 import { runNodeOnce, startNodeAgent, type NodeAgentOptions } from '../node/agent.js';
 import { QP_COUNTERS_MODES, type QpCountersMode } from '../node/qp/qp-source.js';
-import { DEFAULT_ROOTS, deviceTable, type Roots } from '../node/read/roots.js';
+import { DEFAULT_ROOTS, type Roots } from '../node/read/roots.js';
 import { UNREADABLE_POLICIES, type UnreadablePolicy } from '../node/read/unreadable.js';
 import { CollectionIncomplete, runUntilSignal } from './common.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
@@ -34,24 +34,17 @@ export function addRootOptions(cmd: Command): Command {
     .addOption(opt('--procfs-root <dir>', 'procfs mount point', 'PROCFS_ROOT').default(DEFAULT_ROOTS.procfs))
     .addOption(
       opt('--cgroup-root <dir>', 'cgroup filesystem mount point', 'CGROUP_ROOT').default(DEFAULT_ROOTS.cgroupfs),
-    )
-    .addOption(new Option('--fd-device-table <file>').hideHelp());
+    );
 }
 
 export interface RootFlags {
   sysfsRoot: string;
   procfsRoot: string;
   cgroupRoot: string;
-  /**
-   * Device numbers by fd link text instead of stat: a synthetic procfs (the demo's and the tests'
-   * trees) holds plain symlinks to files that do not exist. Hidden: a real node never needs it.
-   */
-  fdDeviceTable?: string;
 }
 
 export function rootsOf(f: RootFlags): Roots {
-  const roots = { sysfs: f.sysfsRoot, procfs: f.procfsRoot, cgroupfs: f.cgroupRoot };
-  return f.fdDeviceTable === undefined ? roots : { ...roots, fdDevice: deviceTable(f.fdDeviceTable) };
+  return { sysfs: f.sysfsRoot, procfs: f.procfsRoot, cgroupfs: f.cgroupRoot };
 }
 
 /** What an unreadable fd table outside every Slurm job costs; node and explain take it. */

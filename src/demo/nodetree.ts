@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { deviceTable, type FdDeviceOf, type Roots } from '../node/read/roots.js';
+import type { FdDeviceOf, Roots } from '../node/read/roots.js';
 
 export type TreeLayout = 'v1' | 'v2' | 'v2-sluid';
 
@@ -70,10 +70,14 @@ export const standardFdDevice: FdDeviceOf = (() => {
   return (_fdPath: string, linkText: string) => table.get(linkText);
 })();
 
-/** A synthetic tree's roots, with the file its fd device numbers are kept in (`--fd-device-table`). */
+/**
+ * A synthetic tree's roots. Its procfs holds plain symlinks whose targets do not exist, so stat
+ * cannot tell their device numbers: `devices` lists them (link text → `major:minor`) and
+ * `fdDevice` answers from that list for the agent run in the same process.
+ */
 export interface TreeRoots extends Roots {
   readonly fdDevice: FdDeviceOf;
-  readonly deviceTable: string;
+  readonly devices: ReadonlyMap<string, string>;
 }
 
 /**
@@ -125,7 +129,7 @@ export function rootsUnder(dir: string): Roots {
  * The device numbers of the tree's fd link texts: the standard ones, each HCA's own number for its
  * uverbs path, and every process's links. One link text names one device in a tree.
  */
-function writeDeviceTable(dir: string, spec: TreeSpec): string {
+function treeDevices(spec: TreeSpec): Map<string, string> {
   const table = standardDevices();
   const set = (target: string, dev: string | undefined): void => {
     if (dev === undefined) return void table.delete(target);
@@ -136,9 +140,7 @@ function writeDeviceTable(dir: string, spec: TreeSpec): string {
   };
   for (const hca of spec.hcas) set(`/dev/infiniband/uverbs${hca.uverbs}`, hca.dev ?? uverbsDevice(hca.uverbs));
   for (const p of allProcs(spec)) for (const l of p.links ?? []) set(l.target, l.dev);
-  const file = path.join(dir, 'fd-devices.json');
-  put(file, JSON.stringify(Object.fromEntries(table), null, 1));
-  return file;
+  return table;
 }
 
 function allProcs(spec: TreeSpec): ProcSpec[] {
@@ -163,8 +165,8 @@ export function writeTree(dir: string, spec: TreeSpec): TreeRoots {
     writeProcess(roots.procfs, spec.rdmaEverywhere && p.pid === 1 && !p.cgroup ? { ...p, cgroup: '0::/\n' } : p);
   writeCgroups(roots.cgroupfs, spec);
   writeRdma(roots, spec);
-  const table = writeDeviceTable(dir, spec);
-  return { ...roots, fdDevice: deviceTable(table), deviceTable: table };
+  const devices = treeDevices(spec);
+  return { ...roots, fdDevice: (_fdPath, linkText) => devices.get(linkText), devices };
 }
 
 /** Whether the tree has an rdma controller (then v1 trees get an rdma hierarchy). */
@@ -302,10 +304,38 @@ export function writeProcess(procfs: string, p: ProcSpec): void {
   fs.mkdirSync(fdDir, { recursive: true });
   const named = [...(p.uverbs ?? []).map((n) => `/dev/infiniband/uverbs${n}`), ...(p.links ?? []).map((l) => l.target)];
   const total = Math.max(p.fds ?? 3 + named.length, 3 + named.length);
+  const infoDir = path.join(dir, 'fdinfo');
+  fs.mkdirSync(infoDir);
+  put(path.join(dir, 'mountinfo'), MOUNTINFO);
   for (let fd = 0; fd < total; fd++) {
     const target = fd < 3 ? '/dev/null' : (named[fd - 3] ?? `socket:[${p.pid * 1000 + fd}]`);
     fs.symlinkSync(target, path.join(fdDir, String(fd)));
+    if (target.startsWith('/')) fs.writeFileSync(path.join(infoDir, String(fd)), fdInfo(target));
   }
+}
+
+/** Mount ids of the synthetic mountinfo: /dev (devtmpfs) and the root filesystem (ext4). */
+const DEV_MOUNT = 24;
+const ROOT_MOUNT = 28;
+
+/** /proc/<pid>/mountinfo of every synthetic process: one mount namespace, as on a plain node. */
+const MOUNTINFO = [
+  `${ROOT_MOUNT} 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw,errors=remount-ro`,
+  `22 ${ROOT_MOUNT} 0:21 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw`,
+  `23 ${ROOT_MOUNT} 0:22 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw`,
+  `${DEV_MOUNT} ${ROOT_MOUNT} 0:5 / /dev rw,nosuid,relatime shared:2 - devtmpfs udev rw,mode=755`,
+  `25 ${DEV_MOUNT} 0:23 / /dev/pts rw,nosuid,noexec,relatime shared:3 - devpts devpts rw,mode=620`,
+  '',
+].join('\n');
+
+/**
+ * /proc/<pid>/fdinfo/<fd> of an fd on a path (what the agent reads before it asks a file's type):
+ * a path under /dev is on the devtmpfs, any other on the root filesystem. Written only for the
+ * fds that are paths; the kernel has one for every fd, but none other is ever read.
+ */
+function fdInfo(target: string): string {
+  const mount = target.startsWith('/dev/') ? DEV_MOUNT : ROOT_MOUNT;
+  return `pos:\t0\nflags:\t02100002\nmnt_id:\t${mount}\nino:\t${1000 + target.length}\n`;
 }
 
 function writeCgroups(cgroupfs: string, spec: TreeSpec): void {

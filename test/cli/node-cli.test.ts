@@ -1,11 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { demoTree } from '../../src/demo/scenarios.js';
-import { writeTree } from '../../src/demo/nodetree.js';
+import { writeProcess, writeTree } from '../../src/demo/nodetree.js';
 import { tmpDir } from '../support/tmp.js';
-import { treeFlags } from '../support/node-tree.js';
+import { canMakeDeviceNodes, rootFlags, treeFlags } from '../support/node-tree.js';
 
 // The built command, exactly as users run it (npm test builds first).
 const BIN = path.resolve('dist/src/cli/main.js');
@@ -25,13 +25,39 @@ function rootArgs(): string[] {
 }
 
 describe('slurm-otel node (command line)', () => {
-  it('--once prints the exposition of one cycle and exits 0', () => {
-    const r = cli(['node', '--once', ...rootArgs(), '--log-level', 'error']);
-    expect(r.stderr).toBe('');
-    expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^ib_slurm_port_attribution\{device="mlx5_0",port="1",status="sole"\} 1$/m);
-    expect(r.stdout).toMatch(/^ib_slurm_job_processes\{job_id="918002"\} 3$/m);
-  });
+  it.runIf(canMakeDeviceNodes('node --once on a synthetic node'))(
+    '--once prints the exposition of one cycle and exits 0',
+    () => {
+      const r = cli(['node', '--once', ...rootArgs(), '--log-level', 'error']);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      expect(r.stdout).toMatch(/^ib_slurm_port_attribution\{device="mlx5_0",port="1",status="sole"\} 1$/m);
+      expect(r.stdout).toMatch(/^ib_slurm_job_processes\{job_id="918002"\} 3$/m);
+    },
+  );
+
+  it.runIf(canMakeDeviceNodes('node --once on a synthetic node'))(
+    'knows a holder by the device its fd refers to (stat), not by the link text',
+    () => {
+      const dir = tmpDir();
+      const roots = writeTree(dir, demoTree({ layout: 'v2-sluid', nonJobHolder: false }));
+      // mlx5_0 is uverbs2 (231:194). A decoy holds a regular file and a device of other numbers, both named uverbs2.
+      fs.mkdirSync(path.join(dir, 'decoy/dev'), { recursive: true });
+      fs.writeFileSync(path.join(dir, 'decoy/uverbs2'), '');
+      execFileSync('mknod', [path.join(dir, 'decoy/dev/uverbs2'), 'c', '1', '7']);
+      const decoy = [path.join(dir, 'decoy/uverbs2'), path.join(dir, 'decoy/dev/uverbs2')];
+      writeProcess(roots.procfs, { pid: 980, comm: 'decoy', links: decoy.map((target) => ({ target })) });
+      const status = (flags: string[]): string | undefined =>
+        /^ib_slurm_port_attribution\{device="mlx5_0",port="1",status="(\w+)"\} 1$/m.exec(
+          cli(['node', '--once', ...flags, '--log-level', 'error']).stdout,
+        )?.[1];
+      // As written, the job's fds are symlinks to /dev/infiniband/uverbs2, which stat finds on no host without HCAs.
+      if (!fs.existsSync('/dev/infiniband')) expect(status(rootFlags(roots))).toBe('idle');
+      // With real device nodes behind them the job is found; the decoy holds nothing.
+      expect(status(treeFlags(roots))).toBe('sole');
+      expect(cli(['node', '--fd-device-table', 'x']).stderr).toMatch(/unknown option '--fd-device-table'/);
+    },
+  );
 
   it.each([
     [['node', '--bogus'], /unknown option '--bogus'/],

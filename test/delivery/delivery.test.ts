@@ -17,6 +17,7 @@ import { parseAllDocuments } from 'yaml';
 import { demoTree } from '../../src/demo/scenarios.js';
 import { writeTree } from '../../src/demo/nodetree.js';
 import { tmpDir } from '../support/tmp.js';
+import { canMakeDeviceNodes, withDeviceNodes } from '../support/node-tree.js';
 import { findTool, run, shouldRun, toolPath } from '../support/tools.js';
 import { collectorVersion, COLLECTOR_COMPONENTS } from '../support/collector.js';
 
@@ -746,28 +747,32 @@ describe('Kubernetes manifests', () => {
       expect(get(svc.body, 'spec.clusterIP')).toBe('None');
     });
 
-    it('its command line runs: one cycle on a synthetic node with the same flags', () => {
-      const roots = writeTree(tmpDir(), demoTree({ layout: 'v2-sluid', nonJobHolder: false }));
-      const local: Readonly<Record<string, string>> = {
-        '--procfs-root': roots.procfs,
-        '--sysfs-root': roots.sysfs,
-        '--cgroup-root': roots.cgroupfs,
-      };
-      const args = onlyContainer(ds()).args.map((a) => {
-        const flag = a.split('=')[0] as string;
-        return local[flag] !== undefined ? `${flag}=${local[flag]}` : a;
-      });
-      expect(args[0]).toBe('node');
-      // The synthetic procfs's fds are plain symlinks: their device numbers come from the tree's table.
-      const r = cli([...args, '--fd-device-table', roots.deviceTable, '--once', '--log-level', 'error']);
-      expect(r.code, r.stderr).toBe(0);
-      expect(r.stdout).toMatch(/^ib_slurm_port_attribution\{device="mlx5_0",port="1",status="sole"\} 1$/m);
-      const envNames = onlyContainer(ds())
-        .env.map((e) => str(e.name, 'env name'))
-        .filter((n) => n.startsWith('IB_SLURM_EXPORTER_'));
-      const text = help('node');
-      for (const n of envNames) expect(text, `${n} is not a variable of slurm-otel node`).toContain(`env: ${n}`);
-    });
+    it.runIf(canMakeDeviceNodes('the node DaemonSet command line'))(
+      'its command line runs: one cycle on a synthetic node with the same flags',
+      () => {
+        const roots = writeTree(tmpDir(), demoTree({ layout: 'v2-sluid', nonJobHolder: false }));
+        const local: Readonly<Record<string, string>> = {
+          '--procfs-root': roots.procfs,
+          '--sysfs-root': roots.sysfs,
+          '--cgroup-root': roots.cgroupfs,
+        };
+        const args = onlyContainer(ds()).args.map((a) => {
+          const flag = a.split('=')[0] as string;
+          return local[flag] !== undefined ? `${flag}=${local[flag]}` : a;
+        });
+        expect(args[0]).toBe('node');
+        // The tree's fds get real device nodes, which the command finds by stat as on a node.
+        withDeviceNodes(roots);
+        const r = cli([...args, '--once', '--log-level', 'error']);
+        expect(r.code, r.stderr).toBe(0);
+        expect(r.stdout).toMatch(/^ib_slurm_port_attribution\{device="mlx5_0",port="1",status="sole"\} 1$/m);
+        const envNames = onlyContainer(ds())
+          .env.map((e) => str(e.name, 'env name'))
+          .filter((n) => n.startsWith('IB_SLURM_EXPORTER_'));
+        const text = help('node');
+        for (const n of envNames) expect(text, `${n} is not a variable of slurm-otel node`).toContain(`env: ${n}`);
+      },
+    );
   });
 
   describe('cluster agent', () => {

@@ -14,6 +14,7 @@ import { startFakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
 import { demoTree } from '../../src/demo/scenarios.js';
 import { writeTree } from '../../src/demo/nodetree.js';
 import { parseExposition, select } from '../support/exposition.js';
+import { withDeviceNodes } from '../support/node-tree.js';
 import {
   canRunChroot,
   debPackage,
@@ -105,8 +106,6 @@ const treeEnv = {
   IB_SLURM_EXPORTER_PROCFS_ROOT: `${TREE}/proc`,
   IB_SLURM_EXPORTER_CGROUP_ROOT: `${TREE}/cgroup`,
 };
-/** The synthetic tree's device numbers of its fd link texts: a hidden flag, with no variable. */
-const treeArgs = ['--fd-device-table', `${TREE}/fd-devices.json`];
 
 describe.runIf(canRunChroot)('the .deb in a Debian chroot without Node', { timeout: TEST_LIMIT_MS }, () => {
   beforeAll(async () => {
@@ -114,7 +113,8 @@ describe.runIf(canRunChroot)('the .deb in a Debian chroot without Node', { timeo
     nonodeChroot();
     box = new Sandbox();
     box.put(deb, '/tmp/slurm-otel.deb');
-    writeTree(box.host(TREE), demoTree({ layout: 'v2-sluid', nonJobHolder: false }));
+    // Real device nodes for its fds, found by stat as on a node (paths as the chroot sees them).
+    withDeviceNodes(writeTree(box.host(TREE), demoTree({ layout: 'v2-sluid', nonJobHolder: false })), TREE);
     const install = await box.run('/usr/bin/dpkg', ['-i', '/tmp/slurm-otel.deb']);
     expect(install.code, install.stdout + install.stderr).toBe(0);
   }, PREPARE_LIMIT_MS);
@@ -151,7 +151,7 @@ describe.runIf(canRunChroot)('the .deb in a Debian chroot without Node', { timeo
     expect(unit.execStart).toEqual(['/usr/bin/slurm-otel', 'node']);
     expect(unit.user).toBe('slurm-otel');
     expect(unit.env.IB_SLURM_EXPORTER_LOG_FORMAT).toBe('json');
-    const [cmd, args] = asUser(unit, [...treeArgs, '--once']);
+    const [cmd, args] = asUser(unit, ['--once']);
     const r = await box.run(cmd, args, { ...unit.env, ...treeEnv });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^ib_slurm_port_attribution\{device="mlx5_0",port="1",status="sole"\} 1$/m);
@@ -161,7 +161,7 @@ describe.runIf(canRunChroot)('the .deb in a Debian chroot without Node', { timeo
   it("the node unit's ExecStart serves /metrics, and stops on SIGTERM with status 0", async () => {
     const unit = installedService('slurm-otel-node.service');
     const [metrics, monitoring] = [await freePort(), await freePort()];
-    const [cmd, args] = asUser(unit, treeArgs);
+    const [cmd, args] = asUser(unit);
     const agent = box.start(cmd, args, {
       ...unit.env,
       ...treeEnv,

@@ -16,7 +16,7 @@ import { writeTree, type TreeRoots } from '../../src/demo/nodetree.js';
 import { parseExposition, select } from '../support/exposition.js';
 import { canRunChroot, nonodeChroot, PREPARE_LIMIT_MS, Sandbox, singleExecutable } from '../support/nonode.js';
 import { freePort, waitFor } from '../support/tools.js';
-import { treeFlags } from '../support/node-tree.js';
+import { rootFlags, withDeviceNodes } from '../support/node-tree.js';
 
 const EXE = '/opt/slurm-otel/slurm-otel';
 const TREE = '/srv/tree';
@@ -39,15 +39,17 @@ describe.runIf(canRunChroot)(
       nonodeChroot();
       box = new Sandbox();
       box.put(exe, EXE, 0o755);
-      const written = writeTree(box.host(TREE), demoTree({ layout: 'v2-sluid', nonJobHolder: false }));
-      // The tree's paths as the chroot sees them.
+      // The tree's device nodes and paths as the chroot sees them.
+      const written = withDeviceNodes(
+        writeTree(box.host(TREE), demoTree({ layout: 'v2-sluid', nonJobHolder: false })),
+        TREE,
+      );
       const inside = (p: string): string => p.slice(box.upper.length);
       roots = {
         ...written,
         sysfs: inside(written.sysfs),
         procfs: inside(written.procfs),
         cgroupfs: inside(written.cgroupfs),
-        deviceTable: inside(written.deviceTable),
       };
     }, PREPARE_LIMIT_MS);
     afterAll(async () => box?.remove());
@@ -70,18 +72,18 @@ describe.runIf(canRunChroot)(
     });
 
     it('explain prints the attribution of the synthetic node (table and --json)', async () => {
-      const table = await box.run(EXE, ['explain', ...treeFlags(roots)]);
+      const table = await box.run(EXE, ['explain', ...rootFlags(roots)]);
       expect(table.stderr).toBe('');
       expect(table.code).toBe(0);
       expect(table.stdout).toMatch(/│ mlx5_0 │ 1 .*│ sole /);
       expect(table.stdout).toMatch(/│ mlx5_1 │ 1 .*│ shared /);
-      const json = await box.run(EXE, ['explain', '--json', ...treeFlags(roots)]);
+      const json = await box.run(EXE, ['explain', '--json', ...rootFlags(roots)]);
       expect(json.code).toBe(0);
       expect(JSON.stringify(JSON.parse(json.stdout))).toContain('918002');
     });
 
     it('node --once prints the exposition of one cycle and exits 0', async () => {
-      const r = await box.run(EXE, ['node', '--once', ...treeFlags(roots), '--log-level', 'error']);
+      const r = await box.run(EXE, ['node', '--once', ...rootFlags(roots), '--log-level', 'error']);
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
       expect(r.stdout).toMatch(/^ib_slurm_port_attribution\{device="mlx5_0",port="1",status="sole"\} 1$/m);
@@ -110,7 +112,7 @@ describe.runIf(canRunChroot)(
       const [metrics, monitoring] = [await freePort(), await freePort()];
       const agent = box.start(EXE, [
         'node',
-        ...treeFlags(roots),
+        ...rootFlags(roots),
         '--web-config-file',
         '/srv/web.yml',
         '--metrics-bind-address',

@@ -3,9 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { demoTree } from '../../src/demo/scenarios.js';
 import { writeTree } from '../../src/demo/nodetree.js';
 import { tmpDir } from '../support/tmp.js';
-import { explainCli, renameProcess } from '../support/node-tree.js';
+import { canMakeDeviceNodes, explainCli, renameProcess } from '../support/node-tree.js';
 
-describe('slurm-otel explain --json', () => {
+describe.runIf(canMakeDeviceNodes('explain --json on a synthetic node'))('slurm-otel explain --json', () => {
   it('escapes C1 controls (U+009B CSI), DEL and bidi overrides, and parses back to the same name', () => {
     const roots = writeTree(tmpDir(), demoTree({ layout: 'v2-sluid', nonJobHolder: true }));
     const name = 'we\u009b2Jka\u007f\u0085\u202e';

@@ -1,23 +1,93 @@
 /** A synthetic node tree as the command-line tests use it: its flags, explain on it, a process renamed. */
-import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { execFileSync, spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { TreeRoots } from '../../src/demo/nodetree.js';
 
 export const BIN = path.resolve('dist/src/cli/main.js');
 
-/** The flags that point the node agent (or explain) at a synthetic tree instead of the host's. */
+/** Where a tree's device nodes are made, beside its sys, proc and cgroup directories. */
+const NODES = 'dev-nodes';
+
+const isRoot = (): boolean => process.getuid?.() === 0;
+
+/**
+ * Whether a test that needs the command to find holders in a synthetic tree runs: the command
+ * learns an fd's device only from stat, so the tree needs real device nodes, and mknod needs
+ * root. Under CI such tests always run (and fail without root); elsewhere they are skipped with a
+ * message saying why.
+ */
+export function canMakeDeviceNodes(what: string): boolean {
+  if (isRoot() || process.env.CI) return true;
+  process.stderr.write(`\n!!! SKIPPING ${what}: its device nodes (mknod) need root; run the tests as root !!!\n\n`);
+  return false;
+}
+
+/**
+ * Gives the tree's fds real character devices, so that the command finds their holders as on a
+ * real node (by stat, where fdinfo and mountinfo say the fd's mount is local): a node made with
+ * mknod under `<tree>/dev-nodes` for each device link text the tree has (its `devices`), at the
+ * number it gives, and every fd link with that text pointed at it. The links then carry the
+ * tree's prefix, as a chrooted process's do. `seenAt`: the tree's directory as the command sees
+ * it, when it runs in a chroot. Links already pointed are left alone, so a second call only
+ * serves processes written since. Returns the roots with `devices` and `fdDevice` for the new
+ * link texts.
+ */
+export function withDeviceNodes(roots: TreeRoots, seenAt?: string): TreeRoots {
+  if (!isRoot()) throw new Error('device nodes for a synthetic tree need root (mknod)');
+  const dir = path.dirname(roots.procfs);
+  const nodePath = (link: string): string => path.join(dir, NODES, link);
+  const seenPath = (link: string): string => path.join(seenAt ?? dir, NODES, link);
+  const missing = [...roots.devices].filter(([link]) => !fs.existsSync(nodePath(link)));
+  for (const [link] of missing) fs.mkdirSync(path.dirname(nodePath(link)), { recursive: true });
+  if (missing.length > 0)
+    execFileSync(
+      'sh',
+      [
+        '-c',
+        'while [ $# -gt 0 ]; do mknod -m 666 "$1" c "$2" "$3" || exit 1; shift 3; done',
+        'sh',
+        ...missing.flatMap(([link, dev]) => [nodePath(link), ...dev.split(':')]),
+      ],
+      { stdio: ['ignore', 'ignore', 'inherit'] },
+    );
+  for (const pid of fs.readdirSync(roots.procfs)) {
+    const fdDir = path.join(roots.procfs, pid, 'fd');
+    for (const fd of readableEntries(fdDir)) {
+      const file = path.join(fdDir, fd.name);
+      if (!fd.isSymbolicLink() || !roots.devices.has(fs.readlinkSync(file))) continue;
+      const link = fs.readlinkSync(file);
+      fs.rmSync(file);
+      fs.symlinkSync(seenPath(link), file);
+    }
+  }
+  const devices = new Map([...roots.devices, ...[...roots.devices].map(([l, d]) => [seenPath(l), d] as const)]);
+  return { ...roots, devices, fdDevice: (_fdPath, link) => devices.get(link) };
+}
+
+/** A directory's entries; none when it cannot be read (a test made it unreadable on purpose). */
+function readableEntries(dir: string): fs.Dirent[] {
+  try {
+    return fs.readdirSync(dir, { withFileTypes: true });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EACCES') return [];
+    throw e;
+  }
+}
+
+/** The flags that point the node agent (or explain) at a tree's roots instead of the host's. */
+export function rootFlags(roots: TreeRoots): string[] {
+  return ['--sysfs-root', roots.sysfs, '--procfs-root', roots.procfs, '--cgroup-root', roots.cgroupfs];
+}
+
+/**
+ * rootFlags of a synthetic tree on this host, its device nodes made first (withDeviceNodes). Not
+ * as root, the tree stays as written: the command finds no holder in it (canMakeDeviceNodes gates
+ * the tests that look for one).
+ */
 export function treeFlags(roots: TreeRoots): string[] {
-  return [
-    '--sysfs-root',
-    roots.sysfs,
-    '--procfs-root',
-    roots.procfs,
-    '--cgroup-root',
-    roots.cgroupfs,
-    '--fd-device-table',
-    roots.deviceTable,
-  ];
+  if (isRoot()) withDeviceNodes(roots);
+  return rootFlags(roots);
 }
 
 /** `slurm-otel explain [flags]` on the tree, run to its end. */

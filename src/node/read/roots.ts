@@ -20,8 +20,8 @@ export interface Roots {
   readonly cgroupfs: string;
   /**
    * How an fd's device number is known: by default stat of the fd where its filesystem is local
-   * (fd-mounts.ts). A synthetic procfs holds plain symlinks whose targets do not exist, so its
-   * trees give their own (`deviceTable`).
+   * (fd-mounts.ts). A synthetic procfs holds plain symlinks whose targets need not exist, so the
+   * demo, run in one process with its tree, gives its own.
    */
   readonly fdDevice?: FdDeviceOf;
 }
@@ -36,23 +36,6 @@ export function deviceNumber(rdev: number): string {
 
 /** A device number as sysfs `dev` files write it. */
 export const DEV_RE = /^\d{1,10}:\d{1,10}$/;
-
-/**
- * An fd device source for a synthetic tree: device numbers by link text, as a JSON object file
- * (`{"/dev/infiniband/uverbs0": "231:192"}`); a link text not listed is not a character device.
- * Read once; a missing or malformed table is an error at start, not an empty table.
- */
-export function deviceTable(file: string): FdDeviceOf {
-  const parsed: unknown = JSON.parse(fs.readFileSync(file, 'utf8'));
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
-    throw new Error(`${file}: not a JSON object of link text → "major:minor"`);
-  const table = new Map<string, string>();
-  for (const [link, dev] of Object.entries(parsed)) {
-    if (typeof dev !== 'string' || !DEV_RE.test(dev)) throw new Error(`${file}: ${link}: not "major:minor"`);
-    table.set(link, dev);
-  }
-  return (_fdPath, linkText) => table.get(linkText);
-}
 
 export const DEFAULT_ROOTS: Roots = { sysfs: '/sys', procfs: '/proc', cgroupfs: '/sys/fs/cgroup' };
 

@@ -28,7 +28,7 @@ import {
 import type { Roots } from '../../../src/node/read/roots.js';
 import type { Point } from '../../../src/telemetry/spec.js';
 import { asUnprivileged, deny, tmpDir } from '../../support/tmp.js';
-import { explainCli } from '../../support/node-tree.js';
+import { canMakeDeviceNodes, explainCli, withDeviceNodes } from '../../support/node-tree.js';
 
 const points = (c: Cycle, name: string) => (c.families.find((f) => f.spec.name === name)?.points ?? []) as Point[];
 const statuses = (c: Cycle) => Object.fromEntries(c.attribution.verdicts.map((v) => [v.device, v.status]));
@@ -295,41 +295,46 @@ describe('device names in rdma.current', () => {
 });
 
 describe('explain names the evidence behind each holder', () => {
-  it('fd, rdma cgroup, or both, in the rows, the terminal table and the JSON', () => {
-    const roots = node({
-      jobs: { '918001': { mlx5_0: { handles: 2, objects: 40 }, mlx5_2: { handles: 1, objects: 5 } } },
-      procs: { 900: { mlx5_3: { handles: 1, objects: 2 } } },
-    });
-    const rows = attributionRows(cycle(roots, [900]));
-    const row = (d: string) => rows.find((r) => r.device === d);
-    expect(row('mlx5_0')?.jobs).toEqual([
-      expect.objectContaining({ jobId: '918001', evidence: ['fd', 'rdma-cgroup'] }),
-    ]);
-    expect(row('mlx5_2')?.jobs.map((j) => [j.jobId, j.holders.length, j.evidence])).toEqual([
-      ['918004', 2, ['fd']],
-      ['918001', 0, ['rdma-cgroup']],
-    ]);
-    expect(row('mlx5_3')?.nonJob).toEqual([{ pid: 900, comm: 'slurmd', evidence: ['rdma-cgroup'] }]);
+  it.runIf(canMakeDeviceNodes('explain of rdma cgroup evidence'))(
+    'fd, rdma cgroup, or both, in the rows, the terminal table and the JSON',
+    () => {
+      const roots = node({
+        jobs: { '918001': { mlx5_0: { handles: 2, objects: 40 }, mlx5_2: { handles: 1, objects: 5 } } },
+        procs: { 900: { mlx5_3: { handles: 1, objects: 2 } } },
+      });
+      const rows = attributionRows(cycle(roots, [900]));
+      const row = (d: string) => rows.find((r) => r.device === d);
+      expect(row('mlx5_0')?.jobs).toEqual([
+        expect.objectContaining({ jobId: '918001', evidence: ['fd', 'rdma-cgroup'] }),
+      ]);
+      expect(row('mlx5_2')?.jobs.map((j) => [j.jobId, j.holders.length, j.evidence])).toEqual([
+        ['918004', 2, ['fd']],
+        ['918001', 0, ['rdma-cgroup']],
+      ]);
+      expect(row('mlx5_3')?.nonJob).toEqual([{ pid: 900, comm: 'slurmd', evidence: ['rdma-cgroup'] }]);
 
-    const text = asUnprivileged(() => explainCli(roots));
-    expect(text.status).toBe(0);
-    const flat = text.stdout.replace(/\s+/g, ' ');
-    // Cells wrap: each holder's line is checked apart from its evidence.
-    expect(flat).toMatch(/job 918001: 41010 python, 41011 python │ sole .* \[fd \+ rdma cgroup\]/);
-    expect(flat).toContain('job 918001 [rdma cgroup]');
-    expect(flat).toContain('non-job: 900 slurmd [rdma cgroup]');
-    expect(flat).toMatch(
-      /unreadable: PID 900 .*holds only mlx5_3 \(charged in .*slurmd.service\/rdma.current\): those ports count it as a holder outside the jobs/,
-    );
-    const json = asUnprivileged(() => explainCli(roots, '--json'));
-    const out = JSON.parse(json.stdout) as {
-      ports: { device: string; jobs: { jobId: string; evidence: string[] }[] }[];
-    };
-    expect(out.ports.find((p) => p.device === 'mlx5_2')?.jobs.map((j) => j.evidence)).toEqual([
-      ['fd'],
-      ['rdma-cgroup'],
-    ]);
-  });
+      withDeviceNodes(roots); // made as root, read by the unprivileged command
+      const text = asUnprivileged(() => explainCli(roots));
+      expect(text.status).toBe(0);
+      const flat = text.stdout.replace(/\s+/g, ' ');
+      // Cells wrap: each holder's line is checked apart from its evidence. The tree's fds name its
+      // device nodes by a path with the tree's prefix, which the table shows (as for a chroot's).
+      expect(flat).toMatch(/job 918001: 41010 python via.* │ sole .* 41011 python via.* \[fd \+ rdma cgroup\]/);
+      expect(flat).toContain('job 918001 [rdma cgroup]');
+      expect(flat).toContain('non-job: 900 slurmd [rdma cgroup]');
+      expect(flat).toMatch(
+        /unreadable: PID 900 .*holds only mlx5_3 \(charged in .*slurmd.service\/rdma.current\): those ports count it as a holder outside the jobs/,
+      );
+      const json = asUnprivileged(() => explainCli(roots, '--json'));
+      const out = JSON.parse(json.stdout) as {
+        ports: { device: string; jobs: { jobId: string; evidence: string[] }[] }[];
+      };
+      expect(out.ports.find((p) => p.device === 'mlx5_2')?.jobs.map((j) => j.evidence)).toEqual([
+        ['fd'],
+        ['rdma-cgroup'],
+      ]);
+    },
+  );
 });
 
 describe('fewer fd tables: the rdma cgroup charges stand in for them', () => {
