@@ -67,8 +67,9 @@ export async function startDemo(o: DemoOptions): Promise<DemoStack> {
   };
   tick(60);
   const timer = setInterval(() => tick(o.tickMs / 1000), o.tickMs);
-  // Run by node: the demo's directory may be mounted noexec (the compose file's /tmp).
-  const qpCounters = o.node.qpCounters ?? { ...rdma.viaNode, mode: 'observe' as const, timeoutMs: 5_000 };
+  // Run by /bin/sh: the demo's directory may be mounted noexec (the compose file's /tmp), and the
+  // single executable has no Node to run a script with.
+  const qpCounters = o.node.qpCounters ?? { ...rdma.viaShell, mode: 'observe' as const, timeoutMs: 5_000 };
   const node = await startNodeAgent({ ...o.node, qpCounters, collector: { ...o.node.collector, roots } });
   await node.ready();
   const firstCycle = node.last() as Cycle;

@@ -1,27 +1,44 @@
 /**
  * A stand-in for iproute2's `rdma` tool (the demo, the tests and the benchmarks use it): an
- * executable script that answers `rdma -j statistic qp show|mode` and `rdma -j resource show qp`
- * from JSON files in its directory (shaped exactly as iproute2 prints them), records every call,
- * and applies `statistic qp set link D/P auto …` to its mode file, refusing with EBUSY for the
- * links listed in `busy`, as the kernel does while QPs are bound, and with EPERM for every link
- * when a file `denied` exists (no CAP_NET_ADMIN); a turn-on of a link listed in `hang` never
- * answers (until killed).
+ * executable shell script that answers `rdma -j statistic qp show|mode` and `rdma -j resource
+ * show qp` from JSON files in its directory (shaped exactly as iproute2 prints them) and records
+ * every call. `statistic qp set link D/P auto …` is handed to a Node script beside it, which
+ * applies it to the mode file, refusing with EBUSY for the links listed in `busy`, as the kernel
+ * does while QPs are bound, and with EPERM for every link when a file `denied` exists (no
+ * CAP_NET_ADMIN); a turn-on of a link listed in `hang` never answers (until killed). Reading needs
+ * only /bin/sh, so the demo runs it where there is no Node (the single executable).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 
-const SCRIPT = `
+/** What the demo's observe mode asks (reads), in POSIX sh; `set` goes to SET_SCRIPT, run by `node`. */
+const READ_SCRIPT = (node: string): string => `#!/bin/sh
+dir=$(dirname "$0")
+printf '%s\\n' "$*" >> "$dir/calls.log"
+words=
+for a in "$@"; do [ "$a" = -j ] || words="\${words:+$words }$a"; done
+answer() { if [ -f "$dir/$1" ]; then cat "$dir/$1"; else printf '[]'; fi; }
+case "$words" in
+  'statistic qp show') answer stat.json ;;
+  'resource show qp') answer resource.json ;;
+  'statistic qp mode') answer mode.json ;;
+  'statistic qp set link '*) exec ${shellQuoted(node)} "$dir/rdma-set.js" "$@" ;;
+  *) printf 'rdma: unknown command %s\\n' "$words" >&2; exit 1 ;;
+esac
+`;
+
+function shellQuoted(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+const SET_SCRIPT = `
 const fs = require('node:fs');
 const path = require('node:path');
 const dir = __dirname;
 const args = process.argv.slice(2);
 const file = (name, fallback) => { try { return fs.readFileSync(path.join(dir, name), 'utf8'); } catch { return fallback; } };
-fs.appendFileSync(path.join(dir, 'calls.log'), args.join(' ') + '\\n');
 const words = args.filter((a) => a !== '-j').join(' ');
-if (words === 'statistic qp show') process.stdout.write(file('stat.json', '[]'));
-else if (words === 'resource show qp') process.stdout.write(file('resource.json', '[]'));
-else if (words === 'statistic qp mode') process.stdout.write(file('mode.json', '[]'));
-else if (words.startsWith('statistic qp set link ')) {
+{
   const link = args[4];
   const busy = file('busy', '').split('\\n').includes(link);
   if (!words.endsWith('auto off') && file('hang', '').split('\\n').includes(link)) {
@@ -47,9 +64,6 @@ else if (words.startsWith('statistic qp set link ')) {
   const tmp = path.join(dir, 'mode.json.' + process.pid);
   fs.writeFileSync(tmp, JSON.stringify(modes));
   fs.renameSync(tmp, path.join(dir, 'mode.json'));
-} else {
-  process.stderr.write('rdma: unknown command ' + words + '\\n');
-  process.exit(1);
 }
 `;
 
@@ -66,15 +80,19 @@ export interface QpCounterJson {
 export class FakeRdma {
   readonly path: string;
 
-  /** Writes the script into `dir` (a fresh directory of its own). */
-  constructor(readonly dir: string) {
+  /** Writes the scripts into `dir` (a fresh directory of its own); `set` runs with `node` (default: this one). */
+  constructor(
+    readonly dir: string,
+    node: string = process.execPath,
+  ) {
     this.path = path.join(dir, 'rdma');
-    fs.writeFileSync(this.path, `#!${process.execPath}\n${SCRIPT}`, { mode: 0o755 });
+    fs.writeFileSync(this.path, READ_SCRIPT(node), { mode: 0o755 });
+    fs.writeFileSync(path.join(dir, 'rdma-set.js'), SET_SCRIPT);
   }
 
-  /** The same script run by node: for a directory mounted noexec (a container's /tmp). */
-  get viaNode(): { readonly path: string; readonly leadingArgs: readonly string[] } {
-    return { path: process.execPath, leadingArgs: [this.path] };
+  /** The same script run by /bin/sh: for a directory mounted noexec (a container's /tmp). */
+  get viaShell(): { readonly path: string; readonly leadingArgs: readonly string[] } {
+    return { path: '/bin/sh', leadingArgs: [this.path] };
   }
 
   /** `rdma -j statistic qp show`: one entry per counter, keys in iproute2's order. */

@@ -107,6 +107,42 @@ describe.runIf(canRunChroot)(
       }
     });
 
+    it('demo runs both agents, its stand-in rdma tool too (a shell script: no Node needed)', async () => {
+      const ports = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+      const [metrics, monitoring, clusterMetrics, clusterMonitoring] = ports.map((p) => `127.0.0.1:${p}`);
+      const demo = box.start(EXE, [
+        'demo',
+        '--metrics-bind-address',
+        metrics as string,
+        '--monitoring-bind-address',
+        monitoring as string,
+        '--cluster-metrics-bind-address',
+        clusterMetrics as string,
+        '--cluster-monitoring-bind-address',
+        clusterMonitoring as string,
+        '--log-level',
+        'warn',
+      ]);
+      try {
+        // The shared port's per-job bytes come from QP counters, which only the rdma tool gives.
+        const body = await waitFor('the demo to count QP bytes of a job on the shared port', async () => {
+          const text = await (await fetch(`http://${metrics}/metrics`)).text();
+          return /^ib_slurm_job_qp_transmit_bytes_total\{job_id="918002",device="mlx5_1",port="1"\} [1-9]/m.test(text)
+            ? text
+            : undefined;
+        });
+        expect(body).toMatch(/^ib_slurm_port_attribution\{device="mlx5_1",port="1",status="shared"\} 1$/m);
+        const cluster = await (await fetch(`http://${clusterMetrics}/metrics`)).text();
+        expect(cluster).toMatch(/^slurm_node_info\{/m);
+      } finally {
+        demo.kill('SIGTERM');
+        await demo.exited;
+      }
+      const exit = await demo.exited;
+      expect(exit.stderr).not.toMatch(/rdma run failed/);
+      expect(exit.code, exit.stderr).toBe(0);
+    });
+
     it('serves /metrics behind basic auth, then stops on SIGTERM with status 0', async () => {
       fs.writeFileSync(box.host('/srv/web.yml'), `basic_auth_users:\n  prom: ${bcrypt.hashSync('s3cret', 4)}\n`);
       const [metrics, monitoring] = [await freePort(), await freePort()];
