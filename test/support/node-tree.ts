@@ -26,8 +26,8 @@ export function canMakeDeviceNodes(what: string): boolean {
 /**
  * Gives the tree's fds real character devices, so that the command finds their holders as on a
  * real node (by stat, where fdinfo and mountinfo say the fd's mount is local): a node made with
- * mknod under `<tree>/dev-nodes` for each device link text the tree has (its `devices`), at the
- * number it gives, and every fd link with that text pointed at it. The links then carry the
+ * mknod under `<tree>/dev-nodes` for each device link text its fds have (one of its `devices`),
+ * at the number it gives, and every fd link with that text pointed at it. The links then carry the
  * tree's prefix, as a chrooted process's do. `seenAt`: the tree's directory as the command sees
  * it, when it runs in a chroot. Links already pointed are left alone, so a second call only
  * serves processes written since. Returns the roots with `devices` and `fdDevice` for the new
@@ -38,31 +38,39 @@ export function withDeviceNodes(roots: TreeRoots, seenAt?: string): TreeRoots {
   const dir = path.dirname(roots.procfs);
   const nodePath = (link: string): string => path.join(dir, NODES, link);
   const seenPath = (link: string): string => path.join(seenAt ?? dir, NODES, link);
-  const missing = [...roots.devices].filter(([link]) => !fs.existsSync(nodePath(link)));
-  for (const [link] of missing) fs.mkdirSync(path.dirname(nodePath(link)), { recursive: true });
-  if (missing.length > 0)
-    execFileSync(
-      'sh',
-      [
-        '-c',
-        'while [ $# -gt 0 ]; do mknod -m 666 "$1" c "$2" "$3" || exit 1; shift 3; done',
-        'sh',
-        ...missing.flatMap(([link, dev]) => [nodePath(link), ...dev.split(':')]),
-      ],
-      { stdio: ['ignore', 'ignore', 'inherit'] },
-    );
-  for (const pid of fs.readdirSync(roots.procfs)) {
-    const fdDir = path.join(roots.procfs, pid, 'fd');
-    for (const fd of readableEntries(fdDir)) {
-      const file = path.join(fdDir, fd.name);
-      if (!fd.isSymbolicLink() || !roots.devices.has(fs.readlinkSync(file))) continue;
-      const link = fs.readlinkSync(file);
-      fs.rmSync(file);
-      fs.symlinkSync(seenPath(link), file);
-    }
+  const fds = deviceFds(roots);
+  makeNodes([...new Set(fds.map((f) => f.link))].map((link) => [nodePath(link), roots.devices.get(link) as string]));
+  for (const { file, link } of fds) {
+    fs.rmSync(file);
+    fs.symlinkSync(seenPath(link), file);
   }
   const devices = new Map([...roots.devices, ...[...roots.devices].map(([l, d]) => [seenPath(l), d] as const)]);
   return { ...roots, devices, fdDevice: (_fdPath, link) => devices.get(link) };
+}
+
+/** The tree's fd links whose text is one of its devices (not pointed at a node yet). */
+function deviceFds(roots: TreeRoots): { file: string; link: string }[] {
+  const out: { file: string; link: string }[] = [];
+  for (const pid of fs.readdirSync(roots.procfs)) {
+    const fdDir = path.join(roots.procfs, pid, 'fd');
+    for (const fd of readableEntries(fdDir)) {
+      if (!fd.isSymbolicLink()) continue;
+      const file = path.join(fdDir, fd.name);
+      const link = fs.readlinkSync(file);
+      if (roots.devices.has(link)) out.push({ file, link });
+    }
+  }
+  return out;
+}
+
+/** Character devices (mode 0666) at each path not made yet, with one shell for them all. */
+function makeNodes(nodes: readonly (readonly [string, string])[]): void {
+  const missing = nodes.filter(([file]) => !fs.existsSync(file));
+  if (missing.length === 0) return;
+  for (const [file] of missing) fs.mkdirSync(path.dirname(file), { recursive: true });
+  const script = 'while [ $# -gt 0 ]; do mknod -m 666 "$1" c "$2" "$3" || exit 1; shift 3; done';
+  const args = missing.flatMap(([file, dev]) => [file, ...dev.split(':')]);
+  execFileSync('sh', ['-c', script, 'sh', ...args], { stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
 /** A directory's entries; none when it cannot be read (a test made it unreadable on purpose). */
