@@ -25,7 +25,8 @@ import { parseQpCounters } from '../test/support/qp-text.js';
 import { QpSource } from '../src/node/qp/qp-source.js';
 import type { TreeRoots, TreeSpec } from '../src/demo/nodetree.js';
 import type { Roots } from '../src/node/read/roots.js';
-import { FakeRdma, type QpCounterJson } from '../src/demo/fake-rdma.js';
+import { type QpCounterJson } from '../src/demo/fake-rdma.js';
+import { RecordingRdma } from '../test/support/recording-rdma.js';
 import { HEAVY_NODE, heavyTree } from './heavy-node.js';
 import { writeTree } from '../src/demo/nodetree.js';
 import { WRAPS_32 } from '../src/node/read/hca.js';
@@ -207,7 +208,7 @@ function qpCounters(spec: TreeSpec, round: number): QpCounterJson[] {
  */
 async function qpObserve(spec: TreeSpec, roots: Roots, without: number): Promise<void> {
   const rdmaDir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-bench-fake-rdma-'));
-  const rdma = new FakeRdma(rdmaDir);
+  const rdma = new RecordingRdma(rdmaDir);
   const source = new QpSource({ path: rdma.path, mode: 'observe', timeoutMs: 10_000, logger: silentLogger() });
   try {
     const counters = qpCounters(spec, 1);

@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startNodeAgent } from '../src/node/agent.js';
-import { FakeRdma } from '../src/demo/fake-rdma.js';
+import { RecordingRdma } from '../test/support/recording-rdma.js';
 import { demoTree } from '../src/demo/scenarios.js';
 import { writeTree } from '../src/demo/nodetree.js';
 import { silentLogger } from '../test/support/log.js';
@@ -98,7 +98,7 @@ interface Figures {
 
 async function runCase(name: string, dir: string): Promise<Figures> {
   fs.mkdirSync(path.join(dir, 'rdma'));
-  const rdma = new FakeRdma(path.join(dir, 'rdma'));
+  const rdma = new RecordingRdma(path.join(dir, 'rdma'));
   const files = JSON.parse(fs.readFileSync(path.join(dir, 'files.json'), 'utf8')) as Files;
   fs.renameSync(path.join(dir, files.stat), path.join(rdma.dir, 'stat.json'));
   if (files.resource) fs.renameSync(path.join(dir, files.resource), path.join(rdma.dir, 'resource.json'));

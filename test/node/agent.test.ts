@@ -10,7 +10,7 @@ import { writeTree } from '../../src/demo/nodetree.js';
 import { prometheusName } from '../../src/telemetry/spec.js';
 import { startReceiver, type Receiver } from '../support/otlp-receiver.js';
 import { nodeAgentOptions } from '../support/agents.js';
-import { FakeRdma } from '../../src/demo/fake-rdma.js';
+import { RecordingRdma } from '../support/recording-rdma.js';
 import { asUnprivilegedAsync, deny, tmpDir } from '../support/tmp.js';
 import { waitFor } from '../support/tools.js';
 
@@ -51,7 +51,7 @@ describe('node agent over HTTP', () => {
     // The rdma cgroup controller on job 918001 and per-PID QP counters of job 918002, so every family has points.
     const spec = demoTree({ layout: 'v2-sluid', nonJobHolder: true });
     const jobs = spec.jobs.map((j, i) => (i === 0 ? { ...j, rdma: { mlx5_0: { handles: 1, objects: 30 } } } : j));
-    const rdma = new FakeRdma(tmpDir('fake-rdma-'));
+    const rdma = new RecordingRdma(tmpDir('fake-rdma-'));
     rdma.counters([
       {
         ifname: 'mlx5_1',

@@ -26,7 +26,8 @@ import type { Point } from '../../../src/telemetry/spec.js';
 import { nodeAgentOptions, startTestNodeAgent } from '../../support/agents.js';
 import { familyKeyErrors } from '../../support/catalogue-keys.js';
 import { capturingLogger } from '../../support/log.js';
-import { FakeRdma, type QpCounterJson } from '../../../src/demo/fake-rdma.js';
+import { type QpCounterJson } from '../../../src/demo/fake-rdma.js';
+import { RecordingRdma } from '../../support/recording-rdma.js';
 import { tmpDir } from '../../support/tmp.js';
 import { waitFor } from '../../support/tools.js';
 
@@ -259,7 +260,7 @@ async function cycleAfterReading(
 describe('--qp-counters observe with a stand-in rdma', () => {
   it('two jobs sharing an HCA each get their own series, summed over their PIDs, with bytes and coverage', async () => {
     const roots = writeTree(tmpDir(), demoTree({ layout: 'v2', nonJobHolder: false }));
-    const rdma = new FakeRdma(tmpDir('fake-rdma-'));
+    const rdma = new RecordingRdma(tmpDir('fake-rdma-'));
     rdma.counters(sharedPort(1));
     rdma.resources(
       [100, 101, 102, 103]
@@ -344,7 +345,7 @@ describe('--qp-counters observe with a stand-in rdma', () => {
 describe('--qp-counters manage with a stand-in rdma', () => {
   it('turns on only links in auto off, retries a busy one next cycle (logged once), and restores exactly what it changed', async () => {
     const roots = writeTree(tmpDir(), demoTree({ layout: 'v2', nonJobHolder: false }));
-    const rdma = new FakeRdma(tmpDir('fake-rdma-'));
+    const rdma = new RecordingRdma(tmpDir('fake-rdma-'));
     rdma.modes([
       { ifname: 'mlx5_0', port: 1, mode: 'qp auto off' },
       { ifname: 'mlx5_1', port: 1, mode: 'qp auto type,pid on' },
@@ -385,7 +386,7 @@ describe('--qp-counters manage with a stand-in rdma', () => {
     const base = demoTree({ layout: 'v2', nonJobHolder: false });
     const extra = [4, 5, 6, 7].map((i) => ({ ...(base.hcas[0] as HcaSpec), name: `mlx5_${i}`, uverbs: i }));
     const roots = writeTree(tmpDir(), { ...base, hcas: [...base.hcas, ...extra] });
-    const rdma = new FakeRdma(tmpDir('fake-rdma-'));
+    const rdma = new RecordingRdma(tmpDir('fake-rdma-'));
     const links = [0, 1, 2, 3, 4, 5, 6, 7].map((i) => `mlx5_${i}/1`);
     rdma.modes(links.map((l) => ({ ifname: l.split('/')[0] as string, port: 1, mode: 'qp auto off' })));
     rdma.hang(['mlx5_5/1']);
@@ -411,7 +412,7 @@ describe('--qp-counters manage with a stand-in rdma', () => {
 
   it('falls back to no optional counters where the tool does not take them', async () => {
     const roots = writeTree(tmpDir(), demoTree({ layout: 'v2', nonJobHolder: false }));
-    const rdma = new FakeRdma(tmpDir('fake-rdma-'));
+    const rdma = new RecordingRdma(tmpDir('fake-rdma-'));
     rdma.modes([{ ifname: 'mlx5_0', port: 1, mode: 'qp auto off' }]);
     (await import('node:fs')).writeFileSync(`${rdma.dir}/no-optional`, '');
     const runner = new NodeRunner(
@@ -447,7 +448,7 @@ describe('rdma runs that fail', () => {
 
   it('manage without CAP_NET_ADMIN: logged once, not retried, nothing to restore', async () => {
     const roots = writeTree(tmpDir(), demoTree({ layout: 'v2', nonJobHolder: false }));
-    const rdma = new FakeRdma(tmpDir('fake-rdma-'));
+    const rdma = new RecordingRdma(tmpDir('fake-rdma-'));
     rdma.modes([{ ifname: 'mlx5_0', port: 1, mode: 'qp auto off' }]);
     (await import('node:fs')).writeFileSync(`${rdma.dir}/denied`, '');
     const { logger, lines } = capturingLogger();

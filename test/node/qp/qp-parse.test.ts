@@ -17,7 +17,7 @@ import {
 import { counterEntries, drain, parseQpCounters, resourceEntries } from '../../support/qp-text.js';
 import { QpSource } from '../../../src/node/qp/qp-source.js';
 import type { FailureKind } from '../../../src/node/read/roots.js';
-import { FakeRdma } from '../../../src/demo/fake-rdma.js';
+import { RecordingRdma } from '../../support/recording-rdma.js';
 import { demoTree } from '../../../src/demo/scenarios.js';
 import { writeTree } from '../../../src/demo/nodetree.js';
 import { startTestNodeAgent } from '../../support/agents.js';
@@ -170,7 +170,7 @@ describe('rdma failures by kind', () => {
 
   it('the agent counts them by kind and what readings drop by reason', async () => {
     const roots = writeTree(tmpDir(), demoTree({ layout: 'v2', nonJobHolder: false }));
-    const rdma = new FakeRdma(tmpDir('fake-rdma-'));
+    const rdma = new RecordingRdma(tmpDir('fake-rdma-'));
     fs.writeFileSync(`${rdma.dir}/stat.json`, `[${entry(1)},${entry(2).replace('mlx5_1', 'dev9')}]`);
     fs.writeFileSync(`${rdma.dir}/resource.json`, '[{"ifname":');
     const agent = await startTestNodeAgent(roots, {

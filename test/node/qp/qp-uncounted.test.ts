@@ -11,7 +11,7 @@ import { NODE_METRICS } from '../../../src/node/metrics.js';
 import { QpSource } from '../../../src/node/qp/qp-source.js';
 import { demoTree } from '../../../src/demo/scenarios.js';
 import { writeTree } from '../../../src/demo/nodetree.js';
-import { FakeRdma } from '../../../src/demo/fake-rdma.js';
+import { RecordingRdma } from '../../support/recording-rdma.js';
 import type { Point } from '../../../src/telemetry/spec.js';
 import { capturingLogger } from '../../support/log.js';
 import { tmpDir } from '../../support/tmp.js';
@@ -22,7 +22,7 @@ const points = (c: Cycle, name: string) => (c.families.find((f) => f.spec.name =
 /** The demo node (jobs 918002 and 918003 share mlx5_1), its rdma listing QPs of both and no counter. */
 function uncountedNode(mode: string) {
   const roots = writeTree(tmpDir(), demoTree({ layout: 'v2', nonJobHolder: false }));
-  const rdma = new FakeRdma(tmpDir('fake-rdma-'));
+  const rdma = new RecordingRdma(tmpDir('fake-rdma-'));
   rdma.counters([]);
   rdma.resources([
     { ifname: 'mlx5_1', port: 1, pid: 42010, lqpn: 17 },

@@ -14,7 +14,7 @@ import { Problems } from '../../../src/node/read/problems.js';
 import { autoOff } from '../../../src/node/qp/qp-parse.js';
 import { parseLinkModes, parseQpCounters, parseQpResources } from '../../support/qp-text.js';
 import { QpSource } from '../../../src/node/qp/qp-source.js';
-import { FakeRdma } from '../../../src/demo/fake-rdma.js';
+import { RecordingRdma } from '../../support/recording-rdma.js';
 import type { Point } from '../../../src/telemetry/spec.js';
 import { capturingLogger } from '../../support/log.js';
 import { tmpDir } from '../../support/tmp.js';
@@ -135,7 +135,7 @@ describe('rdma -j JSON of rdma_rxe, as recorded', () => {
   });
 
   it('the agent reading those outputs says the per-job QP counters are unavailable, on the links with QPs', async () => {
-    const rdma = new FakeRdma(tmpDir('fake-rdma-'));
+    const rdma = new RecordingRdma(tmpDir('fake-rdma-'));
     fs.writeFileSync(path.join(rdma.dir, 'stat.json'), rdmaJson('statistic-qp.traffic.json'));
     fs.writeFileSync(path.join(rdma.dir, 'resource.json'), rdmaJson('resource-qp.traffic.json'));
     fs.writeFileSync(path.join(rdma.dir, 'mode.json'), rdmaJson('statistic-qp-mode.json'));
