@@ -305,7 +305,7 @@ export function writeProcess(procfs: string, p: ProcSpec): void {
   const named = [...(p.uverbs ?? []).map((n) => `/dev/infiniband/uverbs${n}`), ...(p.links ?? []).map((l) => l.target)];
   const total = Math.max(p.fds ?? 3 + named.length, 3 + named.length);
   const infoDir = path.join(dir, 'fdinfo');
-  fs.mkdirSync(infoDir);
+  fs.mkdirSync(infoDir, { recursive: true });
   put(path.join(dir, 'mountinfo'), MOUNTINFO);
   for (let fd = 0; fd < total; fd++) {
     const target = fd < 3 ? '/dev/null' : (named[fd - 3] ?? `socket:[${p.pid * 1000 + fd}]`);
@@ -335,7 +335,7 @@ const MOUNTINFO = [
  */
 function fdInfo(target: string): string {
   const mount = target.startsWith('/dev/') ? DEV_MOUNT : ROOT_MOUNT;
-  return `pos:\t0\nflags:\t02100002\nmnt_id:\t${mount}\nino:\t${1000 + target.length}\n`;
+  return `pos:\t0\nflags:\t02100002\nmnt_id:\t${mount}\n`;
 }
 
 function writeCgroups(cgroupfs: string, spec: TreeSpec): void {

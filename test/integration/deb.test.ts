@@ -11,13 +11,11 @@ import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeCluster } from '../../src/demo/fake-cluster.js';
 import { startFakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
-import { demoTree } from '../../src/demo/scenarios.js';
-import { writeTree } from '../../src/demo/nodetree.js';
 import { parseExposition, select } from '../support/exposition.js';
-import { withDeviceNodes } from '../support/node-tree.js';
 import {
   canRunChroot,
   debPackage,
+  demoTreeIn,
   nonodeChroot,
   PREPARE_LIMIT_MS,
   Sandbox,
@@ -113,8 +111,8 @@ describe.runIf(canRunChroot)('the .deb in a Debian chroot without Node', { timeo
     nonodeChroot();
     box = new Sandbox();
     box.put(deb, '/tmp/slurm-otel.deb');
-    // Real device nodes for its fds, found by stat as on a node (paths as the chroot sees them).
-    withDeviceNodes(writeTree(box.host(TREE), demoTree({ layout: 'v2-sluid', nonJobHolder: false })), TREE);
+    // Real device nodes for its fds, found by stat as on a node.
+    demoTreeIn(box, TREE);
     const install = await box.run('/usr/bin/dpkg', ['-i', '/tmp/slurm-otel.deb']);
     expect(install.code, install.stdout + install.stderr).toBe(0);
   }, PREPARE_LIMIT_MS);

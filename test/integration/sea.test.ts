@@ -11,12 +11,18 @@ import bcrypt from 'bcryptjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeCluster } from '../../src/demo/fake-cluster.js';
 import { startFakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
-import { demoTree } from '../../src/demo/scenarios.js';
-import { writeTree, type TreeRoots } from '../../src/demo/nodetree.js';
+import type { TreeRoots } from '../../src/demo/nodetree.js';
 import { parseExposition, select } from '../support/exposition.js';
-import { canRunChroot, nonodeChroot, PREPARE_LIMIT_MS, Sandbox, singleExecutable } from '../support/nonode.js';
+import {
+  canRunChroot,
+  demoTreeIn,
+  nonodeChroot,
+  PREPARE_LIMIT_MS,
+  Sandbox,
+  singleExecutable,
+} from '../support/nonode.js';
 import { freePort, waitFor } from '../support/tools.js';
-import { rootFlags, withDeviceNodes } from '../support/node-tree.js';
+import { rootFlags } from '../support/node-tree.js';
 
 const EXE = '/opt/slurm-otel/slurm-otel';
 const TREE = '/srv/tree';
@@ -39,18 +45,7 @@ describe.runIf(canRunChroot)(
       nonodeChroot();
       box = new Sandbox();
       box.put(exe, EXE, 0o755);
-      // The tree's device nodes and paths as the chroot sees them.
-      const written = withDeviceNodes(
-        writeTree(box.host(TREE), demoTree({ layout: 'v2-sluid', nonJobHolder: false })),
-        TREE,
-      );
-      const inside = (p: string): string => p.slice(box.upper.length);
-      roots = {
-        ...written,
-        sysfs: inside(written.sysfs),
-        procfs: inside(written.procfs),
-        cgroupfs: inside(written.cgroupfs),
-      };
+      roots = demoTreeIn(box, TREE);
     }, PREPARE_LIMIT_MS);
     afterAll(async () => box?.remove());
 

@@ -8,6 +8,9 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { demoTree } from '../../src/demo/scenarios.js';
+import { writeTree, type TreeRoots } from '../../src/demo/nodetree.js';
+import { withDeviceNodes } from './node-tree.js';
 import { findTool, shouldRun, toolPath } from './tools.js';
 
 const CHROOT_SH = path.resolve('scripts/sea/chroot.sh');
@@ -148,4 +151,19 @@ export class Sandbox {
     }
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The demo's synthetic node written into the sandbox at `at` (a path inside the chroot), its fds
+ * on real device nodes (withDeviceNodes); its roots as the chroot sees them.
+ */
+export function demoTreeIn(box: Sandbox, at: string): TreeRoots {
+  const written = withDeviceNodes(writeTree(box.host(at), demoTree({ layout: 'v2-sluid', nonJobHolder: false })), at);
+  const inside = (p: string): string => p.slice(box.upper.length);
+  return {
+    ...written,
+    sysfs: inside(written.sysfs),
+    procfs: inside(written.procfs),
+    cgroupfs: inside(written.cgroupfs),
+  };
 }
