@@ -87,6 +87,7 @@ export class NodeRunner implements Collecting {
     this.background = [jobIdTable, metadata, this.qp].filter((b): b is NonNullable<typeof b> => b !== undefined);
     this.collector = new NodeCollector({
       holdCounterFiles: HOLD_COUNTER_FILES,
+      logger,
       ...opts.collector,
       jobIdTable,
       metadata,
@@ -172,6 +173,7 @@ export class NodeRunner implements Collecting {
     m.cycles.record(1);
     m.cycleDuration.record(c.durationMs / 1000);
     m.fdLinksRead.record(c.snapshot.stats.fdLinksRead);
+    for (const [result, n] of c.snapshot.stats.fdProbes) m.fdProbes.record(n, { result });
     for (const p of c.snapshot.problems) {
       m.cycleErrors.record(p.count, { source: p.source, kind: p.kind });
       this.once(
@@ -234,6 +236,7 @@ export class NodeRunner implements Collecting {
   /** Kills squeue and rdma runs in flight (and whatever they started), and ends a cycle in flight. */
   abort(): void {
     this.stopping.abort();
+    this.collector.stop();
     for (const b of this.background) b.stop();
   }
 

@@ -270,6 +270,13 @@ export const NODE_SELF_METRICS = {
     [],
     'fd symlinks read with readlink (the fd cache avoids most).',
   ),
+  fdProbes: spec(
+    'counter',
+    'ib_slurm_exporter_fd_probes',
+    '',
+    ['result'],
+    'fds named like a device on a network, FUSE or stacked filesystem, whose device was asked with stat in a child process (never on the event loop), by result: device (a character device), other (not one), failed (stat refused or failed), timeout (no answer within the deadline: the child is killed and left, its mount not asked again), skipped (not asked: a mount that hung before, too many this cycle, too many stats still stuck). Any but device and other leaves the process uncertain.',
+  ),
 } as const;
 
 checkCatalogue([...Object.values(NODE_METRICS), ...Object.values(NODE_SELF_METRICS)]);
