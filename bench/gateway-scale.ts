@@ -16,7 +16,6 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -29,6 +28,7 @@ import { startFakeSlurmrestd } from '../src/demo/fake-slurmrestd.js';
 import { clusterAgentOptions } from '../test/support/agents.js';
 import { bigCluster } from '../test/support/big-cluster.js';
 import { collectorPath } from '../test/support/collector.js';
+import { recordingProxy } from '../test/support/collector-chain.js';
 import { parseExposition } from '../test/support/exposition.js';
 import { silentLogger } from '../test/support/log.js';
 import { startPrometheus } from '../test/support/prometheus.js';
@@ -41,36 +41,6 @@ const NODES = Number(args.nodes);
 const JOBS = Number(args.jobs);
 const TOKEN = 'gateway-scale-token';
 const MiB = 1024 * 1024;
-
-interface Proxied {
-  readonly bytes: number;
-  readonly status: number;
-}
-
-/** A loopback proxy to `target` that records each request's body size and the answer's status. */
-async function recordingProxy(target: number): Promise<{ url: string; seen: Proxied[]; close(): void }> {
-  const seen: Proxied[] = [];
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      const out = http.request(
-        { host: '127.0.0.1', port: target, path: req.url, method: req.method, headers: req.headers },
-        (answer) => {
-          seen.push({ bytes: body.length, status: answer.statusCode ?? 0 });
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(res);
-        },
-      );
-      out.on('error', () => res.writeHead(502).end());
-      out.end(body);
-    });
-  });
-  const port = await freePort();
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${port}/v1/metrics`, seen, close: () => server.close() };
-}
 
 /** CPU milliseconds and peak RSS (MiB) of a process, from /proc. */
 function usage(pid: number): { cpuMs: number; peakMiB: number } {
