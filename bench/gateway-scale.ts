@@ -203,13 +203,16 @@ async function main(): Promise<void> {
   if (agent !== undefined) {
     const a = await agentFigures(agent.telemetry);
     const accepted = await collectorTelemetry(gwTelemetry, 'otelcol_receiver_accepted_metric_points');
-    const pushed = runner.pipeline.producer.size;
+    const refused = await collectorTelemetry(gwTelemetry, 'otelcol_receiver_refused_metric_points');
+    // A request the node-local Collector timed out on and sent again reaches the gateway twice.
+    const retries = agent.collector
+      .log()
+      .split('\n')
+      .filter((l) => /will retry/i.test(l)).length;
     console.log(
-      `through the node-local Collector: it received ${a.received} points, sent ${a.sent}, failed to send ` +
-        `${a.failed}; the gateway accepted ${accepted} (refused ` +
-        `${await collectorTelemetry(gwTelemetry, 'otelcol_receiver_refused_metric_points')}); ` +
-        `the agent counted ${runner.pipeline.producer.size} points pushed, lost on the way ${pushed - accepted} ` +
-        `(${((100 * (pushed - accepted)) / pushed).toFixed(1)} %)`,
+      `node-local Collector: received ${a.received} points, sent ${a.sent}, failed to send ${a.failed} ` +
+        `(${((100 * a.failed) / Math.max(1, a.received)).toFixed(1)} % lost there), ${retries} requests retried; ` +
+        `gateway: accepted ${accepted} points, refused ${refused}`,
     );
     await agent.collector.stop();
   }
