@@ -74,7 +74,10 @@ export class NodeRunner implements Collecting {
       scope: SCOPE,
       otlp: opts.otlp,
       logger,
-      onExport: (ok) => this.self.m.otlpExports.record(1, { result: ok ? 'success' : 'failure' }),
+      onExport: ({ result, rejectedPoints }) => {
+        this.self.m.otlpExports.record(1, { result });
+        if (rejectedPoints > 0) this.self.m.otlpRejectedPoints.record(rejectedPoints);
+      },
     });
     const onError = () => this.self.m.cycleErrors.record(1, { source: 'jobid', kind: 'io' });
     const jobIdTable = opts.squeue ? squeueJobIds({ ...opts.squeue, logger, onError }) : undefined;
