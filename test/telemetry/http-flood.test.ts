@@ -1,0 +1,88 @@
+/**
+ * Slowloris against the agents' HTTP endpoints, with the attack itself on real sockets: 64
+ * connections that never finish their headers, each reopened as soon as it is closed (what took
+ * every connection slot before: no scrape answered). Distinct clients are distinct loopback
+ * source addresses (127.0.0.x); a scraper sharing the attacker's address is tried too.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { DEFAULT_HTTP_LIMITS, serve, textBody, type Endpoint } from '../../src/telemetry/http.js';
+import { scrapeOnce, slowloris, type Attack } from '../support/slowloris.js';
+import { waitFor } from '../support/tools.js';
+
+let endpoint: Endpoint | undefined;
+let attack: Attack | undefined;
+afterEach(async () => {
+  await attack?.stop();
+  attack = undefined;
+  await endpoint?.close();
+  endpoint = undefined;
+});
+
+const ATTACK_CONNECTIONS = 64;
+/** Scrapes that must be answered during the attack, one after another. */
+const SCRAPES = 3;
+/** Generous for a loaded machine: each scrape is polled for a minute at most. */
+const TEST_MS = (SCRAPES + 1) * 60_000;
+
+async function serveUp(): Promise<Endpoint> {
+  return serve({ host: '127.0.0.1', port: 0 }, { '/metrics': () => textBody('up 1\n') }, undefined, undefined, {
+    ...DEFAULT_HTTP_LIMITS,
+  });
+}
+
+/** Polls until `SCRAPES` scrapes from `from` have been answered 200 while the attack runs. */
+async function expectScrapesAnswered(ep: Endpoint, from: string): Promise<void> {
+  for (let i = 0; i < SCRAPES; i++) {
+    const answer = await waitFor(
+      `scrape ${i + 1} of ${SCRAPES} from ${from} answered during the attack`,
+      async () => {
+        const a = await scrapeOnce(`${ep.url}/metrics`, from);
+        return a?.status === 200 ? a : undefined;
+      },
+      60_000,
+    );
+    expect(answer.body).toBe('up 1\n');
+  }
+}
+
+/** The attack holds its connections (or as many as the server lets it) before the scrapes start. */
+async function underAttack(ep: Endpoint, from: readonly string[]): Promise<Attack> {
+  const a = slowloris({ port: ep.port, from, connections: ATTACK_CONNECTIONS });
+  await waitFor('the attack opened its connections', () => a.opened() >= ATTACK_CONNECTIONS || undefined);
+  return a;
+}
+
+describe('slowloris', () => {
+  it(
+    'answers a scraper on another address while 64 unfinished requests are reopened as closed',
+    async () => {
+      endpoint = await serveUp();
+      attack = await underAttack(endpoint, ['127.0.0.2']);
+      await expectScrapesAnswered(endpoint, '127.0.0.1');
+    },
+    TEST_MS,
+  );
+
+  it(
+    'answers a scraper that shares the attacker address',
+    async () => {
+      endpoint = await serveUp();
+      attack = await underAttack(endpoint, ['127.0.0.1']);
+      await expectScrapesAnswered(endpoint, '127.0.0.1');
+    },
+    TEST_MS,
+  );
+
+  it(
+    'answers a scraper while the attack rotates over 32 source addresses',
+    async () => {
+      endpoint = await serveUp();
+      attack = await underAttack(
+        endpoint,
+        Array.from({ length: 32 }, (_, i) => `127.0.0.${i + 2}`),
+      );
+      await expectScrapesAnswered(endpoint, '127.0.0.1');
+    },
+    TEST_MS,
+  );
+});
