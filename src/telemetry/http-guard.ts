@@ -86,9 +86,6 @@ function key(family: GuardFamily, endpoint: string, reason: string): string {
   return `${family}\0${endpoint}\0${reason}`;
 }
 
-/** The process's counts: one agent per process, its endpoints named `metrics` and `monitoring`. */
-export const HTTP_GUARD_COUNTS = new GuardCounts();
-
 /**
  * The source a peer address stands for: IPv4 (IPv4-mapped IPv6 included) whole, IPv6 by its /64
  * prefix, since one host commonly holds a whole /64 and could rotate through it.

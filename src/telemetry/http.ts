@@ -8,7 +8,7 @@
  * disconnected, so stalled scrapers cannot pin whole expositions in memory.
  * Connections that have not produced a request cannot take every slot
  * (http-guard.ts): a slowloris attack costs a scraper nothing. What is refused
- * or cut is counted (HTTP_GUARD_COUNTS, on the self-monitoring endpoint) and
+ * or cut is counted (ServeExtras.counts: the agent's self-monitoring) and
  * logged, at most one line a minute per endpoint and kind.
  */
 import http from 'node:http';
@@ -20,12 +20,11 @@ import { redactSecrets, type Logger } from '../log.js';
 import { RateLimitedFailures } from './failure-log.js';
 import {
   ConnectionGuard,
-  HTTP_GUARD_COUNTS,
+  GuardCounts,
   sourceOf,
   type AuthThrottleReason,
   type ConnectionCloseReason,
   type ConnectionLimits,
-  type GuardCounts,
 } from './http-guard.js';
 import { BasicAuth, type AuthVerdict, type TlsFiles, type WebConfig } from './webconfig.js';
 
@@ -98,6 +97,7 @@ export interface ServeExtras {
   /** `metrics` or `monitoring` for the agents' two endpoints (the `endpoint` label). */
   readonly name?: string;
   readonly logger?: Logger;
+  /** Where what the endpoint refuses or cuts is counted (the agent's SelfMonitor.httpCounts). */
   readonly counts?: GuardCounts;
 }
 
@@ -236,7 +236,7 @@ function shedding(
   connection: (reason: ConnectionCloseReason, source: string) => void;
   auth: (reason: AuthThrottleReason, source: string) => void;
 } {
-  const counts = extras.counts ?? HTTP_GUARD_COUNTS;
+  const counts = extras.counts ?? new GuardCounts();
   counts.register(name);
   const logger = extras.logger;
   const connLog = logger && new RateLimitedFailures(logger, 'HTTP endpoint closed connections to keep serving');

@@ -363,6 +363,11 @@ function bcryptWorker(): Worker {
   return w;
 }
 
+/** Password checks waiting for the worker or running on it, for all endpoints. */
+export function checksQueued(): number {
+  return CHECKS.size();
+}
+
 /** Comparisons sent to the worker and not answered yet. */
 export function comparisonsInFlight(): number {
   return pending.size;

@@ -5,8 +5,10 @@
  * source addresses (127.0.0.x); a scraper sharing the attacker's address is tried too.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { DEFAULT_HTTP_LIMITS, serve, textBody, type Endpoint } from '../../src/telemetry/http.js';
-import { scrapeOnce, slowloris, type Attack } from '../support/slowloris.js';
+import { DEFAULT_HTTP_LIMITS, serve, textBody, type Endpoint, type ServeExtras } from '../../src/telemetry/http.js';
+import { GuardCounts } from '../../src/telemetry/http-guard.js';
+import { capturingLogger } from '../support/log.js';
+import { scrapeOnce, slowloris, type Attack } from '../support/http-attacks.js';
 import { waitFor } from '../support/tools.js';
 
 let endpoint: Endpoint | undefined;
@@ -24,10 +26,9 @@ const SCRAPES = 3;
 /** Generous for a loaded machine: each scrape is polled for a minute at most. */
 const TEST_MS = (SCRAPES + 1) * 60_000;
 
-async function serveUp(): Promise<Endpoint> {
-  return serve({ host: '127.0.0.1', port: 0 }, { '/metrics': () => textBody('up 1\n') }, undefined, undefined, {
-    ...DEFAULT_HTTP_LIMITS,
-  });
+async function serveUp(extras: ServeExtras = {}): Promise<Endpoint> {
+  const routes = { '/metrics': () => textBody('up 1\n') };
+  return serve({ host: '127.0.0.1', port: 0 }, routes, undefined, undefined, DEFAULT_HTTP_LIMITS, extras);
 }
 
 /** Polls until `SCRAPES` scrapes from `from` have been answered 200 while the attack runs. */
@@ -56,9 +57,17 @@ describe('slowloris', () => {
   it(
     'answers a scraper on another address while 64 unfinished requests are reopened as closed',
     async () => {
-      endpoint = await serveUp();
+      const counts = new GuardCounts();
+      const { logger, lines } = capturingLogger();
+      endpoint = await serveUp({ name: 'metrics', counts, logger });
       attack = await underAttack(endpoint, ['127.0.0.2']);
       await expectScrapesAnswered(endpoint, '127.0.0.1');
+      // What made room is counted, and logged without a line per connection.
+      const evicted = counts.get('connections', 'metrics', 'evicted_address');
+      expect(evicted).toBeGreaterThan(1);
+      const logged = lines.filter((l) => l.msg === 'HTTP endpoint closed connections to keep serving');
+      expect(logged[0]).toMatchObject({ endpoint: 'metrics', source: '127.0.0.2' });
+      expect(logged.length).toBeLessThan(evicted);
     },
     TEST_MS,
   );

@@ -142,10 +142,15 @@ describe('HTTP server limits', () => {
       ['response', l.writeTimeoutMs],
       ['idle', l.idleTimeoutMs],
       ['keep-alive', l.keepAliveTimeoutMs],
+      ['TLS handshake', l.handshakeTimeoutMs],
     ] as const) {
       expect(page, what).toMatch(new RegExp(`${what}[^|\\n]*\\| ${ms / 1000} s`, 'i'));
     }
-    expect(page).toMatch(new RegExp(`${l.maxConnections} connections`));
+    expect(page).toMatch(
+      new RegExp(`${l.maxConnections} connections are open per endpoint, ${l.maxConnectionsPerAddress} per`),
+    );
+    expect(page).toMatch(new RegExp(`${l.maxUnfinished} connections without a request in progress`));
+    expect(page).toMatch(new RegExp(`, ${l.maxUnfinishedPerAddress} per address`));
   });
 });
 

@@ -8,12 +8,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_HTTP_LIMITS, serve, textBody, type Endpoint } from '../../src/telemetry/http.js';
 import {
   BasicAuth,
+  checksQueued,
   comparisonsInFlight,
   loadWebConfig,
   stopPasswordWorker,
   verifyOnWorker,
 } from '../../src/telemetry/webconfig.js';
-import { scrapeOnce } from '../support/slowloris.js';
+import { scrapeOnce } from '../support/http-attacks.js';
 import { tmpDir } from '../support/tmp.js';
 import { findTool, shouldRun, toolPath, waitFor } from '../support/tools.js';
 
@@ -267,7 +268,10 @@ describe('basic auth under attack', () => {
         ),
       );
       try {
-        await waitFor('one comparison on the worker', () => comparisonsInFlight() === 1);
+        await waitFor(
+          'four checks queued, one on the worker',
+          () => checksQueued() === 4 && comparisonsInFlight() === 1,
+        );
         // bcrypt on the event loop would never answer this one.
         expect(await get(url, h('u:pw'))).toBe(200);
         expect(settled).toEqual([]);

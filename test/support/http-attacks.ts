@@ -1,7 +1,8 @@
 /**
  * The attacks on the agents' HTTP endpoints, on real sockets over loopback: connections that never
- * finish their headers (slowloris), each reopened as soon as it is closed, and a plain scraper that
- * may bind its own loopback source address (127.0.0.x) to stand for a distinct client.
+ * finish their headers (slowloris), each reopened as soon as it is closed; wrong passwords from
+ * rotating source addresses; and a plain scraper. Each may bind its own loopback source address
+ * (127.x.y.z) to stand for a distinct client.
  */
 import http from 'node:http';
 import net from 'node:net';
@@ -92,4 +93,46 @@ export function scrapeOnce(
     // A scraper gives up on a scrape after a while; the caller polls again.
     req.setTimeout(10_000, () => req.destroy());
   });
+}
+
+export interface Flood {
+  /** Answers the flood has had, by status (0: no answer, the connection closed or refused). */
+  statuses(): ReadonlyMap<number, number>;
+  stop(): Promise<void>;
+}
+
+export interface PasswordFloodOptions {
+  readonly url: string;
+  /** The source address of the n-th request (rotating addresses). */
+  readonly from: (n: number) => string;
+  /** Requests in flight at once, each sent again as soon as it is answered. */
+  readonly concurrency: number;
+  /** The Authorization header of the n-th request (a wrong password). */
+  readonly authorization: (n: number) => string;
+  /** The flood stops itself after this long, whatever the test does (every loop bounded). */
+  readonly maxMs?: number;
+}
+
+/** Requests with wrong passwords, each on a new connection from the next source address. */
+export function passwordFlood(o: PasswordFloodOptions): Flood {
+  const statuses = new Map<number, number>();
+  let n = 0;
+  let stopped = false;
+  const selfStop = setTimeout(() => (stopped = true), o.maxMs ?? 120_000);
+  const loop = async (): Promise<void> => {
+    while (!stopped) {
+      const i = n++;
+      const a = await scrapeOnce(o.url, o.from(i), { authorization: o.authorization(i) });
+      statuses.set(a?.status ?? 0, (statuses.get(a?.status ?? 0) ?? 0) + 1);
+    }
+  };
+  const loops = Array.from({ length: o.concurrency }, () => loop());
+  return {
+    statuses: () => statuses,
+    stop: async () => {
+      stopped = true;
+      clearTimeout(selfStop);
+      await Promise.all(loops);
+    },
+  };
 }
