@@ -8,12 +8,15 @@
  * whoever reopens fastest, the attacker; so here a newcomer is always admitted while an
  * unfinished connection can make room for it:
  *
- * - an address that already holds `maxUnfinishedPerAddress` unfinished connections (or
- *   `maxConnectionsPerAddress` in all) loses its own oldest unfinished one;
- * - when unfinished connections reach `maxUnfinished`, or all connections `maxConnections`, the
- *   address holding the most unfinished connections loses its oldest one;
+ * - an address that already holds `maxUnfinishedPerAddress` unfinished connections older than
+ *   LINGER_MS (or `maxConnectionsPerAddress` connections in all) loses its own oldest unfinished one;
+ * - when unfinished connections older than LINGER_MS reach `maxUnfinished`, or all connections
+ *   `maxConnections`, the address holding the most unfinished connections loses its oldest one;
  * - only when every slot (or every slot of the newcomer's address) has a request in progress is
  *   the newcomer refused: requests in progress are never cut for a newcomer.
+ *
+ * The unfinished budgets count only connections that linger: a burst of fresh connections that
+ * are about to send their requests (a browser, a test) is not cut; the hard caps hold anyway.
  *
  * A scraper sends its request as soon as it is connected, so it is no longer unfinished long
  * before the attack's reopened connections reach it, whether it shares the attacker's address or
@@ -122,9 +125,14 @@ interface Tracked {
   readonly source: string;
   /** Requests in progress (0: unfinished). */
   busy: number;
-  /** When it last became unfinished, as an order (a sequence number, not a clock). */
+  /** When it last became unfinished, as an order (a sequence number: ties are impossible). */
   since: number;
+  /** When it last became unfinished (ms, monotonic). */
+  unfinishedAtMs: number;
 }
+
+/** How long an unfinished connection may be young (see ConnectionGuard.lingering). */
+export const LINGER_MS = 1_000;
 
 /**
  * Tracks an endpoint's connections and decides, as each arrives, which one is closed when there
@@ -138,6 +146,7 @@ export class ConnectionGuard {
   constructor(
     private readonly limits: ConnectionLimits,
     private readonly closed: (reason: ConnectionCloseReason, source: string) => void,
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
   /** A new connection: admitted, making room by closing unfinished ones if needed, or closed. */
@@ -146,7 +155,7 @@ export class ConnectionGuard {
     if (peer === undefined) return void socket.destroy();
     const source = sourceOf(socket.remoteAddress);
     if (!this.roomForAddress(source) || !this.roomOverall(source)) return void socket.destroy();
-    this.conns.set(peer, { socket, source, busy: 0, since: this.order++ });
+    this.conns.set(peer, { socket, source, busy: 0, since: this.order++, unfinishedAtMs: this.now() });
     socket.once('close', () => this.conns.delete(peer));
   }
 
@@ -160,7 +169,9 @@ export class ConnectionGuard {
   ended(socket: Socket): void {
     const t = this.find(socket);
     if (t === undefined || t.busy === 0) return;
-    if (--t.busy === 0) t.since = this.order++;
+    if (--t.busy > 0) return;
+    t.since = this.order++;
+    t.unfinishedAtMs = this.now();
   }
 
   /** Whether a request is in progress on the connection (false when unknown). */
@@ -187,27 +198,48 @@ export class ConnectionGuard {
     const mine = [...this.conns.values()].filter((t) => t.source === source);
     const unfinished = mine.filter((t) => t.busy === 0);
     const l = this.limits;
-    if (mine.length < l.maxConnectionsPerAddress && unfinished.length < l.maxUnfinishedPerAddress) return true;
-    const victim = oldest(unfinished);
-    if (victim === undefined) {
-      this.closed('refused_address', source);
-      return false;
-    }
-    this.evict(victim, 'evicted_address');
-    return true;
+    if (mine.length >= l.maxConnectionsPerAddress) return this.makeRoom(unfinished, source, 'evicted_address');
+    if (unfinished.length < l.maxUnfinishedPerAddress) return true;
+    return this.makeRoom(this.lingering(unfinished), source, 'evicted_address', true);
   }
 
   private roomOverall(source: string): boolean {
     const unfinished = [...this.conns.values()].filter((t) => t.busy === 0);
     const l = this.limits;
-    if (this.conns.size < l.maxConnections && unfinished.length < l.maxUnfinished) return true;
-    const victim = oldest(mostHeld(unfinished));
-    if (victim === undefined) {
-      this.closed('refused', source);
-      return false;
+    if (this.conns.size >= l.maxConnections) return this.makeRoom(mostHeld(unfinished), source, 'evicted');
+    if (unfinished.length < l.maxUnfinished) return true;
+    return this.makeRoom(mostHeld(this.lingering(unfinished)), source, 'evicted', true);
+  }
+
+  /**
+   * Closes the oldest of `candidates` for the newcomer. With none: under a soft limit (the
+   * unfinished budgets) the newcomer is admitted all the same, since what holds the budget is
+   * young and about to send its request; under a hard one it is refused.
+   */
+  private makeRoom(
+    candidates: readonly Tracked[],
+    source: string,
+    reason: 'evicted' | 'evicted_address',
+    soft = false,
+  ): boolean {
+    const victim = oldest(candidates);
+    if (victim !== undefined) {
+      this.evict(victim, reason);
+      return true;
     }
-    this.evict(victim, 'evicted');
-    return true;
+    if (soft) return true;
+    this.closed(reason === 'evicted' ? 'refused' : 'refused_address', source);
+    return false;
+  }
+
+  /**
+   * Unfinished connections older than LINGER_MS: a client sends its request within a few round
+   * trips of connecting, so a burst of fresh connections (a browser, a test) is left alone and
+   * only those that linger, as slowloris's do, count against the unfinished budgets.
+   */
+  private lingering(ts: readonly Tracked[]): Tracked[] {
+    const now = this.now();
+    return ts.filter((t) => now - t.unfinishedAtMs >= LINGER_MS);
   }
 
   private evict(t: Tracked, reason: ConnectionCloseReason): void {

@@ -94,4 +94,12 @@ describe('slowloris', () => {
     },
     TEST_MS,
   );
+
+  it('leaves a burst of fresh connections from one address alone', async () => {
+    endpoint = await serveUp();
+    const url = `${endpoint.url}/metrics`;
+    const burst = DEFAULT_HTTP_LIMITS.maxUnfinishedPerAddress * 2;
+    const answers = await Promise.all(Array.from({ length: burst }, () => scrapeOnce(url)));
+    expect(answers.map((a) => a?.status)).toEqual(Array.from({ length: burst }, () => 200));
+  });
 });

@@ -15,7 +15,7 @@ import {
   type Endpoint,
   type HttpLimits,
 } from '../../src/telemetry/http.js';
-import { GuardCounts } from '../../src/telemetry/http-guard.js';
+import { GuardCounts, LINGER_MS } from '../../src/telemetry/http-guard.js';
 import { waitFor } from '../support/tools.js';
 
 let endpoint: Endpoint | undefined;
@@ -150,7 +150,8 @@ describe('HTTP server limits', () => {
       new RegExp(`${l.maxConnections} connections are open per endpoint, ${l.maxConnectionsPerAddress} per`),
     );
     expect(page).toMatch(new RegExp(`${l.maxUnfinished} connections without a request in progress`));
-    expect(page).toMatch(new RegExp(`, ${l.maxUnfinishedPerAddress} per address`));
+    expect(page).toMatch(new RegExp(`lingered for ${LINGER_MS / 1000 === 1 ? 'a second' : `${LINGER_MS / 1000} s`}`));
+    expect(page).toMatch(new RegExp(`, ${l.maxUnfinishedPerAddress} per\\s+address`));
   });
 });
 

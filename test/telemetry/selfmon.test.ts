@@ -140,17 +140,18 @@ describe.each(['node', 'cluster'])('the %s agent endpoints under pressure', (whi
       for (const reason of AUTH_THROTTLE_REASONS)
         expect(select(before, 'slurm_otel_http_auth_throttled_total', { endpoint, reason }), reason).toHaveLength(1);
     }
-    // One more connection without a request than one address may hold: its oldest makes room.
+    // More connections without a request than one address may hold: once they have lingered, the
+    // next newcomer makes its oldest one close.
     const { port } = new URL(a.metricsUrl);
     const localAddress = which === 'node' ? '127.0.0.21' : '127.0.0.22';
-    const sockets = Array.from({ length: DEFAULT_HTTP_LIMITS.maxUnfinishedPerAddress + 1 }, () =>
-      net.connect({ port: Number(port), host: '127.0.0.1', localAddress }).on('error', () => undefined),
-    );
+    const open = (): net.Socket =>
+      net.connect({ port: Number(port), host: '127.0.0.1', localAddress }).on('error', () => undefined);
+    const sockets = Array.from({ length: DEFAULT_HTTP_LIMITS.maxUnfinishedPerAddress }, open);
     try {
-      await waitFor(
-        'the oldest connection closed',
-        () => sockets[0]?.destroyed || sockets[0]?.readableEnded || undefined,
-      );
+      await waitFor('the oldest connection closed', () => {
+        if (sockets.length < DEFAULT_HTTP_LIMITS.maxConnectionsPerAddress) sockets.push(open());
+        return sockets[0]?.destroyed || undefined;
+      });
       await waitFor(
         'the closing counted',
         async () => closed(await scrape(a.monitoringUrl)) > closed(before) || undefined,
