@@ -4,7 +4,10 @@
  * deadline below is generous for a loaded machine and still far below what each case took before
  * stops were bounded (15 s to never, see bench/stop-time.ts).
  */
+import fs from 'node:fs';
 import type net from 'node:net';
+import path from 'node:path';
+import bcrypt from 'bcryptjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   MANAGED_LINKS,
@@ -18,6 +21,7 @@ import {
   squeueDaemonizing,
   type StopCase,
 } from '../support/stop-cases.js';
+import { passwordFlood, slowloris } from '../support/http-attacks.js';
 import { DAEMONIZE, DAEMONIZE_TWICE, spawnAgent, type AgentChild, type Exit } from '../support/stopping.js';
 import { tmpDir } from '../support/tmp.js';
 import { waitFor } from '../support/tools.js';
@@ -159,6 +163,30 @@ describe('stopping the agents (SIGTERM, SIGINT, SIGHUP)', () => {
     let allClosed = false;
     void Promise.all(closed).then(() => (allClosed = true));
     await waitFor('the scrape connections closed', () => (allClosed ? true : undefined), EXIT_DEADLINE_MS);
+    expectCleanStop(await exitOf(agent), agent);
+  });
+
+  it('stops within the deadline during a slowloris attack and a password flood, closing every connection', async () => {
+    const c = await scrapesOpen(tmpDir());
+    const dir = tmpDir();
+    const webConfig = path.join(dir, 'web.yml');
+    fs.writeFileSync(webConfig, `basic_auth_users:\n  prom: "${bcrypt.hashSync('right', 10)}"\n`);
+    const agent = start({ ...c, args: [...c.args, '--web-config-file', webConfig] });
+    await waitFor('work in flight', () => c.inFlight(agent.logged) || undefined);
+    const url = await waitFor('metrics URL', () => agent.metricsUrl());
+    const attack = slowloris({ port: Number(new URL(url).port), from: ['127.0.0.2'], connections: 64 });
+    const flood = passwordFlood({
+      url: `${url}/metrics`,
+      from: (n) => `127.0.0.${3 + (n % 50)}`,
+      concurrency: 16,
+      authorization: (n) => `Basic ${Buffer.from(`prom:guess${n}`).toString('base64')}`,
+    });
+    cleanups.push(
+      () => attack.stop(),
+      () => flood.stop(),
+    );
+    await waitFor('the attack under way', () => (attack.opened() >= 64 && flood.statuses().size > 0) || undefined);
+    agent.signal('SIGTERM');
     expectCleanStop(await exitOf(agent), agent);
   });
 
