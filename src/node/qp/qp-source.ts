@@ -261,6 +261,17 @@ export class QpSource implements QpReadings, Stoppable {
       const n = parsed.value.dropped[reason];
       if (n > 0) this.opts.onDropped?.(reason, n);
     }
+    if (parsed.value.malformed !== undefined)
+      this.once(
+        `values ${args.join(' ')}`,
+        {
+          path: this.opts.path,
+          args: args.join(' '),
+          count: parsed.value.dropped.values,
+          example: parsed.value.malformed,
+        },
+        'rdma gave counter values no 64-bit counter holds: those counters are left out of the reading (logged once; counted in ib_slurm_exporter_qp_reading_dropped_total{reason="values"})',
+      );
     return parsed.value.items;
   }
 
