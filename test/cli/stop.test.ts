@@ -70,6 +70,8 @@ async function expectNoSurvivors(c: StopCase): Promise<void> {
 function expectCleanStop(exit: Exit, agent: AgentChild): void {
   expect(exit.code, agent.output()).toBe(0);
   expect(agent.logged(/^stopped$/)).toBe(true);
+  // An ordinary stop cuts work short: said at warn or info, never an error (nor a stack).
+  expect(agent.logs().filter((l) => Number(l.level) >= 50)).toEqual([]);
 }
 
 describe('stopping the agents (SIGTERM, SIGINT, SIGHUP)', () => {
