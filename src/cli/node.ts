@@ -9,7 +9,7 @@ import { UNREADABLE_POLICIES, type UnreadablePolicy } from '../node/read/unreada
 import { CollectionIncomplete, runUntilSignal } from './common.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
 import type { Env } from './otel.js';
-import { oneOf, parseDuration, positiveDuration } from './values.js';
+import { duration, oneOf, positiveDuration } from './values.js';
 
 const opt = envOption('IB_SLURM_EXPORTER_');
 /** One rdma run is cut off after this (or the collection interval, if shorter). */
@@ -87,7 +87,7 @@ export function addNodeOptions(cmd: Command, d: NodeDefaults = NODE_DEFAULTS): C
     .addOption(
       opt('--fd-rescan-interval <duration>', 'every fd link is read again at least this often', 'FD_RESCAN_INTERVAL')
         .default(60_000, '60s')
-        .argParser(parseDuration),
+        .argParser(duration),
     )
     .addOption(unreadableOption())
     .addOption(

@@ -42,6 +42,8 @@ export interface NodeAgent extends RunningAgent {
   readonly last: () => Cycle | undefined;
   /** Runs a cycle now and publishes it (tests; the timer does this on its own). */
   cycleNow(): Promise<Cycle>;
+  /** Logs what an exit now, without the stop, leaves changed on the node (links turned on). */
+  exitingNow(): void;
 }
 
 /** Wires collector, pipeline and self-monitoring; used by both the daemon and `--once`. */
@@ -243,6 +245,11 @@ export class NodeRunner implements Collecting {
     for (const b of this.background) b.stop();
   }
 
+  /** See NodeAgent.exitingNow. */
+  exitingNow(): void {
+    this.qp?.exitingNow();
+  }
+
   /** Also turns per-PID QP counters off again on the links this agent turned on (while the last push goes). */
   async shutdown(opts: ShutdownOptions = {}): Promise<void> {
     this.abort();
@@ -260,7 +267,7 @@ export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent>
       onRequest: (path) => runner.self.m.scrapeRequests.record(1, { path }),
     }),
   );
-  return { ...running, last: () => runner.last, cycleNow: () => runner.cycle() };
+  return { ...running, last: () => runner.last, cycleNow: () => runner.cycle(), exitingNow: () => runner.exitingNow() };
 }
 
 /**

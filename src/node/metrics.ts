@@ -268,7 +268,7 @@ export const NODE_SELF_METRICS = {
     'ib_slurm_exporter_qp_reading_dropped',
     '',
     ['reason'],
-    'Parts of rdma readings (--qp-counters) left out, by reason: entries (over the cap of counters or QP groups per reading), counters (a counter name outside the Q group beyond the few others accepted), devices (not an HCA port of this node in sysfs), qpns (QP numbers over the cap).',
+    'Parts of rdma readings (--qp-counters) left out, by reason: entries (over the cap of counters or QP groups per reading), counters (a counter name outside the Q group beyond the few others accepted), devices (not an HCA port of this node in sysfs), qpns (QP numbers over the cap), values (a counter value no 64-bit counter holds: that counter is left out).',
   ),
   fdLinksRead: spec(
     'counter',

@@ -91,7 +91,12 @@ export function every(intervalMs: number, task: () => Promise<void>, logger: Log
   let running: Promise<void> = Promise.resolve();
   const tick = (): void => {
     running = task()
-      .catch((err: unknown) => logger.error({ err }, 'cycle failed; keeping the last good data'))
+      .catch((err: unknown) => {
+        // A cycle the stop aborted ended as asked: an ordinary stop, not a failure with a stack.
+        if (stopped && err instanceof Error && err.name === 'AbortError')
+          logger.info('cycle in flight cut short by the stop');
+        else logger.error({ err }, 'cycle failed; keeping the last good data');
+      })
       .finally(() => {
         if (!stopped) timer = setTimeout(tick, intervalMs);
       });

@@ -74,6 +74,8 @@ async function expectNoSurvivors(c: StopCase): Promise<void> {
 function expectCleanStop(exit: Exit, agent: AgentChild): void {
   expect(exit.code, agent.output()).toBe(0);
   expect(agent.logged(/^stopped$/)).toBe(true);
+  // An ordinary stop cuts work short: said at warn or info, never an error (nor a stack).
+  expect(agent.logs().filter((l) => Number(l.level) >= 50)).toEqual([]);
 }
 
 describe('stopping the agents (SIGTERM, SIGINT, SIGHUP)', () => {
@@ -212,7 +214,7 @@ describe('stopping the agents (SIGTERM, SIGINT, SIGHUP)', () => {
     expect(off.map((l) => l.split(' ')[0]).sort()).toEqual(MANAGED_LINKS);
   });
 
-  it('a second signal exits at once, killing the helpers still running', async () => {
+  it('a second signal exits at once, killing the helpers still running, naming at ERROR each link left on', async () => {
     const c = await rdmaRestore(tmpDir(), 'exec sleep 600');
     const agent = start(c);
     await waitFor('work in flight', () => c.inFlight(agent.logged) || undefined);
@@ -223,6 +225,12 @@ describe('stopping the agents (SIGTERM, SIGINT, SIGHUP)', () => {
     expect(exit.code, agent.output()).toBe(143);
     expect(agent.logged(/second signal: exiting at once/)).toBe(true);
     expect(agent.logged(/^stopped$/)).toBe(false);
+    // Every restore hangs: all four links are left on, each named with the command that turns it off.
+    const rdma = c.args[c.args.indexOf('--rdma-path') + 1];
+    const left = agent.logs().filter((l) => l.level === 50 && /per-PID QP counters off again/.test(String(l.msg)));
+    expect(left, agent.output()).toHaveLength(1);
+    expect(left[0]?.links).toEqual(MANAGED_LINKS);
+    expect(left[0]?.commands).toEqual(MANAGED_LINKS.map((l) => `${rdma} statistic qp set link ${l} auto off`));
     await expectNoSurvivors(c);
   });
 });

@@ -41,12 +41,23 @@ export function runSteps<T>(steps: Steps<T>): T {
   }
 }
 
-/** Runs the steps, giving the event loop a turn between pieces; rejects once `signal` aborts. */
+/**
+ * Steps ended by a stop: an ordinary end, not a failure. Named as the platform names an abort, so
+ * a schedule that knows nothing of steps tells it from an error.
+ */
+export class StepsStopped extends Error {
+  override readonly name = 'AbortError';
+  constructor() {
+    super('stopped');
+  }
+}
+
+/** Runs the steps, giving the event loop a turn between pieces; rejects (StepsStopped) once `signal` aborts. */
 export async function runStepsYielding<T>(steps: Steps<T>, signal?: AbortSignal): Promise<T> {
   for (;;) {
     if (signal?.aborted === true) {
       steps.return(undefined as T);
-      throw new Error('stopped');
+      throw new StepsStopped();
     }
     const r = steps.next();
     if (r.done === true) return r.value;
