@@ -17,6 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseQpResources } from '../support/qp-text.js';
+import { contextsOf, parseContexts } from '../../src/node/read/rdma-contexts.js';
 import { parseExposition, select, valueOf, type Sample } from '../support/exposition.js';
 import { statusOf } from '../support/node-agent-process.js';
 import { findTool, run, shouldRun, toolPath } from '../support/tools.js';
@@ -50,6 +51,7 @@ interface Explain {
     effect: string;
     job?: string;
     rdma?: { charged: string[] };
+    contexts?: { held: string[]; unknownOn: string[] };
   }[];
 }
 
@@ -225,6 +227,26 @@ describe.skipIf(!TOOLS.every(shouldRun) && !REUSE)('node agent on Soft-RoCE in a
     }
   });
 
+  it("the kernel's list of verbs contexts names each holder's HCA; from another PID namespace it hides them, and the totals still count them", (ctx) => {
+    if (skipped) return ctx.skip();
+    const p = pids();
+    const seen = parseContexts(read('rdma/resource-ctx.s1.json'), read('rdma/resource.s1.json'));
+    if (!seen.ok) throw new Error(seen.detail);
+    expect(seen.value.hidden).toEqual(new Set());
+    const held = (name: string) => contextsOf(seen.value, p[name] as number, () => undefined);
+    expect(held('job101-holder')).toEqual({ held: ['rxe0'], unknownOn: [] });
+    expect(held('job102-server')).toEqual({ held: ['rxe1'], unknownOn: [] });
+    expect(held('storage-server')).toEqual({ held: ['rxe2'], unknownOn: [] });
+    const hiddenFrom = parseContexts(read('rdma/resource-ctx.pidns.json'), read('rdma/resource.pidns.json'));
+    if (!hiddenFrom.ok) throw new Error(hiddenFrom.detail);
+    expect(hiddenFrom.value.byPid.size).toBe(0);
+    expect(hiddenFrom.value.hidden).toEqual(new Set(['rxe0', 'rxe1', 'rxe2']));
+    // Unprivileged, every fd table is closed; the list still clears every process it names none for.
+    const e = explain('explain-nobody.s2.json');
+    const pid1 = e.unreadable.find((u) => u.pid === 1);
+    expect(pid1).toMatchObject({ effect: 'cleared', contexts: { held: [], unknownOn: [] } });
+  });
+
   it('rdma.current charges attribute holders whose fd tables are closed to the agent, and read 0 once they end', (ctx) => {
     if (skipped) return ctx.skip();
     const p = pids();
@@ -244,8 +266,13 @@ describe.skipIf(!TOOLS.every(shouldRun) && !REUSE)('node agent on Soft-RoCE in a
     });
     const ports = new Map(e.ports.map((r) => [r.device, r]));
     expect(ports.get('rxe0')?.status).toBe('sole');
-    expect(ports.get('rxe0')?.jobs.map((j) => [j.jobId, j.evidence])).toEqual([['101', ['rdma-cgroup']]]);
-    expect(ports.get('rxe2')?.nonJob.map((h) => [h.pid, h.evidence])).toEqual([[p['storage-server'], ['rdma-cgroup']]]);
+    // Both kernel sources agree: the rdma cgroup's charges and the kernel's list of verbs contexts.
+    expect(ports.get('rxe0')?.jobs.map((j) => [j.jobId, j.evidence])).toEqual([
+      ['101', ['rdma-cgroup', 'rdma-context']],
+    ]);
+    expect(ports.get('rxe2')?.nonJob.map((h) => [h.pid, h.evidence])).toEqual([
+      [p['storage-server'], ['rdma-cgroup', 'rdma-context']],
+    ]);
     // The kernel's charges as the agent exports them: one context and four objects (PD, MR, CQ,
     // QP) while job 101's holder lives; three contexts during the traffic; zeros after.
     expect(read('rdma-current.traffic.txt')).toMatch(/job_101\nrxe0 hca_handle=3 hca_object=12 /);

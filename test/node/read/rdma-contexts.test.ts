@@ -46,6 +46,18 @@ describe('the kernel list of verbs contexts', () => {
     expect(noPid.value.hidden).toEqual(new Set(['rxe1']));
   });
 
+  it('reads the recorded real lists: every holder named; from a new PID namespace none, every device then unknown', () => {
+    const rec = (f: string) => fs.readFileSync(`fixtures/node/rxe/rdma/${f}`, 'utf8');
+    const all = parseContexts(rec('resource-ctx.s1.json'), TOTALS);
+    if (!all.ok) throw new Error(all.detail);
+    expect(all.value.hidden).toEqual(new Set());
+    expect([...all.value.byPid.values()].map((d) => [...d])).toEqual([['rxe0'], ['rxe1'], ['rxe1'], ['rxe2']]);
+    const ns = parseContexts(rec('resource-ctx.pidns.json'), rec('resource.pidns.json'));
+    if (!ns.ok) throw new Error(ns.detail);
+    expect(ns.value.byPid.size).toBe(0);
+    expect(contextsOf(ns.value, 1, () => undefined)).toEqual({ held: [], unknownOn: ['rxe0', 'rxe1', 'rxe2'] });
+  });
+
   it('gives no evidence for output that is not the recorded shape', () => {
     for (const [list, totals] of [
       ['not json', TOTALS],
