@@ -39,7 +39,6 @@ interface Question {
 }
 
 const DEFAULTS = { statPath: 'stat', timeoutMs: 2_000, maxPerCycle: 32, concurrency: 4, maxStuck: 8 };
-const CHAR_DEVICE = 'character special file';
 const MAX_HUNG_MOUNTS = 1024;
 
 export class FdProbe {
@@ -131,7 +130,8 @@ export class FdProbe {
       return Promise.resolve();
     }
     return new Promise((resolve) => {
-      const child = spawn(this.opts.statPath, ['-L', '--printf', '%F\\n%t:%T\\n', '--', q.path], {
+      // Numbers only (raw mode, major and minor in hex): %F's words are translated by the locale.
+      const child = spawn(this.opts.statPath, ['-L', '--printf', '%f %t %T\\n', '--', q.path], {
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
       });
@@ -150,13 +150,14 @@ export class FdProbe {
       };
       const timer = setTimeout(() => {
         // Killed and left: a task stuck in a getattr ends only when the filesystem answers.
-        this.stuck++;
+        const running = child.exitCode === null && child.signalCode === null;
+        if (running) this.stuck++;
         // Kept while the agent runs (a mount id and device pair is reused only after an unmount),
         // the oldest forgotten past a bound.
         this.hungMounts.add(q.mount);
         if (this.hungMounts.size > MAX_HUNG_MOUNTS)
           this.hungMounts.delete(this.hungMounts.values().next().value as string);
-        child.once('exit', () => this.stuck--);
+        if (running) child.once('exit', () => this.stuck--);
         killGroup(child);
         child.stdout?.destroy();
         child.stderr?.destroy();
@@ -180,13 +181,16 @@ export class FdProbe {
   }
 }
 
-/** `character special file\n<major hex>:<minor hex>\n` → the device; any other type → none. */
+const S_IFMT = 0o170000;
+const S_IFCHR = 0o020000;
+
+/** `<raw mode> <major> <minor>` (all hex, as stat's `%f %t %T` prints them) → the device, or none for any other type. */
 export function parseStat(out: string): [FdKind, ProbeResult] {
-  const [type, numbers] = out.split('\n');
-  if (type !== CHAR_DEVICE) return [{ none: true }, 'other'];
-  const m = /^([0-9a-f]{1,8}):([0-9a-f]{1,8})$/.exec(numbers ?? '');
+  const m = /^([0-9a-f]{1,8}) ([0-9a-f]{1,8}) ([0-9a-f]{1,8})\n?$/.exec(out);
   if (m === null) return [{ uncertain: `stat printed ${JSON.stringify(out.slice(0, 80))}` }, 'failed'];
-  return [{ dev: `${parseInt(m[1] as string, 16)}:${parseInt(m[2] as string, 16)}` }, 'device'];
+  const [mode, major, minor] = [m[1], m[2], m[3]].map((h) => parseInt(h as string, 16)) as [number, number, number];
+  if ((mode & S_IFMT) !== S_IFCHR) return [{ none: true }, 'other'];
+  return [{ dev: `${major}:${minor}` }, 'device'];
 }
 
 function lastLine(text: string): string {

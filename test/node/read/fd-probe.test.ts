@@ -67,9 +67,10 @@ describe('the fd probe (stat in a child process)', () => {
     expect(probe.answer('5 1 3')).toBeUndefined();
   });
 
-  it('parses what stat prints', () => {
-    expect(parseStat('character special file\ne7:c0\n')).toEqual([{ dev: '231:192' }, 'device']);
-    expect(parseStat('regular file\n0:0\n')).toEqual([{ none: true }, 'other']);
-    expect(parseStat('character special file\nzz\n')[1]).toBe('failed');
+  it('parses what stat prints, numbers only', () => {
+    expect(parseStat('21b6 e7 c0\n')).toEqual([{ dev: '231:192' }, 'device']);
+    expect(parseStat('81a4 0 0\n')).toEqual([{ none: true }, 'other']);
+    expect(parseStat('61b0 8 1\n')).toEqual([{ none: true }, 'other']); // a block device
+    expect(parseStat('character special file\n')[1]).toBe('failed');
   });
 });
