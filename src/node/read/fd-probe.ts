@@ -184,7 +184,7 @@ export class FdProbe {
 const S_IFMT = 0o170000;
 const S_IFCHR = 0o020000;
 
-/** `<raw mode> <major> <minor>` (all hex, as stat's `%f %t %T` prints them) → the device, or none for any other type. */
+/** `<raw mode> <major> <minor>` (hex, as stat prints `%f %t %T`) → the device, or none for any other type. */
 export function parseStat(out: string): [FdKind, ProbeResult] {
   const m = /^([0-9a-f]{1,8}) ([0-9a-f]{1,8}) ([0-9a-f]{1,8})\n?$/.exec(out);
   if (m === null) return [{ uncertain: `stat printed ${JSON.stringify(out.slice(0, 80))}` }, 'failed'];
