@@ -304,7 +304,11 @@ export class FdScanner {
         if (!mayBeDevice(link)) continue;
         stated++;
         kind = this.kindOf(p.pid, fd, path, link);
-        if ('ask' in kind) kind = this.asked(`${p.pid} ${p.start} ${fd} ${link}`, path, kind) ?? ((asked = true), kind);
+        if ('ask' in kind) {
+          const answer = this.asked(`${p.pid} ${p.start} ${fd} ${link}`, path, kind);
+          if (answer === undefined) asked = true;
+          else kind = answer;
+        }
       } catch (err) {
         const failure = classify(err);
         if (failure === 'gone') continue; // closed since the listing
