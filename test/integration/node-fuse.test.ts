@@ -347,6 +347,13 @@ describe.skipIf(gate.skip)('node agent beside FUSE filesystems that hang, refuse
       fs.rmSync(cg, { recursive: true });
       writeJobCgroups(cg, { '301': sole.pid as number, '303': onHung.pid as number });
       const before = hung.trapped();
+      // Where the kernel lists no verbs device, a file named like one can be nothing: not asked.
+      const noVerbs = path.join(dir, 'sys-none');
+      fs.mkdirSync(path.join(noVerbs, 'class', 'infiniband'), { recursive: true });
+      const none = await once(['--sysfs-root', noVerbs, ...base.slice(2)]);
+      expect(none.code, none.stderr).toBe(0);
+      expect(namedUnreadable(none.stderr)).toEqual([]);
+      expect(hung.trapped()).toBe(before);
       const agent = await startNodeAgentProcess([...base, '--collection-interval', '1s']);
       try {
         const probes = async () =>

@@ -192,6 +192,8 @@ export class FdScanner {
     let stated = 0;
     let stableVerbs: ReadonlyMap<string, string> | undefined;
     const awaiting: LinkRead[] = [];
+    // A node whose kernel lists no verbs device: a file named like one can be nothing (not asked).
+    const noDevice = (): boolean => (stableVerbs ??= this.stable(verbs())).size === 0;
     const accept = (pid: number, r: ProcessRead): void => {
       if ('errno' in r) {
         unreadable.push({ pid, errno: r.errno, ...(r.uncertain === undefined ? {} : { uncertain: r.uncertain }) });
@@ -213,7 +215,7 @@ export class FdScanner {
       if (started === 'covered' || (coverage !== undefined && !coverage.skip && coverage.test(pid))) covered.push(pid);
       if (started === 'covered') continue;
       const r: ProcessRead | 'gone' =
-        'read' in started ? yield* this.readLinks(started.read, problems, slice) : started;
+        'read' in started ? yield* this.readLinks(started.read, problems, slice, noDevice) : started;
       if (r === 'gone') continue;
       if ('asked' in r && 'read' in started) awaiting.push(started.read);
       else accept(pid, r);
@@ -223,7 +225,7 @@ export class FdScanner {
       // straight one reads on and finds those fds still being asked (uncertain).
       yield this.probe.settle();
       for (const read of awaiting) {
-        const r = yield* this.readLinks({ ...read, prev: undefined }, problems, slice);
+        const r = yield* this.readLinks({ ...read, prev: undefined }, problems, slice, noDevice);
         if (r !== 'gone') accept(read.pid, r);
       }
     }
@@ -280,7 +282,12 @@ export class FdScanner {
    * asks the device of those that are paths. This loop is the agent's hottest: plain string
    * paths and a one-character test before anything else keep it near a bare readlink scan.
    */
-  private *readLinks(p: LinkRead, problems: Problems, slice: Slice): Steps<ProcessRead | 'gone'> {
+  private *readLinks(
+    p: LinkRead,
+    problems: Problems,
+    slice: Slice,
+    noDevice: () => boolean,
+  ): Steps<ProcessRead | 'gone'> {
     const { prev } = p;
     const known = prev ? new Set(prev.listing) : undefined;
     const chars = new Map<string, CharFd>();
@@ -304,6 +311,7 @@ export class FdScanner {
         if (!mayBeDevice(link)) continue;
         stated++;
         kind = this.kindOf(p.pid, fd, path, link);
+        if ('ask' in kind && noDevice()) kind = { none: true };
         if ('ask' in kind) {
           const answer = this.asked(`${p.pid} ${p.start} ${fd} ${link}`, path, kind);
           if (answer === undefined) asked = true;
