@@ -1,6 +1,6 @@
 /**
  * Synthetic node trees: sysfs (HCAs, counters, uverbs), procfs (stat,
- * cmdline, fd links) and a cgroup tree in any Slurm layout. Used by the demo,
+ * cmdline, fd links, stand-in NVIDIA GPUs) and a cgroup tree in any Slurm layout. Used by the demo,
  * the tests and the benchmarks, so all three exercise the same shapes.
  */
 import fs from 'node:fs';
@@ -119,6 +119,8 @@ export interface TreeSpec {
    * as the process's uverbs fds say, and each job directory the sum of its processes.
    */
   readonly rdmaEverywhere?: boolean;
+  /** Stand-in NVIDIA GPUs: a synthetic /proc/driver/nvidia and /proc/devices. */
+  readonly nvidia?: NvidiaSpec;
 }
 
 export function rootsUnder(dir: string): Roots {
@@ -139,6 +141,7 @@ function treeDevices(spec: TreeSpec): Map<string, string> {
     table.set(target, dev);
   };
   for (const hca of spec.hcas) set(`/dev/infiniband/uverbs${hca.uverbs}`, hca.dev ?? uverbsDevice(hca.uverbs));
+  for (const [target, dev] of spec.nvidia ? nvidiaDevices(spec.nvidia) : []) set(target, dev);
   for (const p of allProcs(spec)) for (const l of p.links ?? []) set(l.target, l.dev);
   return table;
 }
@@ -165,6 +168,7 @@ export function writeTree(dir: string, spec: TreeSpec): TreeRoots {
     writeProcess(roots.procfs, spec.rdmaEverywhere && p.pid === 1 && !p.cgroup ? { ...p, cgroup: '0::/\n' } : p);
   writeCgroups(roots.cgroupfs, spec);
   writeRdma(roots, spec);
+  if (spec.nvidia) writeNvidia(roots.procfs, spec.nvidia);
   const devices = treeDevices(spec);
   return { ...roots, fdDevice: (_fdPath, linkText) => devices.get(linkText), devices };
 }
@@ -393,4 +397,138 @@ function writeJobV1(cgroupfs: string, ctrl: string, job: JobSpec): void {
 export function stepd(pid: number, jobId: string, step: string): ProcSpec {
   const stepId = step.replace(/^step_/, '');
   return { pid, comm: 'slurmstepd', cmdline: `slurmstepd: [${jobId}.${stepId}]` };
+}
+
+/** A stand-in NVIDIA GPU as the driver shows it under /proc/driver/nvidia. */
+export interface GpuSpec {
+  /** As the driver names its directory: `0000:18:00.0`. */
+  readonly busId: string;
+  readonly uuid: string;
+  /** Device Minor: `/dev/nvidia<minor>`, 195:<minor>. */
+  readonly minor: number;
+  readonly model?: string;
+  readonly excluded?: boolean;
+  /** MIG GPU instances and their compute instances; caps minors follow the driver's table. */
+  readonly mig?: readonly { readonly gi: number; readonly cis: readonly number[] }[];
+}
+
+export interface NvidiaSpec {
+  readonly gpus: readonly GpuSpec[];
+  /** Dynamic majors as /proc/devices gives them; default: those of the recorded H200 node. */
+  readonly majors?: Partial<typeof H200_MAJORS>;
+}
+
+/** The dynamic majors on the recorded H200 node (fixtures/node/nvidia/h200). */
+export const H200_MAJORS = { uvm: 238, nvswitch: 239, nvlink: 240, caps: 241, imex: 242 };
+
+/** nvidia-caps minors of the node-wide MIG capabilities, fixed by the driver's table. */
+export const MIG_CONFIG_MINOR = 1;
+export const MIG_MONITOR_MINOR = 2;
+
+/**
+ * The nvidia-caps minor the driver gives a GPU instance (`ci` absent) or a compute instance: its
+ * table starts at 3 after nvlink's fabric-mgmt and MIG's config and monitor, and holds for each of
+ * 32 GPU minors 15 GPU instances, each followed by its 8 compute instances.
+ */
+export function migCapsMinor(gpuMinor: number, gi: number, ci?: number): number {
+  return 3 + gpuMinor * 15 * 9 + gi * 9 + (ci === undefined ? 0 : 1 + ci);
+}
+
+/** The information file as the driver writes it (label, tabs, value), shaped after the H200's. */
+export function gpuInformationText(g: GpuSpec): string {
+  const rows: [string, string][] = [
+    ['Model: \t\t', g.model ?? 'NVIDIA H200'],
+    ['IRQ:   \t\t', String(41 + g.minor)],
+    ['GPU UUID: \t', g.uuid],
+    ['Video BIOS: \t', '96.00.a5.00.1a'],
+    ['Bus Type: \t', 'PCIe'],
+    ['DMA Size: \t', '52 bits'],
+    ['DMA Mask: \t', '0xfffffffffffff'],
+    ['Bus Location: \t', g.busId],
+    ['Device Minor: \t', String(g.minor)],
+    ['GPU Firmware: \t', '580.159.04'],
+    ['GPU Excluded:\t', g.excluded ? 'Yes' : 'No'],
+  ];
+  return rows.map(([label, value]) => `${label} ${value}\n`).join('');
+}
+
+/** A capability file as the driver writes it. */
+export function capabilityText(minor: number, mode = 292): string {
+  return `DeviceFileMinor: ${minor}\nDeviceFileMode: ${mode}\nDeviceFileModify: 1\n`;
+}
+
+/** /proc/devices with the NVIDIA drivers (and uverbs at 231) among a few ordinary ones. */
+export function procDevicesText(spec: NvidiaSpec): string {
+  const m = { ...H200_MAJORS, ...spec.majors };
+  const chars = [
+    [1, 'mem'],
+    [4, 'tty'],
+    [195, 'nvidia'],
+    [195, 'nvidiactl'],
+    [231, 'infiniband_verbs'],
+    [m.uvm, 'nvidia-uvm'],
+    [m.nvswitch, 'nvidia-nvswitch'],
+    [m.nvlink, 'nvidia-nvlink'],
+    [m.caps, 'nvidia-caps'],
+    [m.imex, 'nvidia-caps-imex-channels'],
+  ].sort((a, b) => (a[0] as number) - (b[0] as number));
+  const line = ([n, name]: (string | number)[]): string => `${String(n).padStart(3)} ${name}\n`;
+  return `Character devices:\n${chars.map(line).join('')}\nBlock devices:\n${line([8, 'sd'])}`;
+}
+
+/** Writes /proc/devices and /proc/driver/nvidia (gpus/, capabilities/) for stand-in GPUs. */
+export function writeNvidia(procfs: string, spec: NvidiaSpec): void {
+  put(path.join(procfs, 'devices'), procDevicesText(spec));
+  const driver = path.join(procfs, 'driver', 'nvidia');
+  put(path.join(driver, 'version'), 'NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04\n');
+  const caps = path.join(driver, 'capabilities');
+  put(path.join(caps, 'mig', 'config'), capabilityText(MIG_CONFIG_MINOR, 256));
+  put(path.join(caps, 'mig', 'monitor'), capabilityText(MIG_MONITOR_MINOR));
+  for (const g of spec.gpus) {
+    put(path.join(driver, 'gpus', g.busId, 'information'), gpuInformationText(g));
+    // The driver makes gpu<minor>/mig/ for every GPU, empty while MIG is off.
+    const mig = path.join(caps, `gpu${g.minor}`, 'mig');
+    fs.mkdirSync(mig, { recursive: true });
+    for (const { gi, cis } of g.mig ?? []) {
+      put(path.join(mig, `gi${gi}`, 'access'), capabilityText(migCapsMinor(g.minor, gi)));
+      for (const ci of cis)
+        put(path.join(mig, `gi${gi}`, `ci${ci}`, 'access'), capabilityText(migCapsMinor(g.minor, gi, ci)));
+    }
+  }
+}
+
+/** Device paths of stand-in GPUs and their numbers: what their holders' fd links name. */
+export function nvidiaDevices(spec: NvidiaSpec): Map<string, string> {
+  const m = { ...H200_MAJORS, ...spec.majors };
+  const caps = (minor: number): [string, string] => [`/dev/nvidia-caps/nvidia-cap${minor}`, `${m.caps}:${minor}`];
+  const out = new Map<string, string>([
+    ['/dev/nvidiactl', '195:255'],
+    ['/dev/nvidia-modeset', '195:254'],
+    ['/dev/nvidia-uvm', `${m.uvm}:0`],
+    ['/dev/nvidia-uvm-tools', `${m.uvm}:1`],
+    caps(MIG_CONFIG_MINOR),
+    caps(MIG_MONITOR_MINOR),
+  ]);
+  for (const g of spec.gpus) {
+    out.set(`/dev/nvidia${g.minor}`, `195:${g.minor}`);
+    for (const { gi, cis } of g.mig ?? []) {
+      out.set(...caps(migCapsMinor(g.minor, gi)));
+      for (const ci of cis) out.set(...caps(migCapsMinor(g.minor, gi, ci)));
+    }
+  }
+  return out;
+}
+
+/**
+ * `n` stand-in GPUs shaped after the recorded H200: minors 0..n-1, bus ids of an 8-GPU board's
+ * slots (synthetic), UUIDs made from the index.
+ */
+export function standInGpus(n: number, model = 'NVIDIA H200'): GpuSpec[] {
+  const buses = ['18', '2a', '3a', '5d', '9a', 'ab', 'ba', 'db'];
+  return Array.from({ length: n }, (_, i) => ({
+    busId: `0000:${buses[i % 8] as string}:${String(Math.floor(i / 8)).padStart(2, '0')}.0`,
+    uuid: `GPU-${String(i).padStart(8, '0')}-0000-4000-8000-${(0xc0b2e470c1d7 + i).toString(16)}`,
+    minor: i,
+    model,
+  }));
 }
