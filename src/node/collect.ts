@@ -7,6 +7,7 @@ import { accumulateQp, EMPTY_QP_STATE, type QpState } from './qp/qp-counters.js'
 import type { QpReadings } from './qp/qp-source.js';
 import { FdScanner } from './read/owners.js';
 import { HcaCache } from './read/hca.js';
+import { GpuCache } from './read/gpus.js';
 import type { Roots } from './read/roots.js';
 import type { JobMetadataSource } from './read/squeue.js';
 import { snapshotSteps, type NodeSnapshot } from './join/snapshot.js';
@@ -67,6 +68,7 @@ export class NodeCollector {
       roots: opts.roots,
       fds: new FdScanner(opts.roots.procfs, opts.fdRescanIntervalMs, opts.roots.fdDevice, opts.sliceMs),
       hcaCache: new HcaCache(opts.holdCounterFiles ?? 0),
+      gpuCache: new GpuCache(),
       jobIds: new JobIdResolver(opts.roots.procfs, opts.jobIdTable),
       metadata: opts.metadata,
       unreadable: opts.unreadableProcesses ?? 'strict',

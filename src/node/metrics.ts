@@ -5,6 +5,8 @@
 import { checkCatalogue, defineMetric, optionalLabels, type MetricKind } from '../telemetry/spec.js';
 
 const DP = ['device', 'port'] as const;
+/** A GPU unit as DCGM exporter labels a GPU (UUID, pci_bus_id, device, GPU_I_ID), plus the MIG compute instance. */
+export const GPU_LABELS = ['UUID', 'pci_bus_id', 'device', 'GPU_I_ID', 'compute_instance'] as const;
 
 /** Labels --job-metadata adds to every point of the job families (empty while a job's are unknown). */
 export const JOB_METADATA_LABELS = ['user_name', 'account', 'slurm_partition'] as const;
@@ -78,6 +80,20 @@ export const NODE_METRICS = {
     '',
     [...DP, 'status'],
     'Why a port has or lacks job series: status is sole, shared, idle, nonjob (a process outside Slurm holds it) or incomplete (the agent could not see everything).',
+  ),
+  gpuAttribution: spec(
+    'gauge',
+    'ib_slurm_gpu_attribution',
+    '',
+    [...GPU_LABELS, 'status'],
+    'Why a GPU (or, with MIG on, a compute instance: GPU_I_ID and compute_instance set) has or lacks a job: status is sole, shared, idle, nonjob or incomplete, under the same rules as a port; one series per status, 1 for the current one. Labels as DCGM exporter gives them (UUID, pci_bus_id in its 00000000:BB:DD.F form, device nvidia<minor>).',
+  ),
+  jobGpuHolder: jobSpec(
+    'gauge',
+    'ib_slurm_job_gpu_holder',
+    '',
+    ['job_id', ...GPU_LABELS],
+    'A job holding a GPU (or MIG compute instance) by an fd of its processes: 1 when it is the sole holder (attributed), 0 when it holds it but attribution is suppressed. Join DCGM series on UUID with == 1.',
   ),
   jobDeviceAttributed: jobSpec(
     'gauge',

@@ -1,13 +1,50 @@
 /** Snapshot + attribution → the node families of the catalogue, as points. */
 import { point, type Family, type Point } from '../telemetry/spec.js';
-import { PORT_STATUSES, type Attribution } from './join/attribution.js';
+import { PORT_STATUSES, type Attribution, type GpuVerdict } from './join/attribution.js';
 import { PMA_WIDTH, saturated } from './read/hca.js';
-import { NODE_METRICS as M, type JOB_METADATA_LABELS } from './metrics.js';
+import { GPU_LABELS, NODE_METRICS as M, type JOB_METADATA_LABELS } from './metrics.js';
 import type { QpState } from './qp/qp-counters.js';
 import type { NodeSnapshot } from './join/snapshot.js';
 
 export function observe(snap: NodeSnapshot, attr: Attribution): Family[] {
-  return [...deviceFamilies(snap, attr), ...jobFamilies(snap, attr), ...summaryFamilies(snap, attr)];
+  return [
+    ...deviceFamilies(snap, attr),
+    ...jobFamilies(snap, attr),
+    ...summaryFamilies(snap, attr),
+    ...gpuFamilies(snap, attr),
+  ];
+}
+
+/** The labels of a GPU unit, as DCGM exporter names a GPU. */
+function gpuLabels(v: GpuVerdict): Record<(typeof GPU_LABELS)[number], string> {
+  const { gpu, gi, ci } = v.unit;
+  return {
+    UUID: gpu.uuid,
+    pci_bus_id: gpu.busIdDcgm,
+    device: `nvidia${gpu.minor}`,
+    GPU_I_ID: gi === undefined ? '' : String(gi),
+    compute_instance: ci === undefined ? '' : String(ci),
+  };
+}
+
+function gpuFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
+  const status: Point[] = [];
+  const holders: Point[] = [];
+  for (const v of attr.gpus ?? []) {
+    const labels = gpuLabels(v);
+    for (const s of PORT_STATUSES)
+      status.push(point(M.gpuAttribution, { ...labels, status: s }, s === v.status ? 1 : 0));
+    const keys = new Set(snap.gpuHolders.get(v.unit.key)?.allocations ?? []);
+    for (const a of snap.allocations) {
+      if (!keys.has(a.key) || a.jobId === undefined) continue;
+      const attributed = v.status === 'sole' && v.soleJobId === a.jobId ? 1 : 0;
+      holders.push(point(M.jobGpuHolder, { job_id: a.jobId, ...labels, ...metadataOf(snap, a.jobId) }, attributed));
+    }
+  }
+  return [
+    { spec: M.gpuAttribution, points: status },
+    { spec: M.jobGpuHolder, points: holders },
+  ];
 }
 
 function deviceFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {

@@ -10,6 +10,7 @@
 import { saturated, WRAPS_32 } from '../read/hca.js';
 import type { JobAllocation, NodeSnapshot } from './snapshot.js';
 import { blindsDevice, describeUnreadable, type UnreadableProcess } from '../read/unreadable.js';
+import type { GpuUnit } from '../read/gpus.js';
 
 export type PortStatus = 'sole' | 'shared' | 'idle' | 'nonjob' | 'incomplete';
 export const PORT_STATUSES: readonly PortStatus[] = ['sole', 'shared', 'idle', 'nonjob', 'incomplete'];
@@ -50,8 +51,20 @@ export interface AttributionState {
 
 export const EMPTY_STATE: AttributionState = { jobs: new Map(), deviceStarts: new Map() };
 
+/** A GPU unit's verdict: the same statuses and rules as a port's (a GPU has no counters of ours). */
+export interface GpuVerdict {
+  readonly unit: GpuUnit;
+  readonly status: PortStatus;
+  readonly jobs: readonly string[];
+  readonly jobPids: readonly number[];
+  readonly nonJobPids: readonly number[];
+  readonly soleJobId?: string;
+  readonly why: string;
+}
+
 export interface Attribution {
   readonly verdicts: readonly PortVerdict[];
+  readonly gpus?: readonly GpuVerdict[];
   readonly state: AttributionState;
 }
 
@@ -59,8 +72,46 @@ export function attribute(snap: NodeSnapshot, prev: AttributionState): Attributi
   const verdicts = judgePorts(snap);
   return {
     verdicts,
+    gpus: judgeGpus(snap),
     state: { jobs: accumulate(snap, verdicts, prev.jobs), deviceStarts: deviceStarts(snap, prev.deviceStarts) },
   };
+}
+
+/**
+ * GPU units under the ports' rules. No kernel evidence covers GPUs (the rdma cgroup and the list
+ * of verbs contexts say nothing of them), so a process whose fds cannot all be known costs every
+ * GPU what its policy says, whatever that evidence made of it for the HCAs.
+ */
+export function judgeGpus(snap: NodeSnapshot): GpuVerdict[] {
+  const byKey = new Map(snap.allocations.map((a) => [a.key, a]));
+  const blind = new Map<string, UnreadableProcess>();
+  for (const u of snap.unreadable)
+    if (u.policyEffect === 'job' && u.allocation !== undefined && !blind.has(u.allocation)) blind.set(u.allocation, u);
+  const described = new Set(snap.gaps);
+  const gaps = [
+    ...snap.gaps,
+    ...snap.unreadable
+      .filter((u) => u.policyEffect === 'node')
+      .map(describeUnreadable)
+      .filter((g) => !described.has(g)),
+  ];
+  return snap.gpus.units.map((unit) => {
+    const h = snap.gpuHolders.get(unit.key);
+    const allocs = (h?.allocations ?? []).map((k) => byKey.get(k));
+    const nonJobPids = h?.nonJobPids ?? [];
+    const sole = allocs.length === 1 ? allocs[0] : undefined;
+    const remaining = blindWhy(blind, allocs[0]?.key) ?? (allocs.length === 1 ? soleWhy(sole) : undefined);
+    const [status, why] = decide(gaps, allocs.length, nonJobPids.length, remaining);
+    const base = {
+      unit,
+      status,
+      why,
+      jobs: allocs.map((a) => a?.jobId ?? a?.id ?? '?'),
+      jobPids: h?.jobPids ?? [],
+      nonJobPids,
+    };
+    return status === 'sole' && sole?.jobId !== undefined ? { ...base, soleJobId: sole.jobId } : base;
+  });
 }
 
 export function judgePorts(snap: NodeSnapshot): PortVerdict[] {

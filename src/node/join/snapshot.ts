@@ -7,6 +7,7 @@ import { readHcas, UverbsMap, verbsByDevice, type HcaCache, type HcaScan, type V
 import type { JobIdResolver } from '../read/jobids.js';
 import type { FdScanner } from '../read/owners.js';
 import type { ProbeResult } from '../read/fd-probe.js';
+import { GPU_KEY_PREFIX, gpuUnits, readGpus, type GpuCache, type GpuUnit } from '../read/gpus.js';
 import { Problems, type Problem } from '../read/problems.js';
 import {
   chargedDevices,
@@ -64,6 +65,10 @@ export interface NodeSnapshot {
   readonly scopes: readonly ScopeInfo[];
   /** HCA name → who holds it (only devices with holders). */
   readonly holders: ReadonlyMap<string, DeviceHolders>;
+  /** The node's GPUs as units of attribution (whole GPUs, or MIG compute instances), and why none. */
+  readonly gpus: { readonly present: boolean; readonly reason?: string; readonly units: readonly GpuUnit[] };
+  /** GPU unit key → who holds it (only units with holders). */
+  readonly gpuHolders: ReadonlyMap<string, DeviceHolders>;
   /** Why no port's attribution can be trusted this cycle (empty when knowledge is complete). */
   readonly gaps: readonly string[];
   /** Processes whose fd table could not be read, named, with their effect on attribution. */
@@ -106,6 +111,8 @@ export interface Readers {
   readonly readAllFds?: boolean;
   /** The kernel's list of verbs contexts, read when a process's fds cannot all be known. */
   readonly contexts?: RdmaContexts;
+  /** The GPU inventory kept between cycles (parsed again only when the driver's files change). */
+  readonly gpuCache?: GpuCache;
 }
 
 /** What a context reading says of a process; a thread's id is mapped to its process through procfs. */
@@ -135,12 +142,20 @@ export function* snapshotSteps(readers: Readers, nowMs: number): Steps<NodeSnaps
   const rdma = jobCharges(cgroups.allocations, problems, devices);
   const known = new Map(cgroups.allocations.flatMap((a) => [...(a.cgroupOf ?? [])]));
   const charges = new ProcessCharges(roots.procfs, roots.cgroupfs, problems, known, devices);
+  const gpuInventory = readGpus(roots.procfs, problems, readers.gpuCache);
+  const gpus = gpuUnits(gpuInventory);
+  // The rdma cgroup's charges stand in for a process's fd table only where HCAs are all there is
+  // to hold: they say nothing of GPUs.
+  const skipCovered = readers.readAllFds !== true && gpus.units.length === 0;
   const coverage = rdmaControllerPresent(roots.cgroupfs)
-    ? { test: (pid: number) => covered(pid, allocationOf, rdma, known, charges), skip: readers.readAllFds !== true }
+    ? { test: (pid: number) => covered(pid, allocationOf, rdma, known, charges), skip: skipCovered }
     : undefined;
   let verbs: VerbsDevices | undefined;
-  const verbsOf = (): ReadonlyMap<string, string> => (verbs ??= verbsByDevice(roots.sysfs, problems)).byDevice;
-  const owners = yield* readers.fds.scanSteps(nowMs, problems, verbsOf, coverage);
+  // Device number → holder key, of every class: uverbs devices (`uverbs3`) and GPU units (`gpu:…`).
+  let held: ReadonlyMap<string, string> | undefined;
+  const devicesOf = (): ReadonlyMap<string, string> =>
+    (held ??= new Map([...(verbs ??= verbsByDevice(roots.sysfs, problems)).byDevice, ...gpus.byDevice]));
+  const owners = yield* readers.fds.scanSteps(nowMs, problems, devicesOf, coverage);
   const hca = readHcas(roots.sysfs, problems, readers.hcaCache);
   const resolutions = readers.jobIds.resolve(cgroups.allocations, problems);
   const gaps = [...cgroups.gaps, ...(verbs?.gaps ?? [])];
@@ -175,8 +190,13 @@ export function* snapshotSteps(readers: Readers, nowMs: number): Steps<NodeSnaps
     );
 
   const holders = new HolderTable();
+  const gpuHolders = new HolderTable();
   const uverbs = new UverbsMap(roots.sysfs, problems);
   for (const [dev, holdings] of owners.holders) {
+    if (dev.startsWith(GPU_KEY_PREFIX)) {
+      for (const h of holdings) gpuHolders.add(dev, h.pid, allocationOf.get(h.pid), 'fd', h.paths);
+      continue;
+    }
     const device = uverbs.device(dev);
     if (device === undefined) {
       gaps.push(`${dev}: HCA unknown (no readable ibdev)`);
@@ -199,7 +219,7 @@ export function* snapshotSteps(readers: Readers, nowMs: number): Steps<NodeSnaps
   }
   const metadata = readers.metadata ? jobMetadata(readers.metadata, allocations) : undefined;
   const holderNames = new Map<number, string>();
-  for (const pid of new Set(holders.pids().flatMap((p) => [...p]))) {
+  for (const pid of new Set([...holders.pids(), ...gpuHolders.pids()].flatMap((p) => [...p]))) {
     // The stat read for the fd scan names the process; one not scanned (covered) is read here.
     const known = owners.names.get(pid);
     if (known !== undefined) holderNames.set(pid, known);
@@ -214,6 +234,12 @@ export function* snapshotSteps(readers: Readers, nowMs: number): Steps<NodeSnaps
     allocations,
     scopes: cgroups.scopes,
     holders: holders.result(),
+    gpus: {
+      present: gpuInventory.present,
+      ...(gpuInventory.reason === undefined ? {} : { reason: gpuInventory.reason }),
+      units: gpus.units,
+    },
+    gpuHolders: gpuHolders.result(),
     gaps,
     unreadable,
     rdma,

@@ -78,8 +78,12 @@ export function fdInfoMountId(text: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-/** A path whose last part names a verbs device (`…/uverbs3`, also ` (deleted)` after an unlink). */
-const UVERBS_NAME = /(?:^|\/)uverbs\d{1,5}(?: \(deleted\))?$/;
+/**
+ * A path whose last part names a device node of a class the agent attributes: a verbs device
+ * (`…/uverbs3`), a GPU (`…/nvidia0`) or an NVIDIA capability (`…/nvidia-cap12`: MIG instances);
+ * also with ` (deleted)` after an unlink.
+ */
+const DEVICE_NAME = /(?:^|\/)(?:uverbs\d{1,5}|nvidia\d{1,3}|nvidia-cap\d{1,7})(?: \(deleted\))?$/;
 
 /**
  * What is known of one fd: a character device's `major:minor`; `none` (not a character device,
@@ -130,7 +134,7 @@ export class FdMounts {
       return st !== undefined && st.isCharacterDevice() ? { dev: deviceNumber(st.rdev) } : NONE;
     }
     this.counts.skipped++;
-    if (mount?.nodev === true || !UVERBS_NAME.test(link)) return NONE;
+    if (mount?.nodev === true || !DEVICE_NAME.test(link)) return NONE;
     return mount === undefined
       ? { ask: 'an unlisted mount', mount: `unlisted ${id ?? '?'}` }
       : { ask: mount.fstype, mount: `${id} ${mount.dev}` };

@@ -409,3 +409,40 @@ function roles(
   }
   return out;
 }
+
+/**
+ * What a job can hold of a GPU, the unit attribution judges: the whole GPU with MIG off, each
+ * compute instance with MIG on (a process on a MIG instance holds the GPU's own node too, and that
+ * says nothing of which instance it runs on: only the instance's capability node does).
+ */
+export interface GpuUnit {
+  /** `gpu:<uuid>` or `gpu:<uuid>/<gi>/<ci>`: the holder key of the fd walk. */
+  readonly key: string;
+  readonly gpu: Gpu;
+  readonly gi?: number;
+  readonly ci?: number;
+}
+
+/** The key prefix that tells a GPU unit from a uverbs device among the fd walk's holders. */
+export const GPU_KEY_PREFIX = 'gpu:';
+
+/** The units of the inventory, and which device number makes a process a holder of which unit. */
+export function gpuUnits(inv: GpuInventory): { units: GpuUnit[]; byDevice: Map<string, string> } {
+  const units: GpuUnit[] = [];
+  const byDevice = new Map<string, string>();
+  for (const gpu of inv.gpus) {
+    if (gpu.excluded === true) continue;
+    if (gpu.gpuInstances.length === 0) {
+      units.push({ key: `${GPU_KEY_PREFIX}${gpu.uuid}`, gpu });
+      byDevice.set(gpu.device, `${GPU_KEY_PREFIX}${gpu.uuid}`);
+      continue;
+    }
+    for (const gi of gpu.gpuInstances)
+      for (const ci of gi.computeInstances) {
+        const key = `${GPU_KEY_PREFIX}${gpu.uuid}/${gi.gi}/${ci.ci}`;
+        units.push({ key, gpu, gi: gi.gi, ci: ci.ci });
+        if (ci.device !== undefined) byDevice.set(ci.device, key);
+      }
+  }
+  return { units, byDevice };
+}

@@ -49,6 +49,11 @@ export interface UnreadableProcess {
   readonly allocation?: string;
   readonly job?: string;
   readonly effect: UnreadableEffect;
+  /**
+   * What the policy alone makes of it (job, node or ignored): its cost on devices no kernel
+   * evidence covers (GPUs: neither the rdma cgroup nor the list of verbs contexts says anything of them).
+   */
+  readonly policyEffect: UnreadableEffect;
   /** Its own cgroup's rdma.current, when there is one: the file and the devices with a verbs context charged. */
   readonly rdma?: { readonly file: string; readonly charged: readonly string[] };
   /** The kernel's list of verbs contexts, when read this cycle: what it says of this process. */
@@ -125,6 +130,7 @@ export function classifyUnreadable(
     out.push({
       pid,
       errno,
+      policyEffect,
       ...effectOf(policyEffect, rdma, contexts),
       ...(rdma ? { rdma } : {}),
       comm: comm.ok ? comm.value.trim() : '?',

@@ -60,6 +60,8 @@ function snap(s: Setup): NodeSnapshot {
     allocations,
     scopes: [],
     holders,
+    gpus: { present: false, units: [] },
+    gpuHolders: new Map(),
     gaps: s.gaps ?? [],
     unreadable: s.unreadable ?? [],
     rdma: new Map(),
@@ -120,6 +122,7 @@ describe('port verdicts', () => {
       allocation: 'a',
       job: '1',
       effect: 'job',
+      policyEffect: 'job',
       cause: 'test',
     };
     const s = snap({
@@ -169,6 +172,7 @@ describe('port verdicts', () => {
       allocation: 'a',
       job: '1',
       effect: 'job',
+      policyEffect: 'job',
       contexts: { held: [], unknownOn: ['unknown'] },
       onlyOn: ['unknown'],
       cause: 'test',
