@@ -22,6 +22,8 @@ export interface Received {
   readonly contentType: string;
   readonly resource: Record<string, string>;
   readonly points: ReceivedPoint[];
+  /** The request's Authorization header, when it had one. */
+  readonly authorization?: string;
 }
 
 export interface Receiver {
@@ -46,7 +48,9 @@ export async function startReceiver(): Promise<Receiver> {
       let body = Buffer.concat(chunks);
       if (req.headers['content-encoding'] === 'gzip') body = gunzipSync(body);
       const type = req.headers['content-type'] ?? '';
-      requests.push(type.includes('json') ? fromJson(body.toString('utf8'), type) : fromProtobuf(body, type));
+      const decoded = type.includes('json') ? fromJson(body.toString('utf8'), type) : fromProtobuf(body, type);
+      const authorization = req.headers.authorization;
+      requests.push(authorization === undefined ? decoded : { ...decoded, authorization });
       res.writeHead(200, { 'content-type': type }).end(type.includes('json') ? '{}' : undefined);
     });
   });
