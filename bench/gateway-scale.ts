@@ -28,7 +28,7 @@ import { SlurmClient } from '../src/cluster/api/client.js';
 import { startFakeSlurmrestd } from '../src/demo/fake-slurmrestd.js';
 import { clusterAgentOptions } from '../test/support/agents.js';
 import { bigCluster } from '../test/support/big-cluster.js';
-import { collectorPath } from '../test/support/collector.js';
+import { collectorPath, tokenFiles } from '../test/support/collector.js';
 import { parseExposition } from '../test/support/exposition.js';
 import { silentLogger } from '../test/support/log.js';
 import { startPrometheus } from '../test/support/prometheus.js';
@@ -122,6 +122,7 @@ async function main(): Promise<void> {
       },
     }),
   );
+  const tokens = tokenFiles(dir);
   const gateway = spawn(
     collectorPath(),
     ['--config', `file:${path.resolve('otel-config/collector-gateway.yaml')}`, '--config', `file:${override}`],
@@ -131,6 +132,7 @@ async function main(): Promise<void> {
         PATH: process.env.PATH ?? '',
         SLURM_CLUSTER_NAME: 'scale',
         PROMETHEUS_REMOTE_WRITE_URL: `${prom.url}/api/v1/write`,
+        ...tokens.env,
       },
     },
   );
@@ -141,7 +143,10 @@ async function main(): Promise<void> {
   );
   const proxy = await recordingProxy(httpPort);
 
-  const base = clusterAgentOptions({ cluster, server }, TOKEN, { otlpUrl: proxy.url });
+  const base = clusterAgentOptions({ cluster, server }, TOKEN, {
+    otlpUrl: proxy.url,
+    otlpBearerTokenFile: tokens.push,
+  });
   // The test options' client gives up after 10 s; a 100k-job /jobs is half a gigabyte.
   const api = new SlurmClient({
     server: server.url,
