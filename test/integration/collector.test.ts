@@ -11,7 +11,9 @@
  * shipped; only their listen addresses are moved to free loopback ports (a second config merged
  * over the first).
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,6 +26,7 @@ import {
   PUSH_TOKEN,
   SCRAPE_TOKEN,
   collectorPath,
+  SCRAPE_HEADERS,
   scrapeGateway,
   shouldRunCollector,
   startCollector,
@@ -403,6 +406,113 @@ describe.runIf(runCollector && shouldRun(prometheus))(
       expect(await telemetry(agTelemetry, 'otelcol_exporter_sent_metric_points')).toBe(0);
       expect(await forgedOnGateway()).not.toContain('forged_rogue');
       expect(rogue.log()).toMatch(/Unauthenticated/);
+    });
+  },
+);
+
+const openssl = findTool('openssl', 'openssl');
+
+/** A self-signed certificate for 127.0.0.1 (its own CA), as PEM files in `dir`. */
+function selfSigned(dir: string): { cert: string; key: string } {
+  const cert = path.join(dir, 'tls.crt');
+  const key = path.join(dir, 'tls.key');
+  const args = ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1'];
+  execFileSync(toolPath(openssl), [...args, '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], {
+    stdio: 'ignore',
+  });
+  return { cert, key };
+}
+
+/** GET over HTTPS trusting `ca` only; the body, or a throw naming the status. */
+function httpsText(url: string, ca: Buffer, headers: Record<string, string>): Promise<string> {
+  return new Promise((resolve, reject) => {
+    https
+      .get(url, { ca, headers }, (res) => {
+        let body = '';
+        res.on('data', (d: Buffer) => (body += d.toString()));
+        res.on('end', () => (res.statusCode === 200 ? resolve(body) : reject(new Error(`${url}: ${res.statusCode}`))));
+      })
+      .on('error', reject);
+  });
+}
+
+describe.runIf(runCollector && shouldRun(openssl))(
+  'TLS: collector-gateway-tls.yaml and collector-agent-tls.yaml over the shipped configs',
+  { timeout: 180_000 },
+  () => {
+    let dir: string;
+    let gateway: RunningCollector | undefined;
+    let local: RunningCollector | undefined;
+    let agent: AgentProcess | undefined;
+
+    afterAll(async () => {
+      if (agent) await stopChild(agent.child);
+      await local?.stop();
+      await gateway?.stop();
+      if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('the agent (https, NODE_EXTRA_CA_CERTS) and the node-local Collector (gRPC with TLS) arrive; :8889 is HTTPS', async () => {
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-collector-tls-'));
+      const { cert, key } = selfSigned(dir);
+      const tokens = tokenFiles(dir);
+      const [gw, ag, exposition] = [await ports(), await ports(), await freePort()];
+      gateway = await startCollector(
+        GATEWAY_CONFIG,
+        listenOn(gw, { exporters: { prometheus: { endpoint: `127.0.0.1:${exposition}` } } }),
+        {
+          SLURM_CLUSTER_NAME: CLUSTER,
+          // No store in this test: the remote write fails and retries, :8889 is what is checked.
+          PROMETHEUS_REMOTE_WRITE_URL: `http://127.0.0.1:${await freePort()}/api/v1/write`,
+          TLS_CERT_FILE: cert,
+          TLS_KEY_FILE: key,
+        },
+        dir,
+        `http://127.0.0.1:${gw.health}/`,
+        ['otel-config/collector-gateway-tls.yaml'],
+      );
+      local = await startCollector(
+        AGENT_CONFIG,
+        listenOn(ag),
+        { OTEL_GATEWAY_ENDPOINT: `127.0.0.1:${gw.grpc}`, TLS_CA_FILE: cert },
+        dir,
+        `http://127.0.0.1:${ag.health}/`,
+        ['otel-config/collector-agent-tls.yaml'],
+      );
+      const roots = writeTree(path.join(dir, 'tree'), demoTree({ layout: 'v2-sluid', nonJobHolder: false }));
+      agent = await startNodeAgentProcess(
+        [
+          ...treeFlags(roots),
+          '--node-name',
+          'gpu-001',
+          '--otlp-endpoint',
+          `https://127.0.0.1:${gw.http}/v1/metrics`,
+          '--otlp-interval',
+          '1s',
+          '--otlp-bearer-token-file',
+          tokens.push,
+        ],
+        { NODE_EXTRA_CA_CERTS: cert },
+      );
+      expect(await pushStatus(ag.http, forgedPush('forged_via_tls'), `Bearer ${PUSH_TOKEN}`)).toBe(200);
+      const ca = fs.readFileSync(cert);
+      const url = `https://127.0.0.1:${exposition}/metrics`;
+      await waitFor(
+        'the agent’s series and the forwarded point on :8889 over HTTPS',
+        async () => {
+          const names = new Set(
+            parseExposition(await httpsText(url, ca, SCRAPE_HEADERS))
+              .filter((x) => x.labels.instance === 'gpu-001')
+              .map((x) => x.name),
+          );
+          return names.has('ib_slurm_device_info') && names.has('forged_via_tls');
+        },
+        120_000,
+      );
+      // Plain HTTP to the TLS receiver is not taken, even with the token.
+      expect(await pushStatus(gw.http, forgedPush('forged_plain'), `Bearer ${PUSH_TOKEN}`).catch(() => 0)).not.toBe(
+        200,
+      );
     });
   },
 );
