@@ -223,8 +223,8 @@ const agents: AlertGroup = {
         means:
           'The agent cannot reach the OpenTelemetry Collector, or the collector refuses the data (memory_limiter, auth, TLS).',
         check:
-          "The agent log (each failed push names the error); the collector's health and `otelcol_receiver_refused_metric_points`; `curl -v` the OTLP endpoint from the agent's host.",
-        act: 'Fix the endpoint, TLS or headers (`--otlp-*` / `OTEL_EXPORTER_OTLP_*`), or scale the gateway. The agent retries at every interval; nothing needs a restart.',
+          "The agent log (each failed push names the error: a 401 is the bearer token, refused before the collector counts anything); the collector's health and `otelcol_receiver_refused_metric_points`; `curl -v` the OTLP endpoint from the agent's host.",
+        act: "Fix the endpoint, TLS or headers (`--otlp-*` / `OTEL_EXPORTER_OTLP_*`); for a 401, put the token of the agent's `--otlp-bearer-token-file` into the collector's `OTLP_TOKEN_FILE` (deploy/README.md, bearer tokens); or scale the gateway. The agent retries at every interval and reads a changed token file itself; nothing needs a restart.",
       },
     },
     {
