@@ -11,12 +11,16 @@
  * agent's series as its /metrics has); the gateway's CPU time and peak RSS (from /proc) over the
  * run; and whether the store's series equal the exported ones (none lost, none doubled).
  *
- * Run: npm run build && node dist/bench/gateway-scale.js [--nodes N (20000)] [--jobs N (100000)]
+ * With --through-agent the push goes the long way, as on a node that runs the node-local Collector:
+ * proxy → otel-config/collector-agent.yaml as shipped → OTLP/gRPC → the gateway; the bench then
+ * also prints what the node-local Collector received, sent and failed to send (its own telemetry),
+ * the points the gateway accepted, and how many of the pushed points reached the store.
+ *
+ * Run: npm run build && node dist/bench/gateway-scale.js [--nodes N (20000)] [--jobs N (100000)] [--through-agent]
  * Needs the Collector (scripts/collector/build.sh) and Prometheus (Debian's prometheus).
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -28,48 +32,49 @@ import { SlurmClient } from '../src/cluster/api/client.js';
 import { startFakeSlurmrestd } from '../src/demo/fake-slurmrestd.js';
 import { clusterAgentOptions } from '../test/support/agents.js';
 import { bigCluster } from '../test/support/big-cluster.js';
-import { collectorPath, tokenFiles } from '../test/support/collector.js';
+import { collectorPath, startCollector, tokenFiles, type RunningCollector } from '../test/support/collector.js';
+import { AGENT_CONFIG, collectorTelemetry, listenOn, ports, recordingProxy } from '../test/support/collector-chain.js';
 import { parseExposition } from '../test/support/exposition.js';
 import { silentLogger } from '../test/support/log.js';
 import { startPrometheus } from '../test/support/prometheus.js';
 import { findTool, freePort, stopChild, toolPath, waitFor } from '../test/support/tools.js';
 
 const { values: args } = parseArgs({
-  options: { nodes: { type: 'string', default: '20000' }, jobs: { type: 'string', default: '100000' } },
+  options: {
+    nodes: { type: 'string', default: '20000' },
+    jobs: { type: 'string', default: '100000' },
+    'through-agent': { type: 'boolean', default: false },
+  },
 });
+const THROUGH_AGENT = args['through-agent'];
 const NODES = Number(args.nodes);
 const JOBS = Number(args.jobs);
 const TOKEN = 'gateway-scale-token';
 const MiB = 1024 * 1024;
 
-interface Proxied {
-  readonly bytes: number;
-  readonly status: number;
+/** The node-local Collector, as shipped, listening on loopback and forwarding to the gateway's gRPC `grpc`. */
+async function startAgentCollector(
+  dir: string,
+  grpc: number,
+): Promise<{ collector: RunningCollector; http: number; telemetry: string }> {
+  const p = await ports();
+  const collector = await startCollector(
+    AGENT_CONFIG,
+    listenOn(p),
+    { OTEL_GATEWAY_ENDPOINT: `127.0.0.1:${grpc}` },
+    dir,
+    `http://127.0.0.1:${p.health}/`,
+  );
+  return { collector, http: p.http, telemetry: `http://127.0.0.1:${p.telemetry}/metrics` };
 }
 
-/** A loopback proxy to `target` that records each request's body size and the answer's status. */
-async function recordingProxy(target: number): Promise<{ url: string; seen: Proxied[]; close(): void }> {
-  const seen: Proxied[] = [];
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      const out = http.request(
-        { host: '127.0.0.1', port: target, path: req.url, method: req.method, headers: req.headers },
-        (answer) => {
-          seen.push({ bytes: body.length, status: answer.statusCode ?? 0 });
-          res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.pipe(res);
-        },
-      );
-      out.on('error', () => res.writeHead(502).end());
-      out.end(body);
-    });
-  });
-  const port = await freePort();
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${port}/v1/metrics`, seen, close: () => server.close() };
+/** What the node-local Collector received, sent on and failed to send, in points. */
+async function agentFigures(url: string): Promise<{ received: number; sent: number; failed: number }> {
+  return {
+    received: await collectorTelemetry(url, 'otelcol_receiver_accepted_metric_points'),
+    sent: await collectorTelemetry(url, 'otelcol_exporter_sent_metric_points'),
+    failed: await collectorTelemetry(url, 'otelcol_exporter_send_failed_metric_points'),
+  };
 }
 
 /** CPU milliseconds and peak RSS (MiB) of a process, from /proc. */
@@ -141,7 +146,8 @@ async function main(): Promise<void> {
     async () => (await fetch(`http://127.0.0.1:${health}/`).catch(() => undefined))?.ok,
     60_000,
   );
-  const proxy = await recordingProxy(httpPort);
+  const agent = THROUGH_AGENT ? await startAgentCollector(dir, grpc) : undefined;
+  const proxy = await recordingProxy(agent?.http ?? httpPort);
 
   const base = clusterAgentOptions({ cluster, server }, TOKEN, {
     otlpUrl: proxy.url,
@@ -182,9 +188,39 @@ async function main(): Promise<void> {
   const query = `count({job="slurm-otel-cluster", __name__=~"slurm_.+"})`;
   const stored = async (): Promise<number> => Number((await prom.query(query))[0]?.value[1] ?? 0);
   const expected = parseExposition(runner.pipeline.exposition.text).filter((s) => s.name.startsWith('slurm_')).length;
-  await waitFor('every series in Prometheus', async () => (await stored()) >= expected || undefined, 600_000).catch(
-    () => undefined,
-  );
+  const gwTelemetry = `http://127.0.0.1:${telemetry}/metrics`;
+  // Through the node-local Collector, points it failed to send never come: stop waiting once it
+  // has settled every point it took and the gateway has written every point it accepted.
+  const settled = async (): Promise<boolean> => {
+    if (agent === undefined) return false;
+    const a = await agentFigures(agent.telemetry);
+    const accepted = await collectorTelemetry(gwTelemetry, 'otelcol_receiver_accepted_metric_points');
+    const written = await collectorTelemetry(gwTelemetry, 'otelcol_exporter_sent_metric_points', {
+      exporter: 'prometheus_remote_write',
+    });
+    return a.received > 0 && a.sent + a.failed >= a.received && written >= accepted;
+  };
+  await waitFor(
+    'every series in Prometheus',
+    async () => (await stored()) >= expected || (await settled()) || undefined,
+    600_000,
+  ).catch(() => undefined);
+  if (agent !== undefined) {
+    const a = await agentFigures(agent.telemetry);
+    const accepted = await collectorTelemetry(gwTelemetry, 'otelcol_receiver_accepted_metric_points');
+    const refused = await collectorTelemetry(gwTelemetry, 'otelcol_receiver_refused_metric_points');
+    // A request the node-local Collector timed out on and sent again reaches the gateway twice.
+    const retries = agent.collector
+      .log()
+      .split('\n')
+      .filter((l) => /will retry/i.test(l)).length;
+    console.log(
+      `node-local Collector: received ${a.received} points, sent ${a.sent}, failed to send ${a.failed} ` +
+        `(${((100 * a.failed) / Math.max(1, a.received)).toFixed(1)} % lost there), ${retries} requests retried; ` +
+        `gateway: accepted ${accepted} points, refused ${refused}`,
+    );
+    await agent.collector.stop();
+  }
   const delayS = (performance.now() - p0) / 1000;
   const after = usage(gateway.pid!);
   console.log(

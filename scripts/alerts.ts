@@ -210,20 +210,21 @@ const agents: AlertGroup = {
     },
     {
       alert: 'SlurmOtelOtlpExportFailing',
-      // Both agents count their pushes the same way, each under its own prefix.
-      expr: `sum by (job, instance) (${rate('ib_slurm_exporter_otlp_exports_total{result="failure"}')} or ${rate('slurm_exporter_otlp_exports_total{result="failure"}')}) > 0`,
+      // Both agents count their pushes the same way, each under its own prefix; a push the receiver
+      // answered while refusing some of its points (OTLP partial success) lost data too.
+      expr: `sum by (job, instance) (${rate('ib_slurm_exporter_otlp_exports_total{result=~"failure|rejected"}')} or ${rate('slurm_exporter_otlp_exports_total{result=~"failure|rejected"}')}) > 0`,
       for: 'otlpFailingFor',
       severity: 'warning',
       summary: 'agent {{ $labels.job }} on {{ $labels.instance }} cannot push OTLP',
       description:
-        'OTLP pushes from {{ $labels.job }} on {{ $labels.instance }} have failed for ' +
+        'OTLP pushes from {{ $labels.job }} on {{ $labels.instance }} have failed or been partly refused for ' +
         T('otlpFailingFor') +
-        ': the store gets no metrics from that agent on the push path.',
+        ': the store misses metrics from that agent on the push path.',
       runbook: {
         means:
-          'The agent cannot reach the OpenTelemetry Collector, or the collector refuses the data (memory_limiter, auth, TLS).',
+          'The agent cannot reach the OpenTelemetry Collector, or the collector refuses the data (memory_limiter, auth, TLS); `result="rejected"`: the receiver took the pushes but refused some of their points (OTLP partial success), counted in `ib_slurm_exporter_otlp_rejected_points_total` / `slurm_exporter_otlp_rejected_points_total`.',
         check:
-          "The agent log (each failed push names the error: a 401 is the bearer token, refused before the collector counts anything); the collector's health and `otelcol_receiver_refused_metric_points`; `curl -v` the OTLP endpoint from the agent's host.",
+          "The agent log (failed and partly refused pushes are logged once a minute, with the error and how many were not logged: a 401 is the bearer token, refused before the collector counts anything); the collector's health and `otelcol_receiver_refused_metric_points`; `curl -v` the OTLP endpoint from the agent's host.",
         act: "Fix the endpoint, TLS or headers (`--otlp-*` / `OTEL_EXPORTER_OTLP_*`); for a 401, put the token of the agent's `--otlp-bearer-token-file` into the collector's `OTLP_TOKEN_FILE` (deploy/README.md, bearer tokens); or scale the gateway. The agent retries at every interval and reads a changed token file itself; nothing needs a restart.",
       },
     },
@@ -233,16 +234,36 @@ const agents: AlertGroup = {
       for: 'otlpFailingFor',
       severity: 'warning',
       summary: 'OpenTelemetry Collector {{ $labels.instance }} fails to send metrics through {{ $labels.exporter }}',
+      // Also the node-local Collector's otlp_grpc exporter: a request the gateway refuses as too
+      // large is not retryable and is dropped there, and the gateway counts nothing.
       description:
         'The collector {{ $labels.instance }} has failed to send metric points through its {{ $labels.exporter }} exporter for ' +
         T('otlpFailingFor') +
         ': pushed agent metrics are being dropped.',
       runbook: {
         means:
-          "The gateway receives the agents' metrics but cannot write them to the store (remote write refused, store down, network).",
+          "A collector drops the agents' metrics: the gateway cannot write them to the store (remote write refused, store down, network), or a node-local collector (exporter `otlp_grpc`) cannot forward them to the gateway (gateway down past the retry time, a request over the gateway's gRPC size limit, or a bearer token the gateway does not list: both dropped at once).",
         check:
-          'The collector log; `otelcol_exporter_queue_size`; the store\'s ingestion errors (Prometheus: `prometheus_http_requests_total{handler="/api/v1/write"}` by code).',
-        act: 'Fix the store or its URL and credentials; raise the exporter queue if the outage is short and expected.',
+          'The collector log (`message larger than max` names a size mismatch, `code = Unauthenticated` the token); `otelcol_exporter_queue_size`; the store\'s ingestion errors (Prometheus: `prometheus_http_requests_total{handler="/api/v1/write"}` by code).',
+        act: "Fix the store or its URL and credentials; raise the exporter queue if the outage is short and expected. For a size mismatch: keep the node-local collector's `sending_queue.batch.max_size` under the gateway's `max_recv_msg_size_mib` (otel-config/ ships them matched). For `Unauthenticated`: put the node's `OTLP_TOKEN_FILE` token into the gateway's `OTLP_TOKEN_FILE` and restart the node-local collector (it reads its forwarding token at start).",
+      },
+    },
+    {
+      alert: 'SlurmOtelCollectorRefusing',
+      expr: `sum by (job, instance, receiver) (rate({__name__=~"otelcol_receiver_refused_metric_points(_total)?"}[${T('rateWindow')}])) > 0`,
+      for: 'otlpFailingFor',
+      severity: 'warning',
+      summary: 'OpenTelemetry Collector {{ $labels.instance }} refuses metrics on {{ $labels.receiver }}',
+      description:
+        'The collector {{ $labels.instance }} has refused metric points pushed to its {{ $labels.receiver }} receiver for ' +
+        T('otlpFailingFor') +
+        ': the senders must retry them or lose them.',
+      runbook: {
+        means:
+          'A pipeline behind the receiver said no: usually the memory_limiter (memory near its limit), or an exporter whose queue is full.',
+        check:
+          "`otelcol_processor_memory_limiter_refused_metric_points` and the collector's memory; `otelcol_exporter_queue_size` against `otelcol_exporter_queue_capacity`; the senders' failure counters.",
+        act: 'Scale the gateway out (more replicas) or give it more memory; fix the store if the exporter queue is full because it cannot write.',
       },
     },
   ],

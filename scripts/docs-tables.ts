@@ -15,6 +15,7 @@ import {
   NATIVE_USER_ACCOUNT_SPECS,
 } from '../src/cluster/metrics.js';
 import { NODE_METRICS, NODE_SELF_METRICS } from '../src/node/metrics.js';
+import { HTTP_GUARD_METRICS } from '../src/telemetry/http-metrics.js';
 import { PROCESS_METRICS } from '../src/telemetry/process-metrics.js';
 import { prometheusName, type MetricSpec } from '../src/telemetry/spec.js';
 
@@ -37,6 +38,7 @@ export const DOC_TABLES: Readonly<Record<string, readonly MetricSpec[]>> = {
   'cluster-extra-metrics': EXTRA_SPECS,
   'cluster-self-metrics': Object.values(CLUSTER_SELF_METRICS),
   'process-metrics': Object.values(PROCESS_METRICS),
+  'http-guard-metrics': Object.values(HTTP_GUARD_METRICS),
 };
 
 export function metricsTable(specs: readonly MetricSpec[]): string {

@@ -371,9 +371,16 @@ function holdsAny(pid: number, links: ReadonlySet<string>): boolean {
   return false;
 }
 
+/**
+ * Whether the process's environment has the run's marker. Only processes of the agent's own user
+ * are read: what a helper starts runs as the agent does, and reading another user's environ waits
+ * on that process's memory map, which its owner can hold locked (a thread stuck in a page fault
+ * on a hung filesystem while another asks to map memory) for as long as they like.
+ */
 function carries(pid: number, marker: string | undefined): boolean {
   if (marker === undefined) return false;
   try {
+    if (fs.statSync(`/proc/${pid}`).uid !== process.geteuid?.()) return false;
     return fs.readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').includes(marker);
   } catch {
     return false;

@@ -110,9 +110,41 @@ export function redactUrl(url: string): string {
   return `${scheme}${kept}${url.slice(scheme.length + info.length)}`;
 }
 
-/** pino writes each line with one write(): redact it there, whatever field carries the secret. */
+/**
+ * pino writes each line with one write(): redact it there, whatever field carries the secret, and
+ * escape there what JSON leaves raw but a terminal acts on.
+ */
 function redacting(dest: { write(line: string): unknown }): { write(line: string): void } {
-  return { write: (line: string) => void dest.write(redactSecrets(line)) };
+  return { write: (line: string) => void dest.write(escapeRawInJson(redactSecrets(line))) };
+}
+
+/**
+ * Characters a terminal or a line-based reader acts on, in text any user may choose (a process's
+ * name, a file name, a server's answer): the C0 controls (newline, carriage return, the ESC that
+ * starts colour and cursor sequences), DEL, the C1 controls (CSI among them), the Unicode line and
+ * paragraph separators and the bidirectional overrides and isolates, which reorder what is shown.
+ * Written raw, a process named "x\n<time> ERROR ..." would add a line of its own to the log.
+ */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+/** Those of them JSON text may hold raw (pino escapes the C0 controls itself). */
+const RAW_IN_JSON = /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+const hex4 = (ch: string): string => (ch.codePointAt(0) as number).toString(16).padStart(4, '0');
+
+/** A JSON line with the characters above written as \u escapes: the same JSON value, nothing raw. */
+function escapeRawInJson(line: string): string {
+  return line.replace(RAW_IN_JSON, (ch) => `\\u${hex4(ch)}`);
+}
+
+const SHORT_ESCAPES: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/** Text for a plain line: each unsafe character as an escape (`\n`, `\x1b`, `\u2028`), a backslash doubled. */
+function escapeControls(text: string): string {
+  return text.replace(/\\/g, '\\\\').replace(UNSAFE, (ch) => {
+    const code = ch.codePointAt(0) as number;
+    return SHORT_ESCAPES[ch] ?? (code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${hex4(ch)}`);
+  });
 }
 
 const LEVEL_NAMES: Record<number, string> = {
@@ -140,12 +172,20 @@ function formatPlain(line: string): string {
   try {
     rec = JSON.parse(line) as Record<string, unknown>;
   } catch {
-    return line;
+    return escapeControls(line);
   }
   const { time, level, msg, ...rest } = rec;
+  // Every part that is not the time or the level is escaped: the message and each field's name
+  // and value (JSON text of an object may still hold DEL, C1 controls and the Unicode ones raw).
   const fields = Object.entries(rest)
-    .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+    .map(([k, v]) => `${escapeControls(k)}=${typeof v === 'string' ? escapeControls(v) : plainJson(v)}`)
     .join(' ');
   const when = typeof time === 'number' ? new Date(time).toISOString() : '';
-  return `${when} ${LEVEL_NAMES[level as number] ?? level} ${String(msg ?? '')}${fields ? ' ' + fields : ''}`;
+  const name = LEVEL_NAMES[level as number] ?? escapeControls(String(level));
+  return `${when} ${name} ${escapeControls(String(msg ?? ''))}${fields ? ' ' + fields : ''}`;
+}
+
+/** A non-string value as JSON text, with what JSON leaves raw escaped. */
+function plainJson(v: unknown): string {
+  return String(JSON.stringify(v)).replace(UNSAFE, (ch) => `\\u${hex4(ch)}`);
 }

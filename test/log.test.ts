@@ -49,3 +49,52 @@ describe('log redaction', () => {
     expect(redactSecrets('abc abcdef')).toBe('abc abcdef');
   });
 });
+
+describe('log lines hold what users chose without being changed by it', () => {
+  // A process's name is set by its user (prctl, exec of a file named so): 15 bytes of anything.
+  const forged = 'x\n2026-01-01T00:00:00.000Z ERROR forged line';
+  const coloured = '\x1b[31mred\x1b[0m';
+  const shown = '\u202eevil\u2028\x9b2J\x7f';
+
+  function logAll(format: 'json' | 'plain'): string {
+    const { logger, text } = capture(format);
+    logger.warn(
+      { pid: 4242, comm: forged, other: coloured, 'k\ney': shown, nested: { comm: shown } },
+      `fd table of ${forged}`,
+    );
+    logger.error({ err: new Error(`bad ${coloured}\nmore`) }, 'failed');
+    return text();
+  }
+
+  it('plain: every message, field name and value has its controls escaped, one line per record', () => {
+    const out = logAll('plain');
+    const lines = out.split('\n').filter((l) => l !== '');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^\S+ WARN fd table of x\\n2026-01-01T00:00:00.000Z ERROR forged line pid=4242 /);
+    expect(lines[0]).toContain('comm=x\\n2026-01-01T00:00:00.000Z ERROR forged line');
+    expect(lines[0]).toContain('other=\\x1b[31mred\\x1b[0m');
+    expect(lines[0]).toContain('k\\ney=\\u202eevil\\u2028\\x9b2J\\x7f');
+    expect(lines[0]).toContain('nested={"comm":"\\u202eevil\\u2028\\u009b2J\\u007f"}');
+    expect(lines[1]).toMatch(/^\S+ ERROR failed err=.*bad \\u001b\[31mred/);
+    // eslint-disable-next-line no-control-regex -- matching control characters is the point
+    expect(out).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
+  });
+
+  it('plain: a backslash is doubled, so an escape cannot be passed off as one', () => {
+    const { logger, text } = capture('plain');
+    logger.info({ path: 'C:\\n' }, 'a\\nb');
+    expect(text()).toMatch(/ INFO a\\\\nb path=C:\\\\n\n$/);
+  });
+
+  it('json: one line per record, the values exactly as given, nothing a terminal acts on raw', () => {
+    const out = logAll('json');
+    const lines = out.split('\n').filter((l) => l !== '');
+    expect(lines).toHaveLength(2);
+    const first = JSON.parse(lines[0] as string) as Record<string, unknown>;
+    expect(first).toMatchObject({ comm: forged, other: coloured, 'k\ney': shown, nested: { comm: shown } });
+    expect(first.msg).toBe(`fd table of ${forged}`);
+    expect((JSON.parse(lines[1] as string) as { err: { message: string } }).err.message).toBe(`bad ${coloured}\nmore`);
+    // eslint-disable-next-line no-control-regex -- matching control characters is the point
+    expect(out).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
+  });
+});

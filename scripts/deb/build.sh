@@ -13,8 +13,11 @@
 # .deb, whose input hash sits beside it (.deb.inputs). The units of deploy/systemd/ are written
 # for an npm install (/usr/local/bin); the package's copies point at /usr/bin and at the package's
 # README instead. Nothing is enabled or started at install: the cluster agent needs its token,
-# and a site decides where the node agent runs. Reproducible: every mtime is the last commit's
-# time (SOURCE_DATE_EPOCH, which dpkg-deb also uses), owners are root.
+# and a site decides where the node agent runs. The maintainer scripts (scripts/deb/maintainer/)
+# stop the agents before a removal or an upgrade, start again after an upgrade those that ran,
+# and remove the enable links on purge (deb-systemd-helper, hence init-system-helpers in
+# Depends). Reproducible: every mtime is the last commit's time (SOURCE_DATE_EPOCH, which
+# dpkg-deb also uses), owners are root.
 set -euo pipefail
 die() { echo "[deb build] ERROR: $*" >&2; exit 1; }
 say() { echo "[deb build] $*" >&2; }
@@ -42,7 +45,7 @@ OUT=dist/deb
 DEB=$OUT/slurm-otel_${VERSION}_amd64.deb
 STAGE=$OUT/stage
 mkdir -p "$OUT"
-INPUTS=$( (echo "$VERSION $COMPRESSION $SOURCE_DATE_EPOCH"; sha256sum "$EXE" "$0" deploy/systemd/* README.md | cut -d' ' -f1) | sha256sum | cut -d' ' -f1)
+INPUTS=$( (echo "$VERSION $COMPRESSION $SOURCE_DATE_EPOCH"; sha256sum "$EXE" "$0" scripts/deb/maintainer/* deploy/systemd/* README.md | cut -d' ' -f1) | sha256sum | cut -d' ' -f1)
 if [ -f "$DEB" ] && [ "$(cat "$DEB.inputs" 2>/dev/null)" = "$INPUTS" ]; then
   say "$DEB is up to date"
   echo "$PWD/$DEB"
@@ -84,29 +87,21 @@ EOF
 chmod 0644 "$STAGE/usr/share/doc/slurm-otel/copyright"
 
 printf '%s\n' /etc/default/slurm-otel-node /etc/default/slurm-otel-cluster >"$STAGE/DEBIAN/conffiles"
-cat >"$STAGE/DEBIAN/postinst" <<'EOF'
-#!/bin/sh
-set -e
-if [ "$1" = configure ]; then
-  # The node agent's system user (the cluster agent's unit uses DynamicUser=yes).
-  systemd-sysusers slurm-otel.conf
-  if [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
-fi
-EOF
-cat >"$STAGE/DEBIAN/postrm" <<'EOF'
-#!/bin/sh
-set -e
-# The system user stays (files it may own outlive the package, as with Debian's own packages).
-if [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
-EOF
-chmod 0755 "$STAGE/DEBIAN/postinst" "$STAGE/DEBIAN/postrm"
+# The maintainer scripts (scripts/deb/maintainer/, where each says what it does), given the units.
+UNITS=$(cd deploy/systemd && echo *.service)
+for script in postinst prerm postrm; do
+  sed -e "s#^UNITS=\"@UNITS@\"\$#UNITS=\"$UNITS\"#" "scripts/deb/maintainer/$script" >"$STAGE/DEBIAN/$script"
+  grep -q '@UNITS@' "$STAGE/DEBIAN/$script" && die "$script: @UNITS@ left in place"
+  chmod 0755 "$STAGE/DEBIAN/$script"
+done
 cat >"$STAGE/DEBIAN/control" <<EOF
 Package: slurm-otel
 Version: $VERSION
 Architecture: amd64
 Maintainer: slurm-otel developers <dev@slurm-otel.invalid>
 Installed-Size: $(du -sk --exclude=DEBIAN "$STAGE" | cut -f1)
-Depends: libc6 (>= 2.28), libgcc-s1, libstdc++6 (>= 5), systemd | systemd-standalone-sysusers | systemd-sysusers
+Depends: libc6 (>= 2.28), libgcc-s1, libstdc++6 (>= 5), systemd | systemd-standalone-sysusers | systemd-sysusers,
+ init-system-helpers
 Section: net
 Priority: optional
 Description: OpenTelemetry metrics for Slurm clusters with InfiniBand/RoCE fabrics

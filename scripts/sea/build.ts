@@ -20,6 +20,10 @@
  * in an agent that parses what the network sends; so the code cache (some 300 KB) differs from
  * build to build, and with it the executable.
  *
+ * The runtime takes its settings from the executable only: NODE_OPTIONS is ignored (the SEA
+ * config's execArgvExtension "none"; check() proves each build honours it, so a runtime without it
+ * fails the build) and SIGUSR1 opens no inspector. Nothing re-executes: start-up is unchanged.
+ *
  * The bundle needs nothing on disk: the package version and the bcrypt worker (the one module
  * loaded by path at run time) are put into it through esbuild's `define`, and any esbuild warning
  * (an import it cannot resolve, an `import.meta` it cannot honour) fails the build.
@@ -156,6 +160,14 @@ function makeExecutable(opts: Options, version: string, main: string, work: stri
     disableExperimentalSEAWarning: true,
     useCodeCache: opts.codeCache,
     useSnapshot: false,
+    // The runtime's settings are the executable's own, never the environment's: NODE_OPTIONS would
+    // let whoever starts it (a unit's Environment=, a user's shell) load code with --require
+    // before the CLI runs, open a debugger with --inspect, or change V8's limits. "none" makes
+    // Node ignore NODE_OPTIONS (and --node-options) in the executable; nothing runs before that
+    // decision, because Node takes it while it reads its options, before any JavaScript.
+    // --disable-sigusr1: a SIGUSR1 from the agent's own user would otherwise open the inspector.
+    execArgv: ['--disable-sigusr1'],
+    execArgvExtension: 'none',
   };
   const configFile = path.join(work, 'sea-config.json');
   fs.writeFileSync(configFile, JSON.stringify(config, null, 2));
@@ -175,10 +187,18 @@ function makeExecutable(opts: Options, version: string, main: string, work: stri
   );
 }
 
-/** The executable answers `--version` with the package's version: it runs and its bundle loaded. */
+/**
+ * The executable answers `--version` with the package's version: it runs and its bundle loaded.
+ * It does so under a NODE_OPTIONS that would kill it if applied (a heap too small for Node's own
+ * start-up): a runtime that ignores execArgvExtension fails the build instead of shipping.
+ */
 function check(exe: string): void {
-  const r = spawnSync(exe, ['--version'], { encoding: 'utf8', env: { PATH: '/usr/bin:/bin' } });
-  if (r.status !== 0 || !/^\d+\.\d+\.\d+/.test(r.stdout)) fail(`${exe} --version failed:\n${r.stderr}${r.stdout}`);
+  const env = { PATH: '/usr/bin:/bin', NODE_OPTIONS: '--max-old-space-size=1' };
+  const r = spawnSync(exe, ['--version'], { encoding: 'utf8', env });
+  if (r.status !== 0 || !/^\d+\.\d+\.\d+/.test(r.stdout))
+    fail(
+      `${exe} --version failed (with NODE_OPTIONS=${env.NODE_OPTIONS}, which it must ignore):\n${r.stderr}${r.stdout}`,
+    );
   if (r.stderr !== '') fail(`${exe} --version wrote to stderr:\n${r.stderr}`);
 }
 

@@ -138,6 +138,12 @@ mark s1-held
 rdma_current rdma-current.s1.txt
 rdma -j resource show qp > "$OUT/rdma/resource-qp.s1.json" 2>&1
 rdma -j resource show > "$OUT/rdma/resource.s1.json" 2>&1
+rdma -j resource show ctx > "$OUT/rdma/resource-ctx.s1.json" 2>&1
+# The same two from a new PID namespace, where none of these processes has a PID: the list hides
+# their contexts, and the per-device totals must still count them (src/node/read/rdma-contexts.ts
+# takes a device whose total exceeds its listed contexts as one with contexts of unknown owners).
+unshare --pid --fork rdma -j resource show ctx > "$OUT/rdma/resource-ctx.pidns.json" 2>&1
+unshare --pid --fork rdma -j resource show > "$OUT/rdma/resource.pidns.json" 2>&1
 rdma -j link show > "$OUT/rdma/link.json" 2>&1
 rdma -j statistic qp show > "$OUT/rdma/statistic-qp.s1.json" 2>&1
 # The daemon's view once a cycle used a QP reading taken with every holder in place.

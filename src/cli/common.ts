@@ -36,16 +36,19 @@ const FORCED_EXIT: Readonly<Record<string, number>> = { SIGHUP: 129, SIGINT: 130
  * once, leaving the links `--qp-counters manage` turned on changed. The signal handlers come
  * first: a signal during the start (its first collection may be waiting on squeue or slurmrestd)
  * kills the helper commands in flight, so the start ends at once, and the agent is then stopped as
- * usual. A second signal kills the helper commands still running and exits at once. The process
+ * usual. A second signal kills the helper commands still running and exits at once, the agent
+ * first naming what it leaves changed (exitingNow: links `--qp-counters manage` turned on). The process
  * exits even if a handle (a socket of a push that was cut short) is still open.
  */
-export async function runUntilSignal<A extends { stop(): Promise<void> }>(
+export async function runUntilSignal<A extends { stop(): Promise<void>; exitingNow?(): void }>(
   start: () => Promise<A>,
   logger: Logger,
   onStarted?: (agent: A) => void,
 ): Promise<void> {
   // One listener for the whole run: no moment without one, when a signal would kill the process.
   let starting = true;
+  // The agent once started: a second signal asks it what an exit now leaves changed.
+  const run: { agent?: A } = {};
   const first = new Promise<NodeJS.Signals>((resolve) => {
     let seen = 0;
     const on = (sig: NodeJS.Signals): void => {
@@ -54,6 +57,8 @@ export async function runUntilSignal<A extends { stop(): Promise<void> }>(
         return resolve(sig);
       }
       logger.warn({ signal: sig }, 'second signal: exiting at once, without finishing the stop');
+      // What the stop would have set back (links turned on) is named, with how to do it by hand.
+      run.agent?.exitingNow?.();
       killEveryRun();
       process.exit(FORCED_EXIT[sig] ?? 1);
     };
@@ -62,6 +67,7 @@ export async function runUntilSignal<A extends { stop(): Promise<void> }>(
     process.on('SIGHUP', on);
   });
   const agent = await start();
+  run.agent = agent;
   starting = false;
   onStarted?.(agent);
   logger.info({ signal: await first }, 'stopping');

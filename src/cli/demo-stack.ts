@@ -70,7 +70,9 @@ export async function startDemo(o: DemoOptions): Promise<DemoStack> {
   // Run by /bin/sh: the demo's directory may be mounted noexec (the compose file's /tmp), and the
   // single executable has no Node to run a script with.
   const qpCounters = o.node.qpCounters ?? { ...rdma.viaShell, mode: 'observe' as const, timeoutMs: 5_000 };
-  const node = await startNodeAgent({ ...o.node, qpCounters, collector: { ...o.node.collector, roots } });
+  // The host's list of verbs contexts names the host's processes, not the synthetic tree's.
+  const { contexts: _host, ...collector } = o.node.collector;
+  const node = await startNodeAgent({ ...o.node, qpCounters, collector: { ...collector, roots } });
   await node.ready();
   const firstCycle = node.last() as Cycle;
   const cluster = o.cluster ? await startClusterSide(o, o.cluster) : undefined;

@@ -18,15 +18,19 @@ export function explainCommand(): Command {
   )
     .addOption(unreadableOption())
     .option('--json', 'print the rows as JSON (for scripts)')
-    .action((f: ExplainFlags) => {
+    .action(async (f: ExplainFlags) => {
       const roots = rootsOf(f);
       // Every fd table, so holders are named by PID even where the rdma cgroup charges suffice.
-      const c = new NodeCollector({
+      const collector = new NodeCollector({
         roots,
         fdRescanIntervalMs: 0,
         unreadableProcesses: f.unreadableProcesses,
         readAllFds: true,
-      }).cycle();
+        contexts: { path: 'rdma', timeoutMs: 10_000 },
+      });
+      // Yielding, so the fds asked from a child process (fd-probe.ts) are answered in this one cycle.
+      const c = await collector.cycleYielding();
+      collector.close();
       const rows = attributionRows(c);
       const { snapshot: snap } = c;
       if (c.failed !== undefined) throw new CollectionIncomplete(`collection failed: ${printable(c.failed)}`);

@@ -9,7 +9,7 @@ import { UNREADABLE_POLICIES, type UnreadablePolicy } from '../node/read/unreada
 import { CollectionIncomplete, runUntilSignal } from './common.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
 import type { Env } from './otel.js';
-import { oneOf, parseDuration, positiveDuration } from './values.js';
+import { duration, oneOf, positiveDuration } from './values.js';
 
 const opt = envOption('IB_SLURM_EXPORTER_');
 /** One rdma run is cut off after this (or the collection interval, if shorter). */
@@ -87,7 +87,7 @@ export function addNodeOptions(cmd: Command, d: NodeDefaults = NODE_DEFAULTS): C
     .addOption(
       opt('--fd-rescan-interval <duration>', 'every fd link is read again at least this often', 'FD_RESCAN_INTERVAL')
         .default(60_000, '60s')
-        .argParser(parseDuration),
+        .argParser(duration),
     )
     .addOption(unreadableOption())
     .addOption(
@@ -121,7 +121,13 @@ export function addNodeOptions(cmd: Command, d: NodeDefaults = NODE_DEFAULTS): C
         .default('off')
         .argParser(oneOf(QP_COUNTERS_MODES)),
     )
-    .addOption(opt('--rdma-path <path>', 'the iproute2 rdma tool (--qp-counters)', 'RDMA_PATH').default('rdma'));
+    .addOption(
+      opt(
+        '--rdma-path <path>',
+        "the iproute2 rdma tool (--qp-counters, and the kernel's list of verbs contexts read when a process's fds cannot all be known)",
+        'RDMA_PATH',
+      ).default('rdma'),
+    );
   return addExportOptions(cmd, 'IB_SLURM_EXPORTER_', d);
 }
 
@@ -132,6 +138,8 @@ export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {
       roots: rootsOf(f),
       fdRescanIntervalMs: f.fdRescanInterval,
       unreadableProcesses: f.unreadableProcesses,
+      // The kernel's list of verbs contexts bounds what a process whose fds cannot all be read costs.
+      contexts: { path: f.rdmaPath, timeoutMs: Math.min(RDMA_TIMEOUT_MS, f.collectionInterval) },
     },
     squeue: f.squeuePath
       ? { path: f.squeuePath, nodeName: f.nodeName, minIntervalMs: f.collectionInterval, timeoutMs: f.squeueTimeout }

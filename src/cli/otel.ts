@@ -8,6 +8,7 @@ import type { OtlpOptions, OtlpProtocol } from '../telemetry/pipeline.js';
 import { BearerFileError, bearerTokenFile } from '../telemetry/bearer-file.js';
 import { parseResourceAttributes } from '../telemetry/resource.js';
 import { ConfigError } from './common.js';
+import { MAX_DURATION_MS, MAX_DURATION_TEXT } from './values.js';
 import { redactUrl, registerUrlSecrets } from '../log.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -90,6 +91,10 @@ function envMillis(env: Env, name: string): number | undefined {
   if (v === undefined || v === '') return undefined;
   const n = Number(v);
   if (!Number.isFinite(n) || n <= 0) throw new ConfigError(`${name}="${v}" must be a positive number of milliseconds`);
+  if (n > MAX_DURATION_MS)
+    throw new ConfigError(
+      `${name}="${v}" is longer than ${MAX_DURATION_MS} ms (${MAX_DURATION_TEXT}), the longest a timer can wait`,
+    );
   return n;
 }
 

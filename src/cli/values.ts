@@ -30,8 +30,27 @@ export function parseDuration(value: string): number {
   return total;
 }
 
-export function positiveDuration(value: string): number {
+/**
+ * The longest delay a Node timer holds: its count of milliseconds is a signed 32-bit integer, and
+ * a longer one is taken as 1 ms, so a `30d` interval would cycle a thousand times a second.
+ */
+export const MAX_DURATION_MS = 2 ** 31 - 1;
+/** MAX_DURATION_MS written as a duration these parsers take back. */
+export const MAX_DURATION_TEXT = '24d20h31m23s647ms';
+
+/** A duration option's value: zero or more, and no longer than a timer can wait. */
+export function duration(value: string): number {
   const ms = parseDuration(value);
+  if (ms > MAX_DURATION_MS)
+    throw new InvalidArgumentError(
+      `"${value}" is longer than ${MAX_DURATION_TEXT} (${MAX_DURATION_MS} ms), the longest a timer can wait.`,
+    );
+  return ms;
+}
+
+/** A duration option's value that must be longer than zero. */
+export function positiveDuration(value: string): number {
+  const ms = duration(value);
   if (ms <= 0) throw new InvalidArgumentError(`"${value}" must be longer than zero.`);
   return ms;
 }

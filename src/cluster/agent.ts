@@ -81,7 +81,10 @@ export class ClusterRunner implements Collecting<TickResult> {
       eventSpecs: CLUSTER_EVENT_SPECS,
       otlpSideScope: SLURMCTLD_SCOPE,
       // Counted as the node agent counts its pushes, so that the OTLP alert covers both agents.
-      onExport: (ok) => this.self.m.otlpExports.record(1, { result: ok ? 'success' : 'failure' }),
+      onExport: ({ result, rejectedPoints }) => {
+        this.self.m.otlpExports.record(1, { result });
+        if (rejectedPoints > 0) this.self.m.otlpRejectedPoints.record(rejectedPoints);
+      },
     });
     const m = this.self.m;
     // Soperator's family has the collector only; why it failed goes in a family of its own.

@@ -168,10 +168,13 @@ export class CollectionLoop {
         return 'absent';
       }
       hooks.runFinished(name, this.now() - atMs, err);
-      this.opts.logger.error(
-        { collector: name, err: (err as Error).message },
-        'sub-collector failed; keeping its last good data',
-      );
+      // Aborted by abort() (a stop): an ordinary end, said at info; anything else is an error.
+      if (abort.signal.aborted) this.opts.logger.info({ collector: name }, 'sub-collector run cut short by the stop');
+      else
+        this.opts.logger.error(
+          { collector: name, err: (err as Error).message },
+          'sub-collector failed; keeping its last good data',
+        );
       return 'failed';
     } finally {
       this.aborts.delete(abort);

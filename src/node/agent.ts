@@ -42,6 +42,8 @@ export interface NodeAgent extends RunningAgent {
   readonly last: () => Cycle | undefined;
   /** Runs a cycle now and publishes it (tests; the timer does this on its own). */
   cycleNow(): Promise<Cycle>;
+  /** Logs what an exit now, without the stop, leaves changed on the node (links turned on). */
+  exitingNow(): void;
 }
 
 /** Wires collector, pipeline and self-monitoring; used by both the daemon and `--once`. */
@@ -74,7 +76,10 @@ export class NodeRunner implements Collecting {
       scope: SCOPE,
       otlp: opts.otlp,
       logger,
-      onExport: (ok) => this.self.m.otlpExports.record(1, { result: ok ? 'success' : 'failure' }),
+      onExport: ({ result, rejectedPoints }) => {
+        this.self.m.otlpExports.record(1, { result });
+        if (rejectedPoints > 0) this.self.m.otlpRejectedPoints.record(rejectedPoints);
+      },
     });
     const onError = () => this.self.m.cycleErrors.record(1, { source: 'jobid', kind: 'io' });
     const jobIdTable = opts.squeue ? squeueJobIds({ ...opts.squeue, logger, onError }) : undefined;
@@ -87,6 +92,7 @@ export class NodeRunner implements Collecting {
     this.background = [jobIdTable, metadata, this.qp].filter((b): b is NonNullable<typeof b> => b !== undefined);
     this.collector = new NodeCollector({
       holdCounterFiles: HOLD_COUNTER_FILES,
+      logger,
       ...opts.collector,
       jobIdTable,
       metadata,
@@ -172,6 +178,7 @@ export class NodeRunner implements Collecting {
     m.cycles.record(1);
     m.cycleDuration.record(c.durationMs / 1000);
     m.fdLinksRead.record(c.snapshot.stats.fdLinksRead);
+    for (const [result, n] of c.snapshot.stats.fdProbes) m.fdProbes.record(n, { result });
     for (const p of c.snapshot.problems) {
       m.cycleErrors.record(p.count, { source: p.source, kind: p.kind });
       this.once(
@@ -234,7 +241,13 @@ export class NodeRunner implements Collecting {
   /** Kills squeue and rdma runs in flight (and whatever they started), and ends a cycle in flight. */
   abort(): void {
     this.stopping.abort();
+    this.collector.stop();
     for (const b of this.background) b.stop();
+  }
+
+  /** See NodeAgent.exitingNow. */
+  exitingNow(): void {
+    this.qp?.exitingNow();
   }
 
   /** Also turns per-PID QP counters off again on the links this agent turned on (while the last push goes). */
@@ -254,7 +267,7 @@ export async function startNodeAgent(opts: NodeAgentOptions): Promise<NodeAgent>
       onRequest: (path) => runner.self.m.scrapeRequests.record(1, { path }),
     }),
   );
-  return { ...running, last: () => runner.last, cycleNow: () => runner.cycle() };
+  return { ...running, last: () => runner.last, cycleNow: () => runner.cycle(), exitingNow: () => runner.exitingNow() };
 }
 
 /**

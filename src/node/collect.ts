@@ -12,6 +12,8 @@ import type { JobMetadataSource } from './read/squeue.js';
 import { snapshotSteps, type NodeSnapshot } from './join/snapshot.js';
 import { runSteps, runStepsYielding, type Steps } from './read/steps.js';
 import type { UnreadablePolicy } from './read/unreadable.js';
+import { RdmaContexts, sharesPidSpace, type RdmaContextsOptions } from './read/rdma-contexts.js';
+import type { Logger } from '../log.js';
 
 export interface CollectorOptions {
   readonly roots: Roots;
@@ -31,6 +33,9 @@ export interface CollectorOptions {
   readonly sliceMs?: number;
   /** The clock a cycle is stamped with (default Date.now): tests make time pass without waiting. */
   readonly now?: () => number;
+  /** The rdma tool for the kernel's list of verbs contexts (rdma-contexts.ts); none read when absent. */
+  readonly contexts?: Omit<RdmaContextsOptions, 'logger'>;
+  readonly logger?: Logger;
 }
 
 /** What a running agent keeps open: every counter of 16 dual-port HCAs with mlx5's ~60 counters each. */
@@ -66,6 +71,10 @@ export class NodeCollector {
       metadata: opts.metadata,
       unreadable: opts.unreadableProcesses ?? 'strict',
       readAllFds: opts.readAllFds,
+      contexts:
+        opts.contexts && sharesPidSpace(opts.roots.procfs)
+          ? new RdmaContexts({ ...opts.contexts, ...(opts.logger ? { logger: opts.logger } : {}) })
+          : undefined,
     };
     this.qp = opts.qp;
     this.now = opts.now ?? Date.now;
@@ -74,6 +83,12 @@ export class NodeCollector {
   /** Closes the counter files kept open. */
   close(): void {
     this.readers.hcaCache.close();
+  }
+
+  /** Kills what a cycle runs in child processes (fd probes); a stop. */
+  stop(): void {
+    this.readers.fds.stop();
+    this.readers.contexts?.stop();
   }
 
   /** One cycle, straight through (explain, --once, tests). */

@@ -107,7 +107,11 @@ export function holderText(h: Holder): string {
   return unusual ? `${h.pid} ${h.comm} via ${(h.paths ?? []).join(', ')}` : `${h.pid} ${h.comm}`;
 }
 
-const EVIDENCE_WORDS: Record<HolderEvidence, string> = { fd: 'fd', 'rdma-cgroup': 'rdma cgroup' };
+const EVIDENCE_WORDS: Record<HolderEvidence, string> = {
+  fd: 'fd',
+  'rdma-cgroup': 'rdma cgroup',
+  'rdma-context': 'kernel context list',
+};
 
 /** What shows a holder, in words: `[fd]`, `[rdma cgroup]` or `[fd + rdma cgroup]`. */
 export function evidenceText(evidence: readonly HolderEvidence[]): string {

@@ -254,14 +254,21 @@ export const NODE_SELF_METRICS = {
     'ib_slurm_exporter_otlp_exports',
     '',
     ['result'],
-    'OTLP push attempts by result (success, failure).',
+    'OTLP push attempts by result: success (every point taken), failure (not delivered: refused, unreachable, timed out), rejected (answered, but the receiver refused some points: OTLP partial success).',
+  ),
+  otlpRejectedPoints: spec(
+    'counter',
+    'ib_slurm_exporter_otlp_rejected_points',
+    '',
+    [],
+    'Points an OTLP receiver refused in answers to pushes it otherwise took (partial success; the push counts as result="rejected").',
   ),
   qpDropped: spec(
     'counter',
     'ib_slurm_exporter_qp_reading_dropped',
     '',
     ['reason'],
-    'Parts of rdma readings (--qp-counters) left out, by reason: entries (over the cap of counters or QP groups per reading), counters (a counter name outside the Q group beyond the few others accepted), devices (not an HCA port of this node in sysfs), qpns (QP numbers over the cap).',
+    'Parts of rdma readings (--qp-counters) left out, by reason: entries (over the cap of counters or QP groups per reading), counters (a counter name outside the Q group beyond the few others accepted), devices (not an HCA port of this node in sysfs), qpns (QP numbers over the cap), values (a counter value no 64-bit counter holds: that counter is left out).',
   ),
   fdLinksRead: spec(
     'counter',
@@ -269,6 +276,13 @@ export const NODE_SELF_METRICS = {
     '',
     [],
     'fd symlinks read with readlink (the fd cache avoids most).',
+  ),
+  fdProbes: spec(
+    'counter',
+    'ib_slurm_exporter_fd_probes',
+    '',
+    ['result'],
+    'fds named like a device on a network, FUSE or stacked filesystem, whose device was asked with stat in a child process (never on the event loop), by result: device (a character device), other (not one), failed (stat refused or failed), timeout (no answer within the deadline: the child is killed and left, its mount not asked again), skipped (not asked: a mount that hung before, too many this cycle, too many stats still stuck). Any but device and other leaves the process uncertain.',
   ),
 } as const;
 

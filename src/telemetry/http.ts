@@ -6,13 +6,26 @@
  * Every connection is bounded in time and number (HttpLimits): a client that
  * sends headers slowly, idles, or requests an exposition and never reads it is
  * disconnected, so stalled scrapers cannot pin whole expositions in memory.
+ * Connections that have not produced a request cannot take every slot
+ * (http-guard.ts): a slowloris attack costs a scraper nothing. What is refused
+ * or cut is counted (ServeExtras.counts: the agent's self-monitoring) and
+ * logged, at most one line a minute per endpoint and kind.
  */
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { gunzip, gzipSync } from 'node:zlib';
-import { redactSecrets } from '../log.js';
+import { redactSecrets, type Logger } from '../log.js';
+import { RateLimitedFailures } from './failure-log.js';
+import {
+  ConnectionGuard,
+  GuardCounts,
+  sourceOf,
+  type AuthThrottleReason,
+  type ConnectionCloseReason,
+  type ConnectionLimits,
+} from './http-guard.js';
 import { BasicAuth, type AuthVerdict, type TlsFiles, type WebConfig } from './webconfig.js';
 
 export interface Body {
@@ -48,8 +61,8 @@ export function parseBindAddress(value: string): BindAddress {
   return { host: host === '' ? undefined : host, port };
 }
 
-/** Time and connection bounds of one endpoint (milliseconds, connections). */
-export interface HttpLimits {
+/** Time and connection bounds of one endpoint (milliseconds, connections; see http-guard.ts). */
+export interface HttpLimits extends ConnectionLimits {
   /** From connecting to the end of the request headers. */
   readonly headersTimeoutMs: number;
   /** From connecting to the end of the whole request. */
@@ -60,8 +73,8 @@ export interface HttpLimits {
   readonly keepAliveTimeoutMs: number;
   /** A connection on which nothing moves in either direction (TLS handshake included). */
   readonly idleTimeoutMs: number;
-  /** Open connections per endpoint; more are closed as they arrive. */
-  readonly maxConnections: number;
+  /** From connecting to the end of the TLS handshake. */
+  readonly handshakeTimeoutMs: number;
 }
 
 export const DEFAULT_HTTP_LIMITS: HttpLimits = {
@@ -70,8 +83,23 @@ export const DEFAULT_HTTP_LIMITS: HttpLimits = {
   writeTimeoutMs: 10_000,
   keepAliveTimeoutMs: 5_000,
   idleTimeoutMs: 10_000,
+  handshakeTimeoutMs: 5_000,
   maxConnections: 64,
+  // A handful of scrapers per agent each hold one connection, idle between scrapes: 16 leave them
+  // room, and what an attacker holds beyond is closed oldest first.
+  maxUnfinished: 16,
+  maxConnectionsPerAddress: 32,
+  maxUnfinishedPerAddress: 8,
 };
+
+/** What an endpoint is called in self-monitoring and logs, where it logs, and where it counts. */
+export interface ServeExtras {
+  /** `metrics` or `monitoring` for the agents' two endpoints (the `endpoint` label). */
+  readonly name?: string;
+  readonly logger?: Logger;
+  /** Where what the endpoint refuses or cuts is counted (the agent's SelfMonitor.httpCounts). */
+  readonly counts?: GuardCounts;
+}
 
 export interface Endpoint {
   readonly url: string;
@@ -87,26 +115,57 @@ export async function serve(
   onRequest?: (path: string) => void,
   security: WebConfig = { users: new Map() },
   limits: HttpLimits = DEFAULT_HTTP_LIMITS,
+  extras: ServeExtras = {},
 ): Promise<Endpoint> {
-  const auth = new BasicAuth(security.users, security.auth);
+  const name = extras.name ?? 'http';
+  const shed = shedding(name, extras);
+  const guard = new ConnectionGuard(limits, shed.connection);
+  const auth = new BasicAuth(security.users, { ...security.auth, onThrottled: shed.auth });
   const listener = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    const socket = req.socket;
+    guard.started(socket);
+    res.once('close', () => guard.ended(socket));
     boundWrite(res, limits.writeTimeoutMs);
     const verdict = auth
-      .check(req.headers.authorization, req.socket.remoteAddress ?? '')
+      .check(req.headers.authorization, socket.remoteAddress ?? '', () => socket.destroyed)
       .catch((): AuthVerdict => 'denied');
-    void verdict.then((v) => {
-      if (v === 'ok') return handle(routes, req, res, onRequest);
-      if (v === 'limited')
-        res
-          .writeHead(429, { 'retry-after': String(Math.ceil(auth.retryAfterMs / 1000)), 'content-type': 'text/plain' })
-          .end('too many login attempts; retry later\n');
-      else
-        res
-          .writeHead(401, { 'www-authenticate': 'Basic realm="slurm-otel"', 'content-type': 'text/plain' })
-          .end('unauthorized\n');
-    });
+    void verdict.then((v) => answer(v, auth, routes, req, res, onRequest));
   };
-  const tls = security.tls;
+  const server = createServer(security.tls, limits, listener);
+  server.on('connection', (socket: Socket) => guard.admit(socket));
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') shed.connection('timeout', sourceOf(socket.remoteAddress));
+    refuseBadRequest(err, socket, guard.isBusy(socket));
+  });
+  server.on('tlsClientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    if (err.code === 'ERR_TLS_HANDSHAKE_TIMEOUT') shed.connection('handshake_timeout', sourceOf(socket.remoteAddress));
+  });
+  // With no 'timeout' listener Node destroys the idle socket itself.
+  server.timeout = limits.idleTimeoutMs;
+  await listen(server, bind);
+  const addr = server.address() as AddressInfo;
+  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  return {
+    url: `${security.tls ? 'https' : 'http'}://${host}:${addr.port}`,
+    port: addr.port,
+    connections: () =>
+      new Promise((resolve, reject) => server.getConnections((err, n) => (err ? reject(err) : resolve(n)))),
+    close: () =>
+      new Promise<void>((resolve) => {
+        // Unfinished requests and TLS handshakes in progress are not Node's to close: the guard's.
+        guard.closeAll();
+        auth.close();
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function createServer(
+  tls: TlsFiles | undefined,
+  limits: HttpLimits,
+  listener: http.RequestListener,
+): http.Server | https.Server {
   const options: http.ServerOptions = {
     headersTimeout: limits.headersTimeoutMs,
     requestTimeout: limits.requestTimeoutMs,
@@ -114,32 +173,83 @@ export async function serve(
     // Node checks the two timeouts above on this period (30 s by default, which stretched them).
     connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
   };
-  const server = tls
-    ? https.createServer({ ...options, ...tlsOptions(tls), handshakeTimeout: limits.idleTimeoutMs }, listener)
-    : http.createServer(options, listener);
-  if (tls) server.on('secureConnection', (socket: TLSSocket) => checkClientCert(socket, tls));
-  server.maxConnections = limits.maxConnections;
-  // With no 'timeout' listener Node destroys the idle socket itself.
-  server.timeout = limits.idleTimeoutMs;
-  await new Promise<void>((resolve, reject) => {
+  if (!tls) return http.createServer(options, listener);
+  const server = https.createServer(
+    { ...options, ...tlsOptions(tls), handshakeTimeout: limits.handshakeTimeoutMs },
+    listener,
+  );
+  server.on('secureConnection', (socket: TLSSocket) => checkClientCert(socket, tls));
+  return server;
+}
+
+function listen(server: http.Server | https.Server, bind: BindAddress): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(bind.port, bind.host, () => {
       server.off('error', reject);
       resolve();
     });
   });
-  const addr = server.address() as AddressInfo;
-  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+}
+
+function answer(
+  v: AuthVerdict,
+  auth: BasicAuth,
+  routes: Readonly<Record<string, Route>>,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  onRequest?: (path: string) => void,
+): void {
+  if (v === 'ok') return void handle(routes, req, res, onRequest);
+  if (v === 'limited')
+    res
+      .writeHead(429, { 'retry-after': String(Math.ceil(auth.retryAfterMs / 1000)), 'content-type': 'text/plain' })
+      .end('too many login attempts; retry later\n');
+  else
+    res
+      .writeHead(401, { 'www-authenticate': 'Basic realm="slurm-otel"', 'content-type': 'text/plain' })
+      .end('unauthorized\n');
+}
+
+/**
+ * What Node does with a request it cannot take when no one listens for clientError (which we do,
+ * to count timeouts): a status line where no response is under way, then the connection closed.
+ */
+function refuseBadRequest(err: NodeJS.ErrnoException, socket: Socket, responding: boolean): void {
+  if (!responding && socket.writable) {
+    const status =
+      err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? '408 Request Timeout'
+        : err.code === 'HPE_HEADER_OVERFLOW'
+          ? '431 Request Header Fields Too Large'
+          : '400 Bad Request';
+    socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\n\r\n`);
+  }
+  socket.destroy();
+}
+
+/** Counts and logs (at most a line a minute per kind) what the endpoint refuses or cuts. */
+function shedding(
+  name: string,
+  extras: ServeExtras,
+): {
+  connection: (reason: ConnectionCloseReason, source: string) => void;
+  auth: (reason: AuthThrottleReason, source: string) => void;
+} {
+  const counts = extras.counts ?? new GuardCounts();
+  counts.register(name);
+  const logger = extras.logger;
+  const connLog = logger && new RateLimitedFailures(logger, 'HTTP endpoint closed connections to keep serving');
+  const authLog = logger && new RateLimitedFailures(logger, 'HTTP endpoint answered password checks 429');
   return {
-    url: `${tls ? 'https' : 'http'}://${host}:${addr.port}`,
-    port: addr.port,
-    connections: () =>
-      new Promise((resolve, reject) => server.getConnections((err, n) => (err ? reject(err) : resolve(n)))),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    connection: (reason, source) => {
+      counts.add('connections', name, reason);
+      connLog?.failed({ endpoint: name, reason, source });
+    },
+    auth: (reason, source) => {
+      counts.add('auth', name, reason);
+      authLog?.failed({ endpoint: name, reason, source });
+    },
   };
 }
 

@@ -32,7 +32,8 @@ import { bearerTokenFile } from './bearer-file.js';
 import { RateLimitedFailures } from './failure-log.js';
 import type { Body } from './http.js';
 import { SnapshotProducer, toMetricData, type Scope } from './producer.js';
-import { SplitExporter } from './split-push.js';
+import { notePartialSuccess, PARTIAL_SUCCESS_DIAG_RE } from './partial-success.js';
+import { SplitExporter, type PushResult } from './split-push.js';
 import { GzipWriter, gzipOnlyBody, NO_REGISTERED_METRICS, writeFamilies } from './prometheus-text.js';
 import { buildResource, type ResourceOptions } from './resource.js';
 import type { AnyFamily, MetricEvent, MetricSpec } from './spec.js';
@@ -73,7 +74,7 @@ export interface PipelineOptions {
   /** The clock of the rate limit on export failure lines (tests); Date.now by default. */
   readonly now?: () => number;
   /** Called after every OTLP export attempt: for the self-monitoring counters. */
-  readonly onExport?: (ok: boolean) => void;
+  readonly onExport?: (outcome: PushOutcome) => void;
   /** A second instrumentation scope for OTLP: families that must not share the main scope's names. */
   readonly otlpSideScope?: Scope;
 }
@@ -85,6 +86,22 @@ export interface PublishExtras {
   /** Pushed over OTLP under `otlpSideScope` only (never on a Prometheus endpoint). */
   readonly otlpSide?: readonly AnyFamily[];
 }
+
+/**
+ * How one push ended: `success`, every point taken; `failure`, not delivered (refused, unreachable,
+ * timed out); `rejected`, answered but with points refused (OTLP partial success), counted in
+ * `rejectedPoints`.
+ */
+export interface PushOutcome {
+  readonly result: 'success' | 'failure' | 'rejected';
+  readonly rejectedPoints: number;
+}
+
+/** The results a push is counted under, for self-monitoring families keyed by result. */
+export const PUSH_RESULTS: readonly PushOutcome['result'][] = ['success', 'failure', 'rejected'];
+
+/** The interval of the rate-limited lines about failed and partly refused pushes. */
+const PUSH_LOG_INTERVAL_MS = 60_000;
 
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
@@ -246,10 +263,16 @@ export class Pipeline {
     };
     const sdk = otlp.protocol === 'http/protobuf' ? new OtlpProtoExporter(config) : new OtlpJsonExporter(config);
     const inner = new SplitExporter(sdk, otlp.maxRequestBytes ?? OTLP_MAX_REQUEST_BYTES);
+    const limited = (msg: string): RateLimitedFailures =>
+      new RateLimitedFailures(this.opts.logger, msg, PUSH_LOG_INTERVAL_MS, this.opts.now);
     this.otlp = new ObservedExporter(
       inner,
       this.opts.logger,
-      new RateLimitedFailures(this.opts.logger, 'OTLP export failed', 60_000, this.opts.now),
+      {
+        failures: limited('OTLP export failed'),
+        rejections: limited('OTLP push partly refused by the receiver'),
+        warnings: limited('OTLP receiver warned about a push'),
+      },
       otlp.url,
       this.opts.onExport,
     );
@@ -268,11 +291,18 @@ export class Pipeline {
  */
 const CUT: ExportResult = { code: ExportResultCode.SUCCESS };
 
+/** The rate-limited lines of ObservedExporter: failed pushes, pushes partly refused, receivers' warnings. */
+interface PushLogs {
+  readonly failures: RateLimitedFailures;
+  readonly rejections: RateLimitedFailures;
+  readonly warnings: RateLimitedFailures;
+}
+
 /**
- * Wraps the OTLP exporter so that every failed push is counted and logged (one line,
- * rate-limited), never fatal; and so that a stop is bounded: pushes in flight can be cut (the SDK
- * waits for them otherwise, retries included), the last push gets a deadline, and once closed
- * nothing more is sent.
+ * Wraps the OTLP exporter so that every failed or partly refused push is counted and logged (one
+ * line per interval, with how many were not logged), never fatal; and so that a stop is bounded:
+ * pushes in flight can be cut (the SDK waits for them otherwise, retries included), the last push
+ * gets a deadline, and once closed nothing more is sent.
  */
 class ObservedExporter implements PushMetricExporter {
   private readonly pending = new Set<(r: ExportResult) => void>();
@@ -284,9 +314,9 @@ class ObservedExporter implements PushMetricExporter {
   constructor(
     private readonly inner: PushMetricExporter,
     private readonly logger: Logger,
-    private readonly failures: RateLimitedFailures,
+    private readonly logs: PushLogs,
     private readonly url: string,
-    private readonly onExport?: (ok: boolean) => void,
+    private readonly onExport?: (outcome: PushOutcome) => void,
   ) {
     this.selectAggregationTemporality = inner.selectAggregationTemporality?.bind(inner);
     this.selectAggregation = inner.selectAggregation?.bind(inner);
@@ -305,14 +335,25 @@ class ObservedExporter implements PushMetricExporter {
     };
     this.pending.add(finish);
     const timer = this.deadlineAtMs === undefined ? undefined : setTimeout(() => this.cut(finish), this.left());
-    this.inner.export(metrics, (result: ExportResult) => {
+    this.inner.export(metrics, (result: PushResult) => {
       if (finished) return;
-      const ok = result.code === ExportResultCode.SUCCESS;
-      this.onExport?.(ok);
-      if (ok) this.failures.succeeded({ url: redactUrl(this.url) });
-      else this.failures.failed({ url: redactUrl(this.url), err: result.error?.message });
+      this.report(result);
       finish(result);
     });
+  }
+
+  /** Counts and logs one push's outcome: refused points count even when a later request failed. */
+  private report(result: PushResult): void {
+    const url = redactUrl(this.url);
+    const ok = result.code === ExportResultCode.SUCCESS;
+    const rejected = result.rejected?.points ?? 0;
+    this.onExport?.({ result: !ok ? 'failure' : rejected > 0 ? 'rejected' : 'success', rejectedPoints: rejected });
+    if (ok) this.logs.failures.succeeded({ url });
+    else this.logs.failures.failed({ url, err: result.error?.message });
+    const reason = result.rejected?.message;
+    if (rejected > 0) this.logs.rejections.failed({ url, rejectedPoints: rejected, err: reason });
+    else if (ok) this.logs.rejections.succeeded({ url });
+    if (rejected === 0 && reason) this.logs.warnings.failed({ url, err: reason });
   }
 
   /** Ends the pushes in flight now; gives how many there were. */
@@ -350,7 +391,7 @@ class ObservedExporter implements PushMetricExporter {
 
   private cut(finish: (r: ExportResult) => void): void {
     this.logger.warn({ url: redactUrl(this.url) }, 'final OTLP push cut short: no answer before the stop deadline');
-    this.onExport?.(false);
+    this.onExport?.({ result: 'failure', rejectedPoints: 0 });
     finish(CUT);
   }
 }
@@ -400,7 +441,11 @@ function routeSdkDiagnostics(logger: Logger): void {
       error: (msg, ...args) => {
         if (!EXPORT_FAILED_RE.test(msg)) logger.error({ args: args.map(compact) }, `otel: ${compact(msg)}`);
       },
-      warn: (msg, ...args) => logger.warn({ args: args.map(compact) }, `otel: ${compact(msg)}`),
+      warn: (msg, ...args) => {
+        // Counted and logged (rate-limited) by the push that got the answer, not once per answer here.
+        if (PARTIAL_SUCCESS_DIAG_RE.test(msg)) notePartialSuccess(args[0]);
+        else logger.warn({ args: args.map(compact) }, `otel: ${compact(msg)}`);
+      },
       info: () => undefined,
       debug: () => undefined,
       verbose: () => undefined,

@@ -7,6 +7,7 @@
 import { redactUrl, type Logger } from '../log.js';
 import { serve, textBody, type BindAddress, type Body, type Endpoint, type Route } from './http.js';
 import { within, type OtlpOptions, type Pipeline } from './pipeline.js';
+import type { GuardCounts } from './http-guard.js';
 import type { ResourceOptions } from './resource.js';
 import type { WebConfig } from './webconfig.js';
 
@@ -22,6 +23,10 @@ export interface ServeOptions {
   readonly security?: WebConfig;
   /** Whether the agent is healthy enough for /health to answer 200. */
   readonly healthy: () => { ok: boolean; detail: string };
+  /** Where the endpoints log what they refuse or cut (throttled). */
+  readonly logger?: Logger;
+  /** Where they count it (the agent's self-monitoring). */
+  readonly counts?: GuardCounts;
 }
 
 export interface Served {
@@ -40,6 +45,8 @@ export async function serveAgent(opts: ServeOptions): Promise<Served> {
     { '/metrics': () => opts.pipeline.exposition, '/health': health, ...opts.routes },
     opts.onRequest,
     opts.security,
+    undefined,
+    { name: 'metrics', logger: opts.logger, counts: opts.counts },
   );
   let monitoring: Endpoint;
   try {
@@ -48,6 +55,8 @@ export async function serveAgent(opts: ServeOptions): Promise<Served> {
       { '/metrics': opts.selfMetrics, '/health': health },
       undefined,
       opts.security,
+      undefined,
+      { name: 'monitoring', logger: opts.logger, counts: opts.counts },
     );
   } catch (err) {
     await metrics.close();
@@ -82,7 +91,12 @@ export function every(intervalMs: number, task: () => Promise<void>, logger: Log
   let running: Promise<void> = Promise.resolve();
   const tick = (): void => {
     running = task()
-      .catch((err: unknown) => logger.error({ err }, 'cycle failed; keeping the last good data'))
+      .catch((err: unknown) => {
+        // A cycle the stop aborted ended as asked: an ordinary stop, not a failure with a stack.
+        if (stopped && err instanceof Error && err.name === 'AbortError')
+          logger.info('cycle in flight cut short by the stop');
+        else logger.error({ err }, 'cycle failed; keeping the last good data');
+      })
       .finally(() => {
         if (!stopped) timer = setTimeout(tick, intervalMs);
       });
@@ -102,6 +116,8 @@ export function every(intervalMs: number, task: () => Promise<void>, logger: Log
 /** What an agent hands the runtime: its pipeline, its self-monitoring and one collection step. */
 export interface Collecting<T = unknown> {
   readonly pipeline: Pipeline;
+  /** Its self-monitoring, where the endpoints count what they refuse or cut. */
+  readonly self?: { readonly httpCounts: GuardCounts };
   selfExposition(): Promise<Body>;
   /** Runs one collection and publishes it. */
   collect(): Promise<T>;
@@ -196,6 +212,8 @@ export async function startAgent(agent: Collecting, o: AgentRuntimeOptions): Pro
       routes: o.routes,
       security: o.security,
       onRequest: o.onRequest,
+      logger: o.logger,
+      counts: agent.self?.httpCounts,
       healthy: () => {
         const at = agent.lastAtMs();
         return at === undefined

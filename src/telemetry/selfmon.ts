@@ -10,6 +10,8 @@ import type { Meter, ObservableGauge, Attributes as OtelAttributes } from '@open
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import type { Body } from './http.js';
+import { GuardCounts } from './http-guard.js';
+import { HTTP_GUARD_METRICS } from './http-metrics.js';
 import { PROMETHEUS_CONTENT_TYPE } from './pipeline.js';
 import { LoopDelay } from './loop-delay.js';
 import { PROCESS_METRICS } from './process-metrics.js';
@@ -27,6 +29,8 @@ export type Recorders<T extends Record<string, MetricSpec>> = { readonly [K in k
 
 export class SelfMonitor<T extends Record<string, MetricSpec>> {
   readonly m: Recorders<T>;
+  /** What the agent's endpoints refuse or cut, counted by them as it happens (http-guard.ts). */
+  readonly httpCounts = new GuardCounts();
   private readonly provider: MeterProvider;
   private readonly exporter = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true });
   private readonly serializer = new PrometheusSerializer(undefined, false, undefined, false, true);
@@ -41,6 +45,7 @@ export class SelfMonitor<T extends Record<string, MetricSpec>> {
     const meter = this.provider.getMeter(`${scope.name}/self`, scope.version);
     this.m = recorders(meter, specs);
     this.runtime = observeRuntime(meter);
+    observeHttpGuard(meter, this.httpCounts);
   }
 
   /**
@@ -172,6 +177,26 @@ function observeRuntime(meter: Meter): RuntimeObservers {
       loop.stop();
     },
   };
+}
+
+/**
+ * What the endpoints refused or cut (http-guard.ts), read at each scrape from the agent's counts:
+ * the endpoints count as it happens, from code that knows no meter.
+ */
+function observeHttpGuard(meter: Meter, counts: GuardCounts): void {
+  const H = HTTP_GUARD_METRICS;
+  const closed = meter.createObservableCounter(H.connectionsClosed.name, instrumentOptions(H.connectionsClosed));
+  const throttled = meter.createObservableCounter(H.authThrottled.name, instrumentOptions(H.authThrottled));
+  meter.addBatchObservableCallback(
+    (r) => {
+      for (const e of counts.entries())
+        r.observe(e.family === 'connections' ? closed : throttled, e.value, {
+          endpoint: e.endpoint,
+          reason: e.reason,
+        });
+    },
+    [closed, throttled],
+  );
 }
 
 /** Open descriptors of this process; undefined where /proc is missing (not Linux). */

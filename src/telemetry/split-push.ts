@@ -11,6 +11,12 @@
  */
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import type { MetricData, PushMetricExporter, ResourceMetrics, ScopeMetrics } from '@opentelemetry/sdk-metrics';
+import { addRejections, takePartialSuccess, type Rejection } from './partial-success.js';
+
+/** A push's result, with what the receiver refused of the requests it answered (OTLP partial success). */
+export interface PushResult extends ExportResult {
+  readonly rejected?: Rejection;
+}
 
 /**
  * What a point costs in a request beyond its attributes: its timestamps, value and framing (an
@@ -127,12 +133,19 @@ export class SplitExporter implements PushMetricExporter {
     this.selectAggregation = inner.selectAggregation?.bind(inner);
   }
 
-  export(metrics: ResourceMetrics, done: (r: ExportResult) => void): void {
+  /** Reports a PushResult: the refusals of every request answered, also when a later one failed. */
+  export(metrics: ResourceMetrics, done: (r: PushResult) => void): void {
     const requests = splitForPush(metrics, this.maxBytes);
+    let rejected: Rejection | undefined;
     const next = (i: number): void => {
       const request = requests[i];
-      if (request === undefined) return done({ code: ExportResultCode.SUCCESS });
-      this.inner.export(request, (r) => (r.code === ExportResultCode.SUCCESS ? next(i + 1) : done(r)));
+      if (request === undefined) return done({ code: ExportResultCode.SUCCESS, rejected });
+      this.inner.export(request, (r) => {
+        // Taken first thing: the SDK noted it just before calling back (partial-success.ts).
+        rejected = addRejections(rejected, takePartialSuccess());
+        if (r.code === ExportResultCode.SUCCESS) next(i + 1);
+        else done(rejected === undefined ? r : { ...r, rejected });
+      });
     };
     next(0);
   }

@@ -13,6 +13,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { parse as parseYaml } from 'yaml';
+import { CheckQueue, type Standing } from './auth-queue.js';
+import { sourceOf, type AuthThrottleReason } from './http-guard.js';
 
 /** Go's crypto/tls client authentication policies, as exporter-toolkit names them. */
 export type ClientAuthType =
@@ -123,22 +125,31 @@ export interface BasicAuthOptions {
   readonly maxFailures?: number;
   readonly failureWindowMs?: number;
   readonly now?: () => number;
+  /** Told each check answered 429, and why (counted and logged by the endpoint). */
+  readonly onThrottled?: (reason: AuthThrottleReason, source: string) => void;
 }
 
 export type AuthVerdict = 'ok' | 'denied' | 'limited';
 
 /**
- * Comparisons queued for the worker at most; beyond, clients are told to retry later. Many
- * addresses guessing at once would otherwise queue minutes of bcrypt.
+ * Comparisons waiting or running at most, for all endpoints together (they share the worker);
+ * beyond, the least deserving are told to retry later (auth-queue.ts). Many addresses guessing at
+ * once would otherwise queue minutes of bcrypt.
  */
 const MAX_PENDING_CHECKS = 32;
 
-/** Client addresses tracked for failures at most; beyond, the oldest are forgotten. */
+/** Of those, at most this many from one source address per endpoint: one source cannot hold the queue. */
+const MAX_CHECKS_PER_SOURCE = 2;
+
+/** Client addresses tracked for failures (and, apart, for success) at most; beyond, the oldest are forgotten. */
 const MAX_TRACKED_CLIENTS = 10_000;
+
+/** The order in which checks get the worker: one queue, as there is one worker. */
+const CHECKS = new CheckQueue<boolean>(MAX_PENDING_CHECKS, MAX_CHECKS_PER_SOURCE);
 
 /**
  * Checks an Authorization header against the users, as exporter-toolkit does, and so that wrong
- * passwords cannot starve the agent:
+ * passwords cannot starve the agent nor keep a scraper out:
  * - bcrypt runs on a worker thread (it costs tens of ms of CPU by design), never on the event loop;
  * - a successful check is remembered by a digest of user, password and hash: a scraper every
  *   15 s pays bcrypt once;
@@ -146,17 +157,23 @@ const MAX_TRACKED_CLIENTS = 10_000;
  *   so that its time tells neither which names exist nor which user a name is: an unknown user is
  *   compared with a dummy hash of that cost, and a user whose hash costs less is also compared
  *   with dummy hashes of the costs between (2^c + 2^c + … + 2^(max-1) = 2^max);
- * - a client address with too many failures in a window is answered 429 without a comparison, and
- *   so is everyone not yet verified while MAX_PENDING_CHECKS comparisons are queued.
+ * - a client address with too many failures in a window is answered 429 without a comparison;
+ * - the comparisons wait for the worker in a bounded queue where a source address that passed a
+ *   check before goes first, then addresses with no failure in the window, then the others, and
+ *   no source holds more than MAX_CHECKS_PER_SOURCE places (auth-queue.ts says what it protects
+ *   and what it cannot). The order depends on the address's history, never on the user name.
+ * Addresses are compared as sources (IPv6 by /64; http-guard.ts's sourceOf).
  */
 export class BasicAuth {
   private readonly verified = new Map<string, Buffer>();
   private readonly failures = new Map<string, { count: number; resetAtMs: number }>();
+  private readonly trusted = new Set<string>();
   private readonly verify: PasswordVerifier;
   private readonly maxFailures: number;
   private readonly windowMs: number;
   private readonly now: () => number;
   private readonly maxCost: number;
+  private readonly onThrottled: (reason: AuthThrottleReason, source: string) => void;
 
   constructor(
     private readonly users: ReadonlyMap<string, string>,
@@ -167,6 +184,7 @@ export class BasicAuth {
     this.windowMs = opts.failureWindowMs ?? 60_000;
     this.now = opts.now ?? Date.now;
     this.maxCost = Math.max(MIN_COST, ...[...users.values()].map(costOf));
+    this.onThrottled = opts.onThrottled ?? (() => undefined);
   }
 
   get enabled(): boolean {
@@ -178,7 +196,8 @@ export class BasicAuth {
     return this.windowMs;
   }
 
-  async check(header: string | undefined, client = ''): Promise<AuthVerdict> {
+  /** `gone`: true once the client has hung up; its check is then dropped before it runs. */
+  async check(header: string | undefined, client = '', gone?: () => boolean): Promise<AuthVerdict> {
     if (!this.enabled) return 'ok';
     const creds = parseBasic(header);
     if (creds === undefined) return 'denied';
@@ -186,39 +205,85 @@ export class BasicAuth {
     const digest = createHash('sha256')
       .update(`${creds.user}\0${creds.password}\0${hash ?? ''}`)
       .digest();
-    const known = this.verified.get(creds.user);
-    if (hash !== undefined && known && timingSafeEqual(known, digest)) return 'ok';
-    if (this.limited(client) || pending.size >= MAX_PENDING_CHECKS) return 'limited';
-    const target = hash ?? dummyHash(this.maxCost);
-    const match = await this.verify(creds.password, target);
-    for (let cost = costOf(target); cost < this.maxCost; cost++) await this.verify(creds.password, dummyHash(cost));
-    if (match && hash !== undefined) {
+    if (this.remembered(creds.user, hash, digest)) return 'ok';
+    const source = sourceOf(client);
+    if (this.limited(source)) return this.throttled('failures', source);
+    const outcome = await CHECKS.submit({
+      owner: this,
+      source,
+      standing: this.standing(source),
+      gone,
+      // Checked again when its turn comes: the same scraper may have passed while this one waited.
+      run: async () => this.remembered(creds.user, hash, digest) || this.compare(creds.password, hash),
+    });
+    if (!outcome.ran) return outcome.why === 'gone' ? 'denied' : this.throttled(outcome.why, source);
+    if (outcome.value && hash !== undefined) {
       this.verified.set(creds.user, digest);
+      remember(this.trusted, source);
       return 'ok';
     }
-    this.fail(client);
+    this.fail(source);
     return 'denied';
   }
 
-  private limited(client: string): boolean {
-    const f = this.failures.get(client);
-    if (f === undefined) return false;
-    if (f.resetAtMs <= this.now()) {
-      this.failures.delete(client);
-      return false;
-    }
-    return f.count >= this.maxFailures;
+  /** Drops this endpoint's checks still waiting (the endpoint is closing). */
+  close(): void {
+    CHECKS.drop(this);
   }
 
-  private fail(client: string): void {
-    const f = this.failures.get(client);
+  private remembered(user: string, hash: string | undefined, digest: Buffer): boolean {
+    const known = this.verified.get(user);
+    return hash !== undefined && known !== undefined && timingSafeEqual(known, digest);
+  }
+
+  /** The same bcrypt work whatever the user (see the class comment); true when the password matches. */
+  private async compare(password: string, hash: string | undefined): Promise<boolean> {
+    const target = hash ?? dummyHash(this.maxCost);
+    const match = await this.verify(password, target);
+    for (let cost = costOf(target); cost < this.maxCost; cost++) await this.verify(password, dummyHash(cost));
+    return match && hash !== undefined;
+  }
+
+  private throttled(reason: AuthThrottleReason, source: string): 'limited' {
+    this.onThrottled(reason, source);
+    return 'limited';
+  }
+
+  private standing(source: string): Standing {
+    if (this.trusted.has(source)) return 'trusted';
+    return this.failedRecently(source) ? 'failed' : 'fresh';
+  }
+
+  private failedRecently(source: string): boolean {
+    const f = this.failures.get(source);
+    if (f === undefined) return false;
+    if (f.resetAtMs <= this.now()) {
+      this.failures.delete(source);
+      return false;
+    }
+    return f.count > 0;
+  }
+
+  private limited(source: string): boolean {
+    return this.failedRecently(source) && (this.failures.get(source)?.count ?? 0) >= this.maxFailures;
+  }
+
+  private fail(source: string): void {
+    const f = this.failures.get(source);
     if (f !== undefined) {
       f.count++;
       return;
     }
     if (this.failures.size >= MAX_TRACKED_CLIENTS) this.failures.delete(this.failures.keys().next().value as string);
-    this.failures.set(client, { count: 1, resetAtMs: this.now() + this.windowMs });
+    this.failures.set(source, { count: 1, resetAtMs: this.now() + this.windowMs });
   }
+}
+
+/** Adds `source` to a bounded set, forgetting the oldest beyond MAX_TRACKED_CLIENTS. */
+function remember(set: Set<string>, source: string): void {
+  set.delete(source);
+  if (set.size >= MAX_TRACKED_CLIENTS) set.delete(set.values().next().value as string);
+  set.add(source);
 }
 
 /** `Basic <base64 user:password>`; the scheme is case-insensitive (RFC 9110). */
@@ -298,13 +363,22 @@ function bcryptWorker(): Worker {
   return w;
 }
 
+/** Password checks waiting for the worker or running on it, for all endpoints. */
+export function checksQueued(): number {
+  return CHECKS.size();
+}
+
 /** Comparisons sent to the worker and not answered yet. */
 export function comparisonsInFlight(): number {
   return pending.size;
 }
 
-/** Ends the worker at once; the comparisons waiting on it are denied. Started again on next use. */
+/**
+ * Ends the worker at once; the comparisons running on it and those waiting for it are denied.
+ * Started again on next use.
+ */
 export async function stopPasswordWorker(): Promise<void> {
+  CHECKS.drop();
   await worker?.terminate();
 }
 

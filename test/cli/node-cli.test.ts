@@ -63,6 +63,10 @@ describe('slurm-otel node (command line)', () => {
     [['node', '--bogus'], /unknown option '--bogus'/],
     [['node', '--collection-interval', '5x'], /'5x' is invalid.*not a duration/],
     [['node', '--collection-interval', '0s'], /must be longer than zero/],
+    [
+      ['node', '--collection-interval', '30d'],
+      /'--collection-interval <duration>' argument '30d' is invalid. "30d" is longer than 24d20h31m23s647ms/,
+    ],
     [['node', '--metrics-bind-address', 'nowhere'], /invalid bind address "nowhere"/],
     [['node', '--log-level', 'loud'], /"loud" is not one of debug, info, warn, error/],
     [['node', '--otlp-protocol', 'grpc'], /"grpc" is not one of http\/json, http\/protobuf/],
@@ -85,6 +89,12 @@ describe('slurm-otel node (command line)', () => {
     expect(badPolicy.code).toBe(2);
     expect(badPolicy.stderr).toMatch(
       /from env 'IB_SLURM_EXPORTER_UNREADABLE_PROCESSES' is invalid. "none" is not one of strict, ignore-outside-jobs/,
+    );
+    // A duration a timer cannot hold is refused from the environment as from a flag.
+    const tooLong = cli(['node', '--once'], { IB_SLURM_EXPORTER_FD_RESCAN_INTERVAL: '25d' });
+    expect(tooLong.code).toBe(2);
+    expect(tooLong.stderr).toMatch(
+      /from env 'IB_SLURM_EXPORTER_FD_RESCAN_INTERVAL' is invalid. "25d" is longer than 24d20h31m23s647ms \(2147483647 ms\)/,
     );
     const badQp = cli(['node', '--once'], { IB_SLURM_EXPORTER_QP_COUNTERS: 'all' });
     expect(badQp.code).toBe(2);

@@ -4,7 +4,10 @@
  * deadline below is generous for a loaded machine and still far below what each case took before
  * stops were bounded (15 s to never, see bench/stop-time.ts).
  */
+import fs from 'node:fs';
 import type net from 'node:net';
+import path from 'node:path';
+import bcrypt from 'bcryptjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   MANAGED_LINKS,
@@ -18,6 +21,7 @@ import {
   squeueDaemonizing,
   type StopCase,
 } from '../support/stop-cases.js';
+import { passwordFlood, slowloris } from '../support/http-attacks.js';
 import { DAEMONIZE, DAEMONIZE_TWICE, spawnAgent, type AgentChild, type Exit } from '../support/stopping.js';
 import { tmpDir } from '../support/tmp.js';
 import { waitFor } from '../support/tools.js';
@@ -70,6 +74,8 @@ async function expectNoSurvivors(c: StopCase): Promise<void> {
 function expectCleanStop(exit: Exit, agent: AgentChild): void {
   expect(exit.code, agent.output()).toBe(0);
   expect(agent.logged(/^stopped$/)).toBe(true);
+  // An ordinary stop cuts work short: said at warn or info, never an error (nor a stack).
+  expect(agent.logs().filter((l) => Number(l.level) >= 50)).toEqual([]);
 }
 
 describe('stopping the agents (SIGTERM, SIGINT, SIGHUP)', () => {
@@ -162,6 +168,30 @@ describe('stopping the agents (SIGTERM, SIGINT, SIGHUP)', () => {
     expectCleanStop(await exitOf(agent), agent);
   });
 
+  it('stops within the deadline during a slowloris attack and a password flood, closing every connection', async () => {
+    const c = await scrapesOpen(tmpDir());
+    const dir = tmpDir();
+    const webConfig = path.join(dir, 'web.yml');
+    fs.writeFileSync(webConfig, `basic_auth_users:\n  prom: "${bcrypt.hashSync('right', 10)}"\n`);
+    const agent = start({ ...c, args: [...c.args, '--web-config-file', webConfig] });
+    await waitFor('work in flight', () => c.inFlight(agent.logged) || undefined);
+    const url = await waitFor('metrics URL', () => agent.metricsUrl());
+    const attack = slowloris({ port: Number(new URL(url).port), from: ['127.0.0.2'], connections: 64 });
+    const flood = passwordFlood({
+      url: `${url}/metrics`,
+      from: (n) => `127.0.0.${3 + (n % 50)}`,
+      concurrency: 16,
+      authorization: (n) => `Basic ${Buffer.from(`prom:guess${n}`).toString('base64')}`,
+    });
+    cleanups.push(
+      () => attack.stop(),
+      () => flood.stop(),
+    );
+    await waitFor('the attack under way', () => (attack.opened() >= 64 && flood.statuses().size > 0) || undefined);
+    agent.signal('SIGTERM');
+    expectCleanStop(await exitOf(agent), agent);
+  });
+
   it('SIGINT stops the same way', async () => {
     const c = await slurmrestdHanging(tmpDir());
     const agent = start(c);
@@ -184,7 +214,7 @@ describe('stopping the agents (SIGTERM, SIGINT, SIGHUP)', () => {
     expect(off.map((l) => l.split(' ')[0]).sort()).toEqual(MANAGED_LINKS);
   });
 
-  it('a second signal exits at once, killing the helpers still running', async () => {
+  it('a second signal exits at once, killing the helpers still running, naming at ERROR each link left on', async () => {
     const c = await rdmaRestore(tmpDir(), 'exec sleep 600');
     const agent = start(c);
     await waitFor('work in flight', () => c.inFlight(agent.logged) || undefined);
@@ -195,6 +225,12 @@ describe('stopping the agents (SIGTERM, SIGINT, SIGHUP)', () => {
     expect(exit.code, agent.output()).toBe(143);
     expect(agent.logged(/second signal: exiting at once/)).toBe(true);
     expect(agent.logged(/^stopped$/)).toBe(false);
+    // Every restore hangs: all four links are left on, each named with the command that turns it off.
+    const rdma = c.args[c.args.indexOf('--rdma-path') + 1];
+    const left = agent.logs().filter((l) => l.level === 50 && /per-PID QP counters off again/.test(String(l.msg)));
+    expect(left, agent.output()).toHaveLength(1);
+    expect(left[0]?.links).toEqual(MANAGED_LINKS);
+    expect(left[0]?.commands).toEqual(MANAGED_LINKS.map((l) => `${rdma} statistic qp set link ${l} auto off`));
     await expectNoSurvivors(c);
   });
 });

@@ -335,7 +335,28 @@ describe('OpenTelemetry Collector configs', () => {
     expect(processors).toContain('resource');
     expect(strs(get(cfg, 'service.pipelines.metrics.exporters'), 'agent exporters').map(typeOf)).toEqual(['otlp_grpc']);
     expect(get(cfg, 'exporters.otlp_grpc.sending_queue.enabled'), 'buffers through gateway outages').toBe(true);
-    expect(get(cfg, 'exporters.otlp_grpc.sending_queue.batch.sizer'), 'batches by points').toBe('items');
+  });
+
+  it("every gRPC hop to the gateway sends requests the gateway's receiver takes: a byte cap under its limit", () => {
+    // A gRPC server refuses a message over its limit (4 MiB unless set) as not retryable, and the
+    // sending Collector drops it: an uncapped batch lost what a large cluster pushed.
+    const limitMiB = get(
+      doc('otel-config/collector-gateway.yaml'),
+      'receivers.otlp.protocols.grpc.max_recv_msg_size_mib',
+    );
+    expect(limitMiB, 'the gateway sets its gRPC message limit on purpose').toEqual(expect.any(Number));
+    for (const file of ['otel-config/collector-agent.yaml', 'otel-config/collector-gateway.yaml']) {
+      const exporters = obj(doc(file).exporters, `${file} exporters`);
+      for (const [id, e] of Object.entries(exporters)) {
+        if (typeOf(id) !== 'otlp_grpc') continue;
+        const batch = obj(get(e, 'sending_queue.batch'), `${file} ${id}.sending_queue.batch`);
+        expect(batch.sizer, `${file} ${id}: batches measured in bytes`).toBe('bytes');
+        expect(batch.max_size, `${file} ${id}: a maximum batch size`).toEqual(expect.any(Number));
+        expect(batch.max_size as number, `${file} ${id}: under the gateway's limit`).toBeLessThan(
+          (limitMiB as number) * 1024 * 1024,
+        );
+      }
+    }
   });
 
   it(`docker-compose.yml and the Kubernetes gateway pin ${CONTRIB_IMAGE}`, () => {

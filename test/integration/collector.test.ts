@@ -33,7 +33,6 @@ import {
   tokenFiles,
   warningLines,
   type RunningCollector,
-  type TokenFiles,
 } from '../support/collector.js';
 import { clusterAgentOptions, fakeSlurm } from '../support/agents.js';
 import { parseExposition, sumOf, valueOf, type Sample } from '../support/exposition.js';
@@ -41,14 +40,22 @@ import { startNodeAgentProcess, type AgentProcess } from '../support/node-agent-
 import { treeFlags } from '../support/node-tree.js';
 import { startPrometheus, type PrometheusServer } from '../support/prometheus.js';
 import { compareAnswers, questionsOver } from '../support/same-answers.js';
-import { listenOn, ports, remoteWriteStore, storeHistory } from '../support/collector-chain.js';
+import {
+  AGENT_CONFIG,
+  GATEWAY_CONFIG,
+  collectorTelemetry as telemetry,
+  listenOn,
+  ports,
+  remoteWriteStore,
+  startChain,
+  storeHistory,
+  type Chain,
+} from '../support/collector-chain.js';
 import { eventuallyEqual, expectedFromDirect, line, ours } from '../support/series-lines.js';
 import { findTool, freePort, run, shouldRun, stopChild, toolPath, waitFor } from '../support/tools.js';
 import { REAL_SLURM_START_TIMEOUT_MS, realSlurmGate, startRealSlurm, type RealSlurm } from '../support/real-slurm.js';
 import { realSlurmRunner } from '../support/real-slurm-agent.js';
 
-const AGENT_CONFIG = 'otel-config/collector-agent.yaml';
-const GATEWAY_CONFIG = 'otel-config/collector-gateway.yaml';
 const CLUSTER = 'coltest';
 const prometheus = findTool('prometheus', 'prometheus');
 const runCollector = shouldRunCollector();
@@ -74,74 +81,6 @@ describe.runIf(runCollector)('the Collector configs as shipped', () => {
     expect({ code: r.code, warnings: warningLines(out) }, out).toEqual({ code: 0, warnings: [] });
   });
 });
-
-/** The Prometheus remote-write store, the gateway and the node-local Collector, wired as shipped. */
-interface Chain {
-  readonly prom: PrometheusServer;
-  readonly gateway: RunningCollector;
-  readonly local: RunningCollector;
-  /** The local Collector's OTLP/HTTP port, where agents push. */
-  readonly localHttp: number;
-  /** The gateway's OTLP/HTTP and OTLP/gRPC ports. */
-  readonly gatewayHttp: number;
-  readonly gatewayGrpc: number;
-  readonly gatewayMetrics: string;
-  readonly gwTelemetry: string;
-  readonly agTelemetry: string;
-  /** The token files both Collectors were started with. */
-  readonly tokens: TokenFiles;
-  stop(): Promise<void>;
-}
-
-/**
- * The chain: Prometheus, the gateway, and the node-local Collector in front of it, whose OTLP/HTTP
- * receiver takes requests of at most `localBodyLimit` bytes when given (the Collector's default
- * otherwise, 20 MiB).
- */
-async function startChain(dir: string, localBodyLimit?: number): Promise<Chain> {
-  const prom = await remoteWriteStore(dir);
-  const [gw, ag, exposition] = [await ports(), await ports(), await freePort()];
-  const gateway = await startCollector(
-    GATEWAY_CONFIG,
-    listenOn(gw, { exporters: { prometheus: { endpoint: `127.0.0.1:${exposition}` } } }),
-    { SLURM_CLUSTER_NAME: CLUSTER, PROMETHEUS_REMOTE_WRITE_URL: `${prom.url}/api/v1/write` },
-    dir,
-    `http://127.0.0.1:${gw.health}/`,
-  ).catch(async (e: unknown) => {
-    await prom.stop();
-    throw e;
-  });
-  const localConfig = listenOn(ag) as { receivers: { otlp: { protocols: { http: Record<string, unknown> } } } };
-  if (localBodyLimit !== undefined) localConfig.receivers.otlp.protocols.http.max_request_body_size = localBodyLimit;
-  const local = await startCollector(
-    AGENT_CONFIG,
-    localConfig,
-    { OTEL_GATEWAY_ENDPOINT: `127.0.0.1:${gw.grpc}` },
-    dir,
-    `http://127.0.0.1:${ag.health}/`,
-  ).catch(async (e: unknown) => {
-    await gateway.stop();
-    await prom.stop();
-    throw e;
-  });
-  return {
-    prom,
-    gateway,
-    local,
-    localHttp: ag.http,
-    gatewayHttp: gw.http,
-    gatewayGrpc: gw.grpc,
-    gatewayMetrics: `http://127.0.0.1:${exposition}/metrics`,
-    gwTelemetry: `http://127.0.0.1:${gw.telemetry}/metrics`,
-    agTelemetry: `http://127.0.0.1:${ag.telemetry}/metrics`,
-    tokens: tokenFiles(dir),
-    stop: async () => {
-      await local.stop();
-      await gateway.stop();
-      await prom.stop();
-    },
-  };
-}
 
 /** The series of the families named in `families` that Prometheus holds, as comparable lines. */
 async function storedLines(prom: PrometheusServer, families: (name: string) => boolean): Promise<string[]> {
@@ -522,10 +461,6 @@ type FakeSlurm = Awaited<ReturnType<typeof fakeSlurm>>;
 /** `sumOf` over a Collector's own telemetry at `url`. */
 /** How long the gateway stays down in the outage test. */
 const OUTAGE_MS = 120_000;
-
-async function telemetry(url: string, name: string, match: Record<string, string> = {}): Promise<number> {
-  return sumOf(parseExposition(await (await fetch(url)).text()), name, match);
-}
 
 describe.runIf(runCollector && shouldRun(prometheus))(
   'gateway down for 2 minutes: the node-local Collector queues, and nothing is lost when the gateway returns',

@@ -6,8 +6,16 @@
  * the example file as installed), works: `--once`, and the node agent serving until SIGTERM.
  * Only what points the agents at this test's inputs is added: the synthetic tree and free ports
  * for the node agent, a fake slurmrestd on loopback for the cluster agent.
+ *
+ * Then its maintainer scripts, through dpkg itself: install, upgrade, remove and purge, with the
+ * real deb-systemd-helper and deb-systemd-invoke. No systemd runs in a chroot, so there (only)
+ * a stand-in systemctl (test/support/systemctl-standin.sh) records the calls and which units are
+ * active, and /run/systemd/system says that systemd is the init, as on a booted node.
  */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeCluster } from '../../src/demo/fake-cluster.js';
 import { startFakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
@@ -199,3 +207,155 @@ describe.runIf(canRunChroot)('the .deb in a Debian chroot without Node', { timeo
     }
   });
 });
+
+const UNIT_NAMES = ['slurm-otel-cluster.service', 'slurm-otel-node.service'];
+const WANTS = '/etc/systemd/system/multi-user.target.wants';
+const DSH_STATE = '/var/lib/systemd/deb-systemd-helper-enabled';
+const CALLS = '/var/log/systemctl-standin.calls';
+const ACTIVE = '/run/systemctl-standin/active';
+/** dpkg unpacking 120 MB on a loaded machine: generous. */
+const DPKG_LIMIT_MS = 240_000;
+
+/** `deb` rebuilt as `version`, its control scripts changed by `edit` (a directory: DEBIAN/ in it). */
+function repack(deb: string, version: string, out: string, edit: (debian: string) => void = () => {}): void {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-repack-'));
+  try {
+    const tree = path.join(dir, 'tree');
+    const run = (args: string[]) => {
+      const r = spawnSync('dpkg-deb', args, { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`dpkg-deb ${args.join(' ')}: ${r.stderr}`);
+    };
+    run(['-R', deb, tree]);
+    const control = path.join(tree, 'DEBIAN/control');
+    fs.writeFileSync(control, fs.readFileSync(control, 'utf8').replace(/^Version: .*$/m, `Version: ${version}`));
+    edit(path.join(tree, 'DEBIAN'));
+    run(['--root-owner-group', '-Zzstd', '-z1', '-b', tree, out]);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The maintainer scripts of the package before they stopped and started anything. */
+function olderScripts(debian: string): void {
+  fs.rmSync(path.join(debian, 'prerm'), { force: true });
+  fs.writeFileSync(
+    path.join(debian, 'postinst'),
+    '#!/bin/sh\nset -e\nif [ "$1" = configure ]; then\n  systemd-sysusers slurm-otel.conf\n' +
+      '  if [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi\nfi\n',
+  );
+  fs.writeFileSync(
+    path.join(debian, 'postrm'),
+    '#!/bin/sh\nset -e\nif [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi\n',
+  );
+}
+
+describe.runIf(canRunChroot)(
+  'the .deb through dpkg: install, upgrade, remove, purge',
+  { timeout: DPKG_LIMIT_MS },
+  () => {
+    let life: Sandbox;
+    const upgraded = `${PACKAGE_VERSION}+1`;
+
+    /** Runs dpkg with `args` in the sandbox; fails the test with its output unless it succeeds. */
+    async function dpkg(...args: string[]): Promise<void> {
+      const r = await life.run('/usr/bin/dpkg', args, {}, DPKG_LIMIT_MS);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+    }
+
+    /** The stand-in's calls since the last one, one a line, then forgets them. */
+    function takeCalls(): string[] {
+      const file = life.host(CALLS);
+      const calls = fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
+      fs.rmSync(file, { force: true });
+      return calls;
+    }
+
+    const active = (): string[] => (fs.existsSync(life.host(ACTIVE)) ? fs.readdirSync(life.host(ACTIVE)).sort() : []);
+    const linkOf = (unit: string): string => life.host(`${WANTS}/${unit}`);
+    const installedVersion = async (): Promise<string> =>
+      (await life.run('/usr/bin/dpkg-query', ['-W', '-f=${Status} ${Version}', 'slurm-otel'])).stdout;
+
+    beforeAll(() => {
+      const deb = debPackage(singleExecutable());
+      nonodeChroot();
+      life = new Sandbox();
+      life.put(deb, '/tmp/current.deb');
+      repack(deb, upgraded, life.host('/tmp/upgraded.deb'));
+      repack(deb, `${PACKAGE_VERSION}~older`, life.host('/tmp/older.deb'), olderScripts);
+      life.put('test/support/systemctl-standin.sh', '/usr/bin/systemctl', 0o755);
+      fs.mkdirSync(life.host('/run/systemd/system'), { recursive: true });
+    }, PREPARE_LIMIT_MS);
+    afterAll(async () => life?.remove());
+
+    // The tests below are one package's life, in order: each starts where the one before ended.
+    it('a first install enables and starts nothing, and records each unit for a purge', async () => {
+      await dpkg('-i', '/tmp/current.deb');
+      expect(takeCalls()).toEqual(['--system daemon-reload']);
+      expect(active()).toEqual([]);
+      for (const unit of UNIT_NAMES) {
+        expect(fs.existsSync(linkOf(unit))).toBe(false);
+        const state = fs.readFileSync(life.host(`${DSH_STATE}/${unit}.dsh-also`), 'utf8');
+        expect(state.trim()).toBe(`${WANTS}/${unit}`);
+      }
+    });
+
+    it('an upgrade stops the running agents first and starts them again after, enabled or not', async () => {
+      // The site enables the node agent and starts both (the cluster agent by hand, not enabled).
+      for (const args of [
+        ['enable', UNIT_NAMES[1]!],
+        ['start', ...UNIT_NAMES],
+      ]) {
+        const r = await life.run('/usr/bin/systemctl', args);
+        expect(r.code, r.stderr).toBe(0);
+      }
+      takeCalls();
+      await dpkg('-i', '/tmp/upgraded.deb');
+      expect(await installedVersion()).toBe(`install ok installed ${upgraded}`);
+      const calls = takeCalls();
+      const stop = calls.indexOf(`stop ${UNIT_NAMES.join(' ')}`);
+      expect(stop, calls.join('\n')).toBeGreaterThanOrEqual(0);
+      for (const unit of UNIT_NAMES) {
+        // Asked before the stop, started after it: the old prerm's list, the new postinst's start.
+        expect(calls.indexOf(`--system --quiet is-active ${unit}`)).toBeLessThan(stop);
+        expect(calls.indexOf(`--system start ${unit}`)).toBeGreaterThan(stop);
+      }
+      expect(active()).toEqual(UNIT_NAMES);
+      expect(fs.existsSync(life.host('/run/slurm-otel.dpkg-stopped'))).toBe(false);
+      expect(fs.readlinkSync(linkOf(UNIT_NAMES[1]!))).toBe(`/usr/lib/systemd/system/${UNIT_NAMES[1]}`);
+    });
+
+    it('a removal stops the agents; the enable link stays until purge, as Debian keeps configuration', async () => {
+      await dpkg('-r', 'slurm-otel');
+      const calls = takeCalls();
+      expect(calls).toContain(`stop ${UNIT_NAMES.join(' ')}`);
+      expect(calls.some((c) => / (start|restart|try-restart) /.test(c))).toBe(false);
+      expect(active()).toEqual([]);
+      expect(fs.lstatSync(linkOf(UNIT_NAMES[1]!)).isSymbolicLink()).toBe(true);
+      expect(fs.existsSync(life.host(`/usr/lib/systemd/system/${UNIT_NAMES[1]}`))).toBe(false);
+    });
+
+    it('a purge removes the enable link and deb-systemd-helper state: nothing dangles', async () => {
+      // Where this starts: the node agent's link, left by the removal, pointing at nothing.
+      expect(fs.lstatSync(linkOf(UNIT_NAMES[1]!), { throwIfNoEntry: false })?.isSymbolicLink()).toBe(true);
+      await dpkg('--purge', 'slurm-otel');
+      // lstat, not exists: a dangling link is there even though its target is not.
+      const left = UNIT_NAMES.filter((unit) => fs.lstatSync(linkOf(unit), { throwIfNoEntry: false }) !== undefined);
+      expect(left, 'enable links left after the purge').toEqual([]);
+      for (const unit of UNIT_NAMES) expect(fs.existsSync(life.host(`${DSH_STATE}/${unit}.dsh-also`))).toBe(false);
+      expect(fs.existsSync(life.host(WANTS))).toBe(false);
+      expect((await installedVersion()).trim()).toBe('');
+    });
+
+    it('an upgrade from a package whose prerm stopped nothing restarts what runs', async () => {
+      await dpkg('-i', '/tmp/older.deb');
+      const start = await life.run('/usr/bin/systemctl', ['start', UNIT_NAMES[1]!]);
+      expect(start.code, start.stderr).toBe(0);
+      takeCalls();
+      await dpkg('-i', '/tmp/current.deb');
+      const calls = takeCalls();
+      expect(calls).toContain(`try-restart ${UNIT_NAMES.join(' ')}`);
+      expect(calls.some((c) => c.startsWith('stop '))).toBe(false);
+      expect(active()).toEqual([UNIT_NAMES[1]]);
+    });
+  },
+);

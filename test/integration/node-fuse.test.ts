@@ -63,6 +63,37 @@ async function holder(files: readonly string[]): Promise<ChildProcess> {
   return child;
 }
 
+/**
+ * An unprivileged user's doing, as nobody: a user namespace, an overlay stacked on `lower` (a
+ * filesystem the user reaches but the agent must not wait on), and the file `uverbs3` of it held
+ * open as fd 3. Resolves with the holder once the fd is open.
+ */
+async function overlayHolder(dir: string, lower: string): Promise<ChildProcess> {
+  const own = fs.mkdtempSync(path.join(dir, 'userns-'));
+  fs.chmodSync(own, 0o777);
+  const script = [
+    'set -e',
+    'mkdir "$1/upper" "$1/work" "$1/merged"',
+    'mount -t overlay overlay -o "lowerdir=$2,upperdir=$1/upper,workdir=$1/work" "$1/merged"',
+    'exec 3<"$1/merged/uverbs3"',
+    'echo held',
+    'exec sleep 900',
+  ].join('\n');
+  const child = spawn(
+    'setpriv',
+    ['--reuid=65534', '--regid=65534', '--clear-groups', 'unshare', '-Urm', 'sh', '-c', script, 'userns', own, lower],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let out = '';
+  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+  await waitFor(`nobody's overlay holder (${out.trim()})`, () => {
+    if (child.exitCode !== null) throw new Error(`the user-namespace overlay failed: ${out}`);
+    return out.includes('held');
+  });
+  return child;
+}
+
 /** A cgroup v2 tree in Slurm's job_<id> layout whose task cgroups list the given PIDs. */
 function writeJobCgroups(root: string, jobs: Readonly<Record<string, number>>): void {
   fs.mkdirSync(root, { recursive: true });
@@ -229,9 +260,11 @@ describe.skipIf(gate.skip)('node agent beside FUSE filesystems that hang, refuse
     expect(trappedCounts(traps)).toEqual(trappedBefore);
   });
 
-  it('a file named like a verbs device on a FUSE mount that allows devices leaves the node unattributed; on a nodev mount it is nothing', async () => {
+  it('a file named like a verbs device on a FUSE mount that allows devices is asked from a child: a file when it answers, uncertain when it refuses; on a nodev mount it is nothing', async () => {
     const bin = path.join(dir, 'fuse-trap');
     const withDev = await FuseTrap.mount(bin, dir, 'ok', ['dev']);
+    const refusing = await FuseTrap.mount(bin, dir, 'eacces', ['dev']);
+    refusing.arm();
     const noDev = await FuseTrap.mount(bin, dir, 'ok');
     const held: ChildProcess[] = [];
     try {
@@ -264,14 +297,88 @@ describe.skipIf(gate.skip)('node agent beside FUSE filesystems that hang, refuse
       };
       const plain = await verdict(noDev, '202');
       expect(plain).toMatchObject({ status: 'sole', jobs: ['202'] });
-      const uncertain = await verdict(withDev, '201');
+      const answered = await verdict(withDev, '201');
+      expect(answered).toMatchObject({ status: 'sole', jobs: ['201'] });
+      const uncertain = await verdict(refusing, '203');
       expect(uncertain).toMatchObject({ status: 'incomplete', jobs: [] });
       expect(uncertain.stderr).toMatch(new RegExp(`PID ${uncertain.pid} \\(.*may be a verbs device`));
-      expect(uncertain.stderr).toContain(`${withDev.file('uverbs3')} is on fuse`);
+      expect(uncertain.stderr).toContain(`${refusing.file('uverbs3')}: on fuse, stat failed`);
     } finally {
       for (const c of held) c.kill('SIGKILL');
       await withDev.unmount();
       await noDev.unmount();
+      await refusing.unmount();
+    }
+  });
+  it("an overlay an unprivileged user stacks in a user namespace on a hung filesystem: never waited on, and it costs only that user's job", async () => {
+    const bin = path.join(dir, 'fuse-trap');
+    // Root's mount of a filesystem that will hang (NFS, Lustre, FUSE), reachable by every user.
+    fs.chmodSync(dir, 0o755);
+    const hung = await FuseTrap.mount(bin, dir, 'block', ['allow_other']);
+    const answering = await FuseTrap.mount(bin, dir, 'ok', ['allow_other']);
+    const held: ChildProcess[] = [];
+    try {
+      const standIn = standIns[HCAS.length] as StandIn;
+      const sys3 = path.join(dir, 'sys3');
+      const dev = path.join(dir, 'dev', 'uverbs60');
+      mknodStandIn(dev, standIn);
+      writeHca(sys3, {
+        name: 'mlx5_0',
+        uverbs: 60,
+        dev: standIn.dev,
+        ports: [{ linkLayer: 'InfiniBand', rate: '200 Gb/sec (4X HDR)', counters: { port_xmit_data: 1 } }],
+      });
+      const sole = await holder([dev]);
+      const onHung = await overlayHolder(dir, hung.mountpoint);
+      const onAnswering = await overlayHolder(dir, answering.mountpoint);
+      held.push(sole, onHung, onAnswering);
+      hung.arm();
+      const cg = path.join(dir, 'cgroup-userns');
+      const base = ['--sysfs-root', sys3, '--cgroup-root', cg, ...args.slice(-2)];
+      // A regular file on an overlay whose lower layer answers: known as a file, nobody is blinded.
+      writeJobCgroups(cg, { '301': sole.pid as number, '302': onAnswering.pid as number });
+      const plain = await once(base);
+      expect(plain.code, plain.stderr).toBe(0);
+      expect(statusOf(parseExposition(plain.stdout), 'mlx5_0'), plain.stderr).toBe('sole');
+      expect(namedUnreadable(plain.stderr)).toEqual([]);
+
+      // The same on a hung lower layer: the agent asks from a child it abandons, keeps answering
+      // scrapes and stops on SIGTERM; what the fd may be costs the job that holds it.
+      fs.rmSync(cg, { recursive: true });
+      writeJobCgroups(cg, { '301': sole.pid as number, '303': onHung.pid as number });
+      const before = hung.trapped();
+      const agent = await startNodeAgentProcess([...base, '--collection-interval', '1s']);
+      try {
+        const probes = async () =>
+          valueOf(
+            parseExposition(await (await fetch(agent.monitoringUrl)).text()),
+            'ib_slurm_exporter_fd_probes_total',
+            {
+              result: 'timeout',
+            },
+          ) ?? 0;
+        await waitFor('a probe of the hung overlay to be abandoned', async () => (await probes()) >= 1, WAIT_MS);
+        const cycles = await cyclesRun(agent);
+        await waitFor('three more cycles', async () => (await cyclesRun(agent)) >= cycles + 3, WAIT_MS);
+        // The hung mount is asked once, never again: one getattr reached the trap, from the probe.
+        expect(await probes()).toBe(1);
+        expect(hung.trapped()).toBe(before + 1);
+        const got = await scrape(agent);
+        expect(statusOf(got, 'mlx5_0')).toBe('incomplete');
+        expect(agent.stderr()).toMatch(new RegExp(`PID ${onHung.pid} \\(.*may be a verbs device`));
+        expect(agent.stderr()).toMatch(/uverbs3: on overlay, a stat did not answer within/);
+        const exited = new Promise<number | null>((resolve) => agent.child.once('exit', resolve));
+        agent.child.kill('SIGTERM');
+        await waitFor('the agent to exit after SIGTERM', () => agent.child.exitCode !== null, 15_000);
+        expect(await exited).toBe(0);
+      } finally {
+        await stopChild(agent.child);
+      }
+    } finally {
+      for (const c of held) c.kill('SIGKILL');
+      // Unmounting the trap ends the probe left stuck in its getattr.
+      await hung.unmount();
+      await answering.unmount();
     }
   });
 });

@@ -66,6 +66,63 @@ describe.runIf(canRunChroot)(
       expect(version.stdout.trim()).toBe(PACKAGE_VERSION);
     });
 
+    it('NODE_OPTIONS is ignored: no --require, no --inspect, no V8 flag from the environment', async () => {
+      // Code a --require would run before the CLI: it leaves a marker.
+      fs.writeFileSync(box.host('/srv/preload.js'), "require('fs').writeFileSync('/srv/preloaded', 'ran');\n");
+      const required = await box.run(EXE, ['--version'], { NODE_OPTIONS: '--require /srv/preload.js' });
+      expect(required.stderr).toBe('');
+      expect(required.stdout.trim()).toBe(PACKAGE_VERSION);
+      expect(fs.existsSync(box.host('/srv/preloaded'))).toBe(false);
+      // The inspector would print where it listens on stderr, before the CLI starts.
+      const inspected = await box.run(EXE, ['--version'], { NODE_OPTIONS: '--inspect=127.0.0.1:0' });
+      expect(inspected.stderr).toBe('');
+      expect(inspected.stdout.trim()).toBe(PACKAGE_VERSION);
+      // A 1 MiB old space cannot even hold Node's start-up snapshot: applied, the run dies.
+      const squeezed = await box.run(EXE, ['--version'], { NODE_OPTIONS: '--max-old-space-size=1' });
+      expect(squeezed.stderr).toBe('');
+      expect(squeezed.code).toBe(0);
+      // Nor through the command line: --node-options reaches the CLI, never Node.
+      await box.run(EXE, ['--node-options=--require /srv/preload.js', '--version']);
+      expect(fs.existsSync(box.host('/srv/preloaded'))).toBe(false);
+    });
+
+    it('a serving agent opens no debugger: not from NODE_OPTIONS, not on SIGUSR1', async () => {
+      const [metrics, monitoring, inspector] = [await freePort(), await freePort(), await freePort()];
+      const agent = box.start(
+        EXE,
+        [
+          'node',
+          ...rootFlags(roots),
+          '--metrics-bind-address',
+          `127.0.0.1:${metrics}`,
+          '--monitoring-bind-address',
+          `127.0.0.1:${monitoring}`,
+        ],
+        { NODE_OPTIONS: `--inspect=127.0.0.1:${inspector}` },
+      );
+      try {
+        await waitFor('the agent to serve its first cycle', async () => {
+          const res = await fetch(`http://127.0.0.1:${metrics}/metrics`);
+          return res.status === 200 && (await res.text()).includes('ib_slurm_port_attribution') ? true : undefined;
+        });
+        // --inspect listens before the main script runs: by now its port would be open.
+        await expect(fetch(`http://127.0.0.1:${inspector}/json/version`)).rejects.toThrow();
+        // Node's SIGUSR1 handler starts the inspector; the executable has none (SigCgt's bit 9: signal 10).
+        const status = fs.readFileSync(`/proc/${agent.pid}/status`, 'utf8');
+        const caught = BigInt(`0x${/^SigCgt:\s*([0-9a-f]+)$/m.exec(status)?.[1] ?? 'x'}`);
+        expect(caught & (1n << 9n)).toBe(0n);
+        agent.kill('SIGUSR1');
+        expect((await fetch(`http://127.0.0.1:${metrics}/metrics`)).status).toBe(200);
+      } finally {
+        agent.kill('SIGTERM');
+      }
+      let exit: Awaited<typeof agent.exited> | undefined;
+      void agent.exited.then((e) => (exit = e));
+      const done = await waitFor('the agent to exit after SIGTERM', () => exit, STOP_DEADLINE_MS);
+      expect(done.code, done.stderr).toBe(0);
+      expect(done.stderr).not.toMatch(/Debugger listening/);
+    });
+
     it('explain prints the attribution of the synthetic node (table and --json)', async () => {
       const table = await box.run(EXE, ['explain', ...rootFlags(roots)]);
       expect(table.stderr).toBe('');

@@ -1,7 +1,7 @@
 /**
  * A local OTLP/HTTP metrics receiver for tests (no Collector binary exists
  * for these machines): accepts JSON and protobuf, decodes both into one
- * shape, and can be told to fail.
+ * shape, and can be told to fail or to refuse points in a 200 answer (OTLP partial success).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -30,12 +30,15 @@ export interface Receiver {
   readonly url: string;
   readonly requests: Received[];
   failNext(n: number): void;
+  /** The next `n` answers are 200 with `partialSuccess` refusing `points` points because of `message`. */
+  refuseNext(n: number, points: number, message: string): void;
   close(): Promise<void>;
 }
 
 export async function startReceiver(): Promise<Receiver> {
   const requests: Received[] = [];
   let failures = 0;
+  let refusals: { n: number; points: number; message: string } = { n: 0, points: 0, message: '' };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -48,10 +51,16 @@ export async function startReceiver(): Promise<Receiver> {
       let body = Buffer.concat(chunks);
       if (req.headers['content-encoding'] === 'gzip') body = gunzipSync(body);
       const type = req.headers['content-type'] ?? '';
-      const decoded = type.includes('json') ? fromJson(body.toString('utf8'), type) : fromProtobuf(body, type);
+      const json = type.includes('json');
+      const decoded = json ? fromJson(body.toString('utf8'), type) : fromProtobuf(body, type);
       const authorization = req.headers.authorization;
       requests.push(authorization === undefined ? decoded : { ...decoded, authorization });
-      res.writeHead(200, { 'content-type': type }).end(type.includes('json') ? '{}' : undefined);
+      let answer: string | Buffer | undefined = json ? '{}' : undefined;
+      if (refusals.n > 0) {
+        refusals.n--;
+        answer = partialSuccess(json, refusals.points, refusals.message);
+      }
+      res.writeHead(200, { 'content-type': type }).end(answer);
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -60,12 +69,29 @@ export async function startReceiver(): Promise<Receiver> {
     url: `http://127.0.0.1:${port}`,
     requests,
     failNext: (n) => void (failures = n),
+    refuseNext: (n, points, message) => void (refusals = { n, points, message }),
     close: () =>
       new Promise((r) => {
         server.closeAllConnections();
         server.close(() => r());
       }),
   };
+}
+
+/**
+ * An ExportMetricsServiceResponse whose partial_success (field 1) refuses `points`
+ * (rejected_data_points, field 1, int64) with `message` (error_message, field 2).
+ */
+function partialSuccess(json: boolean, points: number, message: string): string | Buffer {
+  if (json) return JSON.stringify({ partialSuccess: { rejectedDataPoints: String(points), errorMessage: message } });
+  const varint = (v: number): number[] => {
+    const out: number[] = [];
+    for (; v >= 0x80; v = Math.floor(v / 128)) out.push((v % 128) | 0x80);
+    return [...out, v];
+  };
+  const text = Buffer.from(message, 'utf8');
+  const inner = Buffer.from([0x08, ...varint(points), 0x12, ...varint(text.length), ...text]);
+  return Buffer.from([0x0a, ...varint(inner.length), ...inner]);
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- decoded OTLP JSON, whose shape the tests assert

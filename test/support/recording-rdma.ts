@@ -3,8 +3,9 @@
  * it: every call recorded, and `statistic qp set link D/P auto …` taken by a Node script beside it
  * (`rdma-set`), which applies it to the mode file. It refuses with EBUSY for the links listed in
  * `busy`, as the kernel does while QPs are bound, and with EPERM for every link when a file
- * `denied` exists (no CAP_NET_ADMIN); a turn-on of a link listed in `hang` never answers (until
- * killed); a file `no-optional` makes it a tool that does not know `optional-counters`.
+ * `denied` exists (no CAP_NET_ADMIN); a turn-on of a link listed in `hang`, and a turn-off of one
+ * listed in `hang-off`, never answers (until killed); a file `no-optional` makes it a tool that
+ * does not know `optional-counters`.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -21,6 +22,10 @@ const words = args.filter((a) => a !== '-j').join(' ');
   const link = args[4];
   const busy = file('busy', '').split('\\n').includes(link);
   if (!words.endsWith('auto off') && file('hang', '').split('\\n').includes(link)) {
+    setInterval(() => undefined, 60000);
+    return;
+  }
+  if (words.endsWith('auto off') && file('hang-off', '').split('\\n').includes(link)) {
     setInterval(() => undefined, 60000);
     return;
   }
@@ -60,6 +65,11 @@ export class RecordingRdma extends FakeRdma {
   /** Turning these links on never answers: the run hangs until it is killed. */
   hang(links: readonly string[]): void {
     fs.writeFileSync(path.join(this.dir, 'hang'), links.join('\n'));
+  }
+
+  /** Turning these links off never answers (a restore that hangs); an empty list ends that. */
+  hangOff(links: readonly string[]): void {
+    fs.writeFileSync(path.join(this.dir, 'hang-off'), links.join('\n'));
   }
 
   /** Every call, one line of arguments each. */

@@ -15,6 +15,7 @@ import {
   type Endpoint,
   type HttpLimits,
 } from '../../src/telemetry/http.js';
+import { GuardCounts, LINGER_MS } from '../../src/telemetry/http-guard.js';
 import { waitFor } from '../support/tools.js';
 
 let endpoint: Endpoint | undefined;
@@ -26,12 +27,12 @@ afterEach(async () => {
 });
 
 const TIGHT: HttpLimits = {
+  ...DEFAULT_HTTP_LIMITS,
   headersTimeoutMs: 300,
   requestTimeoutMs: 600,
   writeTimeoutMs: 500,
   keepAliveTimeoutMs: 300,
   idleTimeoutMs: 600,
-  maxConnections: 64,
 };
 
 function connect(ep: Endpoint): Promise<net.Socket> {
@@ -82,16 +83,54 @@ describe('HTTP server limits', () => {
     expect(await closed(s)).toMatch(/^HTTP\/1\.1 200[\s\S]*up 1\n$/);
   });
 
-  it('refuses connections beyond the cap and serves those within it', async () => {
-    endpoint = await serveMetrics('up 1\n', { ...DEFAULT_HTTP_LIMITS, maxConnections: 2 });
+  it('closes the oldest connection without a request to make room for a newcomer', async () => {
+    const counts = new GuardCounts();
+    endpoint = await serve(
+      { host: '127.0.0.1', port: 0 },
+      { '/metrics': () => textBody('up 1\n') },
+      undefined,
+      undefined,
+      { ...DEFAULT_HTTP_LIMITS, maxConnections: 2 },
+      { name: 'metrics', counts },
+    );
     const first = await connect(endpoint);
+    const firstClosed = closed(first);
     await connect(endpoint);
     await waitFor('two connections accepted', async () => (await endpoint?.connections()) === 2);
     const third = await connect(endpoint);
+    expect(await firstClosed).toBe('');
+    third.write('GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    expect(await closed(third)).toMatch(/^HTTP\/1\.1 200[\s\S]*up 1\n$/);
+    expect(counts.get('connections', 'metrics', 'evicted')).toBe(1);
+  });
+
+  it('refuses a newcomer only when every slot has a request in progress, and never cuts those', async () => {
+    const counts = new GuardCounts();
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let asked = 0;
+    const slow = async () => {
+      asked++;
+      await gate;
+      return textBody('up 1\n');
+    };
+    endpoint = await serve(
+      { host: '127.0.0.1', port: 0 },
+      { '/metrics': slow },
+      undefined,
+      undefined,
+      { ...DEFAULT_HTTP_LIMITS, maxConnections: 2 },
+      { name: 'metrics', counts },
+    );
+    const busy = [await connect(endpoint), await connect(endpoint)];
+    const answers = busy.map((s) => closed(s));
+    for (const s of busy) s.write('GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    await waitFor('both requests in progress', () => asked === 2);
+    const third = await connect(endpoint);
     expect(await closed(third)).toBe('');
-    const answer = new Promise<string>((resolve) => first.once('data', (d: Buffer) => resolve(d.toString())));
-    first.write('GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n');
-    expect(await answer).toMatch(/^HTTP\/1\.1 200/);
+    expect(counts.get('connections', 'metrics', 'refused')).toBe(1);
+    release();
+    for (const a of await Promise.all(answers)) expect(a).toMatch(/^HTTP\/1\.1 200[\s\S]*up 1\n$/);
   });
 
   it('docs/operations.md states the default limits', () => {
@@ -103,10 +142,16 @@ describe('HTTP server limits', () => {
       ['response', l.writeTimeoutMs],
       ['idle', l.idleTimeoutMs],
       ['keep-alive', l.keepAliveTimeoutMs],
+      ['TLS handshake', l.handshakeTimeoutMs],
     ] as const) {
       expect(page, what).toMatch(new RegExp(`${what}[^|\\n]*\\| ${ms / 1000} s`, 'i'));
     }
-    expect(page).toMatch(new RegExp(`${l.maxConnections} connections`));
+    expect(page).toMatch(
+      new RegExp(`${l.maxConnections} connections are open per endpoint, ${l.maxConnectionsPerAddress} per`),
+    );
+    expect(page).toMatch(new RegExp(`${l.maxUnfinished} connections without a request in progress`));
+    expect(page).toMatch(new RegExp(`lingered for ${LINGER_MS / 1000 === 1 ? 'a second' : `${LINGER_MS / 1000} s`}`));
+    expect(page).toMatch(new RegExp(`, ${l.maxUnfinishedPerAddress} per\\s+address`));
   });
 });
 

@@ -84,7 +84,7 @@ describe('Pipeline (producer → OTLP push)', () => {
       resource,
       scope: { name: 't', version: '0' },
       logger: silentLogger(),
-      onExport: (ok) => results.push(ok),
+      onExport: (o) => results.push(o.result === 'success'),
       otlp: { url: `${rx.url}/v1/metrics`, protocol: 'http/json', intervalMs: 3_600_000, timeoutMs: 2000 },
     });
     rx.failNext(100);

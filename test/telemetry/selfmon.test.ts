@@ -2,9 +2,12 @@
  * The process families (process_*, nodejs_*) on both agents' self-monitoring endpoints, read from
  * the running test process itself: real memory, real CPU time, real /proc/self/fd.
  */
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDemo, type DemoStack } from '../../src/cli/demo-stack.js';
 import { DEMO_NODE } from '../../src/demo/scenarios.js';
+import { DEFAULT_HTTP_LIMITS } from '../../src/telemetry/http.js';
+import { AUTH_THROTTLE_REASONS, CONNECTION_CLOSE_REASONS } from '../../src/telemetry/http-guard.js';
 import { PROCESS_METRICS } from '../../src/telemetry/process-metrics.js';
 import { prometheusName } from '../../src/telemetry/spec.js';
 import { nodeAgentOptions } from '../support/agents.js';
@@ -117,6 +120,46 @@ describe.each(['node', 'cluster'])('the %s agent self-monitoring endpoint', (whi
       );
     },
   );
+});
+
+describe.each(['node', 'cluster'])('the %s agent endpoints under pressure', (which) => {
+  const agent = () => (which === 'node' ? demo.node : demo.cluster);
+  const closed = (samples: Sample[]): number =>
+    valueOf(samples, 'slurm_otel_http_connections_closed_total', { endpoint: 'metrics', reason: 'evicted_address' }) ??
+    NaN;
+
+  it('counts, on its own self-monitoring endpoint, every reason from 0 and a connection closed to make room', async () => {
+    const a = agent();
+    if (!a) throw new Error('no cluster agent');
+    const before = await scrape(a.monitoringUrl);
+    for (const endpoint of ['metrics', 'monitoring']) {
+      for (const reason of CONNECTION_CLOSE_REASONS)
+        expect(select(before, 'slurm_otel_http_connections_closed_total', { endpoint, reason }), reason).toHaveLength(
+          1,
+        );
+      for (const reason of AUTH_THROTTLE_REASONS)
+        expect(select(before, 'slurm_otel_http_auth_throttled_total', { endpoint, reason }), reason).toHaveLength(1);
+    }
+    // More connections without a request than one address may hold: once they have lingered, the
+    // next newcomer makes its oldest one close.
+    const { port } = new URL(a.metricsUrl);
+    const localAddress = which === 'node' ? '127.0.0.21' : '127.0.0.22';
+    const open = (): net.Socket =>
+      net.connect({ port: Number(port), host: '127.0.0.1', localAddress }).on('error', () => undefined);
+    const sockets = Array.from({ length: DEFAULT_HTTP_LIMITS.maxUnfinishedPerAddress }, open);
+    try {
+      await waitFor('the oldest connection closed', () => {
+        if (sockets.length < DEFAULT_HTTP_LIMITS.maxConnectionsPerAddress) sockets.push(open());
+        return sockets[0]?.destroyed || undefined;
+      });
+      await waitFor(
+        'the closing counted',
+        async () => closed(await scrape(a.monitoringUrl)) > closed(before) || undefined,
+      );
+    } finally {
+      for (const s of sockets) s.destroy();
+    }
+  });
 });
 
 describe('self-monitoring and OTLP', () => {

@@ -15,7 +15,8 @@ import {
 } from '@opentelemetry/sdk-metrics';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { splitForPush, SplitExporter } from '../../src/telemetry/split-push.js';
+import { notePartialSuccess } from '../../src/telemetry/partial-success.js';
+import { splitForPush, SplitExporter, type PushResult } from '../../src/telemetry/split-push.js';
 
 const SCOPE = { name: 'slurm-otel-cluster', version: 'test' };
 const RESOURCE = resourceFromAttributes({ 'service.name': 'slurm-otel-cluster', 'host.name': 'test' });
@@ -130,5 +131,38 @@ describe('SplitExporter', () => {
     const { exporter, seen } = recorder((i) => (i === 1 ? refused : { code: ExportResultCode.SUCCESS }));
     expect(await push(new SplitExporter(exporter, 4096), rm)).toBe(refused);
     expect(seen).toHaveLength(2);
+  });
+
+  it("sums the points each request's answer refused, also when a later request fails", async () => {
+    // As the SDK does: the partial success is reported just before the callback, in the same run.
+    const answering = (fail: number): PushMetricExporter => {
+      let i = 0;
+      return {
+        export: (_rm, done) =>
+          setImmediate(() => {
+            const n = i++;
+            if (n === fail) return done({ code: ExportResultCode.FAILED, error: new Error('503') });
+            notePartialSuccess(JSON.stringify({ rejectedDataPoints: String(n + 1), errorMessage: `bad ${n}` }));
+            done({ code: ExportResultCode.SUCCESS });
+          }),
+        forceFlush: async () => undefined,
+        shutdown: async () => undefined,
+      };
+    };
+    const requests = splitForPush(rm, 4096).length;
+    const whole: PushResult = await push(new SplitExporter(answering(-1), 4096), rm);
+    expect(whole.code).toBe(ExportResultCode.SUCCESS);
+    expect(whole.rejected).toEqual({ points: (requests * (requests + 1)) / 2, message: `bad ${requests - 1}` });
+    const cut: PushResult = await push(new SplitExporter(answering(2), 4096), rm);
+    expect(cut.code).toBe(ExportResultCode.FAILED);
+    expect(cut.rejected).toEqual({ points: 1 + 2, message: 'bad 1' });
+  });
+
+  it('never takes a partial success noted for an answer nobody called back', async () => {
+    notePartialSuccess('{"rejectedDataPoints":"9"}');
+    await new Promise((r) => setImmediate(r));
+    const { exporter } = recorder(() => ({ code: ExportResultCode.SUCCESS }));
+    const result: PushResult = await push(new SplitExporter(exporter, 4096), rm);
+    expect(result.rejected).toBeUndefined();
   });
 });

@@ -5,14 +5,16 @@ import net from 'node:net';
 import path from 'node:path';
 import bcrypt from 'bcryptjs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { serve, textBody, type Endpoint } from '../../src/telemetry/http.js';
+import { DEFAULT_HTTP_LIMITS, serve, textBody, type Endpoint } from '../../src/telemetry/http.js';
 import {
   BasicAuth,
+  checksQueued,
   comparisonsInFlight,
   loadWebConfig,
   stopPasswordWorker,
   verifyOnWorker,
 } from '../../src/telemetry/webconfig.js';
+import { scrapeOnce } from '../support/http-attacks.js';
 import { tmpDir } from '../support/tmp.js';
 import { findTool, shouldRun, toolPath, waitFor } from '../support/tools.js';
 
@@ -100,12 +102,13 @@ describe.runIf(shouldRun(openssl))('web config: TLS and basic auth', () => {
       'tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n',
     );
     const limits = {
+      ...DEFAULT_HTTP_LIMITS,
       headersTimeoutMs: 300,
       requestTimeoutMs: 600,
       writeTimeoutMs: 500,
       keepAliveTimeoutMs: 300,
       idleTimeoutMs: 500,
-      maxConnections: 64,
+      handshakeTimeoutMs: 500,
     };
     endpoint = await serve(
       { host: '127.0.0.1', port: 0 },
@@ -241,9 +244,10 @@ describe('basic auth under attack', () => {
 
   it('serves an authorised scrape while wrong passwords are being compared', async () => {
     // A well-formed hash of the highest cost: comparing with it takes days, so the wrong passwords
-    // are still being compared whenever the authorised scrape comes, however loaded the machine.
-    // Every check costs what the costliest user's does, so the endless user has an endpoint of its
-    // own; both share the one password worker.
+    // are still being compared (one on the worker, the others waiting their turn) whenever the
+    // authorised scrape comes, however loaded the machine. Every check costs what the costliest
+    // user's does, so the endless user has an endpoint of its own; both share the one password
+    // worker. The wrong passwords come from four addresses, as one address holds two places at most.
     const endless = `$2b$31$${'dummysaltdummysaltdumm'}${'x'.repeat(31)}`;
     const routes = { '/metrics': () => textBody('up 1\n') };
     endpoint = await serve({ host: '127.0.0.1', port: 0 }, routes, undefined, {
@@ -257,18 +261,25 @@ describe('basic auth under attack', () => {
     const url = endpoint.url;
     try {
       expect(await get(url, h('u:pw'))).toBe(200);
-      const settled: number[] = [];
-      const wrong = [1, 2, 3, 4].map((i) => get(slow.url, h(`slow:wrong${i}`)).then((st) => settled.push(st)));
+      const settled: Array<number | undefined> = [];
+      const wrong = [2, 3, 4, 5].map((i) =>
+        scrapeOnce(`${slow.url}/metrics`, `127.0.0.${i}`, { authorization: h(`slow:wrong${i}`) }).then((a) =>
+          settled.push(a?.status),
+        ),
+      );
       try {
-        await waitFor('the four comparisons on the worker', () => comparisonsInFlight() === 4);
+        await waitFor(
+          'four checks queued, one on the worker',
+          () => checksQueued() === 4 && comparisonsInFlight() === 1,
+        );
         // bcrypt on the event loop would never answer this one.
         expect(await get(url, h('u:pw'))).toBe(200);
         expect(settled).toEqual([]);
-        expect(comparisonsInFlight()).toBe(4);
+        expect(comparisonsInFlight()).toBe(1);
       } finally {
         await stopPasswordWorker();
       }
-      // A worker that dies fails the comparisons it held: denied, never let through.
+      // A worker that dies fails the comparison it held, and those waiting for it: denied, never let through.
       await Promise.all(wrong);
       expect(settled).toEqual([401, 401, 401, 401]);
     } finally {

@@ -116,6 +116,13 @@ export const CLUSTER_SELF_METRICS = {
     'slurm_exporter_otlp_exports',
     '',
     ['result'],
-    'OTLP push attempts by result (success, failure).',
+    'OTLP push attempts by result: success (every point taken), failure (not delivered: refused, unreachable, timed out), rejected (answered, but the receiver refused some points: OTLP partial success).',
+  ),
+  otlpRejectedPoints: spec(
+    'counter',
+    'slurm_exporter_otlp_rejected_points',
+    '',
+    [],
+    'Points an OTLP receiver refused in answers to pushes it otherwise took (partial success; the push counts as result="rejected").',
   ),
 } as const;

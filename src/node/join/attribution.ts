@@ -9,7 +9,7 @@
  */
 import { saturated, WRAPS_32 } from '../read/hca.js';
 import type { JobAllocation, NodeSnapshot } from './snapshot.js';
-import type { UnreadableProcess } from '../read/unreadable.js';
+import { blindsDevice, describeUnreadable, type UnreadableProcess } from '../read/unreadable.js';
 
 export type PortStatus = 'sole' | 'shared' | 'idle' | 'nonjob' | 'incomplete';
 export const PORT_STATUSES: readonly PortStatus[] = ['sole', 'shared', 'idle', 'nonjob', 'incomplete'];
@@ -65,16 +65,16 @@ export function attribute(snap: NodeSnapshot, prev: AttributionState): Attributi
 
 export function judgePorts(snap: NodeSnapshot): PortVerdict[] {
   const byKey = new Map(snap.allocations.map((a) => [a.key, a]));
-  const blind = blindJobs(snap);
   const out: PortVerdict[] = [];
   for (const hca of snap.hca.hcas) {
+    const blind = blindJobs(snap, hca.device);
     const h = snap.holders.get(hca.device);
     const allocs = (h?.allocations ?? []).map((k) => byKey.get(k));
     const jobs = allocs.map((a) => a?.jobId ?? a?.id ?? '?');
     const base = { device: hca.device, jobs, jobPids: h?.jobPids ?? [], nonJobPids: h?.nonJobPids ?? [] };
     const sole = allocs.length === 1 ? allocs[0] : undefined;
     const remaining = blindWhy(blind, allocs[0]?.key) ?? (allocs.length === 1 ? soleWhy(sole) : undefined);
-    const [status, why] = decide(snap.gaps, allocs.length, base.nonJobPids.length, remaining);
+    const [status, why] = decide(deviceGaps(snap, hca.device), allocs.length, base.nonJobPids.length, remaining);
     for (const p of hca.ports) {
       out.push(
         status === 'sole'
@@ -107,12 +107,19 @@ function soleWhy(sole: JobAllocation | undefined): Remaining {
   return ['sole', `job ${sole.jobId} is the only holder`];
 }
 
-/** Jobs with a process whose fd table is unreadable, by allocation key, with one such process each. */
-function blindJobs(snap: NodeSnapshot): Map<string, UnreadableProcess> {
+/** Jobs with a process that may reach `device` and whose fd table is unreadable, by allocation key. */
+function blindJobs(snap: NodeSnapshot, device: string): Map<string, UnreadableProcess> {
   const out = new Map<string, UnreadableProcess>();
   for (const u of snap.unreadable)
-    if (u.effect === 'job' && u.allocation !== undefined && !out.has(u.allocation)) out.set(u.allocation, u);
+    if (u.effect === 'job' && u.allocation !== undefined && !out.has(u.allocation) && blindsDevice(u, device))
+      out.set(u.allocation, u);
   return out;
+}
+
+/** The node's gaps, and those of processes outside the jobs that may reach `device` only. */
+function deviceGaps(snap: NodeSnapshot, device: string): readonly string[] {
+  const own = snap.unreadable.filter((u) => u.effect === 'node' && u.onlyOn?.includes(device) === true);
+  return own.length === 0 ? snap.gaps : [...snap.gaps, ...own.map(describeUnreadable)];
 }
 
 /**

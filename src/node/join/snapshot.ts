@@ -6,6 +6,7 @@ import { pidLeft, scanCgroups, type Allocation, type ScopeInfo } from '../read/c
 import { readHcas, UverbsMap, verbsByDevice, type HcaCache, type HcaScan, type VerbsDevices } from '../read/hca.js';
 import type { JobIdResolver } from '../read/jobids.js';
 import type { FdScanner } from '../read/owners.js';
+import type { ProbeResult } from '../read/fd-probe.js';
 import { Problems, type Problem } from '../read/problems.js';
 import {
   chargedDevices,
@@ -22,9 +23,12 @@ import type { Steps } from '../read/steps.js';
 import {
   classifyUnreadable,
   describeUnreadable,
+  heldByEvidence,
+  type ContextsOf,
   type UnreadablePolicy,
   type UnreadableProcess,
 } from '../read/unreadable.js';
+import { contextsOf, type ContextReading, type RdmaContexts } from '../read/rdma-contexts.js';
 
 export interface JobAllocation extends Allocation {
   /** Resolved job id; undefined when it could not be resolved (then `unresolved` says why). */
@@ -32,8 +36,11 @@ export interface JobAllocation extends Allocation {
   readonly unresolved?: string;
 }
 
-/** What shows a holder: an fd on the device's uverbs file, or a verbs context charged in an rdma cgroup. */
-export type HolderEvidence = 'fd' | 'rdma-cgroup';
+/**
+ * What shows a holder: an fd on the device's uverbs file, a verbs context charged in an rdma
+ * cgroup, or one the kernel's list of contexts names the process for.
+ */
+export type HolderEvidence = 'fd' | 'rdma-cgroup' | 'rdma-context';
 
 export interface DeviceHolders {
   /** Allocation keys of the jobs holding the device. */
@@ -77,6 +84,8 @@ export interface NodeSnapshot {
     readonly fdsStated: number;
     /** fds on a filesystem the agent never asks (network, FUSE), new since the last cycle. */
     readonly fdsSkipped: number;
+    /** fds named like a device on such a filesystem, asked from a child process this cycle, by result. */
+    readonly fdProbes: ReadonlyMap<ProbeResult, number>;
     /** Processes whose fd table the rdma cgroup charges stand in for (not read unless every fd table is). */
     readonly coveredByRdmaCgroup: number;
   };
@@ -95,6 +104,23 @@ export interface Readers {
    * hold (explain: to name the holding PIDs).
    */
   readonly readAllFds?: boolean;
+  /** The kernel's list of verbs contexts, read when a process's fds cannot all be known. */
+  readonly contexts?: RdmaContexts;
+}
+
+/** What a context reading says of a process; a thread's id is mapped to its process through procfs. */
+function contextsReader(procfs: string, reading: ContextReading | undefined): ContextsOf {
+  if (reading === undefined) return () => undefined;
+  const tgids = new Map<number, number | undefined>();
+  const tgidOf = (id: number): number | undefined => {
+    if (!tgids.has(id)) {
+      const status = readSmall(join(procfs, String(id), 'status'));
+      const m = status.ok ? /^Tgid:\s+(\d+)$/m.exec(status.value) : null;
+      tgids.set(id, m ? Number(m[1]) : undefined);
+    }
+    return tgids.get(id);
+  };
+  return (pid) => contextsOf(reading, pid, tgidOf);
 }
 
 /** One snapshot, yielding during the fd scan (the part that can take seconds): collect.ts runs it. */
@@ -129,14 +155,20 @@ export function* snapshotSteps(readers: Readers, nowMs: number): Steps<NodeSnaps
     return r && 'jobId' in r ? { ...a, jobId: r.jobId } : { ...a, unresolved: r?.unresolved ?? 'not resolved' };
   });
   const jobs = new Map(allocations.map((a) => [a.key, { key: a.key, label: a.jobId ?? a.id }]));
+  const reading: { value?: ContextReading } = {};
+  // Asked only when needed, and awaited within the cycle (bounded by the rdma timeout): a list
+  // from an earlier cycle would miss contexts opened since.
+  if (owners.unreadable.length > 0 && readers.contexts !== undefined)
+    yield readers.contexts.read().then((r) => void (r === undefined ? undefined : (reading.value = r)));
   const unreadable = classifyUnreadable(
     roots.procfs,
     owners.unreadable,
     (pid) => jobs.get(allocationOf.get(pid) ?? ''),
     readers.unreadable,
     (lines) => charges.ofLines(lines),
+    contextsReader(roots.procfs, reading.value),
   );
-  for (const u of unreadable) if (u.effect === 'node') gaps.push(describeUnreadable(u));
+  for (const u of unreadable) if (u.effect === 'node' && u.onlyOn === undefined) gaps.push(describeUnreadable(u));
   if (process.geteuid?.() !== 0 && procHidesProcesses(roots.procfs))
     gaps.push(
       `${roots.procfs} is mounted with hidepid and the agent is not root: other users' processes are invisible`,
@@ -155,8 +187,8 @@ export function* snapshotSteps(readers: Readers, nowMs: number): Steps<NodeSnaps
   for (const [key, e] of rdma)
     for (const device of chargedDevices(e.charges)) holders.add(device, undefined, key, 'rdma-cgroup');
   for (const u of unreadable)
-    if (u.effect === 'charged')
-      for (const device of u.rdma?.charged ?? []) holders.add(device, u.pid, u.allocation, 'rdma-cgroup');
+    for (const device of heldByEvidence(u))
+      holders.add(device, u.pid, u.allocation, u.contexts === undefined ? 'rdma-cgroup' : 'rdma-context');
   for (const pid of owners.covered) {
     const allocation = allocationOf.get(pid);
     // A job process's job is the holder, by the job cgroup's charges above; explain, reading every
@@ -194,6 +226,7 @@ export function* snapshotSteps(readers: Readers, nowMs: number): Steps<NodeSnaps
       fdLinksRead: owners.stats.fdLinksRead,
       fdsStated: owners.stats.fdsStated,
       fdsSkipped: owners.stats.fdsSkipped,
+      fdProbes: owners.stats.fdProbes,
       coveredByRdmaCgroup: owners.covered.length,
     },
   };

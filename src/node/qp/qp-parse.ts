@@ -55,8 +55,8 @@ export interface QpReading {
 }
 
 /** Why part of a reading was left out. */
-export type QpDropReason = 'entries' | 'counters' | 'devices' | 'qpns';
-export const QP_DROP_REASONS: readonly QpDropReason[] = ['entries', 'counters', 'devices', 'qpns'];
+export type QpDropReason = 'entries' | 'counters' | 'devices' | 'qpns' | 'values';
+export const QP_DROP_REASONS: readonly QpDropReason[] = ['entries', 'counters', 'devices', 'qpns', 'values'];
 export type QpDropped = Readonly<Record<QpDropReason, number>>;
 
 /** A 250k-QP node lists ~48 MB of QPs; more is refused whole (too_large). */
@@ -106,6 +106,8 @@ export interface QpLimits {
 export interface Parsed<T> {
   readonly items: T[];
   readonly dropped: QpDropped;
+  /** The first counter value left out as malformed (`name=value`, cut short), for the log. */
+  readonly malformed?: string;
 }
 
 // The fields of a `resource show qp` entry that are read: the rest is skipped unbuilt.
@@ -135,16 +137,40 @@ function pidOf(e: Fields): { pid?: number } {
   return pid !== undefined && pid > 0 ? { pid } : {};
 }
 
-function counterValue(f: JsonField): bigint | undefined {
-  const raw = f.kind === 'number' ? f.raw : f.kind === 'string' ? f.text : undefined;
-  return raw !== undefined && /^\d{1,20}$/.test(raw) ? BigInt(raw) : undefined;
+/** The kernel's QP counters are 64 bits wide: a value above this is no counter's. */
+const MAX_COUNTER_VALUE = (1n << 64n) - 1n;
+/** How much of a malformed value the log shows. */
+const MALFORMED_SHOWN = 40;
+
+/**
+ * A counter's value; undefined for a field that is no number (text the tool adds); 'malformed' for
+ * a number no 64-bit counter holds (negative, fractional, an exponent, above 2^64-1).
+ */
+function counterValue(f: JsonField): bigint | 'malformed' | undefined {
+  const raw = f.kind === 'number' ? f.raw : f.kind === 'string' && /^\d+$/.test(f.text) ? f.text : undefined;
+  if (raw === undefined) return undefined;
+  if (!/^\d{1,20}$/.test(raw)) return 'malformed';
+  const value = BigInt(raw);
+  return value <= MAX_COUNTER_VALUE ? value : 'malformed';
 }
 
-/** Counts what is dropped while a reading is scanned. */
+/** Counts what is dropped while a reading is scanned, and keeps the first malformed value. */
 class Drops {
-  readonly counts: Record<QpDropReason, number> = { entries: 0, counters: 0, devices: 0, qpns: 0 };
+  readonly counts: Record<QpDropReason, number> = { entries: 0, counters: 0, devices: 0, qpns: 0, values: 0 };
+  malformed: string | undefined;
   add(reason: QpDropReason, n = 1): void {
     this.counts[reason] += n;
+  }
+  /** A counter value left out: the counter is absent from this reading, the rest of its entry kept. */
+  badValue(name: string, f: JsonField): void {
+    this.add('values');
+    const raw = f.kind === 'number' ? f.raw : f.kind === 'string' ? f.text : '';
+    this.malformed ??= `${name}=${raw.slice(0, MALFORMED_SHOWN)}`;
+  }
+  result<T>(items: T[]): Parsed<T> {
+    return this.malformed === undefined
+      ? { items, dropped: this.counts }
+      : { items, dropped: this.counts, malformed: this.malformed };
   }
 }
 
@@ -233,7 +259,8 @@ export function counterReader(limits: QpLimits): QpStreamReader<QpCounter> {
       if (NOT_COUNTERS.has(name)) continue;
       const value = counterValue(f);
       if (value === undefined) continue;
-      if (limits.names.accept(name)) values.set(name, value);
+      if (value === 'malformed') drops.badValue(name, f);
+      else if (limits.names.accept(name)) values.set(name, value);
       else drops.add('counters');
     }
     drops.add('counters', entry.extraFields);
@@ -244,7 +271,7 @@ export function counterReader(limits: QpLimits): QpStreamReader<QpCounter> {
     drops.add('qpns', (lqpn?.kind === 'numbers' ? lqpn.length : 0) - qpns.length);
     items.push({ ...where, cntn, ...pidOf(e), qpns, values });
   };
-  return new ArrayReader(keep, visit, () => ({ items, dropped: drops.counts }));
+  return new ArrayReader(keep, visit, () => drops.result(items));
 }
 
 /** `rdma -j resource show qp`, counted per (link, PID); QPs without a port (not yet in INIT) are skipped. */

@@ -115,8 +115,7 @@ export class QpSource implements QpReadings, Stoppable {
   async restore(): Promise<void> {
     // A turn-on the stop killed settles first, so what it did is known (bounded: its run is killed).
     if (this.refreshing && this.runner.isStopped) await settledWithin(this.refreshing, RESTORE_TIMEOUT_MS);
-    const cut = this.cutShort;
-    const links = [...this.turnedOn, ...(cut === undefined || this.turnedOn.has(cut) ? [] : [cut])].sort();
+    const links = this.leftOn();
     if (links.length === 0) return;
     const runner = new ChildRunner(
       'rdma',
@@ -128,6 +127,31 @@ export class QpSource implements QpReadings, Stoppable {
     const left = links.filter((_, i) => results[i]?.status === 'rejected');
     if (left.length > 0)
       this.opts.logger.warn({ links: left }, 'per-PID QP counters left on where this agent turned them on');
+  }
+
+  /**
+   * For an exit that cannot wait (a second signal, restores perhaps in flight): names at ERROR every
+   * link still on that this agent turned on, or whose turn-on was cut short, with the command that
+   * turns each off, since nothing will after this process. Synchronous: the process exits next.
+   */
+  exitingNow(): void {
+    const links = this.leftOn();
+    if (links.length === 0) return;
+    this.opts.logger.error(
+      { links, commands: links.map((link) => this.command(['statistic', 'qp', 'set', 'link', link, 'auto', 'off'])) },
+      'exiting without turning per-PID QP counters off again where this agent turned them on: run these commands to turn them off',
+    );
+  }
+
+  /** Links this agent changed and has not set back yet: those it turned on, and the one whose turn-on was cut short. */
+  private leftOn(): string[] {
+    const cut = this.cutShort;
+    return [...this.turnedOn, ...(cut === undefined || this.turnedOn.has(cut) ? [] : [cut])].sort();
+  }
+
+  /** A run of the tool as a shell command line, each word quoted where the shell would read it otherwise. */
+  private command(args: readonly string[]): string {
+    return [this.opts.path, ...this.argv(args)].map(shellWord).join(' ');
   }
 
   private async turnOff(runner: ChildRunner, link: string): Promise<void> {
@@ -261,6 +285,17 @@ export class QpSource implements QpReadings, Stoppable {
       const n = parsed.value.dropped[reason];
       if (n > 0) this.opts.onDropped?.(reason, n);
     }
+    if (parsed.value.malformed !== undefined)
+      this.once(
+        `values ${args.join(' ')}`,
+        {
+          path: this.opts.path,
+          args: args.join(' '),
+          count: parsed.value.dropped.values,
+          example: parsed.value.malformed,
+        },
+        'rdma gave counter values no 64-bit counter holds: those counters are left out of the reading (logged once; counted in ib_slurm_exporter_qp_reading_dropped_total{reason="values"})',
+      );
     return parsed.value.items;
   }
 
@@ -292,6 +327,11 @@ export function uncountedWhy(link: string, mode: string | undefined): string {
   if (autoOff(mode))
     return `${unavailable}: its mode is '${mode}'; turn it on (rdma statistic qp set link ${link} auto type,pid on) or run with --qp-counters manage`;
   return `${unavailable} although its mode is '${mode}': QPs created before the mode was on are never counted, and some drivers bind no QP to a counter at all (Soft-RoCE rxe; mlx5 DEVX QPs)`;
+}
+
+/** A word as the shell reads it back: bare when it holds nothing the shell would act on, else single-quoted. */
+function shellWord(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
 /** Waits for `p` to settle, at most `ms`. */

@@ -4,8 +4,10 @@
  * stat of `/proc/<pid>/fd/<N>` runs the getattr of the filesystem the fd's file lives on. For a
  * job file on Lustre, GPFS, NFS or a FUSE mount that can wait for a server forever (a hard NFS
  * mount whose server is down, a FUSE daemon that never answers) or fail (EACCES from a user's own
- * FUSE mount, which refuses root; ESTALE or EIO after a fail-over). So the device number of an fd
- * is asked only where the answer comes from memory or a local disk:
+ * FUSE mount, which refuses root; ESTALE or EIO after a fail-over). A stacked filesystem (overlay)
+ * passes the getattr on to the layer below, which may be any of those: an unprivileged user can
+ * stack an overlay on a FUSE daemon of their own inside a user namespace. So the device number of
+ * an fd is asked on the event loop only where the answer comes from memory or a local disk:
  *
  * - `/proc/<pid>/fdinfo/<N>` names the fd's mount (`mnt_id`) without touching the file: procfs
  *   prints it from the open file itself (as it does the link text, read with readlink);
@@ -20,8 +22,9 @@
  * An fd on any other filesystem is not a device the agent can see, and not a reason to distrust
  * the process: a job's files are no evidence of anything. One exception keeps the agent on the
  * safe side: an fd whose path ends in `uverbs<N>` on such a filesystem, on a mount that allows
- * device nodes, may be a verbs device node nobody can check without asking that filesystem; the
- * process is then counted as one whose fds could not all be read (`uncertain`).
+ * device nodes, may be a verbs device node. It is asked in a child process with a deadline
+ * (fd-probe.ts), never on the event loop; until that answers, or when it cannot, the process is
+ * counted as one whose fds could not all be read (`uncertain`).
  */
 import fs from 'node:fs';
 import { deviceNumber, LIST_LIMIT, readSmall } from './roots.js';
@@ -41,7 +44,6 @@ export const LOCAL_TYPES: ReadonlySet<string> = new Set([
   'zfs',
   'squashfs',
   'erofs',
-  'overlay',
 ]);
 
 /** One line of mountinfo, as far as the agent needs it. */
@@ -49,6 +51,8 @@ export interface MountClass {
   readonly fstype: string;
   /** Device nodes on it cannot be opened as devices (`nodev`). */
   readonly nodev: boolean;
+  /** The superblock's device (`0:52`): with the mount id, names the mount for as long as it exists. */
+  readonly dev: string;
 }
 
 /**
@@ -63,7 +67,7 @@ export function parseMountInfo(text: string): Map<number, MountClass> {
     const id = Number(fields[0]);
     const fstype = fields[sep + 1];
     if (sep < 0 || !Number.isInteger(id) || fstype === undefined) continue;
-    out.set(id, { fstype, nodev: (fields[5] ?? '').split(',').includes('nodev') });
+    out.set(id, { fstype, nodev: (fields[5] ?? '').split(',').includes('nodev'), dev: fields[2] ?? '' });
   }
   return out;
 }
@@ -79,11 +83,15 @@ const UVERBS_NAME = /(?:^|\/)uverbs\d{1,5}(?: \(deleted\))?$/;
 
 /**
  * What is known of one fd: a character device's `major:minor`; `none` (not a character device,
- * or on a filesystem the agent does not ask and not named like a verbs device); or `uncertain`
- * (named like one, on a filesystem it does not ask). `mount` names the filesystem for the
- * uncertain case and the counts.
+ * or on a filesystem the agent does not ask and not named like a verbs device); `uncertain` (why
+ * its device cannot be known); or `ask`: named like a verbs device on a filesystem the agent does
+ * not ask on the event loop (`ask` names the filesystem, `mount` the mount: fd-probe.ts).
  */
-export type FdKind = { readonly dev: string } | { readonly none: true } | { readonly uncertain: string };
+export type FdKind =
+  | { readonly dev: string }
+  | { readonly none: true }
+  | { readonly uncertain: string }
+  | { readonly ask: string; readonly mount: string };
 
 const NONE: FdKind = { none: true };
 
@@ -123,7 +131,9 @@ export class FdMounts {
     }
     this.counts.skipped++;
     if (mount?.nodev === true || !UVERBS_NAME.test(link)) return NONE;
-    return { uncertain: mount?.fstype ?? 'an unlisted mount' };
+    return mount === undefined
+      ? { ask: 'an unlisted mount', mount: `unlisted ${id ?? '?'}` }
+      : { ask: mount.fstype, mount: `${id} ${mount.dev}` };
   }
 
   private mountId(pid: number, fd: string): number | undefined {

@@ -23,6 +23,7 @@
  */
 import fs from 'node:fs';
 import { FdMounts, type FdKind } from './fd-mounts.js';
+import { FdProbe, type FdProbeOptions, type ProbeResult } from './fd-probe.js';
 import { classify, listDir, readSmall, type FdDeviceOf } from './roots.js';
 import type { Problems } from './problems.js';
 import { runSteps, Slice, SLICE_MS, type Steps } from './steps.js';
@@ -64,6 +65,8 @@ export interface OwnerScan {
     fdsStated: number;
     /** fds on a filesystem the agent never asks (network, FUSE): not devices it can see. */
     fdsSkipped: number;
+    /** fds named like a device on such a filesystem, asked in a child process (fd-probe.ts), by result. */
+    fdProbes: ReadonlyMap<ProbeResult, number>;
     fullRescan: boolean;
   };
 }
@@ -101,22 +104,31 @@ function mayBeDevice(link: string): boolean {
   return link.charCodeAt(0) === 47; // '/'
 }
 
-/** A process's fd table as far as this cycle read it. */
-type ProcessRead = { entry: ProcEntry; linksRead: number; stated: number } | { errno: string; uncertain?: string };
+/** A process's fd table as far as this cycle read it; `asked`: an fd's device is being asked (fd-probe.ts). */
+type ProcessRead =
+  { entry: ProcEntry; linksRead: number; stated: number } | { errno: string; uncertain?: string; asked?: true };
+
+/** What reading a process's new fd links needs. */
+interface LinkRead {
+  readonly fdDir: string;
+  readonly pid: number;
+  readonly start: string;
+  readonly comm: string;
+  readonly names: readonly string[];
+  readonly prev?: ProcEntry;
+}
 
 /** What a process needs after its stat and fd listing: nothing more, or its new fd links read. */
 type ProcessStart =
-  | 'gone'
-  | 'covered'
-  | { errno: string }
-  | { entry: ProcEntry; linksRead: 0; stated: 0 }
-  | { read: { fdDir: string; pid: number; start: string; comm: string; names: readonly string[]; prev?: ProcEntry } };
+  'gone' | 'covered' | { errno: string } | { entry: ProcEntry; linksRead: 0; stated: 0 } | { read: LinkRead };
 
 export class FdScanner {
   private cache = new Map<number, ProcEntry>();
   private lastFullMs = -Infinity;
   /** The real procfs's fd → device (fd-mounts.ts); absent when a synthetic tree gives its own. */
   private readonly mounts: FdMounts | undefined;
+  /** Asks, off the event loop, what fd-mounts.ts will not ask on it. */
+  private readonly probe: FdProbe | undefined;
 
   constructor(
     private readonly procfs: string,
@@ -124,8 +136,15 @@ export class FdScanner {
     private readonly deviceOf?: FdDeviceOf,
     /** How long a piece of a scan runs before it yields (steps.ts). */
     private readonly sliceMs: number = SLICE_MS,
+    probe?: FdProbeOptions,
   ) {
     this.mounts = deviceOf === undefined ? new FdMounts(procfs) : undefined;
+    this.probe = deviceOf === undefined ? new FdProbe(probe) : undefined;
+  }
+
+  /** Kills the probes in flight (a stop). */
+  stop(): void {
+    this.probe?.stop();
   }
 
   /**
@@ -160,7 +179,7 @@ export class FdScanner {
         present: new Set(),
         names: new Map(),
         covered: [],
-        stats: { processes: 0, fdLinksRead: 0, fdsStated: 0, fdsSkipped: 0, fullRescan: full },
+        stats: { processes: 0, fdLinksRead: 0, fdsStated: 0, fdsSkipped: 0, fdProbes: new Map(), fullRescan: full },
       };
     }
     const slice = new Slice(this.sliceMs);
@@ -172,6 +191,17 @@ export class FdScanner {
     let linksRead = 0;
     let stated = 0;
     let stableVerbs: ReadonlyMap<string, string> | undefined;
+    const awaiting: LinkRead[] = [];
+    const accept = (pid: number, r: ProcessRead): void => {
+      if ('errno' in r) {
+        unreadable.push({ pid, errno: r.errno, ...(r.uncertain === undefined ? {} : { uncertain: r.uncertain }) });
+        return;
+      }
+      next.set(pid, r.entry);
+      linksRead += r.linksRead;
+      stated += r.stated;
+      if (r.entry.chars.size > 0) addHoldings(holders, pid, r.entry, (stableVerbs ??= this.stable(verbs())));
+    };
     for (const name of listing.value) {
       const c = name.charCodeAt(0);
       if (c < 48 || c > 57) continue;
@@ -185,15 +215,19 @@ export class FdScanner {
       const r: ProcessRead | 'gone' =
         'read' in started ? yield* this.readLinks(started.read, problems, slice) : started;
       if (r === 'gone') continue;
-      if ('errno' in r) {
-        unreadable.push({ pid, ...r });
-        continue;
-      }
-      next.set(pid, r.entry);
-      linksRead += r.linksRead;
-      stated += r.stated;
-      if (r.entry.chars.size > 0) addHoldings(holders, pid, r.entry, (stableVerbs ??= this.stable(verbs())));
+      if ('asked' in r && 'read' in started) awaiting.push(started.read);
+      else accept(pid, r);
     }
+    if (this.probe?.hasQuestions === true) {
+      // The only wait of a scan, bounded by the probe's deadline: a yielding run awaits it, a
+      // straight one reads on and finds those fds still being asked (uncertain).
+      yield this.probe.settle();
+      for (const read of awaiting) {
+        const r = yield* this.readLinks({ ...read, prev: undefined }, problems, slice);
+        if (r !== 'gone') accept(read.pid, r);
+      }
+    }
+    this.probe?.endScan(present, full);
     this.cache = next;
     return {
       holders,
@@ -206,6 +240,7 @@ export class FdScanner {
         fdLinksRead: linksRead,
         fdsStated: this.mounts?.counts.stated ?? stated,
         fdsSkipped: this.mounts?.counts.skipped ?? 0,
+        fdProbes: this.probe?.take() ?? new Map(),
         fullRescan: full,
       },
     };
@@ -245,17 +280,14 @@ export class FdScanner {
    * asks the device of those that are paths. This loop is the agent's hottest: plain string
    * paths and a one-character test before anything else keep it near a bare readlink scan.
    */
-  private *readLinks(
-    p: { fdDir: string; pid: number; start: string; comm: string; names: readonly string[]; prev?: ProcEntry },
-    problems: Problems,
-    slice: Slice,
-  ): Steps<ProcessRead | 'gone'> {
+  private *readLinks(p: LinkRead, problems: Problems, slice: Slice): Steps<ProcessRead | 'gone'> {
     const { prev } = p;
     const known = prev ? new Set(prev.listing) : undefined;
     const chars = new Map<string, CharFd>();
     let linksRead = 0;
     let stated = 0;
     let uncertain: string | undefined;
+    let asked = false;
     for (const fd of p.names) {
       if (known?.has(fd)) {
         const c = prev?.chars.get(fd);
@@ -272,6 +304,7 @@ export class FdScanner {
         if (!mayBeDevice(link)) continue;
         stated++;
         kind = this.kindOf(p.pid, fd, path, link);
+        if ('ask' in kind) kind = this.asked(`${p.pid} ${p.start} ${fd} ${link}`, path, kind) ?? ((asked = true), kind);
       } catch (err) {
         const failure = classify(err);
         if (failure === 'gone') continue; // closed since the listing
@@ -280,11 +313,22 @@ export class FdScanner {
         return { errno };
       }
       if ('dev' in kind) chars.set(fd, { dev: kind.dev, link });
-      else if ('uncertain' in kind) uncertain ??= `${link} is on ${kind.uncertain}`;
+      else if ('uncertain' in kind) uncertain ??= `${link}: ${kind.uncertain}`;
+      else if ('ask' in kind) uncertain ??= `${link} is on ${kind.ask}`;
     }
-    // Read whole, yet one fd may be a verbs device nobody may ask about: not cached, asked again next cycle.
+    if (asked) return { errno: 'uncertain', uncertain: uncertain ?? '', asked: true };
+    // Read whole, yet one fd may be a verbs device whose filesystem did not answer: not cached, read again next cycle.
     if (uncertain !== undefined) return { errno: 'uncertain', uncertain };
     return { entry: { start: p.start, comm: p.comm, listing: p.names, chars }, linksRead, stated };
+  }
+
+  /** The probe's answer for an fd to ask, if it has one; else the question is queued (undefined). */
+  private asked(key: string, path: string, kind: { ask: string; mount: string }): FdKind | undefined {
+    const known = this.probe?.answer(key);
+    if (known !== undefined) return 'uncertain' in known ? { uncertain: `on ${kind.ask}, ${known.uncertain}` } : known;
+    if (this.probe === undefined) return { uncertain: `on ${kind.ask}` };
+    this.probe.ask(key, path, kind.mount);
+    return this.probe.answer(key);
   }
 
   private kindOf(pid: number, fd: string, path: string, link: string): FdKind {

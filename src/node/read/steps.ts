@@ -3,7 +3,14 @@
  * is written as a generator that yields between small pieces, so the agent's event loop serves
  * scrapes and signals meanwhile, and tests or `explain` run the same code straight through.
  */
-export type Steps<T> = Generator<void, T, void>;
+export type Steps<T> = Generator<Wait, T, void>;
+
+/**
+ * What a piece yields: nothing (a pause), or work done elsewhere that the next piece needs (a
+ * child process's answer, bounded by its own deadline). A yielding run awaits it; a straight run
+ * cannot, and reads on without it.
+ */
+export type Wait = void | Promise<void>;
 
 /** How long a piece runs before it yields, at most (checked between processes and fds). */
 export const SLICE_MS = 20;
@@ -34,15 +41,40 @@ export function runSteps<T>(steps: Steps<T>): T {
   }
 }
 
-/** Runs the steps, giving the event loop a turn between pieces; rejects once `signal` aborts. */
+/**
+ * Steps ended by a stop: an ordinary end, not a failure. Named as the platform names an abort, so
+ * a schedule that knows nothing of steps tells it from an error.
+ */
+export class StepsStopped extends Error {
+  override readonly name = 'AbortError';
+  constructor() {
+    super('stopped');
+  }
+}
+
+/** Runs the steps, giving the event loop a turn between pieces; rejects (StepsStopped) once `signal` aborts. */
 export async function runStepsYielding<T>(steps: Steps<T>, signal?: AbortSignal): Promise<T> {
   for (;;) {
     if (signal?.aborted === true) {
       steps.return(undefined as T);
-      throw new Error('stopped');
+      throw new StepsStopped();
     }
     const r = steps.next();
     if (r.done === true) return r.value;
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    if (r.value instanceof Promise) await untilAborted(r.value, signal);
+    else await new Promise<void>((resolve) => setImmediate(resolve));
   }
+}
+
+/** `work`, or less once `signal` aborts (the next turn of the loop then stops the steps). */
+function untilAborted(work: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  if (signal === undefined) return work;
+  return new Promise<void>((resolve) => {
+    const done = (): void => {
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    signal.addEventListener('abort', done, { once: true });
+    void work.then(done, done);
+  });
 }

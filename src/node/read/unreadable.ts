@@ -10,14 +10,20 @@
  * An unreadable job process suppresses that job and every port it could share
  * under both policies (the rule itself is in join/attribution.ts).
  *
- * Kernel evidence comes first, under either policy: when the process's own
- * cgroup has `rdma.current`, a cgroup charged no HCA handle holds no HCA (the
- * process costs nothing), and one charged on some devices holds those only
- * (their ports get it as a holder: its job, or a process outside the jobs).
+ * Kernel evidence comes first, under either policy. The kernel's list of verbs
+ * contexts (rdma-contexts.ts), when it could be read this cycle, says per
+ * process which HCAs it holds a context on: those make it a holder, the others
+ * cannot carry its traffic; only HCAs with contexts the list names no process
+ * for stay unknown, and the policy's effect is limited to those (`onlyOn`).
+ * Else, when the process's own cgroup has `rdma.current`, a cgroup charged no
+ * HCA handle holds no HCA (the process costs nothing), and one charged on some
+ * devices holds those only (their ports get it as a holder: its job, or a
+ * process outside the jobs). So no one process can blind ports it cannot reach.
  */
 import { cgroupLines, inSlurmJob, type CgroupLine } from './cgroups.js';
 import type { UnreadableFds } from './owners.js';
 import { chargedDevices, type RdmaEvidence } from './rdma-cgroup.js';
+import type { ProcessContexts } from './rdma-contexts.js';
 import { join, LIST_LIMIT, readSmall, type Read } from './roots.js';
 
 export { cgroupLines, type CgroupLine } from './cgroups.js';
@@ -45,6 +51,10 @@ export interface UnreadableProcess {
   readonly effect: UnreadableEffect;
   /** Its own cgroup's rdma.current, when there is one: the file and the devices with a verbs context charged. */
   readonly rdma?: { readonly file: string; readonly charged: readonly string[] };
+  /** The kernel's list of verbs contexts, when read this cycle: what it says of this process. */
+  readonly contexts?: ProcessContexts;
+  /** The HCAs a `job` or `node` effect is limited to (those with contexts of unknown owners); all when absent. */
+  readonly onlyOn?: readonly string[];
   /** Why the kernel refused, and what to do about it. */
   readonly cause: string;
 }
@@ -79,6 +89,9 @@ export interface JobOf {
 /** The charges of a process's own cgroup, from its /proc/<pid>/cgroup lines; undefined when there are none. */
 export type RdmaOf = (lines: readonly CgroupLine[]) => RdmaEvidence | undefined;
 
+/** What the kernel's list of verbs contexts says of a process; undefined when it was not read this cycle. */
+export type ContextsOf = (pid: number) => ProcessContexts | undefined;
+
 /** Names each unreadable process and decides its effect: kernel evidence first, else the policy. */
 export function classifyUnreadable(
   procfs: string,
@@ -86,6 +99,7 @@ export function classifyUnreadable(
   jobOf: (pid: number) => JobOf | undefined,
   policy: UnreadablePolicy,
   rdmaOf: RdmaOf = () => undefined,
+  contextsOf: ContextsOf = () => undefined,
 ): UnreadableProcess[] {
   if (fds.length === 0) return [];
   const privileges = readPrivileges(procfs);
@@ -104,15 +118,14 @@ export function classifyUnreadable(
       : !inJob && cg.ok && policy === 'ignore-outside-jobs'
         ? 'ignored'
         : 'node';
+    const contexts = contextsOf(pid);
     const evidence = rdmaOf(paths);
     const rdma = evidence && { file: evidence.file, charged: chargedDevices(evidence.charges) };
-    const effect: UnreadableEffect =
-      rdma === undefined ? policyEffect : rdma.charged.length === 0 ? 'cleared' : 'charged';
     const comm = readSmall(join(dir, 'comm'), { utf8: true });
     out.push({
       pid,
       errno,
-      effect,
+      ...effectOf(policyEffect, rdma, contexts),
       ...(rdma ? { rdma } : {}),
       comm: comm.ok ? comm.value.trim() : '?',
       cgroup: cg.ok ? displayCgroup(paths) : '?',
@@ -125,6 +138,32 @@ export function classifyUnreadable(
     });
   }
   return out;
+}
+
+/** Kernel evidence first (the context list, else the cgroup's charges), else the policy. */
+function effectOf(
+  policyEffect: UnreadableEffect,
+  rdma: UnreadableProcess['rdma'],
+  contexts: ProcessContexts | undefined,
+): Pick<UnreadableProcess, 'effect' | 'contexts' | 'onlyOn'> {
+  if (contexts !== undefined) {
+    const known: UnreadableEffect = contexts.held.length === 0 ? 'cleared' : 'charged';
+    if (contexts.unknownOn.length === 0 || policyEffect === 'ignored') return { effect: known, contexts };
+    return { effect: policyEffect, contexts, onlyOn: contexts.unknownOn };
+  }
+  if (rdma === undefined) return { effect: policyEffect };
+  return { effect: rdma.charged.length === 0 ? 'cleared' : 'charged' };
+}
+
+/** The HCAs a process holds by kernel evidence (it is a holder there whatever its effect elsewhere). */
+export function heldByEvidence(u: UnreadableProcess): readonly string[] {
+  if (u.contexts !== undefined) return u.contexts.held;
+  return u.effect === 'charged' ? (u.rdma?.charged ?? []) : [];
+}
+
+/** Whether the process's `job` or `node` effect reaches `device`. */
+export function blindsDevice(u: UnreadableProcess, device: string): boolean {
+  return u.onlyOn === undefined || u.onlyOn.includes(device);
 }
 
 function gone(r: Read<unknown>): boolean {
@@ -170,7 +209,7 @@ export function unreadableCause(errno: string, p: Privileges | undefined, hint: 
 
 /** Why a process whose fd table was read still counts as unreadable. */
 function uncertainCause(what: string): string {
-  return `${what}, a filesystem the agent never asks (a network or FUSE filesystem can hang or refuse): whether that fd is a verbs device is unknown`;
+  return `${what} (a network, FUSE or stacked filesystem, asked only from a child process with a deadline): whether that fd is a verbs device is unknown`;
 }
 
 /** One line naming the process, for gaps and logs. */
@@ -181,6 +220,7 @@ export function describeUnreadable(u: UnreadableProcess): string {
 
 /** What the process costs attribution, in words. */
 export function unreadableEffect(u: UnreadableProcess): string {
+  if (u.contexts !== undefined) return contextsEffect(u, u.contexts);
   if (u.effect === 'ignored') return 'ignored: assumed to hold no HCA (--unreadable-processes ignore-outside-jobs)';
   if (u.effect === 'cleared')
     return `holds no HCA: its cgroup's ${u.rdma?.file ?? 'rdma.current'} charges no verbs context`;
@@ -192,6 +232,19 @@ export function unreadableEffect(u: UnreadableProcess): string {
   return u.scope === 'job'
     ? 'in a job cgroup the scan did not see: every port is incomplete'
     : 'every port is incomplete';
+}
+
+function contextsEffect(u: UnreadableProcess, c: ProcessContexts): string {
+  const held =
+    c.held.length === 0
+      ? 'the kernel lists no verbs context of it'
+      : `the kernel lists its verbs contexts on ${c.held.join(', ')} only (those ports count ${u.job !== undefined ? `job ${u.job}` : 'it'} as a holder)`;
+  if (u.onlyOn === undefined) return held;
+  const who =
+    u.effect === 'job'
+      ? `job ${u.job ?? '?'} is not attributed there, nor is a port it could share`
+      : 'those ports are incomplete';
+  return `${held}; ${u.onlyOn.join(', ')} also ${u.onlyOn.length === 1 ? 'has' : 'have'} contexts the kernel names no process for: ${who}`;
 }
 
 /** The whole story of one process: who, why, and what it costs. */

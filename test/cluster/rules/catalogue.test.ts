@@ -154,7 +154,7 @@ describe('cluster catalogue', () => {
     }
   });
 
-  it("self-monitoring: Soperator's family plus stale results, skipped items, API errors, lost fields, bad hostlists, bounded label values and OTLP pushes", () => {
+  it("self-monitoring: Soperator's family plus stale results, skipped items, API errors, lost fields, bad hostlists, bounded label values, OTLP pushes and points refused", () => {
     expect(
       Object.entries(selfSpecs)
         .map(([n, s]) => [n, s.kind, s.attributes])
@@ -178,6 +178,7 @@ describe('cluster catalogue', () => {
         ['slurm_exporter_metrics_requests_total', 'counter', []],
         ['slurm_exporter_metrics_exported', 'gauge', []],
         ['slurm_exporter_otlp_exports_total', 'counter', ['result']],
+        ['slurm_exporter_otlp_rejected_points_total', 'counter', []],
       ].sort(),
     );
   });

@@ -66,7 +66,7 @@ function snap(s: Setup): NodeSnapshot {
     slurmCgroups: { found: true, searched: '' },
     holderNames: new Map(),
     problems: [],
-    stats: { processes: 0, fdLinksRead: 0, fdsStated: 0, fdsSkipped: 0, coveredByRdmaCgroup: 0 },
+    stats: { processes: 0, fdLinksRead: 0, fdsStated: 0, fdsSkipped: 0, fdProbes: new Map(), coveredByRdmaCgroup: 0 },
   };
 }
 
@@ -153,6 +153,41 @@ describe('port verdicts', () => {
       unreadable: [{ ...blind, scope: 'outside', effect: 'ignored' }],
     });
     expect(judgePorts(ignored).map((v) => v.status)).toEqual(['sole', 'idle']);
+  });
+
+  it("a blind process's cost stays on the devices the kernel's context list leaves unknown (onlyOn)", () => {
+    const jobs = [
+      { key: 'a', jobId: '1' },
+      { key: 'b', jobId: '2' },
+    ];
+    const blind: UnreadableProcess = {
+      pid: 77,
+      comm: 'hidden',
+      cgroup: '/x',
+      errno: 'uncertain',
+      scope: 'job',
+      allocation: 'a',
+      job: '1',
+      effect: 'job',
+      contexts: { held: [], unknownOn: ['unknown'] },
+      onlyOn: ['unknown'],
+      cause: 'test',
+    };
+    const devices = ['other', 'unknown', 'idle'];
+    const holders = { other: { allocations: ['b'] }, unknown: { allocations: ['b'] } };
+    const statuses = (u: UnreadableProcess) =>
+      Object.fromEntries(
+        judgePorts(snap({ jobs, devices, holders, unreadable: [u] })).map((v) => [v.device, v.status]),
+      );
+    expect(statuses(blind)).toEqual({ other: 'sole', unknown: 'incomplete', idle: 'idle' });
+    // Outside the jobs under strict: a gap on those devices only, not on the node.
+    const outside: UnreadableProcess = { ...blind, scope: 'outside', effect: 'node' };
+    expect(statuses(outside)).toEqual({ other: 'sole', unknown: 'incomplete', idle: 'idle' });
+    const ports = judgePorts(snap({ jobs, devices, holders, unreadable: [outside] }));
+    expect(ports.find((v) => v.device === 'unknown')?.why).toMatch(/PID 77 \(hidden/);
+    // Without the limit the same process blinds every port it could share.
+    const { onlyOn: _all, ...everywhere } = blind;
+    expect(statuses(everywhere)).toEqual({ other: 'incomplete', unknown: 'incomplete', idle: 'incomplete' });
   });
 
   it('an unresolved allocation still counts as a user: two holders are shared', () => {

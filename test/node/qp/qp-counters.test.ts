@@ -3,6 +3,8 @@
  * accumulation (property tests), and the whole path through a stand-in `rdma`
  * executable that answers from files and records what it was asked to set.
  */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../support/log.js';
@@ -408,6 +410,36 @@ describe('--qp-counters manage with a stand-in rdma', () => {
         .sort();
     expect(said(/turned off again \(this agent turned them on\)/)).toEqual(links.slice(0, 5));
     expect(said(/cut their turn-on short/)).toEqual(['mlx5_5/1']);
+  });
+
+  it('an exit that cannot wait names at ERROR every link still on, with a command that turns it off', async () => {
+    const roots = writeTree(tmpDir(), demoTree({ layout: 'v2', nonJobHolder: false }));
+    const rdma = new RecordingRdma(tmpDir('fake-rdma-'));
+    const links = ['mlx5_0/1', 'mlx5_1/1', 'mlx5_2/1', 'mlx5_3/1'];
+    rdma.modes(links.map((l) => ({ ifname: l.split('/')[0] as string, port: 1, mode: 'qp auto off' })));
+    rdma.hangOff(['mlx5_1/1', 'mlx5_3/1']);
+    const { logger, lines } = capturingLogger();
+    const runner = new NodeRunner(
+      nodeAgentOptions(roots, { logger, qpCounters: { path: rdma.path, mode: 'manage', timeoutMs: 5000 } }),
+    );
+    const count = (re: RegExp): number => lines.filter((l) => re.test(l.msg)).length;
+    await runner.cycle();
+    await waitFor('four links turned on', () => count(/turned on \(auto type,pid\)/) === 4 || undefined);
+    // The stop's restore: two links are set back, two hang (until the restore's bound kills them).
+    const shutdown = runner.shutdown();
+    await waitFor('two links turned off again', () => count(/turned off again/) === 2 || undefined);
+    runner.exitingNow();
+    const errors = lines.filter((l) => l.level === 50);
+    expect(errors, JSON.stringify(lines)).toHaveLength(1);
+    const left = ['mlx5_1/1', 'mlx5_3/1'];
+    expect(errors[0]?.links).toEqual(left);
+    expect(errors[0]?.commands).toEqual(left.map((l) => `${rdma.path} statistic qp set link ${l} auto off`));
+    await shutdown;
+    // The commands are exact: run as given, they turn those links off.
+    rdma.hangOff([]);
+    for (const command of errors[0]?.commands as string[]) execFileSync('/bin/sh', ['-c', command]);
+    const modes = JSON.parse(fs.readFileSync(`${rdma.dir}/mode.json`, 'utf8')) as Array<{ mode: string }>;
+    expect(modes.map((m) => m.mode)).toEqual(links.map(() => 'qp auto off'));
   });
 
   it('falls back to no optional counters where the tool does not take them', async () => {

@@ -21,7 +21,7 @@ import { RecordingRdma } from '../../support/recording-rdma.js';
 import { demoTree } from '../../../src/demo/scenarios.js';
 import { writeTree } from '../../../src/demo/nodetree.js';
 import { startTestNodeAgent } from '../../support/agents.js';
-import { silentLogger } from '../../support/log.js';
+import { capturingLogger, silentLogger } from '../../support/log.js';
 import { tmpDir } from '../../support/tmp.js';
 import { waitFor } from '../../support/tools.js';
 
@@ -129,6 +129,32 @@ describe('caps on a reading', () => {
     ]);
   });
 
+  it('leaves out a counter value above 2^64-1 (or no whole number), counting it; the rest of the entry stays', () => {
+    const max = '18446744073709551615';
+    const bad = [
+      `,"out_of_sequence":18446744073709551616`,
+      `,"duplicate_request":"99999999999999999999"`,
+      `,"rnr_nak_retry_err":123456789012345678901234567890`,
+      `,"packet_seq_err":-1`,
+      `,"local_ack_timeout_err":1.5`,
+      `,"resp_cqe_error":1e3`,
+    ].join('');
+    const text = `[${entry(1, `,"rdma_tx_bytes":${max}${bad},"rdma_rx_bytes":"${max}","comm":"x"`)}]`;
+    const r = drain(counterEntries(text, { names: new CounterNames() }));
+    if (!r.ok) throw new Error(r.detail);
+    const values = r.value.items[0]?.values;
+    expect(values && Object.fromEntries(values)).toEqual({
+      rx_write_requests: 1n,
+      rdma_tx_bytes: 18446744073709551615n,
+      rdma_rx_bytes: 18446744073709551615n,
+    });
+    expect(r.value.dropped.values).toBe(6);
+    expect(r.value.malformed).toBe('out_of_sequence=18446744073709551616');
+    const fine = drain(counterEntries(`[${entry(2)}]`, { names: new CounterNames() }));
+    expect(fine.ok && fine.value).toMatchObject({ dropped: { values: 0 } });
+    expect(fine.ok && 'malformed' in fine.value).toBe(false);
+  });
+
   it('refuses a reading over MAX_READING_BYTES as too_large', () => {
     const r = drain(counterEntries(`[${' '.repeat(MAX_READING_BYTES)}]`, { names: new CounterNames() }));
     expect(r).toMatchObject({ ok: false, kind: 'too_large' });
@@ -187,6 +213,32 @@ describe('rdma failures by kind', () => {
         return counted ? true : undefined;
       });
       expect(await self()).not.toMatch(/cycle_errors_total\{source="rdma",kind="io"\}/);
+    } finally {
+      await agent.stop();
+    }
+  });
+
+  it('the agent counts and logs a counter value above 2^64-1, once, and never exports it', async () => {
+    const roots = writeTree(tmpDir(), demoTree({ layout: 'v2', nonJobHolder: false }));
+    const rdma = new RecordingRdma(tmpDir('fake-rdma-'));
+    fs.writeFileSync(`${rdma.dir}/stat.json`, `[${entry(1, ',"out_of_sequence":18446744073709551616')}]`);
+    const { logger, lines } = capturingLogger();
+    const agent = await startTestNodeAgent(roots, {
+      logger,
+      qpCounters: { path: rdma.path, mode: 'observe', timeoutMs: 30_000 },
+    });
+    try {
+      const self = async (): Promise<string> => (await fetch(`${agent.monitoringUrl}/metrics`)).text();
+      await waitFor('the malformed value counted', async () => {
+        await agent.cycleNow();
+        return /ib_slurm_exporter_qp_reading_dropped_total\{reason="values"\} [1-9]/.test(await self()) || undefined;
+      });
+      await agent.cycleNow();
+      const logged = lines.filter((l) => /no 64-bit counter holds/.test(l.msg));
+      expect(logged).toHaveLength(1);
+      expect(logged[0]).toMatchObject({ level: 40, count: 1, example: 'out_of_sequence=18446744073709551616' });
+      const exposition = await (await fetch(agent.metricsUrl)).text();
+      expect(exposition).not.toContain('18446744073709551616');
     } finally {
       await agent.stop();
     }

@@ -27,9 +27,9 @@ describe('mountinfo and fdinfo', () => {
       '41 36 0:51 / /home rw,relatime - fuse.sshfs u@h: rw,user_id=1000\n' +
       'garbage\n\n';
     expect([...parseMountInfo(text)]).toEqual([
-      [36, { fstype: 'ext3', nodev: false }],
-      [40, { fstype: 'nfs4', nodev: true }],
-      [41, { fstype: 'fuse.sshfs', nodev: false }],
+      [36, { fstype: 'ext3', nodev: false, dev: '98:0' }],
+      [40, { fstype: 'nfs4', nodev: true, dev: '0:50' }],
+      [41, { fstype: 'fuse.sshfs', nodev: false, dev: '0:51' }],
     ]);
   });
 
@@ -69,14 +69,17 @@ describe('FdMounts', () => {
     }
   });
 
-  it('never stats an fd on a network or FUSE filesystem: nothing, unless it is named like a verbs device on a mount that allows devices', () => {
+  it('never stats an fd on a network, FUSE or stacked filesystem: nothing, unless it is named like a verbs device on a mount that allows devices (then it is to be asked elsewhere)', () => {
     const cases: [string, string, object][] = [
       [line(9, 'nfs4'), '/scratch/job.dat', { none: true }],
-      [line(9, 'lustre'), '/lus/uverbs3', { uncertain: 'lustre' }],
+      [line(9, 'lustre'), '/lus/uverbs3', { ask: 'lustre', mount: '9 0:9' }],
       [line(9, 'fuse.sshfs', 'rw,nosuid,nodev'), '/home/u/uverbs3', { none: true }],
-      [line(9, 'gpfs'), '/gpfs/uverbs12 (deleted)', { uncertain: 'gpfs' }],
-      [line(8, 'nfs4'), '/x/uverbs3', { uncertain: 'an unlisted mount' }],
+      [line(9, 'gpfs'), '/gpfs/uverbs12 (deleted)', { ask: 'gpfs', mount: '9 0:9' }],
+      [line(8, 'nfs4'), '/x/uverbs3', { ask: 'an unlisted mount', mount: 'unlisted 9' }],
       [line(9, 'nfs4'), '/x/not-uverbs3.txt', { none: true }],
+      // overlay passes a getattr on to its layers, which may be any of the above
+      [line(9, 'overlay'), '/merged/uverbs3', { ask: 'overlay', mount: '9 0:9' }],
+      [line(9, 'overlay'), '/merged/lib/libc.so.6', { none: true }],
     ];
     for (const [mountinfo, link, want] of cases) {
       // The link points at /dev/null: a stat would say it is a device, so only not asking gives `none`.
