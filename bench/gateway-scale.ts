@@ -32,7 +32,7 @@ import { SlurmClient } from '../src/cluster/api/client.js';
 import { startFakeSlurmrestd } from '../src/demo/fake-slurmrestd.js';
 import { clusterAgentOptions } from '../test/support/agents.js';
 import { bigCluster } from '../test/support/big-cluster.js';
-import { collectorPath, startCollector, type RunningCollector } from '../test/support/collector.js';
+import { collectorPath, startCollector, tokenFiles, type RunningCollector } from '../test/support/collector.js';
 import { AGENT_CONFIG, collectorTelemetry, listenOn, ports, recordingProxy } from '../test/support/collector-chain.js';
 import { parseExposition } from '../test/support/exposition.js';
 import { silentLogger } from '../test/support/log.js';
@@ -127,6 +127,7 @@ async function main(): Promise<void> {
       },
     }),
   );
+  const tokens = tokenFiles(dir);
   const gateway = spawn(
     collectorPath(),
     ['--config', `file:${path.resolve('otel-config/collector-gateway.yaml')}`, '--config', `file:${override}`],
@@ -136,6 +137,7 @@ async function main(): Promise<void> {
         PATH: process.env.PATH ?? '',
         SLURM_CLUSTER_NAME: 'scale',
         PROMETHEUS_REMOTE_WRITE_URL: `${prom.url}/api/v1/write`,
+        ...tokens.env,
       },
     },
   );
@@ -147,7 +149,10 @@ async function main(): Promise<void> {
   const agent = THROUGH_AGENT ? await startAgentCollector(dir, grpc) : undefined;
   const proxy = await recordingProxy(agent?.http ?? httpPort);
 
-  const base = clusterAgentOptions({ cluster, server }, TOKEN, { otlpUrl: proxy.url });
+  const base = clusterAgentOptions({ cluster, server }, TOKEN, {
+    otlpUrl: proxy.url,
+    otlpBearerTokenFile: tokens.push,
+  });
   // The test options' client gives up after 10 s; a 100k-job /jobs is half a gigabyte.
   const api = new SlurmClient({
     server: server.url,

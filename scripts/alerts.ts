@@ -224,8 +224,8 @@ const agents: AlertGroup = {
         means:
           'The agent cannot reach the OpenTelemetry Collector, or the collector refuses the data (memory_limiter, auth, TLS); `result="rejected"`: the receiver took the pushes but refused some of their points (OTLP partial success), counted in `ib_slurm_exporter_otlp_rejected_points_total` / `slurm_exporter_otlp_rejected_points_total`.',
         check:
-          "The agent log (failed and partly refused pushes are logged once a minute, with the error and how many were not logged); the collector's health and `otelcol_receiver_refused_metric_points`; `curl -v` the OTLP endpoint from the agent's host.",
-        act: 'Fix the endpoint, TLS or headers (`--otlp-*` / `OTEL_EXPORTER_OTLP_*`), or scale the gateway. The agent retries at every interval; nothing needs a restart.',
+          "The agent log (failed and partly refused pushes are logged once a minute, with the error and how many were not logged: a 401 is the bearer token, refused before the collector counts anything); the collector's health and `otelcol_receiver_refused_metric_points`; `curl -v` the OTLP endpoint from the agent's host.",
+        act: "Fix the endpoint, TLS or headers (`--otlp-*` / `OTEL_EXPORTER_OTLP_*`); for a 401, put the token of the agent's `--otlp-bearer-token-file` into the collector's `OTLP_TOKEN_FILE` (deploy/README.md, bearer tokens); or scale the gateway. The agent retries at every interval and reads a changed token file itself; nothing needs a restart.",
       },
     },
     {
@@ -242,10 +242,10 @@ const agents: AlertGroup = {
         ': pushed agent metrics are being dropped.',
       runbook: {
         means:
-          "A collector drops the agents' metrics: the gateway cannot write them to the store (remote write refused, store down, network), or a node-local collector (exporter `otlp_grpc`) cannot forward them to the gateway (gateway down past the retry time, or a request over the gateway's gRPC size limit, which is dropped at once).",
+          "A collector drops the agents' metrics: the gateway cannot write them to the store (remote write refused, store down, network), or a node-local collector (exporter `otlp_grpc`) cannot forward them to the gateway (gateway down past the retry time, a request over the gateway's gRPC size limit, or a bearer token the gateway does not list: both dropped at once).",
         check:
-          'The collector log (`message larger than max` names a size mismatch); `otelcol_exporter_queue_size`; the store\'s ingestion errors (Prometheus: `prometheus_http_requests_total{handler="/api/v1/write"}` by code).',
-        act: "Fix the store or its URL and credentials; raise the exporter queue if the outage is short and expected. For a size mismatch: keep the node-local collector's `sending_queue.batch.max_size` under the gateway's `max_recv_msg_size_mib` (otel-config/ ships them matched).",
+          'The collector log (`message larger than max` names a size mismatch, `code = Unauthenticated` the token); `otelcol_exporter_queue_size`; the store\'s ingestion errors (Prometheus: `prometheus_http_requests_total{handler="/api/v1/write"}` by code).',
+        act: "Fix the store or its URL and credentials; raise the exporter queue if the outage is short and expected. For a size mismatch: keep the node-local collector's `sending_queue.batch.max_size` under the gateway's `max_recv_msg_size_mib` (otel-config/ ships them matched). For `Unauthenticated`: put the node's `OTLP_TOKEN_FILE` token into the gateway's `OTLP_TOKEN_FILE` and restart the node-local collector (it reads its forwarding token at start).",
       },
     },
     {

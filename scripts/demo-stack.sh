@@ -8,7 +8,8 @@
 #   scripts/demo-stack.sh [demo options...]     runs until Ctrl-C or SIGTERM, then stops all three
 #
 # Everything listens on 127.0.0.1 only (compose publishes its ports there too): Prometheus :9090,
-# the Collector's OTLP :4317 (gRPC) and :4318 (HTTP), its prometheus exporter :8889, health
+# the Collector's OTLP :4317 (gRPC) and :4318 (HTTP), its prometheus exporter :8889 (both with the
+# bearer tokens of $DEMO_STACK_DIR/otlp-token and secrets/scrape-token), health
 # :13133 and own telemetry :8888, the demo's :9836/:9837 (node) and :8080/:8081 (cluster). Each
 # port can be moved with DEMO_STACK_<NAME>_PORT (PROMETHEUS, OTLP_GRPC, OTLP_HTTP,
 # GATEWAY_METRICS, COLLECTOR_HEALTH, COLLECTOR_TELEMETRY, NODE_METRICS, NODE_MONITORING,
@@ -47,7 +48,7 @@ if [ -z "$OTELCOL_BIN" ]; then OTELCOL_BIN=$(scripts/collector/build.sh) || die 
 OWN_DIR=0
 if [ -z "${DEMO_STACK_DIR:-}" ]; then DEMO_STACK_DIR=$(mktemp -d /tmp/slurm-otel-demo-stack.XXXXXX); OWN_DIR=1; fi
 DIR=$DEMO_STACK_DIR
-mkdir -p "$DIR/prometheus" "$DIR/targets" "$DIR/data"
+mkdir -p "$DIR/prometheus" "$DIR/targets" "$DIR/data" "$DIR/secrets"
 
 # Prometheus: prometheus.yml and the alert rules as compose mounts them (paths relative to the
 # config), and compose's target files with its service names replaced by 127.0.0.1 and the ports.
@@ -87,6 +88,13 @@ service:
                 port: $TELEMETRY
 EOF
 
+# The gateway requires a bearer token on every push and on :8889: a fresh one for this run, in a
+# file only root reads, given to the Collector (OTLP_TOKEN_FILE, SCRAPE_TOKEN_FILE) and to the demo
+# (--otlp-bearer-token-file). No newline at the end, as otel-config/collector-agent.yaml needs.
+(umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$DIR/otlp-token")
+# The scrape token sits where the copied prometheus.yml looks for it (secrets/, beside it).
+(umask 077; head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$DIR/secrets/scrape-token")
+
 pids=()
 stop_all() {
   trap - INT TERM EXIT
@@ -121,6 +129,7 @@ pids+=("$!")
 wait_http "http://127.0.0.1:$PROM/-/ready" prometheus "$!"
 
 SLURM_CLUSTER_NAME=demo PROMETHEUS_REMOTE_WRITE_URL="http://127.0.0.1:$PROM/api/v1/write" GOMEMLIMIT=400MiB \
+  OTLP_TOKEN_FILE="$DIR/otlp-token" SCRAPE_TOKEN_FILE="$DIR/secrets/scrape-token" \
   "$OTELCOL_BIN" --config "file:$PWD/otel-config/collector-gateway.yaml" --config "file:$DIR/collector-local.yaml" \
   >"$DIR/collector.log" 2>&1 &
 pids+=("$!")
@@ -131,6 +140,6 @@ node dist/src/cli/main.js demo \
   --metrics-bind-address "127.0.0.1:$NODE_METRICS" --monitoring-bind-address "127.0.0.1:$NODE_MONITORING" \
   --cluster-metrics-bind-address "127.0.0.1:$CLUSTER_METRICS" \
   --cluster-monitoring-bind-address "127.0.0.1:$CLUSTER_MONITORING" \
-  --otlp-endpoint "http://127.0.0.1:$HTTP" --otlp-interval 15s "$@" &
+  --otlp-endpoint "http://127.0.0.1:$HTTP" --otlp-bearer-token-file "$DIR/otlp-token" --otlp-interval 15s "$@" &
 pids+=("$!")
 wait "$!"

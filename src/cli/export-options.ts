@@ -20,6 +20,7 @@ export interface ExportFlags {
   otlpProtocol?: OtlpProtocol;
   otlpInterval?: number;
   otlpTimeout?: number;
+  otlpBearerTokenFile?: string;
   logLevel: LogLevel;
   logFormat: LogFormat;
   webConfigFile?: string;
@@ -77,6 +78,13 @@ export function addExportOptions(cmd: Command, prefix: string, d: ExportDefaults
         'OTLP push timeout (else OTEL_EXPORTER_OTLP_[METRICS_]TIMEOUT ms; default 10s)',
         'OTLP_TIMEOUT',
       ).argParser(positiveDuration),
+    )
+    .addOption(
+      opt(
+        '--otlp-bearer-token-file <path>',
+        "send the token in this file as the OTLP push's bearer credential (read again when it changes)",
+        'OTLP_BEARER_TOKEN_FILE',
+      ),
     )
     .addOption(
       opt(

@@ -5,6 +5,7 @@
  * they would not, so every value is settled here and passed explicitly.)
  */
 import type { OtlpOptions, OtlpProtocol } from '../telemetry/pipeline.js';
+import { BearerFileError, bearerTokenFile } from '../telemetry/bearer-file.js';
 import { parseResourceAttributes } from '../telemetry/resource.js';
 import { ConfigError } from './common.js';
 import { MAX_DURATION_MS, MAX_DURATION_TEXT } from './values.js';
@@ -17,6 +18,7 @@ export interface OtlpFlags {
   readonly otlpProtocol?: OtlpProtocol;
   readonly otlpInterval?: number;
   readonly otlpTimeout?: number;
+  readonly otlpBearerTokenFile?: string;
 }
 
 const PROTOCOLS: readonly OtlpProtocol[] = ['http/json', 'http/protobuf'];
@@ -45,7 +47,20 @@ export function resolveOtlp(flags: OtlpFlags, env: Env): OtlpOptions | undefined
     envMillis(env, 'OTEL_EXPORTER_OTLP_METRICS_TIMEOUT') ??
     envMillis(env, 'OTEL_EXPORTER_OTLP_TIMEOUT') ??
     10_000;
-  return { url, protocol, intervalMs, timeoutMs };
+  const bearerTokenFile = checkedTokenFile(flags.otlpBearerTokenFile);
+  return { url, protocol, intervalMs, timeoutMs, ...(bearerTokenFile ? { bearerTokenFile } : {}) };
+}
+
+/** A token file that cannot be read or holds no token stops the start (exit 2), naming the file only. */
+function checkedTokenFile(path: string | undefined): string | undefined {
+  if (path === undefined || path === '') return undefined;
+  try {
+    bearerTokenFile(path);
+  } catch (err) {
+    if (err instanceof BearerFileError) throw new ConfigError(err.message);
+    throw err;
+  }
+  return path;
 }
 
 /** A base URL gets the signal path; one that already has a path is taken verbatim. */

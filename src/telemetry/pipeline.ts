@@ -28,6 +28,7 @@ import {
 } from '@opentelemetry/sdk-metrics';
 import { emptyResource } from '@opentelemetry/resources';
 import { redactUrl, type Logger } from '../log.js';
+import { bearerTokenFile } from './bearer-file.js';
 import { RateLimitedFailures } from './failure-log.js';
 import type { Body } from './http.js';
 import { SnapshotProducer, toMetricData, type Scope } from './producer.js';
@@ -57,6 +58,8 @@ export interface OtlpOptions {
   readonly timeoutMs: number;
   /** Extra headers; the SDK also honours OTEL_EXPORTER_OTLP_HEADERS itself. */
   readonly headers?: Readonly<Record<string, string>>;
+  /** A file holding the bearer token sent on every push (read again when it changes). */
+  readonly bearerTokenFile?: string;
   /** Each push goes as requests of at most this many bytes (estimated from above); default OTLP_MAX_REQUEST_BYTES. */
   readonly maxRequestBytes?: number;
 }
@@ -254,7 +257,7 @@ export class Pipeline {
   private pushReader(otlp: OtlpOptions): MetricReader {
     const config = {
       url: otlp.url,
-      headers: { ...otlp.headers },
+      headers: otlp.bearerTokenFile ? bearerTokenFile(otlp.bearerTokenFile, otlp.headers) : { ...otlp.headers },
       timeoutMillis: otlp.timeoutMs,
       temporalityPreference: AggregationTemporality.CUMULATIVE,
     };

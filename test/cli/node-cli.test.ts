@@ -110,6 +110,21 @@ describe('slurm-otel node (command line)', () => {
     expect(envOnly.stdout).not.toContain('ib_slurm_device_counters_total{');
   });
 
+  it.each([
+    ['node', 'IB_SLURM_EXPORTER_OTLP_BEARER_TOKEN_FILE', {}],
+    [
+      'cluster',
+      'SLURM_EXPORTER_OTLP_BEARER_TOKEN_FILE',
+      { SLURM_EXPORTER_CLUSTER_NAME: 'c', SLURM_EXPORTER_SLURM_API_SERVER: 'http://127.0.0.1:1' },
+    ],
+  ])('%s: %s naming a missing file stops the start with exit 2, naming the file', (agent, variable, more) => {
+    const missing = path.join(tmpDir(), 'no-token');
+    const env = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318', [variable]: missing, ...more };
+    const r = cli([agent, '--once'], env);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`cannot read bearer token file ${missing}: ENOENT`);
+  });
+
   it('rejects bad OTEL_* values with exit 2', () => {
     expect(
       cli(['node', '--once'], {

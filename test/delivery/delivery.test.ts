@@ -888,3 +888,209 @@ describe('Kubernetes manifests', () => {
     });
   });
 });
+
+// ---------------------------------------------------------------------------------------------
+
+/** A Kubernetes memory quantity or a GOMEMLIMIT value, in MiB. */
+function mib(q: string): number {
+  const m = /^(\d+(?:\.\d+)?)(Ki|Mi|Gi|KiB|MiB|GiB)?$/.exec(q);
+  if (!m) throw new Error(`not a memory quantity: ${q}`);
+  const unit = (m[2] ?? '').replace(/B$/, '');
+  const factor: Record<string, number> = { '': 1 / (1024 * 1024), Ki: 1 / 1024, Mi: 1, Gi: 1024 };
+  return Number(m[1]) * (factor[unit] as number);
+}
+
+/** The gateway's peak RSS for the largest documented push (docs/benchmarks.md), in MiB. */
+function documentedGatewayPeakMib(): number {
+  const m = /\|\s*gateway peak RSS\s*\|\s*([\d,]+) MiB\s*\|/.exec(read('docs/benchmarks.md'));
+  if (!m) throw new Error('docs/benchmarks.md: no "gateway peak RSS" row');
+  return Number((m[1] as string).replace(/,/g, ''));
+}
+
+/** The labels of every workload's pods in `namespace`, by workload. */
+function podLabels(namespace: string): { name: string; labels: Obj; ports: string[] }[] {
+  return k8sObjects()
+    .filter((o) => ['Deployment', 'DaemonSet', 'StatefulSet'].includes(o.kind) && o.namespace === namespace)
+    .map((o) => ({
+      name: o.name,
+      labels: obj(get(o.body, 'spec.template.metadata.labels'), `${o.name} pod labels`),
+      ports: arr(get(o.body, 'spec.template.spec.containers'), `${o.name} containers`).flatMap((c) =>
+        arr(get(c, 'ports') ?? [], 'ports').map((p) => String(get(p, 'name'))),
+      ),
+    }));
+}
+const selects = (selector: unknown, labels: Obj): boolean =>
+  Object.entries(obj(get(selector, 'matchLabels'), 'matchLabels')).every(([k, v]) => labels[k] === v);
+
+describe('authentication where data enters', () => {
+  const gateway = (): Obj => doc('otel-config/collector-gateway.yaml');
+  const agent = (): Obj => doc('otel-config/collector-agent.yaml');
+  /** The bearertokenauth extension a server's auth names, checked to be defined and started. */
+  const authenticator = (cfg: Obj, server: string, file: string): string => {
+    const id = str(get(cfg, `${server}.auth.authenticator`), `${file} ${server}.auth.authenticator`);
+    expect(id.split('/')[0], `${file} ${server}`).toBe('bearertokenauth');
+    expect(strs(get(cfg, 'service.extensions'), `${file} service.extensions`)).toContain(id);
+    expect(get(cfg, `extensions.${id}.wait_for_token_file`), `${file} ${id}: no start without the file`).toBe(true);
+    return id;
+  };
+
+  it('the gateway requires the agents’ token on both OTLP receivers and another on :8889', () => {
+    const file = 'otel-config/collector-gateway.yaml';
+    const cfg = gateway();
+    const grpc = authenticator(cfg, 'receivers.otlp.protocols.grpc', file);
+    const http = authenticator(cfg, 'receivers.otlp.protocols.http', file);
+    const scrape = authenticator(cfg, 'exporters.prometheus', file);
+    expect(grpc).toBe(http);
+    expect(scrape).not.toBe(grpc);
+    expect(get(cfg, `extensions.${grpc}.filename`)).toMatch(/^\$\{env:OTLP_TOKEN_FILE:-\/[^}]+\}$/);
+    expect(get(cfg, `extensions.${scrape}.filename`)).toMatch(/^\$\{env:SCRAPE_TOKEN_FILE:-\/[^}]+\}$/);
+  });
+
+  it('the node-local Collector requires the node’s token and forwards the same file’s token', () => {
+    const file = 'otel-config/collector-agent.yaml';
+    const cfg = agent();
+    const id = authenticator(cfg, 'receivers.otlp.protocols.grpc', file);
+    expect(authenticator(cfg, 'receivers.otlp.protocols.http', file)).toBe(id);
+    const filename = str(get(cfg, `extensions.${id}.filename`), 'filename');
+    expect(get(cfg, 'exporters.otlp_grpc.headers.authorization')).toBe(`Bearer \${file:${filename}}`);
+  });
+
+  it('the TLS overlays give every server of the gateway a certificate and the forwarder a CA', () => {
+    const tls = doc('otel-config/collector-gateway-tls.yaml');
+    for (const server of ['receivers.otlp.protocols.grpc', 'receivers.otlp.protocols.http', 'exporters.prometheus']) {
+      expect(get(tls, `${server}.tls.cert_file`), server).toMatch(/TLS_CERT_FILE/);
+      expect(get(tls, `${server}.tls.key_file`), server).toMatch(/TLS_KEY_FILE/);
+    }
+    const fwd = doc('otel-config/collector-agent-tls.yaml');
+    expect(get(fwd, 'exporters.otlp_grpc.tls.insecure')).toBe(false);
+    expect(get(fwd, 'exporters.otlp_grpc.tls.ca_file')).toMatch(/TLS_CA_FILE/);
+  });
+
+  it('docker-compose: the demo pushes with the token file the gateway checks, Prometheus holds the scrape token', () => {
+    const compose = doc('docker-compose.yml');
+    const secretFile = (name: string): string => str(get(compose, `secrets.${name}.file`), `secret ${name}`);
+    const collector = obj(get(compose, 'services.otel-collector'), 'otel-collector');
+    const mounted = (service: Obj, path: string): string => {
+      const m = /^\/run\/secrets\/([\w-]+)$/.exec(path);
+      expect(m, `${path} is a compose secret`).not.toBeNull();
+      expect(strs(service.secrets, 'secrets')).toContain(m?.[1]);
+      return secretFile(m?.[1] as string);
+    };
+    const otlp = mounted(collector, str(get(collector, 'environment.OTLP_TOKEN_FILE'), 'OTLP_TOKEN_FILE'));
+    const scrape = mounted(collector, str(get(collector, 'environment.SCRAPE_TOKEN_FILE'), 'SCRAPE_TOKEN_FILE'));
+    const demo = obj(get(compose, 'services.slurm-otel'), 'slurm-otel');
+    const command = strs(demo.command, 'command');
+    const flag = command.indexOf('--otlp-bearer-token-file');
+    expect(flag).toBeGreaterThan(0);
+    expect(mounted(demo, command[flag + 1] as string)).toBe(otlp);
+    const volumes = strs(get(compose, 'services.prometheus.volumes'), 'prometheus volumes');
+    expect(volumes).toContain(`${scrape}:/etc/prometheus/secrets/scrape-token:ro`);
+    const job = arr(get(doc('otel-config/prometheus.yml'), 'scrape_configs'), 'jobs').find(
+      (j) => get(j, 'job_name') === 'otel-gateway',
+    );
+    expect(get(job, 'authorization.credentials_file')).toBe('secrets/scrape-token');
+    // The node-local Collector forwards the file as it is: the token alone, no newline.
+    for (const f of [otlp, scrape]) expect(read(f)).toMatch(/^\S+$/);
+  });
+});
+
+describe('Kubernetes: who reaches the gateway, and memory for the documented peak', () => {
+  const gw = (): K8sObject => k8s('Deployment', 'otel-gateway');
+
+  it('every NetworkPolicy selects pods that exist, lets in only pods that exist, on ports they name', () => {
+    const policies = k8sObjects().filter((o) => o.kind === 'NetworkPolicy');
+    expect(policies.map((p) => p.name)).toContain('otel-gateway');
+    for (const p of policies) {
+      const pods = podLabels(p.namespace as string);
+      const targets = pods.filter((w) => selects(get(p.body, 'spec.podSelector'), w.labels));
+      expect(targets.length, `${p.name} selects a workload`).toBeGreaterThan(0);
+      for (const [i, rule] of arr(get(p.body, 'spec.ingress'), `${p.name} ingress`).entries()) {
+        for (const peer of arr(get(rule, 'from'), `${p.name} ingress[${i}].from`)) {
+          // A peer in this namespace must match a workload here; one elsewhere names its namespace.
+          if (get(peer, 'namespaceSelector') !== undefined) continue;
+          expect(
+            pods.some((w) => selects(get(peer, 'podSelector'), w.labels)),
+            `${p.name} ingress[${i}] peer ${JSON.stringify(peer)} matches a workload`,
+          ).toBe(true);
+        }
+        for (const port of arr(get(rule, 'ports'), `${p.name} ingress[${i}].ports`))
+          for (const t of targets)
+            expect(t.ports, `${t.name} names port ${get(port, 'port')}`).toContain(get(port, 'port'));
+      }
+    }
+  });
+
+  it('the gateway’s receivers admit only the agents, :8889 only a peer outside the agents', () => {
+    const policy = k8s('NetworkPolicy', 'otel-gateway');
+    const rules = arr(get(policy.body, 'spec.ingress'), 'ingress');
+    const portsOf = (r: unknown): unknown[] => arr(get(r, 'ports'), 'ports').map((p) => get(p, 'port'));
+    const receivers = rules.filter((r) => portsOf(r).some((p) => p === 'otlp-http' || p === 'otlp-grpc'));
+    expect(receivers).toHaveLength(1);
+    const peers = arr(get(receivers[0], 'from'), 'from');
+    const admitted = podLabels('slurm-otel')
+      .filter((w) =>
+        peers.some(
+          (peer) => get(peer, 'namespaceSelector') === undefined && selects(get(peer, 'podSelector'), w.labels),
+        ),
+      )
+      .map((w) => w.name)
+      .sort();
+    expect(admitted).toEqual(['slurm-otel-cluster', 'slurm-otel-node']);
+    expect(peers.every((peer) => get(peer, 'namespaceSelector') === undefined)).toBe(true);
+    const exposition = rules.filter((r) => portsOf(r).includes('prom-exporter'));
+    expect(exposition).toHaveLength(1);
+    expect(portsOf(exposition[0])).not.toContain('otlp-http');
+    for (const peer of arr(get(exposition[0], 'from'), 'from'))
+      expect(get(peer, 'namespaceSelector'), ':8889 admits a peer of another namespace').toBeDefined();
+  });
+
+  it('the gateway’s memory: the limiter refuses only above the documented peak, and acts below the container limit', () => {
+    const c = onlyContainer(gw());
+    const limit = mib(str(get(c.body, 'resources.limits.memory'), 'limits.memory'));
+    const request = mib(str(get(c.body, 'resources.requests.memory'), 'requests.memory'));
+    const peak = documentedGatewayPeakMib();
+    const limiter = obj(get(doc('otel-config/collector-gateway.yaml'), 'processors.memory_limiter'), 'memory_limiter');
+    // Percentages of the container's limit, or absolute MiB when a site sets them.
+    const hard =
+      limiter.limit_mib !== undefined ? Number(limiter.limit_mib) : (Number(limiter.limit_percentage) / 100) * limit;
+    const spike =
+      limiter.spike_limit_mib !== undefined
+        ? Number(limiter.spike_limit_mib)
+        : (Number(limiter.spike_limit_percentage) / 100) * limit;
+    const goMemLimit = mib(str(c.env.find((e) => e.name === 'GOMEMLIMIT')?.value, 'GOMEMLIMIT'));
+    expect(hard - spike, `the soft limit (${hard - spike} MiB) is above the peak (${peak} MiB)`).toBeGreaterThan(peak);
+    expect(hard, 'the hard limit is below the container limit').toBeLessThan(limit);
+    expect(limit - hard, 'room for what the Go heap does not count').toBeGreaterThanOrEqual(512);
+    expect(goMemLimit).toBeGreaterThanOrEqual(hard - spike);
+    expect(goMemLimit).toBeLessThanOrEqual(hard + 1);
+    expect(request, 'the request holds the peak').toBeGreaterThanOrEqual(peak);
+  });
+
+  it('the gateway reads its token files from the Secret it mounts; the agents mount theirs', () => {
+    const c = onlyContainer(gw());
+    const mounts = arr(c.body.volumeMounts, 'volumeMounts').map((m) => obj(m, 'mount'));
+    const volumes = arr(get(gw().body, 'spec.template.spec.volumes'), 'volumes').map((v) => obj(v, 'volume'));
+    for (const name of ['OTLP_TOKEN_FILE', 'SCRAPE_TOKEN_FILE']) {
+      const file = str(c.env.find((e) => e.name === name)?.value, name);
+      const mount = mounts.find((m) => path.posix.dirname(file) === m.mountPath);
+      const volume = volumes.find((v) => v.name === mount?.name);
+      expect(get(volume, 'secret.secretName'), `${name} is in a Secret`).toBe('otel-gateway-tokens');
+      expect(mount?.readOnly).toBe(true);
+    }
+    for (const [kind, name, env] of [
+      ['DaemonSet', 'slurm-otel-node', 'IB_SLURM_EXPORTER_OTLP_BEARER_TOKEN_FILE'],
+      ['Deployment', 'slurm-otel-cluster', 'SLURM_EXPORTER_OTLP_BEARER_TOKEN_FILE'],
+    ] as const) {
+      const o = k8s(kind, name);
+      const v = arr(get(o.body, 'spec.template.spec.volumes'), 'volumes').find(
+        (x) => get(x, 'secret.secretName') === 'slurm-otel-otlp-token',
+      );
+      expect(get(v, 'secret.optional'), `${name}: pull-only sites need no Secret`).toBe(true);
+      const m = arr(onlyContainer(o).body.volumeMounts, 'mounts').find((x) => get(x, 'name') === get(v, 'name'));
+      // The push settings are commented out (push is opt-in); they name the mounted file.
+      expect(read(o.file)).toContain(
+        `# - name: ${env}\n            #   value: ${str(get(m, 'mountPath'), 'mountPath')}/token`,
+      );
+    }
+  });
+});

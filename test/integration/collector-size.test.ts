@@ -11,7 +11,9 @@
  * scale); here a generated family with long label values gets there with a few tens of thousands of
  * points, so the test stays within what two cores do in a minute. A second case sends one request
  * near the most the node-local Collector's HTTP receiver takes (20 MiB), past the gateway's own
- * limit: the node-local Collector's batch cap must cut it.
+ * limit: the node-local Collector's batch cap must cut it. Both Collectors require the agents'
+ * bearer token, so the push carries it (from the chain's token file) as an agent's does, and :8889
+ * is read with the scrapers' token.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -19,7 +21,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Pipeline, type PushOutcome } from '../../src/telemetry/pipeline.js';
 import { defineMetric, type Family } from '../../src/telemetry/spec.js';
-import { shouldRunCollector } from '../support/collector.js';
+import { scrapeGateway, shouldRunCollector } from '../support/collector.js';
 import { collectorTelemetry, recordingProxy, startChain, type Chain } from '../support/collector-chain.js';
 import { parseExposition } from '../support/exposition.js';
 import { silentLogger } from '../support/log.js';
@@ -79,6 +81,7 @@ describe.each([
         onExport: (o) => outcomes.push(o),
         otlp: {
           url: proxy.url,
+          bearerTokenFile: chain.tokens.push,
           protocol: 'http/protobuf',
           intervalMs: 3_600_000,
           timeoutMs: 120_000,
@@ -109,7 +112,7 @@ describe.each([
     it("the gateway's :8889 and Prometheus hold every point pushed, and neither Collector counts a loss", async () => {
       const c = chain as Chain;
       const onGateway = async (): Promise<number> =>
-        parseExposition(await (await fetch(c.gatewayMetrics)).text()).filter((s) => s.name === sized.name).length;
+        parseExposition(await scrapeGateway(c.gatewayMetrics)).filter((s) => s.name === sized.name).length;
       const inStore = async (): Promise<number> =>
         Number((await c.prom.query(`count(${sized.name})`))[0]?.value[1] ?? 0);
       const failed = (): Promise<number> =>

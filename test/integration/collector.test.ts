@@ -11,7 +11,9 @@
  * shipped; only their listen addresses are moved to free loopback ports (a second config merged
  * over the first).
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,9 +23,14 @@ import { CounterDrift, demoTree } from '../../src/demo/scenarios.js';
 import { parse } from 'yaml';
 import {
   COLLECTOR_COMPONENTS,
+  PUSH_TOKEN,
+  SCRAPE_TOKEN,
   collectorPath,
+  SCRAPE_HEADERS,
+  scrapeGateway,
   shouldRunCollector,
   startCollector,
+  tokenFiles,
   warningLines,
   type RunningCollector,
 } from '../support/collector.js';
@@ -66,13 +73,15 @@ describe.runIf(runCollector)('the Collector configs as shipped', () => {
   });
 
   it.each([AGENT_CONFIG, GATEWAY_CONFIG])('%s passes `otelcol validate` without a warning', async (config) => {
-    const r = await run(collectorPath(), ['validate', '--config', `file:${path.resolve(config)}`]);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-validate-'));
+    const env = { PATH: process.env.PATH ?? '', ...tokenFiles(dir).env };
+    const r = await run(collectorPath(), ['validate', '--config', `file:${path.resolve(config)}`], '', env);
+    fs.rmSync(dir, { recursive: true, force: true });
     const out = r.stdout + r.stderr;
     expect({ code: r.code, warnings: warningLines(out) }, out).toEqual({ code: 0, warnings: [] });
   });
 });
 
-/** The Prometheus remote-write store, the gateway and the node-local Collector, wired as shipped. */
 /** The series of the families named in `families` that Prometheus holds, as comparable lines. */
 async function storedLines(prom: PrometheusServer, families: (name: string) => boolean): Promise<string[]> {
   return (await prom.query('{__name__=~".+"}'))
@@ -114,6 +123,8 @@ describe.runIf(runCollector && shouldRun(prometheus))(
             protocol,
             '--otlp-interval',
             '1s',
+            '--otlp-bearer-token-file',
+            chain.tokens.push,
           ]),
         );
       }
@@ -144,7 +155,7 @@ describe.runIf(runCollector && shouldRun(prometheus))(
 
     it("the gateway's :8889 serves every family of the direct scrapes, same names, labels and values", async () => {
       await eventuallyEqual('the families on :8889', expected(), async () =>
-        parseExposition(await (await fetch(c().gatewayMetrics)).text())
+        parseExposition(await scrapeGateway(c().gatewayMetrics))
           .filter((s) => ours(s.name))
           .map((s) => line(s.name, s.labels, s.value)),
       );
@@ -200,6 +211,8 @@ describe.runIf(runCollector && shouldRun(prometheus))(
         [],
         [],
         ['otel-gateway'],
+        undefined,
+        { 'otel-gateway': c().tokens.scrape },
       );
       try {
         await eventuallyEqual('the families scraped from :8889', expected(true), () => storedLines(scraper, ours));
@@ -211,6 +224,234 @@ describe.runIf(runCollector && shouldRun(prometheus))(
     it('neither Collector logged a warning or a deprecation', () => {
       expect(c().gateway.warnings(), c().gateway.log()).toEqual([]);
       expect(c().local.warnings(), c().local.log()).toEqual([]);
+    });
+  },
+);
+
+/**
+ * An OTLP/JSON request that claims to come from gpu-001's node agent: one point of `metric` for
+ * job 4242, as a user of the node (or anyone who reaches the gateway) could write it.
+ */
+function forgedPush(metric: string): string {
+  const str = (key: string, value: string) => ({ key, value: { stringValue: value } });
+  const point = {
+    asDouble: 1,
+    timeUnixNano: `${BigInt(Date.now()) * 1_000_000n}`,
+    attributes: [str('job_id', '4242')],
+  };
+  return JSON.stringify({
+    resourceMetrics: [
+      {
+        resource: { attributes: [str('service.name', 'slurm-otel-node'), str('host.name', 'gpu-001')] },
+        scopeMetrics: [{ scope: { name: 'forger' }, metrics: [{ name: metric, gauge: { dataPoints: [point] } }] }],
+      },
+    ],
+  });
+}
+
+/** The HTTP status of one OTLP/JSON push of `body` to `port`, with `authorization` when given. */
+async function pushStatus(port: number, body: string, authorization?: string): Promise<number> {
+  const res = await fetch(`http://127.0.0.1:${port}/v1/metrics`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
+    body,
+  });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+describe.runIf(runCollector && shouldRun(prometheus))(
+  'authentication where data enters: the shipped configs require the bearer token',
+  { timeout: 180_000 },
+  () => {
+    let dir: string;
+    let chain: Chain | undefined;
+    let rogue: RunningCollector | undefined;
+    const c = (): Chain => chain as Chain;
+    /** The forged families that reached :8889, by name. */
+    const forgedOnGateway = async (): Promise<string[]> =>
+      parseExposition(await scrapeGateway(c().gatewayMetrics))
+        .filter((s) => s.name.startsWith('forged_') && s.labels.job_id === '4242' && s.labels.instance === 'gpu-001')
+        .map((s) => s.name)
+        .sort();
+
+    beforeAll(async () => {
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-collector-auth-'));
+      chain = await startChain(dir);
+    });
+
+    afterAll(async () => {
+      await rogue?.stop();
+      await chain?.stop();
+      if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    });
+
+    it.each([
+      ['the gateway', (ch: Chain) => ch.gatewayHttp, 'gw'],
+      ['the node-local Collector', (ch: Chain) => ch.localHttp, 'local'],
+    ] as const)(
+      '%s refuses a push without the token or with another credential, and takes the one with it',
+      async (_where, port, tag) => {
+        const refused = {
+          none: await pushStatus(port(c()), forgedPush(`forged_${tag}_none`)),
+          wrong: await pushStatus(port(c()), forgedPush(`forged_${tag}_wrong`), 'Bearer not-the-token-0123456789'),
+          basic: await pushStatus(port(c()), forgedPush(`forged_${tag}_basic`), 'Basic dXNlcjpwYXNz'),
+          bare: await pushStatus(port(c()), forgedPush(`forged_${tag}_bare`), PUSH_TOKEN),
+        };
+        expect(refused).toEqual({ none: 401, wrong: 401, basic: 401, bare: 401 });
+        expect(await pushStatus(port(c()), forgedPush(`forged_${tag}_token`), `Bearer ${PUSH_TOKEN}`)).toBe(200);
+        // The accepted push arrives; none of the refused ones (pushed before it) ever does.
+        await waitFor(`forged_${tag}_token on :8889`, async () =>
+          (await forgedOnGateway()).includes(`forged_${tag}_token`),
+        );
+        expect((await forgedOnGateway()).filter((n) => n.startsWith(`forged_${tag}_`))).toEqual([
+          `forged_${tag}_token`,
+        ]);
+      },
+    );
+
+    it(":8889 answers only a scraper with the scrapers' token (not the agents' one)", async () => {
+      const status = async (authorization?: string): Promise<number> => {
+        const res = await fetch(c().gatewayMetrics, { headers: authorization ? { authorization } : {} });
+        await res.arrayBuffer();
+        return res.status;
+      };
+      expect({
+        none: await status(),
+        agents: await status(`Bearer ${PUSH_TOKEN}`),
+        scrapers: await status(`Bearer ${SCRAPE_TOKEN}`),
+      }).toEqual({ none: 401, agents: 401, scrapers: 200 });
+    });
+
+    it('a node-local Collector holding another token forwards nothing: the gateway refuses its gRPC requests', async () => {
+      const other = path.join(dir, 'other-token');
+      fs.writeFileSync(other, 'another-nodes-token-0123456789', { mode: 0o600 });
+      const ag = await ports();
+      rogue = await startCollector(
+        AGENT_CONFIG,
+        listenOn(ag),
+        { OTEL_GATEWAY_ENDPOINT: `127.0.0.1:${c().gatewayGrpc}`, OTLP_TOKEN_FILE: other },
+        fs.mkdtempSync(path.join(dir, 'rogue-')),
+        `http://127.0.0.1:${ag.health}/`,
+      );
+      // Taken locally (the token of its own file), refused at the gateway.
+      expect(await pushStatus(ag.http, forgedPush('forged_rogue'), 'Bearer another-nodes-token-0123456789')).toBe(200);
+      const agTelemetry = `http://127.0.0.1:${ag.telemetry}/metrics`;
+      await waitFor(
+        'the rogue Collector counting its refused points',
+        async () => (await telemetry(agTelemetry, 'otelcol_exporter_send_failed_metric_points')) > 0,
+        120_000,
+      );
+      expect(await telemetry(agTelemetry, 'otelcol_exporter_sent_metric_points')).toBe(0);
+      expect(await forgedOnGateway()).not.toContain('forged_rogue');
+      expect(rogue.log()).toMatch(/Unauthenticated/);
+    });
+  },
+);
+
+const openssl = findTool('openssl', 'openssl');
+
+/** A self-signed certificate for 127.0.0.1 (its own CA), as PEM files in `dir`. */
+function selfSigned(dir: string): { cert: string; key: string } {
+  const cert = path.join(dir, 'tls.crt');
+  const key = path.join(dir, 'tls.key');
+  const args = ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1'];
+  execFileSync(toolPath(openssl), [...args, '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], {
+    stdio: 'ignore',
+  });
+  return { cert, key };
+}
+
+/** GET over HTTPS trusting `ca` only; the body, or a throw naming the status. */
+function httpsText(url: string, ca: Buffer, headers: Record<string, string>): Promise<string> {
+  return new Promise((resolve, reject) => {
+    https
+      .get(url, { ca, headers }, (res) => {
+        let body = '';
+        res.on('data', (d: Buffer) => (body += d.toString()));
+        res.on('end', () => (res.statusCode === 200 ? resolve(body) : reject(new Error(`${url}: ${res.statusCode}`))));
+      })
+      .on('error', reject);
+  });
+}
+
+describe.runIf(runCollector && shouldRun(openssl))(
+  'TLS: collector-gateway-tls.yaml and collector-agent-tls.yaml over the shipped configs',
+  { timeout: 180_000 },
+  () => {
+    let dir: string;
+    let gateway: RunningCollector | undefined;
+    let local: RunningCollector | undefined;
+    let agent: AgentProcess | undefined;
+
+    afterAll(async () => {
+      if (agent) await stopChild(agent.child);
+      await local?.stop();
+      await gateway?.stop();
+      if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('the agent (https, NODE_EXTRA_CA_CERTS) and the node-local Collector (gRPC with TLS) arrive; :8889 is HTTPS', async () => {
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-collector-tls-'));
+      const { cert, key } = selfSigned(dir);
+      const tokens = tokenFiles(dir);
+      const [gw, ag, exposition] = [await ports(), await ports(), await freePort()];
+      gateway = await startCollector(
+        GATEWAY_CONFIG,
+        listenOn(gw, { exporters: { prometheus: { endpoint: `127.0.0.1:${exposition}` } } }),
+        {
+          SLURM_CLUSTER_NAME: CLUSTER,
+          // No store in this test: the remote write fails and retries, :8889 is what is checked.
+          PROMETHEUS_REMOTE_WRITE_URL: `http://127.0.0.1:${await freePort()}/api/v1/write`,
+          TLS_CERT_FILE: cert,
+          TLS_KEY_FILE: key,
+        },
+        dir,
+        `http://127.0.0.1:${gw.health}/`,
+        ['otel-config/collector-gateway-tls.yaml'],
+      );
+      local = await startCollector(
+        AGENT_CONFIG,
+        listenOn(ag),
+        { OTEL_GATEWAY_ENDPOINT: `127.0.0.1:${gw.grpc}`, TLS_CA_FILE: cert },
+        dir,
+        `http://127.0.0.1:${ag.health}/`,
+        ['otel-config/collector-agent-tls.yaml'],
+      );
+      const roots = writeTree(path.join(dir, 'tree'), demoTree({ layout: 'v2-sluid', nonJobHolder: false }));
+      agent = await startNodeAgentProcess(
+        [
+          ...treeFlags(roots),
+          '--node-name',
+          'gpu-001',
+          '--otlp-endpoint',
+          `https://127.0.0.1:${gw.http}/v1/metrics`,
+          '--otlp-interval',
+          '1s',
+          '--otlp-bearer-token-file',
+          tokens.push,
+        ],
+        { NODE_EXTRA_CA_CERTS: cert },
+      );
+      expect(await pushStatus(ag.http, forgedPush('forged_via_tls'), `Bearer ${PUSH_TOKEN}`)).toBe(200);
+      const ca = fs.readFileSync(cert);
+      const url = `https://127.0.0.1:${exposition}/metrics`;
+      await waitFor(
+        'the agent’s series and the forwarded point on :8889 over HTTPS',
+        async () => {
+          const names = new Set(
+            parseExposition(await httpsText(url, ca, SCRAPE_HEADERS))
+              .filter((x) => x.labels.instance === 'gpu-001')
+              .map((x) => x.name),
+          );
+          return names.has('ib_slurm_device_info') && names.has('forged_via_tls');
+        },
+        120_000,
+      );
+      // Plain HTTP to the TLS receiver is not taken, even with the token.
+      expect(await pushStatus(gw.http, forgedPush('forged_plain'), `Bearer ${PUSH_TOKEN}`).catch(() => 0)).not.toBe(
+        200,
+      );
     });
   },
 );
@@ -259,6 +500,8 @@ describe.runIf(runCollector && shouldRun(prometheus))(
         'gpu-001',
         '--otlp-endpoint',
         `http://127.0.0.1:${ag.http}/v1/metrics`,
+        '--otlp-bearer-token-file',
+        tokenFiles(dir).push,
         // Pushes at twice the cycle interval (1 s): each carries a new snapshot, so each point has a
         // timestamp of its own and becomes one sample (a repeated snapshot would be one sample twice).
         '--otlp-interval',
@@ -359,7 +602,9 @@ describe.runIf(runCollector)(
 
     /** One collection pushed to `url`; the runner's slurm_exporter_otlp_exports_total by result. */
     async function pushOnce(url: string): Promise<Record<string, number | undefined>> {
-      const runner = new ClusterRunner(clusterAgentOptions(slurm as FakeSlurm, TOKEN, { otlpUrl: url }));
+      const runner = new ClusterRunner(
+        clusterAgentOptions(slurm as FakeSlurm, TOKEN, { otlpUrl: url, otlpBearerTokenFile: tokenFiles(dir).push }),
+      );
       runners.push(runner);
       expect((await runner.collect()).failed).toEqual([]);
       await runner.pipeline.flush();
@@ -399,8 +644,11 @@ describe.runIf(runCollector)(
 
 /** A cluster agent collecting once from some slurmrestd, pushing to the chain when flushed. */
 interface ClusterSource {
-  /** A cluster agent pushing to `otlpUrl` in requests of at most `maxRequestBytes` (the default when absent). */
-  start(otlpUrl: string, maxRequestBytes?: number): Promise<ClusterRunner>;
+  /**
+   * A cluster agent pushing to `otlpUrl` with the token of `tokenFile`, in requests of at most
+   * `maxRequestBytes` (the default when absent).
+   */
+  start(otlpUrl: string, tokenFile: string, maxRequestBytes?: number): Promise<ClusterRunner>;
   stop(): Promise<void>;
 }
 
@@ -408,9 +656,9 @@ function fakeClusterSource(): ClusterSource {
   const TOKEN = 'collector-chain-token';
   let slurm: FakeSlurm | undefined;
   return {
-    start: async (otlpUrl, maxRequestBytes) => {
+    start: async (otlpUrl, tokenFile, maxRequestBytes) => {
       slurm = await fakeSlurm(['v0.0.44'], TOKEN);
-      const options = clusterAgentOptions(slurm, TOKEN, { otlpUrl });
+      const options = clusterAgentOptions(slurm, TOKEN, { otlpUrl, otlpBearerTokenFile: tokenFile });
       const otlp = { ...options.otlp!, ...(maxRequestBytes ? { maxRequestBytes } : {}) };
       return new ClusterRunner({ ...options, otlp });
     },
@@ -424,10 +672,10 @@ function realClusterSource(): ClusterSource {
   let slurm: RealSlurm | undefined;
   const logs: string[] = [];
   return {
-    start: async (otlpUrl) => {
+    start: async (otlpUrl, tokenFile) => {
       // With slurmdbd: the runner also reads the accounting limits.
       slurm = await startRealSlurm({ instance: 'col', dbd: true });
-      return realSlurmRunner(slurm, { jobSource: 'controller', logs, otlpUrl });
+      return realSlurmRunner(slurm, { jobSource: 'controller', logs, otlpUrl, otlpBearerTokenFile: tokenFile });
     },
     stop: async () => {
       await slurm?.stop();
@@ -470,7 +718,7 @@ describe.each([
         beforeAll(async () => {
           dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-collector-cluster-chain-'));
           chain = await startChain(dir, limit);
-          runner = await cluster.start(`http://127.0.0.1:${chain.localHttp}/v1/metrics`, limit);
+          runner = await cluster.start(`http://127.0.0.1:${chain.localHttp}/v1/metrics`, chain.tokens.push, limit);
           expect((await runner.collect()).failed).toEqual([]);
           await runner.pipeline.flush();
           const text = runner.pipeline.exposition.text;
@@ -501,7 +749,7 @@ describe.each([
 
         it("the gateway's :8889 serves every family of the cluster agent's /metrics", async () => {
           await eventuallyEqual('the cluster families on :8889', expected, async () =>
-            parseExposition(await (await fetch((chain as Chain).gatewayMetrics)).text())
+            parseExposition(await scrapeGateway((chain as Chain).gatewayMetrics))
               .filter((s) => families.has(s.name))
               .map((s) => line(s.name, s.labels, s.value)),
           );
@@ -563,6 +811,8 @@ describe.runIf(runCollector && shouldRun(prometheus))(
         '1s',
         '--otlp-timeout',
         '2s',
+        '--otlp-bearer-token-file',
+        tokenFiles(dir).push,
       ]);
       const exports = async (result: string): Promise<number> =>
         sumOf(

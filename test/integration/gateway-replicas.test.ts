@@ -13,7 +13,7 @@ import { ClusterRunner } from '../../src/cluster/agent.js';
 import { writeTree } from '../../src/demo/nodetree.js';
 import { CounterDrift, demoTree } from '../../src/demo/scenarios.js';
 import { clusterAgentOptions, fakeSlurm } from '../support/agents.js';
-import { shouldRunCollector, startCollector, type RunningCollector } from '../support/collector.js';
+import { shouldRunCollector, startCollector, tokenFiles, type RunningCollector } from '../support/collector.js';
 import { listenOn, ports, remoteWriteStore, type Ports } from '../support/collector-chain.js';
 import { parseExposition, sumOf, type Sample } from '../support/exposition.js';
 import { startNodeAgentProcess, type AgentProcess } from '../support/node-agent-process.js';
@@ -126,6 +126,8 @@ describe.runIf(shouldRunCollector() && shouldRun(prometheus) && shouldRun(haprox
           url,
           '--otlp-interval',
           '1s',
+          '--otlp-bearer-token-file',
+          tokenFiles(dir).push,
         ]);
         agents.push(agent);
         const samples = await waitFor(`${node}'s first cycle`, async () => {
@@ -137,7 +139,7 @@ describe.runIf(shouldRunCollector() && shouldRun(prometheus) && shouldRun(haprox
 
       // The cluster agent's push, cut into requests of 16 KiB: the front spreads them over both.
       slurm = await fakeSlurm(['v0.0.44'], TOKEN);
-      const options = clusterAgentOptions(slurm, TOKEN, { otlpUrl: url });
+      const options = clusterAgentOptions(slurm, TOKEN, { otlpUrl: url, otlpBearerTokenFile: tokenFiles(dir).push });
       runner = new ClusterRunner({ ...options, otlp: { ...options.otlp!, maxRequestBytes: 16 * 1024 } });
       expect((await runner.collect()).failed).toEqual([]);
       await runner.pipeline.flush();

@@ -16,7 +16,7 @@ import { ClusterRunner } from '../../src/cluster/agent.js';
 import { writeTree } from '../../src/demo/nodetree.js';
 import { CounterDrift, demoTree } from '../../src/demo/scenarios.js';
 import { clusterAgentOptions, fakeSlurm } from '../support/agents.js';
-import { shouldRunCollector, startCollector, type RunningCollector } from '../support/collector.js';
+import { shouldRunCollector, startCollector, tokenFiles, type RunningCollector } from '../support/collector.js';
 import { parseExposition, sumOf, type Sample } from '../support/exposition.js';
 import { startNodeAgentProcess, type AgentProcess } from '../support/node-agent-process.js';
 import { treeFlags } from '../support/node-tree.js';
@@ -149,9 +149,14 @@ describe.runIf(runVm)(`VictoriaMetrics ${victoriaMetricsVersion()} (Debian)`, { 
   });
 
   /** A node agent pushing OTLP/HTTP protobuf to `url` every second; its direct scrape once it has a device. */
-  async function agentPushingTo(node: string, url: string, env: Record<string, string> = {}): Promise<Sample[]> {
+  async function agentPushingTo(
+    node: string,
+    url: string,
+    env: Record<string, string> = {},
+    extra: string[] = [],
+  ): Promise<Sample[]> {
     const agent = await startNodeAgentProcess(
-      [...treeFlags(roots), '--node-name', node, '--otlp-endpoint', url, '--otlp-interval', '1s'],
+      [...treeFlags(roots), '--node-name', node, '--otlp-endpoint', url, '--otlp-interval', '1s', ...extra],
       env,
     );
     agents.push(agent);
@@ -185,7 +190,10 @@ describe.runIf(runVm)(`VictoriaMetrics ${victoriaMetricsVersion()} (Debian)`, { 
       const store = vm as VictoriaMetrics;
       const gw = await startGateway(dir, store);
       gateway = gw.gateway;
-      const direct = await agentPushingTo('gpu-002', `http://127.0.0.1:${gw.http}/v1/metrics`);
+      const direct = await agentPushingTo('gpu-002', `http://127.0.0.1:${gw.http}/v1/metrics`, {}, [
+        '--otlp-bearer-token-file',
+        tokenFiles(dir).push,
+      ]);
       await eventuallyEqual(
         'the families remote-written into VictoriaMetrics',
         vmExpected(direct, 'gpu-002', true),

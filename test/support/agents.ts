@@ -11,6 +11,7 @@ import type { OptionalSubCollector } from '../../src/cluster/snapshot.js';
 import { silentLogger } from './log.js';
 import { startNodeAgent, type NodeAgent, type NodeAgentOptions } from '../../src/node/agent.js';
 import type { Roots } from '../../src/node/read/roots.js';
+import type { OtlpOptions } from '../../src/telemetry/pipeline.js';
 
 export function nodeAgentOptions(roots: Roots, extra: Partial<NodeAgentOptions> = {}): NodeAgentOptions {
   return {
@@ -57,8 +58,21 @@ export interface TestClusterOptions {
   readonly accountingLimits?: boolean;
   readonly userAccountMetrics?: boolean;
   readonly otlpUrl?: string;
+  /** The bearer token file the push presents (the shipped Collector configs require one). */
+  readonly otlpBearerTokenFile?: string;
   /** The client's clock and wait before asking a missing endpoint again. */
   readonly client?: Pick<SlurmClientOptions, 'now' | 'absentRetryMs'>;
+}
+
+/** Push settings of a test agent that pushes only when the test flushes; with a bearer token file when given. */
+export function testOtlp(url: string, bearerTokenFile?: string): OtlpOptions {
+  return {
+    url,
+    protocol: 'http/protobuf',
+    intervalMs: 3_600_000,
+    timeoutMs: 5000,
+    ...(bearerTokenFile ? { bearerTokenFile } : {}),
+  };
 }
 
 /** Options for a cluster agent reading the fake slurmrestd on loopback, collecting only when asked. */
@@ -90,9 +104,7 @@ export function clusterAgentOptions(
     metrics: { host: '127.0.0.1', port: 0 },
     monitoring: { host: '127.0.0.1', port: 0 },
     resource: { serviceName: 'slurm-otel-cluster', serviceVersion: 'test', hostName: 'test' },
-    ...(o.otlpUrl
-      ? { otlp: { url: o.otlpUrl, protocol: 'http/protobuf' as const, intervalMs: 3_600_000, timeoutMs: 5000 } }
-      : {}),
+    ...(o.otlpUrl ? { otlp: testOtlp(o.otlpUrl, o.otlpBearerTokenFile) } : {}),
     userAccountMetrics: o.userAccountMetrics ?? false,
     logger: silentLogger(),
     serverLabel: server.url,

@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import { parse } from 'yaml';
-import { startCollector, type RunningCollector } from './collector.js';
+import { startCollector, tokenFiles, type RunningCollector, type TokenFiles } from './collector.js';
 import { parseExposition, sumOf } from './exposition.js';
 import { startPrometheus, type PrometheusServer } from './prometheus.js';
 import { findTool, freePort, toolPath } from './tools.js';
@@ -84,9 +84,15 @@ export interface Chain {
   readonly local: RunningCollector;
   /** The local Collector's OTLP/HTTP port, where agents push. */
   readonly localHttp: number;
+  /** The gateway's OTLP/HTTP and OTLP/gRPC ports. */
+  readonly gatewayHttp: number;
+  readonly gatewayGrpc: number;
+  /** The gateway's :8889 (it requires the scrapers' token: scrapeGateway). */
   readonly gatewayMetrics: string;
   readonly gwTelemetry: string;
   readonly agTelemetry: string;
+  /** The token files both Collectors were started with: agents push with `tokens.push`. */
+  readonly tokens: TokenFiles;
   stop(): Promise<void>;
 }
 
@@ -126,9 +132,12 @@ export async function startChain(dir: string, localBodyLimit?: number, cluster =
     gateway,
     local,
     localHttp: ag.http,
+    gatewayHttp: gw.http,
+    gatewayGrpc: gw.grpc,
     gatewayMetrics: `http://127.0.0.1:${exposition}/metrics`,
     gwTelemetry: `http://127.0.0.1:${gw.telemetry}/metrics`,
     agTelemetry: `http://127.0.0.1:${ag.telemetry}/metrics`,
+    tokens: tokenFiles(dir),
     stop: async () => {
       await local.stop();
       await gateway.stop();

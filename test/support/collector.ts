@@ -25,8 +25,50 @@ export const COLLECTOR_COMPONENTS: Readonly<Record<ComponentKind, readonly strin
   receivers: ['otlp'],
   processors: ['memory_limiter', 'resource'],
   exporters: ['otlp_grpc', 'otlp_http', 'debug', 'prometheus_remote_write', 'prometheus'],
-  extensions: ['health_check'],
+  extensions: ['health_check', 'bearertokenauth'],
 };
+
+/** The token the tests' agents present to the shipped configs (their OTLP_TOKEN_FILE holds it). */
+export const PUSH_TOKEN = 'collector-test-push-token-0123456789';
+/** The token a scraper of the gateway's :8889 presents (SCRAPE_TOKEN_FILE). */
+export const SCRAPE_TOKEN = 'collector-test-scrape-token-9876543210';
+
+/** The token files of a test's Collectors, in `dir`, and the environment naming them. */
+export interface TokenFiles {
+  /** The file an agent pushing to them names with --otlp-bearer-token-file. */
+  readonly push: string;
+  /** The file a Prometheus scraping :8889 names as authorization.credentials_file. */
+  readonly scrape: string;
+  readonly env: Readonly<Record<string, string>>;
+}
+
+export function tokenFiles(dir: string): TokenFiles {
+  const push = path.join(dir, 'otlp-token');
+  const scrape = path.join(dir, 'scrape-tokens');
+  // No newline at the end: collector-agent.yaml forwards the file's content as it is (see there).
+  writeOnce(push, PUSH_TOKEN);
+  writeOnce(scrape, `${SCRAPE_TOKEN}\n`);
+  return { push, scrape, env: { OTLP_TOKEN_FILE: push, SCRAPE_TOKEN_FILE: scrape } };
+}
+
+/**
+ * Writes a token file unless it already holds `content`: a running Collector watches the file, and
+ * a rewrite in place shows it an empty file for a moment (it keeps the old tokens, with a warning).
+ */
+function writeOnce(file: string, content: string): void {
+  if (fs.existsSync(file) && fs.readFileSync(file, 'utf8') === content) return;
+  fs.writeFileSync(file, content, { mode: 0o600 });
+}
+
+/** The headers of an authorised scrape of :8889. */
+export const SCRAPE_HEADERS: Readonly<Record<string, string>> = { authorization: `Bearer ${SCRAPE_TOKEN}` };
+
+/** A scrape of the gateway's :8889 with the scrapers' token. */
+export async function scrapeGateway(url: string): Promise<string> {
+  const res = await fetch(url, { headers: SCRAPE_HEADERS });
+  if (!res.ok) throw new Error(`${url} answered ${res.status}`);
+  return res.text();
+}
 
 /** The release the manifest pins (its dist.version). */
 export function collectorVersion(): string {
@@ -61,8 +103,10 @@ export interface RunningCollector {
 
 /**
  * Runs `config` (a file of the repository, loaded as shipped) with `overrides` merged over it (a
- * second config: maps merge key by key, lists replace), the given environment and nothing else
- * inherited but PATH; resolves once its health_check at `healthUrl` answers 200.
+ * second config: maps merge key by key, lists replace), the given environment (over the token
+ * files of tokenFiles(dir)) and nothing else inherited but PATH; resolves once its health_check at
+ * `healthUrl` answers 200. `extraConfigs` are further files of the repository, merged in order
+ * between the shipped file and the overrides.
  */
 export async function startCollector(
   config: string,
@@ -70,14 +114,15 @@ export async function startCollector(
   env: Record<string, string>,
   dir: string,
   healthUrl: string,
+  extraConfigs: readonly string[] = [],
 ): Promise<RunningCollector> {
   const overrideFile = path.join(dir, `${path.basename(config, '.yaml')}.override.yaml`);
   fs.writeFileSync(overrideFile, stringify(overrides));
-  const child: ChildProcess = spawn(
-    collectorPath(),
-    ['--config', `file:${path.resolve(config)}`, '--config', `file:${overrideFile}`],
-    { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH ?? '', ...env } },
-  );
+  const configs = [config, ...extraConfigs].flatMap((c) => ['--config', `file:${path.resolve(c)}`]);
+  const child: ChildProcess = spawn(collectorPath(), [...configs, '--config', `file:${overrideFile}`], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { PATH: process.env.PATH ?? '', ...tokenFiles(dir).env, ...env },
+  });
   let log = '';
   child.stderr?.on('data', (d: Buffer) => (log += d.toString()));
   const running: RunningCollector = {

@@ -22,6 +22,8 @@ export interface Received {
   readonly contentType: string;
   readonly resource: Record<string, string>;
   readonly points: ReceivedPoint[];
+  /** The request's Authorization header, when it had one. */
+  readonly authorization?: string;
 }
 
 export interface Receiver {
@@ -49,8 +51,10 @@ export async function startReceiver(): Promise<Receiver> {
       let body = Buffer.concat(chunks);
       if (req.headers['content-encoding'] === 'gzip') body = gunzipSync(body);
       const type = req.headers['content-type'] ?? '';
-      requests.push(type.includes('json') ? fromJson(body.toString('utf8'), type) : fromProtobuf(body, type));
       const json = type.includes('json');
+      const decoded = json ? fromJson(body.toString('utf8'), type) : fromProtobuf(body, type);
+      const authorization = req.headers.authorization;
+      requests.push(authorization === undefined ? decoded : { ...decoded, authorization });
       let answer: string | Buffer | undefined = json ? '{}' : undefined;
       if (refusals.n > 0) {
         refusals.n--;

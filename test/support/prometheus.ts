@@ -43,12 +43,16 @@ export async function startPrometheus(
   extraArgs: readonly string[] = [],
   honorLabels: readonly string[] = [],
   outOfOrderWindow?: string,
+  /** Per job, a file whose token the scrapes present as `Authorization: Bearer`. */
+  bearerFiles: Readonly<Record<string, string>> = {},
 ): Promise<PrometheusServer> {
   const port = await freePort();
+  const bearer = (job: string): string =>
+    bearerFiles[job] ? `    authorization:\n      credentials_file: '${bearerFiles[job]}'\n` : '';
   const scrape = Object.entries(jobs)
     .map(
       ([job, targets]) =>
-        `  - job_name: ${job}\n    scrape_interval: 1s\n${honorLabels.includes(job) ? '    honor_labels: true\n' : ''}    static_configs:\n${staticConfigs(targets)}`,
+        `  - job_name: ${job}\n    scrape_interval: 1s\n${honorLabels.includes(job) ? '    honor_labels: true\n' : ''}${bearer(job)}    static_configs:\n${staticConfigs(targets)}`,
     )
     .join('\n');
   const config = path.join(dir, 'prometheus.yml');

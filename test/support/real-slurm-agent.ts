@@ -9,6 +9,7 @@ import { createLogger, type Logger } from '../../src/log.js';
 import { expect } from 'vitest';
 import { select, valueOf, type Sample } from './exposition.js';
 import type { RealSlurm } from './real-slurm.js';
+import { testOtlp } from './agents.js';
 
 /** A JSON logger at warn and above whose lines are appended to `logs` (a test expects it empty). */
 export function warnLogger(logs: string[]): Logger {
@@ -39,6 +40,8 @@ export interface RealSlurmRunnerOptions {
   readonly now?: () => number;
   /** Push each collection as OTLP/HTTP protobuf to this URL (only when the test flushes). */
   readonly otlpUrl?: string;
+  /** The bearer token file the push presents (the shipped Collector configs require one). */
+  readonly otlpBearerTokenFile?: string;
 }
 
 /** A runner with every optional sub-collector and the limits, collecting only when the test asks. */
@@ -62,9 +65,7 @@ export function realSlurmRunner(slurm: RealSlurm, opts: RealSlurmRunnerOptions):
     logger,
     close: () => api.close(),
     ...(opts.now ? { now: opts.now } : {}),
-    ...(opts.otlpUrl
-      ? { otlp: { url: opts.otlpUrl, protocol: 'http/protobuf' as const, intervalMs: 3_600_000, timeoutMs: 5000 } }
-      : {}),
+    ...(opts.otlpUrl ? { otlp: testOtlp(opts.otlpUrl, opts.otlpBearerTokenFile) } : {}),
   });
 }
 
