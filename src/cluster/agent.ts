@@ -37,7 +37,7 @@ export interface ClusterAgentOptions extends AgentSettings {
   /** Where data comes from: the slurmrestd client and the job source. */
   readonly source: Omit<
     FetcherOptions,
-    'logger' | 'onSkipped' | 'onApiErrors' | 'onFieldsLost' | 'onBadHostlists' | 'onBoundedValues'
+    'logger' | 'onSkipped' | 'onApiErrors' | 'onFieldsLost' | 'onBadHostlists' | 'onBadGresDetail' | 'onBoundedValues'
   >;
   readonly maxInflight: number;
   /** Shown on the landing page: where the agent reads from (never a credential). */
@@ -101,6 +101,7 @@ export class ClusterRunner implements Collecting<TickResult> {
         onApiErrors: (collector, n) => m.apiErrors.record(n, { collector }),
         onFieldsLost: (collector, fields) => m.apiFieldsLost.record(fields.length, { collector }),
         onBadHostlists: (collector, n) => m.hostlistErrors.record(n, { collector }),
+        onBadGresDetail: (collector, n) => m.gresDetailErrors.record(n, { collector }),
         onBoundedValues: (collector, n) => m.boundedValues.record(n, { collector }),
       }),
       maxInflight: opts.maxInflight,

@@ -25,6 +25,7 @@ import type {
 } from './model.js';
 import { adjustAccountingJobs } from './adjust-accounting.js';
 import { hostlistError } from './hostlist.js';
+import { parseNodeGres } from './api/decode/gres-detail.js';
 import { DEFAULT_OPTIONAL_SUB_COLLECTORS, type OptionalSubCollector, type SubCollector } from './snapshot.js';
 
 /** What the fetchers need of the client (the real SlurmClient, or a test double). */
@@ -64,6 +65,8 @@ export interface FetcherOptions {
   readonly onFieldsLost?: (collector: SubCollector, fields: readonly string[]) => void;
   /** Items kept whose hostlist cannot be expanded (their per-host series are missing). */
   readonly onBadHostlists?: (collector: SubCollector, count: number) => void;
+  /** Per-node `gres_detail` entries of jobs with GRES that cannot be read (the readable rest is kept). */
+  readonly onBadGresDetail?: (collector: SubCollector, count: number) => void;
   /** Label values from outside slurmrestd that were cut to size or had characters replaced. */
   readonly onBoundedValues?: (collector: SubCollector, count: number) => void;
   readonly now?: () => number;
@@ -132,6 +135,7 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
     );
     watch.fields(collector, result.ok ? result.version : undefined, data.items);
     watch.hostlists(collector, data.items);
+    watch.gresDetails(collector, data.items);
     return data.items;
   };
   // Each element's repeated values are shared as it is decoded (see intern.ts).
@@ -223,6 +227,7 @@ class ResponseWatch {
   private readonly logged = new Set<string>();
   private readonly seen = new Map<SubCollector, { version: string; fields: ReadonlySet<string> }>();
   private readonly loggedHostlists = new Set<string>();
+  private readonly loggedGres = new Set<string>();
   private lastBounded = 0;
 
   constructor(private readonly o: FetcherOptions) {}
@@ -262,6 +267,34 @@ class ResponseWatch {
       );
     }
     if (bad > 0) this.o.onBadHostlists?.(collector, bad);
+  }
+
+  /**
+   * Jobs' per-node GRES entries that are not in Slurm's forms: the rules keep the GPUs the rest of
+   * the entry names. Counted per response (one per entry); each distinct entry is logged once.
+   */
+  gresDetails(collector: SubCollector, items: readonly unknown[]): void {
+    if (collector !== 'jobs') return;
+    // Entries repeat across jobs of one shape: each distinct one is read once per response.
+    const verdicts = new Map<string, readonly string[]>();
+    let bad = 0;
+    for (const item of items) {
+      const detail = (item as { gres_detail?: readonly string[] }).gres_detail;
+      if (detail === undefined) continue;
+      for (const entry of detail) {
+        let unread = verdicts.get(entry);
+        if (unread === undefined) verdicts.set(entry, (unread = parseNodeGres(entry).unread));
+        if (unread.length === 0) continue;
+        bad++;
+        if (this.loggedGres.has(entry) || this.loggedGres.size >= MAX_LOGGED_MESSAGES) continue;
+        this.loggedGres.add(entry);
+        this.o.logger.warn(
+          { collector, gres_detail: entry, unread },
+          'GRES detail not in a form Slurm prints; its GPUs there are left out',
+        );
+      }
+    }
+    if (bad > 0) this.o.onBadGresDetail?.(collector, bad);
   }
 
   /** Counted per response; logged when the count changes, so a steady state is logged once. */

@@ -249,6 +249,12 @@ export interface SlurmJob {
   readonly time_limit_unlimited?: boolean;
   /** Raw Slurm hostlist (`worker-[1,0]`); empty when no node is assigned yet. */
   readonly nodes: string;
+  /**
+   * The GRES Slurm gave the job on each of its nodes, one string per node in the order `nodes`
+   * lists them (`gpu:h100:2(IDX:0-1)`; empty for a node without GRES), as sent: read by
+   * api/decode/gres-detail.ts. Controller only; undefined when the response has no such member.
+   */
+  readonly gres_detail?: readonly string[];
   readonly cpus?: number;
   readonly node_count?: number;
   /** The most nodes asked for (`-N 2-4`: 4); 0 when no maximum was given. Controller only. */

@@ -56,3 +56,44 @@ export function sortedRpcUsers(d: FakeDiag): RpcUserCounter[] {
 export function average(total: number, count: number): number {
   return count > 0 ? Math.floor(total / count) : 0;
 }
+
+/**
+ * A job's gres_detail, one entry per node as slurmctld prints it: `gpu:<type>:<count>(IDX:<first>-<last>)`
+ * (a single index alone); every version that has the member renders it from here.
+ */
+export function jobGresDetail(j: FakeJob, view: ClusterView): string[] {
+  if (j.gpusPerNode === 0 || j.nodeIdx.length === 0) return [];
+  const type = gpuTypeOf(j, view);
+  const starts = gpuStartsOf(view).get(j.id);
+  return j.nodeIdx.map((_, i) => {
+    const first = starts?.[i] ?? 0;
+    const range = j.gpusPerNode === 1 ? `${first}` : `${first}-${first + j.gpusPerNode - 1}`;
+    return `gpu:${type}:${j.gpusPerNode}(IDX:${range})`;
+  });
+}
+
+const gpuStarts = new WeakMap<ClusterView, ReadonlyMap<number, readonly number[]>>();
+
+/**
+ * The first GRES index of each running GPU job on each of its nodes: running jobs fill a node's
+ * GPUs in job id order, so on every node their indices are distinct and together make the
+ * `0-<allocated-1>` that the node's gres_used names. A finished job keeps indices from 0.
+ */
+function gpuStartsOf(view: ClusterView): ReadonlyMap<number, readonly number[]> {
+  const known = gpuStarts.get(view);
+  if (known !== undefined) return known;
+  const starts = new Map<number, number[]>();
+  const next = new Map<number, number>();
+  const running = view.jobs.filter((j) => j.state === 'RUNNING' && j.gpusPerNode > 0).sort((a, b) => a.id - b.id);
+  for (const j of running)
+    starts.set(
+      j.id,
+      j.nodeIdx.map((n) => {
+        const first = next.get(n) ?? 0;
+        next.set(n, first + j.gpusPerNode);
+        return first;
+      }),
+    );
+  gpuStarts.set(view, starts);
+  return starts;
+}

@@ -25,7 +25,7 @@ import {
   nodeTresUsed,
 } from './fake-cluster-types.js';
 import {
-  gpuTypeOf,
+  jobGresDetail,
   SPECIALIZED_CPU_COUNT,
   SPECIALIZED_CPUS,
   SPECIALIZED_MEMORY_MIB,
@@ -332,12 +332,6 @@ function jobResources4x(j: FakeJob, c: Ctx4x): unknown {
   };
 }
 
-function gresDetail(j: FakeJob, c: Ctx4x): string[] {
-  if (j.gpusPerNode === 0 || j.nodeIdx.length === 0) return [];
-  const type = gpuTypeOf(j, c.view);
-  return j.nodeIdx.map(() => `gpu:${type}:${j.gpusPerNode}(IDX:0-${j.gpusPerNode - 1})`);
-}
-
 const JOB_FLAGS = Object.freeze(['EXACT_TASK_COUNT_REQUESTED', 'USING_DEFAULT_QOS', 'USING_DEFAULT_WCKEY']);
 
 // One literal, no spreads: V8 builds it from a boilerplate; a spread in the middle of ~140
@@ -394,7 +388,7 @@ export function job4x(j: FakeJob, c: Ctx4x): Obj {
     federation_origin: '',
     federation_siblings_active: '',
     federation_siblings_viable: '',
-    gres_detail: gresDetail(j, c),
+    gres_detail: jobGresDetail(j, c.view),
     group_id: u.uid,
     group_name: u.name,
     het_job_id: nv(0),

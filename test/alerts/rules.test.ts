@@ -25,6 +25,11 @@ const TESTS_FILE = 'otel-config/prometheus/alerts.test.yml';
 
 /** Names from outside the catalogues: Prometheus's own `up`. (The collector's are matched by __name__ regex.) */
 const EXTERNAL = ['up'];
+/**
+ * Node-agent families the GPU attribution will export (issue 34, holders per job and GPU) that a
+ * rule reads before their catalogue declares them. A name leaves this list once it is declared.
+ */
+const PLANNED = ['ib_slurm_job_gpu_holder'];
 
 interface Rule {
   alert: string;
@@ -118,7 +123,15 @@ describe('alert rules', () => {
     const known = knownNames();
     const used = rules().flatMap((r) => metricNames(r.expr).map((n) => [r.alert, n] as const));
     expect(used.length).toBeGreaterThan(rules().length);
-    expect(used.filter(([, n]) => !known.has(n))).toEqual([]);
+    expect(used.filter(([, n]) => !known.has(n) && !PLANNED.includes(n))).toEqual([]);
+  });
+
+  it('a planned family is read by a rule and not yet declared (once declared, drop it from PLANNED)', () => {
+    const used = new Set(rules().flatMap((r) => metricNames(r.expr)));
+    for (const name of PLANNED) {
+      expect(used.has(name), name).toBe(true);
+      expect(knownNames().has(name), `${name} is declared now: remove it from PLANNED`).toBe(false);
+    }
   });
 
   it('the metric-name reader ignores labels, functions, grouping and strings', () => {

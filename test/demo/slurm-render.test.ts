@@ -11,6 +11,8 @@ import { decodePartition } from '../../src/cluster/api/decode/decode-partitions.
 import { decodeReservation } from '../../src/cluster/api/decode/decode-reservations.js';
 import { decodeShares } from '../../src/cluster/api/decode/decode-shares.js';
 import { decodeList } from '../../src/cluster/api/decode/envelope.js';
+import { parseNodeGres } from '../../src/cluster/api/decode/gres-detail.js';
+import { expandHostlist } from '../../src/cluster/hostlist.js';
 import { decoderFor } from '../../src/cluster/api/decode/versions.js';
 import type { Decoded, SlurmJob, SlurmLimits, SlurmNode } from '../../src/cluster/model.js';
 import {
@@ -366,3 +368,42 @@ describe('the schema checks can fail', () => {
     }
   });
 });
+
+describe("the fake's GPU allocation per job and node", () => {
+  const gpusOf = (entry: string) => parseNodeGres(entry).gpus.map((g) => Number(g.index));
+
+  it.each(RENDER_VERSIONS)(
+    "%s: running jobs' GRES indices on a node are distinct and together are the node's gres_used",
+    (version) => {
+      let checked = 0;
+      for (const m of moments) {
+        const jobs = (JSON.parse(renderText(m.view, version, 'jobs', withV0038)) as { jobs: RawJob[] }).jobs;
+        const nodes = (JSON.parse(renderText(m.view, version, 'nodes', withV0038)) as { nodes: RawNode[] }).nodes;
+        const held = new Map<string, number[]>();
+        for (const j of jobs) {
+          const running = Array.isArray(j.job_state) ? j.job_state[0] : j.job_state;
+          if (running !== 'RUNNING') continue;
+          const hosts = expandHostlist(j.nodes);
+          j.gres_detail.forEach((e, i) => held.set(hosts[i]!, [...(held.get(hosts[i]!) ?? []), ...gpusOf(e)]));
+        }
+        for (const n of nodes) {
+          const mine = (held.get(n.name) ?? []).sort((a, b) => a - b);
+          expect(new Set(mine).size, `${m.label} ${n.name}`).toBe(mine.length);
+          expect(mine, `${m.label} ${n.name}`).toEqual(gpusOf(n.gres_used).sort((a, b) => a - b));
+          checked += mine.length;
+        }
+      }
+      expect(checked).toBeGreaterThan(0);
+    },
+  );
+});
+
+interface RawJob {
+  job_state: string | string[];
+  nodes: string;
+  gres_detail: string[];
+}
+interface RawNode {
+  name: string;
+  gres_used: string;
+}

@@ -28,6 +28,7 @@ import {
 import {
   average,
   gpuTypeOf,
+  jobGresDetail,
   SCHEDULE_CYCLES_PER_MINUTE,
   sortedRpcTypes,
   sortedRpcUsers,
@@ -56,7 +57,7 @@ export function knownTruth(cluster: FakeCluster): ClusterTruth {
   return {
     nowMs: cluster.now,
     nodes: v.nodes.map((n) => nodeTruth(n)),
-    jobs: v.jobs.map((j) => controllerJobTruth(j)),
+    jobs: v.jobs.map((j) => controllerJobTruth(j, v)),
     accountingJobs: v.accounting.map((j) => accountingJobTruth(j, v)),
     diag: diagTruth(v.diag, v.now),
   };
@@ -145,7 +146,7 @@ function commonJobTruth(j: FakeJob) {
   };
 }
 
-export function controllerJobTruth(j: FakeJob): SlurmJob {
+export function controllerJobTruth(j: FakeJob, view: ClusterView): SlurmJob {
   return {
     source: 'controller',
     ...commonJobTruth(j),
@@ -159,6 +160,7 @@ export function controllerJobTruth(j: FakeJob): SlurmJob {
     cpus: jobCpus(j),
     tres_req_str: jobReqTres(j),
     tres_alloc_str: orUndefined(j.allocTres, ''),
+    gres_detail: jobGresDetail(j, view),
   };
 }
 

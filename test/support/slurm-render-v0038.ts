@@ -27,6 +27,7 @@ import {
 import {
   average,
   gpuTypeOf,
+  jobGresDetail,
   sortedRpcTypes,
   sortedRpcUsers,
   SCHEDULE_CYCLES_PER_MINUTE,
@@ -184,10 +185,7 @@ export function job38(j: FakeJob, c: Ctx38): Obj {
     federation_origin: '',
     federation_siblings_active: '',
     federation_siblings_viable: '',
-    gres_detail:
-      j.gpusPerNode > 0 && j.nodeIdx.length > 0
-        ? j.nodeIdx.map(() => `gpu:${gpuTypeOf(j, c.view)}:${j.gpusPerNode}(IDX:0-${j.gpusPerNode - 1})`)
-        : [],
+    gres_detail: jobGresDetail(j, c.view),
     group_id: u.uid,
     group_name: u.name,
     job_id: j.id,

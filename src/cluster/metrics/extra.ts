@@ -9,6 +9,11 @@ export const JOB_EXTRA_METRICS = {
     ['reason', 'partition'],
     'Pending jobs by the reason slurmctld gives (Priority, Resources, JobHeldUser, ...) and partition; a job submitted to several partitions counts in each. From API v0.0.38.',
   ),
+  gpuAllocated: gauge(
+    'slurm_job_gpu_allocated',
+    ['job_id', 'node_name', 'gpu_index', 'gpu_type'],
+    "One series per GPU Slurm allocated to a running job on a node, from the job's gres_detail: gpu_index is Slurm's GRES index on that node (gres.conf order; not the device minor, nvidia-smi's index or a CUDA ordinal), gpu_type the GRES type (empty when none is given). Joins the node agent's GPU series by job_id and node_name = instance (host.name); value is always 1. From API v0.0.38.",
+  ),
 } as const;
 
 /** From /licenses, its own sub-collector. */

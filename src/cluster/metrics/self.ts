@@ -89,6 +89,13 @@ export const CLUSTER_SELF_METRICS = {
     COLLECTOR,
     "Items whose hostlist cannot be expanded, per response (a job's nodes, a partition's or reservation's node list): the item is kept, without the series that need its hosts (each distinct list is logged once).",
   ),
+  gresDetailErrors: spec(
+    'counter',
+    'slurm_exporter_gres_detail_errors',
+    '',
+    COLLECTOR,
+    "Per-node entries of jobs' gres_detail that are in neither of Slurm's forms, per response: the job is kept, and so are the GPUs the rest of the entry names (each distinct entry is logged once).",
+  ),
   boundedValues: spec(
     'counter',
     'slurm_exporter_bounded_label_values',

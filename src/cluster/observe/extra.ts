@@ -6,6 +6,7 @@
  * switched-off one leaves its families out.
  */
 import { point, type Family, type Point } from '../../telemetry/spec.js';
+import { parseNodeGres, type NodeGres } from '../api/decode/gres-detail.js';
 import { expandHostlist } from '../hostlist.js';
 import {
   FAIRSHARE_METRICS,
@@ -30,7 +31,7 @@ import { nodesByName, uniqueJobs } from '../state.js';
 
 export function extraFamilies(snap: ClusterSnapshot): Family[] {
   return [
-    ...(snap.jobs ? [pendingReasons(uniqueJobs(snap.jobs.value))] : []),
+    ...(snap.jobs ? [pendingReasons(uniqueJobs(snap.jobs.value)), allocatedGpus(uniqueJobs(snap.jobs.value))] : []),
     ...(snap.licenses ? licenseFamilies(snap.licenses.value) : []),
     ...(snap.reservations ? reservationFamilies(snap.reservations.value, snap.nodes?.value) : []),
     ...(snap.shares ? fairshareFamilies(snap.shares.value) : []),
@@ -55,6 +56,45 @@ function pendingReasons(jobs: readonly SlurmJob[]): Family {
     point(JOB_EXTRA_METRICS.pendingReason, { reason: c.reason, partition: c.partition }, c.n),
   );
   return { spec: JOB_EXTRA_METRICS.pendingReason, points };
+}
+
+/**
+ * The GPUs of each running job per node: gres_detail's entries pair with the job's hosts in
+ * hostlist order. A job whose hostlist cannot be expanded gets none (counted as a bad hostlist);
+ * unreadable entries were counted when the response came (fetchers.ts), their readable GPUs kept.
+ */
+function allocatedGpus(jobs: readonly SlurmJob[]): Family {
+  const spec = JOB_EXTRA_METRICS.gpuAllocated;
+  // Entries repeat across jobs (same shape on many nodes): each distinct one is read once.
+  const read = new Map<string, NodeGres>();
+  const points: Point[] = [];
+  for (const job of jobs) {
+    const detail = job.gres_detail;
+    if (job.state[0] !== 'RUNNING' || detail === undefined || !detail.some((e) => e !== '')) continue;
+    const hosts = hostsOf(job.nodes);
+    const seen = new Set<string>();
+    for (let i = 0; i < Math.min(hosts.length, detail.length); i++) {
+      const entry = detail[i] as string;
+      let gres = read.get(entry);
+      if (gres === undefined) read.set(entry, (gres = parseNodeGres(entry)));
+      for (const gpu of gres.gpus) {
+        const node = hosts[i] as string;
+        if (seen.has(`${node}\u0000${gpu.index}`)) continue;
+        seen.add(`${node}\u0000${gpu.index}`);
+        points.push(point(spec, { job_id: job.job_id, node_name: node, gpu_index: gpu.index, gpu_type: gpu.type }, 1));
+      }
+    }
+  }
+  return { spec, points };
+}
+
+/** A job's hosts in hostlist order; none when the list cannot be expanded. */
+function hostsOf(list: string): string[] {
+  try {
+    return expandHostlist(list);
+  } catch {
+    return [];
+  }
 }
 
 function licenseFamilies(licenses: readonly SlurmLicense[]): Family[] {

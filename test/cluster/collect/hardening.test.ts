@@ -38,6 +38,7 @@ interface Counts {
   apiErrors: Partial<Record<SubCollector, number>>;
   fieldsLost: Partial<Record<SubCollector, readonly string[]>>;
   badHostlists: Partial<Record<SubCollector, number>>;
+  badGres: Partial<Record<SubCollector, number>>;
 }
 
 async function setup(opts: { versions?: string[]; token?: string } = {}) {
@@ -51,7 +52,15 @@ async function setup(opts: { versions?: string[]; token?: string } = {}) {
     retries: 0,
     logger,
   });
-  const counts: Counts = { errors: [], kinds: [], skipped: {}, apiErrors: {}, fieldsLost: {}, badHostlists: {} };
+  const counts: Counts = {
+    errors: [],
+    kinds: [],
+    skipped: {},
+    apiErrors: {},
+    fieldsLost: {},
+    badHostlists: {},
+    badGres: {},
+  };
   const add = (m: Partial<Record<SubCollector, number>>, c: SubCollector, n: number) => (m[c] = (m[c] ?? 0) + n);
   const fetchers = makeFetchers({
     api,
@@ -64,6 +73,7 @@ async function setup(opts: { versions?: string[]; token?: string } = {}) {
     onApiErrors: (c, n) => add(counts.apiErrors, c, n),
     onFieldsLost: (c, f) => (counts.fieldsLost[c] = f),
     onBadHostlists: (c, n) => add(counts.badHostlists, c, n),
+    onBadGresDetail: (c, n) => add(counts.badGres, c, n),
   });
   const hooks: LoopHooks = {
     runFinished: (c, _ms, err) => {
@@ -192,6 +202,40 @@ describe('cluster collection against a hostile slurmrestd', () => {
     expect(t.text().match(/hostlist cannot be expanded/g)).toHaveLength(2);
     expect(t.text()).toContain('unbalanced \\"[\\" in hostlist item \\"gpu-[003\\"');
     expect(t.text()).toContain('cpu-[9-1]');
+  });
+
+  it("counts jobs' unreadable GRES entries per response, keeps the jobs and their readable GPUs, logs each once", async () => {
+    const t = await setup();
+    const job = (id: number, gres_detail: unknown) => ({
+      job_id: id,
+      job_state: ['RUNNING'],
+      name: 'j',
+      nodes: 'gpu-[001-002]',
+      gres_detail,
+    });
+    const jobs = [
+      job(1, ['gpu:h100:2(IDX:0-1)', 'gpu:h100:1(IDX:3)']),
+      job(2, ['gpu:h100:1(IDX:2),gpu:h100:x(IDX:', 'gpu:h100:1(IDX:0)']),
+      job(3, ['gpu:h100:1(IDX:2),gpu:h100:x(IDX:', { odd: true }]),
+      job(4, 'not a list'),
+    ];
+    t.server.fault('/slurm/v0.0.44/jobs/', body({ ...META, jobs }), 2);
+    await t.loop.tick();
+    const tick = await t.loop.tick();
+    t.close();
+    expect(tick.failed).toEqual([]);
+    expect(tick.snapshot.jobs?.value.map((j) => j.job_id)).toEqual(['1', '2', '3', '4']);
+    // Per response: job 2's first entry, job 3's two; two responses.
+    expect(t.counts.badGres).toEqual({ jobs: 6 });
+    expect(t.text().match(/GRES detail not in a form Slurm prints/g)).toHaveLength(2);
+    const gpus = observe(tick.snapshot, 0)
+      .filter((f) => f.spec.name === 'slurm_job_gpu_allocated')
+      .flatMap((f) =>
+        materialized(f).points.map((p) => `${p.attributes.job_id}@${p.attributes.node_name}#${p.attributes.gpu_index}`),
+      );
+    expect(gpus.sort()).toEqual(
+      ['1@gpu-001#0', '1@gpu-001#1', '1@gpu-002#3', '2@gpu-001#2', '2@gpu-002#0', '3@gpu-001#2'].sort(),
+    );
   });
 
   it('counts and names the fields lost when slurmrestd is renegotiated to an older version', async () => {

@@ -174,6 +174,7 @@ describe('cluster catalogue', () => {
         ['slurm_exporter_api_errors_total', 'counter', ['collector']],
         ['slurm_exporter_api_fields_lost_total', 'counter', ['collector']],
         ['slurm_exporter_hostlist_errors_total', 'counter', ['collector']],
+        ['slurm_exporter_gres_detail_errors_total', 'counter', ['collector']],
         ['slurm_exporter_bounded_label_values_total', 'counter', ['collector']],
         ['slurm_exporter_metrics_requests_total', 'counter', []],
         ['slurm_exporter_metrics_exported', 'gauge', []],

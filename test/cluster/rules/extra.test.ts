@@ -34,6 +34,48 @@ describe('pending reasons', () => {
   });
 });
 
+describe('GPUs allocated per job and node', () => {
+  const gpus = (jobs: Parameters<typeof job>[]) =>
+    points(extraFamilies({ atMs: T0, jobs: at(jobs.map((a) => job(...a))) }), 'slurm_job_gpu_allocated').map(
+      (p) =>
+        `${p.attributes.job_id}@${p.attributes.node_name}#${p.attributes.gpu_index}:${p.attributes.gpu_type}=${p.value}`,
+    );
+
+  it("pairs each node's entry with the job's hosts in hostlist order, one series per GPU", () => {
+    expect(
+      gpus([
+        ['7', ['RUNNING'], { nodes: 'gpu-[008,002]', gres_detail: ['gpu:h100:2(IDX:0-1)', 'gpu:3(IDX:1,4-5)'] }],
+        ['8', ['RUNNING'], { nodes: 'gpu-002', gres_detail: ['gpu:h100:1(IDX:2),nic:1(IDX:0)'] }],
+      ]),
+    ).toEqual([
+      '7@gpu-008#0:h100=1',
+      '7@gpu-008#1:h100=1',
+      '7@gpu-002#1:=1',
+      '7@gpu-002#4:=1',
+      '7@gpu-002#5:=1',
+      '8@gpu-002#2:h100=1',
+    ]);
+  });
+
+  it('only running jobs; a node without GRES, extra entries, an unreadable hostlist or entry give none', () => {
+    expect(
+      gpus([
+        ['1', ['PENDING'], { nodes: 'gpu-001', gres_detail: ['gpu:1(IDX:0)'] }],
+        ['2', ['COMPLETING'], { nodes: 'gpu-001', gres_detail: ['gpu:1(IDX:0)'] }],
+        ['3', ['RUNNING'], { nodes: 'cpu-[001-002]', gres_detail: ['', 'gpu:1(IDX:0)', 'gpu:1(IDX:1)'] }],
+        ['4', ['RUNNING'], { nodes: 'gpu-[001', gres_detail: ['gpu:1(IDX:0)'] }],
+        ['5', ['RUNNING'], { nodes: 'gpu-003', gres_detail: ['gpu:1(IDX:0),junk'] }],
+        ['6', ['RUNNING'], { nodes: 'gpu-004', gres_detail: ['gpu:2(IDX:0),gpu:1(IDX:0)'] }],
+        ['9', ['RUNNING'], { nodes: 'gpu-005' }],
+      ]),
+    ).toEqual(['3@cpu-002#0:=1', '5@gpu-003#0:=1', '6@gpu-004#0:=1']);
+  });
+
+  it('no job with GPUs: the family is there, empty', () => {
+    expect(gpus([['1', ['RUNNING'], { nodes: 'n1', gres_detail: [] }]])).toEqual([]);
+  });
+});
+
 describe('licenses', () => {
   it("decodes every version's element and skips one without a name, keeping the rest", () => {
     const body = {

@@ -105,6 +105,11 @@ const jobArb: fc.Arbitrary<SlurmJob> = fc.record({
   job_id: fc.constantFrom('1', '2', '3', '42'),
   state: fc.array(fc.constantFrom(...JOB_WORDS), { maxLength: 3 }),
   nodes: hostlist,
+  gres_detail: opt(
+    fc.array(fc.constantFrom('gpu:h100:2(IDX:0-1)', '', 'junk', 'gpu:1(IDX:0),gpu:a:1(IDX:0)', 'gpu:1(IDX:9-0'), {
+      maxLength: 4,
+    }),
+  ),
   name: text,
   state_reason: text,
   partition: text,

@@ -16,13 +16,21 @@ import {
 } from './common.js';
 import { idString, isRecord } from '../json/read.js';
 import { exitCode, jobState } from './states.js';
+import { readGresDetail } from './gres-detail.js';
 
 /**
  * The top-level members decodeJob reads (typed: reading another one does not compile). The stream
  * reader parses only these, so the ~100 members of a job the model does not use (and
  * `job_resources`, the bulk of a job object) are skipped without being decoded.
  */
-const JOB_MEMBERS = [...JOB_COMMON_MEMBERS, ...JOB_ARRAY_MEMBERS, 'job_id', 'job_state', 'exit_code'] as const;
+const JOB_MEMBERS = [
+  ...JOB_COMMON_MEMBERS,
+  ...JOB_ARRAY_MEMBERS,
+  'job_id',
+  'job_state',
+  'exit_code',
+  'gres_detail',
+] as const;
 
 export function decodeJob(element: unknown): ItemResult<SlurmJob> {
   if (!isRecord(element)) return NOT_AN_OBJECT;
@@ -36,6 +44,7 @@ export function decodeJob(element: unknown): ItemResult<SlurmJob> {
     ...jobArray(v),
     state: jobState(v['job_state']),
     exit_code: exitCode(v['exit_code']),
+    gres_detail: readGresDetail(v['gres_detail']),
   };
   return { ok: true, item: job };
 }
