@@ -525,7 +525,7 @@ const gpus: AlertGroup = {
       alert: 'SlurmJobGpusUnused',
       expr:
         `group by (${GPU_KEY}) (slurm_job_gpu_allocated)\n` +
-        `unless on (${GPU_KEY}) ${asNodeName('group by (slurm_cluster, job_id, instance) (ib_slurm_job_gpu_holder > 0)')}\n` +
+        `unless on (${GPU_KEY}) ${asNodeName('group by (slurm_cluster, job_id, instance) (ib_slurm_job_gpu_holder)')}\n` +
         `and on (slurm_cluster, node_name) ${WATCHED_NODES}`,
       for: 'gpuUnheldFor',
       severity: 'warning',
@@ -536,7 +536,7 @@ const gpus: AlertGroup = {
         ' no process of the job there has held any of them open.',
       runbook: {
         means:
-          "The GPUs are reserved and idle: the job runs on CPUs only there, waits on something, or asked for more GPUs (or nodes) than it uses. Allocation comes from the cluster agent (`slurm_job_gpu_allocated`, from the job's gres_detail); holders come from the node agent's GPU attribution (`ib_slurm_job_gpu_holder`, the job's processes that have the GPU device open), so a node agent without GPU attribution makes every GPU job look idle.",
+          "The GPUs are reserved and idle: the job runs on CPUs only there, waits on something, or asked for more GPUs (or nodes) than it uses. Allocation comes from the cluster agent (`slurm_job_gpu_allocated`, from the job's gres_detail); holders come from the node agent's GPU attribution (`ib_slurm_job_gpu_holder`: a series for each GPU the job's processes have open, 1 when attributed, 0 when shared; either counts as held), so a node agent without GPU attribution makes every GPU job look idle.",
         check:
           '`slurm_job_info{job_id="..."}` for owner and name; `scontrol show job -d ID` (GRES per node); on the node, the job\'s processes (`ib_slurm_job_processes`) and `explain` for its GPUs.',
         act: 'Tell the owner: a job that does not use its GPUs should ask for none (or fewer nodes); cancel it if it holds scarce GPUs while stuck.',
