@@ -1,7 +1,7 @@
 /** `slurm-otel explain`: one cycle, then the attribution table in the terminal (or JSON). */
 import { Command } from 'commander';
 import Table from 'cli-table3';
-import { NodeCollector } from '../node/collect.js';
+import { NodeCollector, type Cycle } from '../node/collect.js';
 import { attributionRows, evidenceText, holderText, slurmCgroupsNote, type PortRow } from '../node/explain.js';
 import { describeUnreadable, unreadableLine, type UnreadablePolicy } from '../node/read/unreadable.js';
 import { CollectionIncomplete } from './common.js';
@@ -41,6 +41,7 @@ export function explainCommand(): Command {
           gaps: snap.gaps,
           unreadable: snap.unreadable,
           ports: rows,
+          gpus: gpuRows(c),
         };
         process.stdout.write(terminalJson(out) + '\n');
         return;
@@ -50,6 +51,9 @@ export function explainCommand(): Command {
       if (!c.snapshot.hca.present)
         process.stdout.write(`no InfiniBand devices under ${printable(f.sysfsRoot)}/class/infiniband\n`);
       process.stdout.write(renderTable(rows) + '\n');
+      process.stdout.write(
+        snap.gpus.present ? renderGpus(gpuRows(c)) + '\n' : `gpus: ${printable(snap.gpus.reason ?? 'none')}\n`,
+      );
       // Unreadable processes get their own, longer lines below.
       const named = new Set(snap.unreadable.map(describeUnreadable));
       for (const gap of snap.gaps.filter((g) => !named.has(g)).slice(0, 10))
@@ -85,6 +89,44 @@ export function terminalJson(value: unknown): string {
     JSON_UNPRINTABLE,
     (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`,
   );
+}
+
+/** One GPU unit as explain shows it: which GPU (and MIG instance), who holds it, and why that status. */
+interface GpuRow {
+  readonly device: string;
+  readonly uuid: string;
+  readonly mig?: string;
+  readonly status: string;
+  readonly jobs: readonly string[];
+  readonly nonJobPids: readonly number[];
+  readonly why: string;
+}
+
+function gpuRows(c: Cycle): GpuRow[] {
+  return (c.attribution.gpus ?? []).map((v) => ({
+    device: `nvidia${v.unit.gpu.minor}`,
+    uuid: v.unit.gpu.uuid,
+    ...(v.unit.gi === undefined ? {} : { mig: `gi ${v.unit.gi} ci ${v.unit.ci ?? '?'}` }),
+    status: v.status,
+    jobs: v.jobs,
+    nonJobPids: v.nonJobPids,
+    why: v.why,
+  }));
+}
+
+function renderGpus(rows: readonly GpuRow[]): string {
+  const table = new Table({
+    head: ['gpu', 'uuid', 'holders', 'status', 'why'],
+    style: { head: [], border: [] },
+    wordWrap: true,
+    colWidths: [null, null, 30, null, 44],
+  });
+  for (const r of rows) {
+    const holders = [...r.jobs.map((j) => `job ${j}`), ...r.nonJobPids.map((p) => `non-job: PID ${p}`)];
+    const gpu = r.mig === undefined ? r.device : `${r.device} (${r.mig})`;
+    table.push([gpu, r.uuid, holders.join('\n') || '—', r.status, r.why].map(printable));
+  }
+  return table.toString();
 }
 
 export function renderTable(rows: readonly PortRow[]): string {

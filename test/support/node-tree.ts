@@ -52,6 +52,8 @@ export function withDeviceNodes(roots: TreeRoots, seenAt?: string): TreeRoots {
 function deviceFds(roots: TreeRoots): { file: string; link: string }[] {
   const out: { file: string; link: string }[] = [];
   for (const pid of fs.readdirSync(roots.procfs)) {
+    // Processes only: a tree with GPUs also has /proc/devices and /proc/driver.
+    if (!/^\d+$/.test(pid)) continue;
     const fdDir = path.join(roots.procfs, pid, 'fd');
     for (const fd of readableEntries(fdDir)) {
       if (!fd.isSymbolicLink()) continue;
