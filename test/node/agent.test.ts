@@ -6,7 +6,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startNodeAgent, type NodeAgent, type NodeAgentOptions } from '../../src/node/agent.js';
 import { NODE_METRICS, NODE_SELF_METRICS } from '../../src/node/metrics.js';
 import { demoTree } from '../../src/demo/scenarios.js';
-import { nvidiaDevices, standInGpus, writeTree, type ProcSpec } from '../../src/demo/nodetree.js';
+import { writeTree } from '../../src/demo/nodetree.js';
+import { withGpuHolder } from '../support/node-tree.js';
 import { prometheusName } from '../../src/telemetry/spec.js';
 import { startReceiver, type Receiver } from '../support/otlp-receiver.js';
 import { nodeAgentOptions } from '../support/agents.js';
@@ -51,17 +52,8 @@ describe('node agent over HTTP', () => {
     // The rdma cgroup controller on job 918001 and per-PID QP counters of job 918002, so every family has points.
     const spec = demoTree({ layout: 'v2-sluid', nonJobHolder: true });
     // …and a stand-in GPU that job 918001's first task holds.
-    const nvidia = { gpus: standInGpus(1) };
-    const gpu0 = { target: '/dev/nvidia0', dev: nvidiaDevices(nvidia).get('/dev/nvidia0') };
-    const jobs = spec.jobs.map((j, i) => {
-      if (i !== 0) return j;
-      const [first, ...rest] = j.steps[0]?.tasks ?? [];
-      const step = {
-        ...(j.steps[0] as (typeof j.steps)[number]),
-        tasks: [{ ...(first as ProcSpec), links: [gpu0] }, ...rest],
-      };
-      return { ...j, rdma: { mlx5_0: { handles: 1, objects: 30 } }, steps: [step] };
-    });
+    const withGpu = withGpuHolder(spec);
+    const jobs = withGpu.jobs.map((j, i) => (i === 0 ? { ...j, rdma: { mlx5_0: { handles: 1, objects: 30 } } } : j));
     const rdma = new RecordingRdma(tmpDir('fake-rdma-'));
     rdma.counters([
       {
@@ -76,7 +68,7 @@ describe('node agent over HTTP', () => {
     rdma.resources([{ ifname: 'mlx5_1', port: 1, pid: 42010, lqpn: 7 }]);
     const qpCounters = { path: rdma.path, mode: 'observe', timeoutMs: 5000 } as const;
     agent = await startNodeAgent(
-      nodeAgentOptions(writeTree(tmpDir(), { ...spec, jobs, nvidia }), { collectionIntervalMs: 3_600_000, qpCounters }),
+      nodeAgentOptions(writeTree(tmpDir(), { ...withGpu, jobs }), { collectionIntervalMs: 3_600_000, qpCounters }),
     );
     await waitFor('a first cycle', () => agent?.last() !== undefined);
     // The QP reading arrives in the background: cycle until a cycle has it.

@@ -4,9 +4,9 @@ import { attributionRows, holderText, type NonJobHolder } from '../../src/node/e
 import { renderTable } from '../../src/cli/explain.js';
 import { renderLanding } from '../../src/node/landing.js';
 import { CounterDrift, demoTree } from '../../src/demo/scenarios.js';
-import { nvidiaDevices, standInGpus, uverbsDevice, writeTree, type ProcSpec } from '../../src/demo/nodetree.js';
+import { uverbsDevice, writeTree } from '../../src/demo/nodetree.js';
 import { tmpDir } from '../support/tmp.js';
-import { canMakeDeviceNodes, explainCli, renameProcess } from '../support/node-tree.js';
+import { canMakeDeviceNodes, explainCli, renameProcess, withGpuHolder } from '../support/node-tree.js';
 
 function demoRoots(nonJobHolder = true) {
   const roots = writeTree(tmpDir(), demoTree({ layout: 'v2-sluid', nonJobHolder }));
@@ -83,19 +83,8 @@ describe.runIf(canMakeDeviceNodes('slurm-otel explain on a synthetic node'))('sl
   });
 
   it('lists GPUs beside the ports (or says in one line why there are none)', () => {
-    const spec = demoTree({ layout: 'v2-sluid', nonJobHolder: false });
-    const nvidia = { gpus: standInGpus(2) };
-    const gpu0 = { target: '/dev/nvidia0', dev: nvidiaDevices(nvidia).get('/dev/nvidia0') };
-    const jobs = spec.jobs.map((j, i) => {
-      if (i !== 0) return j;
-      const [first, ...rest] = j.steps[0]?.tasks ?? [];
-      const step = {
-        ...(j.steps[0] as (typeof j.steps)[number]),
-        tasks: [{ ...(first as ProcSpec), links: [gpu0] }, ...rest],
-      };
-      return { ...j, steps: [step] };
-    });
-    const r = explainCli(writeTree(tmpDir(), { ...spec, jobs, nvidia }), '--json');
+    const spec = withGpuHolder(demoTree({ layout: 'v2-sluid', nonJobHolder: false }), 2);
+    const r = explainCli(writeTree(tmpDir(), spec), '--json');
     expect(r.status, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout) as { gpus: { device: string; status: string; jobs: string[] }[] };
     expect(out.gpus.map((g) => [g.device, g.status, g.jobs])).toEqual([

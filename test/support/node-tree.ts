@@ -2,7 +2,7 @@
 import { execFileSync, spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { TreeRoots } from '../../src/demo/nodetree.js';
+import { nvidiaDevices, standInGpus, type ProcSpec, type TreeRoots, type TreeSpec } from '../../src/demo/nodetree.js';
 
 export const BIN = path.resolve('dist/src/cli/main.js');
 
@@ -111,4 +111,23 @@ export function renameProcess(procfs: string, pid: number, name: string): void {
   const stat = path.join(procfs, String(pid), 'stat');
   const old = fs.readFileSync(stat, 'utf8');
   fs.writeFileSync(stat, `${old.slice(0, old.indexOf('(') + 1)}${name}${old.slice(old.lastIndexOf(')'))}`);
+}
+
+/**
+ * The tree with `n` stand-in GPUs (a synthetic /proc/driver/nvidia), the first task of its first
+ * job holding /dev/nvidia0 as a CUDA process does.
+ */
+export function withGpuHolder(spec: TreeSpec, n = 1): TreeSpec {
+  const nvidia = { gpus: standInGpus(n) };
+  const gpu0 = { target: '/dev/nvidia0', dev: nvidiaDevices(nvidia).get('/dev/nvidia0') };
+  const jobs = spec.jobs.map((j, i) => {
+    if (i !== 0) return j;
+    const [first, ...rest] = j.steps[0]?.tasks ?? [];
+    const step = {
+      ...(j.steps[0] as (typeof j.steps)[number]),
+      tasks: [{ ...(first as ProcSpec), links: [gpu0] }, ...rest],
+    };
+    return { ...j, steps: [step] };
+  });
+  return { ...spec, jobs, nvidia };
 }

@@ -15,9 +15,8 @@ import type { GpuUnit } from '../read/gpus.js';
 export type PortStatus = 'sole' | 'shared' | 'idle' | 'nonjob' | 'incomplete';
 export const PORT_STATUSES: readonly PortStatus[] = ['sole', 'shared', 'idle', 'nonjob', 'incomplete'];
 
-export interface PortVerdict {
-  readonly device: string;
-  readonly port: string;
+/** What any device that jobs hold is judged to be, and why. */
+export interface Verdict {
   readonly status: PortStatus;
   /** Job ids holding the device (allocation ids for unresolved ones). */
   readonly jobs: readonly string[];
@@ -26,6 +25,11 @@ export interface PortVerdict {
   /** The attributed job, when status is sole. */
   readonly soleJobId?: string;
   readonly why: string;
+}
+
+export interface PortVerdict extends Verdict {
+  readonly device: string;
+  readonly port: string;
 }
 
 /** One job's accumulated counters on one port. */
@@ -52,14 +56,8 @@ export interface AttributionState {
 export const EMPTY_STATE: AttributionState = { jobs: new Map(), deviceStarts: new Map() };
 
 /** A GPU unit's verdict: the same statuses and rules as a port's (a GPU has no counters of ours). */
-export interface GpuVerdict {
+export interface GpuVerdict extends Verdict {
   readonly unit: GpuUnit;
-  readonly status: PortStatus;
-  readonly jobs: readonly string[];
-  readonly jobPids: readonly number[];
-  readonly nonJobPids: readonly number[];
-  readonly soleJobId?: string;
-  readonly why: string;
 }
 
 export interface Attribution {
