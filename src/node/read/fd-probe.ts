@@ -17,7 +17,6 @@ import type { FdKind } from './fd-mounts.js';
 
 /** What one probe came to. */
 export type ProbeResult = 'device' | 'other' | 'failed' | 'timeout' | 'skipped';
-export const PROBE_RESULTS: readonly ProbeResult[] = ['device', 'other', 'failed', 'timeout', 'skipped'];
 
 export interface FdProbeOptions {
   /** The stat command (coreutils), resolved through PATH when not absolute. */
@@ -47,6 +46,7 @@ export class FdProbe {
   /** Answers that are uncertain: asked again at the next full rescan. */
   private readonly retry = new Set<string>();
   private queue: Question[] = [];
+  private readonly queued = new Set<string>();
   private readonly inFlight = new Set<string>();
   /** Mounts a stat hung on: not asked again while they are mounted (their key names the mount). */
   private readonly hungMounts = new Set<string>();
@@ -73,7 +73,8 @@ export class FdProbe {
   ask(key: string, path: string, mount: string): void {
     if (this.hungMounts.has(mount))
       return this.settleOne(key, { uncertain: `a stat on its mount hung before` }, 'skipped');
-    if (this.inFlight.has(key) || this.queue.some((q) => q.key === key)) return;
+    if (this.inFlight.has(key) || this.queued.has(key)) return;
+    this.queued.add(key);
     this.queue.push({ key, path, mount });
   }
 
@@ -90,6 +91,7 @@ export class FdProbe {
     for (const q of this.queue)
       this.settleOne(q.key, { uncertain: 'not asked yet: too many fds to ask this cycle' }, 'skipped');
     this.queue = [];
+    this.queued.clear();
     for (const q of now) this.inFlight.add(q.key);
     const next = (): Promise<void> => {
       const q = now.shift();
