@@ -94,6 +94,20 @@ async function overlayHolder(dir: string, lower: string): Promise<ChildProcess> 
   return child;
 }
 
+/** A sysfs `name` under `dir` with one HCA, mlx5_0, whose uverbs<N> is a stand-in device node made under dir/dev. */
+function oneHca(dir: string, name: string, uverbs: number, standIn: StandIn): { sysfs: string; dev: string } {
+  const sysfs = path.join(dir, name);
+  const dev = path.join(dir, 'dev', `uverbs${uverbs}`);
+  mknodStandIn(dev, standIn);
+  writeHca(sysfs, {
+    name: 'mlx5_0',
+    uverbs,
+    dev: standIn.dev,
+    ports: [{ linkLayer: 'InfiniBand', rate: '200 Gb/sec (4X HDR)', counters: { port_xmit_data: 1 } }],
+  });
+  return { sysfs, dev };
+}
+
 /** A cgroup v2 tree in Slurm's job_<id> layout whose task cgroups list the given PIDs. */
 function writeJobCgroups(root: string, jobs: Readonly<Record<string, number>>): void {
   fs.mkdirSync(root, { recursive: true });
@@ -268,16 +282,7 @@ describe.skipIf(gate.skip)('node agent beside FUSE filesystems that hang, refuse
     const noDev = await FuseTrap.mount(bin, dir, 'ok');
     const held: ChildProcess[] = [];
     try {
-      const standIn = standIns[HCAS.length] as StandIn;
-      const sys2 = path.join(dir, 'sys2');
-      const dev = path.join(dir, 'dev', 'uverbs50');
-      mknodStandIn(dev, standIn);
-      writeHca(sys2, {
-        name: 'mlx5_0',
-        uverbs: 50,
-        dev: standIn.dev,
-        ports: [{ linkLayer: 'InfiniBand', rate: '200 Gb/sec (4X HDR)', counters: { port_xmit_data: 1 } }],
-      });
+      const { sysfs: sys2, dev } = oneHca(dir, 'sys2', 50, standIns[HCAS.length] as StandIn);
       /** One job holding the stand-in and a file named uverbs3 on `trap`: the agent's verdict. */
       const verdict = async (trap: FuseTrap, jobId: string) => {
         const p = await holder([dev, trap.file('uverbs3')]);
@@ -318,16 +323,7 @@ describe.skipIf(gate.skip)('node agent beside FUSE filesystems that hang, refuse
     const answering = await FuseTrap.mount(bin, dir, 'ok', ['allow_other']);
     const held: ChildProcess[] = [];
     try {
-      const standIn = standIns[HCAS.length] as StandIn;
-      const sys3 = path.join(dir, 'sys3');
-      const dev = path.join(dir, 'dev', 'uverbs60');
-      mknodStandIn(dev, standIn);
-      writeHca(sys3, {
-        name: 'mlx5_0',
-        uverbs: 60,
-        dev: standIn.dev,
-        ports: [{ linkLayer: 'InfiniBand', rate: '200 Gb/sec (4X HDR)', counters: { port_xmit_data: 1 } }],
-      });
+      const { sysfs: sys3, dev } = oneHca(dir, 'sys3', 60, standIns[HCAS.length] as StandIn);
       const sole = await holder([dev]);
       const onHung = await overlayHolder(dir, hung.mountpoint);
       const onAnswering = await overlayHolder(dir, answering.mountpoint);
