@@ -1,7 +1,10 @@
-/** The node benchmark's heavy synthetic node: many jobs and processes on 8 HCAs. */
+/** The node benchmark's heavy synthetic node: many jobs and processes on 8 HCAs (and, as asked, 8 GPUs). */
 import { port } from '../src/demo/scenarios.js';
 import {
+  nvidiaDevices,
+  standInGpus,
   stepd,
+  type LinkSpec,
   type HcaSpec,
   type JobSpec,
   type ProcSpec,
@@ -17,6 +20,24 @@ export interface HeavyOptions {
   readonly jobProcesses: number;
   readonly fdsPerProcess: number;
   readonly otherProcesses: number;
+  /** Stand-in GPUs; each job process then holds one as a CUDA process does (CUDA_FDS), within its fds. */
+  readonly gpus?: number;
+}
+
+/**
+ * The fds a CUDA process holds, as recorded on a real H200 (23 on its GPU, 2 on nvidiactl, 4 on
+ * nvidia-uvm, the two node-wide MIG capabilities): 31 fds, 30 of them naming no GPU or this one.
+ */
+function cudaLinks(devices: ReadonlyMap<string, string>, gpuMinor: number): LinkSpec[] {
+  const link = (target: string): LinkSpec => ({ target, dev: devices.get(target) as string });
+  const times = (n: number, target: string): LinkSpec[] => Array.from({ length: n }, () => link(target));
+  return [
+    ...times(23, `/dev/nvidia${gpuMinor}`),
+    ...times(2, '/dev/nvidiactl'),
+    ...times(4, '/dev/nvidia-uvm'),
+    link('/dev/nvidia-caps/nvidia-cap1'),
+    link('/dev/nvidia-caps/nvidia-cap2'),
+  ];
 }
 
 export const HEAVY_NODE: HeavyOptions = {
@@ -36,6 +57,8 @@ export function heavyTree(o: HeavyOptions): TreeSpec {
     uverbs: (i * 5 + 3) % o.hcas,
     ports: Array.from({ length: o.portsPerHca }, () => port('InfiniBand', '400 Gb/sec (4X NDR)')),
   }));
+  const nvidia = o.gpus ? { gpus: standInGpus(o.gpus) } : undefined;
+  const devices = nvidia ? nvidiaDevices(nvidia) : new Map<string, string>();
   const perJob = Math.ceil(o.jobProcesses / o.jobs);
   const jobs: JobSpec[] = Array.from({ length: o.jobs }, (_, j) => {
     const jobId = String(1_000_000 + j);
@@ -44,6 +67,7 @@ export function heavyTree(o: HeavyOptions): TreeSpec {
       pid: 100_000 + j * 100 + t + 1,
       comm: 'trainer',
       uverbs: [j % o.hcas],
+      ...(o.gpus ? { links: cudaLinks(devices, j % o.gpus) } : {}),
       fds: o.fdsPerProcess,
     }));
     return {
@@ -57,5 +81,5 @@ export function heavyTree(o: HeavyOptions): TreeSpec {
     comm: `daemon${i}`,
     fds: 16,
   }));
-  return { layout: o.layout, hcas, jobs, others };
+  return { layout: o.layout, hcas, jobs, others, ...(nvidia ? { nvidia } : {}) };
 }

@@ -7,6 +7,9 @@
  *   the same node with rdma.current in every cgroup but the root: cold cycle vs find
  *   --qp-counters observe: steady cycle with a new per-PID QP counter reading each cycle
  *     (a stand-in rdma answering with one counter per job process), vs without
+ * `--gpus N`: the same node with N stand-in GPUs, each job process holding one with the 31 fds a
+ * CUDA process holds (within its 256); find then also matches `*nvidia*`. The ratios are to be no
+ * worse than without.
  * Goals: cold ≤ 1.0× find, steady ≤ 1.5× the listing floor, RSS ≤ 120 MB; with rdma.current
  * everywhere cold ≤ 0.1× find.
  *
@@ -47,6 +50,9 @@ const Q_COUNTERS = [
 ];
 
 const COLD_RUNS = 7;
+const GPUS = process.argv.includes('--gpus') ? Number(process.argv[process.argv.indexOf('--gpus') + 1]) : 0;
+/** What a baseline finds: fds on an HCA (and, with GPUs, on anything NVIDIA's). */
+const FIND_NAMES = GPUS > 0 ? `\\( -lname '*uverbs*' -o -lname '*nvidia*' \\)` : `-lname '*uverbs*'`;
 const STEADY_RUNS = 30;
 
 function time(fn: () => void): number {
@@ -96,15 +102,15 @@ function statEveryFd(procfs: string): number {
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-bench-'));
 try {
   const t0 = performance.now();
-  const spec = heavyTree(HEAVY_NODE);
+  const spec = heavyTree({ ...HEAVY_NODE, gpus: GPUS });
   const roots = statCosting(writeTree(dir, spec));
   console.log(
-    `tree: ${HEAVY_NODE.hcas} HCAs × ${HEAVY_NODE.portsPerHca} ports, ${HEAVY_NODE.jobs} jobs, ${HEAVY_NODE.jobProcesses} job processes × ${HEAVY_NODE.fdsPerProcess} fds, ${HEAVY_NODE.otherProcesses} others (written in ${((performance.now() - t0) / 1000).toFixed(1)} s)`,
+    `tree: ${HEAVY_NODE.hcas} HCAs × ${HEAVY_NODE.portsPerHca} ports, ${GPUS} GPUs, ${HEAVY_NODE.jobs} jobs, ${HEAVY_NODE.jobProcesses} job processes × ${HEAVY_NODE.fdsPerProcess} fds, ${HEAVY_NODE.otherProcesses} others (written in ${((performance.now() - t0) / 1000).toFixed(1)} s)`,
   );
 
   const find = median(
     Array.from({ length: COLD_RUNS }, () =>
-      time(() => execFileSync('sh', ['-c', `find ${roots.procfs}/*/fd -lname '*uverbs*' | wc -l`])),
+      time(() => execFileSync('sh', ['-c', `find ${roots.procfs}/*/fd ${FIND_NAMES} | wc -l`])),
     ),
   );
   const cold = median(
@@ -156,7 +162,7 @@ async function rdmaEverywhere(spec: TreeSpec): Promise<void> {
     const roots = statCosting(writeTree(rdmaDir, { ...spec, rdmaEverywhere: true }));
     const find = median(
       Array.from({ length: COLD_RUNS }, () =>
-        time(() => execFileSync('sh', ['-c', `find ${roots.procfs}/*/fd -lname '*uverbs*' | wc -l`])),
+        time(() => execFileSync('sh', ['-c', `find ${roots.procfs}/*/fd ${FIND_NAMES} | wc -l`])),
       ),
     );
     const cold = median(
