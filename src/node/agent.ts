@@ -16,6 +16,7 @@ import { HOLD_COUNTER_FILES, NodeCollector, type CollectorOptions, type Cycle } 
 import { attributionRows, slurmCgroupsNote } from './explain.js';
 import { CounterHistory, motionReadings } from './history.js';
 import { renderLanding } from './landing.js';
+import { gpuSection } from './landing-gpus.js';
 import { NODE_SELF_METRICS } from './metrics.js';
 import type { NodeSnapshot } from './join/snapshot.js';
 import { QpSource, type QpSourceOptions } from './qp/qp-source.js';
@@ -142,6 +143,7 @@ export class NodeRunner implements Collecting {
         unreadable: c.snapshot.unreadable,
         history: this.history,
         ...(c.qp ? { qp: c.qp } : {}),
+        gpus: gpuSection(c),
       }),
     );
     this.record(c);

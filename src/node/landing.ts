@@ -18,6 +18,7 @@ import {
 } from './history.js';
 import type { QpState } from './qp/qp-counters.js';
 import { unreadableEffect, type UnreadableProcess } from './read/unreadable.js';
+import { renderGpuSection, type GpuSection } from './landing-gpus.js';
 
 export interface LandingMeta {
   readonly host: string;
@@ -32,6 +33,8 @@ export interface LandingMeta {
   readonly history?: CounterHistory;
   /** Per-job QP counter totals (--qp-counters observe|manage): each job's own share of a port. */
   readonly qp?: QpState;
+  /** The GPU units beside the ports, or why the node has none. */
+  readonly gpus?: GpuSection;
 }
 
 const ERROR_SPARK = { width: 80, height: 16 };
@@ -53,6 +56,7 @@ ${gaps}
 <tbody>
 ${rows.map(renderRow).join('\n')}
 </tbody></table>
+${meta.gpus ? renderGpuSection(meta.gpus) : ''}
 ${meta.history ? renderMotion(rows, meta.history) : ''}
 ${meta.qp ? renderQp(meta.qp) : ''}
 ${renderUnreadable(meta.unreadable ?? [])}`;
