@@ -5,6 +5,7 @@ import { NodeCollector, type Cycle } from '../node/collect.js';
 import { attributionRows, evidenceText, holderText, slurmCgroupsNote, type PortRow } from '../node/explain.js';
 import { describeUnreadable, unreadableLine, type UnreadablePolicy } from '../node/read/unreadable.js';
 import { CollectionIncomplete } from './common.js';
+import { localityView, renderLocality } from './explain-locality.js';
 import { addRootOptions, rootsOf, unreadableOption, type RootFlags } from './node.js';
 
 interface ExplainFlags extends RootFlags {
@@ -34,6 +35,7 @@ export function explainCommand(): Command {
       const rows = attributionRows(c);
       const { snapshot: snap } = c;
       if (c.failed !== undefined) throw new CollectionIncomplete(`collection failed: ${printable(c.failed)}`);
+      const locality = localityView(c);
       if (f.json) {
         const out = {
           at: new Date(snap.atMs).toISOString(),
@@ -42,6 +44,7 @@ export function explainCommand(): Command {
           unreadable: snap.unreadable,
           ports: rows,
           gpus: gpuRows(c),
+          ...(locality ? { locality } : {}),
         };
         process.stdout.write(terminalJson(out) + '\n');
         return;
@@ -54,6 +57,7 @@ export function explainCommand(): Command {
       process.stdout.write(
         snap.gpus.present ? renderGpus(gpuRows(c)) + '\n' : `gpus: ${printable(snap.gpus.reason ?? 'none')}\n`,
       );
+      for (const line of locality ? renderLocality(locality) : []) process.stdout.write(`${printable(line)}\n`);
       // Unreadable processes get their own, longer lines below.
       const named = new Set(snap.unreadable.map(describeUnreadable));
       for (const gap of snap.gaps.filter((g) => !named.has(g)).slice(0, 10))

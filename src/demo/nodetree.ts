@@ -121,6 +121,21 @@ export interface TreeSpec {
   readonly rdmaEverywhere?: boolean;
   /** Stand-in NVIDIA GPUs: a synthetic /proc/driver/nvidia and /proc/devices. */
   readonly nvidia?: NvidiaSpec;
+  /** Where the GPUs and HCAs sit in the PCI tree (sysfs devices/pci…, bus/pci/devices, numa_node). */
+  readonly pci?: PciSpec;
+}
+
+/**
+ * A PCI tree as sysfs shows it. Paths are under /sys/devices, root complex first, one directory per
+ * PCI function on the way down: `pci0000:56/0000:56:02.0/0000:57:00.0/…/0000:5b:00.0`.
+ */
+export interface PciSpec {
+  /** Each endpoint's path; the bridges on the way are made too. */
+  readonly devices: readonly string[];
+  /** NUMA node by root complex (`pci0000:56`); its functions read it; -1 (unknown) for one not listed. */
+  readonly numa: Readonly<Record<string, number>>;
+  /** HCA name → the bus id of its PCI function (one of `devices`): class/infiniband/<hca>/device. */
+  readonly hcas: Readonly<Record<string, string>>;
 }
 
 export function rootsUnder(dir: string): Roots {
@@ -154,6 +169,7 @@ function allProcs(spec: TreeSpec): ProcSpec[] {
 export function writeTree(dir: string, spec: TreeSpec): TreeRoots {
   const roots = rootsUnder(dir);
   for (const hca of spec.hcas) writeHca(roots.sysfs, hca);
+  if (spec.pci) writePci(roots.sysfs, spec.pci);
   for (const job of spec.jobs) {
     for (const step of job.steps) {
       const rdma = hasRdma(spec);
@@ -271,6 +287,38 @@ export function writeHca(sysfs: string, hca: HcaSpec): void {
   const verbs = path.join(sysfs, 'class', 'infiniband_verbs', `uverbs${hca.uverbs}`);
   put(path.join(verbs, 'ibdev'), `${hca.name}\n`);
   put(path.join(verbs, 'dev'), `${hca.dev ?? uverbsDevice(hca.uverbs)}\n`);
+}
+
+/**
+ * Writes a PCI tree: a directory per function with its `numa_node`, `bus/pci/devices/<bus id>` links
+ * into it, and each HCA's `device` link, all relative as the kernel makes them.
+ */
+export function writePci(sysfs: string, spec: PciSpec): void {
+  const devices = path.join(sysfs, 'devices');
+  const pathOf = new Map<string, string>();
+  for (const device of spec.devices) {
+    const parts = device.split('/');
+    const numa = spec.numa[parts[0] as string] ?? -1;
+    for (let i = 2; i <= parts.length; i++) {
+      const rel = parts.slice(0, i).join('/');
+      const busId = parts[i - 1] as string;
+      if (pathOf.has(busId)) continue;
+      pathOf.set(busId, rel);
+      put(path.join(devices, rel, 'numa_node'), `${numa}\n`);
+      link(path.join(sysfs, 'bus', 'pci', 'devices', busId), path.join(devices, rel));
+    }
+  }
+  for (const [hca, busId] of Object.entries(spec.hcas)) {
+    const rel = pathOf.get(busId);
+    if (rel === undefined) throw new Error(`${hca}: ${busId} is not in the PCI tree`);
+    link(path.join(sysfs, 'class', 'infiniband', hca, 'device'), path.join(devices, rel));
+  }
+}
+
+/** A relative symlink at `at` to `target`, its directory made. */
+function link(at: string, target: string): void {
+  fs.mkdirSync(path.dirname(at), { recursive: true });
+  fs.symlinkSync(path.relative(path.dirname(at), target), at);
 }
 
 function writePort(sysfs: string, device: string, n: number, p: PortSpec): void {

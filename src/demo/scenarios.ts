@@ -5,7 +5,13 @@
 import type { FakeRdma, QpCounterJson } from './fake-rdma.js';
 import {
   writeCounters,
+  nvidiaDevices,
+  standInGpus,
   stepd,
+  type GpuSpec,
+  type LinkSpec,
+  type NvidiaSpec,
+  type PciSpec,
   type HcaSpec,
   type JobSpec,
   type PortSpec,
@@ -51,7 +57,52 @@ export interface DemoOptions {
   readonly layout: TreeLayout;
   /** A storage client outside Slurm holding mlx5_3. */
   readonly nonJobHolder: boolean;
+  /** Four stand-in GPUs in the node's PCI tree, held by the jobs as DEMO_GPU_HOLDERS says. */
+  readonly gpus?: boolean;
 }
+
+/**
+ * The demo node's PCI tree: two NUMA nodes, two root complexes each, and under each one PCIe
+ * switch with one GPU and one HCA (PIX between them, NODE to the other root complex of the same
+ * NUMA node, SYS to the other NUMA node), as on 8-GPU servers with one HCA per GPU.
+ */
+const DEMO_PCI_GROUPS = [
+  { rc: '15', gpu: '18', hca: 'mlx5_0', numa: 0 },
+  { rc: '37', gpu: '3a', hca: 'mlx5_1', numa: 0 },
+  { rc: '97', gpu: '9a', hca: 'mlx5_2', numa: 1 },
+  { rc: 'b7', gpu: 'ba', hca: 'mlx5_3', numa: 1 },
+] as const;
+
+function demoPci(): { gpus: GpuSpec[]; pci: PciSpec } {
+  const gpus = standInGpus(DEMO_PCI_GROUPS.length).map((g, i) => ({
+    ...g,
+    busId: `0000:${DEMO_PCI_GROUPS[i]?.gpu as string}:00.0`,
+  }));
+  const devices: string[] = [];
+  const numa: Record<string, number> = {};
+  const hcas: Record<string, string> = {};
+  for (const g of DEMO_PCI_GROUPS) {
+    const bus = (offset: number): string => (parseInt(g.rc, 16) + offset).toString(16).padStart(2, '0');
+    // Root port, the switch's upstream port, then one downstream port per device.
+    const sw = `pci0000:${g.rc}/0000:${g.rc}:01.0/0000:${bus(1)}:00.0`;
+    devices.push(`${sw}/0000:${bus(2)}:00.0/0000:${g.gpu}:00.0`);
+    const hcaBus = (parseInt(g.gpu, 16) + 1).toString(16);
+    devices.push(`${sw}/0000:${bus(2)}:01.0/0000:${hcaBus}:00.0`);
+    numa[`pci0000:${g.rc}`] = g.numa;
+    hcas[g.hca] = `0000:${hcaBus}:00.0`;
+  }
+  return { gpus, pci: { devices, numa, hcas } };
+}
+
+/**
+ * Which demo job's processes hold which stand-in GPU (by minor). 918001 and 918002 hold the GPU
+ * beside their HCA (PIX); 918003 shares mlx5_1 (NUMA node 0) from a GPU on NUMA node 1 (SYS), the
+ * far pair the locality series make stand out. nvidia3 is held by no process: the GPU a Slurm
+ * allocation gives 918004 and it leaves idle (the allocation is the cluster side's, not the tree's).
+ */
+export const DEMO_GPU_HOLDERS: Readonly<Record<number, number>> = { 918001: 0, 918002: 1, 918003: 2 };
+/** The stand-in GPU allocated to 918004 and held by none of its processes. */
+export const DEMO_IDLE_GPU = { minor: 3, jobId: 918004 } as const;
 
 /** SLUIDs of the demo jobs (26.05 form), used by the v2-sluid layout. */
 const SLUIDS = ['sEKNKTV3WPV500', 's5K1KKYAYG5D00', 's0A1B2C3D4E5F6', 's7G8H9J0K1M2N3'];
@@ -72,6 +123,25 @@ export const DEMO_JOBS = [
  * the HCA numbers.
  */
 export function demoTree(opts: DemoOptions): TreeSpec {
+  const base = demoTreeWithoutGpus(opts);
+  if (opts.gpus !== true) return base;
+  const { gpus, pci } = demoPci();
+  const nvidia: NvidiaSpec = { gpus };
+  const devices = nvidiaDevices(nvidia);
+  const jobs = base.jobs.map((j) => {
+    const minor = DEMO_GPU_HOLDERS[Number(j.jobId)];
+    if (minor === undefined) return j;
+    const link: LinkSpec = { target: `/dev/nvidia${minor}`, dev: devices.get(`/dev/nvidia${minor}`) as string };
+    const steps = j.steps.map((s) => ({
+      ...s,
+      tasks: s.tasks.map((t) => ({ ...t, links: [...(t.links ?? []), link] })),
+    }));
+    return { ...j, steps };
+  });
+  return { ...base, jobs, nvidia, pci };
+}
+
+function demoTreeWithoutGpus(opts: DemoOptions): TreeSpec {
   const hcas: HcaSpec[] = [
     { name: 'mlx5_0', uverbs: 2, ports: [port('InfiniBand', '400 Gb/sec (4X NDR)')] },
     { name: 'mlx5_1', uverbs: 0, ports: [port('InfiniBand', '400 Gb/sec (4X NDR)')] },

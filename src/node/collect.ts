@@ -8,6 +8,7 @@ import type { QpReadings } from './qp/qp-source.js';
 import { FdScanner } from './read/owners.js';
 import { HcaCache } from './read/hca.js';
 import { GpuCache } from './read/gpus.js';
+import { LocalityCache } from './read/pci-topology.js';
 import type { Roots } from './read/roots.js';
 import type { JobMetadataSource } from './read/squeue.js';
 import { snapshotSteps, type NodeSnapshot } from './join/snapshot.js';
@@ -69,6 +70,7 @@ export class NodeCollector {
       fds: new FdScanner(opts.roots.procfs, opts.fdRescanIntervalMs, opts.roots.fdDevice, opts.sliceMs),
       hcaCache: new HcaCache(opts.holdCounterFiles ?? 0),
       gpuCache: new GpuCache(),
+      localityCache: new LocalityCache(),
       jobIds: new JobIdResolver(opts.roots.procfs, opts.jobIdTable),
       metadata: opts.metadata,
       unreadable: opts.unreadableProcesses ?? 'strict',

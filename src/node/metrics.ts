@@ -8,6 +8,9 @@ const DP = ['device', 'port'] as const;
 /** A GPU unit as DCGM exporter labels a GPU (UUID, pci_bus_id, device, GPU_I_ID), plus the MIG compute instance. */
 export const GPU_LABELS = ['UUID', 'pci_bus_id', 'device', 'GPU_I_ID', 'compute_instance'] as const;
 
+/** A (GPU, HCA) pair: the GPU as the GPU families name it (UUID, pci_bus_id), the HCA as the ports do (device). */
+export const LOCALITY_LABELS = ['UUID', 'pci_bus_id', 'device', 'relation'] as const;
+
 /** Labels --job-metadata adds to every point of the job families (empty while a job's are unknown). */
 export const JOB_METADATA_LABELS = ['user_name', 'account', 'slurm_partition'] as const;
 
@@ -94,6 +97,20 @@ export const NODE_METRICS = {
     '',
     ['job_id', ...GPU_LABELS],
     'A job holding a GPU (or MIG compute instance) by an fd of its processes: 1 when it is the sole holder (attributed), 0 when it holds it but attribution is suppressed. Join DCGM series on UUID with == 1.',
+  ),
+  gpuHcaLocality: spec(
+    'gauge',
+    'ib_slurm_gpu_hca_locality',
+    '',
+    [...LOCALITY_LABELS, 'gpu_numa_node', 'hca_numa_node'],
+    'Where a GPU and an HCA sit relative to each other in the PCI tree, one series per (GPU, HCA) pair, always 1: relation as nvidia-smi topo -m names it (PIX one PCIe switch between, PXB several, PHB through the host bridge, NODE across host bridges of one NUMA node, SYS across NUMA nodes) or unknown (different host bridges and a NUMA node sysfs does not give). UUID and pci_bus_id as on the GPU families, device the HCA as on the port families; NUMA nodes from sysfs numa_node (empty when unknown).',
+  ),
+  jobGpuHcaLocality: jobSpec(
+    'gauge',
+    'ib_slurm_job_gpu_hca_locality',
+    '',
+    ['job_id', ...LOCALITY_LABELS],
+    'A (GPU, HCA) pair a job holds both of through its processes, with their relation (as ib_slurm_gpu_hca_locality): 1 when the job is the sole holder of both (attributed), 0 when it holds both but either is shared or suppressed. A job whose relation is SYS or NODE runs its RDMA through an HCA far from its GPU.',
   ),
   jobDeviceAttributed: jobSpec(
     'gauge',

@@ -5,6 +5,8 @@ import { PMA_WIDTH, saturated } from './read/hca.js';
 import { GPU_LABELS, NODE_METRICS as M, type JOB_METADATA_LABELS } from './metrics.js';
 import type { QpState } from './qp/qp-counters.js';
 import type { NodeSnapshot } from './join/snapshot.js';
+import { gpusByBusId, jobPairs } from './locality.js';
+import { isPlaced } from './read/pci-topology.js';
 
 export function observe(snap: NodeSnapshot, attr: Attribution): Family[] {
   return [
@@ -12,6 +14,42 @@ export function observe(snap: NodeSnapshot, attr: Attribution): Family[] {
     ...jobFamilies(snap, attr),
     ...summaryFamilies(snap, attr),
     ...gpuFamilies(snap, attr),
+    ...localityFamilies(snap, attr),
+  ];
+}
+
+/** Each (GPU, HCA) pair's relation, and the pairs each job holds. */
+function localityFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
+  const gpus = gpusByBusId(snap);
+  const numa = (n: number | undefined): string => (n === undefined ? '' : String(n));
+  const pairs: Point[] = [];
+  for (const p of snap.locality?.pairs ?? []) {
+    const gpu = gpus.get(p.gpu);
+    const g = snap.locality?.gpus.get(p.gpu);
+    const h = snap.locality?.hcas.get(p.hca);
+    if (gpu === undefined || !isPlaced(g) || !isPlaced(h)) continue;
+    const labels = { UUID: gpu.uuid, pci_bus_id: gpu.busIdDcgm, device: p.hca, relation: p.relation };
+    pairs.push(
+      point(M.gpuHcaLocality, { ...labels, gpu_numa_node: numa(g.numaNode), hca_numa_node: numa(h.numaNode) }, 1),
+    );
+  }
+  const jobs = jobPairs(snap, attr).map((j) =>
+    point(
+      M.jobGpuHcaLocality,
+      {
+        job_id: j.jobId,
+        UUID: j.gpu.uuid,
+        pci_bus_id: j.gpu.busIdDcgm,
+        device: j.hca,
+        relation: j.relation,
+        ...metadataOf(snap, j.jobId),
+      },
+      j.attributed ? 1 : 0,
+    ),
+  );
+  return [
+    { spec: M.gpuHcaLocality, points: pairs },
+    { spec: M.jobGpuHcaLocality, points: jobs },
   ];
 }
 

@@ -7,6 +7,7 @@ import { readHcas, UverbsMap, verbsByDevice, type HcaCache, type HcaScan, type V
 import type { JobIdResolver } from '../read/jobids.js';
 import type { FdScanner } from '../read/owners.js';
 import type { ProbeResult } from '../read/fd-probe.js';
+import { readLocality, type Locality, type LocalityCache } from '../read/pci-topology.js';
 import { GPU_KEY_PREFIX, gpuUnits, readGpus, type GpuCache, type GpuUnit } from '../read/gpus.js';
 import { Problems, type Problem } from '../read/problems.js';
 import {
@@ -69,6 +70,8 @@ export interface NodeSnapshot {
   readonly gpus: { readonly present: boolean; readonly reason?: string; readonly units: readonly GpuUnit[] };
   /** GPU unit key → who holds it (only units with holders). */
   readonly gpuHolders: ReadonlyMap<string, DeviceHolders>;
+  /** Where the GPUs and HCAs sit in the PCI tree and each pair's relation (none without GPUs). */
+  readonly locality?: Locality;
   /** Why no port's attribution can be trusted this cycle (empty when knowledge is complete). */
   readonly gaps: readonly string[];
   /** Processes whose fd table could not be read, named, with their effect on attribution. */
@@ -113,6 +116,8 @@ export interface Readers {
   readonly contexts?: RdmaContexts;
   /** The GPU inventory kept between cycles (parsed again only when the driver's files change). */
   readonly gpuCache?: GpuCache;
+  /** GPU ↔ HCA locality kept between cycles (read again only when the device set changes). */
+  readonly localityCache?: LocalityCache;
 }
 
 /** What a context reading says of a process; a thread's id is mapped to its process through procfs. */
@@ -157,6 +162,16 @@ export function* snapshotSteps(readers: Readers, nowMs: number): Steps<NodeSnaps
     (held ??= new Map([...(verbs ??= verbsByDevice(roots.sysfs, problems)).byDevice, ...gpus.byDevice]));
   const owners = yield* readers.fds.scanSteps(nowMs, problems, devicesOf, coverage);
   const hca = readHcas(roots.sysfs, problems, readers.hcaCache);
+  const locality =
+    gpuInventory.gpus.length === 0
+      ? undefined
+      : readLocality(
+          roots.sysfs,
+          gpuInventory.gpus.map((g) => g.busId),
+          hca.hcas.map((h) => h.device),
+          problems,
+          readers.localityCache,
+        );
   const resolutions = readers.jobIds.resolve(cgroups.allocations, problems);
   const gaps = [...cgroups.gaps, ...(verbs?.gaps ?? [])];
 
@@ -240,6 +255,7 @@ export function* snapshotSteps(readers: Readers, nowMs: number): Steps<NodeSnaps
       units: gpus.units,
     },
     gpuHolders: gpuHolders.result(),
+    ...(locality ? { locality } : {}),
     gaps,
     unreadable,
     rdma,
