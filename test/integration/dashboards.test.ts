@@ -11,11 +11,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDemo, type DemoStack } from '../../src/cli/demo-stack.js';
-import { DEMO_NODE, demoTree } from '../../src/demo/scenarios.js';
-import { writeTree } from '../../src/demo/nodetree.js';
-import type { NodeAgent } from '../../src/node/agent.js';
-import { nodeAgentOptions, startTestNodeAgent } from '../support/agents.js';
-import { withGpuHolder } from '../support/node-tree.js';
+import { DEMO_NODE } from '../../src/demo/scenarios.js';
+import { nodeAgentOptions } from '../support/agents.js';
 import {
   ALL,
   DEMO_CHOICES,
@@ -117,7 +114,6 @@ describe.runIf(shouldRun(prometheus))(
   { timeout: 180_000 },
   () => {
     let demo: DemoStack;
-    let gpus: NodeAgent;
     let prom: PrometheusServer;
     let dir: string;
 
@@ -139,31 +135,26 @@ describe.runIf(shouldRun(prometheus))(
         cluster: { metrics: loopback, monitoring: loopback },
       });
       if (!demo.cluster) throw new Error('the demo started no cluster agent');
-      // The demo node has no GPUs yet: a second agent on a tree with stand-in GPUs and no HCA
-      // (so the port panels keep the demo's data alone), named as the demo node, gives the GPU
-      // row its series: 918001 alone on nvidia0, nvidia1 idle.
-      const gpuSpec = withGpuHolder({ ...demoTree({ layout: 'v2-sluid', nonJobHolder: false }), hcas: [] }, 2);
-      gpus = await startTestNodeAgent(writeTree(path.join(dir, 'gpu-tree'), gpuSpec), { collectionIntervalMs: 500 });
       const host = (url: string) => new URL(url).host;
       // Job names as in otel-config/prometheus.yml, so up{job=~"slurm-otel.*"} matches as it does there.
       prom = await startPrometheus(
         toolPath(prometheus),
         dir,
         {
-          'slurm-otel-node': [host(demo.node.metricsUrl)],
+          // instance is the bare node name, as otel-config/prometheus.yml relabels it: the GPU row
+          // joins the node agent's series with the cluster agent's node_name on it.
+          'slurm-otel-node': [{ target: host(demo.node.metricsUrl), labels: { instance: DEMO_NODE } }],
           'slurm-otel-node-self': [host(demo.node.monitoringUrl)],
           'slurm-otel-cluster': [host(demo.cluster.metricsUrl)],
           'slurm-otel-cluster-self': [host(demo.cluster.monitoringUrl)],
-          'slurm-otel-node-gpus': [{ target: host(gpus.metricsUrl), labels: { instance: DEMO_NODE } }],
         },
         [ALERT_RULES],
       );
-      await prom.waitFor('count(up == 1) == 5');
+      await prom.waitFor('count(up == 1) == 4');
     }, 180_000);
 
     afterAll(async () => {
       await prom?.stop();
-      await gpus?.stop();
       await demo?.stop();
       if (dir) fs.rmSync(dir, { recursive: true, force: true });
     });
@@ -263,14 +254,25 @@ describe.runIf(shouldRun(prometheus))(
           values(d),
         );
       const holders = await prom.waitFor(q('GPU holders per job'));
-      expect(holders.map((r) => [r.metric.job_id, r.metric.device, r.value[1]])).toEqual([['918001', 'nvidia0', '1']]);
+      // The demo's four GPUs: three jobs each alone on one, nvidia3 held by nobody.
+      expect(holders.map((r) => [r.metric.job_id, r.metric.device, r.value[1]]).sort()).toEqual([
+        ['918001', 'nvidia0', '1'],
+        ['918002', 'nvidia1', '1'],
+        ['918003', 'nvidia2', '1'],
+      ]);
       const status = await prom.waitFor(q('GPU attribution status'));
       expect(status.map((r) => [r.metric.device, r.metric.status]).sort()).toEqual([
         ['nvidia0', 'sole'],
-        ['nvidia1', 'idle'],
+        ['nvidia1', 'sole'],
+        ['nvidia2', 'sole'],
+        ['nvidia3', 'idle'],
       ]);
       const held = await prom.waitFor(q('GPUs allocated and held per job', 'B'));
-      expect(held.map((r) => [r.metric.node_name, r.metric.job_id, r.value[1]])).toEqual([[DEMO_NODE, '918001', '1']]);
+      expect(held.map((r) => [r.metric.node_name, r.metric.job_id, r.value[1]]).sort()).toEqual([
+        [DEMO_NODE, '918001', '1'],
+        [DEMO_NODE, '918002', '1'],
+        [DEMO_NODE, '918003', '1'],
+      ]);
       const allocated = await prom.waitFor(q('GPUs allocated and held per job', 'A'));
       expect(allocated.find((r) => r.metric.job_id === '918001')?.metric.node_name).toBe(DEMO_NODE);
     });
