@@ -86,7 +86,7 @@ export const NODE_METRICS = {
     'ib_slurm_gpu_attribution',
     '',
     [...GPU_LABELS, 'status'],
-    'Why a GPU (or, with MIG on, a compute instance: GPU_I_ID and compute_instance set) has or lacks a job: status is sole, shared, idle, nonjob or incomplete, under the same rules as a port; one series per status, 1 for the current one. Labels as DCGM exporter gives them (UUID, pci_bus_id in its 00000000:BB:DD.F form, device nvidia<minor>).',
+    'Why a GPU (or, with MIG on, a compute instance: GPU_I_ID and compute_instance set) has or lacks a job: status is sole, shared, idle, nonjob or incomplete, under the same rules as a port, or unallocated (its only holder is a job Slurm did not give it to: not attributed); one series per status, 1 for the current one. Labels as DCGM exporter gives them (UUID, pci_bus_id in its 00000000:BB:DD.F form, device nvidia<minor>).',
   ),
   jobGpuHolder: jobSpec(
     'gauge',
@@ -94,6 +94,13 @@ export const NODE_METRICS = {
     '',
     ['job_id', ...GPU_LABELS],
     'A job holding a GPU (or MIG compute instance) by an fd of its processes: 1 when it is the sole holder (attributed), 0 when it holds it but attribution is suppressed. Join DCGM series on UUID with == 1.',
+  ),
+  jobGpuAllocated: jobSpec(
+    'gauge',
+    'ib_slurm_job_gpu_allocated',
+    '',
+    ['job_id', ...GPU_LABELS, 'held'],
+    'A GPU Slurm gave a job on this node (its GRES, read with slurmd -G and squeue: --gpu-allocation), always 1; held is true when a process of the job holds it, false when none does. Absent while the allocation is unknown.',
   ),
   jobDeviceAttributed: jobSpec(
     'gauge',
@@ -255,7 +262,7 @@ export const NODE_SELF_METRICS = {
     'ib_slurm_exporter_cycle_errors',
     '',
     ['source', 'kind'],
-    'Read errors by source (cgroup, proc, sysfs, jobid, rdma) and kind (denied, malformed: unparsable or not a regular file, too_large: over the read bound, io: any other failure, an rdma or squeue timeout or exit status included); vanished files are normal and not counted.',
+    'Read errors by source (cgroup, proc, sysfs, jobid, rdma, gres: slurmd -G or squeue --json of the GPU allocation) and kind (denied, malformed: unparsable or not a regular file, too_large: over the read bound, io: any other failure, an rdma or squeue timeout or exit status included); vanished files are normal and not counted.',
   ),
   seriesExported: spec('gauge', 'ib_slurm_exporter_series_exported', '', [], 'Points in the last published snapshot.'),
   scrapeRequests: spec(

@@ -20,6 +20,7 @@ import {
 } from '../read/rdma-cgroup.js';
 import { join, procHidesProcesses, readSmall, type Roots } from '../read/roots.js';
 import type { JobMetadata, JobMetadataSource } from '../read/squeue.js';
+import type { GpuAllocationSource, GpuAllocationTable } from '../read/gres-source.js';
 import type { Steps } from '../read/steps.js';
 import {
   classifyUnreadable,
@@ -69,6 +70,8 @@ export interface NodeSnapshot {
   readonly gpus: { readonly present: boolean; readonly reason?: string; readonly units: readonly GpuUnit[] };
   /** GPU unit key → who holds it (only units with holders). */
   readonly gpuHolders: ReadonlyMap<string, DeviceHolders>;
+  /** Which GPUs Slurm gave each job here, as last read in the background; or why unknown. */
+  readonly gpuAllocation?: GpuAllocationTable;
   /** Why no port's attribution can be trusted this cycle (empty when knowledge is complete). */
   readonly gaps: readonly string[];
   /** Processes whose fd table could not be read, named, with their effect on attribution. */
@@ -113,6 +116,8 @@ export interface Readers {
   readonly contexts?: RdmaContexts;
   /** The GPU inventory kept between cycles (parsed again only when the driver's files change). */
   readonly gpuCache?: GpuCache;
+  /** Slurm's GPU allocation on this node, read in the background (gres-source.ts). */
+  readonly gpuAllocation?: GpuAllocationSource;
 }
 
 /** What a context reading says of a process; a thread's id is mapped to its process through procfs. */
@@ -142,7 +147,7 @@ export function* snapshotSteps(readers: Readers, nowMs: number): Steps<NodeSnaps
   const rdma = jobCharges(cgroups.allocations, problems, devices);
   const known = new Map(cgroups.allocations.flatMap((a) => [...(a.cgroupOf ?? [])]));
   const charges = new ProcessCharges(roots.procfs, roots.cgroupfs, problems, known, devices);
-  const gpuInventory = readGpus(roots.procfs, problems, readers.gpuCache);
+  const gpuInventory = readGpus(roots.nvidiaProcfs ?? roots.procfs, problems, readers.gpuCache);
   const gpus = gpuUnits(gpuInventory);
   // The rdma cgroup's charges stand in for a process's fd table only where HCAs are all there is
   // to hold: they say nothing of GPUs.
@@ -240,6 +245,7 @@ export function* snapshotSteps(readers: Readers, nowMs: number): Steps<NodeSnaps
       units: gpus.units,
     },
     gpuHolders: gpuHolders.result(),
+    gpuAllocation: gpuAllocationOf(readers.gpuAllocation, gpus.units.length > 0),
     gaps,
     unreadable,
     rdma,
@@ -368,6 +374,13 @@ function addTo<K>(m: Map<K, Set<HolderEvidence>>, key: K, e: HolderEvidence): vo
 
 function frozen<K>(m: Map<K, Set<HolderEvidence>>): Map<K, HolderEvidence[]> {
   return new Map([...m].map(([k, s]) => [k, [...s].sort()]));
+}
+
+/** The allocation table as last read; asks for a refresh while the node has GPUs. */
+function gpuAllocationOf(source: GpuAllocationSource | undefined, hasGpus: boolean): GpuAllocationTable {
+  if (source === undefined) return { known: false, why: 'not read (--gpu-allocation none)' };
+  if (hasGpus) source.want();
+  return source.current();
 }
 
 /** Metadata of the jobs on the node as far as the source knows it; asks for a refresh meanwhile. */
