@@ -47,6 +47,13 @@
 #                                default no). 26.05 names a job's v2 directory by its SLUID; yes
 #                                names it job_<id> again. Known from Slurm 26.05.2 on: up.sh
 #                                refuses it, naming the version, on an older slurmd
+#   REAL_SLURM_GPU_MINORS        two comma-separated minors, e.g. 3,1: the two fake GPUs of each
+#                                gpu node are then character devices <state>/dev/nvidia<minor> made
+#                                with mknod at 195:<minor> (the NVIDIA major), as Slurm's device
+#                                confinement needs, one gres.conf line each in this order; default
+#                                empty = plain files nvidia0, nvidia1. No driver is behind 195
+#                                here: open(2) of them fails with ENXIO, an O_PATH open works
+#   REAL_SLURM_CONSTRAIN_DEVICES yes or no (default no): ConstrainDevices in cgroup.conf (v1/v2)
 #
 # Newer Slurm (24.11, 26.05) runs these scripts inside a Debian chroot made by chroot.sh;
 # the knobs that differ from 22.05:
@@ -90,6 +97,8 @@ RS_DB_EXTERNAL=${REAL_SLURM_DB_EXTERNAL:-}
 RS_DB_PASS=${REAL_SLURM_DB_PASS:-slurm-otel-test}
 RS_PRELOAD=${REAL_SLURM_PRELOAD:-}
 RS_JOBID_PATHS=${REAL_SLURM_CGROUP_JOBID_PATHS:-}
+RS_GPU_MINORS=${REAL_SLURM_GPU_MINORS:-}
+RS_CONSTRAIN_DEVICES=${REAL_SLURM_CONSTRAIN_DEVICES:-no}
 # The unprivileged account slurmrestd runs as (it refuses root and SlurmUser).
 RS_REST_ACCOUNT=slurmotel-rest
 
@@ -123,6 +132,8 @@ rs_validate() {
   [[ $RS_DB_PASS =~ ^[A-Za-z0-9._-]+$ ]] || rs_die "REAL_SLURM_DB_PASS must be plain [A-Za-z0-9._-]"
   [[ $RS_JOBID_PATHS =~ ^(yes|no)?$ ]] || rs_die "REAL_SLURM_CGROUP_JOBID_PATHS must be yes or no (got '$RS_JOBID_PATHS')"
   [ -z "$RS_JOBID_PATHS" ] || [ "$RS_CGROUP" = v2 ] || rs_die "REAL_SLURM_CGROUP_JOBID_PATHS needs REAL_SLURM_CGROUP=v2"
+  [[ $RS_GPU_MINORS =~ ^([0-9]{1,3},[0-9]{1,3})?$ ]] || rs_die "REAL_SLURM_GPU_MINORS must be two minors, e.g. 3,1 (got '$RS_GPU_MINORS')"
+  [[ $RS_CONSTRAIN_DEVICES =~ ^(yes|no)$ ]] || rs_die "REAL_SLURM_CONSTRAIN_DEVICES must be yes or no (got '$RS_CONSTRAIN_DEVICES')"
   [[ $RS_PRELOAD =~ ^(/[A-Za-z0-9._/-]+)?$ ]] || rs_die "REAL_SLURM_PRELOAD must be an absolute plain path (got '$RS_PRELOAD')"
   for v in RS_OFFSET RS_REST_PORT RS_CTLD_PORT RS_SLURMD_BASE RS_DBD_PORT RS_DB_PORT RS_NODES \
            RS_SLURMD_TIMEOUT RS_MESSAGE_TIMEOUT RS_MIN_JOB_AGE RS_TOKEN_LIFESPAN RS_TIMEOUT RS_FIRST_JOB_ID; do

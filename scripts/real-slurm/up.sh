@@ -232,7 +232,7 @@ CgroupPlugin=cgroup/v1
 CgroupMountpoint=$RS_CGROUP_ROOT
 ConstrainCores=no
 ConstrainRAMSpace=yes
-ConstrainDevices=no
+ConstrainDevices=$RS_CONSTRAIN_DEVICES
 EOF
   chmod 644 "$RS_ETC/cgroup.conf"
 elif [ "$RS_CGROUP" = v2 ]; then
@@ -247,7 +247,7 @@ CgroupMountpoint=$RS_CGROUP_ROOT
 IgnoreSystemd=yes
 ConstrainCores=no
 ConstrainRAMSpace=no
-ConstrainDevices=no
+ConstrainDevices=$RS_CONSTRAIN_DEVICES
 EOF
   # 26.05 names job directories by SLUID; CgroupJobIdPaths=yes names them job_<id> (preflight
   # checked the version).
@@ -340,13 +340,21 @@ EOF
 } >"$RS_CONF"
 # Slurm 22.05 ignores GPUs without File= (Count= only), so each fake GPU is a
 # plain file; the digit in its name is the device index. slurmd logs "is not a
-# valid character or block device" for them: harmless with TaskPlugin=task/none. AutoDetect=off: never
-# probe NVML on the host.
-touch "$RS_STATE/dev/nvidia0" "$RS_STATE/dev/nvidia1"
-cat >"$RS_ETC/gres.conf" <<EOF
-AutoDetect=off
-NodeName=$GPU_NODES Name=gpu Type=tesla File=$RS_STATE/dev/nvidia[0-1]
-EOF
+# valid character or block device" for them: harmless without ConstrainDevices. With
+# REAL_SLURM_GPU_MINORS they are character devices at 195:<minor> instead, one line each, in the
+# order given (Slurm numbers its GRES in that order, not by minor). AutoDetect=off: never probe
+# NVML on the host.
+if [ -n "$RS_GPU_MINORS" ]; then
+  gres_lines=""
+  for m in ${RS_GPU_MINORS//,/ }; do
+    [ -e "$RS_STATE/dev/nvidia$m" ] || mknod -m 666 "$RS_STATE/dev/nvidia$m" c 195 "$m"
+    gres_lines+="NodeName=$GPU_NODES Name=gpu Type=tesla File=$RS_STATE/dev/nvidia$m"$'\n'
+  done
+else
+  touch "$RS_STATE/dev/nvidia0" "$RS_STATE/dev/nvidia1"
+  gres_lines="NodeName=$GPU_NODES Name=gpu Type=tesla File=$RS_STATE/dev/nvidia[0-1]"$'\n'
+fi
+printf 'AutoDetect=off\n%s' "$gres_lines" >"$RS_ETC/gres.conf"
 chmod 644 "$RS_CONF" "$RS_ETC/gres.conf"
 
 if [ "$RS_DBD" = 1 ]; then

@@ -14,6 +14,8 @@ import { duration, oneOf, positiveDuration } from './values.js';
 const opt = envOption('IB_SLURM_EXPORTER_');
 /** One rdma run is cut off after this (or the collection interval, if shorter). */
 const RDMA_TIMEOUT_MS = 10_000;
+/** slurmd -G is read again this often: its GRES list changes only when slurmd is reconfigured. */
+const GRES_MAP_INTERVAL_MS = 600_000;
 
 export interface NodeFlags extends ExportFlags, RootFlags {
   collectionInterval: number;
@@ -23,6 +25,8 @@ export interface NodeFlags extends ExportFlags, RootFlags {
   squeuePath?: string;
   squeueTimeout: number;
   jobMetadata: 'none' | 'squeue';
+  gpuAllocation: 'none' | 'slurm';
+  slurmdPath: string;
   qpCounters: QpCountersMode;
   rdmaPath: string;
 }
@@ -34,6 +38,13 @@ export function addRootOptions(cmd: Command): Command {
     .addOption(opt('--procfs-root <dir>', 'procfs mount point', 'PROCFS_ROOT').default(DEFAULT_ROOTS.procfs))
     .addOption(
       opt('--cgroup-root <dir>', 'cgroup filesystem mount point', 'CGROUP_ROOT').default(DEFAULT_ROOTS.cgroupfs),
+    )
+    .addOption(
+      opt(
+        '--nvidia-proc-root <dir>',
+        "where the NVIDIA driver's procfs files are read (devices, driver/nvidia/…); default the procfs root",
+        'NVIDIA_PROC_ROOT',
+      ),
     );
 }
 
@@ -41,10 +52,16 @@ export interface RootFlags {
   sysfsRoot: string;
   procfsRoot: string;
   cgroupRoot: string;
+  nvidiaProcRoot?: string;
 }
 
 export function rootsOf(f: RootFlags): Roots {
-  return { sysfs: f.sysfsRoot, procfs: f.procfsRoot, cgroupfs: f.cgroupRoot };
+  return {
+    sysfs: f.sysfsRoot,
+    procfs: f.procfsRoot,
+    cgroupfs: f.cgroupRoot,
+    ...(f.nvidiaProcRoot === undefined ? {} : { nvidiaProcfs: f.nvidiaProcRoot }),
+  };
 }
 
 /** What an unreadable fd table outside every Slurm job costs; node and explain take it. */
@@ -114,6 +131,20 @@ export function addNodeOptions(cmd: Command, d: NodeDefaults = NODE_DEFAULTS): C
     )
     .addOption(
       opt(
+        '--gpu-allocation <source>',
+        'none, or slurm: which GPUs Slurm gave each job here (slurmd -G and squeue --json, in the background); a job holding a GPU it was not given is then not attributed',
+        'GPU_ALLOCATION',
+      )
+        .default('none')
+        .argParser(oneOf(['none', 'slurm'] as const)),
+    )
+    .addOption(
+      opt('--slurmd-path <path>', 'slurmd, for its GRES list (--gpu-allocation slurm)', 'SLURMD_PATH').default(
+        'slurmd',
+      ),
+    )
+    .addOption(
+      opt(
         '--qp-counters <mode>',
         'per-job counters on shared ports from per-PID QP counters (rdma statistic qp): off; observe: read them; manage: also turn auto type,pid on where the mode is off (needs CAP_NET_ADMIN) and off again at exit',
         'QP_COUNTERS',
@@ -150,6 +181,17 @@ export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {
             path: f.squeuePath ?? 'squeue',
             nodeName: f.nodeName,
             minIntervalMs: f.collectionInterval,
+            timeoutMs: f.squeueTimeout,
+          }
+        : undefined,
+    gpuAllocation:
+      f.gpuAllocation === 'slurm'
+        ? {
+            slurmdPath: f.slurmdPath,
+            squeuePath: f.squeuePath ?? 'squeue',
+            nodeName: f.nodeName,
+            minIntervalMs: f.collectionInterval,
+            mapIntervalMs: GRES_MAP_INTERVAL_MS,
             timeoutMs: f.squeueTimeout,
           }
         : undefined,

@@ -20,6 +20,7 @@ import { gpuSection } from './landing-gpus.js';
 import { NODE_SELF_METRICS } from './metrics.js';
 import type { NodeSnapshot } from './join/snapshot.js';
 import { QpSource, type QpSourceOptions } from './qp/qp-source.js';
+import { SlurmGpuAllocation, type GpuAllocationOptions } from './read/gres-source.js';
 import { squeueJobIds, squeueMetadata, type SqueueOptions, type Stoppable } from './read/squeue.js';
 import { unreadableLine, type UnreadableProcess } from './read/unreadable.js';
 
@@ -29,7 +30,9 @@ export const SCOPE = { name: 'slurm-otel/node', version: '0.1.0' };
 const MAX_LOGGED_UNREADABLE = 5;
 
 export interface NodeAgentOptions extends AgentSettings {
-  readonly collector: Omit<CollectorOptions, 'jobIdTable' | 'metadata' | 'qp'>;
+  readonly collector: Omit<CollectorOptions, 'jobIdTable' | 'metadata' | 'qp' | 'gpuAllocation'>;
+  /** slurmd -G and squeue --json in the background: which GPUs Slurm gave each job here. */
+  readonly gpuAllocation?: Omit<GpuAllocationOptions, 'logger' | 'onError'>;
   /** Per-PID QP counters through the rdma tool (--qp-counters observe|manage); off when absent. */
   readonly qpCounters?: Omit<QpSourceOptions, 'logger' | 'onError' | 'onDropped'>;
   /** squeue for SLUIDs that neither the cache nor the stepd titles resolve. */
@@ -90,13 +93,20 @@ export class NodeRunner implements Collecting {
     this.qp = opts.qpCounters
       ? new QpSource({ ...opts.qpCounters, logger, onError: onRdmaError, onDropped })
       : undefined;
-    this.background = [jobIdTable, metadata, this.qp].filter((b): b is NonNullable<typeof b> => b !== undefined);
+    const onGresError = () => this.self.m.cycleErrors.record(1, { source: 'gres', kind: 'io' });
+    const gpuAllocation = opts.gpuAllocation
+      ? new SlurmGpuAllocation({ ...opts.gpuAllocation, logger, onError: onGresError })
+      : undefined;
+    this.background = [jobIdTable, metadata, this.qp, gpuAllocation].filter(
+      (b): b is NonNullable<typeof b> => b !== undefined,
+    );
     this.collector = new NodeCollector({
       holdCounterFiles: HOLD_COUNTER_FILES,
       logger,
       ...opts.collector,
       jobIdTable,
       metadata,
+      gpuAllocation,
       qp: this.qp,
     });
   }

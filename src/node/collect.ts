@@ -11,6 +11,7 @@ import { GpuCache } from './read/gpus.js';
 import { LocalityCache } from './read/pci-topology.js';
 import type { Roots } from './read/roots.js';
 import type { JobMetadataSource } from './read/squeue.js';
+import type { GpuAllocationSource } from './read/gres-source.js';
 import { snapshotSteps, type NodeSnapshot } from './join/snapshot.js';
 import { runSteps, runStepsYielding, type Steps } from './read/steps.js';
 import type { UnreadablePolicy } from './read/unreadable.js';
@@ -25,6 +26,8 @@ export interface CollectorOptions {
   readonly jobIdTable?: JobIdTable;
   /** Source of the optional user/account/partition labels on job series. */
   readonly metadata?: JobMetadataSource;
+  /** Slurm's GPU allocation on this node (--gpu-allocation slurm). */
+  readonly gpuAllocation?: GpuAllocationSource;
   /** Read the fd tables of processes whose cgroup's rdma.current already tells what they hold (explain). */
   readonly readAllFds?: boolean;
   /** Per-PID QP counters read in the background (--qp-counters observe|manage). */
@@ -73,6 +76,7 @@ export class NodeCollector {
       localityCache: new LocalityCache(),
       jobIds: new JobIdResolver(opts.roots.procfs, opts.jobIdTable),
       metadata: opts.metadata,
+      gpuAllocation: opts.gpuAllocation,
       unreadable: opts.unreadableProcesses ?? 'strict',
       readAllFds: opts.readAllFds,
       contexts:

@@ -6,7 +6,7 @@
 import { escapeHtml as esc } from '../telemetry/page.js';
 import type { Cycle } from './collect.js';
 import type { Holder } from './explain.js';
-import type { PortStatus } from './join/attribution.js';
+import type { GpuStatus } from './join/attribution.js';
 
 export interface GpuLandingRow {
   /** `nvidia<minor>`, as the device node and DCGM's `device` label name it. */
@@ -16,7 +16,7 @@ export interface GpuLandingRow {
   readonly busId: string;
   /** `gi G ci C` for a MIG compute instance. */
   readonly mig?: string;
-  readonly status: PortStatus;
+  readonly status: GpuStatus;
   readonly why: string;
   readonly jobs: readonly { readonly jobId: string; readonly holders: readonly Holder[] }[];
   readonly nonJob: readonly Holder[];

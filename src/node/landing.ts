@@ -40,7 +40,7 @@ export interface LandingMeta {
 const ERROR_SPARK = { width: 80, height: 16 };
 const STATUS_STYLE =
   '.spark{display:block;color:#1f5fa8}.err{display:flex;justify-content:space-between;gap:.5em;align-items:center;max-width:22em}' +
-  '.err .spark{color:#bbb}.err.moved .spark{color:#b03a2e}.err.moved .num{color:#a40}.num{white-space:nowrap}table{width:100%}.sole{background:#e7f6e7}.shared{background:#fdecea}.nonjob{background:#fff4e0}.incomplete{background:#fdf7d2}';
+  '.err .spark{color:#bbb}.err.moved .spark{color:#b03a2e}.err.moved .num{color:#a40}.num{white-space:nowrap}table{width:100%}.sole{background:#e7f6e7}.shared{background:#fdecea}.nonjob{background:#fff4e0}.incomplete{background:#fdf7d2}.unallocated{background:#fdecea}';
 
 export function renderLanding(rows: readonly PortRow[], meta: LandingMeta): string {
   const gaps = meta.gaps.length

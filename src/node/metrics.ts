@@ -89,7 +89,7 @@ export const NODE_METRICS = {
     'ib_slurm_gpu_attribution',
     '',
     [...GPU_LABELS, 'status'],
-    'Why a GPU (or, with MIG on, a compute instance: GPU_I_ID and compute_instance set) has or lacks a job: status is sole, shared, idle, nonjob or incomplete, under the same rules as a port; one series per status, 1 for the current one. Labels as DCGM exporter gives them (UUID, pci_bus_id in its 00000000:BB:DD.F form, device nvidia<minor>).',
+    'Why a GPU (or, with MIG on, a compute instance: GPU_I_ID and compute_instance set) has or lacks a job: status is sole, shared, idle, nonjob or incomplete, under the same rules as a port, or unallocated (its only holder is a job Slurm did not give it to: not attributed); one series per status, 1 for the current one. Labels as DCGM exporter gives them (UUID, pci_bus_id in its 00000000:BB:DD.F form, device nvidia<minor>).',
   ),
   jobGpuHolder: jobSpec(
     'gauge',
@@ -111,6 +111,13 @@ export const NODE_METRICS = {
     '',
     ['job_id', ...LOCALITY_LABELS],
     'A (GPU, HCA) pair a job holds both of through its processes, with their relation (as ib_slurm_gpu_hca_locality): 1 when the job is the sole holder of both (attributed), 0 when it holds both but either is shared or suppressed. A job whose relation is SYS or NODE runs its RDMA through an HCA far from its GPU.',
+  ),
+  jobGpuAllocated: jobSpec(
+    'gauge',
+    'ib_slurm_job_gpu_allocated',
+    '',
+    ['job_id', ...GPU_LABELS, 'held'],
+    'A GPU Slurm gave a job on this node (its GRES, read with slurmd -G and squeue: --gpu-allocation), always 1; held is true when a process of the job holds it, false when none does. Absent while the allocation is unknown.',
   ),
   jobDeviceAttributed: jobSpec(
     'gauge',
@@ -272,7 +279,7 @@ export const NODE_SELF_METRICS = {
     'ib_slurm_exporter_cycle_errors',
     '',
     ['source', 'kind'],
-    'Read errors by source (cgroup, proc, sysfs, jobid, rdma) and kind (denied, malformed: unparsable or not a regular file, too_large: over the read bound, io: any other failure, an rdma or squeue timeout or exit status included); vanished files are normal and not counted.',
+    'Read errors by source (cgroup, proc, sysfs, jobid, rdma, gres: slurmd -G or squeue --json of the GPU allocation) and kind (denied, malformed: unparsable or not a regular file, too_large: over the read bound, io: any other failure, an rdma or squeue timeout or exit status included); vanished files are normal and not counted.',
   ),
   seriesExported: spec('gauge', 'ib_slurm_exporter_series_exported', '', [], 'Points in the last published snapshot.'),
   scrapeRequests: spec(

@@ -1,6 +1,6 @@
 /** Snapshot + attribution → the node families of the catalogue, as points. */
 import { point, type Family, type Point } from '../telemetry/spec.js';
-import { PORT_STATUSES, type Attribution, type GpuVerdict } from './join/attribution.js';
+import { GPU_STATUSES, PORT_STATUSES, type Attribution, type GpuVerdict } from './join/attribution.js';
 import { PMA_WIDTH, saturated } from './read/hca.js';
 import { GPU_LABELS, NODE_METRICS as M, type JOB_METADATA_LABELS } from './metrics.js';
 import type { QpState } from './qp/qp-counters.js';
@@ -68,20 +68,31 @@ function gpuLabels(v: GpuVerdict): Record<(typeof GPU_LABELS)[number], string> {
 function gpuFamilies(snap: NodeSnapshot, attr: Attribution): Family[] {
   const status: Point[] = [];
   const holders: Point[] = [];
+  const allocated: Point[] = [];
   for (const v of attr.gpus ?? []) {
     const labels = gpuLabels(v);
-    for (const s of PORT_STATUSES)
+    for (const s of GPU_STATUSES)
       status.push(point(M.gpuAttribution, { ...labels, status: s }, s === v.status ? 1 : 0));
     const keys = new Set(snap.gpuHolders.get(v.unit.key)?.allocations ?? []);
+    const holding = new Set<string>();
     for (const a of snap.allocations) {
       if (!keys.has(a.key) || a.jobId === undefined) continue;
+      holding.add(a.jobId);
       const attributed = v.status === 'sole' && v.soleJobId === a.jobId ? 1 : 0;
       holders.push(point(M.jobGpuHolder, { job_id: a.jobId, ...labels, ...metadataOf(snap, a.jobId) }, attributed));
+    }
+    // Only jobs whose cgroups are on the node: a job squeue still lists after its end has no series.
+    const present = new Set(snap.allocations.map((a) => a.jobId));
+    for (const job of v.allocatedTo ?? []) {
+      if (!present.has(job)) continue;
+      const held = holding.has(job) ? 'true' : 'false';
+      allocated.push(point(M.jobGpuAllocated, { job_id: job, ...labels, held, ...metadataOf(snap, job) }, 1));
     }
   }
   return [
     { spec: M.gpuAttribution, points: status },
     { spec: M.jobGpuHolder, points: holders },
+    { spec: M.jobGpuAllocated, points: allocated },
   ];
 }
 

@@ -11,6 +11,7 @@ import { saturated, WRAPS_32 } from '../read/hca.js';
 import type { JobAllocation, NodeSnapshot } from './snapshot.js';
 import { blindsDevice, describeUnreadable, type UnreadableProcess } from '../read/unreadable.js';
 import type { GpuUnit } from '../read/gpus.js';
+import type { GpuAllocationTable } from '../read/gres-source.js';
 
 export type PortStatus = 'sole' | 'shared' | 'idle' | 'nonjob' | 'incomplete';
 export const PORT_STATUSES: readonly PortStatus[] = ['sole', 'shared', 'idle', 'nonjob', 'incomplete'];
@@ -55,9 +56,19 @@ export interface AttributionState {
 
 export const EMPTY_STATE: AttributionState = { jobs: new Map(), deviceStarts: new Map() };
 
+/**
+ * A GPU's statuses: a port's, and `unallocated`: the only job holding it is one Slurm did not give
+ * it to (possible without ConstrainDevices), so it is not attributed.
+ */
+export type GpuStatus = PortStatus | 'unallocated';
+export const GPU_STATUSES: readonly GpuStatus[] = [...PORT_STATUSES, 'unallocated'];
+
 /** A GPU unit's verdict: the same statuses and rules as a port's (a GPU has no counters of ours). */
-export interface GpuVerdict extends Verdict {
+export interface GpuVerdict extends Omit<Verdict, 'status'> {
+  readonly status: GpuStatus;
   readonly unit: GpuUnit;
+  /** The jobs on this node Slurm gave this GPU to; absent when the allocation is unknown. */
+  readonly allocatedTo?: readonly string[];
 }
 
 export interface Attribution {
@@ -108,8 +119,39 @@ export function judgeGpus(snap: NodeSnapshot): GpuVerdict[] {
       jobPids: h?.jobPids ?? [],
       nonJobPids,
     };
-    return status === 'sole' && sole?.jobId !== undefined ? { ...base, soleJobId: sole.jobId } : base;
+    return withAllocation(
+      status === 'sole' && sole?.jobId !== undefined ? { ...base, soleJobId: sole.jobId } : base,
+      snap.gpuAllocation,
+    );
   });
+}
+
+/**
+ * Slurm's allocation beside what the holders say. A sole holder that Slurm did not give the GPU is
+ * `unallocated`, not attributed; a job Slurm has not been asked about yet (it started after the last
+ * squeue), a MIG unit, or a node whose allocation is unknown leave the verdict as the holders made it.
+ */
+export function withAllocation(v: GpuVerdict, table: GpuAllocationTable | undefined): GpuVerdict {
+  if (table === undefined || !table.known)
+    return { ...v, why: `${v.why}; allocation unknown (${table?.why ?? 'not read'})` };
+  if (v.unit.gi !== undefined)
+    return { ...v, why: `${v.why}; allocation unknown (MIG: Slurm's MIG GRES are not read)` };
+  const device = v.unit.gpu.device;
+  const allocatedTo = [...table.jobs].filter(([, devices]) => devices.includes(device)).map(([job]) => job);
+  const given =
+    allocatedTo.length === 0 ? 'Slurm gave it to no job here' : `Slurm gave it to job ${allocatedTo.join(', ')}`;
+  const job = v.soleJobId;
+  if (v.status !== 'sole' || job === undefined) return { ...v, allocatedTo, why: `${v.why}; ${given}` };
+  if (!table.jobs.has(job))
+    return { ...v, allocatedTo, why: `${v.why}; allocation of job ${job} unknown (not in squeue's last reading)` };
+  if (allocatedTo.includes(job)) return { ...v, allocatedTo, why: `${v.why}; Slurm gave it this GPU` };
+  const { soleJobId: _dropped, ...rest } = v;
+  return {
+    ...rest,
+    allocatedTo,
+    status: 'unallocated',
+    why: `job ${job} holds it but Slurm did not give it this GPU (${given})`,
+  };
 }
 
 export function judgePorts(snap: NodeSnapshot): PortVerdict[] {

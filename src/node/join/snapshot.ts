@@ -21,6 +21,7 @@ import {
 } from '../read/rdma-cgroup.js';
 import { join, procHidesProcesses, readSmall, type Roots } from '../read/roots.js';
 import type { JobMetadata, JobMetadataSource } from '../read/squeue.js';
+import type { GpuAllocationSource, GpuAllocationTable } from '../read/gres-source.js';
 import type { Steps } from '../read/steps.js';
 import {
   classifyUnreadable,
@@ -72,6 +73,8 @@ export interface NodeSnapshot {
   readonly gpuHolders: ReadonlyMap<string, DeviceHolders>;
   /** Where the GPUs and HCAs sit in the PCI tree and each pair's relation (none without GPUs). */
   readonly locality?: Locality;
+  /** Which GPUs Slurm gave each job here, as last read in the background; or why unknown. */
+  readonly gpuAllocation?: GpuAllocationTable;
   /** Why no port's attribution can be trusted this cycle (empty when knowledge is complete). */
   readonly gaps: readonly string[];
   /** Processes whose fd table could not be read, named, with their effect on attribution. */
@@ -118,6 +121,8 @@ export interface Readers {
   readonly gpuCache?: GpuCache;
   /** GPU ↔ HCA locality kept between cycles (read again only when the device set changes). */
   readonly localityCache?: LocalityCache;
+  /** Slurm's GPU allocation on this node, read in the background (gres-source.ts). */
+  readonly gpuAllocation?: GpuAllocationSource;
 }
 
 /** What a context reading says of a process; a thread's id is mapped to its process through procfs. */
@@ -147,7 +152,7 @@ export function* snapshotSteps(readers: Readers, nowMs: number): Steps<NodeSnaps
   const rdma = jobCharges(cgroups.allocations, problems, devices);
   const known = new Map(cgroups.allocations.flatMap((a) => [...(a.cgroupOf ?? [])]));
   const charges = new ProcessCharges(roots.procfs, roots.cgroupfs, problems, known, devices);
-  const gpuInventory = readGpus(roots.procfs, problems, readers.gpuCache);
+  const gpuInventory = readGpus(roots.nvidiaProcfs ?? roots.procfs, problems, readers.gpuCache);
   const gpus = gpuUnits(gpuInventory);
   // The rdma cgroup's charges stand in for a process's fd table only where HCAs are all there is
   // to hold: they say nothing of GPUs.
@@ -256,6 +261,7 @@ export function* snapshotSteps(readers: Readers, nowMs: number): Steps<NodeSnaps
     },
     gpuHolders: gpuHolders.result(),
     ...(locality ? { locality } : {}),
+    gpuAllocation: gpuAllocationOf(readers.gpuAllocation, gpus.units.length > 0),
     gaps,
     unreadable,
     rdma,
@@ -384,6 +390,13 @@ function addTo<K>(m: Map<K, Set<HolderEvidence>>, key: K, e: HolderEvidence): vo
 
 function frozen<K>(m: Map<K, Set<HolderEvidence>>): Map<K, HolderEvidence[]> {
   return new Map([...m].map(([k, s]) => [k, [...s].sort()]));
+}
+
+/** The allocation table as last read; asks for a refresh while the node has GPUs. */
+function gpuAllocationOf(source: GpuAllocationSource | undefined, hasGpus: boolean): GpuAllocationTable {
+  if (source === undefined) return { known: false, why: 'not read (--gpu-allocation none)' };
+  if (hasGpus) source.want();
+  return source.current();
 }
 
 /** Metadata of the jobs on the node as far as the source knows it; asks for a refresh meanwhile. */

@@ -19,6 +19,11 @@ export interface Roots {
   readonly procfs: string;
   readonly cgroupfs: string;
   /**
+   * Where the NVIDIA driver's procfs files are read (`devices`, `driver/nvidia/…`): default
+   * `procfs`. Apart so that a test can give real processes a synthetic driver tree.
+   */
+  readonly nvidiaProcfs?: string;
+  /**
    * How an fd's device number is known: by default stat of the fd where its filesystem is local
    * (fd-mounts.ts). A synthetic procfs holds plain symlinks whose targets need not exist, so the
    * demo, run in one process with its tree, gives its own.
