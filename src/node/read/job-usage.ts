@@ -17,8 +17,9 @@
  * - Peak. v2 `memory.peak` (kernels from 5.19), v1 `memory.max_usage_in_bytes`, on the same basis.
  * - Limit. v2 `memory.max` ("max": none), v1 `memory.limit_in_bytes` (the kernel's huge
  *   unlimited value, anything from 2^62: none).
- * - OOM kills. v2 `memory.events` oom_kill, v1 `memory.oom_control` oom_kill (kernels from 4.13):
- *   counted at the job level for every step below it.
+ * - OOM kills. v2 `memory.events` oom_kill at the job level (it sums its subtree); v1
+ *   `memory.oom_control` oom_kill (kernels from 4.13) of the job and each step and task below it,
+ *   summed, since v1 counts a kill only where the limit was hit.
  *
  * A file the kernel does not have (an older kernel, a controller not holding the job) leaves
  * that value absent. A job directory that vanished meanwhile (the job ended) is no error: the
@@ -27,7 +28,7 @@
 import fs from 'node:fs';
 import type { JobDir } from './cgroups.js';
 import type { Problems } from './problems.js';
-import { join, ok, parseCounter, readSmall, type Read } from './roots.js';
+import { join, listSubdirs, ok, parseCounter, readSmall, type Read } from './roots.js';
 
 export interface JobUsage {
   readonly cpuUserSeconds?: number;
@@ -133,7 +134,23 @@ function readV1Memory(dir: string, files: JobFiles, u: Mutable<JobUsage>): void 
   u.memoryBytes = num(files.parsed(dir, 'memory.usage_in_bytes', parseCounter));
   u.memoryPeakBytes = num(files.parsed(dir, 'memory.max_usage_in_bytes', parseCounter));
   u.memoryLimitBytes = num(files.parsed(dir, 'memory.limit_in_bytes', parseV1Limit));
-  u.oomKills = num(parseKeyed(files.text(dir, 'memory.oom_control') ?? '').get('oom_kill'));
+  u.oomKills = v1OomKills(dir, files, 0);
+}
+
+/** Steps and tasks below a v1 job: job_<J>/step_<S>/task_<T>. */
+const V1_OOM_DEPTH = 2;
+
+/**
+ * v1 counts an OOM kill only in the cgroup whose limit was hit (no sum up the tree, unlike v2),
+ * and Slurm limits each step as well as the job: the job's kills are the sum over its subtree.
+ */
+function v1OomKills(dir: string, files: JobFiles, depth: number): number | undefined {
+  const own = parseKeyed(files.text(dir, 'memory.oom_control') ?? '').get('oom_kill');
+  if (own === undefined) return undefined;
+  let sum = Number(own);
+  const subs = depth < V1_OOM_DEPTH ? listSubdirs(dir) : undefined;
+  for (const name of subs?.ok ? subs.value : []) sum += v1OomKills(join(dir, name), files, depth + 1) ?? 0;
+  return sum;
 }
 
 /** v1: each controller hierarchy holding the job has its own job directory. */
