@@ -42,6 +42,10 @@
 #                                REAL_SLURM_PRELOAD=cg2only.so shows slurmd only the 0:: line;
 #                                IgnoreSystemd=yes: slurmd makes <node>_slurmstepd.scope itself.
 #                                down.sh removes the scopes and the mount it made)
+#   REAL_SLURM_JOBACCT           with REAL_SLURM_CGROUP=v1 or v2: cgroup = JobAcctGatherType=
+#                                jobacct_gather/cgroup (slurmstepd also makes each job's v1
+#                                cpuacct directory, and sstat answers from the job cgroup);
+#                                unset: jobacct_gather/none, or linux with REAL_SLURM_DBD=1
 #   REAL_SLURM_CGROUP_JOBID_PATHS  with REAL_SLURM_CGROUP=v2: yes or no writes
 #                                CgroupJobIdPaths=<it> into cgroup.conf (unset: not written, Slurm's
 #                                default no). 26.05 names a job's v2 directory by its SLUID; yes
@@ -99,6 +103,7 @@ RS_PRELOAD=${REAL_SLURM_PRELOAD:-}
 RS_JOBID_PATHS=${REAL_SLURM_CGROUP_JOBID_PATHS:-}
 RS_GPU_MINORS=${REAL_SLURM_GPU_MINORS:-}
 RS_CONSTRAIN_DEVICES=${REAL_SLURM_CONSTRAIN_DEVICES:-no}
+RS_JOBACCT=${REAL_SLURM_JOBACCT:-}
 # The unprivileged account slurmrestd runs as (it refuses root and SlurmUser).
 RS_REST_ACCOUNT=slurmotel-rest
 

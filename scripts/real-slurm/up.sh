@@ -213,6 +213,12 @@ AccountingStorageTRES=gres/gpu,gres/gpu:tesla
 JobAcctGatherType=jobacct_gather/linux
 JobAcctGatherFrequency=10"
 fi
+if [ "$RS_JOBACCT" = cgroup ]; then
+  [ "$RS_CGROUP" != none ] || rs_die "REAL_SLURM_JOBACCT=cgroup needs REAL_SLURM_CGROUP=v1 or v2"
+  ACCOUNTING=$(printf '%s\n' "$ACCOUNTING" | sed 's|^JobAcctGatherType=.*|JobAcctGatherType=jobacct_gather/cgroup|')
+elif [ -n "$RS_JOBACCT" ]; then
+  rs_die "REAL_SLURM_JOBACCT must be cgroup or unset (got '$RS_JOBACCT')"
+fi
 
 # ---------------------------------------------------------------- slurm.conf + gres.conf
 # Process tracking. none: track processes by pid tree, no task binding or

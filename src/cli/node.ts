@@ -29,6 +29,7 @@ export interface NodeFlags extends ExportFlags, RootFlags {
   slurmdPath: string;
   qpCounters: QpCountersMode;
   rdmaPath: string;
+  jobUsage: 'on' | 'off';
 }
 
 /** Options every command reading a node takes (node, demo, explain). */
@@ -154,6 +155,15 @@ export function addNodeOptions(cmd: Command, d: NodeDefaults = NODE_DEFAULTS): C
     )
     .addOption(
       opt(
+        '--job-usage <on|off>',
+        "each job's CPU time, throttling, memory (in use, peak, limit) and OOM kills from its cgroup: one small read of each file per job per cycle",
+        'JOB_USAGE',
+      )
+        .default('on')
+        .argParser(oneOf(['on', 'off'] as const)),
+    )
+    .addOption(
+      opt(
         '--rdma-path <path>',
         "the iproute2 rdma tool (--qp-counters, and the kernel's list of verbs contexts read when a process's fds cannot all be known)",
         'RDMA_PATH',
@@ -169,6 +179,7 @@ export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {
       roots: rootsOf(f),
       fdRescanIntervalMs: f.fdRescanInterval,
       unreadableProcesses: f.unreadableProcesses,
+      jobUsage: f.jobUsage === 'on',
       // The kernel's list of verbs contexts bounds what a process whose fds cannot all be read costs.
       contexts: { path: f.rdmaPath, timeoutMs: Math.min(RDMA_TIMEOUT_MS, f.collectionInterval) },
     },

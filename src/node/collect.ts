@@ -2,7 +2,8 @@
 import type { Family } from '../telemetry/spec.js';
 import { attribute, EMPTY_STATE, type Attribution, type AttributionState } from './join/attribution.js';
 import { JobIdResolver, type JobIdTable } from './read/jobids.js';
-import { observe, qpFamilies } from './observe.js';
+import { observe, qpFamilies, usageFamilies } from './observe.js';
+import { usageStarts, type UsageStarts } from './join/job-usage.js';
 import { accumulateQp, EMPTY_QP_STATE, type QpState } from './qp/qp-counters.js';
 import type { QpReadings } from './qp/qp-source.js';
 import { FdScanner } from './read/owners.js';
@@ -41,6 +42,8 @@ export interface CollectorOptions {
   /** The rdma tool for the kernel's list of verbs contexts (rdma-contexts.ts); none read when absent. */
   readonly contexts?: Omit<RdmaContextsOptions, 'logger'>;
   readonly logger?: Logger;
+  /** Read each job's CPU and memory use from its cgroup (--job-usage, default on). */
+  readonly jobUsage?: boolean;
 }
 
 /** What a running agent keeps open: every counter of 16 dual-port HCAs with mlx5's ~60 counters each. */
@@ -64,6 +67,7 @@ export class NodeCollector {
   private readonly readers;
   private state: AttributionState = EMPTY_STATE;
   private qpState: QpState = EMPTY_QP_STATE;
+  private usageStarts: UsageStarts = new Map();
   private readonly qp: QpReadings | undefined;
   private readonly now: () => number;
 
@@ -79,6 +83,7 @@ export class NodeCollector {
       gpuAllocation: opts.gpuAllocation,
       unreadable: opts.unreadableProcesses ?? 'strict',
       readAllFds: opts.readAllFds,
+      jobUsage: opts.jobUsage ?? true,
       contexts:
         opts.contexts && sharesPidSpace(opts.roots.procfs)
           ? new RdmaContexts({ ...opts.contexts, ...(opts.logger ? { logger: opts.logger } : {}) })
@@ -129,6 +134,10 @@ export class NodeCollector {
     const attribution = attribute(snapshot, this.state);
     this.state = attribution.state;
     const families = observe(snapshot, attribution);
+    if (snapshot.usage) {
+      this.usageStarts = usageStarts(snapshot.usage, this.usageStarts, snapshot.atMs);
+      families.push(...usageFamilies(snapshot, this.usageStarts));
+    }
     const qp = this.qp ? this.qpCycle(this.qp, snapshot) : undefined;
     if (qp) families.push(...qpFamilies(snapshot, qp));
     return { snapshot, attribution, families, durationMs: performance.now() - t0, ...(qp ? { qp } : {}) };

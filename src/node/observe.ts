@@ -7,6 +7,8 @@ import type { QpState } from './qp/qp-counters.js';
 import type { NodeSnapshot } from './join/snapshot.js';
 import { gpusByBusId, jobPairs } from './locality.js';
 import { isPlaced } from './read/pci-topology.js';
+import type { JobUsage } from './read/job-usage.js';
+import type { UsageStarts } from './join/job-usage.js';
 
 export function observe(snap: NodeSnapshot, attr: Attribution): Family[] {
   return [
@@ -315,4 +317,40 @@ function withUncounted(
   const out = new Map(counted);
   for (const key of qps.keys()) if (!out.has(key)) out.set(key, 0);
   return out;
+}
+
+type UsageSpec =
+  | typeof M.jobCpuUser
+  | typeof M.jobCpuSystem
+  | typeof M.jobCpuThrottledPeriods
+  | typeof M.jobCpuThrottled
+  | typeof M.jobMemory
+  | typeof M.jobMemoryPeak
+  | typeof M.jobMemoryLimit
+  | typeof M.jobOomKills;
+
+/** Each usage value and its family; counters carry their start (job-usage.ts). */
+const USAGE_FAMILIES: readonly [keyof JobUsage, UsageSpec][] = [
+  ['cpuUserSeconds', M.jobCpuUser],
+  ['cpuSystemSeconds', M.jobCpuSystem],
+  ['throttledPeriods', M.jobCpuThrottledPeriods],
+  ['throttledSeconds', M.jobCpuThrottled],
+  ['memoryBytes', M.jobMemory],
+  ['memoryPeakBytes', M.jobMemoryPeak],
+  ['memoryLimitBytes', M.jobMemoryLimit],
+  ['oomKills', M.jobOomKills],
+];
+
+/** Per-job CPU and memory use from the job cgroups (--job-usage on); a value not read has no point. */
+export function usageFamilies(snap: NodeSnapshot, starts: UsageStarts): Family[] {
+  return USAGE_FAMILIES.map(([field, spec]) => {
+    const points: Point[] = [];
+    for (const [jobId, u] of snap.usage ?? []) {
+      const value = u[field];
+      if (value === undefined) continue;
+      const start = spec.kind === 'counter' ? starts.get(`${jobId} ${field}`)?.startMs : undefined;
+      points.push(point(spec, { job_id: jobId, ...metadataOf(snap, jobId) }, value, start));
+    }
+    return { spec, points };
+  });
 }

@@ -140,6 +140,51 @@ function inJobsOf(slurm: RealSlurm, pid: number): boolean {
   }
 }
 
+/** A job's own directory under a v1 controller on `node` (jobs here run as root). */
+function jobDir(controller: string, node: string, id: string): string {
+  return `/sys/fs/cgroup/${controller}/slurm_${node}/uid_0/job_${id}`;
+}
+
+/** A v1 cgroup file as a number (a keyed file: the value of `key`). */
+function cgroupValue(file: string, key?: string): number {
+  const text = fs.readFileSync(file, 'utf8');
+  if (key === undefined) return Number(text.trim());
+  const m = new RegExp(`^${key} (\\d+)$`, 'm').exec(text);
+  if (!m) throw new Error(`${file} has no ${key}: ${text}`);
+  return Number(m[1]);
+}
+
+/** oom_kill of a v1 memory cgroup and every cgroup below it (v1 counts a kill only where the limit was hit). */
+function oomKillsBelow(dir: string, depth = 0): number {
+  const subs = depth < 3 ? fs.readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory()) : [];
+  return (
+    cgroupValue(`${dir}/memory.oom_control`, 'oom_kill') +
+    subs.reduce((sum, d) => sum + oomKillsBelow(path.join(dir, d.name), depth + 1), 0)
+  );
+}
+
+/** sstat's MaxRSS of a step in bytes (it prints e.g. 204800K), or undefined while it has none. */
+function maxRssBytes(text: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)([KMG]?)$/.exec(text.trim());
+  if (!m) return undefined;
+  return Number(m[1]) * { '': 1, K: 2 ** 10, M: 2 ** 20, G: 2 ** 30 }[m[2] as '' | 'K' | 'M' | 'G'];
+}
+
+/** sstat's CPU time ([DD-][HH:]MM:SS[.mmm]) in seconds. */
+function cpuSeconds(text: string): number {
+  const [days, rest] = text.includes('-') ? (text.split('-') as [string, string]) : ['0', text];
+  return rest.split(':').reduce((acc, part) => acc * 60 + Number(part), 0) + Number(days) * 86_400;
+}
+
+const MIB = 2 ** 20;
+/**
+ * Perl is in every Debian (perl-base). vec() grows one buffer of N MiB and zero-fills it, so every
+ * page is touched, and no copy doubles it (as `$x = "a" x N` would, through its temporary).
+ */
+const ALLOCATE = (mib: number): string => `perl -e 'vec($x, ${mib} * 1048576 - 1, 8) = 1; sleep 900'`;
+/** Burns 2 s of CPU time (its own, by times: a loaded machine only takes longer), then sleeps. */
+const BURN = `perl -e '1 while (times)[0] + (times)[1] < 2'; exec sleep 900`;
+
 /** The job cgroup directories (any controller) of this cluster's nodes. */
 function jobCgroupRoots(slurm: RealSlurm): string[] {
   const out: string[] = [];
@@ -195,7 +240,8 @@ describe.skipIf(gate.skip)(
     }
 
     beforeAll(async () => {
-      slurm = await startRealSlurm({ instance: 'cg', cgroup: 'v1', nodes: 2 });
+      // jobacct_gather/cgroup: slurmstepd also puts jobs under cpuacct (CPU time), and sstat answers.
+      slurm = await startRealSlurm({ instance: 'cg', cgroup: 'v1', nodes: 2, env: { REAL_SLURM_JOBACCT: 'cgroup' } });
       releaseStandIns = await leaseStandIns();
       devices = new StandInDevices();
       sysfs = fs.mkdtempSync('/tmp/slurm-otel-cg-sysfs-');
@@ -358,6 +404,110 @@ describe.skipIf(gate.skip)(
             : undefined,
         WAIT_MS,
       );
+    });
+
+    it('per-job CPU, memory and OOM kills agree with the job cgroup files and with sstat', async () => {
+      const n2 = slurm.nodes[1] as string;
+      // Room on the second node (4 CPUs) for three more one-CPU jobs: only the job of another uid stays.
+      await slurm.run(['scancel', job.sharedB], { check: false });
+      const burn = await sbatch(n2, '--mem=100', '--wrap', BURN);
+      const hold = await sbatch(n2, '--mem=400', '--wrap', ALLOCATE(200));
+      // The allocation is killed at the 50 MiB limit; the shell goes on, so the job (and its cgroup) stays.
+      const oom = await sbatch(n2, '--mem=50', '--wrap', `${ALLOCATE(200)}; exec sleep 900`);
+      const cpuOf = (id: string): number =>
+        ['usage_user', 'usage_sys'].reduce(
+          (sum, f) => sum + cgroupValue(`${jobDir('cpuacct', n2, id)}/cpuacct.${f}`) / 1e9,
+          0,
+        );
+      // Each job has done what it does: 2 s of CPU burnt, 200 MiB held, the allocation killed.
+      let seen = 'nothing read yet';
+      const done = (): true | undefined => {
+        try {
+          const figures = [
+            cpuOf(burn),
+            cgroupValue(`${jobDir('memory', n2, hold)}/memory.usage_in_bytes`) / MIB,
+            oomKillsBelow(jobDir('memory', n2, oom)),
+          ] as const;
+          seen = `CPU ${figures[0]} s, memory ${figures[1]} MiB, oom_kill ${figures[2]}`;
+          return figures[0] >= 2 && figures[1] >= 200 && figures[2] >= 1 ? true : undefined;
+        } catch (e) {
+          seen = String(e); // not started yet
+          return undefined;
+        }
+      };
+      await waitFor('the three jobs to burn, hold and be OOM-killed', done, WAIT_MS).catch((e: Error) => {
+        throw new Error(`${e.message}: last seen ${seen}`);
+      });
+      const name = (n: string): string => `ib_slurm_job_${n}`;
+      // A scrape serves the last cycle's reading, which may predate the above: wait for the agent to see it too.
+      const s = await waitFor(
+        'the agent to export the three jobs done',
+        async () => {
+          const got = await scrape(agent!);
+          const cpu =
+            (valueOf(got, name('cpu_user_seconds_total'), { job_id: burn }) ?? 0) +
+            (valueOf(got, name('cpu_system_seconds_total'), { job_id: burn }) ?? 0);
+          return cpu >= 2 &&
+            (valueOf(got, name('memory_used_bytes'), { job_id: hold }) ?? 0) >= 200 * MIB &&
+            (valueOf(got, name('oom_kills_total'), { job_id: oom }) ?? 0) >= 1
+            ? got
+            : undefined;
+        },
+        WAIT_MS,
+      );
+      const agentCpu =
+        (valueOf(s, name('cpu_user_seconds_total'), { job_id: burn }) ?? NaN) +
+        (valueOf(s, name('cpu_system_seconds_total'), { job_id: burn }) ?? NaN);
+      const fileCpu = cpuOf(burn);
+      // The job is asleep after the burn: its cgroup's CPU time barely moves between the two readings.
+      expect(agentCpu).toBeGreaterThanOrEqual(2);
+      expect(Math.abs(agentCpu - fileCpu), `agent ${agentCpu} s, cpuacct ${fileCpu} s`).toBeLessThan(0.1);
+      // The burn, the shell and slurmstepd: no more than a second beyond the 2 s burnt.
+      expect(agentCpu).toBeLessThan(3);
+
+      const mem = valueOf(s, name('memory_used_bytes'), { job_id: hold }) ?? NaN;
+      const memFile = cgroupValue(`${jobDir('memory', n2, hold)}/memory.usage_in_bytes`);
+      expect(mem).toBeGreaterThanOrEqual(200 * MIB);
+      expect(Math.abs(mem - memFile), `agent ${mem}, usage_in_bytes ${memFile}`).toBeLessThan(8 * MIB);
+      expect(mem).toBeLessThan(264 * MIB);
+      expect(valueOf(s, name('memory_peak_bytes'), { job_id: hold })).toBeGreaterThanOrEqual(mem - 8 * MIB);
+      expect(valueOf(s, name('memory_limit_bytes'), { job_id: hold })).toBe(400 * MIB);
+      expect(valueOf(s, name('memory_limit_bytes'), { job_id: oom })).toBe(50 * MIB);
+      expect(valueOf(s, name('memory_limit_bytes'), { job_id: hold })).toBe(
+        cgroupValue(`${jobDir('memory', n2, hold)}/memory.limit_in_bytes`),
+      );
+
+      const kills = valueOf(s, name('oom_kills_total'), { job_id: oom });
+      expect(kills).toBeGreaterThanOrEqual(1);
+      expect(kills).toBe(oomKillsBelow(jobDir('memory', n2, oom)));
+      expect(valueOf(s, name('oom_kills_total'), { job_id: hold })).toBe(0);
+
+      // Slurm's own accounting of the batch steps (jobacct_gather/cgroup, asked of the running stepd).
+      const sstat = async (id: string): Promise<string[]> =>
+        (await slurm.run(['sstat', '-n', '-P', '-j', `${id}.batch`, '--format=MaxRSS,MinCPU'])).stdout
+          .trim()
+          .split('|');
+      const [rss] = await waitFor(
+        'sstat to report the holding job',
+        async () => {
+          const got = await sstat(hold);
+          return (maxRssBytes(got[0] ?? '') ?? 0) >= 200 * MIB ? got : undefined;
+        },
+        WAIT_MS,
+      );
+      // MaxRSS counts the processes' resident pages; the cgroup also charges their page cache and the stepd.
+      expect(Math.abs(mem - (maxRssBytes(rss ?? '') ?? NaN)), `MaxRSS ${rss}`).toBeLessThan(48 * MIB);
+      const [, cpu] = await waitFor(
+        'sstat to report the burning job',
+        async () => {
+          const got = await sstat(burn);
+          return cpuSeconds(got[1] ?? '') >= 1 ? got : undefined;
+        },
+        WAIT_MS,
+      );
+      // sstat shows whole seconds; MinCPU is the one task's CPU time (the batch script and its children).
+      expect(Math.abs(agentCpu - cpuSeconds(cpu ?? '')), `sstat MinCPU ${cpu}`).toBeLessThanOrEqual(1);
+      await slurm.run(['scancel', burn, hold, oom]);
     });
 
     it('strict (the default): an unreadable process outside the jobs suppresses every job series', async () => {

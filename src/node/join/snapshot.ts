@@ -31,6 +31,8 @@ import {
   type UnreadablePolicy,
   type UnreadableProcess,
 } from '../read/unreadable.js';
+import type { JobUsage } from '../read/job-usage.js';
+import { jobUsages } from './job-usage.js';
 import { contextsOf, type ContextReading, type RdmaContexts } from '../read/rdma-contexts.js';
 
 export interface JobAllocation extends Allocation {
@@ -85,6 +87,8 @@ export interface NodeSnapshot {
   readonly slurmCgroups: { readonly found: boolean; readonly searched: string };
   /** user/account/partition per job id; undefined when no metadata source is configured. */
   readonly metadata?: ReadonlyMap<string, JobMetadata>;
+  /** CPU and memory use of each resolved job from its cgroup; absent with --job-usage off. */
+  readonly usage?: ReadonlyMap<string, JobUsage>;
   /** Command names of the processes holding a device (for the explain views). */
   readonly holderNames: ReadonlyMap<number, string>;
   readonly problems: readonly Problem[];
@@ -123,6 +127,8 @@ export interface Readers {
   readonly localityCache?: LocalityCache;
   /** Slurm's GPU allocation on this node, read in the background (gres-source.ts). */
   readonly gpuAllocation?: GpuAllocationSource;
+  /** Read each job's CPU and memory use from its cgroup (--job-usage on). */
+  readonly jobUsage?: boolean;
 }
 
 /** What a context reading says of a process; a thread's id is mapped to its process through procfs. */
@@ -238,6 +244,7 @@ export function* snapshotSteps(readers: Readers, nowMs: number): Steps<NodeSnaps
     for (const device of e ? chargedDevices(e.charges) : []) holders.add(device, pid, allocation, 'rdma-cgroup');
   }
   const metadata = readers.metadata ? jobMetadata(readers.metadata, allocations) : undefined;
+  const usage = readers.jobUsage === true ? jobUsages(allocations, problems) : undefined;
   const holderNames = new Map<number, string>();
   for (const pid of new Set([...holders.pids(), ...gpuHolders.pids()].flatMap((p) => [...p]))) {
     // The stat read for the fd scan names the process; one not scanned (covered) is read here.
@@ -268,6 +275,7 @@ export function* snapshotSteps(readers: Readers, nowMs: number): Steps<NodeSnaps
     slurmCgroups: { found: cgroups.foundSlurm, searched: cgroups.searched },
     holderNames,
     ...(metadata ? { metadata } : {}),
+    ...(usage ? { usage } : {}),
     problems: problems.list(),
     stats: {
       processes: owners.stats.processes,

@@ -29,6 +29,16 @@ export interface Allocation {
   readonly rdmaDir?: string;
   /** PID → the directory (v2, or under the v1 rdma hierarchy) whose cgroup.procs listed it: its own cgroup. */
   readonly cgroupOf?: ReadonlyMap<number, string>;
+  /**
+   * The job's own cgroup directories: the one v2 directory (controllers ''), or in v1 one per
+   * controller hierarchy holding the job (controllers as the hierarchy is named, e.g. `cpu,cpuacct`).
+   */
+  readonly jobDirs?: readonly JobDir[];
+}
+
+export interface JobDir {
+  readonly controllers: string;
+  readonly dir: string;
 }
 
 export interface ScopeInfo {
@@ -120,6 +130,7 @@ interface MutableAllocation {
   gaps: string[];
   rdmaDir?: string;
   cgroupOf: Map<number, string>;
+  jobDirs: JobDir[];
 }
 
 function noteGap(r: Read<unknown>, where: string, gaps: string[], problems: Problems): void {
@@ -156,6 +167,7 @@ function scanScope(dir: string, scope: string, acc: ScanAccumulator, problems: P
     if (idKind === 'sluid') acc.scope('v2-sluid', scope);
     const alloc = newAllocation(`${scope}/${name}`, numeric?.[1] ?? name, idKind, layout, scope);
     alloc.rdmaDir = join(dir, name);
+    alloc.jobDirs.push({ controllers: '', dir: join(dir, name) });
     walkJob(join(dir, name), [], alloc, true, problems);
     acc.allocations.set(alloc.key, alloc);
   }
@@ -173,11 +185,12 @@ function scanV1(cgroupfs: string, acc: ScanAccumulator, problems: Problems): voi
       continue;
     }
     for (const root of roots.value.filter((r) => V1_ROOT_RE.test(r)))
-      scanV1Root(join(cgroupfs, ctrl, root), root, ctrl.split(',').includes('rdma'), acc, problems);
+      scanV1Root(join(cgroupfs, ctrl, root), root, ctrl, acc, problems);
   }
 }
 
-function scanV1Root(dir: string, root: string, rdma: boolean, acc: ScanAccumulator, problems: Problems): void {
+function scanV1Root(dir: string, root: string, ctrl: string, acc: ScanAccumulator, problems: Problems): void {
+  const rdma = ctrl.split(',').includes('rdma');
   acc.foundSlurm = true;
   acc.scope('v1', root);
   const uids = listSubdirs(dir);
@@ -198,6 +211,7 @@ function scanV1Root(dir: string, root: string, rdma: boolean, acc: ScanAccumulat
         acc.allocations.set(key, alloc);
       }
       if (rdma) alloc.rdmaDir = join(dir, uid, name);
+      alloc.jobDirs.push({ controllers: ctrl, dir: join(dir, uid, name) });
       walkJob(join(dir, uid, name), [], alloc, rdma, problems);
     }
   }
@@ -215,6 +229,7 @@ function newAllocation(key: string, id: string, idKind: IdKind, layout: Layout, 
     procsFiles: [],
     gaps: [],
     cgroupOf: new Map(),
+    jobDirs: [],
   };
 }
 
