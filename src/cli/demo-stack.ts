@@ -17,12 +17,12 @@ import { startFakeSlurmrestd, type FakeSlurmrestd } from '../demo/fake-slurmrest
 import { writeTree, type TreeLayout } from '../demo/nodetree.js';
 import { FakeRdma } from '../demo/fake-rdma.js';
 import { CounterDrift, DEMO_JOBS, DEMO_NODE, demoTree, QpDrift } from '../demo/scenarios.js';
-import { startNodeAgent, type NodeAgent, type NodeAgentOptions } from '../node/agent.js';
+import { startNodeAgent, type NodeAgent } from '../node/agent.js';
 import type { Cycle } from '../node/collect.js';
 import type { BindAddress } from '../telemetry/http.js';
 import { runUntilSignal } from './common.js';
 import type { DemoFlags, DemoLayout } from './demo-flags.js';
-import { nodeAgentOptions } from './node.js';
+import { cycleAgentOptions, type TreelessAgentOptions } from './node.js';
 import type { Env } from './otel.js';
 
 /** The demo command offers every layout the synthetic trees have, and only those (checked by the compiler). */
@@ -30,7 +30,8 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const _layoutsAgree: Same<DemoLayout, TreeLayout> = true;
 
 export interface DemoOptions {
-  readonly node: NodeAgentOptions;
+  /** The node agent's options; the tree is the demo's, and so is the rdma tool unless qpCounters names one. */
+  readonly node: TreelessAgentOptions;
   readonly layout: TreeLayout;
   readonly nonJobHolder: boolean;
   /** Where to write the synthetic tree; a temporary directory (removed on stop) when undefined. */
@@ -131,7 +132,7 @@ async function startClusterSide(o: DemoOptions, binds: NonNullable<DemoOptions['
 
 /** The demo command's action: starts the stack, prints where to look, stops on a signal. */
 export async function runDemo(f: DemoFlags, env: Env): Promise<void> {
-  const node = nodeAgentOptions(f, env);
+  const node = cycleAgentOptions(f, env);
   const start = () =>
     startDemo({
       node,

@@ -15,7 +15,8 @@ const opt = envOption('IB_SLURM_EXPORTER_');
 /** One rdma run is cut off after this (or the collection interval, if shorter). */
 const RDMA_TIMEOUT_MS = 10_000;
 
-export interface NodeFlags extends ExportFlags, RootFlags {
+/** What a node agent takes apart from where the node's tree is and the host's rdma tool (the demo brings its own). */
+export interface NodeCycleFlags extends ExportFlags {
   collectionInterval: number;
   fdRescanInterval: number;
   unreadableProcesses: UnreadablePolicy;
@@ -23,9 +24,15 @@ export interface NodeFlags extends ExportFlags, RootFlags {
   squeuePath?: string;
   squeueTimeout: number;
   jobMetadata: 'none' | 'squeue';
+}
+
+/** The options that point the node agent at the host: its filesystems and its rdma tool. */
+export interface HostFlags extends RootFlags {
   qpCounters: QpCountersMode;
   rdmaPath: string;
 }
+
+export interface NodeFlags extends NodeCycleFlags, HostFlags {}
 
 /** Options every command reading a node takes (node, demo, explain). */
 export function addRootOptions(cmd: Command): Command {
@@ -78,7 +85,12 @@ const NODE_DEFAULTS: NodeDefaults = {
 };
 
 export function addNodeOptions(cmd: Command, d: NodeDefaults = NODE_DEFAULTS): Command {
-  addRootOptions(cmd)
+  return addExportOptions(addRdmaOptions(addCycleOptions(addRootOptions(cmd), d)), 'IB_SLURM_EXPORTER_', d);
+}
+
+/** The node options that do not name anything on the host: the demo takes these and brings the rest. */
+export function addCycleOptions(cmd: Command, d: NodeDefaults): Command {
+  return cmd
     .addOption(
       opt('--collection-interval <duration>', 'how often a cycle reads the node', 'COLLECTION_INTERVAL')
         .default(...d.collectionInterval)
@@ -111,7 +123,12 @@ export function addNodeOptions(cmd: Command, d: NodeDefaults = NODE_DEFAULTS): C
       )
         .default('none')
         .argParser(oneOf(['none', 'squeue'] as const)),
-    )
+    );
+}
+
+/** The host's rdma tool and what the agent asks of it. */
+function addRdmaOptions(cmd: Command): Command {
+  return cmd
     .addOption(
       opt(
         '--qp-counters <mode>',
@@ -128,19 +145,17 @@ export function addNodeOptions(cmd: Command, d: NodeDefaults = NODE_DEFAULTS): C
         'RDMA_PATH',
       ).default('rdma'),
     );
-  return addExportOptions(cmd, 'IB_SLURM_EXPORTER_', d);
 }
 
-export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {
+/** A node agent's options but where its tree is: the demo writes its own, the node command reads the host's. */
+export type TreelessAgentOptions = Omit<NodeAgentOptions, 'collector'> & {
+  readonly collector: Omit<NodeAgentOptions['collector'], 'roots'>;
+};
+
+export function cycleAgentOptions(f: NodeCycleFlags, env: Env): TreelessAgentOptions {
   return {
     ...exportSettings(f, env, { serviceName: 'slurm-otel-node', hostName: f.nodeName }),
-    collector: {
-      roots: rootsOf(f),
-      fdRescanIntervalMs: f.fdRescanInterval,
-      unreadableProcesses: f.unreadableProcesses,
-      // The kernel's list of verbs contexts bounds what a process whose fds cannot all be read costs.
-      contexts: { path: f.rdmaPath, timeoutMs: Math.min(RDMA_TIMEOUT_MS, f.collectionInterval) },
-    },
+    collector: { fdRescanIntervalMs: f.fdRescanInterval, unreadableProcesses: f.unreadableProcesses },
     squeue: f.squeuePath
       ? { path: f.squeuePath, nodeName: f.nodeName, minIntervalMs: f.collectionInterval, timeoutMs: f.squeueTimeout }
       : undefined,
@@ -153,10 +168,17 @@ export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {
             timeoutMs: f.squeueTimeout,
           }
         : undefined,
-    qpCounters:
-      f.qpCounters === 'off'
-        ? undefined
-        : { path: f.rdmaPath, mode: f.qpCounters, timeoutMs: Math.min(RDMA_TIMEOUT_MS, f.collectionInterval) },
+  };
+}
+
+export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {
+  const base = cycleAgentOptions(f, env);
+  const timeoutMs = Math.min(RDMA_TIMEOUT_MS, f.collectionInterval);
+  return {
+    ...base,
+    // The kernel's list of verbs contexts bounds what a process whose fds cannot all be read costs.
+    collector: { ...base.collector, roots: rootsOf(f), contexts: { path: f.rdmaPath, timeoutMs } },
+    qpCounters: f.qpCounters === 'off' ? undefined : { path: f.rdmaPath, mode: f.qpCounters, timeoutMs },
   };
 }
 
