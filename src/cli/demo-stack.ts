@@ -12,10 +12,12 @@ import path from 'node:path';
 import { staticToken } from '../cluster/api/http/auth.js';
 import { SlurmClient } from '../cluster/api/client.js';
 import { startClusterAgent, type ClusterAgent } from '../cluster/agent.js';
+import { OPTIONAL_SUB_COLLECTORS } from '../cluster/snapshot.js';
 import { FakeCluster } from '../demo/fake-cluster.js';
 import { startFakeSlurmrestd, type FakeSlurmrestd } from '../demo/fake-slurmrestd.js';
 import { writeTree, type TreeLayout } from '../demo/nodetree.js';
 import { FakeRdma } from '../demo/fake-rdma.js';
+import { fakeTopology } from '../demo/fake-topology.js';
 import { CounterDrift, DEMO_JOBS, DEMO_NODE, demoTree, QpDrift } from '../demo/scenarios.js';
 import { startNodeAgent, type NodeAgent } from '../node/agent.js';
 import type { Cycle } from '../node/collect.js';
@@ -110,7 +112,17 @@ async function startClusterSide(o: DemoOptions, binds: NonNullable<DemoOptions['
     logger,
   });
   const agent = await startClusterAgent({
-    source: { api, jobSource: 'controller', accountingLookbackMs: 3_600_000, clusterName: fake.clusterName },
+    source: {
+      api,
+      jobSource: 'controller',
+      accountingLookbackMs: 3_600_000,
+      clusterName: fake.clusterName,
+      // Every optional sub-collector on, so that the demo shows all the families: the fake serves
+      // each endpoint, and the topology comes from a stand-in for the Kubernetes API.
+      optional: OPTIONAL_SUB_COLLECTORS,
+      accountingLimits: true,
+      topology: () => Promise.resolve(fakeTopology(fake)),
+    },
     collectionIntervalMs: o.node.collectionIntervalMs,
     maxInflight: 1,
     metrics: binds.metrics,

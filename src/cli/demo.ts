@@ -21,8 +21,9 @@ const DEMO_HELP = `
 The demo writes its own synthetic node (sysfs, procfs and cgroup trees, in --dir or a temporary
 directory), moves its counters every --tick, and serves per-PID QP counters from its own stand-in
 rdma tool; its node agent reads that tree and that tool, never the host's. Unless --no-cluster, a
-cluster agent reads a fake slurmrestd on loopback whose cluster runs the same jobs, so the two
-agents' series join on job_id.
+cluster agent with every optional sub-collector on reads a fake slurmrestd on loopback (and a
+stand-in for Soperator's Kubernetes topology) whose cluster runs the same jobs, so the two agents'
+series join on job_id.
 It does not take ${[...REFUSED_FLAGS].join(', ')}:
 they point the node agent at a real node (slurm-otel node).`;
 

@@ -69,7 +69,7 @@ describe('slurm-otel demo (command line)', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/writes its own synthetic node/);
     expect(r.stdout).toMatch(/stand-in\s+rdma tool/);
-    expect(r.stdout).toMatch(/fake slurmrestd/);
+    expect(r.stdout).toMatch(/every optional sub-collector on reads a fake slurmrestd/);
     const options = r.stdout.split(/\n\s*\n/).find((block) => block.startsWith('Options:')) ?? '';
     for (const flag of REFUSED) expect(options, flag).not.toContain(flag);
     expect(r.stdout).toContain(`It does not take ${REFUSED.join(', ')}`);
