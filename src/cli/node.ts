@@ -1,4 +1,5 @@
 /** `slurm-otel node`: options (flag > IB_SLURM_EXPORTER_* > default) → the node agent. */
+import fs from 'node:fs';
 import os from 'node:os';
 import { Command, Option } from 'commander';
 import type { LogFormat } from '../log.js';
@@ -6,7 +7,7 @@ import { runNodeOnce, startNodeAgent, type NodeAgentOptions } from '../node/agen
 import { QP_COUNTERS_MODES, type QpCountersMode } from '../node/qp/qp-source.js';
 import { DEFAULT_ROOTS, type Roots } from '../node/read/roots.js';
 import { UNREADABLE_POLICIES, type UnreadablePolicy } from '../node/read/unreadable.js';
-import { CollectionIncomplete, runUntilSignal } from './common.js';
+import { CollectionIncomplete, ConfigError, printExposition, runUntilSignal } from './common.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
 import type { Env } from './otel.js';
 import { duration, oneOf, positiveDuration } from './values.js';
@@ -48,6 +49,32 @@ export interface RootFlags {
   sysfsRoot: string;
   procfsRoot: string;
   cgroupRoot: string;
+}
+
+/** Each root flag with what is lost without it, for the message when it names no directory. */
+const ROOT_FLAGS: readonly (readonly [keyof RootFlags, string, string])[] = [
+  ['sysfsRoot', '--sysfs-root', 'no HCA could be found'],
+  ['procfsRoot', '--procfs-root', "no process's fds could be read"],
+  ['cgroupRoot', '--cgroup-root', 'no Slurm job could be found'],
+];
+
+/**
+ * The roots, each checked to be a directory: one that is missing is a configuration error at the
+ * start, not cycle after cycle of processes "gone" or a node without HCAs.
+ */
+export function existingRoots(f: RootFlags): Roots {
+  for (const [key, flag, lost] of ROOT_FLAGS) {
+    const dir = f[key];
+    let what: string | undefined;
+    try {
+      if (!fs.statSync(dir).isDirectory()) what = 'is not a directory';
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      what = code === 'ENOENT' ? 'does not exist' : `cannot be read (${code ?? (err as Error).message})`;
+    }
+    if (what !== undefined) throw new ConfigError(`${flag} ${dir} ${what}: ${lost}`);
+  }
+  return rootsOf(f);
 }
 
 export function rootsOf(f: RootFlags): Roots {
@@ -177,7 +204,7 @@ export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {
   return {
     ...base,
     // The kernel's list of verbs contexts bounds what a process whose fds cannot all be read costs.
-    collector: { ...base.collector, roots: rootsOf(f), contexts: { path: f.rdmaPath, timeoutMs } },
+    collector: { ...base.collector, roots: existingRoots(f), contexts: { path: f.rdmaPath, timeoutMs } },
     qpCounters: f.qpCounters === 'off' ? undefined : { path: f.rdmaPath, mode: f.qpCounters, timeoutMs },
   };
 }
@@ -190,7 +217,7 @@ export function nodeCommand(env: Env): Command {
       if (f.once) {
         const once = await runNodeOnce(opts);
         if (once.failed !== undefined) throw new CollectionIncomplete(`collection failed: ${once.failed}`);
-        process.stdout.write(once.text);
+        printExposition(once.text);
         return;
       }
       await runUntilSignal(() => startNodeAgent(opts), opts.logger);
