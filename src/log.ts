@@ -1,13 +1,13 @@
 /**
- * Logging for both agents: pino, JSON by default, or a plain one-line format
- * for people reading a terminal. Modules receive a Logger; none creates one.
+ * Logging for both agents: pino, JSON by default (level names and ISO times), or a plain one-line
+ * format for people reading a terminal. Modules receive a Logger; none creates one.
  *
  * Every line is redacted before it is written: the values of registered secrets
  * (tokens, as their sources produce them) and any `user:password@` in a URL are
  * replaced, wherever they appear (a message, an error echoed by a server, a field).
  */
 import { Writable } from 'node:stream';
-import { pino, type Logger as PinoLogger } from 'pino';
+import { pino, type Logger as PinoLogger, type LoggerOptions } from 'pino';
 
 export type Logger = PinoLogger;
 export type LogFormat = 'json' | 'plain';
@@ -19,7 +19,14 @@ export function createLogger(opts: {
   format: LogFormat;
   destination?: NodeJS.WritableStream;
 }): Logger {
-  const options = { level: opts.level, base: undefined };
+  const options: LoggerOptions = {
+    level: opts.level,
+    base: undefined,
+    // A line a person or a log pipeline reads without pino's tables: "level":"warn" and an ISO
+    // time, not "level":40 and milliseconds since 1970.
+    formatters: { level: (label) => ({ level: label }) },
+    timestamp: pino.stdTimeFunctions.isoTime,
+  };
   if (opts.format === 'json')
     return pino(options, redacting(opts.destination ?? pino.destination({ dest: 2, sync: true })));
   return pino(options, redacting(plainStream(opts.destination ?? process.stderr)));
@@ -147,15 +154,6 @@ function escapeControls(text: string): string {
   });
 }
 
-const LEVEL_NAMES: Record<number, string> = {
-  10: 'TRACE',
-  20: 'DEBUG',
-  30: 'INFO',
-  40: 'WARN',
-  50: 'ERROR',
-  60: 'FATAL',
-};
-
 function plainStream(dest: NodeJS.WritableStream): Writable {
   return new Writable({
     write(chunk: Buffer, _enc, done) {
@@ -180,8 +178,9 @@ function formatPlain(line: string): string {
   const fields = Object.entries(rest)
     .map(([k, v]) => `${escapeControls(k)}=${typeof v === 'string' ? escapeControls(v) : plainJson(v)}`)
     .join(' ');
-  const when = typeof time === 'number' ? new Date(time).toISOString() : '';
-  const name = LEVEL_NAMES[level as number] ?? escapeControls(String(level));
+  // Both are written by createLogger's own options: an ISO time and a level name.
+  const when = typeof time === 'string' ? escapeControls(time) : '';
+  const name = escapeControls(String(level)).toUpperCase();
   return `${when} ${name} ${escapeControls(String(msg ?? ''))}${fields ? ' ' + fields : ''}`;
 }
 

@@ -98,3 +98,30 @@ describe('log lines hold what users chose without being changed by it', () => {
     expect(out).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
   });
 });
+
+describe('the shape of a log line', () => {
+  const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+
+  it('json: the level by name and the time in ISO 8601, first, as a log pipeline reads them', () => {
+    const { logger, text } = capture('json');
+    logger.debug('d');
+    logger.info('i');
+    logger.warn('w');
+    logger.error('e');
+    const lines = text()
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.map((l) => l.level)).toEqual(['debug', 'info', 'warn', 'error']);
+    for (const l of lines) expect(l.time).toMatch(ISO);
+    expect(text().split('\n')[0]).toMatch(/^\{"level":"debug","time":"[^"]+","msg":"d"\}$/);
+  });
+
+  it('plain: the ISO time, then the level in capitals, then the message', () => {
+    const { logger, text } = capture('plain');
+    logger.warn({ n: 1 }, 'w');
+    const [when, level, ...rest] = text().trimEnd().split(' ');
+    expect(when).toMatch(ISO);
+    expect([level, ...rest]).toEqual(['WARN', 'w', 'n=1']);
+  });
+});

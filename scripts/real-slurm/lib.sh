@@ -2,8 +2,7 @@
 # Settings and helpers shared by up.sh and down.sh. Sourced, never run.
 #
 # Every knob is an environment variable with a default. The default ports are
-# chosen so this cluster can run beside the shared recipe in
-# /work/shared/tools/real-slurm (6820, 16817, 17001+, 16819, 33306):
+# chosen so this cluster can run beside a Slurm on its own default ports (6817-6820):
 #
 #   REAL_SLURM_STATE             state dir (default /tmp/slurm-otel-real-slurm); holds
 #                                config, keys, logs, pid files, spool, env file

@@ -25,7 +25,7 @@ import {
   type OptionalSubCollector,
 } from '../cluster/snapshot.js';
 import { redactUrl, type Logger } from '../log.js';
-import { CollectionIncomplete, ConfigError, runUntilSignal } from './common.js';
+import { CollectionIncomplete, ConfigError, runUntilSignal, printExposition } from './common.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
 import type { Env } from './otel.js';
 import { oneOf, parseSize, positiveDuration, positiveInt, switchValue } from './values.js';
@@ -365,7 +365,7 @@ export function clusterCommand(env: Env): Command {
       const opts = clusterAgentOptions(f, env);
       if (f.once) {
         const once = await runClusterOnce(opts);
-        process.stdout.write(once.text);
+        printExposition(once.text);
         // Scripts can tell a partial collection from a full one.
         if (once.failed.length > 0)
           throw new CollectionIncomplete(`collection incomplete: ${once.failed.join(', ')} failed (see the log)`);

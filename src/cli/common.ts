@@ -24,6 +24,15 @@ export const VERSION = findVersion();
 /** A configuration the agent cannot run with: exit code 2. */
 export class ConfigError extends Error {}
 
+/**
+ * `--once` prints the exposition as /metrics serves it, plus a final newline where it has none (the
+ * SDK's "# no registered metrics" line ends without one), so that what follows on the terminal
+ * does not run on.
+ */
+export function printExposition(text: string): void {
+  process.stdout.write(text === '' || text.endsWith('\n') ? text : `${text}\n`);
+}
+
 /** `--once` could not collect everything: exit code 1, after printing what it did collect. */
 export class CollectionIncomplete extends Error {}
 

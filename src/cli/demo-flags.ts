@@ -3,13 +3,13 @@
  * so that neither imports the other's module for a type.
  */
 import type { BindAddress } from '../telemetry/http.js';
-import type { NodeFlags } from './node.js';
+import type { HostFlags, NodeCycleFlags } from './node.js';
 
 /** The cgroup layouts the synthetic node can have (src/demo's TreeLayout; the compiler keeps them in step). */
 export const DEMO_LAYOUTS = ['v1', 'v2', 'v2-sluid'] as const;
 export type DemoLayout = (typeof DEMO_LAYOUTS)[number];
 
-export interface DemoFlags extends NodeFlags {
+export interface DemoFlags extends NodeCycleFlags {
   layout: DemoLayout;
   nonJobHolder?: boolean;
   dir?: string;
@@ -18,3 +18,19 @@ export interface DemoFlags extends NodeFlags {
   clusterMetricsBindAddress: BindAddress;
   clusterMonitoringBindAddress: BindAddress;
 }
+
+/**
+ * Node options the demo refuses, with why: it writes its own tree and serves its own rdma tool, so
+ * options that point the node agent at the host's would be ignored or would undo the demo.
+ * The compiler keeps this list equal to the node command's host options.
+ */
+export const DEMO_REFUSED: Record<keyof HostFlags, string> = {
+  sysfsRoot: '--sysfs-root',
+  procfsRoot: '--procfs-root',
+  cgroupRoot: '--cgroup-root',
+  qpCounters: '--qp-counters',
+  rdmaPath: '--rdma-path',
+  nvidiaProcRoot: '--nvidia-proc-root',
+  gpuAllocation: '--gpu-allocation',
+  slurmdPath: '--slurmd-path',
+};

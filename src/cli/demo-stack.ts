@@ -12,17 +12,19 @@ import path from 'node:path';
 import { staticToken } from '../cluster/api/http/auth.js';
 import { SlurmClient } from '../cluster/api/client.js';
 import { startClusterAgent, type ClusterAgent } from '../cluster/agent.js';
+import { OPTIONAL_SUB_COLLECTORS } from '../cluster/snapshot.js';
 import { FakeCluster } from '../demo/fake-cluster.js';
 import { startFakeSlurmrestd, type FakeSlurmrestd } from '../demo/fake-slurmrestd.js';
 import { writeTree, type TreeLayout } from '../demo/nodetree.js';
 import { FakeRdma } from '../demo/fake-rdma.js';
+import { fakeTopology } from '../demo/fake-topology.js';
 import { CounterDrift, DEMO_JOBS, DEMO_NODE, demoTree, QpDrift } from '../demo/scenarios.js';
-import { startNodeAgent, type NodeAgent, type NodeAgentOptions } from '../node/agent.js';
+import { startNodeAgent, type NodeAgent } from '../node/agent.js';
 import type { Cycle } from '../node/collect.js';
 import type { BindAddress } from '../telemetry/http.js';
 import { runUntilSignal } from './common.js';
 import type { DemoFlags, DemoLayout } from './demo-flags.js';
-import { nodeAgentOptions } from './node.js';
+import { cycleAgentOptions, type TreelessAgentOptions } from './node.js';
 import type { Env } from './otel.js';
 
 /** The demo command offers every layout the synthetic trees have, and only those (checked by the compiler). */
@@ -30,7 +32,8 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const _layoutsAgree: Same<DemoLayout, TreeLayout> = true;
 
 export interface DemoOptions {
-  readonly node: NodeAgentOptions;
+  /** The node agent's options; the tree is the demo's, and so is the rdma tool unless qpCounters names one. */
+  readonly node: TreelessAgentOptions;
   readonly layout: TreeLayout;
   readonly nonJobHolder: boolean;
   /** Where to write the synthetic tree; a temporary directory (removed on stop) when undefined. */
@@ -109,7 +112,17 @@ async function startClusterSide(o: DemoOptions, binds: NonNullable<DemoOptions['
     logger,
   });
   const agent = await startClusterAgent({
-    source: { api, jobSource: 'controller', accountingLookbackMs: 3_600_000, clusterName: fake.clusterName },
+    source: {
+      api,
+      jobSource: 'controller',
+      accountingLookbackMs: 3_600_000,
+      clusterName: fake.clusterName,
+      // Every optional sub-collector on, so that the demo shows all the families: the fake serves
+      // each endpoint, and the topology comes from a stand-in for the Kubernetes API.
+      optional: OPTIONAL_SUB_COLLECTORS,
+      accountingLimits: true,
+      topology: () => Promise.resolve(fakeTopology(fake)),
+    },
     collectionIntervalMs: o.node.collectionIntervalMs,
     maxInflight: 1,
     metrics: binds.metrics,
@@ -131,7 +144,7 @@ async function startClusterSide(o: DemoOptions, binds: NonNullable<DemoOptions['
 
 /** The demo command's action: starts the stack, prints where to look, stops on a signal. */
 export async function runDemo(f: DemoFlags, env: Env): Promise<void> {
-  const node = nodeAgentOptions(f, env);
+  const node = cycleAgentOptions(f, env);
   const start = () =>
     startDemo({
       node,

@@ -1,4 +1,5 @@
 /** `slurm-otel node`: options (flag > IB_SLURM_EXPORTER_* > default) → the node agent. */
+import fs from 'node:fs';
 import os from 'node:os';
 import { Command, Option } from 'commander';
 import type { LogFormat } from '../log.js';
@@ -6,7 +7,7 @@ import { runNodeOnce, startNodeAgent, type NodeAgentOptions } from '../node/agen
 import { QP_COUNTERS_MODES, type QpCountersMode } from '../node/qp/qp-source.js';
 import { DEFAULT_ROOTS, type Roots } from '../node/read/roots.js';
 import { UNREADABLE_POLICIES, type UnreadablePolicy } from '../node/read/unreadable.js';
-import { CollectionIncomplete, runUntilSignal } from './common.js';
+import { CollectionIncomplete, ConfigError, printExposition, runUntilSignal } from './common.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
 import type { Env } from './otel.js';
 import { duration, oneOf, positiveDuration } from './values.js';
@@ -17,7 +18,8 @@ const RDMA_TIMEOUT_MS = 10_000;
 /** slurmd -G is read again this often: its GRES list changes only when slurmd is reconfigured. */
 const GRES_MAP_INTERVAL_MS = 600_000;
 
-export interface NodeFlags extends ExportFlags, RootFlags {
+/** What a node agent takes apart from where the node's tree is and the host's tools (the demo brings its own). */
+export interface NodeCycleFlags extends ExportFlags {
   collectionInterval: number;
   fdRescanInterval: number;
   unreadableProcesses: UnreadablePolicy;
@@ -25,12 +27,18 @@ export interface NodeFlags extends ExportFlags, RootFlags {
   squeuePath?: string;
   squeueTimeout: number;
   jobMetadata: 'none' | 'squeue';
-  gpuAllocation: 'none' | 'slurm';
-  slurmdPath: string;
-  qpCounters: QpCountersMode;
-  rdmaPath: string;
   jobUsage: 'on' | 'off';
 }
+
+/** The options that point the node agent at the host: its filesystems, its rdma tool and slurmd. */
+export interface HostFlags extends RootFlags {
+  qpCounters: QpCountersMode;
+  rdmaPath: string;
+  gpuAllocation: 'none' | 'slurm';
+  slurmdPath: string;
+}
+
+export interface NodeFlags extends NodeCycleFlags, HostFlags {}
 
 /** Options every command reading a node takes (node, demo, explain). */
 export function addRootOptions(cmd: Command): Command {
@@ -54,6 +62,34 @@ export interface RootFlags {
   procfsRoot: string;
   cgroupRoot: string;
   nvidiaProcRoot?: string;
+}
+
+/** Each root flag with what is lost without it, for the message when it names no directory. */
+const ROOT_FLAGS: readonly (readonly [keyof RootFlags, string, string])[] = [
+  ['sysfsRoot', '--sysfs-root', 'no HCA could be found'],
+  ['procfsRoot', '--procfs-root', "no process's fds could be read"],
+  ['cgroupRoot', '--cgroup-root', 'no Slurm job could be found'],
+  ['nvidiaProcRoot', '--nvidia-proc-root', 'no GPU could be found'],
+];
+
+/**
+ * The roots, each checked to be a directory: one that is missing is a configuration error at the
+ * start, not cycle after cycle of processes "gone" or a node without HCAs.
+ */
+export function existingRoots(f: RootFlags): Roots {
+  for (const [key, flag, lost] of ROOT_FLAGS) {
+    const dir = f[key];
+    if (dir === undefined) continue;
+    let what: string | undefined;
+    try {
+      if (!fs.statSync(dir).isDirectory()) what = 'is not a directory';
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      what = code === 'ENOENT' ? 'does not exist' : `cannot be read (${code ?? (err as Error).message})`;
+    }
+    if (what !== undefined) throw new ConfigError(`${flag} ${dir} ${what}: ${lost}`);
+  }
+  return rootsOf(f);
 }
 
 export function rootsOf(f: RootFlags): Roots {
@@ -96,7 +132,12 @@ const NODE_DEFAULTS: NodeDefaults = {
 };
 
 export function addNodeOptions(cmd: Command, d: NodeDefaults = NODE_DEFAULTS): Command {
-  addRootOptions(cmd)
+  return addExportOptions(addHostToolOptions(addCycleOptions(addRootOptions(cmd), d)), 'IB_SLURM_EXPORTER_', d);
+}
+
+/** The node options that do not name anything on the host: the demo takes these and brings the rest. */
+export function addCycleOptions(cmd: Command, d: NodeDefaults): Command {
+  return cmd
     .addOption(
       opt('--collection-interval <duration>', 'how often a cycle reads the node', 'COLLECTION_INTERVAL')
         .default(...d.collectionInterval)
@@ -132,6 +173,20 @@ export function addNodeOptions(cmd: Command, d: NodeDefaults = NODE_DEFAULTS): C
     )
     .addOption(
       opt(
+        '--job-usage <on|off>',
+        "each job's CPU time, throttling, memory (in use, peak, limit) and OOM kills from its cgroup: one small read of each file per job per cycle",
+        'JOB_USAGE',
+      )
+        .default('on')
+        .argParser(oneOf(['on', 'off'] as const)),
+    );
+}
+
+/** The host's tools (rdma, slurmd) and what the agent asks of them. */
+function addHostToolOptions(cmd: Command): Command {
+  return cmd
+    .addOption(
+      opt(
         '--gpu-allocation <source>',
         'none, or slurm: which GPUs Slurm gave each job here (slurmd -G and squeue --json, in the background); a job holding a GPU it was not given is then not attributed',
         'GPU_ALLOCATION',
@@ -155,33 +210,25 @@ export function addNodeOptions(cmd: Command, d: NodeDefaults = NODE_DEFAULTS): C
     )
     .addOption(
       opt(
-        '--job-usage <on|off>',
-        "each job's CPU time, throttling, memory (in use, peak, limit) and OOM kills from its cgroup: one small read of each file per job per cycle",
-        'JOB_USAGE',
-      )
-        .default('on')
-        .argParser(oneOf(['on', 'off'] as const)),
-    )
-    .addOption(
-      opt(
         '--rdma-path <path>',
         "the iproute2 rdma tool (--qp-counters, and the kernel's list of verbs contexts read when a process's fds cannot all be known)",
         'RDMA_PATH',
       ).default('rdma'),
     );
-  return addExportOptions(cmd, 'IB_SLURM_EXPORTER_', d);
 }
 
-export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {
+/** A node agent's options but where its tree is: the demo writes its own, the node command reads the host's. */
+export type TreelessAgentOptions = Omit<NodeAgentOptions, 'collector'> & {
+  readonly collector: Omit<NodeAgentOptions['collector'], 'roots'>;
+};
+
+export function cycleAgentOptions(f: NodeCycleFlags, env: Env): TreelessAgentOptions {
   return {
     ...exportSettings(f, env, { serviceName: 'slurm-otel-node', hostName: f.nodeName }),
     collector: {
-      roots: rootsOf(f),
       fdRescanIntervalMs: f.fdRescanInterval,
       unreadableProcesses: f.unreadableProcesses,
       jobUsage: f.jobUsage === 'on',
-      // The kernel's list of verbs contexts bounds what a process whose fds cannot all be read costs.
-      contexts: { path: f.rdmaPath, timeoutMs: Math.min(RDMA_TIMEOUT_MS, f.collectionInterval) },
     },
     squeue: f.squeuePath
       ? { path: f.squeuePath, nodeName: f.nodeName, minIntervalMs: f.collectionInterval, timeoutMs: f.squeueTimeout }
@@ -195,6 +242,17 @@ export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {
             timeoutMs: f.squeueTimeout,
           }
         : undefined,
+  };
+}
+
+export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {
+  const base = cycleAgentOptions(f, env);
+  const timeoutMs = Math.min(RDMA_TIMEOUT_MS, f.collectionInterval);
+  return {
+    ...base,
+    // The kernel's list of verbs contexts bounds what a process whose fds cannot all be read costs.
+    collector: { ...base.collector, roots: existingRoots(f), contexts: { path: f.rdmaPath, timeoutMs } },
+    qpCounters: f.qpCounters === 'off' ? undefined : { path: f.rdmaPath, mode: f.qpCounters, timeoutMs },
     gpuAllocation:
       f.gpuAllocation === 'slurm'
         ? {
@@ -206,10 +264,6 @@ export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {
             timeoutMs: f.squeueTimeout,
           }
         : undefined,
-    qpCounters:
-      f.qpCounters === 'off'
-        ? undefined
-        : { path: f.rdmaPath, mode: f.qpCounters, timeoutMs: Math.min(RDMA_TIMEOUT_MS, f.collectionInterval) },
   };
 }
 
@@ -221,7 +275,7 @@ export function nodeCommand(env: Env): Command {
       if (f.once) {
         const once = await runNodeOnce(opts);
         if (once.failed !== undefined) throw new CollectionIncomplete(`collection failed: ${once.failed}`);
-        process.stdout.write(once.text);
+        printExposition(once.text);
         return;
       }
       await runUntilSignal(() => startNodeAgent(opts), opts.logger);

@@ -12,7 +12,7 @@ import { explainCommand } from './explain.js';
 import { nodeCommand } from './node.js';
 import type { Env } from './otel.js';
 
-/** Commands whose options the README documents, by README section. */
+/** Commands whose options docs/configuration.md documents, by the key of their generated section. */
 export function documentedCommands(env: Env): Record<string, Command> {
   return { 'node-options': nodeCommand(env), 'cluster-options': clusterCommand(env) };
 }

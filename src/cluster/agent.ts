@@ -148,6 +148,7 @@ export class ClusterRunner implements Collecting<TickResult> {
       server: this.opts.serverLabel ?? '',
       version: this.opts.resource.serviceVersion,
       refreshSeconds: this.opts.collectionIntervalMs / 1000,
+      enabled: this.loop.enabled,
     };
     return htmlBody(renderClusterLanding(this.lastTick, meta, this.landingRecord), this.lastTick ? 200 : 503);
   }

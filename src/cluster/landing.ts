@@ -8,13 +8,15 @@ import { escapeHtml as esc, page } from '../telemetry/page.js';
 import type { TickSummary } from './collect.js';
 import { jobBaseState, type NodeState } from './model.js';
 import { baseState, hasStateWord, isDraining, isUnavailable } from './node-state.js';
-import { SUB_COLLECTORS, type ClusterSnapshot, type SubCollector } from './snapshot.js';
+import { OPTIONAL_SUB_COLLECTORS, SUB_COLLECTORS, type ClusterSnapshot, type SubCollector } from './snapshot.js';
 
 export interface ClusterLandingMeta {
   readonly clusterName: string;
   readonly server: string;
   readonly version: string;
   readonly refreshSeconds: number;
+  /** The sub-collectors this agent runs; the page says how to turn on the others. */
+  readonly enabled: readonly SubCollector[];
 }
 
 /** How a state reads at a glance: the colour of its bar. */
@@ -186,7 +188,7 @@ Endpoints: <a href="/metrics">/metrics</a> · <a href="/health">/health</a>; sel
 ${renderStates('Node states', 'node-states', record.nodeStates)}
 ${renderStates('Jobs by state', 'job-states', record.jobStates)}
 <h2>Sub-collectors</h2>
-${renderCollectors(tick, record)}
+${renderCollectors(tick, record, meta.enabled)}
 ${renderErrors(record.lastErrors)}`;
   return page({
     title: `slurm-otel cluster agent · ${meta.clusterName}`,
@@ -216,8 +218,32 @@ ${rows.join('\n')}
 </tbody></table>`;
 }
 
-function renderCollectors(tick: TickSummary | undefined, record: LandingRecord): string {
+/**
+ * The switch that turns a sub-collector on, written out whole: --optional-collectors replaces the
+ * list, so it names the ones already on too. A test keeps every flag named here a cluster option.
+ */
+export function howToTurnOn(name: SubCollector, enabled: readonly SubCollector[]): string | undefined {
+  if (name === 'limits') return '--accounting-limits';
+  if (!(OPTIONAL_SUB_COLLECTORS as readonly SubCollector[]).includes(name)) return undefined;
+  const list = OPTIONAL_SUB_COLLECTORS.filter((c) => c === name || enabled.includes(c)).join(',');
+  const how = `--optional-collectors ${list}`;
+  return name === 'topology' ? `${how}, with Kubernetes access (--kubeconfig-path, or in a pod)` : how;
+}
+
+function offRow(name: SubCollector, enabled: readonly SubCollector[]): string {
+  const how = howToTurnOn(name, enabled);
+  const status = how === undefined ? 'off' : `off (how to turn on: <code>${esc(how)}</code>)`;
+  const none = '<td>—</td>'.repeat(5) + '<td class="num">0</td>'.repeat(3);
+  return `<tr data-collector="${esc(name)}" data-ok="false" data-off="true"><td>${esc(name)}</td><td>${status}</td>${none}</tr>`;
+}
+
+function renderCollectors(
+  tick: TickSummary | undefined,
+  record: LandingRecord,
+  enabled: readonly SubCollector[],
+): string {
   const rows = SUB_COLLECTORS.map((name) => {
+    if (!enabled.includes(name)) return offRow(name, enabled);
     const got = tick?.collectors[name];
     const h = record.collectorHealth(name);
     const size = got === undefined ? '—' : got.items !== undefined ? `${got.items} items` : 'statistics';

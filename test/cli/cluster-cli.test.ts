@@ -167,5 +167,7 @@ describe('slurm-otel cluster (command line)', () => {
     expect(r.stderr).toMatch(/auth|401|token/i);
     expect(r.stderr + r.stdout).not.toContain('wrong-token-value');
     expect(select(parseExposition(r.stdout), 'slurm_node_info')).toHaveLength(0);
+    // What was printed ends its line: the shell's prompt or the next output does not run on.
+    expect(r.stdout).toMatch(/\n$/);
   });
 });

@@ -102,7 +102,8 @@ describe('slurm-otel node (command line)', () => {
       /from env 'IB_SLURM_EXPORTER_QP_COUNTERS' is invalid. "all" is not one of off, observe, manage/,
     );
     const roots = rootArgs();
-    const env = { IB_SLURM_EXPORTER_SYSFS_ROOT: '/nonexistent', IB_SLURM_EXPORTER_LOG_LEVEL: 'error' };
+    // A sysfs without an InfiniBand class: a node without HCAs.
+    const env = { IB_SLURM_EXPORTER_SYSFS_ROOT: tmpDir(), IB_SLURM_EXPORTER_LOG_LEVEL: 'error' };
     const flagWins = cli(['node', '--once', ...roots], env);
     expect(flagWins.stdout).toContain('ib_slurm_device_counters_total{device="mlx5_0"');
     const envOnly = cli(['node', '--once', ...roots.slice(2)], env);
@@ -123,6 +124,25 @@ describe('slurm-otel node (command line)', () => {
     const r = cli([agent, '--once'], env);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`cannot read bearer token file ${missing}: ENOENT`);
+  });
+
+  it.each([
+    ['--sysfs-root', 'no HCA could be found'],
+    ['--procfs-root', "no process's fds could be read"],
+    ['--cgroup-root', 'no Slurm job could be found'],
+  ])('%s naming no directory stops the start with exit 2, naming the flag and the path', (flag, lost) => {
+    const args = rootArgs();
+    const missing = path.join(tmpDir(), 'not-here');
+    const at = args.indexOf(flag) + 1;
+    const r = cli(['node', '--once', ...args.map((a, i) => (i === at ? missing : a))]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe(`slurm-otel: ${flag} ${missing} does not exist: ${lost}\n`);
+    const file = path.join(tmpDir(), 'a-file');
+    fs.writeFileSync(file, '');
+    const notDir = cli(['node', '--once', ...args.map((a, i) => (i === at ? file : a))]);
+    expect(notDir.code).toBe(2);
+    expect(notDir.stderr).toContain(`${flag} ${file} is not a directory`);
   });
 
   it('rejects bad OTEL_* values with exit 2', () => {

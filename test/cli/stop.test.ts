@@ -75,7 +75,7 @@ function expectCleanStop(exit: Exit, agent: AgentChild): void {
   expect(exit.code, agent.output()).toBe(0);
   expect(agent.logged(/^stopped$/)).toBe(true);
   // An ordinary stop cuts work short: said at warn or info, never an error (nor a stack).
-  expect(agent.logs().filter((l) => Number(l.level) >= 50)).toEqual([]);
+  expect(agent.logs().filter((l) => l.level === 'error' || l.level === 'fatal')).toEqual([]);
 }
 
 describe('stopping the agents (SIGTERM, SIGINT, SIGHUP)', () => {
@@ -227,7 +227,7 @@ describe('stopping the agents (SIGTERM, SIGINT, SIGHUP)', () => {
     expect(agent.logged(/^stopped$/)).toBe(false);
     // Every restore hangs: all four links are left on, each named with the command that turns it off.
     const rdma = c.args[c.args.indexOf('--rdma-path') + 1];
-    const left = agent.logs().filter((l) => l.level === 50 && /per-PID QP counters off again/.test(String(l.msg)));
+    const left = agent.logs().filter((l) => l.level === 'error' && /per-PID QP counters off again/.test(String(l.msg)));
     expect(left, agent.output()).toHaveLength(1);
     expect(left[0]?.links).toEqual(MANAGED_LINKS);
     expect(left[0]?.commands).toEqual(MANAGED_LINKS.map((l) => `${rdma} statistic qp set link ${l} auto off`));

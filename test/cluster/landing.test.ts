@@ -1,11 +1,26 @@
 import { describe, expect, it } from 'vitest';
-import { LandingRecord, MAX_LANDING_ERRORS, nodeStateLabel, renderClusterLanding } from '../../src/cluster/landing.js';
+import { Command } from 'commander';
+import {
+  howToTurnOn,
+  LandingRecord,
+  MAX_LANDING_ERRORS,
+  nodeStateLabel,
+  renderClusterLanding,
+} from '../../src/cluster/landing.js';
+import { SUB_COLLECTORS } from '../../src/cluster/snapshot.js';
+import { addClusterOptions } from '../../src/cli/cluster.js';
 import type { NodeState, SlurmJob, SlurmNode } from '../../src/cluster/model.js';
 import { FakeCluster } from '../../src/demo/fake-cluster.js';
 import { registerSecret } from '../../src/log.js';
 import { knownTruth } from '../support/fake-cluster-truth.js';
 
-const META = { clusterName: 'c1', server: 'http://127.0.0.1:1', version: 't', refreshSeconds: 30 };
+const META = {
+  clusterName: 'c1',
+  server: 'http://127.0.0.1:1',
+  version: 't',
+  refreshSeconds: 30,
+  enabled: SUB_COLLECTORS,
+};
 const truth = knownTruth(new FakeCluster({ nodes: 4, seed: 3 }));
 const node = (state: NodeState): SlurmNode => ({ ...(truth.nodes[0] as SlurmNode), state });
 const job = (state: readonly string[]): SlurmJob => ({ ...(truth.jobs[0] as SlurmJob), state });
@@ -140,5 +155,36 @@ describe('cluster landing page', () => {
     expect(html).toContain('<h2>Node states (4)</h2>');
     expect(html).toContain('<p id="job-states">No data yet.</p>');
     expect(html).toContain('<p id="no-errors">');
+  });
+
+  const row = (html: string, name: string): string =>
+    new RegExp(`<tr data-collector="${name}"[^\\n]*`).exec(html)?.[0] ?? '';
+
+  it('says how to turn on a sub-collector that is off, and "no data yet" only for one that is on', () => {
+    const enabled = ['nodes', 'jobs', 'diag', 'partitions', 'shares'] as const;
+    const html = renderClusterLanding(undefined, { ...META, enabled }, new LandingRecord());
+    expect(row(html, 'licenses')).toContain(
+      'data-off="true"><td>licenses</td><td>off (how to turn on: <code>--optional-collectors partitions,licenses,shares</code>)</td>',
+    );
+    expect(row(html, 'reservations')).toContain(
+      'off (how to turn on: <code>--optional-collectors partitions,reservations,shares</code>)',
+    );
+    expect(row(html, 'limits')).toContain('off (how to turn on: <code>--accounting-limits</code>)');
+    expect(row(html, 'topology')).toContain('--optional-collectors partitions,shares,topology, with Kubernetes access');
+    for (const on of enabled) {
+      expect(row(html, on)).toContain('<td>no data yet</td>');
+      expect(row(html, on)).not.toContain('data-off');
+    }
+    expect(html).not.toMatch(/off \(how to turn on[^\n]*no data yet/);
+  });
+
+  it('names only flags the cluster command has', () => {
+    const cluster = addClusterOptions(new Command('cluster'));
+    const flags = new Set(cluster.options.map((o) => o.long));
+    const named = SUB_COLLECTORS.flatMap((c) => howToTurnOn(c, []) ?? '')
+      .join(' ')
+      .match(/--[a-z-]+/g);
+    expect(named?.length).toBeGreaterThan(0);
+    for (const flag of named ?? []) expect(flags, flag).toContain(flag);
   });
 });

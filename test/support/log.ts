@@ -4,7 +4,8 @@ import { pino } from 'pino';
 import { createLogger, type Logger } from '../../src/log.js';
 
 export interface LogLine {
-  readonly level: number;
+  /** The level's name: createLogger writes `"level":"warn"`, not pino's numbers. */
+  readonly level: string;
   readonly msg: string;
   readonly [k: string]: unknown;
 }

@@ -57,7 +57,7 @@ describe('Pipeline (OTLP partial success)', () => {
       expect(outcomes).toEqual([{ result: 'rejected', rejectedPoints: 7 * requests }]);
       await p.flush();
       await p.flush();
-      const warned = () => lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.level === 40);
+      const warned = () => lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.level === 'warn');
       // Three refused pushes within the interval: one line, and no line per answer from the SDK.
       expect(warned().map((l) => l.msg)).toEqual(['OTLP push partly refused by the receiver']);
       expect(warned()[0]).toMatchObject({ rejectedPoints: 7 * requests, err: 'out of order sample' });

@@ -99,7 +99,7 @@ export const LIMIT_METRICS = {
   ),
 } as const;
 
-/** Families beyond slurmctld's own, in README order. */
+/** Families beyond slurmctld's own, in the order of docs/metrics.md. */
 export const EXTRA_SPECS: readonly GaugeSpec[] = [
   ...values(JOB_EXTRA_METRICS),
   ...values(LICENSE_METRICS),

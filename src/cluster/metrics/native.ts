@@ -153,7 +153,7 @@ export const NATIVE_NODE_METRICS = {
 /**
  * The four `/metrics/nodes` families whose names Soperator's set (on `/metrics`) also uses, with
  * other labels, units and meaning: served on `/metrics/nodes` only, so each endpoint keeps one
- * meaning per name (and pushed over OTLP under `slurmctld_` names, see the README).
+ * meaning per name (and pushed over OTLP under `slurmctld_` names, as docs/cluster-agent.md says).
  */
 export const NATIVE_NODE_SHARED_METRICS = {
   cpusIdle: gauge(
@@ -390,7 +390,7 @@ const jobSpecs = (f: ReturnType<typeof jobFamilies>): GaugeSpec[] => [
   f.gpusAlloc,
 ];
 
-/** Every native family served by default, in README order. */
+/** Every native family served by default, in the order of docs/metrics.md. */
 export const NATIVE_SPECS: readonly GaugeSpec[] = [
   NATIVE_NODE_METRICS.cpus,
   NATIVE_NODE_METRICS.cpusAlloc,

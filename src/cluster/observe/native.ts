@@ -2,8 +2,9 @@
  * Slurm's own metric families (what slurmctld 25.11+ serves with `metrics/openmetrics`), computed
  * from the sub-collectors' results: nodes and node-state counts from /nodes, job counts from
  * /jobs, partitions from /partitions joined with both, the scheduler from /diag. A family whose
- * source the API version does not carry (a diag field, effective CPUs before v0.0.40) is left
- * out, never reported as 0; counts over a list that was read are real zeros.
+ * source the API version does not carry (a diag field; a node's effective CPUs before v0.0.40,
+ * where the idle CPU counts use its configured CPUs instead) is left out, never reported as 0;
+ * counts over a list that was read are real zeros.
  */
 import { NATIVE_NODE_SHARED_METRICS as NS, NATIVE_NODE_SHARED_OTLP_METRICS } from '../metrics.js';
 import type { ClusterSnapshot } from '../snapshot.js';

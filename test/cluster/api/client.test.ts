@@ -375,7 +375,7 @@ describe('SlurmClient faults', { timeout: 15_000 }, () => {
     const warned = lines.filter((l) => l.includes('does not serve this endpoint on the negotiated API version'));
     expect(warned).toHaveLength(1);
     expect(JSON.parse(warned[0] as string)).toMatchObject({
-      level: 40,
+      level: 'warn',
       endpoint: 'slurm/jobs',
       api_version: 'v0.0.44',
       path: '/slurm/v0.0.44/jobs/',

@@ -429,7 +429,7 @@ describe('--qp-counters manage with a stand-in rdma', () => {
     const shutdown = runner.shutdown();
     await waitFor('two links turned off again', () => count(/turned off again/) === 2 || undefined);
     runner.exitingNow();
-    const errors = lines.filter((l) => l.level === 50);
+    const errors = lines.filter((l) => l.level === 'error');
     expect(errors, JSON.stringify(lines)).toHaveLength(1);
     const left = ['mlx5_1/1', 'mlx5_3/1'];
     expect(errors[0]?.links).toEqual(left);

@@ -240,7 +240,7 @@ describe('the agent log', () => {
     const gone = await runner.cycle();
     await runner.cycle();
     expect(noSlurm()).toHaveLength(1);
-    expect(noSlurm()[0]).toMatchObject({ level: 40, cgroupRoot: roots.cgroupfs });
+    expect(noSlurm()[0]).toMatchObject({ level: 'warn', cgroupRoot: roots.cgroupfs });
     expect(noSlurm()[0]?.msg).toContain(
       `\`*slurmstepd.scope\` under \`*.slice\` in the cgroup v2 tree ${roots.cgroupfs}`,
     );
