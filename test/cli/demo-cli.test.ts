@@ -33,9 +33,12 @@ describe('slurm-otel demo (command line)', () => {
   it('refuses exactly the node options that name the host: node takes them, demo does not', () => {
     expect([...REFUSED].sort()).toEqual([
       '--cgroup-root',
+      '--gpu-allocation',
+      '--nvidia-proc-root',
       '--procfs-root',
       '--qp-counters',
       '--rdma-path',
+      '--slurmd-path',
       '--sysfs-root',
     ]);
     expect(optionsOf('node')).toEqual(expect.arrayContaining(REFUSED));
