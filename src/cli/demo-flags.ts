@@ -33,4 +33,5 @@ export const DEMO_REFUSED: Record<keyof HostFlags, string> = {
   nvidiaProcRoot: '--nvidia-proc-root',
   gpuAllocation: '--gpu-allocation',
   slurmdPath: '--slurmd-path',
+  scontrolPath: '--scontrol-path',
 };

@@ -17,6 +17,7 @@ import { FakeCluster } from '../demo/fake-cluster.js';
 import { startFakeSlurmrestd, type FakeSlurmrestd } from '../demo/fake-slurmrestd.js';
 import { writeTree, type TreeLayout } from '../demo/nodetree.js';
 import { FakeRdma } from '../demo/fake-rdma.js';
+import { demoGpuAllocation } from '../demo/fake-slurm-gres.js';
 import { fakeTopology } from '../demo/fake-topology.js';
 import { CounterDrift, DEMO_JOBS, DEMO_NODE, demoTree, QpDrift } from '../demo/scenarios.js';
 import { startNodeAgent, type NodeAgent } from '../node/agent.js';
@@ -75,7 +76,12 @@ export async function startDemo(o: DemoOptions): Promise<DemoStack> {
   const qpCounters = o.node.qpCounters ?? { ...rdma.viaShell, mode: 'observe' as const, timeoutMs: 5_000 };
   // The host's list of verbs contexts names the host's processes, not the synthetic tree's.
   const { contexts: _host, ...collector } = o.node.collector;
-  const node = await startNodeAgent({ ...o.node, qpCounters, collector: { ...collector, roots } });
+  const node = await startNodeAgent({
+    ...o.node,
+    qpCounters,
+    gpuAllocation: demoGpuAllocation(path.join(dir, 'slurm-tools'), roots.devices),
+    collector: { ...collector, roots },
+  });
   await node.ready();
   const firstCycle = node.last() as Cycle;
   const cluster = o.cluster ? await startClusterSide(o, o.cluster) : undefined;

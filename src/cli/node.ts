@@ -36,6 +36,7 @@ export interface HostFlags extends RootFlags {
   rdmaPath: string;
   gpuAllocation: 'none' | 'slurm';
   slurmdPath: string;
+  scontrolPath: string;
 }
 
 export interface NodeFlags extends NodeCycleFlags, HostFlags {}
@@ -188,7 +189,7 @@ function addHostToolOptions(cmd: Command): Command {
     .addOption(
       opt(
         '--gpu-allocation <source>',
-        'none, or slurm: which GPUs Slurm gave each job here (slurmd -G and squeue --json, in the background); a job holding a GPU it was not given is then not attributed',
+        'none, or slurm: which GPUs Slurm gave each job here (slurmd -G, and scontrol show job -d once per job, in the background); a job holding a GPU it was not given is then not attributed',
         'GPU_ALLOCATION',
       )
         .default('none')
@@ -197,6 +198,11 @@ function addHostToolOptions(cmd: Command): Command {
     .addOption(
       opt('--slurmd-path <path>', 'slurmd, for its GRES list (--gpu-allocation slurm)', 'SLURMD_PATH').default(
         'slurmd',
+      ),
+    )
+    .addOption(
+      opt('--scontrol-path <path>', "scontrol, for each job's GRES (--gpu-allocation slurm)", 'SCONTROL_PATH').default(
+        'scontrol',
       ),
     )
     .addOption(
@@ -256,8 +262,8 @@ export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {
     gpuAllocation:
       f.gpuAllocation === 'slurm'
         ? {
-            slurmdPath: f.slurmdPath,
-            squeuePath: f.squeuePath ?? 'squeue',
+            slurmd: { path: f.slurmdPath },
+            scontrol: { path: f.scontrolPath },
             nodeName: f.nodeName,
             minIntervalMs: f.collectionInterval,
             mapIntervalMs: GRES_MAP_INTERVAL_MS,

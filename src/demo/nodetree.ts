@@ -102,6 +102,21 @@ export interface JobSpec {
   readonly steps: readonly StepSpec[];
   /** rdma.current of the job cgroup (v2 job directory; v1 under the rdma hierarchy). */
   readonly rdma?: RdmaSpec;
+  /** CPU and memory use in the job cgroup's files (v2 job directory; v1 memory and cpu,cpuacct). */
+  readonly usage?: JobUsageSpec;
+}
+
+/** A job's CPU and memory use as the kernel's cgroup files give it. */
+export interface JobUsageSpec {
+  readonly cpuUserSeconds: number;
+  readonly cpuSystemSeconds: number;
+  readonly memoryBytes: number;
+  readonly memoryPeakBytes: number;
+  /** Absent: no limit ("max", or v1's huge value). */
+  readonly memoryLimitBytes?: number;
+  readonly oomKills?: number;
+  readonly throttledPeriods?: number;
+  readonly throttledSeconds?: number;
 }
 
 export interface TreeSpec {
@@ -393,7 +408,8 @@ function fdInfo(target: string): string {
 function writeCgroups(cgroupfs: string, spec: TreeSpec): void {
   fs.mkdirSync(cgroupfs, { recursive: true });
   if (spec.layout === 'v1') {
-    for (const ctrl of ['freezer', 'memory', 'cpuset', ...(hasRdma(spec) ? ['rdma'] : [])])
+    const usage = spec.jobs.some((j) => j.usage) ? ['cpu,cpuacct'] : [];
+    for (const ctrl of ['freezer', 'memory', 'cpuset', ...usage, ...(hasRdma(spec) ? ['rdma'] : [])])
       for (const job of spec.jobs) writeJobV1(cgroupfs, ctrl, job);
     fs.mkdirSync(path.join(cgroupfs, 'freezer', 'slurm', 'system'), { recursive: true });
     return;
@@ -421,6 +437,7 @@ export function jobDirName(job: JobSpec, layout: TreeLayout): string {
 function writeJobV2(scope: string, job: JobSpec, layout: TreeLayout): void {
   const jobDir = path.join(scope, jobDirName(job, layout));
   put(path.join(jobDir, 'cgroup.procs'), '');
+  if (job.usage) writeUsageV2(jobDir, job.usage);
   for (const step of job.steps) {
     const stepDir = path.join(jobDir, step.name);
     put(path.join(stepDir, 'cgroup.procs'), '');
@@ -433,11 +450,54 @@ function writeJobV2(scope: string, job: JobSpec, layout: TreeLayout): void {
 function writeJobV1(cgroupfs: string, ctrl: string, job: JobSpec): void {
   const jobDir = path.join(cgroupfs, ctrl, 'slurm', `uid_${job.uid}`, `job_${job.jobId}`);
   put(path.join(jobDir, 'cgroup.procs'), '');
+  if (job.usage) writeUsageV1(jobDir, ctrl, job.usage);
   for (const step of job.steps) {
     const stepDir = path.join(jobDir, step.name);
     // v1 keeps slurmstepd outside the step's task cgroups but inside the step.
     put(path.join(stepDir, 'cgroup.procs'), step.stepd ? `${step.stepd.pid}\n` : '');
     step.tasks.forEach((t, i) => put(path.join(stepDir, `task_${i}`, 'cgroup.procs'), `${t.pid}\n`));
+  }
+}
+
+const usec = (seconds: number): number => Math.round(seconds * 1e6);
+const nsec = (seconds: number): number => Math.round(seconds * 1e9);
+
+/** A v2 job directory's cpu.stat and memory files, as the kernel writes them. */
+export function writeUsageV2(jobDir: string, u: JobUsageSpec): void {
+  const user = usec(u.cpuUserSeconds);
+  const system = usec(u.cpuSystemSeconds);
+  put(
+    path.join(jobDir, 'cpu.stat'),
+    `usage_usec ${user + system}\nuser_usec ${user}\nsystem_usec ${system}\nnr_periods ${u.throttledPeriods ?? 0}\n` +
+      `nr_throttled ${u.throttledPeriods ?? 0}\nthrottled_usec ${usec(u.throttledSeconds ?? 0)}\n`,
+  );
+  put(path.join(jobDir, 'memory.current'), `${u.memoryBytes}\n`);
+  put(path.join(jobDir, 'memory.peak'), `${u.memoryPeakBytes}\n`);
+  put(path.join(jobDir, 'memory.max'), `${u.memoryLimitBytes ?? 'max'}\n`);
+  const kills = u.oomKills ?? 0;
+  put(
+    path.join(jobDir, 'memory.events'),
+    `low 0\nhigh 0\nmax ${kills}\noom ${kills}\noom_kill ${kills}\noom_group_kill 0\n`,
+  );
+}
+
+/** v1's unlimited memory.limit_in_bytes on x86_64 (the largest page-aligned signed 64-bit value). */
+const V1_NO_LIMIT = '9223372036854771712';
+
+/** A v1 job directory's files in the memory and cpu,cpuacct hierarchies. */
+function writeUsageV1(jobDir: string, ctrl: string, u: JobUsageSpec): void {
+  if (ctrl === 'memory') {
+    put(path.join(jobDir, 'memory.usage_in_bytes'), `${u.memoryBytes}\n`);
+    put(path.join(jobDir, 'memory.max_usage_in_bytes'), `${u.memoryPeakBytes}\n`);
+    put(path.join(jobDir, 'memory.limit_in_bytes'), `${u.memoryLimitBytes ?? V1_NO_LIMIT}\n`);
+    put(path.join(jobDir, 'memory.oom_control'), `oom_kill_disable 0\nunder_oom 0\noom_kill ${u.oomKills ?? 0}\n`);
+  } else if (ctrl === 'cpu,cpuacct') {
+    put(path.join(jobDir, 'cpuacct.usage_user'), `${nsec(u.cpuUserSeconds)}\n`);
+    put(path.join(jobDir, 'cpuacct.usage_sys'), `${nsec(u.cpuSystemSeconds)}\n`);
+    put(
+      path.join(jobDir, 'cpu.stat'),
+      `nr_periods ${u.throttledPeriods ?? 0}\nnr_throttled ${u.throttledPeriods ?? 0}\nthrottled_time ${nsec(u.throttledSeconds ?? 0)}\n`,
+    );
   }
 }
 

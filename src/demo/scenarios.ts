@@ -14,6 +14,7 @@ import {
   type PciSpec,
   type HcaSpec,
   type JobSpec,
+  type JobUsageSpec,
   type PortSpec,
   type ProcSpec,
   type TreeLayout,
@@ -103,6 +104,16 @@ function demoPci(): { gpus: GpuSpec[]; pci: PciSpec } {
 export const DEMO_GPU_HOLDERS: Readonly<Record<number, number>> = { 918001: 0, 918002: 1, 918003: 2 };
 /** The stand-in GPU allocated to 918004 and held by none of its processes. */
 export const DEMO_IDLE_GPU = { minor: 3, jobId: 918004 } as const;
+/** The GPUs (minors) Slurm gave each demo job on the node: each holder its own, and 918004 the idle one. */
+export const DEMO_GPU_ALLOCATION: Readonly<Record<string, readonly number[]>> = {
+  ...Object.fromEntries(Object.entries(DEMO_GPU_HOLDERS).map(([job, minor]) => [job, [minor]])),
+  [DEMO_IDLE_GPU.jobId]: [DEMO_IDLE_GPU.minor],
+};
+/**
+ * The demo node's gres.conf order of its GPU files (minors): Slurm's GRES index is the place in
+ * this list, which need not follow the minors (nvidia3 is IDX:0 here).
+ */
+export const DEMO_GPU_FILES: readonly number[] = [3, 0, 1, 2];
 
 /** SLUIDs of the demo jobs (26.05 form), used by the v2-sluid layout. */
 const SLUIDS = ['sEKNKTV3WPV500', 's5K1KKYAYG5D00', 's0A1B2C3D4E5F6', 's7G8H9J0K1M2N3'];
@@ -163,10 +174,57 @@ function demoTreeWithoutGpus(opts: DemoOptions): TreeSpec {
   return { layout: opts.layout, hcas, jobs, others };
 }
 
+const GIB = 2 ** 30;
+
+/**
+ * What each demo job's cgroup says it used: 918001 busy near its memory limit, 918002 a short
+ * benchmark, 918003 throttled, 918004 mostly idle with one OOM kill behind it.
+ */
+const DEMO_USAGE: Readonly<Record<string, JobUsageSpec>> = {
+  918001: {
+    cpuUserSeconds: 86_400,
+    cpuSystemSeconds: 3_100,
+    memoryBytes: 61 * GIB,
+    memoryPeakBytes: 62 * GIB,
+    memoryLimitBytes: 64 * GIB,
+  },
+  918002: {
+    cpuUserSeconds: 1_250,
+    cpuSystemSeconds: 410,
+    memoryBytes: 6 * GIB,
+    memoryPeakBytes: 9 * GIB,
+    memoryLimitBytes: 32 * GIB,
+  },
+  918003: {
+    cpuUserSeconds: 20_500,
+    cpuSystemSeconds: 900,
+    memoryBytes: 20 * GIB,
+    memoryPeakBytes: 24 * GIB,
+    memoryLimitBytes: 64 * GIB,
+    throttledPeriods: 5_400,
+    throttledSeconds: 310,
+  },
+  918004: {
+    cpuUserSeconds: 240,
+    cpuSystemSeconds: 35,
+    memoryBytes: 3 * GIB,
+    memoryPeakBytes: 16 * GIB,
+    memoryLimitBytes: 16 * GIB,
+    oomKills: 1,
+  },
+};
+
 function job(jobId: string, sluid: string | undefined, basePid: number, uverbs: number[]): JobSpec {
   const tasks: ProcSpec[] = [0, 1].map((i) => ({ pid: basePid + 10 + i, comm: 'python', uverbs, fds: 64 }));
   const s = sluid === undefined ? {} : { sluid };
-  return { jobId, ...s, uid: 1000, steps: [{ name: 'step_0', tasks, stepd: stepd(basePid, jobId, 'step_0') }] };
+  const usage = DEMO_USAGE[jobId];
+  return {
+    jobId,
+    ...s,
+    uid: 1000,
+    steps: [{ name: 'step_0', tasks, stepd: stepd(basePid, jobId, 'step_0') }],
+    ...(usage ? { usage } : {}),
+  };
 }
 
 /** Per-second rates of the demo counters, by HCA; packet_seq_err climbs on the shared mlx5_1. */

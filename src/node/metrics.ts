@@ -117,7 +117,7 @@ export const NODE_METRICS = {
     'ib_slurm_job_gpu_allocated',
     '',
     ['job_id', ...GPU_LABELS, 'held'],
-    'A GPU Slurm gave a job on this node (its GRES, read with slurmd -G and squeue: --gpu-allocation), always 1; held is true when a process of the job holds it, false when none does. Absent while the allocation is unknown.',
+    'A GPU Slurm gave a job on this node (its GRES, read with slurmd -G and scontrol show job -d: --gpu-allocation slurm), always 1; held is true when a process of the job holds it, false when none does. Absent while the allocation is unknown.',
   ),
   jobDeviceAttributed: jobSpec(
     'gauge',

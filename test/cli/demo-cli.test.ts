@@ -38,6 +38,7 @@ describe('slurm-otel demo (command line)', () => {
       '--procfs-root',
       '--qp-counters',
       '--rdma-path',
+      '--scontrol-path',
       '--slurmd-path',
       '--sysfs-root',
     ]);

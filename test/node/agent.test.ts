@@ -7,7 +7,7 @@ import { startNodeAgent, type NodeAgent, type NodeAgentOptions } from '../../src
 import { NODE_METRICS, NODE_SELF_METRICS } from '../../src/node/metrics.js';
 import { demoTree } from '../../src/demo/scenarios.js';
 import { writeTree } from '../../src/demo/nodetree.js';
-import { withGpuHolder } from '../support/node-tree.js';
+import { demoGpuAllocation } from '../../src/demo/fake-slurm-gres.js';
 import { prometheusName } from '../../src/telemetry/spec.js';
 import { startReceiver, type Receiver } from '../support/otlp-receiver.js';
 import { nodeAgentOptions } from '../support/agents.js';
@@ -50,9 +50,8 @@ function get(
 describe('node agent over HTTP', () => {
   it('serves the last cycle on /metrics, with gzip when asked, and /health', async () => {
     // The rdma cgroup controller on job 918001 and per-PID QP counters of job 918002, so every family has points.
-    const spec = demoTree({ layout: 'v2-sluid', nonJobHolder: true });
-    // …and a stand-in GPU that job 918001's first task holds.
-    const withGpu = withGpuHolder(spec);
+    // The demo's stand-in GPUs (held, idle, far from their HCA) and its jobs' CPU and memory use.
+    const withGpu = demoTree({ layout: 'v2-sluid', nonJobHolder: true, gpus: true });
     const jobs = withGpu.jobs.map((j, i) => (i === 0 ? { ...j, rdma: { mlx5_0: { handles: 1, objects: 30 } } } : j));
     const rdma = new RecordingRdma(tmpDir('fake-rdma-'));
     rdma.counters([
@@ -67,15 +66,23 @@ describe('node agent over HTTP', () => {
     ]);
     rdma.resources([{ ifname: 'mlx5_1', port: 1, pid: 42010, lqpn: 7 }]);
     const qpCounters = { path: rdma.path, mode: 'observe', timeoutMs: 5000 } as const;
-    agent = await startNodeAgent(
-      nodeAgentOptions(writeTree(tmpDir(), { ...withGpu, jobs }), { collectionIntervalMs: 3_600_000, qpCounters }),
-    );
+    const tree = writeTree(tmpDir(), { ...withGpu, jobs });
+    // Slurm's allocation from stand-in slurmd and scontrol: 918004 was given nvidia3 and holds nothing on it.
+    const gpuAllocation = demoGpuAllocation(tmpDir('slurm-tools-'), tree.devices);
+    agent = await startNodeAgent({
+      ...nodeAgentOptions(tree, { collectionIntervalMs: 3_600_000, qpCounters }),
+      gpuAllocation,
+    });
     await waitFor('a first cycle', () => agent?.last() !== undefined);
     // The QP reading arrives in the background: cycle until a cycle has it.
     const qpPoints = async () =>
       (await (agent as NodeAgent).cycleNow()).families.find((f) => f.spec === NODE_METRICS.jobQpCounters)?.points
         .length ?? 0;
     await waitFor('a cycle with the QP reading', async () => (await qpPoints()) > 0);
+    const allocated = async () =>
+      (await (agent as NodeAgent).cycleNow()).families.find((f) => f.spec === NODE_METRICS.jobGpuAllocated)?.points
+        .length ?? 0;
+    await waitFor('a cycle with Slurm’s GPU allocation', async () => (await allocated()) === 4);
     const plain = await get(`${agent.metricsUrl}/metrics`);
     expect(plain.status).toBe(200);
     expect(plain.headers['content-type']).toContain('text/plain; version=0.0.4');

@@ -268,7 +268,7 @@ export function* snapshotSteps(readers: Readers, nowMs: number): Steps<NodeSnaps
     },
     gpuHolders: gpuHolders.result(),
     ...(locality ? { locality } : {}),
-    gpuAllocation: gpuAllocationOf(readers.gpuAllocation, gpus.units.length > 0),
+    gpuAllocation: gpuAllocationOf(readers.gpuAllocation, gpus.units.length > 0, allocations),
     gaps,
     unreadable,
     rdma,
@@ -400,10 +400,14 @@ function frozen<K>(m: Map<K, Set<HolderEvidence>>): Map<K, HolderEvidence[]> {
   return new Map([...m].map(([k, s]) => [k, [...s].sort()]));
 }
 
-/** The allocation table as last read; asks for a refresh while the node has GPUs. */
-function gpuAllocationOf(source: GpuAllocationSource | undefined, hasGpus: boolean): GpuAllocationTable {
+/** The allocation table as last read; while the node has GPUs, asks about the jobs on it now. */
+function gpuAllocationOf(
+  source: GpuAllocationSource | undefined,
+  hasGpus: boolean,
+  allocations: readonly JobAllocation[],
+): GpuAllocationTable {
   if (source === undefined) return { known: false, why: 'not read (--gpu-allocation none)' };
-  if (hasGpus) source.want();
+  if (hasGpus) source.want(allocations.flatMap((a) => (a.jobId === undefined ? [] : [a.jobId])));
   return source.current();
 }
 

@@ -7,9 +7,10 @@
  *   is the position of its device in this list, File= ranges expanded in order: it is NOT the
  *   `Index=` field slurmd prints (for File=…/nvidia3 that field says 3 while jobs call it IDX:0),
  *   nor the device minor, nor nvidia-smi's index, nor CUDA's ordinal.
- * - `squeue --json`: per job, `nodes` (a host list) and `gres_detail`, one string per node of the
- *   job in host-list order, e.g. `gpu:tesla:2(IDX:0-1)`. Slurm 22.05 lists every job whatever
- *   --nodelist says, so the node is looked up in each job's host list.
+ * - `scontrol show job -d <id>`: per job, one `Nodes=<host list> CPU_IDs=… GRES=<detail>` line per
+ *   group of its nodes, the detail as `gpu:tesla:2(IDX:0-1)`: this node's indices come from the line
+ *   whose host list names it. (`squeue --json` gives the same `gres_detail`, but Slurm 22.05 lists
+ *   every job of the cluster whatever --nodelist says: far too much to ask from every node.)
  */
 
 /** The GPU device files of this node's GRES, in Slurm's index order; or why they cannot be known. */
@@ -96,23 +97,18 @@ function expandHost(item: string, max: number): string[] | undefined {
   return nums.flatMap((n) => rest.map((r) => `${m[1]}${padded(n, body)}${r}`));
 }
 
-/** GPU GRES indices of every job squeue lists on `nodeName` (a job with none maps to []). */
-export function parseSqueueGpuIndices(json: string, nodeName: string): Map<string, number[]> {
-  const doc = JSON.parse(json) as { jobs?: unknown };
-  if (!Array.isArray(doc.jobs)) throw new Error('squeue --json: no jobs array');
-  const out = new Map<string, number[]>();
-  for (const job of doc.jobs as Record<string, unknown>[]) {
-    const id = job.job_id;
-    const nodes = expandHostlist(typeof job.nodes === 'string' ? job.nodes : '');
-    const at = nodes?.indexOf(nodeName) ?? -1;
-    if (typeof id !== 'number' || at < 0) continue;
-    const detail = Array.isArray(job.gres_detail) ? (job.gres_detail as unknown[]) : [];
-    // One entry per node of the job, in host-list order; any other shape names no node for sure.
-    const mine = detail.length === nodes?.length ? detail[at] : undefined;
-    const indices = detail.length === 0 ? [] : typeof mine === 'string' ? gpuIndices(mine) : undefined;
-    if (indices !== undefined) out.set(String(id), indices);
+/**
+ * A job's GPU GRES indices on `nodeName` from `scontrol show job -d`: [] when the job has no GPU
+ * there, undefined when the output names the node in no `Nodes=` line (or is malformed).
+ */
+export function parseScontrolGpuIndices(text: string, nodeName: string): number[] | undefined {
+  for (const line of text.split('\n')) {
+    const m = /^\s+Nodes=(\S+) .*?\bGRES=(\S*)/.exec(line);
+    if (!m || !(expandHostlist(m[1] as string) ?? []).includes(nodeName)) continue;
+    return gpuIndices(m[2] as string);
   }
-  return out;
+  // A job whose nodes have no GRES line (no -d detail) has none on any node, if scontrol said it has none.
+  return /^\s*JOB_GRES=\(null\)\s*$/m.test(text) && /\bNodeList=/.test(text) ? [] : undefined;
 }
 
 /** `gpu:tesla:2(IDX:0-1),gpu:a100:1(IDX:3)` → [0, 1, 3]; undefined when an IDX list is malformed. */

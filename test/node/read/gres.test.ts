@@ -5,7 +5,7 @@ import {
   expandRange,
   gpuIndices,
   parseSlurmdGpuFiles,
-  parseSqueueGpuIndices,
+  parseScontrolGpuIndices,
 } from '../../../src/node/read/gres.js';
 
 const fixture = (release: string, name: string) =>
@@ -30,33 +30,31 @@ describe('Slurm GPU GRES, as recorded on real Slurm', () => {
     expect(expandRange('/dev/nvidia[3,1]')).toBeUndefined();
   });
 
-  it('squeue --json gives each job its GRES indices on this node only', () => {
-    expect([...parseSqueueGpuIndices(fixture('22.05', 'squeue.json'), 'allocm2')]).toEqual([
-      ['5000', [0]],
-      ['5001', [1]],
-    ]);
-    expect([...parseSqueueGpuIndices(fixture('22.05', 'squeue.json'), 'allocm1')]).toEqual([]);
-    expect([...parseSqueueGpuIndices(fixture('26.05', 'squeue.json'), 'allocn2')]).toEqual([
-      ['6000', [0]],
-      ['6001', [1]],
-    ]);
+  it('scontrol show job -d gives a job its GRES indices on this node only', () => {
+    expect(parseScontrolGpuIndices(fixture('22.05', 'scontrol-show-job-d-5000.txt'), 'allocm2')).toEqual([0]);
+    expect(parseScontrolGpuIndices(fixture('22.05', 'scontrol-show-job-d-5001.txt'), 'allocm2')).toEqual([1]);
+    expect(parseScontrolGpuIndices(fixture('26.05', 'scontrol-show-job-d-6000.txt'), 'allocn2')).toEqual([0]);
+    expect(parseScontrolGpuIndices(fixture('26.05', 'scontrol-show-job-d-6001.txt'), 'allocn2')).toEqual([1]);
+    // Another node: the job names it in no Nodes= line, so nothing is known of it there.
+    expect(parseScontrolGpuIndices(fixture('22.05', 'scontrol-show-job-d-5000.txt'), 'allocm1')).toBeUndefined();
   });
 
-  it('a multi-node job: the entry of this node, by its place in the host list', () => {
-    const json = JSON.stringify({
-      jobs: [
-        { job_id: 7, nodes: 'r[1-2]n[01-02]', gres_detail: ['gpu:1(IDX:0)', 'gpu:2(IDX:0-1)', 'gpu:a:1(IDX:3)', 'x'] },
-        { job_id: 8, nodes: 'r1n02', gres_detail: ['gpu(IDX:N/A)'] },
-        { job_id: 9, nodes: 'r1n[01-02]', gres_detail: ['gpu:1(IDX:0)'] },
-      ],
-    });
-    expect([...parseSqueueGpuIndices(json, 'r2n01')]).toEqual([['7', [3]]]);
-    expect([...parseSqueueGpuIndices(json, 'r1n02')]).toEqual([
-      ['7', [0, 1]],
-      ['8', []],
-    ]);
+  it('a multi-node job: the Nodes= line whose host list names this node', () => {
+    const text = [
+      'JobId=7 JobName=x',
+      '   NodeList=r[1-2]n[01-02]',
+      '   JOB_GRES=gpu:4',
+      '     Nodes=r1n01 CPU_IDs=0-3 Mem=0 GRES=gpu:1(IDX:0)',
+      '     Nodes=r1n02 CPU_IDs=0-3 Mem=0 GRES=gpu:2(IDX:0-1)',
+      '     Nodes=r2n[01-02] CPU_IDs=0 Mem=0 GRES=gpu:a:1(IDX:3),nic:1(IDX:0)',
+      '   MinCPUsNode=1',
+    ].join('\n');
+    expect(parseScontrolGpuIndices(text, 'r2n02')).toEqual([3]);
+    expect(parseScontrolGpuIndices(text, 'r1n02')).toEqual([0, 1]);
+    expect(parseScontrolGpuIndices(text, 'r3n01')).toBeUndefined();
     expect(expandHostlist('a[1-2],b7')).toEqual(['a1', 'a2', 'b7']);
     expect(gpuIndices('gpu:tesla:2(IDX:0,2),gpu:a100:1(IDX:3)')).toEqual([0, 2, 3]);
+    expect(gpuIndices('gpu(IDX:N/A)')).toEqual([]);
     expect(gpuIndices('gpu:1(IDX:0-x)')).toBeUndefined();
   });
 });
