@@ -58,7 +58,7 @@ const DEMO_TOKEN = 'demo-token';
 /** Starts the whole demo; the tests and `npm run demo` share it. */
 export async function startDemo(o: DemoOptions): Promise<DemoStack> {
   const dir = o.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-demo-'));
-  const roots = writeTree(dir, demoTree({ layout: o.layout, nonJobHolder: o.nonJobHolder, gpus: true }));
+  const roots = writeTree(dir, demoTree({ layout: o.layout, nonJobHolder: o.nonJobHolder, gpus: true, usage: true }));
   const drift = new CounterDrift(roots.sysfs);
   // A stand-in rdma serves per-PID QP counters of the jobs sharing mlx5_1.
   const rdmaDir = path.join(dir, 'rdma-tool');

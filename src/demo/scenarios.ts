@@ -60,6 +60,8 @@ export interface DemoOptions {
   readonly nonJobHolder: boolean;
   /** Four stand-in GPUs in the node's PCI tree, held by the jobs as DEMO_GPU_HOLDERS says. */
   readonly gpus?: boolean;
+  /** The jobs' CPU and memory use in their cgroup files (DEMO_USAGE). */
+  readonly usage?: boolean;
 }
 
 /**
@@ -160,10 +162,10 @@ function demoTreeWithoutGpus(opts: DemoOptions): TreeSpec {
     { name: 'mlx5_3', uverbs: 1, ports: [port('InfiniBand', '400 Gb/sec (4X NDR)')] },
   ];
   const jobs: JobSpec[] = [
-    job(String(DEMO_JOBS[0].id), SLUIDS[0], 41000, [2]),
-    job(String(DEMO_JOBS[1].id), SLUIDS[1], 42000, [0]),
-    job(String(DEMO_JOBS[2].id), SLUIDS[2], 43000, [0]),
-    job(String(DEMO_JOBS[3].id), SLUIDS[3], 44000, [3]),
+    job(String(DEMO_JOBS[0].id), SLUIDS[0], 41000, [2], opts.usage === true),
+    job(String(DEMO_JOBS[1].id), SLUIDS[1], 42000, [0], opts.usage === true),
+    job(String(DEMO_JOBS[2].id), SLUIDS[2], 43000, [0], opts.usage === true),
+    job(String(DEMO_JOBS[3].id), SLUIDS[3], 44000, [3], opts.usage === true),
   ];
   const others: ProcSpec[] = [
     { pid: 1, comm: 'systemd', fds: 40 },
@@ -214,10 +216,10 @@ const DEMO_USAGE: Readonly<Record<string, JobUsageSpec>> = {
   },
 };
 
-function job(jobId: string, sluid: string | undefined, basePid: number, uverbs: number[]): JobSpec {
+function job(jobId: string, sluid: string | undefined, basePid: number, uverbs: number[], withUsage: boolean): JobSpec {
   const tasks: ProcSpec[] = [0, 1].map((i) => ({ pid: basePid + 10 + i, comm: 'python', uverbs, fds: 64 }));
   const s = sluid === undefined ? {} : { sluid };
-  const usage = DEMO_USAGE[jobId];
+  const usage = withUsage ? DEMO_USAGE[jobId] : undefined;
   return {
     jobId,
     ...s,

@@ -51,7 +51,7 @@ describe('node agent over HTTP', () => {
   it('serves the last cycle on /metrics, with gzip when asked, and /health', async () => {
     // The rdma cgroup controller on job 918001 and per-PID QP counters of job 918002, so every family has points.
     // The demo's stand-in GPUs (held, idle, far from their HCA) and its jobs' CPU and memory use.
-    const withGpu = demoTree({ layout: 'v2-sluid', nonJobHolder: true, gpus: true });
+    const withGpu = demoTree({ layout: 'v2-sluid', nonJobHolder: true, gpus: true, usage: true });
     const jobs = withGpu.jobs.map((j, i) => (i === 0 ? { ...j, rdma: { mlx5_0: { handles: 1, objects: 30 } } } : j));
     const rdma = new RecordingRdma(tmpDir('fake-rdma-'));
     rdma.counters([

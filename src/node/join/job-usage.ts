@@ -6,7 +6,7 @@
 import type { JobUsage } from '../read/job-usage.js';
 import { readJobUsage } from '../read/job-usage.js';
 import type { Problems } from '../read/problems.js';
-import type { JobAllocation } from './snapshot.js';
+import type { JobDir } from '../read/cgroups.js';
 
 /** The usage values that are counters (the rest are gauges). */
 export const USAGE_COUNTERS = [
@@ -26,7 +26,13 @@ export type UsageStarts = ReadonlyMap<string, { readonly startMs: number; readon
  * on one host sharing a multi-node job) has no usage: its cgroups' values are not one job's
  * figures on one node, and a sum would pass a peak for what it is not.
  */
-export function jobUsages(allocations: readonly JobAllocation[], problems: Problems): Map<string, JobUsage> {
+/** What jobUsages needs of a job allocation (snapshot.ts's JobAllocation, which imports this file). */
+interface JobCgroups {
+  readonly jobId?: string;
+  readonly jobDirs?: readonly JobDir[];
+}
+
+export function jobUsages(allocations: readonly JobCgroups[], problems: Problems): Map<string, JobUsage> {
   const count = new Map<string, number>();
   for (const a of allocations) if (a.jobId !== undefined) count.set(a.jobId, (count.get(a.jobId) ?? 0) + 1);
   const out = new Map<string, JobUsage>();
