@@ -6,21 +6,39 @@ import { attributionRows, evidenceText, holderText, slurmCgroupsNote, type PortR
 import { describeUnreadable, unreadableLine, type UnreadablePolicy } from '../node/read/unreadable.js';
 import { CollectionIncomplete } from './common.js';
 import { localityView, renderLocality } from './explain-locality.js';
-import { addRootOptions, rootsOf, unreadableOption, type RootFlags } from './node.js';
+import { SlurmGpuAllocation } from '../node/read/gres-source.js';
+import { createLogger } from '../log.js';
+import {
+  addGpuAllocationOptions,
+  addRootOptions,
+  gpuAllocationSettings,
+  rootsOf,
+  unreadableOption,
+  type GpuAllocationFlags,
+} from './node.js';
 
-interface ExplainFlags extends RootFlags {
+interface ExplainFlags extends GpuAllocationFlags {
   unreadableProcesses: UnreadablePolicy;
   json?: boolean;
 }
 
 export function explainCommand(): Command {
-  return addRootOptions(
-    new Command('explain').description('why each HCA port is (or is not) attributed to a job, on this node'),
+  return addGpuAllocationOptions(
+    addRootOptions(
+      new Command('explain').description('why each HCA port and GPU is (or is not) attributed to a job, on this node'),
+    ),
   )
     .addOption(unreadableOption())
     .option('--json', 'print the rows as JSON (for scripts)')
     .action(async (f: ExplainFlags) => {
       const roots = rootsOf(f);
+      const gpuAllocation =
+        f.gpuAllocation === 'slurm'
+          ? new SlurmGpuAllocation({
+              ...gpuAllocationSettings(f),
+              logger: createLogger({ level: 'warn', format: 'plain' }),
+            })
+          : undefined;
       // Every fd table, so holders are named by PID even where the rdma cgroup charges suffice.
       const collector = new NodeCollector({
         roots,
@@ -28,9 +46,16 @@ export function explainCommand(): Command {
         unreadableProcesses: f.unreadableProcesses,
         readAllFds: true,
         contexts: { path: 'rdma', timeoutMs: 10_000 },
+        gpuAllocation,
       });
       // Yielding, so the fds asked from a child process (fd-probe.ts) are answered in this one cycle.
-      const c = await collector.cycleYielding();
+      let c = await collector.cycleYielding();
+      if (gpuAllocation) {
+        // The first cycle named the jobs on the node; Slurm's answer for each joins the second.
+        await gpuAllocation.refresh();
+        c = await collector.cycleYielding();
+        gpuAllocation.stop();
+      }
       collector.close();
       const rows = attributionRows(c);
       const { snapshot: snap } = c;

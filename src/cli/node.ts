@@ -5,6 +5,7 @@ import { Command, Option } from 'commander';
 import type { LogFormat } from '../log.js';
 import { runNodeOnce, startNodeAgent, type NodeAgentOptions } from '../node/agent.js';
 import { QP_COUNTERS_MODES, type QpCountersMode } from '../node/qp/qp-source.js';
+import type { GpuAllocationOptions } from '../node/read/gres-source.js';
 import { DEFAULT_ROOTS, type Roots } from '../node/read/roots.js';
 import { UNREADABLE_POLICIES, type UnreadablePolicy } from '../node/read/unreadable.js';
 import { CollectionIncomplete, ConfigError, printExposition, runUntilSignal } from './common.js';
@@ -30,13 +31,18 @@ export interface NodeCycleFlags extends ExportFlags {
   jobUsage: 'on' | 'off';
 }
 
-/** The options that point the node agent at the host: its filesystems, its rdma tool and slurmd. */
-export interface HostFlags extends RootFlags {
-  qpCounters: QpCountersMode;
-  rdmaPath: string;
+/** Where Slurm's GPU allocation on the node is read from (node and explain). */
+export interface GpuAllocationFlags extends RootFlags {
   gpuAllocation: 'none' | 'slurm';
   slurmdPath: string;
   scontrolPath: string;
+  nodeName: string;
+}
+
+/** The options that point the node agent at the host: its filesystems, its rdma tool and slurmd. */
+export interface HostFlags extends RootFlags, Omit<GpuAllocationFlags, 'nodeName'> {
+  qpCounters: QpCountersMode;
+  rdmaPath: string;
 }
 
 export interface NodeFlags extends NodeCycleFlags, HostFlags {}
@@ -113,6 +119,14 @@ export function unreadableOption(): Option {
     .argParser(oneOf(UNREADABLE_POLICIES));
 }
 
+function nodeNameOption(d: NodeDefaults): Option {
+  return opt('--node-name <name>', 'Slurm node name (squeue --nodelist, host.name)', 'NODE_NAME').default(
+    d.nodeName ?? os.hostname().split('.')[0],
+    // Described, not printed: --help and the docs must read the same on every machine.
+    d.nodeName ?? HOST_NAME_DEFAULT,
+  );
+}
+
 /** What --node-name defaults to, in words (its value is this machine's). */
 const HOST_NAME_DEFAULT = 'the host name up to its first dot';
 
@@ -150,13 +164,7 @@ export function addCycleOptions(cmd: Command, d: NodeDefaults): Command {
         .argParser(duration),
     )
     .addOption(unreadableOption())
-    .addOption(
-      opt('--node-name <name>', 'Slurm node name (squeue --nodelist, host.name)', 'NODE_NAME').default(
-        d.nodeName ?? os.hostname().split('.')[0],
-        // Described, not printed: --help and the docs must read the same on every machine.
-        d.nodeName ?? HOST_NAME_DEFAULT,
-      ),
-    )
+    .addOption(nodeNameOption(d))
     .addOption(opt('--squeue-path <path>', 'resolve SLUIDs with a background squeue (off by default)', 'SQUEUE_PATH'))
     .addOption(
       opt('--squeue-timeout <duration>', 'timeout of one squeue run', 'SQUEUE_TIMEOUT')
@@ -183,8 +191,29 @@ export function addCycleOptions(cmd: Command, d: NodeDefaults): Command {
     );
 }
 
-/** The host's tools (rdma, slurmd) and what the agent asks of them. */
+/** The host's tools (rdma, slurmd, scontrol) and what the agent asks of them. */
 function addHostToolOptions(cmd: Command): Command {
+  return addGpuAllocationTools(cmd)
+    .addOption(
+      opt(
+        '--qp-counters <mode>',
+        'per-job counters on shared ports from per-PID QP counters (rdma statistic qp): off; observe: read them; manage: also turn auto type,pid on where the mode is off (needs CAP_NET_ADMIN) and off again at exit',
+        'QP_COUNTERS',
+      )
+        .default('off')
+        .argParser(oneOf(QP_COUNTERS_MODES)),
+    )
+    .addOption(
+      opt(
+        '--rdma-path <path>',
+        "the iproute2 rdma tool (--qp-counters, and the kernel's list of verbs contexts read when a process's fds cannot all be known)",
+        'RDMA_PATH',
+      ).default('rdma'),
+    );
+}
+
+/** Slurm's GPU allocation: the switch and the Slurm commands it runs (node, explain). */
+function addGpuAllocationTools(cmd: Command): Command {
   return cmd
     .addOption(
       opt(
@@ -204,23 +233,24 @@ function addHostToolOptions(cmd: Command): Command {
       opt('--scontrol-path <path>', "scontrol, for each job's GRES (--gpu-allocation slurm)", 'SCONTROL_PATH').default(
         'scontrol',
       ),
-    )
-    .addOption(
-      opt(
-        '--qp-counters <mode>',
-        'per-job counters on shared ports from per-PID QP counters (rdma statistic qp): off; observe: read them; manage: also turn auto type,pid on where the mode is off (needs CAP_NET_ADMIN) and off again at exit',
-        'QP_COUNTERS',
-      )
-        .default('off')
-        .argParser(oneOf(QP_COUNTERS_MODES)),
-    )
-    .addOption(
-      opt(
-        '--rdma-path <path>',
-        "the iproute2 rdma tool (--qp-counters, and the kernel's list of verbs contexts read when a process's fds cannot all be known)",
-        'RDMA_PATH',
-      ).default('rdma'),
     );
+}
+
+/** The GPU allocation options and --node-name, for explain (node takes --node-name with the cycle options). */
+export function addGpuAllocationOptions(cmd: Command): Command {
+  return addGpuAllocationTools(cmd).addOption(nodeNameOption(NODE_DEFAULTS));
+}
+
+/** Where and how to read Slurm's GPU allocation on this node. */
+export function gpuAllocationSettings(f: GpuAllocationFlags): Omit<GpuAllocationOptions, 'logger' | 'onError'> {
+  return {
+    slurmd: { path: f.slurmdPath },
+    scontrol: { path: f.scontrolPath },
+    nodeName: f.nodeName,
+    minIntervalMs: 0,
+    mapIntervalMs: GRES_MAP_INTERVAL_MS,
+    timeoutMs: 10_000,
+  };
 }
 
 /** A node agent's options but where its tree is: the demo writes its own, the node command reads the host's. */
@@ -261,14 +291,7 @@ export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {
     qpCounters: f.qpCounters === 'off' ? undefined : { path: f.rdmaPath, mode: f.qpCounters, timeoutMs },
     gpuAllocation:
       f.gpuAllocation === 'slurm'
-        ? {
-            slurmd: { path: f.slurmdPath },
-            scontrol: { path: f.scontrolPath },
-            nodeName: f.nodeName,
-            minIntervalMs: f.collectionInterval,
-            mapIntervalMs: GRES_MAP_INTERVAL_MS,
-            timeoutMs: f.squeueTimeout,
-          }
+        ? { ...gpuAllocationSettings(f), minIntervalMs: f.collectionInterval, timeoutMs: f.squeueTimeout }
         : undefined,
   };
 }

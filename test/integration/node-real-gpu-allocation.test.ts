@@ -18,7 +18,9 @@ import { parseScontrolGpuIndices } from '../../src/node/read/gres.js';
 import { select, type Sample } from '../support/exposition.js';
 import { REAL_SLURM_START_TIMEOUT_MS, realSlurmGate, startRealSlurm, type RealSlurm } from '../support/real-slurm.js';
 import { scrape, startNodeAgentProcess, type AgentProcess } from '../support/node-agent-process.js';
-import { stopChild, waitFor } from '../support/tools.js';
+import { run, stopChild, waitFor } from '../support/tools.js';
+
+const BIN = path.resolve('dist/src/cli/main.js');
 
 const WAIT_MS = 90_000;
 const GPUS = standInGpus(4);
@@ -46,6 +48,9 @@ for (const c of CASES) {
       const jobs: Record<'a' | 'b' | 'c', string> = { a: '', b: '', c: '' };
       let node = '';
       let dir = '';
+      let nvproc = '';
+      let sysDir = '';
+      const tools = { slurmd: '', scontrol: '' };
       let files: string[] = [];
       const uuid = (minor: number) => (GPUS[minor] as (typeof GPUS)[number]).uuid;
 
@@ -66,8 +71,10 @@ for (const c of CASES) {
         fs.writeFileSync(path.join(state, 'holder.py'), HOLDER);
         const { execFileSync } = await import('node:child_process');
         execFileSync('mknod', ['-m', '666', `${state}/dev/nvidia2`, 'c', '195', '2']);
-        writeNvidia(path.join(dir, 'nvproc'), { gpus: GPUS });
-        fs.mkdirSync(path.join(dir, 'sys'));
+        nvproc = path.join(dir, 'nvproc');
+        sysDir = path.join(dir, 'sys');
+        writeNvidia(nvproc, { gpus: GPUS });
+        fs.mkdirSync(sysDir);
         const tool = (name: string) => {
           const file = path.join(dir, name);
           const inChroot = slurm?.chrootDir
@@ -105,9 +112,9 @@ for (const c of CASES) {
           '--gpu-allocation',
           'slurm',
           '--slurmd-path',
-          tool('slurmd'),
+          (tools.slurmd = tool('slurmd')),
           '--scontrol-path',
-          tool('scontrol'),
+          (tools.scontrol = tool('scontrol')),
           '--unreadable-processes',
           'ignore-outside-jobs',
         ]);
@@ -155,6 +162,35 @@ for (const c of CASES) {
           expect(statusOf(s, 0)).toBe('idle');
         },
       );
+
+      it('explain asks Slurm too: the GPU held without being given is unallocated, and says why', async () => {
+        const args = ['explain', '--json', '--sysfs-root', sysDir, '--nvidia-proc-root', nvproc, '--node-name', node];
+        const slurmArgs = [
+          '--gpu-allocation',
+          'slurm',
+          '--slurmd-path',
+          tools.slurmd,
+          '--scontrol-path',
+          tools.scontrol,
+        ];
+        const out = await run(process.execPath, [
+          BIN,
+          ...args,
+          ...slurmArgs,
+          '--unreadable-processes',
+          'ignore-outside-jobs',
+        ]);
+        const gpus = (JSON.parse(out.stdout) as { gpus: { device: string; status: string; why: string }[] }).gpus;
+        const nvidia2 = gpus.find((g) => g.device === 'nvidia2');
+        expect(nvidia2?.status, out.stdout).toBe('unallocated');
+        expect(nvidia2?.why).toContain(jobs.c);
+        expect(
+          gpus
+            .filter((g) => g.status === 'sole')
+            .map((g) => g.device)
+            .sort(),
+        ).toEqual(['nvidia1', 'nvidia3']);
+      });
 
       it('a job given no GPU: scontrol names this node with an empty GRES', async () => {
         const out = (await slurm!.run(['scontrol', 'show', 'job', '-d', jobs.c])).stdout;

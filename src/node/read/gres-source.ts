@@ -49,7 +49,7 @@ export interface GpuAllocationSource {
   current(): GpuAllocationTable;
   /** The jobs on the node now (job ids): asks Slurm about those it has not answered for; never blocks. */
   want(jobIds: readonly string[]): void;
-  /** Refreshes now and settles when done (explain, tests). */
+  /** Refreshes now, asking every job want() named, and settles when done (explain, tests). */
   refresh(): Promise<void>;
   stop(): void;
 }
@@ -101,12 +101,16 @@ export class SlurmGpuAllocation implements GpuAllocationSource {
     this.present = jobIds.filter((j) => JOB_ID.test(j));
     if (this.runner.isStopped || this.running || Date.now() - this.lastRunMs < this.opts.minIntervalMs) return;
     const mapDue = this.files === undefined || Date.now() - this.lastMapMs >= this.opts.mapIntervalMs;
-    if (mapDue || this.unasked().length > 0) void this.refresh();
+    if (mapDue || this.unasked().length > 0) void this.start(MAX_JOBS_PER_RUN);
     else this.publish();
   }
 
   refresh(): Promise<void> {
-    this.running ??= this.run().finally(() => {
+    return this.start(Infinity);
+  }
+
+  private start(maxJobs: number): Promise<void> {
+    this.running ??= this.run(maxJobs).finally(() => {
       this.running = undefined;
     });
     return this.running;
@@ -116,11 +120,11 @@ export class SlurmGpuAllocation implements GpuAllocationSource {
     this.runner.stop();
   }
 
-  private async run(): Promise<void> {
+  private async run(maxJobs: number): Promise<void> {
     this.lastRunMs = Date.now();
     if (this.files === undefined || Date.now() - this.lastMapMs >= this.opts.mapIntervalMs) await this.readMap();
     if (this.files === undefined) return;
-    for (const job of this.unasked().slice(0, MAX_JOBS_PER_RUN)) {
+    for (const job of this.unasked().slice(0, maxJobs)) {
       if (this.runner.isStopped) return;
       await this.readJob(job);
     }
