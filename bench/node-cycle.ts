@@ -10,6 +10,8 @@
  * `--gpus N`: the same node with N stand-in GPUs, each job process holding one with the 31 fds a
  * CUDA process holds (within its 256); find then also matches `*nvidia*`. The ratios are to be no
  * worse than without.
+ * `--job-usage off`: the cycles without each job's CPU and memory use (every job cgroup has the
+ * files); the steady cycle with it is to stay within 5 % of without.
  * Goals: cold ≤ 1.0× find, steady ≤ 1.5× the listing floor, RSS ≤ 120 MB; with rdma.current
  * everywhere cold ≤ 0.1× find.
  *
@@ -51,6 +53,10 @@ const Q_COUNTERS = [
 
 const COLD_RUNS = 7;
 const GPUS = process.argv.includes('--gpus') ? Number(process.argv[process.argv.indexOf('--gpus') + 1]) : 0;
+/** `--job-usage off`: without each job's CPU and memory use from its cgroup (the agent's --job-usage). */
+const JOB_USAGE = !(
+  process.argv.includes('--job-usage') && process.argv[process.argv.indexOf('--job-usage') + 1] === 'off'
+);
 /** What a baseline finds: fds on an HCA (and, with GPUs, on anything NVIDIA's). */
 const FIND_NAMES = GPUS > 0 ? `\\( -lname '*uverbs*' -o -lname '*nvidia*' \\)` : `-lname '*uverbs*'`;
 const STEADY_RUNS = 30;
@@ -105,7 +111,7 @@ try {
   const spec = heavyTree({ ...HEAVY_NODE, gpus: GPUS });
   const roots = statCosting(writeTree(dir, spec));
   console.log(
-    `tree: ${HEAVY_NODE.hcas} HCAs × ${HEAVY_NODE.portsPerHca} ports, ${GPUS} GPUs, ${HEAVY_NODE.jobs} jobs, ${HEAVY_NODE.jobProcesses} job processes × ${HEAVY_NODE.fdsPerProcess} fds, ${HEAVY_NODE.otherProcesses} others (written in ${((performance.now() - t0) / 1000).toFixed(1)} s)`,
+    `tree: ${HEAVY_NODE.hcas} HCAs × ${HEAVY_NODE.portsPerHca} ports, ${GPUS} GPUs, job usage ${JOB_USAGE ? 'on' : 'off'}, ${HEAVY_NODE.jobs} jobs, ${HEAVY_NODE.jobProcesses} job processes × ${HEAVY_NODE.fdsPerProcess} fds, ${HEAVY_NODE.otherProcesses} others (written in ${((performance.now() - t0) / 1000).toFixed(1)} s)`,
   );
 
   const find = median(
@@ -115,11 +121,11 @@ try {
   );
   const cold = median(
     Array.from({ length: COLD_RUNS }, () =>
-      time(() => new NodeCollector({ roots, fdRescanIntervalMs: 60_000 }).cycle(0)),
+      time(() => new NodeCollector({ roots, fdRescanIntervalMs: 60_000, jobUsage: JOB_USAGE }).cycle(0)),
     ),
   );
 
-  const warm = new NodeCollector({ roots, fdRescanIntervalMs: 3_600_000 });
+  const warm = new NodeCollector({ roots, fdRescanIntervalMs: 3_600_000, jobUsage: JOB_USAGE });
   const first = warm.cycle(0);
   // Interleaved, so that a change of the machine's load weighs on both alike.
   const floors: number[] = [];

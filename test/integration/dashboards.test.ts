@@ -273,6 +273,13 @@ describe.runIf(shouldRun(prometheus))(
         [DEMO_NODE, '918002', '1'],
         [DEMO_NODE, '918003', '1'],
       ]);
+      // 918003 runs its RDMA through mlx5_1, across the NUMA nodes from its GPU.
+      const pairs = await prom.waitFor(q('GPU–HCA pairs per job'));
+      expect(pairs.map((r) => [r.metric.job_id, r.metric.device, r.metric.relation]).sort()).toEqual([
+        ['918001', 'mlx5_0', 'PIX'],
+        ['918002', 'mlx5_1', 'PIX'],
+        ['918003', 'mlx5_1', 'SYS'],
+      ]);
       const allocated = await prom.waitFor(q('GPUs allocated and held per job', 'A'));
       expect(allocated.find((r) => r.metric.job_id === '918001')?.metric.node_name).toBe(DEMO_NODE);
     });

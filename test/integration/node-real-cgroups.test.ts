@@ -501,7 +501,8 @@ describe.skipIf(gate.skip)(
         'sstat to report the burning job',
         async () => {
           const got = await sstat(burn);
-          return cpuSeconds(got[1] ?? '') >= 1 ? got : undefined;
+          // Its figure is the stepd's last poll (every JobAcctGatherFrequency): wait until it has seen the burn.
+          return cpuSeconds(got[1] ?? '') >= Math.floor(agentCpu) ? got : undefined;
         },
         WAIT_MS,
       );
