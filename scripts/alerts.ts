@@ -49,6 +49,21 @@ export const THRESHOLDS = {
     value: '30m',
     meaning: 'how long GPUs Slurm allocated to a job on a node may go without any process of that job holding one',
   },
+  cpuEfficiencyLow: {
+    value: 0.1,
+    meaning: "fraction of a job's allocated CPUs that its processes keep busy, below which it counts as underused",
+  },
+  cpuUnderusedFor: { value: '1h', meaning: 'how long a job may stay under that CPU efficiency' },
+  memoryLimitFraction: {
+    value: 0.95,
+    meaning: "fraction of its cgroup's memory limit a job may reach on a node (page cache included)",
+  },
+  memoryNearLimitFor: { value: '5m', meaning: 'how long a job may stay at or above that fraction' },
+  oomNewJobSeconds: {
+    value: 1200,
+    meaning:
+      'age in seconds under which a job whose OOM-kill counter is already above 0 when first seen counts as just killed',
+  },
 } as const satisfies Record<string, Threshold>;
 
 type Name = keyof typeof THRESHOLDS;
@@ -82,8 +97,17 @@ export interface Alert {
   readonly runbook: { readonly means: string; readonly check: string; readonly act: string };
 }
 
+/** A recording rule: a series computed from others, for alerts and dashboards to read by name. */
+export interface RecordingRule {
+  readonly record: string;
+  readonly expr: string;
+  readonly meaning: string;
+}
+
 export interface AlertGroup {
   readonly name: string;
+  /** Evaluated before the group's alerts, in order, so an alert can read what they record. */
+  readonly records?: readonly RecordingRule[];
   readonly rules: readonly Alert[];
 }
 
@@ -545,12 +569,148 @@ const gpus: AlertGroup = {
   ],
 };
 
+const JOB = 'slurm_cluster, job_id';
+const JOB_NODE = 'slurm_cluster, job_id, node_name';
+const W = T('rateWindow');
+/** Node-agent series of one family, per job and node (the node as `node_name`, as the cluster agent names it). */
+const perJobNode = (agg: 'sum' | 'max', expr: string): string => `${agg} by (${JOB_NODE}) (${asNodeName(expr)})`;
+/**
+ * A per-job-and-node series summed over the job's nodes, only for jobs the cluster agent places
+ * (`slurm_node_job`) and whose every node reports it: a job that one node agent does not watch
+ * (agent down, usage off, job not seen yet) would otherwise look idle by the share it misses.
+ */
+const wholeJob = (perNode: string): string =>
+  `(\n  sum by (${JOB}) (${perNode})\n  unless on (${JOB}) (group by (${JOB_NODE}) (slurm_node_job) unless on (${JOB_NODE}) ${perNode})\n  and on (${JOB}) slurm_node_job\n)`;
+
+export const RECORDS = {
+  nodeCpu: `slurm_job_node:cpu_seconds:rate${W}`,
+  jobCpu: `slurm_job:cpu_seconds:rate${W}`,
+  cpuEfficiency: `slurm_job:cpu_efficiency:rate${W}`,
+  nodePeak: 'slurm_job_node:memory_peak_bytes:max',
+  memoryEfficiency: 'slurm_job:memory_efficiency:ratio',
+  nodeLimitUsed: 'slurm_job_node:memory_limit_used:ratio',
+} as const;
+
+const OOM = 'ib_slurm_job_oom_kills_total';
+
+const jobUsage: AlertGroup = {
+  name: 'slurm-otel-job-usage',
+  records: [
+    {
+      record: RECORDS.nodeCpu,
+      expr: perJobNode(
+        'sum',
+        `rate(ib_slurm_job_cpu_user_seconds_total[${W}]) + rate(ib_slurm_job_cpu_system_seconds_total[${W}])`,
+      ),
+      meaning:
+        'CPUs the job keeps busy on a node (user and system CPU-seconds per second of its cgroup), from the node agent.',
+    },
+    {
+      record: RECORDS.jobCpu,
+      expr: wholeJob(RECORDS.nodeCpu),
+      meaning:
+        "CPUs the job keeps busy on all its nodes; only for jobs whose every node (as `slurm_node_job` lists them) reports the job's CPU time.",
+    },
+    {
+      record: RECORDS.cpuEfficiency,
+      expr: `${RECORDS.jobCpu}\n/ on (${JOB}) max by (${JOB}) (slurm_job_cpus > 0)`,
+      meaning:
+        "CPU efficiency: busy CPUs ÷ CPUs Slurm allocated to the job (`slurm_job_cpus`); 1 is every allocated CPU busy all the time. Over the whole run it is seff's CPU efficiency.",
+    },
+    {
+      record: RECORDS.nodePeak,
+      expr: perJobNode('max', 'ib_slurm_job_memory_peak_bytes'),
+      meaning: "Highest memory charged to the job's cgroup on a node, page cache included.",
+    },
+    {
+      record: RECORDS.memoryEfficiency,
+      expr: `${wholeJob(RECORDS.nodePeak)}\n/ on (${JOB}) max by (${JOB}) (slurm_job_memory_bytes > 0)`,
+      meaning:
+        "Memory efficiency: the job's peaks on its nodes, summed, ÷ memory Slurm allocated to the job (`slurm_job_memory_bytes`); only where every node reports a peak.",
+    },
+    {
+      record: RECORDS.nodeLimitUsed,
+      expr: `${perJobNode('max', 'ib_slurm_job_memory_used_bytes')}\n/ ${perJobNode('max', 'ib_slurm_job_memory_limit_bytes > 0')}`,
+      meaning:
+        "Memory charged to the job's cgroup on a node ÷ that cgroup's limit (Slurm's allocation there, with ConstrainRAMSpace); page cache included.",
+    },
+  ],
+  rules: [
+    {
+      alert: 'SlurmJobCpuUnderused',
+      expr: `${RECORDS.cpuEfficiency} < ${T('cpuEfficiencyLow')}`,
+      for: 'cpuUnderusedFor',
+      severity: 'warning',
+      summary: 'job {{ $labels.job_id }} keeps {{ $value | humanizePercentage }} of its allocated CPUs busy',
+      description:
+        'For ' +
+        T('cpuUnderusedFor') +
+        ', the processes of job {{ $labels.job_id }} on all its nodes have used less than ' +
+        T('cpuEfficiencyLow') +
+        ' of the CPUs Slurm allocated to it.',
+      runbook: {
+        means:
+          'The job holds CPUs it does not use: it asked for more cores than it runs threads or ranks, waits on I/O or on another job, or is an idle interactive session. Busy CPUs come from the job cgroups on each node (user and system time), allocation from the cluster agent (`slurm_job_cpus`); the figure exists only while every node of the job reports it.',
+        check:
+          '`slurm_job_info{job_id="..."}` for owner and name; `' +
+          RECORDS.nodeCpu +
+          '` by node (one busy node and idle others: a multi-node job that runs on one node); `ib_slurm_job_cpu_throttled_seconds_total` (a throttled job is not idle); `scontrol show job ID` (NumCPUs, cpus per task).',
+        act: 'Tell the owner: ask for the cores the program uses (`--ntasks`, `--cpus-per-task`), or fewer nodes; cancel an interactive session left idle if the site allows it.',
+      },
+    },
+    {
+      alert: 'SlurmJobMemoryNearLimit',
+      expr: `${RECORDS.nodeLimitUsed} >= ${T('memoryLimitFraction')}`,
+      for: 'memoryNearLimitFor',
+      severity: 'warning',
+      summary:
+        'job {{ $labels.job_id }} is at {{ $value | humanizePercentage }} of its memory limit on {{ $labels.node_name }}',
+      description:
+        'The memory charged to job {{ $labels.job_id }} on {{ $labels.node_name }} has been at or above ' +
+        T('memoryLimitFraction') +
+        ' of its cgroup limit for ' +
+        T('memoryNearLimitFor') +
+        '.',
+      runbook: {
+        means:
+          'The job is about to be OOM-killed on that node, or it holds page cache up to its limit: the charge (`ib_slurm_job_memory_used_bytes`) counts the file pages the job read or wrote, which the kernel reclaims before it kills. A job that streams files can sit here harmlessly; SlurmJobOomKilled is the hard signal.',
+        check:
+          '`ib_slurm_job_memory_used_bytes` against `ib_slurm_job_memory_limit_bytes` over time (a steady climb is the job, a flat line at the limit is often cache); `ib_slurm_job_oom_kills_total`; on the node, `memory.stat` of the job cgroup (anon against file); `sstat -j ID --format=MaxRSS`.',
+        act: 'If anon memory fills the limit, tell the owner to ask for more (`--mem`, `--mem-per-cpu`) before the job is killed; if it is page cache, nothing is wrong.',
+      },
+    },
+    {
+      alert: 'SlurmJobOomKilled',
+      // The second branch catches a kill before the agent's first reading of the job (a job that
+      // asked for too little memory dies in its first seconds): the counter appears above 0, and
+      // increase() sees no rise. The age bound keeps an old kill from alerting again when an
+      // agent restarts or usage is turned on.
+      expr:
+        `${perJobNode('sum', `increase(${OOM}[${W}])`)} > 0\n` +
+        `or ${perJobNode('sum', `(${OOM} > 0 unless ${OOM} offset ${W}) and on (${JOB}) (slurm_job_duration_seconds < ${T('oomNewJobSeconds')})`)}`,
+      severity: 'warning',
+      summary: 'the OOM killer killed processes of job {{ $labels.job_id }} on {{ $labels.node_name }}',
+      description:
+        "The kernel's OOM killer killed processes in the cgroup of job {{ $labels.job_id }} on {{ $labels.node_name }} in the last " +
+        W +
+        ': the job reached its memory limit there.',
+      runbook: {
+        means:
+          "A process of the job asked for memory beyond what its cgroup allows (Slurm's allocation on that node, with ConstrainRAMSpace). Slurm usually ends the step as OUT_OF_MEMORY; a job that catches the loss of a worker may go on degraded.",
+        check:
+          '`slurm_job_info{job_id="..."}` for owner and state; `sacct -j ID --format=JobID,State,ReqMem,MaxRSS`; `dmesg` or the journal on the node ("Memory cgroup out of memory" names the process); the memory panels of the job before the kill.',
+        act: "Tell the owner to request more memory or use less per node (more nodes, smaller batches). Repeated kills of many jobs on one node can also mean the node's RealMemory is set too high for what it has.",
+      },
+    },
+  ],
+};
+
 /** Where the rule file lives, from the repository root. */
 export const ALERT_RULES_FILE = 'otel-config/prometheus/alerts.yml';
 
-export const ALERT_GROUPS: readonly AlertGroup[] = [agents, fabric, slurm, gpus];
+export const ALERT_GROUPS: readonly AlertGroup[] = [agents, fabric, slurm, gpus, jobUsage];
 
-const HEADER = `# Prometheus alert rules for slurm-otel: GENERATED by \`npm run docs\` from scripts/alerts.ts
+const HEADER = `# Prometheus alert and recording rules for slurm-otel: GENERATED by \`npm run docs\` from scripts/alerts.ts
 # (thresholds and runbook are there and in docs/operations.md, "Alerts and runbook"); do not edit.
 # Loaded by otel-config/prometheus.yml (rule_files); unit tests in alerts.test.yml
 # (\`promtool test rules otel-config/prometheus/alerts.test.yml\`).
@@ -560,13 +720,16 @@ const HEADER = `# Prometheus alert rules for slurm-otel: GENERATED by \`npm run 
 export function renderAlertRules(): string {
   const groups = ALERT_GROUPS.map((g) => ({
     name: g.name,
-    rules: g.rules.map((r) => ({
-      alert: r.alert,
-      expr: r.expr,
-      ...(r.for ? { for: T(r.for) } : {}),
-      labels: { severity: r.severity },
-      annotations: { summary: r.summary, description: r.description },
-    })),
+    rules: [
+      ...(g.records ?? []).map((r) => ({ record: r.record, expr: r.expr })),
+      ...g.rules.map((r) => ({
+        alert: r.alert,
+        expr: r.expr,
+        ...(r.for ? { for: T(r.for) } : {}),
+        labels: { severity: r.severity },
+        annotations: { summary: r.summary, description: r.description },
+      })),
+    ],
   }));
   return HEADER + stringify({ groups }, { lineWidth: 0 });
 }
@@ -598,4 +761,16 @@ export function runbook(): string {
       ].join('\n'),
     )
     .join('\n\n');
+}
+
+/** Every recording rule. */
+export const RECORDING_RULES: readonly RecordingRule[] = ALERT_GROUPS.flatMap((g) => g.records ?? []);
+
+/** The recording rules as the node agent's page quotes them: name, meaning and PromQL. */
+export function recordingRulesDoc(): string {
+  return RECORDING_RULES.map((r) =>
+    [`- \`${r.record}\`: ${r.meaning}`, '', '  ```promql', ...r.expr.split('\n').map((l) => `  ${l}`), '  ```'].join(
+      '\n',
+    ),
+  ).join('\n');
 }

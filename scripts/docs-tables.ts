@@ -25,6 +25,8 @@ export const DOC_FILES = {
   configuration: 'docs/configuration.md',
   /** The alert thresholds and runbook (scripts/alerts.ts). */
   operations: 'docs/operations.md',
+  /** The recording rules of the job usage (scripts/alerts.ts), in "Job usage". */
+  nodeAgent: 'docs/node-agent.md',
 } as const;
 
 /** Every agent's catalogue, by section of DOC_FILES.metrics. */

@@ -1,12 +1,13 @@
 /**
  * Regenerates what is derived from declarations: the metric tables of docs/metrics.md (from the
  * catalogues), the option tables of docs/configuration.md (from the CLI), and the alert rules with
- * the thresholds and runbook of docs/operations.md (from scripts/alerts.ts). `npm run docs`.
+ * the thresholds and runbook of docs/operations.md and the recording rules quoted in
+ * docs/node-agent.md (from scripts/alerts.ts). `npm run docs`.
  */
 import fs from 'node:fs';
 import { DOC_FILES, DOC_TABLES, metricsTable, optionsTable, replaceSection } from './docs-tables.js';
 import { documentedCommands } from '../src/cli/program.js';
-import { ALERT_RULES_FILE, renderAlertRules, runbook, thresholdsTable } from './alerts.js';
+import { ALERT_RULES_FILE, recordingRulesDoc, renderAlertRules, runbook, thresholdsTable } from './alerts.js';
 
 /** Rewrites the generated sections of one page, keyed by section name. */
 function regenerate(file: string, sections: Readonly<Record<string, string>>): void {
@@ -22,6 +23,7 @@ const options = Object.fromEntries(
 regenerate(DOC_FILES.metrics, metrics);
 regenerate(DOC_FILES.configuration, options);
 regenerate(DOC_FILES.operations, { 'alert-thresholds': thresholdsTable(), 'alert-runbook': runbook() });
+regenerate(DOC_FILES.nodeAgent, { 'job-usage-rules': recordingRulesDoc() });
 fs.writeFileSync(ALERT_RULES_FILE, renderAlertRules());
 console.log(
   `${DOC_FILES.metrics}: ${Object.keys(metrics).length} metric tables; ${DOC_FILES.configuration}: ` +

@@ -1,7 +1,8 @@
 /**
- * The alert rules in otel-config/prometheus/alerts.yml: current with their declaration
- * (scripts/alerts.ts), valid for promtool, unit-tested by alerts.test.yml, documented in the
- * runbook in docs/operations.md, and reading only metrics that exist.
+ * The alert and recording rules in otel-config/prometheus/alerts.yml: current with their
+ * declaration (scripts/alerts.ts), valid for promtool, unit-tested by alerts.test.yml, documented
+ * in the runbook in docs/operations.md (alerts) and in docs/node-agent.md (recording rules), and
+ * reading only metrics that exist or that a rule records.
  */
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -10,7 +11,9 @@ import { parse } from 'yaml';
 import {
   ALERT_GROUPS,
   ALERT_RULES_FILE,
+  RECORDING_RULES,
   THRESHOLDS,
+  recordingRulesDoc,
   renderAlertRules,
   runbook,
   thresholdsTable,
@@ -38,8 +41,14 @@ interface Rule {
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
 }
-const rules = (): Rule[] =>
-  (parse(read(ALERT_RULES_FILE)) as { groups: { rules: Rule[] }[] }).groups.flatMap((g) => g.rules);
+interface Recorded {
+  record: string;
+  expr: string;
+}
+const allRules = (): (Rule | Recorded)[] =>
+  (parse(read(ALERT_RULES_FILE)) as { groups: { rules: (Rule | Recorded)[] }[] }).groups.flatMap((g) => g.rules);
+const rules = (): Rule[] => allRules().filter((r): r is Rule => 'alert' in r);
+const records = (): Recorded[] => allRules().filter((r): r is Recorded => 'record' in r);
 
 /** Every exposed sample name of every catalogue family (histograms as their _bucket/_sum/_count). */
 function knownNames(): Set<string> {
@@ -47,7 +56,7 @@ function knownNames(): Set<string> {
   const names = specs.flatMap((s) =>
     s.kind === 'histogram' ? ['_bucket', '_sum', '_count'].map((x) => s.name + x) : [prometheusName(s)],
   );
-  return new Set([...names, ...EXTERNAL]);
+  return new Set([...names, ...EXTERNAL, ...RECORDING_RULES.map((r) => r.record)]);
 }
 
 const FUNCTIONS_AND_KEYWORDS = new Set([
@@ -73,7 +82,8 @@ export function metricNames(expr: string): string[] {
     .replace(/"(?:[^"\\]|\\.)*"/g, '""')
     .replace(/\{[^}]*\}/g, '')
     .replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, '')
-    .replace(/\[[^\]]*\]/g, '');
+    .replace(/\[[^\]]*\]/g, '')
+    .replace(/\boffset\s+-?\w+/g, '');
   const out: string[] = [];
   for (const m of bare.matchAll(/([a-zA-Z_:][a-zA-Z0-9_:]*)(\s*\()?/g)) {
     const [, name, call] = m as unknown as [string, string, string | undefined];
@@ -119,9 +129,25 @@ describe('alert rules', () => {
       expect(source, name).toMatch(new RegExp(`(T\\('${name}'\\)|for: '${name}')`));
   });
 
-  it('read only metrics that a catalogue declares (or a listed external one)', () => {
+  it('recording rules: declared in scripts/alerts.ts, each name once, quoted in docs/node-agent.md', () => {
+    expect(records().map((r) => r.record)).toEqual(RECORDING_RULES.map((r) => r.record));
+    expect(new Set(records().map((r) => r.record)).size).toBe(records().length);
+    for (const r of records()) expect(r.record, 'level:metric:operations').toMatch(/^[a-z_]+:[a-z_]+:[a-z_0-9]+$/);
+    expect(section(read(DOC_FILES.nodeAgent), 'job-usage-rules')).toBe(recordingRulesDoc());
+  });
+
+  it('a recorded series is read only by rules after the one that records it (evaluation order)', () => {
+    const order = allRules().map((r) => ('record' in r ? r.record : r.alert));
+    for (const [i, r] of allRules().entries())
+      for (const n of metricNames(r.expr).filter((m) => m.includes(':')))
+        expect(order.indexOf(n), `${order[i]} reads ${n} before it is recorded`).toBeLessThan(i);
+  });
+
+  it('read only metrics that a catalogue declares (or a listed external one, or a recorded one)', () => {
     const known = knownNames();
-    const used = rules().flatMap((r) => metricNames(r.expr).map((n) => [r.alert, n] as const));
+    const used = allRules().flatMap((r) =>
+      metricNames(r.expr).map((n) => ['record' in r ? r.record : r.alert, n] as const),
+    );
     expect(used.length).toBeGreaterThan(rules().length);
     expect(used.filter(([, n]) => !known.has(n) && !PLANNED.includes(n))).toEqual([]);
   });
@@ -141,6 +167,7 @@ describe('alert rules', () => {
       ),
     ).toEqual(['a_total', 'b', 'up']);
     expect(metricNames('rate({__name__=~"otelcol_x"}[10m]) > 0')).toEqual([]);
+    expect(metricNames('a:b:rate10m > 0 unless c offset 10m')).toEqual(['a:b:rate10m', 'c']);
   });
 
   it('each is unit-tested in alerts.test.yml: once firing and once quiet', () => {
@@ -168,7 +195,7 @@ describe.runIf(shouldRun(promtool))('promtool', () => {
   it('check rules: clean', async () => {
     const r = await run(toolPath(promtool), ['check', 'rules', `${ROOT}${ALERT_RULES_FILE}`]);
     expect(r.code, r.stdout + r.stderr).toBe(0);
-    expect(r.stdout).toMatch(new RegExp(`SUCCESS: ${rules().length} rules found`));
+    expect(r.stdout).toMatch(new RegExp(`SUCCESS: ${allRules().length} rules found`));
   });
 
   it('test rules: every case passes', async () => {

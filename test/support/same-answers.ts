@@ -30,10 +30,12 @@ export function questionsOver(carried: (name: string) => boolean): Question[] {
     demoQueries(d).map((q) => ({ what: `${d.file}: ${q.panel} [${q.refId}]`, promql: q.promql })),
   );
   const rules = (
-    parse(fs.readFileSync(ALERT_RULES, 'utf8')) as { groups: { rules: { alert: string; expr: string }[] }[] }
+    parse(fs.readFileSync(ALERT_RULES, 'utf8')) as {
+      groups: { rules: { alert?: string; record?: string; expr: string }[] }[];
+    }
   ).groups
     .flatMap((g) => g.rules)
-    .map((r) => ({ what: `alert ${r.alert}`, promql: r.expr }));
+    .map((r) => ({ what: r.alert ? `alert ${r.alert}` : `record ${r.record}`, promql: r.expr }));
   return [...panels, ...rules].filter((q) => {
     const names = metricNames(q.promql);
     return names.length > 0 && names.every(carried);
