@@ -17,7 +17,7 @@ import { NODE_METRICS, NODE_SELF_METRICS } from '../node/metrics.js';
 import { DisableMetricsError, disabledFamilies, type DisableCatalogue } from '../telemetry/disabled.js';
 import { HTTP_GUARD_METRICS } from '../telemetry/http-metrics.js';
 import { PROCESS_METRICS } from '../telemetry/process-metrics.js';
-import type { MetricSpec } from '../telemetry/spec.js';
+import { prometheusName, type MetricSpec } from '../telemetry/spec.js';
 import { ConfigError } from './common.js';
 import { envOption } from './export-options.js';
 
@@ -66,6 +66,31 @@ export function clusterDisabledMetrics(list: string | undefined): ReadonlySet<st
     if (names.has(spec.name))
       withAliases.add(NATIVE_NODE_SHARED_OTLP_METRICS[key as keyof typeof NATIVE_NODE_SHARED_METRICS].name);
   return withAliases;
+}
+
+/**
+ * The demo runs both agents under one option: each name goes to the agent that exports it (both,
+ * for a name both use), checked against the two catalogues together.
+ */
+export function demoDisabledMetrics(list: string | undefined): {
+  readonly node?: ReadonlySet<string>;
+  readonly cluster?: ReadonlySet<string>;
+} {
+  const both = {
+    data: [...NODE_DISABLE_CATALOGUE.data, ...CLUSTER_DISABLE_CATALOGUE.data],
+    self: [...NODE_DISABLE_CATALOGUE.self, ...CLUSTER_DISABLE_CATALOGUE.self],
+  };
+  if (checked(list, both) === undefined) return {};
+  const names = (list ?? '').split(',').map((n) => n.trim());
+  const of = (c: DisableCatalogue): string => names.filter((n) => knows(c, n)).join(',');
+  return {
+    node: nodeDisabledMetrics(of(NODE_DISABLE_CATALOGUE)),
+    cluster: clusterDisabledMetrics(of(CLUSTER_DISABLE_CATALOGUE)),
+  };
+}
+
+function knows(c: DisableCatalogue, name: string): boolean {
+  return c.data.some((s) => s.name === name || prometheusName(s) === name);
 }
 
 function checked(list: string | undefined, catalogue: DisableCatalogue): ReadonlySet<string> | undefined {
