@@ -26,6 +26,7 @@ import {
 } from '../cluster/snapshot.js';
 import { redactUrl, type Logger } from '../log.js';
 import { CollectionIncomplete, ConfigError, runUntilSignal, printExposition } from './common.js';
+import { clusterDisabledMetrics, disableMetricsOption } from './disable-metrics.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
 import type { Env } from './otel.js';
 import { oneOf, parseSize, positiveDuration, positiveInt, switchValue } from './values.js';
@@ -61,6 +62,7 @@ export interface ClusterFlags extends ExportFlags {
   userAccountMetrics: boolean;
   optionalCollectors: OptionalSubCollector[];
   accountingLimits: boolean;
+  disableMetrics?: string;
 }
 
 export interface ClusterDefaults {
@@ -198,7 +200,7 @@ export function addClusterOptions(cmd: Command, d: ClusterDefaults = CLUSTER_DEF
         'KUBECONFIG_PATH',
       ),
     );
-  return addExportOptions(cmd, PREFIX, d);
+  return addExportOptions(cmd, PREFIX, d).addOption(disableMetricsOption(PREFIX));
 }
 
 /** `licenses, partitions` → the names, each checked; `none` or blank means none. */
@@ -229,6 +231,7 @@ export function accountingLookbackMs(
 
 export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOptions {
   const lookbackMs = accountingLookbackMs(f);
+  const disabledMetrics = clusterDisabledMetrics(f.disableMetrics);
   const settings = exportSettings(f, env, {
     serviceName: 'slurm-otel-cluster',
     hostName: os.hostname(),
@@ -252,6 +255,7 @@ export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOpti
   const topology = topologySource(f, env);
   return {
     ...settings,
+    disabledMetrics,
     source: {
       api: client,
       jobSource: f.jobSource,

@@ -17,6 +17,7 @@ export interface DemoFlags extends NodeCycleFlags {
   cluster: boolean;
   clusterMetricsBindAddress: BindAddress;
   clusterMonitoringBindAddress: BindAddress;
+  disableMetrics?: string;
 }
 
 /**

@@ -25,6 +25,7 @@ import type { Cycle } from '../node/collect.js';
 import type { BindAddress } from '../telemetry/http.js';
 import { runUntilSignal } from './common.js';
 import type { DemoFlags, DemoLayout } from './demo-flags.js';
+import { demoDisabledMetrics } from './disable-metrics.js';
 import { cycleAgentOptions, type TreelessAgentOptions } from './node.js';
 import type { Env } from './otel.js';
 
@@ -41,7 +42,12 @@ export interface DemoOptions {
   readonly dir?: string;
   readonly tickMs: number;
   /** The cluster agent's endpoints; no cluster agent when undefined. */
-  readonly cluster?: { readonly metrics: BindAddress; readonly monitoring: BindAddress };
+  readonly cluster?: {
+    readonly metrics: BindAddress;
+    readonly monitoring: BindAddress;
+    /** The cluster families --disable-metrics turns off. */
+    readonly disabledMetrics?: ReadonlySet<string>;
+  };
 }
 
 export interface DemoStack {
@@ -140,6 +146,7 @@ async function startClusterSide(o: DemoOptions, binds: NonNullable<DemoOptions['
     },
     otlp: o.node.otlp,
     security: o.node.security,
+    disabledMetrics: binds.disabledMetrics,
     logger,
     serverLabel: `${server.url} (fake slurmrestd)`,
     close: () => api.close(),
@@ -150,7 +157,8 @@ async function startClusterSide(o: DemoOptions, binds: NonNullable<DemoOptions['
 
 /** The demo command's action: starts the stack, prints where to look, stops on a signal. */
 export async function runDemo(f: DemoFlags, env: Env): Promise<void> {
-  const node = cycleAgentOptions(f, env);
+  const disabled = demoDisabledMetrics(f.disableMetrics);
+  const node = { ...cycleAgentOptions(f, env), disabledMetrics: disabled.node };
   const start = () =>
     startDemo({
       node,
@@ -159,7 +167,11 @@ export async function runDemo(f: DemoFlags, env: Env): Promise<void> {
       dir: f.dir,
       tickMs: f.tick,
       cluster: f.cluster
-        ? { metrics: f.clusterMetricsBindAddress, monitoring: f.clusterMonitoringBindAddress }
+        ? {
+            metrics: f.clusterMetricsBindAddress,
+            monitoring: f.clusterMonitoringBindAddress,
+            disabledMetrics: disabled.cluster,
+          }
         : undefined,
     });
   await runUntilSignal(start, node.logger, (demo) => process.stdout.write(summary(demo, f.layout)));

@@ -6,6 +6,7 @@
  */
 import { Command, Option } from 'commander';
 import { DEMO_LAYOUTS, DEMO_REFUSED, type DemoFlags } from './demo-flags.js';
+import { disableMetricsOption } from './disable-metrics.js';
 import { addExportOptions } from './export-options.js';
 import { addCycleOptions, type NodeDefaults } from './node.js';
 import type { Env } from './otel.js';
@@ -57,6 +58,7 @@ export function demoCommand(env: Env): Command {
   };
   addExportOptions(addCycleOptions(cmd, defaults), 'IB_SLURM_EXPORTER_', defaults);
   return cmd
+    .addOption(disableMetricsOption('IB_SLURM_EXPORTER_'))
     .addOption(
       new Option('--layout <layout>', 'cgroup layout of the synthetic node').choices(DEMO_LAYOUTS).default('v2-sluid'),
     )

@@ -9,6 +9,7 @@ import type { GpuAllocationOptions } from '../node/read/gres-source.js';
 import { DEFAULT_ROOTS, type Roots } from '../node/read/roots.js';
 import { UNREADABLE_POLICIES, type UnreadablePolicy } from '../node/read/unreadable.js';
 import { CollectionIncomplete, ConfigError, printExposition, runUntilSignal } from './common.js';
+import { disableMetricsOption, nodeDisabledMetrics } from './disable-metrics.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
 import type { Env } from './otel.js';
 import { duration, oneOf, positiveDuration } from './values.js';
@@ -45,7 +46,9 @@ export interface HostFlags extends RootFlags, Omit<GpuAllocationFlags, 'nodeName
   rdmaPath: string;
 }
 
-export interface NodeFlags extends NodeCycleFlags, HostFlags {}
+export interface NodeFlags extends NodeCycleFlags, HostFlags {
+  disableMetrics?: string;
+}
 
 /** Options every command reading a node takes (node, demo, explain). */
 export function addRootOptions(cmd: Command): Command {
@@ -147,7 +150,12 @@ const NODE_DEFAULTS: NodeDefaults = {
 };
 
 export function addNodeOptions(cmd: Command, d: NodeDefaults = NODE_DEFAULTS): Command {
-  return addExportOptions(addHostToolOptions(addCycleOptions(addRootOptions(cmd), d)), 'IB_SLURM_EXPORTER_', d);
+  const withExport = addExportOptions(
+    addHostToolOptions(addCycleOptions(addRootOptions(cmd), d)),
+    'IB_SLURM_EXPORTER_',
+    d,
+  );
+  return withExport.addOption(disableMetricsOption('IB_SLURM_EXPORTER_'));
 }
 
 /** The node options that do not name anything on the host: the demo takes these and brings the rest. */
@@ -286,6 +294,7 @@ export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {
   const timeoutMs = Math.min(RDMA_TIMEOUT_MS, f.collectionInterval);
   return {
     ...base,
+    disabledMetrics: nodeDisabledMetrics(f.disableMetrics),
     // The kernel's list of verbs contexts bounds what a process whose fds cannot all be read costs.
     collector: { ...base.collector, roots: existingRoots(f), contexts: { path: f.rdmaPath, timeoutMs } },
     qpCounters: f.qpCounters === 'off' ? undefined : { path: f.rdmaPath, mode: f.qpCounters, timeoutMs },

@@ -80,6 +80,7 @@ export class ClusterRunner implements Collecting<TickResult> {
       logger: opts.logger,
       eventSpecs: CLUSTER_EVENT_SPECS,
       otlpSideScope: SLURMCTLD_SCOPE,
+      disabled: opts.disabledMetrics,
       // Counted as the node agent counts its pushes, so that the OTLP alert covers both agents.
       onExport: ({ result, rejectedPoints }) => {
         this.self.m.otlpExports.record(1, { result });

@@ -80,6 +80,7 @@ export class NodeRunner implements Collecting {
       scope: SCOPE,
       otlp: opts.otlp,
       logger,
+      disabled: opts.disabledMetrics,
       onExport: ({ result, rejectedPoints }) => {
         this.self.m.otlpExports.record(1, { result });
         if (rejectedPoints > 0) this.self.m.otlpRejectedPoints.record(rejectedPoints);

@@ -77,6 +77,12 @@ export interface PipelineOptions {
   readonly onExport?: (outcome: PushOutcome) => void;
   /** A second instrumentation scope for OTLP: families that must not share the main scope's names. */
   readonly otlpSideScope?: Scope;
+  /**
+   * OTLP names of the families the operator turned off (`--disable-metrics`): dropped here, on the
+   * way out, so that none reaches the exposition, a section or a push. A lazy family dropped here
+   * is never made.
+   */
+  readonly disabled?: ReadonlySet<string>;
 }
 
 /** What one publish carries beyond the main exposition. */
@@ -119,15 +125,18 @@ export class Pipeline {
   private publishes = 0;
   private otlp: ObservedExporter | undefined;
   private renderedSeq = 0;
+  private readonly disabled: ReadonlySet<string>;
 
   constructor(private readonly opts: PipelineOptions) {
+    this.disabled = opts.disabled ?? new Set();
     // Only the OTLP reader collects from the producer; Prometheus renders the families itself.
     this.producer = new SnapshotProducer(opts.scope, { retain: opts.otlp !== undefined });
     this.sideProducer = opts.otlp && opts.otlpSideScope ? new SnapshotProducer(opts.otlpSideScope) : undefined;
     this.prometheus = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true });
     const readers: MetricReader[] = [this.prometheus];
     if (opts.otlp) readers.push(this.pushReader(opts.otlp));
-    const events = opts.eventSpecs ?? [];
+    // A disabled event family gets no instrument, so nothing of it is collected or rendered.
+    const events = (opts.eventSpecs ?? []).filter((spec) => !this.disabled.has(spec.name));
     // Events are keyed by node or job: lift the SDK's default cap of 2000 series per instrument.
     const views: ViewOptions[] = events.map((spec) => ({
       instrumentName: spec.name,
@@ -153,10 +162,14 @@ export class Pipeline {
     routeSdkDiagnostics(opts.logger);
   }
 
-  /** Records events into their instruments; an event of an undeclared family is a programming error. */
+  /**
+   * Records events into their instruments; events of a disabled family are dropped, one of an
+   * undeclared family is a programming error.
+   */
   record(events: readonly MetricEvent[]): void {
     for (const e of events) {
       const inst = this.instruments.get(e.spec.name);
+      if (!inst && this.disabled.has(e.spec.name)) continue;
       if (!inst) throw new Error(`event family ${e.spec.name} was not declared in eventSpecs`);
       if ('add' in inst) inst.add(e.value, e.attributes);
       else inst.record(e.value, e.attributes);
@@ -164,14 +177,15 @@ export class Pipeline {
   }
 
   /** Publishes one collection and renders its exposition once, for every scrape until the next. */
-  async publish(families: readonly AnyFamily[], atMs: number = Date.now(), extras: PublishExtras = {}): Promise<void> {
+  async publish(all: readonly AnyFamily[], atMs: number = Date.now(), extras: PublishExtras = {}): Promise<void> {
+    const families = this.enabled(all);
     this.producer.publish(families, atMs);
-    this.sideProducer?.publish(extras.otlpSide ?? [], atMs);
+    this.sideProducer?.publish(this.enabled(extras.otlpSide ?? []), atMs);
     const seq = ++this.publishes;
     const { gzip, bytes } = await this.render(families, atMs);
     const sections = new Map<string, Body>();
     for (const [path, fams] of extras.sections ?? []) {
-      const r = await this.renderSection(fams, atMs);
+      const r = await this.renderSection(this.enabled(fams), atMs);
       sections.set(path, gzipOnlyBody(PROMETHEUS_CONTENT_TYPE, r.gzip, r.bytes));
     }
     // Renderings yield to the event loop: one that started earlier must not replace a later one.
@@ -179,6 +193,11 @@ export class Pipeline {
     this.renderedSeq = seq;
     this.rendered = gzipOnlyBody(PROMETHEUS_CONTENT_TYPE, gzip, bytes);
     this.sectionBodies = sections;
+  }
+
+  /** The families not disabled. */
+  private enabled(families: readonly AnyFamily[]): readonly AnyFamily[] {
+    return this.disabled.size === 0 ? families : families.filter((f) => !this.disabled.has(f.spec.name));
   }
 
   /** The exposition of the last publish (503 until the first). */

@@ -172,6 +172,8 @@ export interface AgentSettings {
   readonly security?: WebConfig;
   readonly logger: Logger;
   readonly collectionIntervalMs: number;
+  /** OTLP names of the data families not exported (--disable-metrics), checked at start-up. */
+  readonly disabledMetrics?: ReadonlySet<string>;
 }
 
 /** The runtime's options for an agent started with `settings`, plus its own routes and request hook. */
