@@ -143,7 +143,11 @@ export function withAllocation(v: GpuVerdict, table: GpuAllocationTable | undefi
   const job = v.soleJobId;
   if (v.status !== 'sole' || job === undefined) return { ...v, allocatedTo, why: `${v.why}; ${given}` };
   if (!table.jobs.has(job))
-    return { ...v, allocatedTo, why: `${v.why}; allocation of job ${job} unknown (Slurm not asked yet, or it could not answer)` };
+    return {
+      ...v,
+      allocatedTo,
+      why: `${v.why}; allocation of job ${job} unknown (Slurm not asked yet, or it could not answer)`,
+    };
   if (allocatedTo.includes(job)) return { ...v, allocatedTo, why: `${v.why}; Slurm gave it this GPU` };
   const { soleJobId: _dropped, ...rest } = v;
   return {
