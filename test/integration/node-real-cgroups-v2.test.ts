@@ -24,7 +24,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeCounters, writeHca } from '../../src/demo/nodetree.js';
 import { deviceNumber } from '../../src/node/read/roots.js';
-import { select, valueOf } from '../support/exposition.js';
+import { select, valueOf, type Sample } from '../support/exposition.js';
 import { REAL_SLURM_START_TIMEOUT_MS, realSlurmGate, startRealSlurm, type RealSlurm } from '../support/real-slurm.js';
 import {
   holdersOfDevice,
@@ -58,6 +58,11 @@ const HOLD = `exec 3<"$0"; exec sleep 900`;
 const WAIT_MS = 60_000;
 /** A SLUID: `s` and 13 characters of Crockford's base 32. */
 const SLUID = /s[0-9A-HJKMNP-TV-Z]{13}/;
+/**
+ * Burns 2 s of CPU time (its own, by times: a loaded machine only takes longer), then sleeps for
+ * a length no other process on the host has, so the test finds the job's sleeper by its command line.
+ */
+const BURN = (mark: string): string => `perl -e '1 while (times)[0] + (times)[1] < 2'; exec sleep 900.${mark}`;
 
 /** One cgroup.conf setting of the job directories' names, and what the agent should make of it. */
 interface Naming {
@@ -132,6 +137,30 @@ class StandInDevices {
 /** The stepd scope directories of this cluster's nodes, as the host sees them. */
 function scopeDirs(nodes: readonly string[]): string[] {
   return nodes.map((n) => `${UNIFIED}/system.slice/${n}_slurmstepd.scope`);
+}
+
+/** Pids of processes whose command line is exactly `argv`. */
+function pidsRunning(argv: readonly string[]): number[] {
+  const want = `${argv.join('\0')}\0`;
+  return fs
+    .readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p))
+    .filter((p) => {
+      try {
+        return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8') === want;
+      } catch {
+        return false; // gone meanwhile
+      }
+    })
+    .map(Number);
+}
+
+/** A v2 keyed cgroup file's `key` as a number. */
+function keyedValue(file: string, key: string): number {
+  const text = fs.readFileSync(file, 'utf8');
+  const m = new RegExp(`^${key} (\\d+)$`, 'm').exec(text);
+  if (!m) throw new Error(`${file} has no ${key}: ${text}`);
+  return Number(m[1]);
 }
 
 /** The fd link texts of `pid` that refer to the device `dev`. */
@@ -359,6 +388,64 @@ describe.skipIf(gate.skip).for(NAMINGS)(
       const s = await waitForJobGone(agent!, job.batch, 'mlx5_0', WAIT_MS);
       expect(valueOf(s, 'ib_slurm_device_jobs', { device: 'mlx5_0', port: '1' })).toBe(0);
       expect(holdersOfDevice((devices as StandInDevices).dev('mlx5_0'))).toEqual([]);
+    });
+
+    it("per-job CPU agrees with the job directory's cpu.stat; memory only where the controller is", async () => {
+      const n2 = nodes[1] as string;
+      const mark = String(randomBytes(3).readUIntBE(0, 3));
+      const burn = await sbatch(n2, '--wrap', BURN(mark));
+      // The sleeper starts once the burn is done; its cgroup names the job's directory.
+      const [sleeper] = await waitFor(
+        'the burning job to finish its burn and sleep',
+        () => {
+          const pids = pidsRunning(['sleep', `900.${mark}`]);
+          return pids.length > 0 ? pids : undefined;
+        },
+        WAIT_MS,
+      );
+      const cg = fs.readFileSync(`/proc/${sleeper}/cgroup`, 'utf8');
+      const m = new RegExp(
+        `^0::/(system\\.slice/${n2}_slurmstepd\\.scope/${naming.jobDir(burn).source})/step_batch/`,
+        'm',
+      ).exec(cg);
+      expect(m, cg).not.toBeNull();
+      const dir = `${UNIFIED}/${(m as RegExpExecArray)[1]}`;
+      const fileCpu = (): number =>
+        (keyedValue(`${dir}/cpu.stat`, 'user_usec') + keyedValue(`${dir}/cpu.stat`, 'system_usec')) / 1e6;
+      const name = (n: string): string => `ib_slurm_job_${n}`;
+      const cpuIn = (got: readonly Sample[]): number =>
+        (valueOf(got, name('cpu_user_seconds_total'), { job_id: burn }) ?? NaN) +
+        (valueOf(got, name('cpu_system_seconds_total'), { job_id: burn }) ?? NaN);
+      // A scrape serves the last cycle's reading, which may predate the burn's end: wait for the agent to see it.
+      const s = await waitFor(
+        'the agent to export the burnt CPU time',
+        async () => {
+          const got = await scrape(agent!);
+          return cpuIn(got) >= 2 ? got : undefined;
+        },
+        WAIT_MS,
+      );
+      const agentCpu = cpuIn(s);
+      const file = fileCpu();
+      // The job is asleep after the burn: its cgroup's CPU time barely moves between the two readings.
+      expect(Math.abs(agentCpu - file), `agent ${agentCpu} s, cpu.stat ${file} s`).toBeLessThan(0.1);
+      // The burn, the shell and slurmstepd: no more than a second beyond the 2 s burnt.
+      expect(agentCpu).toBeLessThan(3);
+      // Addressed by its job id, whatever the directory is named.
+      expect(select(s, name('cpu_user_seconds_total'), { job_id: burn })).toHaveLength(1);
+
+      // A hybrid host's memory controller is bound to v1, so this tree has no memory files: no
+      // memory series rather than a wrong one. Where the controller holds the job, the file's figure.
+      const used = valueOf(s, name('memory_used_bytes'), { job_id: burn });
+      if (fs.existsSync(`${dir}/memory.current`)) {
+        const current = Number(fs.readFileSync(`${dir}/memory.current`, 'utf8').trim());
+        expect(Math.abs((used ?? NaN) - current), `agent ${used}, memory.current ${current}`).toBeLessThan(8 * 2 ** 20);
+      } else {
+        expect(fs.readFileSync(`${UNIFIED}/cgroup.controllers`, 'utf8')).not.toMatch(/\bmemory\b/);
+        expect(used).toBeUndefined();
+        expect(select(s, name('memory_peak_bytes'), { job_id: burn })).toEqual([]);
+      }
+      await (slurm as RealSlurm).run(['scancel', burn]);
     });
   },
 );
