@@ -1,11 +1,13 @@
 /** `slurm-otel explain`: one cycle, then the attribution table in the terminal (or JSON). */
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import Table from 'cli-table3';
 import { NodeCollector, type Cycle } from '../node/collect.js';
 import { attributionRows, evidenceText, holderText, slurmCgroupsNote, type PortRow } from '../node/explain.js';
 import { describeUnreadable, unreadableLine, type UnreadablePolicy } from '../node/read/unreadable.js';
 import { CollectionIncomplete } from './common.js';
 import { localityView, renderLocality } from './explain-locality.js';
+import { gresPaths, jobView, JobNotOnNode, notOnNodeMessage, parseJobArg, renderJobView } from './explain-job.js';
+import { join, readSmall } from '../node/read/roots.js';
 import { SlurmGpuAllocation } from '../node/read/gres-source.js';
 import { createLogger } from '../log.js';
 import {
@@ -20,6 +22,7 @@ import {
 interface ExplainFlags extends GpuAllocationFlags {
   unreadableProcesses: UnreadablePolicy;
   json?: boolean;
+  job?: string;
 }
 
 export function explainCommand(): Command {
@@ -30,6 +33,11 @@ export function explainCommand(): Command {
   )
     .addOption(unreadableOption())
     .option('--json', 'print the rows as JSON (for scripts)')
+    .addOption(
+      new Option('--job <id>', 'only this job (job id or SLUID): its cgroups, processes, devices and usage').argParser(
+        parseJobArg,
+      ),
+    )
     .action(async (f: ExplainFlags) => {
       const roots = rootsOf(f);
       const gpuAllocation =
@@ -60,6 +68,7 @@ export function explainCommand(): Command {
       const rows = attributionRows(c);
       const { snapshot: snap } = c;
       if (c.failed !== undefined) throw new CollectionIncomplete(`collection failed: ${printable(c.failed)}`);
+      if (f.job !== undefined) return printJob(c, f.job, roots.procfs, f.json === true);
       const locality = localityView(c);
       if (f.json) {
         const out = {
@@ -89,6 +98,18 @@ export function explainCommand(): Command {
         process.stdout.write(`gap: ${printable(gap)}\n`);
       for (const u of snap.unreadable) process.stdout.write(`unreadable: ${printable(unreadableLine(u))}\n`);
     });
+}
+
+/** `--job`: that job's view alone, or exit 1 naming the jobs on the node. */
+function printJob(c: Cycle, job: string, procfs: string, json: boolean): void {
+  const commOf = (pid: number): string | undefined => {
+    const r = readSmall(join(procfs, String(pid), 'comm'), { utf8: true });
+    return r.ok ? r.value.trim() : undefined;
+  };
+  const view = jobView(c, job, commOf);
+  if (view === undefined) throw new JobNotOnNode(printable(notOnNodeMessage(c, job)));
+  if (json) process.stdout.write(terminalJson({ at: new Date(c.snapshot.atMs).toISOString(), ...view }) + '\n');
+  else for (const line of renderJobView(view, gresPaths(c))) process.stdout.write(`${printable(line)}\n`);
 }
 
 // C0 and C1 controls, DEL, and the bidirectional overrides that can reorder what a terminal shows.
