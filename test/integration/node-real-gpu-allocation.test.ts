@@ -192,6 +192,24 @@ for (const c of CASES) {
         ).toEqual(['nvidia1', 'nvidia3']);
       });
 
+      it('explain --job: the job given no GPU holds one Slurm did not give it; a job given one says so', async () => {
+        const base = ['explain', '--sysfs-root', sysDir, '--nvidia-proc-root', nvproc, '--node-name', node];
+        const slurmArgs = [
+          '--gpu-allocation',
+          'slurm',
+          '--slurmd-path',
+          tools.slurmd,
+          '--scontrol-path',
+          tools.scontrol,
+        ];
+        const policy = ['--unreadable-processes', 'ignore-outside-jobs'];
+        const c = await run(process.execPath, [BIN, ...base, ...slurmArgs, ...policy, '--job', jobs.c]);
+        expect(c.stdout, c.stderr).toMatch(/^gpu: nvidia2 \S+: held by \d+, not given by Slurm: unallocated: /m);
+        expect(c.stdout).toMatch(/^slurm gpus: none$/m);
+        const a = await run(process.execPath, [BIN, ...base, ...slurmArgs, ...policy, '--job', jobs.a]);
+        expect(a.stdout, a.stderr).toMatch(/^gpu: nvidia[13] \S+: held by \d+, given by Slurm: sole: /m);
+      });
+
       it('a job given no GPU: scontrol names this node with an empty GRES', async () => {
         const out = (await slurm!.run(['scontrol', 'show', 'job', '-d', jobs.c])).stdout;
         expect(parseScontrolGpuIndices(out, node), out).toEqual([]);
