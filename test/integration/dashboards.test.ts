@@ -284,6 +284,21 @@ describe.runIf(shouldRun(prometheus))(
       expect(allocated.find((r) => r.metric.job_id === '918001')?.metric.node_name).toBe(DEMO_NODE);
     });
 
+    it("shows the selected job's memory against its cgroup limit, by node and through the recording rule", async () => {
+      const d = byFile('fabric-by-job.json');
+      const q = (title: string, ref: string) =>
+        substitute(
+          panelQueries(d.json).find((p) => p.panel === title && p.refId === ref)?.expr ?? 'absent_panel',
+          values(d),
+        );
+      // The demo's 918001 uses 61 GiB of its 64 GiB cgroup limit (DEMO_USAGE).
+      const limit = await prom.waitFor(q('Job $job_id: memory by node', 'C'));
+      expect(limit.map((r) => [r.metric.instance, Number(r.value[1])])).toEqual([[DEMO_NODE, 64 * 2 ** 30]]);
+      const ratio = await prom.waitFor(q('Job $job_id: CPU and memory efficiency', 'C'));
+      expect(ratio.map((r) => r.metric.node_name)).toEqual([DEMO_NODE]);
+      expect(Number(ratio[0]?.value[1])).toBeCloseTo(61 / 64, 6);
+    });
+
     it('shows each job sharing mlx5_1 its own QP counters, bytes and coverage', async () => {
       const d = byFile('fabric-by-job.json');
       const expr = (title: string) =>
