@@ -19,7 +19,7 @@ import { writeTree, type TreeLayout } from '../demo/nodetree.js';
 import { FakeRdma } from '../demo/fake-rdma.js';
 import { demoGpuAllocation } from '../demo/fake-slurm-gres.js';
 import { fakeTopology } from '../demo/fake-topology.js';
-import { CounterDrift, DEMO_JOBS, DEMO_NODE, demoTree, QpDrift } from '../demo/scenarios.js';
+import { CounterDrift, DEMO_JOBS, DEMO_NODE, demoTree, QpDrift, UsageDrift } from '../demo/scenarios.js';
 import { startNodeAgent, type NodeAgent } from '../node/agent.js';
 import type { Cycle } from '../node/collect.js';
 import type { BindAddress } from '../telemetry/http.js';
@@ -64,8 +64,10 @@ const DEMO_TOKEN = 'demo-token';
 /** Starts the whole demo; the tests and `npm run demo` share it. */
 export async function startDemo(o: DemoOptions): Promise<DemoStack> {
   const dir = o.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-demo-'));
-  const roots = writeTree(dir, demoTree({ layout: o.layout, nonJobHolder: o.nonJobHolder, gpus: true, usage: true }));
+  const tree = demoTree({ layout: o.layout, nonJobHolder: o.nonJobHolder, gpus: true, usage: true });
+  const roots = writeTree(dir, tree);
   const drift = new CounterDrift(roots.sysfs);
+  const usage = new UsageDrift(roots.cgroupfs, tree);
   // A stand-in rdma serves per-PID QP counters of the jobs sharing mlx5_1.
   const rdmaDir = path.join(dir, 'rdma-tool');
   fs.mkdirSync(rdmaDir, { recursive: true });
@@ -73,6 +75,7 @@ export async function startDemo(o: DemoOptions): Promise<DemoStack> {
   const qp = new QpDrift(rdma);
   const tick = (seconds: number) => {
     drift.tick(seconds);
+    usage.tick(seconds);
     qp.tick(seconds);
   };
   tick(60);

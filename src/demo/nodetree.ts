@@ -481,6 +481,13 @@ export function writeUsageV2(jobDir: string, u: JobUsageSpec): void {
   );
 }
 
+/** Rewrites a job's usage files where its tree put them (v2 job directory, v1 memory and cpu,cpuacct). */
+export function rewriteJobUsage(cgroupfs: string, spec: TreeSpec, job: JobSpec, u: JobUsageSpec): void {
+  if (spec.layout !== 'v1') return writeUsageV2(path.join(scopeDir(cgroupfs, spec), jobDirName(job, spec.layout)), u);
+  for (const ctrl of ['memory', 'cpu,cpuacct'])
+    writeUsageV1(path.join(cgroupfs, ctrl, 'slurm', `uid_${job.uid}`, `job_${job.jobId}`), ctrl, u);
+}
+
 /** v1's unlimited memory.limit_in_bytes on x86_64 (the largest page-aligned signed 64-bit value). */
 const V1_NO_LIMIT = '9223372036854771712';
 

@@ -10,6 +10,7 @@ import {
   stepd,
   type GpuSpec,
   type LinkSpec,
+  rewriteJobUsage,
   type NvidiaSpec,
   type PciSpec,
   type HcaSpec,
@@ -276,6 +277,40 @@ export class CounterDrift {
       }
       writeCounters(this.sysfs, device, 1, pma, 'counters');
       writeCounters(this.sysfs, device, 1, hw, 'hw_counters');
+    }
+  }
+}
+
+/** CPU cores each demo job keeps busy (user, system): 918001 near its allocation, 918004 nearly idle. */
+const DEMO_CPU_RATES: Readonly<Record<string, readonly [number, number]>> = {
+  918001: [30, 1.2],
+  918002: [6, 2],
+  918003: [14, 0.6],
+  918004: [0.1, 0.02],
+};
+
+/** Advances the demo jobs' CPU time in their cgroup files, so that CPU use and efficiency move. */
+export class UsageDrift {
+  private readonly cpu = new Map<string, { user: number; system: number }>();
+
+  constructor(
+    private readonly cgroupfs: string,
+    private readonly spec: TreeSpec,
+  ) {}
+
+  tick(seconds: number): void {
+    for (const job of this.spec.jobs) {
+      const base = job.usage;
+      const [user, system] = DEMO_CPU_RATES[job.jobId] ?? [0, 0];
+      if (base === undefined) continue;
+      const now = this.cpu.get(job.jobId) ?? { user: base.cpuUserSeconds, system: base.cpuSystemSeconds };
+      const next = { user: now.user + user * seconds, system: now.system + system * seconds };
+      this.cpu.set(job.jobId, next);
+      rewriteJobUsage(this.cgroupfs, this.spec, job, {
+        ...base,
+        cpuUserSeconds: next.user,
+        cpuSystemSeconds: next.system,
+      });
     }
   }
 }
