@@ -163,23 +163,19 @@ for (const c of CASES) {
         },
       );
 
-      it('explain asks Slurm too: the GPU held without being given is unallocated, and says why', async () => {
-        const args = ['explain', '--json', '--sysfs-root', sysDir, '--nvidia-proc-root', nvproc, '--node-name', node];
-        const slurmArgs = [
-          '--gpu-allocation',
-          'slurm',
-          '--slurmd-path',
-          tools.slurmd,
-          '--scontrol-path',
-          tools.scontrol,
-        ];
-        const out = await run(process.execPath, [
+      /** The built explain on the real /proc with Slurm's GPU allocation read through the cluster's tools. */
+      const explain = (...extra: string[]) =>
+        run(process.execPath, [
           BIN,
-          ...args,
-          ...slurmArgs,
-          '--unreadable-processes',
-          'ignore-outside-jobs',
+          'explain',
+          ...['--sysfs-root', sysDir, '--nvidia-proc-root', nvproc, '--node-name', node],
+          ...['--gpu-allocation', 'slurm', '--slurmd-path', tools.slurmd, '--scontrol-path', tools.scontrol],
+          ...['--unreadable-processes', 'ignore-outside-jobs'],
+          ...extra,
         ]);
+
+      it('explain asks Slurm too: the GPU held without being given is unallocated, and says why', async () => {
+        const out = await explain('--json');
         const gpus = (JSON.parse(out.stdout) as { gpus: { device: string; status: string; why: string }[] }).gpus;
         const nvidia2 = gpus.find((g) => g.device === 'nvidia2');
         expect(nvidia2?.status, out.stdout).toBe('unallocated');
@@ -193,20 +189,10 @@ for (const c of CASES) {
       });
 
       it('explain --job: the job given no GPU holds one Slurm did not give it; a job given one says so', async () => {
-        const base = ['explain', '--sysfs-root', sysDir, '--nvidia-proc-root', nvproc, '--node-name', node];
-        const slurmArgs = [
-          '--gpu-allocation',
-          'slurm',
-          '--slurmd-path',
-          tools.slurmd,
-          '--scontrol-path',
-          tools.scontrol,
-        ];
-        const policy = ['--unreadable-processes', 'ignore-outside-jobs'];
-        const c = await run(process.execPath, [BIN, ...base, ...slurmArgs, ...policy, '--job', jobs.c]);
+        const c = await explain('--job', jobs.c);
         expect(c.stdout, c.stderr).toMatch(/^gpu: nvidia2 \S+: held by \d+, not given by Slurm: unallocated: /m);
         expect(c.stdout).toMatch(/^slurm gpus: none$/m);
-        const a = await run(process.execPath, [BIN, ...base, ...slurmArgs, ...policy, '--job', jobs.a]);
+        const a = await explain('--job', jobs.a);
         expect(a.stdout, a.stderr).toMatch(/^gpu: nvidia[13] \S+: held by \d+, given by Slurm: sole: /m);
       });
 
