@@ -1,5 +1,6 @@
-// Lint: eslint's and typescript-eslint's recommended rules (syntax only, no type information, so it
-// stays fast), plus the walls between the parts of the shipped code:
+// Lint: eslint's and typescript-eslint's recommended rules, two rules with type information (a
+// promise nobody awaits or handles, a promise where a callback's result is ignored: each ends as an
+// unhandled rejection, which stops an agent), plus the walls between the parts of the shipped code:
 // - src/node and src/cluster never import each other (the two agents share only src/telemetry,
 //   src/json, src/log.ts and src/child-runner.ts; src/cli composes both);
 // - src/json (the streaming JSON reader both agents use) imports neither agent;
@@ -75,6 +76,14 @@ export default defineConfig(
         'error',
         { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' },
       ],
+    },
+  },
+  {
+    files: ['{src,test,bench,scripts}/**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
     },
   },
   {

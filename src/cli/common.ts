@@ -36,6 +36,17 @@ export function printExposition(text: string): void {
 /** `--once` could not collect everything: exit code 1, after printing what it did collect. */
 export class CollectionIncomplete extends Error {}
 
+/**
+ * A promise was rejected with no handler: a defect in the agent, not bad input (every read, request
+ * and push has its own handler). The agent logs the reason, stops as it does on SIGTERM (links
+ * `--qp-counters manage` turned on are set back) and exits 70, so the service manager restarts it
+ * in a known state instead of leaving it running in an unknown one or dying without a stop.
+ */
+export class AgentDefect extends Error {}
+
+/** Exit status after a stop for a defect: EX_SOFTWARE of sysexits.h. */
+export const DEFECT_EXIT = 70;
+
 /** Exit status after a second signal: the shell's 128 + signal number. */
 const FORCED_EXIT: Readonly<Record<string, number>> = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 };
 
@@ -47,7 +58,8 @@ const FORCED_EXIT: Readonly<Record<string, number>> = { SIGHUP: 129, SIGINT: 130
  * kills the helper commands in flight, so the start ends at once, and the agent is then stopped as
  * usual. A second signal kills the helper commands still running and exits at once, the agent
  * first naming what it leaves changed (exitingNow: links `--qp-counters manage` turned on). The process
- * exits even if a handle (a socket of a push that was cut short) is still open.
+ * exits even if a handle (a socket of a push that was cut short) is still open. An unhandled
+ * promise rejection is a stop too, after which this throws AgentDefect.
  */
 export async function runUntilSignal<A extends { stop(): Promise<void>; exitingNow?(): void }>(
   start: () => Promise<A>,
@@ -58,13 +70,14 @@ export async function runUntilSignal<A extends { stop(): Promise<void>; exitingN
   let starting = true;
   // The agent once started: a second signal asks it what an exit now leaves changed.
   const run: { agent?: A } = {};
-  const first = new Promise<NodeJS.Signals>((resolve) => {
+  const first = new Promise<NodeJS.Signals | 'unhandledRejection'>((resolve) => {
     let seen = 0;
-    const on = (sig: NodeJS.Signals): void => {
+    const on = (sig: NodeJS.Signals | 'unhandledRejection'): void => {
       if (++seen === 1) {
         if (starting) killEveryRun();
         return resolve(sig);
       }
+      if (sig === 'unhandledRejection') return;
       logger.warn({ signal: sig }, 'second signal: exiting at once, without finishing the stop');
       // What the stop would have set back (links turned on) is named, with how to do it by hand.
       run.agent?.exitingNow?.();
@@ -74,13 +87,20 @@ export async function runUntilSignal<A extends { stop(): Promise<void>; exitingN
     process.on('SIGINT', on);
     process.on('SIGTERM', on);
     process.on('SIGHUP', on);
+    process.on('unhandledRejection', (reason) => {
+      logger.error({ err: reason }, 'a promise was rejected with no handler (a defect): stopping');
+      on('unhandledRejection');
+    });
   });
   const agent = await start();
   run.agent = agent;
   starting = false;
   onStarted?.(agent);
-  logger.info({ signal: await first }, 'stopping');
+  const cause = await first;
+  logger.info(cause === 'unhandledRejection' ? { cause } : { signal: cause }, 'stopping');
   await agent.stop();
   logger.info('stopped');
   setTimeout(() => process.exit(), 100).unref();
+  if (cause === 'unhandledRejection')
+    throw new AgentDefect('stopped after an unhandled promise rejection (see the log)');
 }

@@ -5,7 +5,7 @@
 import { Command, CommanderError } from 'commander';
 import { setHelperEnvironment } from '../child-runner.js';
 import { redactSecrets } from '../log.js';
-import { CollectionIncomplete, ConfigError, VERSION } from './common.js';
+import { AgentDefect, CollectionIncomplete, ConfigError, DEFECT_EXIT, VERSION } from './common.js';
 import { clusterCommand } from './cluster.js';
 import { demoCommand } from './demo.js';
 import { explainCommand } from './explain.js';
@@ -38,6 +38,10 @@ export async function main(argv: string[], env: Env): Promise<number> {
     if (err instanceof ConfigError) {
       process.stderr.write(`slurm-otel: ${redactSecrets(err.message)}\n`);
       return 2;
+    }
+    if (err instanceof AgentDefect) {
+      process.stderr.write(`slurm-otel: ${err.message}\n`);
+      return DEFECT_EXIT;
     }
     if (err instanceof CollectionIncomplete) {
       process.stderr.write(`slurm-otel: ${err.message}\n`);
