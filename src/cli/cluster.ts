@@ -1,22 +1,12 @@
 /**
  * `slurm-otel cluster`: Soperator's options (flag > SLURM_EXPORTER_* > default)
- * plus API version, timeouts and token sources → the cluster agent.
+ * plus API version, timeouts and token sources → the cluster agent. The token source and the
+ * Kubernetes lists are built in cluster-sources.ts.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import { Command } from 'commander';
 import { SlurmClient } from '../cluster/api/client.js';
-import {
-  keyFileSigner,
-  noAuth,
-  scontrolToken,
-  staticToken,
-  tokenFile,
-  type TokenSource,
-} from '../cluster/api/http/auth.js';
-import type { KubernetesAccess } from '../cluster/kubernetes/access.js';
-import { kubernetesSecretSigner } from '../cluster/kubernetes/secret-key.js';
-import { kubernetesTopologySource, type TopologySource } from '../cluster/kubernetes/topology-source.js';
 import { runClusterOnce, startClusterAgent, type ClusterAgentOptions } from '../cluster/agent.js';
 import type { JobSource } from '../cluster/fetchers.js';
 import {
@@ -24,7 +14,8 @@ import {
   OPTIONAL_SUB_COLLECTORS,
   type OptionalSubCollector,
 } from '../cluster/snapshot.js';
-import { redactUrl, type Logger } from '../log.js';
+import { redactUrl } from '../log.js';
+import { buildTokenSource, topologySource, TOKEN_SOURCES, type SourceFlags } from './cluster-sources.js';
 import { CollectionIncomplete, ConfigError, runUntilSignal, printExposition } from './common.js';
 import { clusterDisabledMetrics, disableMetricsOption } from './disable-metrics.js';
 import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
@@ -34,33 +25,16 @@ import { oneOf, parseSize, positiveDuration, positiveInt, switchValue } from './
 const PREFIX = 'SLURM_EXPORTER_';
 const opt = envOption(PREFIX);
 
-const TOKEN_SOURCES = ['auto', 'none', 'static', 'file', 'jwt-key', 'scontrol', 'kubernetes'] as const;
-type TokenSourceName = (typeof TOKEN_SOURCES)[number];
-
-export interface ClusterFlags extends ExportFlags {
-  clusterName: string;
-  clusterNamespace: string;
-  slurmApiServer: string;
+export interface ClusterFlags extends ExportFlags, SourceFlags {
   collectionInterval: number;
   maxCollectorInflight: number;
   jobSource: JobSource;
   accountingJobsLookback: string;
   slurmApiVersion: string;
-  requestTimeout: number;
   requestRetries: number;
   maxResponseSize: number;
   slurmApiCaFile?: string;
-  tokenSource: TokenSourceName;
-  token?: string;
-  tokenFile?: string;
-  slurmUserName?: string;
-  jwtKeyFile?: string;
-  jwtUser: string;
-  jwtLifetime: number;
-  scontrolPath: string;
-  kubeconfigPath?: string;
   userAccountMetrics: boolean;
-  optionalCollectors: OptionalSubCollector[];
   accountingLimits: boolean;
   disableMetrics?: string;
 }
@@ -290,74 +264,6 @@ function readFile(path: string, what: string): Buffer {
   } catch (err) {
     throw new ConfigError(`${what} ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
-}
-
-/** `auto` picks the first configured: token, token file, key file, Kubernetes (in-cluster or kubeconfig); else none. */
-export function chooseTokenSource(f: ClusterFlags, env: Env): Exclude<TokenSourceName, 'auto'> {
-  if (f.tokenSource !== 'auto') return f.tokenSource;
-  if (f.token) return 'static';
-  if (f.tokenFile) return 'file';
-  if (f.jwtKeyFile) return 'jwt-key';
-  if (f.kubeconfigPath || env.KUBERNETES_SERVICE_HOST) return 'kubernetes';
-  return 'none';
-}
-
-function buildTokenSource(f: ClusterFlags, env: Env, logger: Logger): TokenSource {
-  const lifetimeSec = Math.round(f.jwtLifetime / 1000);
-  const need = (v: string | undefined, flag: string): string => {
-    if (!v) throw new ConfigError(`token source ${f.tokenSource} needs ${flag}`);
-    return v;
-  };
-  switch (chooseTokenSource(f, env)) {
-    case 'none':
-      if (!f.slurmApiServer.startsWith('unix:'))
-        logger.warn('no Slurm token configured: slurmrestd with auth/jwt will answer 401');
-      return noAuth();
-    case 'static':
-      return staticToken({ token: need(f.token, '--token or SLURM_EXPORTER_TOKEN'), userName: f.slurmUserName });
-    case 'file':
-      return tokenFile({ path: need(f.tokenFile, '--token-file'), userName: f.slurmUserName });
-    case 'jwt-key':
-      return keyFileSigner({ keyFile: need(f.jwtKeyFile, '--jwt-key-file'), user: f.jwtUser, lifetimeSec });
-    case 'scontrol':
-      return scontrolToken({ user: f.jwtUser, lifespanSec: lifetimeSec, command: f.scontrolPath });
-    case 'kubernetes':
-      return kubernetesSecretSigner({
-        access: kubernetesAccess(f, env, 'token source kubernetes'),
-        namespace: f.clusterNamespace,
-        clusterName: f.clusterName,
-        user: f.jwtUser,
-        lifetimeSec,
-      });
-  }
-}
-
-/**
- * Worker placement (NodeSet, NVLink instance group) from the Kubernetes API, when the operator
- * chose the topology sub-collector: through a kubeconfig, or the pod's own service account.
- */
-function topologySource(f: ClusterFlags, env: Env): TopologySource | undefined {
-  if (!f.optionalCollectors.includes('topology')) return undefined;
-  return kubernetesTopologySource({
-    access: kubernetesAccess(f, env, 'optional collector topology'),
-    namespace: f.clusterNamespace,
-    clusterName: f.clusterName,
-    requestTimeoutMs: f.requestTimeout,
-  });
-}
-
-/** The Kubernetes API `user` (what needs it, for the error) reaches: the kubeconfig, else the pod's own. */
-function kubernetesAccess(f: ClusterFlags, env: Env, user: string): KubernetesAccess {
-  if (f.kubeconfigPath) return { kind: 'kubeconfig', path: f.kubeconfigPath };
-  return { kind: 'in-cluster', apiServer: inClusterApiServer(env, user) };
-}
-
-function inClusterApiServer(env: Env, user: string): string {
-  const host = env.KUBERNETES_SERVICE_HOST;
-  if (!host)
-    throw new ConfigError(`${user} needs --kubeconfig-path or an in-cluster environment (KUBERNETES_SERVICE_HOST)`);
-  const port = env.KUBERNETES_SERVICE_PORT || '443';
-  return `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
 export function clusterCommand(env: Env): Command {

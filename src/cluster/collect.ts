@@ -10,7 +10,7 @@
  * families are absent rather than frozen. Scrapes never reach this code.
  */
 import type { Logger } from '../log.js';
-import { absenceOf, type Absence } from './api/failures.js';
+import { absenceOf, type Absence } from './http/failure.js';
 import type {
   SlurmAccountingLimits,
   SlurmDiag,

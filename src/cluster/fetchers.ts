@@ -5,7 +5,7 @@
  */
 import type { Logger } from '../log.js';
 import { orThrow, type AccountingQuery, type CallOptions, type CallResult } from './api/call-result.js';
-import { SlurmCallError } from './api/failures.js';
+import { CallError } from './http/failure.js';
 import { describeMessages, isBenign } from './api/decode/envelope.js';
 import type { Fetchers } from './collect.js';
 import { Interner, type InternFields } from './intern.js';
@@ -73,7 +73,7 @@ export interface FetcherOptions {
 }
 
 /** A response that decoded but carries no usable data: counted as a `decode` failure. */
-const malformed = (message: string): SlurmCallError => new SlurmCallError({ kind: 'decode', message, errors: [] });
+const malformed = (message: string): CallError => new CallError({ kind: 'decode', message, errors: [] });
 
 /** Clock drift between slurmrestd, slurmctld and slurmdbd (Soperator uses the same 5 minutes). */
 export const ACCOUNTING_SKEW_MS = 5 * 60_000;

@@ -8,7 +8,8 @@
  * jobs of two accounts and two users, for every data parser 26.05 serves. Pending jobs submitted
  * to several partitions, of equal and of different PriorityTier and of different partition
  * priority, queued, held and waiting for a begin time, check which partition slurmctld counts them
- * in (MULTI).
+ * in (MULTI). Pending jobs whose node count slurmrestd guesses above the minimum they ask for
+ * check which of the two min_job_nodes follows (submitWide).
  *
  * Values that change with every reading are compared only when slurmctld's own value is the
  * same before and after the agent's reading. The differences the agent keeps on purpose are in
@@ -150,9 +151,25 @@ describe.skipIf(gate.skip)("Slurm's own families on a real Slurm 26.05, against 
         ? true
         : undefined,
     );
+    await submitWide();
     await submitMulti();
     squeueRows = await squeue();
   }, REAL_SLURM_START_TIMEOUT_MS + 240_000);
+
+  /**
+   * Pending jobs whose node count slurmrestd guesses above what they ask for (a task count over
+   * the CPUs of a node: 4), in a partition of their own. slurmctld's min_job_nodes is the largest
+   * minimum asked for (-N, 1 when not given): 2, 1 without the held ones; the guesses are larger.
+   */
+  async function submitWide(): Promise<void> {
+    const [, , , n4, n5, n6] = slurm.nodes as [string, string, string, string, string, string];
+    await slurm.run(['scontrol', 'create', 'partitionname=wide', `nodes=${n4},${n5},${n6}`, 'maxtime=INFINITE']);
+    const wide = (name: string, ...extra: string[]) =>
+      sbatch('-p', 'wide', '--chdir=/tmp', '-J', name, '--mem=100', ...extra, '--wrap', 'sleep 9');
+    await wide('wide', '--begin=now+3600', '-n', '8');
+    await wide('wideheld', '--hold', '-n', '12');
+    await wide('widemin', '--hold', '-N', '2', '-n', '2');
+  }
 
   /**
    * Pending jobs on several partitions (none can run: -N 3 on partitions of three nodes, one of
@@ -358,6 +375,17 @@ describe.skipIf(gate.skip)("Slurm's own families on a real Slurm 26.05, against 
         const expected = [...MULTI.values()].filter((m) => m === p).length;
         expect(parts.samples.get(`slurm_partition_jobs_pending{partition="${p}"}`), p).toBe(expected);
       }
+      // Pending jobs' minimum node counts are what they ask for, not slurmrestd's guess (squeue's
+      // node count, which the largest of would read higher, held and not).
+      expect(parts.samples.get('slurm_partition_jobs_min_job_nodes{partition="wide"}')).toBe(2);
+      expect(parts.samples.get('slurm_partition_jobs_min_job_nodes_nohold{partition="wide"}')).toBe(1);
+      const guesses = (await slurm.run(['squeue', '-h', '-p', 'wide', '-t', 'PD', '-o', '%D|%r'])).stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.split('|'));
+      const largest = (rows: string[][]): number => Math.max(...rows.map((r) => Number(r[0])));
+      expect(largest(guesses), guesses.join(' ')).toBeGreaterThan(2);
+      expect(largest(guesses.filter((r) => !r[1]?.startsWith('JobHeld'))), guesses.join(' ')).toBeGreaterThan(1);
       const nodes = theirs.get('/metrics/nodes') as Exposition;
       for (const s of ['drained', 'draining', 'down']) expect(nodes.samples.get(`slurm_nodes_${s}{}`), s).toBe(1);
     }, 120_000);

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jwtVerify } from 'jose';
 import { expect } from 'vitest';
-import { AuthError, type TokenSource } from '../../src/cluster/api/http/auth.js';
+import type { TokenSource } from '../../src/cluster/api/http/auth.js';
+import { AuthError } from '../../src/cluster/http/failure.js';
 
 export const KEY = Buffer.from('0123456789abcdef0123456789abcdef-test-key');
 export const T0 = 1_764_000_000;

@@ -1,8 +1,8 @@
 /** What a slurmrestd call resolves to: decoded data or a counted failure, with its timing. */
 import { performance } from 'node:perf_hooks';
 import type { DecodedOk } from '../model.js';
-import { SlurmCallError, type CallFailure } from './failures.js';
-import type { RequestStats } from './http/transport.js';
+import { CallError, type CallFailure } from '../http/failure.js';
+import type { RequestStats } from '../http/transport.js';
 import type { SupportedVersion } from './decode/versions.js';
 
 export interface CallTiming {
@@ -36,10 +36,10 @@ export interface AccountingQuery {
   readonly endTime: number | Date;
 }
 
-/** The data of a successful call, or a SlurmCallError. */
+/** The data of a successful call, or a CallError. */
 export function orThrow<T>(result: CallResult<T>): DecodedOk<T> {
   if (result.ok) return result.data;
-  throw new SlurmCallError(result.failure);
+  throw new CallError(result.failure);
 }
 
 /** Starts timing a call; stop() adds the requests and bytes it took. */

@@ -30,7 +30,8 @@ import type {
 } from '../model.js';
 import type { TokenSource } from './http/auth.js';
 import { startClock, type AccountingQuery, type CallOptions, type CallResult } from './call-result.js';
-import { failure, fromDecoded, isTokenRejection, toFailure, type Absence, type Outcome } from './failures.js';
+import type { Absence } from '../http/failure.js';
+import { failure, fromDecoded, isTokenRejection, toFailure, type Outcome } from './failures.js';
 import { ABSENT_RETRY_MS, EndpointMemory } from './absent.js';
 import { noSlurmdbMessage, Negotiator, type Negotiated, type NegotiationResult } from './negotiation.js';
 import { endpointPath, ENDPOINTS, servedBy, type EndpointName, type KnownEndpoint } from './paths.js';
@@ -45,11 +46,11 @@ import {
   HttpTransport,
   newStats,
   readText,
-  SlurmHttpError,
+  HttpStatusError,
   type HttpResponse,
   type RequestStats,
   type TlsOptions,
-} from './http/transport.js';
+} from '../http/transport.js';
 import { decoderFor, familyOf, type SupportedVersion } from './decode/versions.js';
 
 export interface SlurmClientOptions {
@@ -283,7 +284,7 @@ export class SlurmClient {
           this.log.info({ path, api_version: version }, 'slurmrestd serves this endpoint again');
         return { outcome: fromDecoded(decoded, path), version };
       } catch (err) {
-        if (!(err instanceof SlurmHttpError && err.status === 404))
+        if (!(err instanceof HttpStatusError && err.status === 404))
           return { outcome: { ok: false, failure: toFailure(err, this.tokens) }, version };
         if (round === 1 && this.endpoints.worthRenegotiating(neg.value, path)) {
           this.log.warn(
@@ -344,7 +345,7 @@ export class SlurmClient {
         rejection = err;
         if (round === 1) {
           this.log.warn(
-            { path, status: (err as SlurmHttpError).status, auth: this.tokens.describe() },
+            { path, status: (err as HttpStatusError).status, auth: this.tokens.describe() },
             'slurmrestd rejected the token; renewing it',
           );
           this.tokens.invalidate();

@@ -1,11 +1,13 @@
 /**
- * Failure classification of slurmrestd calls: what went wrong, as one of a fixed set of kinds
- * that the collectors count, with a one-line message for the logs.
+ * Failure classification of slurmrestd calls: what went wrong, as one of the kinds the collectors
+ * count (http/failure.ts), with a one-line message for the logs. Here is what is slurmrestd's own:
+ * what its statuses and `errors[]` say about the token.
  */
-import type { ApiMessage, DecodedOk, DecodeFailureKind, Decoded } from '../model.js';
-import { AuthError, type TokenSource } from './http/auth.js';
+import { AuthError, type CallFailure, type FailureKind, transportFailureKind } from '../http/failure.js';
+import { HttpStatusError } from '../http/transport.js';
+import type { ApiMessage, DecodedOk, Decoded } from '../model.js';
+import type { TokenSource } from './http/auth.js';
 import { describeMessages, readMessages } from './decode/envelope.js';
-import { AbortedError, NetworkError, SlurmHttpError, TimeoutError, TooLargeError } from './http/transport.js';
 
 /**
  * Slurm errnos that mean "the credential was not accepted": SLURM_PROTOCOL_AUTHENTICATION_ERROR
@@ -13,63 +15,6 @@ import { AbortedError, NetworkError, SlurmHttpError, TimeoutError, TooLargeError
  */
 const AUTH_ERRNOS = (n: number): boolean => n === 1007 || (n >= 6000 && n < 6100);
 const AUTH_TEXT = /authenticat|credential|\btoken\b|expired|\bjwt\b/i;
-
-/**
- * Why a call failed; `slurm_exporter_collector_error_kinds_total` counts runs by it:
- * - auth: credentials missing, rejected (401, 22.05's auth 500) after one renewal, or forbidden (403);
- * - http: any other HTTP status (502 after retries, a 500 without errors[]);
- * - absent: the endpoint answered 404 on an API version that serves others, or slurmrestd lists
- *   no /slurmdb/ version at all (see absent.ts);
- * - version: no API version both sides know, or the requested one is not served;
- * - decode: not JSON, truncated, or JSON without the expected data;
- * - api_errors: Slurm answered with `errors[]` and no data;
- * - internal: a bug on our side, reported rather than thrown so one endpoint cannot take down a cycle.
- */
-export const FAILURE_KINDS = [
-  'auth',
-  'timeout',
-  'network',
-  'too_large',
-  'http',
-  'absent',
-  'version',
-  'decode',
-  'api_errors',
-  'aborted',
-  'internal',
-] as const;
-export type FailureKind = (typeof FAILURE_KINDS)[number];
-
-export interface CallFailure {
-  readonly kind: FailureKind;
-  /** One line for logs; names the URL path, never a credential. */
-  readonly message: string;
-  readonly status?: number;
-  readonly decodeKind?: DecodeFailureKind;
-  readonly errors: readonly ApiMessage[];
-  /** Kind `absent` only: `new` when this call found the endpoint missing, `known` while it is remembered so. */
-  readonly absence?: Absence;
-}
-
-export type Absence = 'new' | 'known';
-
-/** Thrown by orThrow(): carries the failure so a caller that prefers exceptions can still count kinds. */
-export class SlurmCallError extends Error {
-  override readonly name = 'SlurmCallError';
-  constructor(readonly failure: CallFailure) {
-    super(failure.message);
-  }
-}
-
-/** The kind of any error a sub-collector run ended with: a call's own, else a bug on our side. */
-export function failureKindOf(err: unknown): FailureKind {
-  return err instanceof SlurmCallError ? err.failure.kind : 'internal';
-}
-
-/** Whether an error a sub-collector run ended with is a missing endpoint, and a newly found one. */
-export function absenceOf(err: unknown): Absence | undefined {
-  return err instanceof SlurmCallError && err.failure.kind === 'absent' ? (err.failure.absence ?? 'new') : undefined;
-}
 
 export type Outcome<T> =
   { readonly ok: true; readonly value: T } | { readonly ok: false; readonly failure: CallFailure };
@@ -103,12 +48,12 @@ function isOpaqueRejection(m: ApiMessage): boolean {
 
 /** 401, or a 500 whose errors[] say (or, on 22.05, imply) the token was refused: worth renewing it. */
 export function isTokenRejection(err: unknown): boolean {
-  if (!(err instanceof SlurmHttpError)) return false;
+  if (!(err instanceof HttpStatusError)) return false;
   if (err.status === 401) return true;
   return err.status === 500 && errorBodyMessages(err.body).some((m) => isAuthMessage(m) || isOpaqueRejection(m));
 }
 
-export function isAuthFailure(err: SlurmHttpError): boolean {
+export function isAuthFailure(err: HttpStatusError): boolean {
   return err.status === 403 || isTokenRejection(err);
 }
 
@@ -131,11 +76,9 @@ export function failure(
 export function toFailure(err: unknown, tokens: TokenSource): CallFailure {
   if (err instanceof AuthError)
     return { kind: 'auth', message: `credentials (${tokens.describe()}): ${err.message}`, errors: [] };
-  if (err instanceof SlurmHttpError) return httpFailure(err, tokens);
-  if (err instanceof TimeoutError) return { kind: 'timeout', message: err.message, errors: [] };
-  if (err instanceof TooLargeError) return { kind: 'too_large', message: err.message, errors: [] };
-  if (err instanceof NetworkError) return { kind: 'network', message: err.message, errors: [] };
-  if (err instanceof AbortedError) return { kind: 'aborted', message: err.message, errors: [] };
+  if (err instanceof HttpStatusError) return httpFailure(err, tokens);
+  const kind = transportFailureKind(err);
+  if (kind !== undefined) return { kind, message: (err as Error).message, errors: [] };
   return {
     kind: 'internal',
     message: `unexpected error: ${err instanceof Error ? err.message : String(err)}`,
@@ -143,7 +86,7 @@ export function toFailure(err: unknown, tokens: TokenSource): CallFailure {
   };
 }
 
-function httpFailure(err: SlurmHttpError, tokens: TokenSource): CallFailure {
+function httpFailure(err: HttpStatusError, tokens: TokenSource): CallFailure {
   const errors = errorBodyMessages(err.body);
   const slurm = errors.length > 0 ? `: ${describeMessages(errors)}` : '';
   const base = { status: err.status, errors };

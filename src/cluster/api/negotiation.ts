@@ -5,9 +5,10 @@
 import type { Logger } from '../../log.js';
 import type { ResponseMeta } from '../model.js';
 import type { TokenSource } from './http/auth.js';
-import { failure, isAuthFailure, toFailure, type Outcome, type CallFailure } from './failures.js';
+import type { CallFailure } from '../http/failure.js';
+import { failure, isAuthFailure, toFailure, type Outcome } from './failures.js';
 import { decodeDiagBody, MAX_TEXT_BYTES } from './read-whole.js';
-import { readText, SlurmHttpError, TooLargeError, type HttpResponse, type RequestStats } from './http/transport.js';
+import { readText, HttpStatusError, TooLargeError, type HttpResponse, type RequestStats } from '../http/transport.js';
 import { endpointPath } from './paths.js';
 import {
   parseServedVersions,
@@ -157,7 +158,7 @@ export class Negotiator {
       text = await this.authed(path, undefined, (res) => readText(res.body, MAX_TEXT_BYTES), stats, signal);
     } catch (err) {
       // Credentials and outages end negotiation; an unknown or broken document means try the next.
-      if ((err instanceof SlurmHttpError && !isAuthFailure(err)) || err instanceof TooLargeError) return undefined;
+      if ((err instanceof HttpStatusError && !isAuthFailure(err)) || err instanceof TooLargeError) return undefined;
       throw err;
     }
     let doc: unknown;
@@ -186,8 +187,8 @@ export class Negotiator {
         );
         if (d.ok) this.noteRelease(d.meta);
       } catch (err) {
-        if (err instanceof SlurmHttpError && err.status === 404) continue;
-        if (!(err instanceof SlurmHttpError) || isAuthFailure(err)) throw err;
+        if (err instanceof HttpStatusError && err.status === 404) continue;
+        if (!(err instanceof HttpStatusError) || isAuthFailure(err)) throw err;
       }
       return { served: { slurm: [v], slurmdb: [v] }, source: 'probe' };
     }

@@ -1,7 +1,7 @@
 /** Responses read whole (small ones: discovery documents, diag, shares, limits) and parsed at once. */
 import type { Decoded, SlurmDiag } from '../model.js';
 import { parseSlurmJson } from './json/slurm-json.js';
-import { readText, type HttpResponse } from './http/transport.js';
+import { readText, type HttpResponse } from '../http/transport.js';
 import { decoderFor, type SupportedVersion } from './decode/versions.js';
 
 /** Bodies read whole (openapi, diag) must fit in one V8 string (~512 MiB on Node 20). */

@@ -9,8 +9,8 @@ import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { registerSecret } from '../../log.js';
-import { AuthError, redact } from '../api/http/auth.js';
-import type { TlsOptions } from '../api/http/transport.js';
+import { AuthError, redact } from '../http/failure.js';
+import type { TlsOptions } from '../http/transport.js';
 import { field, str } from '../api/json/read.js';
 
 export const DEFAULT_SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';

@@ -4,9 +4,10 @@
  * signed here, so nothing has to mount the key into the agent's pod. The Secret is fetched again
  * after invalidate(), so a rotated key is picked up at the first rejected token. Access: access.ts.
  */
-import { AuthError, redact, signingTokenSource, type SignerOptions, type TokenSource } from '../api/http/auth.js';
+import { signingTokenSource, type SignerOptions, type TokenSource } from '../api/http/auth.js';
 import { field, str } from '../api/json/read.js';
-import { HttpTransport, SlurmHttpError, TransportError } from '../api/http/transport.js';
+import { AuthError, redact } from '../http/failure.js';
+import { HttpStatusError, HttpTransport, TransportError } from '../http/transport.js';
 import { authHeaders, resolveAccess, type KubeEndpoint, type KubernetesAccess } from './access.js';
 
 export const DEFAULT_SECRET_DATA_KEY = 'jwt_hs256.key';
@@ -70,7 +71,7 @@ export async function fetchSecretKey(
 }
 
 function secretFetchError(err: unknown, what: string): AuthError {
-  if (err instanceof SlurmHttpError) {
+  if (err instanceof HttpStatusError) {
     const hint =
       err.status === 401
         ? ' (credentials rejected)'

@@ -15,17 +15,8 @@
  * DENIED_RETRY_MS, not every cycle; meanwhile the last topology read stands (or none, absent like
  * a missing endpoint).
  */
-import type { FailureKind } from '../api/failures.js';
-import { SlurmCallError } from '../api/failures.js';
-import { AuthError } from '../api/http/auth.js';
-import {
-  AbortedError,
-  HttpTransport,
-  NetworkError,
-  SlurmHttpError,
-  TimeoutError,
-  TooLargeError,
-} from '../api/http/transport.js';
+import { CallError, transportFailureKind, type FailureKind } from '../http/failure.js';
+import { HttpStatusError, HttpTransport } from '../http/transport.js';
 import { JsonArraySplitter, JsonStreamError } from '../../json/splitter.js';
 import { authHeaders, resolveAccess, type KubeEndpoint, type KubernetesAccess } from './access.js';
 import { groupNode, join, NVLINK_GROUP_LABEL, workerPod, type TopologyRead } from './topology.js';
@@ -61,7 +52,7 @@ export function kubernetesTopologySource(opts: TopologySourceOptions): TopologyS
       if (now() < deniedUntilMs) {
         // Nothing was read: the values kept were counted when they were.
         if (lastGood) return { byNode: lastGood.byNode, adjusted: 0 };
-        throw new SlurmCallError({
+        throw new CallError({
           kind: 'absent',
           absence: 'known',
           message: 'Kubernetes API: listing pods and nodes was refused; asked again later',
@@ -71,7 +62,7 @@ export function kubernetesTopologySource(opts: TopologySourceOptions): TopologyS
       try {
         return (lastGood = await readTopology(opts, connection, signal));
       } catch (err) {
-        if (err instanceof SlurmCallError && err.failure.kind === 'auth') deniedUntilMs = now() + DENIED_RETRY_MS;
+        if (err instanceof CallError && err.failure.kind === 'auth') deniedUntilMs = now() + DENIED_RETRY_MS;
         throw err;
       }
     },
@@ -174,7 +165,7 @@ async function list<T>(
       return out;
     });
   } catch (err) {
-    if (err instanceof SlurmCallError) throw err;
+    if (err instanceof CallError) throw err;
     if (err instanceof JsonStreamError) throw decodeError(`Kubernetes API: ${req.path} is not JSON: ${err.message}`);
     throw listFailure(err, req.path);
   }
@@ -188,22 +179,18 @@ function parseItem(bytes: Buffer, path: string): unknown {
   }
 }
 
-const decodeError = (message: string): SlurmCallError => new SlurmCallError({ kind: 'decode', message, errors: [] });
+const decodeError = (message: string): CallError => new CallError({ kind: 'decode', message, errors: [] });
 
 /** A failed list as the sub-collector counts it (auth, timeout, network, http, ...). */
-function listFailure(err: unknown, path: string): SlurmCallError {
+function listFailure(err: unknown, path: string): CallError {
   const what = `Kubernetes API: GET ${path}`;
-  const fail = (kind: FailureKind, message: string, status?: number): SlurmCallError =>
-    new SlurmCallError({ kind, message, errors: [], ...(status !== undefined ? { status } : {}) });
-  if (err instanceof AuthError) return fail('auth', `${what}: ${err.message}`);
-  if (err instanceof SlurmHttpError) {
+  const fail = (kind: FailureKind, message: string, status?: number): CallError =>
+    new CallError({ kind, message, errors: [], ...(status !== undefined ? { status } : {}) });
+  if (err instanceof HttpStatusError) {
     const denied = err.status === 401 || err.status === 403;
     const hint = denied ? ' (the account needs list on pods in its namespace and on nodes)' : '';
     return fail(denied ? 'auth' : 'http', `${what} answered HTTP ${err.status}${hint}`, err.status);
   }
-  if (err instanceof TimeoutError) return fail('timeout', `${what}: ${err.message}`);
-  if (err instanceof TooLargeError) return fail('too_large', `${what}: ${err.message}`);
-  if (err instanceof NetworkError) return fail('network', `${what}: ${err.message}`);
-  if (err instanceof AbortedError) return fail('aborted', `${what}: ${err.message}`);
-  return fail('internal', `${what}: ${err instanceof Error ? err.message : String(err)}`);
+  const message = `${what}: ${err instanceof Error ? err.message : String(err)}`;
+  return fail(transportFailureKind(err) ?? 'internal', message);
 }

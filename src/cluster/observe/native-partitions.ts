@@ -213,12 +213,18 @@ function partitionJobFamilies(
 /**
  * slurmctld keeps the largest of the pending jobs' minimum node counts (`min_job_nodes`) and of
  * their maximum ones (`max_job_nodes`, never below the job's minimum: a job without a maximum has
- * 0). slurmrestd's node count of a pending job is its minimum.
+ * 0). Its minimum is the job's own request (`_fill_jobs_statistics` in slurmctld's statistics.c
+ * copies the job details' `min_nodes`, `_statistics_part_aggregate_job` takes the largest), which
+ * slurmrestd serves as the node count of the job's requested TRES. slurmrestd's `node_count` is
+ * something else for a pending job: slurmctld's guess of the nodes it will give (the scheduler's
+ * last selection, or the task count over the partition's CPUs per node: `_pack_node_cnt` in
+ * job_mgr.c), so `-n 8` on 4-CPU nodes reads 2 where slurmctld counts 1. It stands in only when
+ * the TRES string has no node count.
  */
 function addPending(q: PendingNodes, job: SlurmJob, tres: TresOf): void {
   // slurmctld tests the reason with a bitwise AND (any reason with bit 2 set); only this one is meant.
   if (job.state_reason === 'PartitionNodeLimit') q.waitNodeLimit += 1;
-  const n = job.node_count ?? tres(job.tres_req_str).nodes;
+  const n = tres(job.tres_req_str).nodes ?? job.node_count;
   if (n === undefined) return;
   const most = Math.max(job.max_nodes ?? 0, n);
   q.max = Math.max(q.max, most);

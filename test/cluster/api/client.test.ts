@@ -15,7 +15,8 @@ import {
 } from '../../../src/cluster/api/http/auth.js';
 import { orThrow, type CallResult } from '../../../src/cluster/api/call-result.js';
 import { SlurmClient, type SlurmClientOptions } from '../../../src/cluster/api/client.js';
-import { isAuthMessage, SlurmCallError } from '../../../src/cluster/api/failures.js';
+import { isAuthMessage } from '../../../src/cluster/api/failures.js';
+import { CallError } from '../../../src/cluster/http/failure.js';
 import { createLogger, type Logger } from '../../../src/log.js';
 import { silentLogger } from '../../support/log.js';
 import { waitFor } from '../../support/tools.js';
@@ -502,15 +503,15 @@ describe('SlurmClient faults', { timeout: 15_000 }, () => {
     expect(failureOf(await c.diag()).kind).toBe('network');
   });
 
-  it('orThrow turns a failure into a SlurmCallError carrying it', async () => {
+  it('orThrow turns a failure into a CallError carrying it', async () => {
     const s = await serve();
     s.fault('/slurm/v0.0.44/jobs/', { kind: 'errors' });
     const r = await client(s).jobs();
-    expect(() => orThrow(r)).toThrow(SlurmCallError);
+    expect(() => orThrow(r)).toThrow(CallError);
     try {
       orThrow(r);
     } catch (err) {
-      expect((err as SlurmCallError).failure.kind).toBe('api_errors');
+      expect((err as CallError).failure.kind).toBe('api_errors');
     }
   });
 });

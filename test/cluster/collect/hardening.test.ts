@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { staticToken } from '../../../src/cluster/api/http/auth.js';
 import { SlurmClient } from '../../../src/cluster/api/client.js';
-import { failureKindOf, type FailureKind } from '../../../src/cluster/api/failures.js';
+import { failureKindOf, type FailureKind } from '../../../src/cluster/http/failure.js';
 import { decoderFor } from '../../../src/cluster/api/decode/versions.js';
 import { decodeListStream } from '../../../src/cluster/api/decode/stream-decode.js';
 import { CollectionLoop, type LoopHooks } from '../../../src/cluster/collect.js';

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ClusterRunner } from '../../../src/cluster/agent.js';
 import { staticToken } from '../../../src/cluster/api/http/auth.js';
 import { SlurmClient } from '../../../src/cluster/api/client.js';
-import { FAILURE_KINDS } from '../../../src/cluster/api/failures.js';
+import { FAILURE_KINDS } from '../../../src/cluster/http/failure.js';
 import type { Repeat, Schedule } from '../../../src/telemetry/runtime.js';
 import { silentLogger } from '../../support/log.js';
 import { parseExposition, select, valueOf } from '../../support/exposition.js';

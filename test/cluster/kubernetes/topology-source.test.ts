@@ -6,7 +6,7 @@
  */
 import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SlurmCallError } from '../../../src/cluster/api/failures.js';
+import { CallError } from '../../../src/cluster/http/failure.js';
 import {
   DENIED_RETRY_MS,
   kubernetesTopologySource,
@@ -150,8 +150,8 @@ describe(`topology from the Kubernetes API (Soperator ${SOPERATOR_COMMIT.slice(0
     const err = await source(kubeconfig)
       .read(signal)
       .catch((e: unknown) => e);
-    expect((err as SlurmCallError).failure.kind).toBe('decode');
-    expect((err as SlurmCallError).message).toMatch(message);
+    expect((err as CallError).failure.kind).toBe('decode');
+    expect((err as CallError).message).toMatch(message);
   });
 
   it('decodes the list item by item: 200 pods with a 100 kB NodeSet label each, every value bounded', async () => {
@@ -188,9 +188,9 @@ describe(`topology from the Kubernetes API (Soperator ${SOPERATOR_COMMIT.slice(0
     const err = await source(kubeconfig)
       .read(signal)
       .catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(SlurmCallError);
-    expect((err as SlurmCallError).failure.kind).toBe('auth');
-    expect((err as SlurmCallError).message).toMatch(/list on pods/);
+    expect(err).toBeInstanceOf(CallError);
+    expect((err as CallError).failure.kind).toBe('auth');
+    expect((err as CallError).message).toMatch(/list on pods/);
   });
 
   /** A source on a clock the test moves, and how its next call fails (undefined: it did not). */
@@ -202,7 +202,7 @@ describe(`topology from the Kubernetes API (Soperator ${SOPERATOR_COMMIT.slice(0
       failure: () =>
         s.read(signal).then(
           () => undefined,
-          (e: unknown) => (e as SlurmCallError).failure,
+          (e: unknown) => (e as CallError).failure,
         ),
       advance: (ms: number) => void (clock += ms),
     };

@@ -513,6 +513,29 @@ describe('names shared with the Soperator families', () => {
     expect(valuesBy(f, 'slurm_partition_jobs_min_job_nodes_nohold', 'partition')).toEqual({ p: 3 });
   });
 
+  it("a pending job's minimum is the node count it asked for (its TRES), not slurmrestd's guess", () => {
+    // node_count is slurmctld's guess of the nodes it will give (-n 12 on 4-CPU nodes: 3); the
+    // requested TRES carry the job's own minimum, which slurmctld's statistics use.
+    const jobs = [
+      job('1', ['PENDING'], { partition: 'p', node_count: 3, max_nodes: 12, tres_req_str: 'cpu=12,node=1' }),
+      job('2', ['PENDING'], {
+        partition: 'p',
+        node_count: 4,
+        max_nodes: 16,
+        tres_req_str: 'cpu=16,node=2',
+        state_reason: 'JobHeldUser',
+      }),
+      // Without a node count in its TRES, the guess is all there is.
+      job('3', ['PENDING'], { partition: 'q', node_count: 2, tres_req_str: 'cpu=8' }),
+    ];
+    const parts = [partition('p'), partition('q')];
+    const f = nativeGroups({ atMs: T0, jobs: at(jobs), partitions: at(parts) }).partitions;
+    expect(valuesBy(f, 'slurm_partition_jobs_min_job_nodes', 'partition')).toEqual({ p: 2, q: 2 });
+    expect(valuesBy(f, 'slurm_partition_jobs_min_job_nodes_nohold', 'partition')).toEqual({ p: 1, q: 2 });
+    expect(valuesBy(f, 'slurm_partition_jobs_max_job_nodes', 'partition')).toEqual({ p: 16, q: 2 });
+    expect(valuesBy(f, 'slurm_partition_jobs_max_job_nodes_nohold', 'partition')).toEqual({ p: 12, q: 2 });
+  });
+
   it('slurmctld defects not copied: powering_up, the reason bit test, 16-bit sums', () => {
     // slurmctld serves its powering-down count as slurm_nodes_powering_up; the agent counts powering-up nodes.
     const nodes = [node('a', ['IDLE', 'POWERING_DOWN']), node('b', ['IDLE', 'POWERING_UP'])];

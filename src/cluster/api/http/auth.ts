@@ -14,6 +14,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { decodeJwt, SignJWT } from 'jose';
 import { ChildRunner, type RunError } from '../../../child-runner.js';
 import { registerSecret } from '../../../log.js';
+import { AuthError, redact } from '../../http/failure.js';
 
 export const TOKEN_HEADER = 'X-SLURM-USER-TOKEN';
 export const USER_HEADER = 'X-SLURM-USER-NAME';
@@ -33,19 +34,6 @@ export interface TokenSource {
   describe(): string;
   /** Ends what a renewal has in flight (a running scontrol); the source is not used afterwards. */
   close?(): void;
-}
-
-/** No credential could be produced (unreadable file, scontrol failed, Secret missing...). */
-export class AuthError extends Error {
-  override readonly name = 'AuthError';
-}
-
-/** Removes anything that looks like a JWT or a `SLURM_JWT=` assignment from outside text. */
-export function redact(text: string): string {
-  return text
-    .replace(/SLURM_JWT=\S*/g, 'SLURM_JWT=<redacted>')
-    .replace(/eyJ[\w-]*\.[\w-]*\.[\w-]*/g, '<redacted-jwt>')
-    .replace(/(bearer\s+)\S+/gi, '$1<redacted>');
 }
 
 /** Every source's token passes here: registering it keeps it out of every log line, whoever echoes it. */

@@ -3,13 +3,12 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { authError, clock, KEY, removeTmpDirs, T0, tmp, tokenOf, verify } from '../../../support/auth-fixtures.js';
+import { AuthError, redact } from '../../../../src/cluster/http/failure.js';
 import {
-  AuthError,
   keyFileSigner,
   needsRenewal,
   noAuth,
   parseTokenText,
-  redact,
   scontrolToken,
   signHs256,
   staticToken,

@@ -10,13 +10,13 @@ import {
   NetworkError,
   parseServer,
   readText,
-  SlurmHttpError,
+  HttpStatusError,
   TimeoutError,
   TooLargeError,
   type TransportOptions,
-} from '../../../../src/cluster/api/http/transport.js';
-import { FaultServer } from '../fault-server.js';
-import { waitFor } from '../../../support/tools.js';
+} from '../../../src/cluster/http/transport.js';
+import { FaultServer } from '../api/fault-server.js';
+import { waitFor } from '../../support/tools.js';
 
 const NODES = '/slurm/v0.0.44/nodes/';
 const SECRET = 'eyJhbGciOiJIUzI1NiJ9.eyJzdW4iOiJyb290In0.c2VjcmV0LXNpZ25hdHVyZQ';
@@ -180,8 +180,8 @@ describe('HttpTransport', { timeout: 10_000 }, () => {
     const s = await serve();
     s.fault(NODES, { kind: 'status', status: 503 });
     const err = await get(transport(s.url, { attempts: 4 }), NODES);
-    expect(err).toBeInstanceOf(SlurmHttpError);
-    expect((err as SlurmHttpError).status).toBe(503);
+    expect(err).toBeInstanceOf(HttpStatusError);
+    expect((err as HttpStatusError).status).toBe(503);
     expect(s.count(NODES)).toBe(4);
   });
 
@@ -195,9 +195,9 @@ describe('HttpTransport', { timeout: 10_000 }, () => {
         contentType: 'application/json',
       });
       const err = await get(transport(s.url, { attempts: 5 }), NODES);
-      expect(err).toBeInstanceOf(SlurmHttpError);
-      expect((err as SlurmHttpError).status).toBe(status);
-      expect((err as SlurmHttpError).body).toContain(`e${status}`);
+      expect(err).toBeInstanceOf(HttpStatusError);
+      expect((err as HttpStatusError).status).toBe(status);
+      expect((err as HttpStatusError).body).toContain(`e${status}`);
       expect(s.count(NODES), `status ${status}`).toBe(1);
     }
   });

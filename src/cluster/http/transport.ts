@@ -1,5 +1,7 @@
 /**
- * HTTP GET transport for slurmrestd (and, through the same code, the Kubernetes API).
+ * HTTP GET transport both API clients stand on: slurmrestd's (api/) and the Kubernetes API's
+ * (kubernetes/). It knows neither: its errors say what happened on the wire, and each client
+ * decides what an HTTP status means for it.
  *
  * Why not fetch(): undici cannot talk to a unix socket without a custom dispatcher, its body
  * timeout is per chunk (a server trickling one byte a minute never times out) and it gives no
@@ -25,7 +27,7 @@ export const DEFAULT_ATTEMPTS = 3;
 export const DEFAULT_BASE_DELAY_MS = 500;
 export const DEFAULT_MAX_DELAY_MS = 10_000;
 export const DEFAULT_MAX_RESPONSE_BYTES = 2 * 1024 ** 3;
-/** How much of an error response is kept (for Slurm's `errors[]` on a 500). */
+/** How much of an error response is kept: enough for a client's own error document (Slurm's `errors[]`). */
 export const ERROR_BODY_BYTES = 64 * 1024;
 
 const RETRYABLE_STATUS: ReadonlySet<number> = new Set([502, 503, 504]);
@@ -42,8 +44,8 @@ export class TransportError extends Error {
 }
 
 /** The server answered with a status outside 2xx. `body` is the first ERROR_BODY_BYTES of it. */
-export class SlurmHttpError extends TransportError {
-  override readonly name = 'SlurmHttpError';
+export class HttpStatusError extends TransportError {
+  override readonly name = 'HttpStatusError';
   constructor(
     path: string,
     readonly status: number,
@@ -242,7 +244,7 @@ export class HttpTransport {
 
   /**
    * GETs `path` and runs `handle` on a 2xx response within the same attempt (so the body is under
-   * the attempt's timeout and a failed body is retried). A non-2xx status throws SlurmHttpError
+   * the attempt's timeout and a failed body is retried). A non-2xx status throws HttpStatusError
    * after reading at most ERROR_BODY_BYTES of its body.
    */
   async request<T>(path: string, opts: RequestOptions, handle: ResponseHandler<T>): Promise<T> {
@@ -293,7 +295,7 @@ export class HttpTransport {
     return exchange.run(async (res) => {
       if (res.status < 200 || res.status > 299) {
         const text = await readText(res.body, ERROR_BODY_BYTES);
-        throw new SlurmHttpError(target, res.status, text, res.contentType);
+        throw new HttpStatusError(target, res.status, text, res.contentType);
       }
       return handle({ ...res, attempt });
     });

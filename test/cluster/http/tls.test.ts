@@ -11,8 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { kubernetesSecretSigner } from '../../../../src/cluster/kubernetes/secret-key.js';
-import { HttpTransport, NetworkError } from '../../../../src/cluster/api/http/transport.js';
+import { kubernetesSecretSigner } from '../../../src/cluster/kubernetes/secret-key.js';
+import { HttpTransport, NetworkError } from '../../../src/cluster/http/transport.js';
 
 const hasOpenssl = spawnSync('openssl', ['version']).status === 0;
 const KEY = Buffer.from('tls-test-signing-key-0123456789abcdef');
