@@ -6,6 +6,8 @@ import { NODE_METRICS } from '../../../src/node/metrics.js';
 import { demoTree } from '../../../src/demo/scenarios.js';
 import { writeTree, type TreeSpec } from '../../../src/demo/nodetree.js';
 import type { DeviceFilter } from '../../../src/node/join/excluded.js';
+import type { QpCounter, QpReading } from '../../../src/node/qp/qp-parse.js';
+import type { QpReadings } from '../../../src/node/qp/qp-source.js';
 import type { Point } from '../../../src/telemetry/spec.js';
 import { tmpDir } from '../../support/tmp.js';
 
@@ -23,10 +25,32 @@ function tree(): TreeSpec {
   return { ...spec, jobs };
 }
 
-function cycleOf(devices?: DeviceFilter): Cycle {
+function cycleOf(devices?: DeviceFilter, qp?: QpReadings): Cycle {
   const roots = writeTree(tmpDir(), tree());
-  const collector = new NodeCollector({ roots, fdRescanIntervalMs: 60_000, ...(devices ? { devices } : {}) });
-  return collector.cycle(1000);
+  const opts = { roots, fdRescanIntervalMs: 60_000, ...(devices ? { devices } : {}), ...(qp ? { qp } : {}) };
+  return new NodeCollector(opts).cycle(1000);
+}
+
+/** One fixed reading of per-PID QP counters: a task of 918002 on mlx5_1, one of 918004 on mlx5_2. */
+function qpReadings(): QpReadings & { wanted: string[] } {
+  const counter = (device: string, pid: number): QpCounter => ({
+    device,
+    port: '1',
+    cntn: 4,
+    pid,
+    qpns: [17],
+    values: new Map([['rdma_tx_bytes', 1000n]]),
+  });
+  const reading: QpReading = {
+    seq: 1,
+    counters: [counter('mlx5_1', 42010), counter('mlx5_2', 44010)],
+    qps: [
+      { device: 'mlx5_1', port: '1', pid: 42010 },
+      { device: 'mlx5_2', port: '1', pid: 44010 },
+    ],
+  };
+  const wanted: string[] = [];
+  return { wanted, latest: () => reading, want: (links) => void wanted.push(...links) };
 }
 
 const allPoints = (c: Cycle): Point[] => c.families.flatMap((f) => f.points as Point[]);
@@ -91,6 +115,19 @@ describe('devices the operator excludes', () => {
       ['mlx5_1', '1', 'excluded by --devices-exclude mlx5_1'],
       ['mlx5_3', '1', 'excluded by --devices-exclude mlx5_3'],
     ]);
+  });
+
+  it('per-job QP counters: none on an excluded HCA, and its links are not asked for', () => {
+    const job = (c: Cycle): string[] =>
+      (c.families.find((f) => f.spec.name === NODE_METRICS.jobQps.name)?.points ?? []).map(
+        (p) => `${String(p.attributes.job_id)} ${String(p.attributes.device)}`,
+      );
+    expect(job(cycleOf(undefined, qpReadings()))).toEqual(['918002 mlx5_1', '918004 mlx5_2']);
+    const qp = qpReadings();
+    const c = cycleOf(excluded, qp);
+    expect(job(c)).toEqual(['918004 mlx5_2']);
+    expect(naming(c, ['mlx5_1'], [])).toEqual([]);
+    expect(qp.wanted).toEqual(['mlx5_0/1', 'mlx5_2/1']);
   });
 
   it('--devices-include keeps only what it matches', () => {
