@@ -112,8 +112,17 @@ function rootProblem(key: keyof RootFlags, dir: string): string | undefined {
     const code = (err as NodeJS.ErrnoException).code;
     return code === 'ENOENT' ? 'does not exist' : `cannot be read (${code ?? (err as Error).message})`;
   }
-  const on = FS_NAMES.get(Number(fs.statfsSync(dir).type));
+  const on = FS_NAMES.get(filesystemType(dir));
   return on !== undefined && WRONG_FS[key].includes(on) ? `is on ${on}, not the filesystem it names` : undefined;
+}
+
+/** statfs f_type of a directory; -1 when it cannot be asked (then its type is not held against it). */
+function filesystemType(dir: string): number {
+  try {
+    return Number(fs.statfsSync(dir).type);
+  } catch {
+    return -1;
+  }
 }
 
 /**
