@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { Command } from 'commander';
 import { SlurmClient } from '../cluster/api/client.js';
+import { parseServer } from '../cluster/http/transport.js';
 import { runClusterOnce, startClusterAgent, type ClusterAgentOptions } from '../cluster/agent.js';
 import type { JobSource } from '../cluster/fetchers.js';
 import {
@@ -15,10 +16,18 @@ import {
   type OptionalSubCollector,
 } from '../cluster/snapshot.js';
 import { redactUrl } from '../log.js';
-import { buildTokenSource, topologySource, TOKEN_SOURCES, type SourceFlags } from './cluster-sources.js';
+import {
+  buildTokenSource,
+  chooseTokenSource,
+  kubernetesAccess,
+  topologySource,
+  TOKEN_SOURCES,
+  type SourceFlags,
+} from './cluster-sources.js';
 import { CollectionIncomplete, ConfigError, runUntilSignal, printExposition } from './common.js';
 import { clusterDisabledMetrics, disableMetricsOption } from './disable-metrics.js';
-import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
+import { addExportOptions, checkExportFiles, envOption, exportSettings, type ExportFlags } from './export-options.js';
+import { configErrorsOf, isRefused, keepRefusals, refusals, SettingErrors, unreadableFile } from './settings.js';
 import type { Env } from './otel.js';
 import { oneOf, parseSize, positiveDuration, positiveInt, switchValue } from './values.js';
 
@@ -50,7 +59,8 @@ const CLUSTER_DEFAULTS: ClusterDefaults = { metricsBind: ':8080', monitoringBind
 export function addClusterOptions(cmd: Command, d: ClusterDefaults = CLUSTER_DEFAULTS): Command {
   cmd
     .addOption(
-      opt('--cluster-name <name>', 'the name of the Slurm cluster (required)', 'CLUSTER_NAME').makeOptionMandatory(),
+      // Required, checked with every other setting (checkClusterSettings), not alone by the parser.
+      opt('--cluster-name <name>', 'the name of the Slurm cluster (required)', 'CLUSTER_NAME'),
     )
     .addOption(
       opt(
@@ -203,7 +213,62 @@ export function accountingLookbackMs(
   }
 }
 
-export function clusterAgentOptions(f: ClusterFlags, env: Env): ClusterAgentOptions {
+/**
+ * Every setting the cluster agent cannot start with, checked before anything is built: `refused`
+ * (values the option parsers refused), the cluster name, the server address, the metric names,
+ * the token source and the files it reads (token, key, CA bundle, kubeconfig, web config). Throws
+ * one ConfigError naming them all.
+ */
+export function checkClusterSettings(f: ClusterFlags, env: Env, refused: readonly string[] = []): void {
+  const errors = new SettingErrors(refused);
+  if (!f.clusterName) errors.add("required option '--cluster-name <name>' not specified");
+  errors.check(() => {
+    try {
+      parseServer(f.slurmApiServer);
+    } catch (err) {
+      throw new ConfigError(`--slurm-api-server: ${(err as Error).message}`);
+    }
+  });
+  if (!isRefused(f.jobSource)) errors.check(() => accountingLookbackMs(f));
+  errors.check(() => clusterDisabledMetrics(f.disableMetrics));
+  checkExportFiles(errors, f);
+  for (const [flag, file] of [
+    ['--slurm-api-ca-file', f.slurmApiCaFile],
+    ['--kubeconfig-path', f.kubeconfigPath],
+  ] as const) {
+    const why = unreadableFile(flag, file);
+    if (why !== undefined) errors.add(why);
+  }
+  if (!isRefused(f.tokenSource)) errors.add(...tokenSourceErrors(f, env));
+  if (!isRefused(f.optionalCollectors) && f.optionalCollectors.includes('topology'))
+    errors.check(() => kubernetesAccess(f, env, 'optional collector topology'));
+  errors.throwIfAny();
+}
+
+/** What the chosen token source lacks: its flag, or a file it cannot read. */
+function tokenSourceErrors(f: ClusterFlags, env: Env): string[] {
+  const needs = (v: string | undefined, flag: string): string[] =>
+    v ? [] : [`token source ${f.tokenSource} needs ${flag}`];
+  const file = (v: string | undefined, flag: string): string[] => {
+    const why = v ? unreadableFile(flag, v) : `token source ${f.tokenSource} needs ${flag}`;
+    return why === undefined ? [] : [why];
+  };
+  switch (chooseTokenSource(f, env)) {
+    case 'static':
+      return needs(f.token, '--token or SLURM_EXPORTER_TOKEN');
+    case 'file':
+      return file(f.tokenFile, '--token-file');
+    case 'jwt-key':
+      return file(f.jwtKeyFile, '--jwt-key-file');
+    case 'kubernetes':
+      return configErrorsOf(() => kubernetesAccess(f, env, 'token source kubernetes'));
+    default:
+      return [];
+  }
+}
+
+export function clusterAgentOptions(f: ClusterFlags, env: Env, refused: readonly string[] = []): ClusterAgentOptions {
+  checkClusterSettings(f, env, refused);
   const lookbackMs = accountingLookbackMs(f);
   const disabledMetrics = clusterDisabledMetrics(f.disableMetrics);
   const settings = exportSettings(f, env, {
@@ -267,20 +332,19 @@ function readFile(path: string, what: string): Buffer {
 }
 
 export function clusterCommand(env: Env): Command {
-  return addClusterOptions(
+  const cmd = addClusterOptions(
     new Command('cluster').description('cluster agent: Slurm node, job and controller metrics from slurmrestd'),
-  )
-    .option('--once', 'run one collection, print the Prometheus exposition to stdout and exit')
-    .action(async (f: ClusterFlags) => {
-      const opts = clusterAgentOptions(f, env);
-      if (f.once) {
-        const once = await runClusterOnce(opts);
-        printExposition(once.text);
-        // Scripts can tell a partial collection from a full one.
-        if (once.failed.length > 0)
-          throw new CollectionIncomplete(`collection incomplete: ${once.failed.join(', ')} failed (see the log)`);
-        return;
-      }
-      await runUntilSignal(() => startClusterAgent(opts), opts.logger);
-    });
+  ).option('--once', 'run one collection, print the Prometheus exposition to stdout and exit');
+  return keepRefusals(cmd).action(async (f: ClusterFlags, self: Command) => {
+    const opts = clusterAgentOptions(f, env, refusals(self));
+    if (f.once) {
+      const once = await runClusterOnce(opts);
+      printExposition(once.text);
+      // Scripts can tell a partial collection from a full one.
+      if (once.failed.length > 0)
+        throw new CollectionIncomplete(`collection incomplete: ${once.failed.join(', ')} failed (see the log)`);
+      return;
+    }
+    await runUntilSignal(() => startClusterAgent(opts), opts.logger);
+  });
 }

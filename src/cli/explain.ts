@@ -5,6 +5,7 @@ import { NodeCollector, type Cycle } from '../node/collect.js';
 import { attributionRows, evidenceText, holderText, slurmCgroupsNote, type PortRow } from '../node/explain.js';
 import { describeUnreadable, unreadableLine, type UnreadablePolicy } from '../node/read/unreadable.js';
 import { CollectionIncomplete } from './common.js';
+import { deviceFilter, devicePatternOptions, type DevicePatternFlags } from './device-patterns.js';
 import { localityView, renderLocality } from './explain-locality.js';
 import { gresPaths, jobView, JobNotOnNode, notOnNodeMessage, parseJobArg, renderJobView } from './explain-job.js';
 import { join, readSmall } from '../node/read/roots.js';
@@ -19,18 +20,21 @@ import {
   type GpuAllocationFlags,
 } from './node.js';
 
-interface ExplainFlags extends GpuAllocationFlags {
+interface ExplainFlags extends GpuAllocationFlags, DevicePatternFlags {
   unreadableProcesses: UnreadablePolicy;
   json?: boolean;
   job?: string;
 }
 
 export function explainCommand(): Command {
-  return addGpuAllocationOptions(
+  const cmd = addGpuAllocationOptions(
     addRootOptions(
       new Command('explain').description('why each HCA port and GPU is (or is not) attributed to a job, on this node'),
     ),
-  )
+  );
+  // The node agent's device patterns: an excluded device is listed as such, not hidden.
+  for (const o of devicePatternOptions()) cmd.addOption(o);
+  return cmd
     .addOption(unreadableOption())
     .option('--json', 'print the rows as JSON (for scripts)')
     .addOption(
@@ -40,6 +44,7 @@ export function explainCommand(): Command {
     )
     .action(async (f: ExplainFlags) => {
       const roots = rootsOf(f);
+      const devices = deviceFilter(f);
       const gpuAllocation =
         f.gpuAllocation === 'slurm'
           ? new SlurmGpuAllocation({
@@ -55,6 +60,7 @@ export function explainCommand(): Command {
         readAllFds: true,
         contexts: { path: 'rdma', timeoutMs: 10_000 },
         gpuAllocation,
+        ...(devices === undefined ? {} : { devices }),
       });
       // Yielding, so the fds asked from a child process (fd-probe.ts) are answered in this one cycle.
       let c = await collector.cycleYielding();
@@ -153,6 +159,17 @@ interface GpuRow {
 }
 
 function gpuRows(c: Cycle): GpuRow[] {
+  return [...judgedGpuRows(c), ...excludedGpuRows(c)];
+}
+
+/** The GPUs the operator's patterns left out: listed, never judged. */
+function excludedGpuRows(c: Cycle): GpuRow[] {
+  return (c.snapshot.excluded ?? [])
+    .filter((e) => e.kind === 'gpu')
+    .map((e) => ({ device: e.device, uuid: e.uuid ?? '', status: 'excluded', jobs: [], nonJobPids: [], why: e.why }));
+}
+
+function judgedGpuRows(c: Cycle): GpuRow[] {
   return (c.attribution.gpus ?? []).map((v) => ({
     device: `nvidia${v.unit.gpu.minor}`,
     uuid: v.unit.gpu.uuid,

@@ -8,7 +8,9 @@ import type { BindAddress } from '../telemetry/http.js';
 import type { OtlpProtocol } from '../telemetry/pipeline.js';
 import type { AgentSettings } from '../telemetry/runtime.js';
 import { loadWebConfig, WebConfigError, type WebConfig } from '../telemetry/webconfig.js';
+import { BearerFileError, bearerTokenFile } from '../telemetry/bearer-file.js';
 import { ConfigError, VERSION } from './common.js';
+import type { SettingErrors } from './settings.js';
 import { resolveOtlp, resolveResource, type Env } from './otel.js';
 import { bindAddress, oneOf, positiveDuration } from './values.js';
 
@@ -130,5 +132,24 @@ function loadWebConfigOption(file: string): WebConfig {
   } catch (err) {
     if (err instanceof WebConfigError) throw new ConfigError(err.message);
     throw err;
+  }
+}
+
+/** The files both agents read at start, each checked whole: the web config and the OTLP bearer token. */
+export function checkExportFiles(errors: SettingErrors, f: ExportFlags): void {
+  if (f.webConfigFile) {
+    const file = f.webConfigFile;
+    errors.check(() => loadWebConfigOption(file));
+  }
+  if (f.otlpBearerTokenFile) {
+    const file = f.otlpBearerTokenFile;
+    errors.check(() => {
+      try {
+        bearerTokenFile(file);
+      } catch (err) {
+        if (err instanceof BearerFileError) throw new ConfigError(err.message);
+        throw err;
+      }
+    });
   }
 }

@@ -9,9 +9,11 @@ import type { GpuAllocationOptions } from '../node/read/gres-source.js';
 import { DEFAULT_ROOTS, type Roots } from '../node/read/roots.js';
 import { UNREADABLE_POLICIES, type UnreadablePolicy } from '../node/read/unreadable.js';
 import { CollectionIncomplete, ConfigError, printExposition, runUntilSignal } from './common.js';
+import { deviceFilter, devicePatternOptions, type DevicePatternFlags } from './device-patterns.js';
 import { disableMetricsOption, nodeDisabledMetrics } from './disable-metrics.js';
-import { addExportOptions, envOption, exportSettings, type ExportFlags } from './export-options.js';
+import { addExportOptions, checkExportFiles, envOption, exportSettings, type ExportFlags } from './export-options.js';
 import type { Env } from './otel.js';
+import { keepRefusals, refusals, SettingErrors } from './settings.js';
 import { duration, oneOf, positiveDuration } from './values.js';
 
 const opt = envOption('IB_SLURM_EXPORTER_');
@@ -46,7 +48,7 @@ export interface HostFlags extends RootFlags, Omit<GpuAllocationFlags, 'nodeName
   rdmaPath: string;
 }
 
-export interface NodeFlags extends NodeCycleFlags, HostFlags {
+export interface NodeFlags extends NodeCycleFlags, HostFlags, DevicePatternFlags {
   disableMetrics?: string;
 }
 
@@ -82,23 +84,66 @@ const ROOT_FLAGS: readonly (readonly [keyof RootFlags, string, string])[] = [
   ['nvidiaProcRoot', '--nvidia-proc-root', 'no GPU could be found'],
 ];
 
+/** The kernel filesystems a root can be told apart by (statfs f_type). */
+const FS_NAMES: ReadonlyMap<number, string> = new Map([
+  [0x9fa0, 'procfs'],
+  [0x62656572, 'sysfs'],
+  [0x27e0eb, 'a cgroup (v1) filesystem'],
+  [0x63677270, 'cgroup2'],
+]);
+
 /**
- * The roots, each checked to be a directory: one that is missing is a configuration error at the
- * start, not cycle after cycle of processes "gone" or a node without HCAs.
+ * The kernel filesystems each root must not be on: another kernel filesystem than its own is a
+ * root given in the wrong place (`--procfs-root /sys`). An ordinary directory is taken as it is: a
+ * copy, a chroot's tree or a test's synthetic node. The cgroup root may be a v1 tmpfs.
  */
-export function existingRoots(f: RootFlags): Roots {
+const WRONG_FS: Readonly<Record<keyof RootFlags, readonly string[]>> = {
+  sysfsRoot: ['procfs', 'a cgroup (v1) filesystem', 'cgroup2'],
+  procfsRoot: ['sysfs', 'a cgroup (v1) filesystem', 'cgroup2'],
+  cgroupRoot: ['procfs', 'sysfs'],
+  nvidiaProcRoot: ['sysfs', 'a cgroup (v1) filesystem', 'cgroup2'],
+};
+
+/** Why a root cannot be used, or undefined. */
+function rootProblem(key: keyof RootFlags, dir: string): string | undefined {
+  try {
+    if (!fs.statSync(dir).isDirectory()) return 'is not a directory';
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' ? 'does not exist' : `cannot be read (${code ?? (err as Error).message})`;
+  }
+  const on = FS_NAMES.get(filesystemType(dir));
+  return on !== undefined && WRONG_FS[key].includes(on) ? `is on ${on}, not the filesystem it names` : undefined;
+}
+
+/** statfs f_type of a directory; -1 when it cannot be asked (then its type is not held against it). */
+function filesystemType(dir: string): number {
+  try {
+    return Number(fs.statfsSync(dir).type);
+  } catch {
+    return -1;
+  }
+}
+
+/**
+ * Every root that is missing, not a directory, or on the wrong kernel filesystem, one message
+ * each: a configuration error at the start, not cycle after cycle of processes "gone" or a node
+ * without HCAs.
+ */
+export function rootErrors(f: RootFlags): string[] {
+  const out: string[] = [];
   for (const [key, flag, lost] of ROOT_FLAGS) {
     const dir = f[key];
-    if (dir === undefined) continue;
-    let what: string | undefined;
-    try {
-      if (!fs.statSync(dir).isDirectory()) what = 'is not a directory';
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      what = code === 'ENOENT' ? 'does not exist' : `cannot be read (${code ?? (err as Error).message})`;
-    }
-    if (what !== undefined) throw new ConfigError(`${flag} ${dir} ${what}: ${lost}`);
+    const what = dir === undefined ? undefined : rootProblem(key, dir);
+    if (what !== undefined) out.push(`${flag} ${dir} ${what}: ${lost}`);
   }
+  return out;
+}
+
+/** The roots, each checked (rootErrors). */
+export function existingRoots(f: RootFlags): Roots {
+  const errors = rootErrors(f);
+  if (errors.length > 0) throw new ConfigError(errors.join('\n'));
   return rootsOf(f);
 }
 
@@ -155,6 +200,7 @@ export function addNodeOptions(cmd: Command, d: NodeDefaults = NODE_DEFAULTS): C
     'IB_SLURM_EXPORTER_',
     d,
   );
+  for (const o of devicePatternOptions()) withExport.addOption(o);
   return withExport.addOption(disableMetricsOption('IB_SLURM_EXPORTER_'));
 }
 
@@ -289,14 +335,35 @@ export function cycleAgentOptions(f: NodeCycleFlags, env: Env): TreelessAgentOpt
   };
 }
 
-export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {
+/**
+ * Every setting the node agent cannot start with, checked before anything is built: `refused`
+ * (values the option parsers refused), the roots, the device patterns, the metric names and the
+ * files read at start. Throws one ConfigError naming them all.
+ */
+export function checkNodeSettings(f: NodeFlags, refused: readonly string[] = []): void {
+  const errors = new SettingErrors(refused);
+  errors.add(...rootErrors(f));
+  errors.check(() => deviceFilter(f));
+  errors.check(() => nodeDisabledMetrics(f.disableMetrics));
+  checkExportFiles(errors, f);
+  errors.throwIfAny();
+}
+
+export function nodeAgentOptions(f: NodeFlags, env: Env, refused: readonly string[] = []): NodeAgentOptions {
+  checkNodeSettings(f, refused);
   const base = cycleAgentOptions(f, env);
   const timeoutMs = Math.min(RDMA_TIMEOUT_MS, f.collectionInterval);
+  const devices = deviceFilter(f);
   return {
     ...base,
     disabledMetrics: nodeDisabledMetrics(f.disableMetrics),
-    // The kernel's list of verbs contexts bounds what a process whose fds cannot all be read costs.
-    collector: { ...base.collector, roots: existingRoots(f), contexts: { path: f.rdmaPath, timeoutMs } },
+    collector: {
+      ...base.collector,
+      roots: existingRoots(f),
+      // The kernel's list of verbs contexts bounds what a process whose fds cannot all be read costs.
+      contexts: { path: f.rdmaPath, timeoutMs },
+      ...(devices === undefined ? {} : { devices }),
+    },
     qpCounters: f.qpCounters === 'off' ? undefined : { path: f.rdmaPath, mode: f.qpCounters, timeoutMs },
     gpuAllocation:
       f.gpuAllocation === 'slurm'
@@ -306,10 +373,10 @@ export function nodeAgentOptions(f: NodeFlags, env: Env): NodeAgentOptions {
 }
 
 export function nodeCommand(env: Env): Command {
-  return addNodeOptions(new Command('node').description('node agent: HCA counters attributed to Slurm jobs'))
-    .option('--once', 'run one cycle, print the Prometheus exposition to stdout and exit')
-    .action(async (f: NodeFlags) => {
-      const opts = nodeAgentOptions(f, env);
+  const cmd = addNodeOptions(new Command('node').description('node agent: HCA counters attributed to Slurm jobs'));
+  return keepRefusals(cmd.option('--once', 'run one cycle, print the Prometheus exposition to stdout and exit')).action(
+    async (f: NodeFlags, self: Command) => {
+      const opts = nodeAgentOptions(f, env, refusals(self));
       if (f.once) {
         const once = await runNodeOnce(opts);
         if (once.failed !== undefined) throw new CollectionIncomplete(`collection failed: ${once.failed}`);
@@ -317,5 +384,6 @@ export function nodeCommand(env: Env): Command {
         return;
       }
       await runUntilSignal(() => startNodeAgent(opts), opts.logger);
-    });
+    },
+  );
 }

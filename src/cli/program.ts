@@ -36,7 +36,8 @@ export async function main(argv: string[], env: Env): Promise<number> {
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
     if (err instanceof ConfigError) {
-      process.stderr.write(`slurm-otel: ${redactSecrets(err.message)}\n`);
+      // Every bad setting on its own line (settings.ts gathers them all before the start).
+      for (const line of err.message.split('\n')) process.stderr.write(`slurm-otel: ${redactSecrets(line)}\n`);
       return 2;
     }
     if (err instanceof AgentDefect) {

@@ -14,6 +14,7 @@ import type { Roots } from './read/roots.js';
 import type { JobMetadataSource } from './read/squeue.js';
 import type { GpuAllocationSource } from './read/gres-source.js';
 import { snapshotSteps, type NodeSnapshot } from './join/snapshot.js';
+import { qpReadingWithout, withoutExcluded, type DeviceFilter } from './join/excluded.js';
 import { runSteps, runStepsYielding, type Steps } from './read/steps.js';
 import type { UnreadablePolicy } from './read/unreadable.js';
 import { RdmaContexts, sharesPidSpace, type RdmaContextsOptions } from './read/rdma-contexts.js';
@@ -44,6 +45,8 @@ export interface CollectorOptions {
   readonly logger?: Logger;
   /** Read each job's CPU and memory use from its cgroup (--job-usage, default on). */
   readonly jobUsage?: boolean;
+  /** Devices left out of every series and of the attribution (the operator's patterns). */
+  readonly devices?: DeviceFilter;
 }
 
 /** What a running agent keeps open: every counter of 16 dual-port HCAs with mlx5's ~60 counters each. */
@@ -70,6 +73,7 @@ export class NodeCollector {
   private usageStarts: UsageStarts = new Map();
   private readonly qp: QpReadings | undefined;
   private readonly now: () => number;
+  private readonly devices: DeviceFilter | undefined;
 
   constructor(opts: CollectorOptions) {
     this.readers = {
@@ -90,6 +94,7 @@ export class NodeCollector {
           : undefined,
     };
     this.qp = opts.qp;
+    this.devices = opts.devices;
     this.now = opts.now ?? Date.now;
   }
 
@@ -120,7 +125,7 @@ export class NodeCollector {
 
   private *cycleSteps(nowMs: number): Steps<Cycle> {
     const t0 = performance.now();
-    const snapshot = yield* snapshotSteps(this.readers, nowMs);
+    const snapshot = withoutExcluded(yield* snapshotSteps(this.readers, nowMs), this.devices);
     const failed = snapshot.hca.failure;
     if (failed !== undefined) {
       return {
@@ -148,7 +153,9 @@ export class NodeCollector {
     const jobOf = new Map<number, string>();
     for (const a of snapshot.allocations)
       if (a.jobId !== undefined) for (const pid of [...a.pids, ...a.stepdPids]) jobOf.set(pid, a.jobId);
-    this.qpState = accumulateQp(this.qpState, qp.latest(), jobOf, new Set(jobOf.values()), snapshot.atMs);
+    const excluded = new Set((snapshot.excluded ?? []).filter((e) => e.kind === 'hca').map((e) => e.device));
+    const reading = qpReadingWithout(qp.latest(), excluded);
+    this.qpState = accumulateQp(this.qpState, reading, jobOf, new Set(jobOf.values()), snapshot.atMs);
     qp.want(snapshot.hca.hcas.flatMap((h) => h.ports.map((p) => `${h.device}/${p.port}`)));
     return this.qpState;
   }

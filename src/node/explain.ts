@@ -42,7 +42,8 @@ export interface PortRow {
   readonly linkLayer: string;
   readonly rate: string;
   readonly state: string;
-  readonly status: PortStatus;
+  /** The attribution's status; `excluded` for a port of an HCA the operator left out. */
+  readonly status: PortStatus | 'excluded';
   readonly why: string;
   /** Jobs holding the device, each with its holding processes. */
   readonly jobs: readonly JobHolder[];
@@ -53,6 +54,30 @@ export interface PortRow {
 }
 
 export function attributionRows(c: Cycle): PortRow[] {
+  return [...judgedRows(c), ...excludedRows(c.snapshot)];
+}
+
+/** The ports of the HCAs the operator left out: shown, never judged (they have no holders and no series). */
+function excludedRows(snap: NodeSnapshot): PortRow[] {
+  return (snap.excluded ?? [])
+    .filter((e) => e.kind === 'hca')
+    .flatMap((e) =>
+      e.ports.map((port) => ({
+        device: e.device,
+        port,
+        linkLayer: '',
+        rate: '',
+        state: '',
+        status: 'excluded' as const,
+        why: e.why,
+        jobs: [],
+        nonJob: [],
+        counters: {},
+      })),
+    );
+}
+
+function judgedRows(c: Cycle): PortRow[] {
   const { snapshot: snap } = c;
   const byKey = new Map(snap.allocations.map((a) => [a.key, a]));
   const ports = new Map(snap.hca.hcas.flatMap((h) => h.ports.map((p) => [`${h.device} ${p.port}`, p] as const)));

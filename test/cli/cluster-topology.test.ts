@@ -5,7 +5,7 @@
  * series with the worker pods' NodeSet and their Nodes' NVLink group.
  */
 import { spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Command } from 'commander';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -38,12 +38,21 @@ describe('--optional-collectors topology', () => {
 
   it.each([
     [['--optional-collectors', 'partitions,topology'], IN_CLUSTER],
-    [['--optional-collectors', 'topology', '--kubeconfig-path', '/nonexistent/config'], {}],
+    [['--optional-collectors', 'topology', '--kubeconfig-path', 'KUBECONFIG'], {}],
   ])('is on when chosen (%j)', (args, env) => {
-    const opts = clusterAgentOptions(flags(args), env);
+    // A kubeconfig that exists (its server is only asked at the first collection).
+    const kubeconfig = path.join(tmpDir(), 'config');
+    writeFileSync(kubeconfig, 'apiVersion: v1\n');
+    const opts = clusterAgentOptions(flags(args.map((a) => (a === 'KUBECONFIG' ? kubeconfig : a))), env);
     expect(typeof opts.source.topology).toBe('function');
     expect(opts.source.optional).toContain('topology');
     opts.close?.();
+  });
+
+  it('with a kubeconfig that cannot be read: a configuration error at start, not at each collection', () => {
+    expect(() =>
+      clusterAgentOptions(flags(['--optional-collectors', 'topology', '--kubeconfig-path', '/nonexistent/config']), {}),
+    ).toThrow('--kubeconfig-path /nonexistent/config: ENOENT');
   });
 
   it('chosen without a kubeconfig or an in-cluster environment: a configuration error at start', () => {

@@ -62,6 +62,19 @@ export interface DeviceHolders {
   readonly paths: ReadonlyMap<number, readonly string[]>;
 }
 
+/** A device the operator left out (excluded.ts), named for explain and the landing page. */
+export interface ExcludedDevice {
+  readonly kind: 'hca' | 'gpu';
+  /** `mlx5_0`, or `nvidia<minor>`. */
+  readonly device: string;
+  /** The HCA's ports; none for a GPU. */
+  readonly ports: readonly string[];
+  /** The GPU's UUID. */
+  readonly uuid?: string;
+  /** Which of the operator's patterns left it out. */
+  readonly why: string;
+}
+
 export interface NodeSnapshot {
   readonly atMs: number;
   readonly hca: HcaScan;
@@ -92,6 +105,8 @@ export interface NodeSnapshot {
   /** Command names of the processes holding a device (for the explain views). */
   readonly holderNames: ReadonlyMap<number, string>;
   readonly problems: readonly Problem[];
+  /** Devices left out by the operator's patterns: in no series and holding nothing (absent: none). */
+  readonly excluded?: readonly ExcludedDevice[];
   readonly stats: {
     readonly processes: number;
     readonly fdLinksRead: number;

@@ -1,0 +1,77 @@
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+
+const BIN = path.resolve('dist/src/cli/main.js');
+
+function cli(args: string[], env: Record<string, string> = {}) {
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '', ...env },
+    timeout: 20_000,
+  });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** The lines the command printed on stderr, without its name. */
+const lines = (stderr: string): string[] =>
+  stderr
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => l.replace(/^slurm-otel: /, ''));
+
+describe('every bad setting at once, exit 2', () => {
+  it('node: a bad duration, a missing root and a bad pattern, each on its own line', () => {
+    const r = cli([
+      'node',
+      '--collection-interval',
+      '5x',
+      '--sysfs-root',
+      '/nonexistent-sys',
+      '--devices-exclude',
+      'mlx5_[0',
+    ]);
+    expect(lines(r.stderr)).toEqual([
+      `option '--collection-interval <duration>' argument '5x' is invalid. "5x" is not a duration (examples: 15s, 1m30s, 500ms, 1h, 1d, 1w).`,
+      '--sysfs-root /nonexistent-sys does not exist: no HCA could be found',
+      '--devices-exclude "mlx5_[0": has a [ with no ] after it',
+    ]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+  });
+
+  it('node: a value from the environment, a root on the wrong kernel filesystem, an unknown family', () => {
+    const r = cli(['node', '--procfs-root', '/sys', '--disable-metrics', 'ib_slurm_nonesuch'], {
+      IB_SLURM_EXPORTER_SQUEUE_TIMEOUT: '0s',
+    });
+    expect(lines(r.stderr)).toEqual([
+      `option '--squeue-timeout <duration>' value '0s' from env 'IB_SLURM_EXPORTER_SQUEUE_TIMEOUT' is invalid. "0s" must be longer than zero.`,
+      "--procfs-root /sys is on sysfs, not the filesystem it names: no process's fds could be read",
+      expect.stringMatching(/^--disable-metrics: .*ib_slurm_nonesuch/),
+    ]);
+    expect(r.code).toBe(2);
+  });
+
+  it('cluster: no cluster name, a bad size, an unreadable CA file and kubeconfig, a token source without its file', () => {
+    const r = cli([
+      'cluster',
+      '--max-response-size',
+      'big',
+      '--slurm-api-ca-file',
+      '/nonexistent.pem',
+      '--kubeconfig-path',
+      '/nonexistent-kubeconfig',
+      '--token-source',
+      'file',
+      '--once',
+    ]);
+    expect(lines(r.stderr)).toEqual([
+      `option '--max-response-size <size>' argument 'big' is invalid. "big" is not a size (examples: 512MiB, 2GiB).`,
+      "required option '--cluster-name <name>' not specified",
+      '--slurm-api-ca-file /nonexistent.pem: ENOENT',
+      '--kubeconfig-path /nonexistent-kubeconfig: ENOENT',
+      'token source file needs --token-file',
+    ]);
+    expect(r.code).toBe(2);
+  });
+});
