@@ -6,6 +6,7 @@ import { attributionRows, evidenceText, holderText, slurmCgroupsNote, type PortR
 import { describeUnreadable, unreadableLine, type UnreadablePolicy } from '../node/read/unreadable.js';
 import { CollectionIncomplete } from './common.js';
 import { localityView, renderLocality } from './explain-locality.js';
+import { deviceTableOption, loadDeviceTable, missingDeviceWarnings, withDeviceTable } from './explain-tree.js';
 import { gresPaths, jobView, JobNotOnNode, notOnNodeMessage, parseJobArg, renderJobView } from './explain-job.js';
 import { join, readSmall } from '../node/read/roots.js';
 import { SlurmGpuAllocation } from '../node/read/gres-source.js';
@@ -23,6 +24,7 @@ interface ExplainFlags extends GpuAllocationFlags {
   unreadableProcesses: UnreadablePolicy;
   json?: boolean;
   job?: string;
+  deviceTable?: string;
 }
 
 export function explainCommand(): Command {
@@ -32,6 +34,7 @@ export function explainCommand(): Command {
     ),
   )
     .addOption(unreadableOption())
+    .addOption(deviceTableOption())
     .option('--json', 'print the rows as JSON (for scripts)')
     .addOption(
       new Option('--job <id>', 'only this job (job id or SLUID): its cgroups, processes, devices and usage').argParser(
@@ -39,12 +42,14 @@ export function explainCommand(): Command {
       ),
     )
     .action(async (f: ExplainFlags) => {
-      const roots = rootsOf(f);
+      const table = f.deviceTable === undefined ? undefined : loadDeviceTable(f.deviceTable);
+      const roots = withDeviceTable(rootsOf(f), table);
       const gpuAllocation =
         f.gpuAllocation === 'slurm'
           ? new SlurmGpuAllocation({
               ...gpuAllocationSettings(f),
               logger: createLogger({ level: 'warn', format: 'plain' }),
+              ...(table ? { deviceOf: (p: string) => table.get(p) } : {}),
             })
           : undefined;
       // Every fd table, so holders are named by PID even where the rdma cgroup charges suffice.
@@ -53,7 +58,8 @@ export function explainCommand(): Command {
         fdRescanIntervalMs: 0,
         unreadableProcesses: f.unreadableProcesses,
         readAllFds: true,
-        contexts: { path: 'rdma', timeoutMs: 10_000 },
+        // A tree that is not this host's: the host kernel's verbs contexts name the host's processes.
+        ...(table ? {} : { contexts: { path: 'rdma', timeoutMs: 10_000 } }),
         gpuAllocation,
       });
       // Yielding, so the fds asked from a child process (fd-probe.ts) are answered in this one cycle.
@@ -83,6 +89,7 @@ export function explainCommand(): Command {
         process.stdout.write(terminalJson(out) + '\n');
         return;
       }
+      for (const line of missingDeviceWarnings(snap.unreadable)) process.stdout.write(`${printable(line)}\n`);
       const note = slurmCgroupsNote(snap);
       if (note !== undefined) process.stdout.write(`${printable(note)}\n`);
       if (!c.snapshot.hca.present)
