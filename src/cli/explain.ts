@@ -11,6 +11,7 @@ import { gresPaths, jobView, JobNotOnNode, notOnNodeMessage, parseJobArg, render
 import { join, readSmall } from '../node/read/roots.js';
 import { SlurmGpuAllocation } from '../node/read/gres-source.js';
 import { createLogger } from '../log.js';
+import { idleCountedNote, withNote } from '../node/idle-traffic.js';
 import {
   addGpuAllocationOptions,
   addRootOptions,
@@ -71,8 +72,8 @@ export function explainCommand(): Command {
         gpuAllocation.stop();
       }
       collector.close();
-      const rows = attributionRows(c);
       const { snapshot: snap } = c;
+      const rows = attributionRows(c).map((r) => withNote(r, idleCountedNote(r, snap)));
       if (c.failed !== undefined) throw new CollectionIncomplete(`collection failed: ${printable(c.failed)}`);
       if (f.job !== undefined) return printJob(c, f.job, roots.procfs, f.json === true);
       const locality = localityView(c);
