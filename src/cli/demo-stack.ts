@@ -201,7 +201,7 @@ function summary(demo: DemoStack, layout: string): string {
     `  self-monitoring:  ${demo.node.monitoringUrl}/metrics`,
     ...cluster,
     `try: curl -s ${demo.node.metricsUrl}/metrics | grep -E 'ib_slurm_(job_counters_total|port_attribution)'`,
-    `and: ${selfCommand(process.argv, process.execPath, process.cwd())} explain ${demo.explainArgs.map(shellWord).join(' ')}`,
+    `explain its tree: ${selfCommand(process.argv, process.execPath, process.cwd())} explain ${demo.explainArgs.map(shellWord).join(' ')}`,
     'attribution (first cycle):',
     ...rows,
     'Ctrl-C to stop.',
