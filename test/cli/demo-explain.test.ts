@@ -8,6 +8,7 @@ import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { selfCommand, shellWord } from '../../src/cli/demo-explain.js';
 import { startDemo, type DemoStack } from '../../src/cli/demo-stack.js';
 import { DEMO_NODE } from '../../src/demo/scenarios.js';
 import { nodeAgentOptions } from '../support/agents.js';
@@ -105,5 +106,26 @@ describe("explain on the demo's tree", () => {
       expect(run.status).toBe(2);
       expect(run.stderr).toContain(want);
     }
+  });
+});
+
+describe('the command line the demo prints', () => {
+  it('runs this command again: node and the script (relative below the working directory), or the executable', () => {
+    expect(selfCommand(['node', '/r/dist/src/cli/main.js', 'demo'], '/usr/bin/node', '/r')).toBe(
+      'node dist/src/cli/main.js',
+    );
+    expect(selfCommand(['node', '/r/dist/src/cli/main.js'], '/usr/bin/node', '/else')).toBe(
+      'node /r/dist/src/cli/main.js',
+    );
+    expect(selfCommand(['/opt/slurm-otel', '/opt/slurm-otel', 'demo'], '/opt/slurm-otel', '/r')).toBe(
+      '/opt/slurm-otel',
+    );
+  });
+
+  it('quotes a word the shell would split or expand', () => {
+    expect(shellWord('/tmp/slurm-otel-demo-x1/sys')).toBe('/tmp/slurm-otel-demo-x1/sys');
+    expect(shellWord("/tmp/it's here/$HOME")).toBe(`'/tmp/it'\\''s here/$HOME'`);
+    const echoed = spawnSync('sh', ['-c', `printf %s ${shellWord("/tmp/it's here/$HOME")}`], { encoding: 'utf8' });
+    expect(echoed.stdout).toBe("/tmp/it's here/$HOME");
   });
 });
