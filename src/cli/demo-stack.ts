@@ -24,6 +24,7 @@ import { startNodeAgent, type NodeAgent } from '../node/agent.js';
 import type { Cycle } from '../node/collect.js';
 import type { BindAddress } from '../telemetry/http.js';
 import { runUntilSignal } from './common.js';
+import { demoExplainArgs, selfCommand, shellWord } from './demo-explain.js';
 import type { DemoFlags, DemoLayout } from './demo-flags.js';
 import { demoDisabledMetrics } from './disable-metrics.js';
 import { cycleAgentOptions, type TreelessAgentOptions } from './node.js';
@@ -52,6 +53,8 @@ export interface DemoOptions {
 
 export interface DemoStack {
   readonly dir: string;
+  /** `slurm-otel explain`'s arguments for the demo's tree: the same statuses as its node agent's. */
+  readonly explainArgs: readonly string[];
   readonly node: NodeAgent;
   readonly firstCycle: Cycle;
   readonly cluster?: ClusterAgent;
@@ -85,17 +88,16 @@ export async function startDemo(o: DemoOptions): Promise<DemoStack> {
   const qpCounters = o.node.qpCounters ?? { ...rdma.viaShell, mode: 'observe' as const, timeoutMs: 5_000 };
   // The host's list of verbs contexts names the host's processes, not the synthetic tree's.
   const { contexts: _host, ...collector } = o.node.collector;
-  const node = await startNodeAgent({
-    ...o.node,
-    qpCounters,
-    gpuAllocation: demoGpuAllocation(path.join(dir, 'slurm-tools'), roots.devices),
-    collector: { ...collector, roots },
-  });
+  const gpuAllocation = demoGpuAllocation(path.join(dir, 'slurm-tools'), roots.devices);
+  const slurmTool = gpuAllocation.slurmd.leadingArgs?.[0] ?? gpuAllocation.slurmd.path;
+  const explainArgs = demoExplainArgs({ dir, roots, devices: roots.devices, slurmTool, nodeName: DEMO_NODE });
+  const node = await startNodeAgent({ ...o.node, qpCounters, gpuAllocation, collector: { ...collector, roots } });
   await node.ready();
   const firstCycle = node.last() as Cycle;
   const cluster = o.cluster ? await startClusterSide(o, o.cluster) : undefined;
   return {
     dir,
+    explainArgs,
     node,
     firstCycle,
     cluster: cluster?.agent,
@@ -199,6 +201,7 @@ function summary(demo: DemoStack, layout: string): string {
     `  self-monitoring:  ${demo.node.monitoringUrl}/metrics`,
     ...cluster,
     `try: curl -s ${demo.node.metricsUrl}/metrics | grep -E 'ib_slurm_(job_counters_total|port_attribution)'`,
+    `explain its tree: ${selfCommand(process.argv, process.execPath, process.cwd())} explain ${demo.explainArgs.map(shellWord).join(' ')}`,
     'attribution (first cycle):',
     ...rows,
     'Ctrl-C to stop.',

@@ -7,10 +7,12 @@ import { describeUnreadable, unreadableLine, type UnreadablePolicy } from '../no
 import { CollectionIncomplete } from './common.js';
 import { deviceFilter, devicePatternOptions, type DevicePatternFlags } from './device-patterns.js';
 import { localityView, renderLocality } from './explain-locality.js';
+import { deviceTableOption, loadDeviceTable, missingDeviceWarnings, withDeviceTable } from './explain-tree.js';
 import { gresPaths, jobView, JobNotOnNode, notOnNodeMessage, parseJobArg, renderJobView } from './explain-job.js';
 import { join, readSmall } from '../node/read/roots.js';
 import { SlurmGpuAllocation } from '../node/read/gres-source.js';
 import { createLogger } from '../log.js';
+import { idleCountedNote, withNote } from '../node/idle-traffic.js';
 import {
   addGpuAllocationOptions,
   addRootOptions,
@@ -24,6 +26,7 @@ interface ExplainFlags extends GpuAllocationFlags, DevicePatternFlags {
   unreadableProcesses: UnreadablePolicy;
   json?: boolean;
   job?: string;
+  deviceTable?: string;
 }
 
 export function explainCommand(): Command {
@@ -36,6 +39,7 @@ export function explainCommand(): Command {
   for (const o of devicePatternOptions()) cmd.addOption(o);
   return cmd
     .addOption(unreadableOption())
+    .addOption(deviceTableOption())
     .option('--json', 'print the rows as JSON (for scripts)')
     .addOption(
       new Option('--job <id>', 'only this job (job id or SLUID): its cgroups, processes, devices and usage').argParser(
@@ -43,13 +47,15 @@ export function explainCommand(): Command {
       ),
     )
     .action(async (f: ExplainFlags) => {
-      const roots = rootsOf(f);
+      const table = f.deviceTable === undefined ? undefined : loadDeviceTable(f.deviceTable);
+      const roots = withDeviceTable(rootsOf(f), table);
       const devices = deviceFilter(f);
       const gpuAllocation =
         f.gpuAllocation === 'slurm'
           ? new SlurmGpuAllocation({
               ...gpuAllocationSettings(f),
               logger: createLogger({ level: 'warn', format: 'plain' }),
+              ...(table ? { deviceOf: (p: string) => table.get(p) } : {}),
             })
           : undefined;
       // Every fd table, so holders are named by PID even where the rdma cgroup charges suffice.
@@ -58,7 +64,8 @@ export function explainCommand(): Command {
         fdRescanIntervalMs: 0,
         unreadableProcesses: f.unreadableProcesses,
         readAllFds: true,
-        contexts: { path: 'rdma', timeoutMs: 10_000 },
+        // A tree that is not this host's: the host kernel's verbs contexts name the host's processes.
+        ...(table ? {} : { contexts: { path: 'rdma', timeoutMs: 10_000 } }),
         gpuAllocation,
         ...(devices === undefined ? {} : { devices }),
       });
@@ -71,8 +78,8 @@ export function explainCommand(): Command {
         gpuAllocation.stop();
       }
       collector.close();
-      const rows = attributionRows(c);
       const { snapshot: snap } = c;
+      const rows = attributionRows(c).map((r) => withNote(r, idleCountedNote(r, snap)));
       if (c.failed !== undefined) throw new CollectionIncomplete(`collection failed: ${printable(c.failed)}`);
       if (f.job !== undefined) return printJob(c, f.job, roots.procfs, f.json === true);
       const locality = localityView(c);
@@ -89,6 +96,7 @@ export function explainCommand(): Command {
         process.stdout.write(terminalJson(out) + '\n');
         return;
       }
+      for (const line of missingDeviceWarnings(snap.unreadable)) process.stdout.write(`${printable(line)}\n`);
       const note = slurmCgroupsNote(snap);
       if (note !== undefined) process.stdout.write(`${printable(note)}\n`);
       if (!c.snapshot.hca.present)

@@ -14,7 +14,12 @@ import type { Env } from './otel.js';
 
 /** Commands whose options docs/configuration.md documents, by the key of their generated section. */
 export function documentedCommands(env: Env): Record<string, Command> {
-  return { 'node-options': nodeCommand(env), 'cluster-options': clusterCommand(env) };
+  return {
+    'node-options': nodeCommand(env),
+    'cluster-options': clusterCommand(env),
+    'explain-options': explainCommand(),
+    'demo-options': demoCommand(env),
+  };
 }
 
 export function program(env: Env): Command {

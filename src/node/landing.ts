@@ -19,6 +19,7 @@ import {
 import type { QpState } from './qp/qp-counters.js';
 import { unreadableEffect, type UnreadableProcess } from './read/unreadable.js';
 import { renderGpuSection, type GpuSection } from './landing-gpus.js';
+import { idleMovingNote, withNote } from './idle-traffic.js';
 
 export interface LandingMeta {
   readonly host: string;
@@ -54,7 +55,7 @@ ${gaps}
 <table id="ports">
 <thead><tr><th>device</th><th>port</th><th>link</th><th>jobs (PIDs)</th><th>non-job processes</th><th>status</th><th>why</th><th>counters</th></tr></thead>
 <tbody>
-${rows.map(renderRow).join('\n')}
+${rows.map((r) => renderRow(withNote(r, idleMovingNote(r, movingNow(r, meta.history))))).join('\n')}
 </tbody></table>
 ${meta.gpus ? renderGpuSection(meta.gpus) : ''}
 ${meta.history ? renderMotion(rows, meta.history) : ''}
@@ -85,6 +86,13 @@ function renderRow(r: PortRow): string {
     `<td>${esc(r.device)}</td><td>${esc(r.port)}</td><td>${esc(`${r.linkLayer} ${r.rate}`)}<br>${esc(r.state)}</td>` +
     `<td>${jobs}</td><td>${nonJob}</td><td>${r.status}</td><td>${esc(r.why)}</td><td>${counters}</td></tr>`
   );
+}
+
+/** The port's bytes per second in the latest step, sent and received together; undefined without two readings. */
+function movingNow(r: PortRow, history: CounterHistory | undefined): number | undefined {
+  const readings = history?.readings(portKey(r.device, r.port)) ?? [];
+  const steps = [TX_BYTES, RX_BYTES].map((name) => lastRate(readings, name));
+  return steps.every((v) => v === undefined) ? undefined : steps.reduce<number>((sum, v) => sum + (v ?? 0), 0);
 }
 
 /** Every process whose fd table could not be read, with why and what it costs. */

@@ -92,8 +92,8 @@ export function rootFlags(roots: TreeRoots): string[] {
 
 /**
  * rootFlags of a synthetic tree on this host, its device nodes made first (withDeviceNodes). Not
- * as root, the tree stays as written: the command finds no holder in it (canMakeDeviceNodes gates
- * the tests that look for one).
+ * as root, the tree stays as written: the command cannot tell what its fds are and names the
+ * device paths this host lacks (canMakeDeviceNodes gates the tests that look for holders).
  */
 export function treeFlags(roots: TreeRoots): string[] {
   if (isRoot()) withDeviceNodes(roots);

@@ -88,14 +88,17 @@ const DEVICE_NAME = /(?:^|\/)(?:uverbs\d{1,5}|nvidia\d{1,3}|nvidia-cap\d{1,7})(?
 /**
  * What is known of one fd: a character device's `major:minor`; `none` (not a character device,
  * or on a filesystem the agent does not ask and not named like a verbs device); `uncertain` (why
- * its device cannot be known); or `ask`: named like a verbs device on a filesystem the agent does
- * not ask on the event loop (`ask` names the filesystem, `mount` the mount: fd-probe.ts).
+ * its device cannot be known); `ask`: named like a verbs device on a filesystem the agent does
+ * not ask on the event loop (`ask` names the filesystem, `mount` the mount: fd-probe.ts); or
+ * `missing`: named like a device, but the fd is a plain symlink to a path this host does not have
+ * (procfs's fd links always reach their file, so the tree is a copy or a synthetic one).
  */
 export type FdKind =
   | { readonly dev: string }
   | { readonly none: true }
   | { readonly uncertain: string }
-  | { readonly ask: string; readonly mount: string };
+  | { readonly ask: string; readonly mount: string }
+  | { readonly missing: true };
 
 const NONE: FdKind = { none: true };
 
@@ -130,8 +133,10 @@ export class FdMounts {
     const mount = id === undefined ? undefined : this.mount(pid, id);
     if (mount !== undefined && LOCAL_TYPES.has(mount.fstype)) {
       this.counts.stated++;
-      const st = fs.statSync(`${this.procfs}/${pid}/fd/${fd}`, { throwIfNoEntry: false });
-      return st !== undefined && st.isCharacterDevice() ? { dev: deviceNumber(st.rdev) } : NONE;
+      const file = `${this.procfs}/${pid}/fd/${fd}`;
+      const st = fs.statSync(file, { throwIfNoEntry: false });
+      if (st === undefined) return DEVICE_NAME.test(link) && dangling(file) ? { missing: true } : NONE;
+      return st.isCharacterDevice() ? { dev: deviceNumber(st.rdev) } : NONE;
     }
     this.counts.skipped++;
     if (mount?.nodev === true || !DEVICE_NAME.test(link)) return NONE;
@@ -159,4 +164,12 @@ export class FdMounts {
     if (!this.mounts.has(id)) this.mounts.set(id, undefined);
     return this.mounts.get(id);
   }
+}
+
+/**
+ * Whether an fd whose stat found nothing is still there as a link: then its target is missing on
+ * this host (a closed fd is gone from the listing, and lstat finds nothing either).
+ */
+function dangling(file: string): boolean {
+  return fs.lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink() === true;
 }

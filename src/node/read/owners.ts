@@ -38,6 +38,8 @@ export interface UnreadableFds {
    * a filesystem the agent never asks (fd-mounts.ts).
    */
   readonly uncertain?: string;
+  /** The link text of an fd named like a device whose target this host does not have (fd-mounts.ts). */
+  readonly missing?: string;
 }
 
 /** A process holding a uverbs device, and the paths its fds on it have (the link text). */
@@ -106,7 +108,8 @@ function mayBeDevice(link: string): boolean {
 
 /** A process's fd table as far as this cycle read it; `asked`: an fd's device is being asked (fd-probe.ts). */
 type ProcessRead =
-  { entry: ProcEntry; linksRead: number; stated: number } | { errno: string; uncertain?: string; asked?: true };
+  | { entry: ProcEntry; linksRead: number; stated: number }
+  | { errno: string; uncertain?: string; missing?: string; asked?: true };
 
 /** What reading a process's new fd links needs. */
 interface LinkRead {
@@ -196,7 +199,12 @@ export class FdScanner {
     const noDevice = (): boolean => (stableVerbs ??= this.stable(verbs())).size === 0;
     const accept = (pid: number, r: ProcessRead): void => {
       if ('errno' in r) {
-        unreadable.push({ pid, errno: r.errno, ...(r.uncertain === undefined ? {} : { uncertain: r.uncertain }) });
+        unreadable.push({
+          pid,
+          errno: r.errno,
+          ...(r.uncertain === undefined ? {} : { uncertain: r.uncertain }),
+          ...(r.missing === undefined ? {} : { missing: r.missing }),
+        });
         return;
       }
       next.set(pid, r.entry);
@@ -294,6 +302,7 @@ export class FdScanner {
     let linksRead = 0;
     let stated = 0;
     let uncertain: string | undefined;
+    let missing: string | undefined;
     let asked = false;
     for (const fd of p.names) {
       if (known?.has(fd)) {
@@ -327,10 +336,13 @@ export class FdScanner {
       if ('dev' in kind) chars.set(fd, { dev: kind.dev, link });
       else if ('uncertain' in kind) uncertain ??= `${link}: ${kind.uncertain}`;
       else if ('ask' in kind) uncertain ??= `${link} is on ${kind.ask}`;
+      else if ('missing' in kind) missing ??= link;
     }
     if (asked) return { errno: 'uncertain', uncertain: uncertain ?? '', asked: true };
     // Read whole, yet one fd may be a verbs device whose filesystem did not answer: not cached, read again next cycle.
     if (uncertain !== undefined) return { errno: 'uncertain', uncertain };
+    // A tree that is not this host's: what the fd is cannot be known here (not cached either).
+    if (missing !== undefined) return { errno: 'uncertain', missing };
     return { entry: { start: p.start, comm: p.comm, listing: p.names, chars }, linksRead, stated };
   }
 

@@ -62,6 +62,8 @@ export interface UnreadableProcess {
   readonly onlyOn?: readonly string[];
   /** Why the kernel refused, and what to do about it. */
   readonly cause: string;
+  /** The link text of its fd named like a device that this host does not have (a tree not of this host). */
+  readonly missing?: string;
 }
 
 /** The agent's own privileges, from <procfs>/self/status. */
@@ -109,7 +111,7 @@ export function classifyUnreadable(
   if (fds.length === 0) return [];
   const privileges = readPrivileges(procfs);
   const out: UnreadableProcess[] = [];
-  for (const { pid, errno, uncertain } of fds) {
+  for (const { pid, errno, uncertain, missing } of fds) {
     const dir = join(procfs, String(pid));
     const cg = readSmall(join(dir, 'cgroup'), { limit: LIST_LIMIT });
     // Exited since its fd table was tried: it holds nothing now.
@@ -123,7 +125,8 @@ export function classifyUnreadable(
       : !inJob && cg.ok && policy === 'ignore-outside-jobs'
         ? 'ignored'
         : 'node';
-    const contexts = contextsOf(pid);
+    // A tree not of this host: the host kernel's list of verbs contexts says nothing of its processes.
+    const contexts = missing === undefined ? contextsOf(pid) : undefined;
     const evidence = rdmaOf(paths);
     const rdma = evidence && { file: evidence.file, charged: chargedDevices(evidence.charges) };
     const comm = readSmall(join(dir, 'comm'), { utf8: true });
@@ -138,9 +141,12 @@ export function classifyUnreadable(
       scope: inJob ? 'job' : 'outside',
       ...(job ? { allocation: job.key, job: job.label } : {}),
       cause:
-        uncertain === undefined
-          ? unreadableCause(errno, privileges, !inJob && policy === 'strict')
-          : uncertainCause(uncertain),
+        missing !== undefined
+          ? missingCause()
+          : uncertain === undefined
+            ? unreadableCause(errno, privileges, !inJob && policy === 'strict')
+            : uncertainCause(uncertain),
+      ...(missing === undefined ? {} : { missing }),
     });
   }
   return out;
@@ -218,9 +224,19 @@ function uncertainCause(what: string): string {
   return `${what} (a network, FUSE or stacked filesystem, asked only from a child process with a deadline): whether that fd is a verbs device is unknown`;
 }
 
+/** Why an fd whose link names a device this host does not have leaves the process unknown. */
+function missingCause(): string {
+  return "this procfs is a copy or a synthetic tree (a real one's fd links reach their device), so what the fd is cannot be known; explain --device-table gives the tree's device numbers";
+}
+
 /** One line naming the process, for gaps and logs. */
 export function describeUnreadable(u: UnreadableProcess): string {
-  const what = u.errno === 'uncertain' ? 'an fd that may be a verbs device' : `fd table unreadable (${u.errno})`;
+  const what =
+    u.missing !== undefined
+      ? `an fd on ${u.missing}, which this host does not have`
+      : u.errno === 'uncertain'
+        ? 'an fd that may be a verbs device'
+        : `fd table unreadable (${u.errno})`;
   return `PID ${u.pid} (${u.comm}, cgroup ${u.cgroup}): ${what}`;
 }
 

@@ -111,6 +111,20 @@ describe('FdMounts', () => {
     expect(mounts.kind(pid, '5', '/dev/null')).toEqual({ none: true });
   });
 
+  it('says an fd named like a device is missing when its link reaches nothing on this host (a copied or synthetic procfs)', () => {
+    const gone = path.join(tmpDir(), 'no-such-dir');
+    for (const [link, want] of [
+      [`${gone}/uverbs3`, { missing: true }],
+      [`${gone}/nvidia0`, { missing: true }],
+      [`${gone}/job.dat`, { none: true }],
+    ] as const) {
+      const { procfs, pid } = fakeFd(9, line(9, 'devtmpfs'), link);
+      const mounts = new FdMounts(procfs);
+      mounts.begin();
+      expect(mounts.kind(pid, '5', link), link).toEqual(want);
+    }
+  });
+
   it('throws as fs does when the fd closed meanwhile, for the scanner to classify', () => {
     const { procfs, pid } = fakeFd(9, line(9, 'tmpfs'));
     expect(() => new FdMounts(procfs).kind(pid, '6', '/dev/null')).toThrow(expect.objectContaining({ code: 'ENOENT' }));
