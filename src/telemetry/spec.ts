@@ -24,6 +24,21 @@ export interface MetricSpec<L extends string = string, O extends string = string
   readonly optional?: { readonly attributes: readonly O[]; readonly option: string };
   /** Explicit bucket boundaries, histograms only. */
   readonly buckets?: readonly number[];
+  /** Every value some attribute keys take (declared with `closedValues`); the other keys are open. */
+  readonly values?: ValueSets;
+  /** The setting that turns the family on or off (declared with `switchedBy`); absent: always on. */
+  readonly switchedBy?: Switch;
+}
+
+/** The closed value sets of a family's attributes, by key, each in the order the docs list them. */
+export type ValueSets = Readonly<Partial<Record<string, readonly string[]>>>;
+
+/** A family exported only when `option` is set, or exported unless it is turned off. */
+export interface Switch {
+  /** The setting that turns the family on, as an operator writes it (`--qp-counters observe`). */
+  readonly option: string;
+  /** Whether the family is on when the operator sets nothing. */
+  readonly byDefault: boolean;
 }
 
 export type Attributes = Readonly<Record<string, string>>;
@@ -99,9 +114,48 @@ export function optionalLabels<S extends MetricSpec<string, never>, const O exte
   return { ...spec, optional: { attributes, option } };
 }
 
-/** The attributes a point of the family carries: every required key, the optional ones or none. */
+/**
+ * The family with the values some of its keys take, all of them: a point or event giving such a key
+ * any other value does not compile (a value from a plain `string` included), and the docs list them.
+ */
+export function closedValues<S extends MetricSpec, const V extends { readonly [K in KeysOf<S>]?: readonly string[] }>(
+  spec: S,
+  values: V,
+): S & { readonly values: V } {
+  return { ...spec, values };
+}
+
+/** The family, exported only with `option` (`byDefault` false) or unless it is turned off. */
+export function switchedBy<S extends MetricSpec>(spec: S, option: string, byDefault = false): S {
+  return { ...spec, switchedBy: { option, byDefault } };
+}
+
+/** The same switch on every family of a record (a sub-collector's, an option's). */
+export function allSwitchedBy<const R extends Readonly<Record<string, MetricSpec>>>(
+  specs: R,
+  option: string,
+  byDefault = false,
+): R {
+  const entries = Object.entries(specs).map(([k, s]) => [k, switchedBy(s, option, byDefault)]);
+  return Object.fromEntries(entries) as unknown as R;
+}
+
+/** The type of a value of key `K`: its declared set's members, or any string where the key is open. */
+type ValueOf<S extends MetricSpec, K extends string> =
+  NonNullable<S['values']> extends infer V
+    ? K extends keyof V
+      ? V[K] extends readonly (infer T extends string)[]
+        ? T
+        : string
+      : string
+    : string;
+
+/**
+ * The attributes a point of the family carries: every required key, the optional ones or none,
+ * each with a value of its closed set where it has one.
+ */
 export type AttributesOf<S extends MetricSpec> =
-  S extends MetricSpec<infer L, infer O> ? Readonly<Record<L, string> & Partial<Record<O, string>>> : never;
+  S extends MetricSpec<infer L, infer O> ? Readonly<{ [K in L]: ValueOf<S, K> } & { [K in O]?: ValueOf<S, K> }> : never;
 
 /** Every key a point of the family may carry. */
 type KeysOf<S extends MetricSpec> = S extends MetricSpec<infer L, infer O> ? L | O : never;
