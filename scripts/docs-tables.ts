@@ -75,7 +75,13 @@ export function values(s: MetricSpec): string {
 export function defaultCell(s: MetricSpec): string {
   const sw = s.switchedBy;
   if (sw === undefined) return 'on';
-  return sw.byDefault ? `on (\`${sw.option}\`, the default)` : `off (on with \`${sw.option}\`)`;
+  const setting =
+    sw.value === undefined
+      ? `\`${sw.option}\``
+      : sw.listed
+        ? `\`${sw.value}\` in \`${sw.option}\``
+        : `\`${sw.option} ${sw.value}\``;
+  return sw.byDefault ? `on (${setting}, the default)` : `off (on with ${setting})`;
 }
 
 /** Replaces the text between `<!-- begin:KEY -->` and `<!-- end:KEY -->`. */

@@ -50,7 +50,7 @@ function qpSpec<K extends MetricKind, const L extends string>(
   attributes: readonly L[],
   description: string,
 ) {
-  return switchedBy(jobSpec(kind, name, unit, attributes, description), '--qp-counters observe');
+  return switchedBy(jobSpec(kind, name, unit, attributes, description), { option: '--qp-counters', value: 'observe' });
 }
 
 /** A job family read from the job cgroup's usage files: on unless --job-usage is off. */
@@ -61,7 +61,11 @@ function usageSpec<K extends MetricKind, const L extends string>(
   attributes: readonly L[],
   description: string,
 ) {
-  return switchedBy(jobSpec(kind, name, unit, attributes, description), '--job-usage on', true);
+  return switchedBy(jobSpec(kind, name, unit, attributes, description), {
+    option: '--job-usage',
+    value: 'on',
+    byDefault: true,
+  });
 }
 
 export const NODE_METRICS = {
@@ -172,7 +176,7 @@ export const NODE_METRICS = {
       ),
       { held: BOOLEAN_VALUES },
     ),
-    '--gpu-allocation slurm',
+    { option: '--gpu-allocation', value: 'slurm' },
   ),
   jobDeviceAttributed: jobSpec(
     'gauge',

@@ -33,12 +33,20 @@ export interface MetricSpec<L extends string = string, O extends string = string
 /** The closed value sets of a family's attributes, by key, each in the order the docs list them. */
 export type ValueSets = Readonly<Partial<Record<string, readonly string[]>>>;
 
-/** A family exported only when `option` is set, or exported unless it is turned off. */
+/**
+ * The agent's option that turns a family on: `option value` (`--qp-counters observe`), the option
+ * alone for a switch (`--accounting-limits`), or `value` as one item of a comma-separated list
+ * (`licenses` in `--optional-collectors`).
+ */
 export interface Switch {
-  /** The setting that turns the family on, as an operator writes it (`--qp-counters observe`). */
+  /** The long flag, as the agent's command declares it. */
   readonly option: string;
-  /** Whether the family is on when the operator sets nothing. */
-  readonly byDefault: boolean;
+  /** The value that turns the family on; absent for a switch that takes none. */
+  readonly value?: string;
+  /** The value is one item of the option's comma-separated list. */
+  readonly listed?: boolean;
+  /** The family is on when the operator sets nothing (the option's default turns it on). */
+  readonly byDefault?: boolean;
 }
 
 export type Attributes = Readonly<Record<string, string>>;
@@ -117,26 +125,23 @@ export function optionalLabels<S extends MetricSpec<string, never>, const O exte
 /**
  * The family with the values some of its keys take, all of them: a point or event giving such a key
  * any other value does not compile (a value from a plain `string` included), and the docs list them.
+ * Sets declared before for other keys are kept.
  */
 export function closedValues<S extends MetricSpec, const V extends { readonly [K in KeysOf<S>]?: readonly string[] }>(
   spec: S,
   values: V,
 ): S & { readonly values: V } {
-  return { ...spec, values };
+  return { ...spec, values: { ...spec.values, ...values } };
 }
 
-/** The family, exported only with `option` (`byDefault` false) or unless it is turned off. */
-export function switchedBy<S extends MetricSpec>(spec: S, option: string, byDefault = false): S {
-  return { ...spec, switchedBy: { option, byDefault } };
+/** The family, exported only while `sw` is set (by the operator, or by its default). */
+export function switchedBy<S extends MetricSpec>(spec: S, sw: Switch): S {
+  return { ...spec, switchedBy: sw };
 }
 
 /** The same switch on every family of a record (a sub-collector's, an option's). */
-export function allSwitchedBy<const R extends Readonly<Record<string, MetricSpec>>>(
-  specs: R,
-  option: string,
-  byDefault = false,
-): R {
-  const entries = Object.entries(specs).map(([k, s]) => [k, switchedBy(s, option, byDefault)]);
+export function allSwitchedBy<const R extends Readonly<Record<string, MetricSpec>>>(sw: Switch, specs: R): R {
+  const entries = Object.entries(specs).map(([k, s]) => [k, switchedBy(s, sw)]);
   return Object.fromEntries(entries) as unknown as R;
 }
 

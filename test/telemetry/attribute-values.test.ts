@@ -4,6 +4,7 @@
  * while the open keys (job_id, device, ...) take any string.
  */
 import { describe, expect, it } from 'vitest';
+import { CLUSTER_EVENT_METRICS as E, CLUSTER_SELF_METRICS as C } from '../../src/cluster/metrics.js';
 import { NODE_METRICS as M, NODE_SELF_METRICS as S } from '../../src/node/metrics.js';
 import {
   closedValues,
@@ -64,6 +65,24 @@ describe('closed attribute values', () => {
     // @ts-expect-error: `hung` is not a result of ib_slurm_exporter_fd_probes
     const bad: FdProbes = { result: 'hung' };
     expect([ok, bad]).toHaveLength(2);
+  });
+
+  it('types the node states and sub-collectors of the cluster agent the same way', () => {
+    const state = {
+      state_base: 'IDLE',
+      state_is_drain: 'true',
+      state_is_maintenance: 'false',
+      state_is_reserved: 'false',
+    } as const;
+    expect(event(E.nodeFails, { node_name: 'n1', ...state, reason: 'any text' }, 1).attributes.reason).toBe('any text');
+    // @ts-expect-error: IDLE+DRAIN is a base state and a flag, not a base state
+    event(E.nodeFails, { node_name: 'n1', ...state, state_base: 'IDLE+DRAIN', reason: '' }, 1);
+    // @ts-expect-error: the legacy flags are "true" or "false", never empty
+    event(E.nodeGpuSeconds, { node_name: 'n1', ...state, state_is_drain: '' }, 60);
+    const record = (_attributes: AttributesOf<typeof C.collectorErrorKinds>): void => undefined;
+    record({ collector: 'licenses', kind: 'absent' });
+    // @ts-expect-error: `accounts` is not a sub-collector
+    record({ collector: 'accounts', kind: 'http' });
   });
 
   it('declares values for optional keys as well, and only for keys the family has', () => {
