@@ -14,7 +14,8 @@ import { NODE_METRICS as M, NODE_SELF_METRICS as S } from '../../src/node/metric
 import { QP_DROP_REASONS } from '../../src/node/qp/qp-parse.js';
 import { RELATIONS } from '../../src/node/read/pci-topology.js';
 import { PUSH_RESULTS } from '../../src/telemetry/pipeline.js';
-import { prometheusName } from '../../src/telemetry/spec.js';
+import { prometheusName, type Point } from '../../src/telemetry/spec.js';
+import { expositionKeyErrors, familyKeyErrors } from '../support/catalogue-keys.js';
 
 describe('closed value sets', () => {
   it('equal the values the node agent gives', () => {
@@ -47,5 +48,22 @@ describe('closed value sets', () => {
         }
       }
     }
+  });
+});
+
+describe('the run-time check of the tests', () => {
+  it('finds a closed key whose value is outside its set, however the point was built', () => {
+    const dp = { device: 'mlx5_0', port: '1' };
+    const fam = (status: string) => ({
+      spec: M.portAttribution,
+      points: [{ attributes: { ...dp, status }, value: 1 } as Point],
+    });
+    expect(familyKeyErrors([fam('sole')])).toEqual([]);
+    expect(familyKeyErrors([fam('Sole')])).toEqual([
+      'ib_slurm_port_attribution: status="Sole", not one of sole,shared,idle,nonjob,incomplete',
+    ]);
+    const sample = (status: string) => ({ name: 'ib_slurm_port_attribution', labels: { ...dp, status }, value: 1 });
+    expect(expositionKeyErrors([sample('idle')])).toEqual([]);
+    expect(expositionKeyErrors([sample('busy')])).toHaveLength(1);
   });
 });
