@@ -5,7 +5,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import { DOC_TABLES, values } from '../../scripts/docs-tables.js';
-import { CLUSTER_EVENT_METRICS, CLUSTER_METRICS, CLUSTER_SELF_METRICS } from '../../src/cluster/metrics.js';
+import {
+  CLUSTER_EVENT_METRICS,
+  CLUSTER_METRICS,
+  CLUSTER_SELF_METRICS,
+  NATIVE_NODE_STATES,
+  RESERVATION_METRICS,
+} from '../../src/cluster/metrics.js';
+import { nodeStateNames } from '../../src/cluster/observe/native-states.js';
 import { FAILURE_KINDS } from '../../src/cluster/api/failures.js';
 import { NODE_BASE_STATES } from '../../src/cluster/model.js';
 import { SUB_COLLECTORS } from '../../src/cluster/snapshot.js';
@@ -34,6 +41,9 @@ describe('closed value sets', () => {
     expect(CLUSTER_SELF_METRICS.collectorErrorKinds.values.collector).toEqual(SUB_COLLECTORS);
     expect(CLUSTER_SELF_METRICS.collectorDuration.values.collector).toEqual(SUB_COLLECTORS);
     expect(CLUSTER_SELF_METRICS.otlpExports.values.result).toEqual(PUSH_RESULTS);
+    const powering = { base: 'IDLE', flags: ['POWERING_DOWN'] } as const;
+    expect(nodeStateNames({ state: powering })).toContain('powering_down');
+    expect(RESERVATION_METRICS.nodeStates.values.state).toEqual([...NATIVE_NODE_STATES, 'powering_down']);
   });
 
   it('are declared for keys of their family only, without repeats, and shown in its row', () => {

@@ -1,7 +1,8 @@
 /** Families beyond Slurm's own set, in its naming style. */
-import { allSwitchedBy, type Switch } from '../../telemetry/spec.js';
+import { allSwitchedBy, closedValues, type Switch } from '../../telemetry/spec.js';
 import { gauge, values } from './gauge.js';
 import type { GaugeSpec } from './gauge.js';
+import { NATIVE_NODE_STATES } from './native.js';
 
 /** A family of an optional sub-collector, on only when --optional-collectors lists it. */
 function optional(collector: string): Switch {
@@ -53,10 +54,14 @@ export const RESERVATION_METRICS = allSwitchedBy(optional('reservations'), {
   ),
   nodes: gauge('slurm_reservation_nodes', RESERVATION, 'Nodes reserved. From API v0.0.38.'),
   cores: gauge('slurm_reservation_cores', RESERVATION, 'Cores reserved. From API v0.0.38.'),
-  nodeStates: gauge(
-    'slurm_reservation_nodes_state',
-    ['reservation', 'state'],
-    'Reserved nodes by state, under the state names of slurm_nodes_<state> (a node counts under its base state and each flag). From API v0.0.38.',
+  nodeStates: closedValues(
+    gauge(
+      'slurm_reservation_nodes_state',
+      ['reservation', 'state'],
+      'Reserved nodes by state, under the state names of slurm_nodes_<state> and powering_down (a node counts under its base state and each flag). From API v0.0.38.',
+    ),
+    // A node powering down is counted under that name, which slurm_nodes_<state> has no family for.
+    { state: [...NATIVE_NODE_STATES, 'powering_down'] },
   ),
 } as const);
 
