@@ -186,7 +186,10 @@ export function point<S extends MetricSpec, A extends AttributesOf<S>>(
     : { attributes: attributes as Attributes, value, startTimeMs };
 }
 
-/** A catalogue must not declare a name twice, nor an attribute twice within a family. */
+/**
+ * A catalogue must not declare a name twice, nor an attribute twice within a family, nor a value set
+ * that is empty, repeats a value or belongs to no key of the family.
+ */
 export function checkCatalogue(specs: readonly MetricSpec[]): void {
   const seen = new Set<string>();
   for (const spec of specs) {
@@ -195,6 +198,11 @@ export function checkCatalogue(specs: readonly MetricSpec[]): void {
     const keys = [...spec.attributes, ...(spec.optional?.attributes ?? [])];
     if (new Set(keys).size !== keys.length) {
       throw new Error(`metric ${spec.name} repeats an attribute key`);
+    }
+    for (const [key, set] of Object.entries(spec.values ?? {})) {
+      if (!keys.includes(key)) throw new Error(`metric ${spec.name} declares values of ${key}, not one of its keys`);
+      if (!set?.length || new Set(set).size !== set.length)
+        throw new Error(`metric ${spec.name} declares an empty set or a repeated value of ${key}`);
     }
     if (!/^[a-z_][a-z0-9_]*$/.test(spec.name))
       throw new Error(`metric name ${spec.name} is not a valid Prometheus name`);

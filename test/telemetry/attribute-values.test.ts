@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { CLUSTER_EVENT_METRICS as E, CLUSTER_SELF_METRICS as C } from '../../src/cluster/metrics.js';
 import { NODE_METRICS as M, NODE_SELF_METRICS as S } from '../../src/node/metrics.js';
 import {
+  checkCatalogue,
   closedValues,
   defineMetric,
   event,
@@ -93,5 +94,13 @@ describe('closed attribute values', () => {
     point(spec, { a: 'any', b: 'maybe' }, 1);
     // @ts-expect-error: `c` is not a key of y
     closedValues(base, { c: ['x'] });
+  });
+
+  it('are checked when a catalogue is, for what the compiler cannot see', () => {
+    const base = defineMetric('gauge', 'z', '', ['a'], 'z');
+    expect(() => checkCatalogue([closedValues(base, { a: ['x', 'y'] })])).not.toThrow();
+    expect(() => checkCatalogue([{ ...base, values: { b: ['x'] } }])).toThrow(/values of b, not one of its keys/);
+    expect(() => checkCatalogue([closedValues(base, { a: [] })])).toThrow(/empty set or a repeated value of a/);
+    expect(() => checkCatalogue([closedValues(base, { a: ['x', 'x'] })])).toThrow(/repeated value of a/);
   });
 });
