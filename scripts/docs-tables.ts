@@ -44,17 +44,44 @@ export const DOC_TABLES: Readonly<Record<string, readonly MetricSpec[]>> = {
 };
 
 export function metricsTable(specs: readonly MetricSpec[]): string {
-  const rows = specs.map(
-    (s) => `| \`${prometheusName(s)}\` | ${s.kind} | ${labels(s)} | ${s.description.replace(/\|/g, '\\|')} |`,
-  );
-  return ['| Prometheus name | type | labels | description |', '|---|---|---|---|', ...rows].join('\n');
+  const rows = specs.map((s) => {
+    const cells = [`\`${prometheusName(s)}\``, s.kind, labels(s), values(s), defaultCell(s), escape(s.description)];
+    return `| ${cells.join(' | ')} |`;
+  });
+  const header = ['| Prometheus name | type | labels | values | default | description |', '|---|---|---|---|---|---|'];
+  return [...header, ...rows].join('\n');
 }
+
+const code = (words: readonly string[]): string => words.map((a) => `\`${a}\``).join(', ');
+const escape = (text: string): string => text.replace(/\|/g, '\\|');
 
 /** The required labels, then those an option adds. */
 function labels(s: MetricSpec): string {
-  const code = (keys: readonly string[]): string => keys.map((a) => `\`${a}\``).join(', ');
   const optional = s.optional ? `; with \`${s.optional.option}\`: ${code(s.optional.attributes)}` : '';
   return (code(s.attributes) || '—') + optional;
+}
+
+/** Every value of each label with a closed set, in the order of the labels; a dash when all are open. */
+export function values(s: MetricSpec): string {
+  const keys = [...s.attributes, ...(s.optional?.attributes ?? [])];
+  const sets = keys.flatMap((k) => {
+    const set = s.values?.[k];
+    return set ? [`\`${k}\`: ${code(set.map((v) => (v === '' ? '""' : v)))}`] : [];
+  });
+  return escape(sets.join('; ')) || '—';
+}
+
+/** Whether the family is exported when the operator sets nothing, and the setting that switches it. */
+export function defaultCell(s: MetricSpec): string {
+  const sw = s.switchedBy;
+  if (sw === undefined) return 'on';
+  const setting =
+    sw.value === undefined
+      ? `\`${sw.option}\``
+      : sw.listed
+        ? `\`${sw.value}\` in \`${sw.option}\``
+        : `\`${sw.option} ${sw.value}\``;
+  return sw.byDefault ? `on (${setting}, the default)` : `off (on with ${setting})`;
 }
 
 /** Replaces the text between `<!-- begin:KEY -->` and `<!-- end:KEY -->`. */
@@ -77,7 +104,7 @@ export function optionsTable(cmd: Command): string {
   const rows = cmd.options
     .filter((o) => o.long !== '--help' && o.long !== '--version' && !o.hidden)
     .map((o) => {
-      return `| \`${o.flags}\` | ${o.envVar ? `\`${o.envVar}\`` : '—'} | ${defaultCell(o)} | ${o.description} |`;
+      return `| \`${o.flags}\` | ${o.envVar ? `\`${o.envVar}\`` : '—'} | ${optionDefault(o)} | ${o.description} |`;
     });
   return ['| flag | environment | default | description |', '|---|---|---|---|', ...rows].join('\n');
 }
@@ -86,7 +113,7 @@ export function optionsTable(cmd: Command): string {
  * A literal default in code font; a default described in words (one that differs between machines,
  * such as the host name) as plain text; none as a dash.
  */
-function defaultCell(o: Option): string {
+function optionDefault(o: Option): string {
   const described = o.defaultValueDescription;
   if (described !== undefined && /\s/.test(described)) return described;
   const def = described ?? (o.defaultValue === undefined ? undefined : JSON.stringify(o.defaultValue));

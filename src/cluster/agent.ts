@@ -20,8 +20,9 @@ import {
   type ShutdownOptions,
 } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
-import { FAILURE_KINDS, failureKindOf } from './http/failure.js';
+import { FAILURE_KINDS, failureKindOf, type FailureKind } from './http/failure.js';
 import { CollectionLoop, summarize, type TickResult, type TickSummary } from './collect.js';
+import type { SubCollector } from './snapshot.js';
 import { makeFetchers, type FetcherOptions } from './fetchers.js';
 import { LandingRecord, renderClusterLanding } from './landing.js';
 import { CLUSTER_EVENT_SPECS, CLUSTER_SELF_METRICS } from './metrics.js';
@@ -89,7 +90,7 @@ export class ClusterRunner implements Collecting<TickResult> {
     });
     const m = this.self.m;
     // Soperator's family has the collector only; why it failed goes in a family of its own.
-    const countError = (collector: string, kind: string): void => {
+    const countError = (collector: SubCollector, kind: FailureKind): void => {
       m.collectorErrors.record(1, { collector });
       m.collectorErrorKinds.record(1, { collector, kind });
     };

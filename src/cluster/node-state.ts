@@ -5,7 +5,7 @@
  * POWER_DOWN_ASAP, ...) are carried but never change a verdict.
  */
 import type { NodeBaseState, NodeState } from './model.js';
-import type { LEGACY_STATE_LABELS, NEW_STATE_FLAG_LABELS } from './metrics.js';
+import type { LEGACY_STATE_LABELS, LEGACY_STATE_VALUES, NEW_STATE_FLAG_LABELS } from './metrics.js';
 
 /** Slurm sends one base word, but the exporter picks by this priority if it ever sends several. */
 const BASE_PRIORITY: readonly NodeBaseState[] = ['UNKNOWN', 'DOWN', 'IDLE', 'ALLOCATED', 'ERROR', 'MIXED', 'FUTURE'];
@@ -22,8 +22,10 @@ const POWER_MANAGED = [
 
 export type LegacyStateLabel = (typeof LEGACY_STATE_LABELS)[number];
 export type NewStateFlagLabel = (typeof NEW_STATE_FLAG_LABELS)[number];
-export type LegacyStateLabels = Readonly<Record<LegacyStateLabel, string>>;
-export type StateFlagLabels = Readonly<Record<NewStateFlagLabel, string>>;
+export type LegacyStateLabels = { readonly [K in LegacyStateLabel]: (typeof LEGACY_STATE_VALUES)[K][number] };
+/** A newer flag's value: "true" or empty. */
+export type FlagValue = 'true' | '';
+export type StateFlagLabels = Readonly<Record<NewStateFlagLabel, FlagValue>>;
 
 const NEW_FLAG_WORDS: Readonly<Record<NewStateFlagLabel, string>> = {
   state_is_completing: 'COMPLETING',
@@ -85,7 +87,7 @@ export function isFailed(state: NodeState): boolean {
 }
 
 /** "true"/"" as the newer flag labels want; the legacy ones use String(boolean) instead. */
-export function flagValue(on: boolean): string {
+export function flagValue(on: boolean): FlagValue {
   return on ? 'true' : '';
 }
 
@@ -93,14 +95,14 @@ export function flagValue(on: boolean): string {
 export function legacyStateLabels(state: NodeState): LegacyStateLabels {
   return {
     state_base: baseState(state),
-    state_is_drain: String(hasStateWord(state, 'DRAIN')),
-    state_is_maintenance: String(hasStateWord(state, 'MAINTENANCE')),
-    state_is_reserved: String(hasStateWord(state, 'RESERVED')),
+    state_is_drain: `${hasStateWord(state, 'DRAIN')}`,
+    state_is_maintenance: `${hasStateWord(state, 'MAINTENANCE')}`,
+    state_is_reserved: `${hasStateWord(state, 'RESERVED')}`,
   };
 }
 
 export function stateFlagLabels(state: NodeState): StateFlagLabels {
-  const out = {} as Record<NewStateFlagLabel, string>;
+  const out = {} as Record<NewStateFlagLabel, FlagValue>;
   for (const [label, word] of Object.entries(NEW_FLAG_WORDS) as [NewStateFlagLabel, string][]) {
     out[label] = flagValue(hasStateWord(state, word));
   }

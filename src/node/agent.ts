@@ -20,6 +20,8 @@ import { gpuSection } from './landing-gpus.js';
 import { NODE_SELF_METRICS } from './metrics.js';
 import type { NodeSnapshot } from './join/snapshot.js';
 import { QpSource, type QpSourceOptions } from './qp/qp-source.js';
+import type { QpDropReason } from './qp/qp-parse.js';
+import type { FailureKind } from './read/roots.js';
 import { SlurmGpuAllocation, type GpuAllocationOptions } from './read/gres-source.js';
 import { squeueJobIds, squeueMetadata, type SqueueOptions, type Stoppable } from './read/squeue.js';
 import { unreadableLine, type UnreadableProcess } from './read/unreadable.js';
@@ -89,8 +91,10 @@ export class NodeRunner implements Collecting {
     const onError = () => this.self.m.cycleErrors.record(1, { source: 'jobid', kind: 'io' });
     const jobIdTable = opts.squeue ? squeueJobIds({ ...opts.squeue, logger, onError }) : undefined;
     const metadata = opts.jobMetadata ? squeueMetadata({ ...opts.jobMetadata, logger, onError }) : undefined;
-    const onRdmaError = (kind: string) => this.self.m.cycleErrors.record(1, { source: 'rdma', kind });
-    const onDropped = (reason: string, n: number) => this.self.m.qpDropped.record(n, { reason });
+    const onRdmaError = (kind: FailureKind) => {
+      if (kind !== 'gone') this.self.m.cycleErrors.record(1, { source: 'rdma', kind });
+    };
+    const onDropped = (reason: QpDropReason, n: number) => this.self.m.qpDropped.record(n, { reason });
     this.qp = opts.qpCounters
       ? new QpSource({ ...opts.qpCounters, logger, onError: onRdmaError, onDropped })
       : undefined;
@@ -193,7 +197,8 @@ export class NodeRunner implements Collecting {
     m.fdLinksRead.record(c.snapshot.stats.fdLinksRead);
     for (const [result, n] of c.snapshot.stats.fdProbes) m.fdProbes.record(n, { result });
     for (const p of c.snapshot.problems) {
-      m.cycleErrors.record(p.count, { source: p.source, kind: p.kind });
+      // A vanished file is normal, not an error: the family's kinds leave it out (it is still logged).
+      if (p.kind !== 'gone') m.cycleErrors.record(p.count, { source: p.source, kind: p.kind });
       this.once(
         `${p.source}/${p.kind}`,
         'warn',

@@ -24,6 +24,29 @@ export interface MetricSpec<L extends string = string, O extends string = string
   readonly optional?: { readonly attributes: readonly O[]; readonly option: string };
   /** Explicit bucket boundaries, histograms only. */
   readonly buckets?: readonly number[];
+  /** Every value some attribute keys take (declared with `closedValues`); the other keys are open. */
+  readonly values?: ValueSets;
+  /** The setting that turns the family on or off (declared with `switchedBy`); absent: always on. */
+  readonly switchedBy?: Switch;
+}
+
+/** The closed value sets of a family's attributes, by key, each in the order the docs list them. */
+export type ValueSets = Readonly<Partial<Record<string, readonly string[]>>>;
+
+/**
+ * The agent's option that turns a family on: `option value` (`--qp-counters observe`), the option
+ * alone for a switch (`--accounting-limits`), or `value` as one item of a comma-separated list
+ * (`licenses` in `--optional-collectors`).
+ */
+export interface Switch {
+  /** The long flag, as the agent's command declares it. */
+  readonly option: string;
+  /** The value that turns the family on; absent for a switch that takes none. */
+  readonly value?: string;
+  /** The value is one item of the option's comma-separated list. */
+  readonly listed?: boolean;
+  /** The family is on when the operator sets nothing (the option's default turns it on). */
+  readonly byDefault?: boolean;
 }
 
 export type Attributes = Readonly<Record<string, string>>;
@@ -99,9 +122,45 @@ export function optionalLabels<S extends MetricSpec<string, never>, const O exte
   return { ...spec, optional: { attributes, option } };
 }
 
-/** The attributes a point of the family carries: every required key, the optional ones or none. */
+/**
+ * The family with the values some of its keys take, all of them: a point or event giving such a key
+ * any other value does not compile (a value from a plain `string` included), and the docs list them.
+ * Sets declared before for other keys are kept.
+ */
+export function closedValues<S extends MetricSpec, const V extends { readonly [K in KeysOf<S>]?: readonly string[] }>(
+  spec: S,
+  values: V,
+): S & { readonly values: V } {
+  return { ...spec, values: { ...spec.values, ...values } };
+}
+
+/** The family, exported only while `sw` is set (by the operator, or by its default). */
+export function switchedBy<S extends MetricSpec>(spec: S, sw: Switch): S {
+  return { ...spec, switchedBy: sw };
+}
+
+/** The same switch on every family of a record (a sub-collector's, an option's). */
+export function allSwitchedBy<const R extends Readonly<Record<string, MetricSpec>>>(sw: Switch, specs: R): R {
+  const entries = Object.entries(specs).map(([k, s]) => [k, switchedBy(s, sw)]);
+  return Object.fromEntries(entries) as unknown as R;
+}
+
+/** The type of a value of key `K`: its declared set's members, or any string where the key is open. */
+type ValueOf<S extends MetricSpec, K extends string> =
+  NonNullable<S['values']> extends infer V
+    ? K extends keyof V
+      ? V[K] extends readonly (infer T extends string)[]
+        ? T
+        : string
+      : string
+    : string;
+
+/**
+ * The attributes a point of the family carries: every required key, the optional ones or none,
+ * each with a value of its closed set where it has one.
+ */
 export type AttributesOf<S extends MetricSpec> =
-  S extends MetricSpec<infer L, infer O> ? Readonly<Record<L, string> & Partial<Record<O, string>>> : never;
+  S extends MetricSpec<infer L, infer O> ? Readonly<{ [K in L]: ValueOf<S, K> } & { [K in O]?: ValueOf<S, K> }> : never;
 
 /** Every key a point of the family may carry. */
 type KeysOf<S extends MetricSpec> = S extends MetricSpec<infer L, infer O> ? L | O : never;
@@ -127,7 +186,10 @@ export function point<S extends MetricSpec, A extends AttributesOf<S>>(
     : { attributes: attributes as Attributes, value, startTimeMs };
 }
 
-/** A catalogue must not declare a name twice, nor an attribute twice within a family. */
+/**
+ * A catalogue must not declare a name twice, nor an attribute twice within a family, nor a value set
+ * that is empty, repeats a value or belongs to no key of the family.
+ */
 export function checkCatalogue(specs: readonly MetricSpec[]): void {
   const seen = new Set<string>();
   for (const spec of specs) {
@@ -136,6 +198,11 @@ export function checkCatalogue(specs: readonly MetricSpec[]): void {
     const keys = [...spec.attributes, ...(spec.optional?.attributes ?? [])];
     if (new Set(keys).size !== keys.length) {
       throw new Error(`metric ${spec.name} repeats an attribute key`);
+    }
+    for (const [key, set] of Object.entries(spec.values ?? {})) {
+      if (!keys.includes(key)) throw new Error(`metric ${spec.name} declares values of ${key}, not one of its keys`);
+      if (!set?.length || new Set(set).size !== set.length)
+        throw new Error(`metric ${spec.name} declares an empty set or a repeated value of ${key}`);
     }
     if (!/^[a-z_][a-z0-9_]*$/.test(spec.name))
       throw new Error(`metric name ${spec.name} is not a valid Prometheus name`);

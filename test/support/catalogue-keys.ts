@@ -1,7 +1,8 @@
 /**
  * Run-time check that points carry exactly their family's keys: every required key, and the
- * optional ones all together when their option is on, none when it is off. The compiler checks
- * points built with `point()`; this checks what reaches the exposition, whatever built it.
+ * optional ones all together when their option is on, none when it is off; and that a key with a
+ * closed set of values has one of them. The compiler checks points built with `point()`; this
+ * checks what reaches the exposition, whatever built it (a cast included).
  */
 import { DOC_TABLES } from '../../scripts/docs-tables.js';
 import { materialized, prometheusName, type AnyFamily, type MetricSpec } from '../../src/telemetry/spec.js';
@@ -15,10 +16,22 @@ export function keyError(spec: MetricSpec, keys: readonly string[], optionalOn: 
   return `${spec.name}: keys ${got.join(',') || '(none)'}, expected ${expected.join(',') || '(none)'}`;
 }
 
+/** Why a point's value of a closed key is not one the family declares, or undefined. */
+export function valueError(spec: MetricSpec, labels: Readonly<Record<string, string>>): string | undefined {
+  for (const [key, set] of Object.entries(spec.values ?? {})) {
+    const v = labels[key];
+    if (v !== undefined && set !== undefined && !set.includes(v))
+      return `${spec.name}: ${key}="${v}", not one of ${set.join(',')}`;
+  }
+  return undefined;
+}
+
 /** Every wrong point of the families, one line each (the first few per family). */
 export function familyKeyErrors(families: readonly AnyFamily[], optionalOn = false): string[] {
   return families.flatMap((fam) => {
-    const errors = materialized(fam).points.map((p) => keyError(fam.spec, Object.keys(p.attributes), optionalOn));
+    const errors = materialized(fam).points.map(
+      (p) => keyError(fam.spec, Object.keys(p.attributes), optionalOn) ?? valueError(fam.spec, p.attributes),
+    );
     return [...new Set(errors.filter((e) => e !== undefined))].slice(0, 3);
   });
 }
@@ -52,7 +65,7 @@ export function expositionKeyErrors(samples: readonly Sample[], optionalOn = fal
       continue;
     }
     const keys = Object.keys(s.labels).filter((k) => !(found.bucket && k === 'le'));
-    const e = keyError(found.spec, keys, optionalOn);
+    const e = keyError(found.spec, keys, optionalOn) ?? valueError(found.spec, s.labels);
     if (e) errors.add(e);
   }
   return [...errors];

@@ -3,26 +3,32 @@
  * and histograms), so only this process can know them. OTLP names carry no `_total`: the Prometheus
  * side adds it to counters.
  */
-import { defineMetric as spec } from '../../telemetry/spec.js';
+import { closedValues, defineMetric as spec } from '../../telemetry/spec.js';
 import type { MetricSpec } from '../../telemetry/spec.js';
-import { DURATION_BUCKETS, LEGACY_STATE_LABELS } from './soperator.js';
+import { DURATION_BUCKETS, LEGACY_STATE_LABELS, LEGACY_STATE_VALUES } from './soperator.js';
 
 const NODE = ['node_name'] as const;
 
 export const CLUSTER_EVENT_METRICS = {
-  nodeGpuSeconds: spec(
-    'counter',
-    'slurm_node_gpu_seconds',
-    's',
-    ['node_name', ...LEGACY_STATE_LABELS],
-    'GPU seconds accumulated by nodes: time between two node refreshes × GPUs configured on the node, by the state the node was in; a GPU node has its series from the first refresh that sees it in a state (at 0).',
+  nodeGpuSeconds: closedValues(
+    spec(
+      'counter',
+      'slurm_node_gpu_seconds',
+      's',
+      ['node_name', ...LEGACY_STATE_LABELS],
+      'GPU seconds accumulated by nodes: time between two node refreshes × GPUs configured on the node, by the state the node was in; a GPU node has its series from the first refresh that sees it in a state (at 0).',
+    ),
+    LEGACY_STATE_VALUES,
   ),
-  nodeFails: spec(
-    'counter',
-    'slurm_node_fails',
-    '',
-    ['node_name', ...LEGACY_STATE_LABELS, 'reason'],
-    'Times a node went from a healthy state to DOWN or DRAIN, with the state and reason it failed with. Power-managed nodes are not counted.',
+  nodeFails: closedValues(
+    spec(
+      'counter',
+      'slurm_node_fails',
+      '',
+      ['node_name', ...LEGACY_STATE_LABELS, 'reason'],
+      'Times a node went from a healthy state to DOWN or DRAIN, with the state and reason it failed with. Power-managed nodes are not counted.',
+    ),
+    LEGACY_STATE_VALUES,
   ),
   nodeUnavailability: spec(
     'histogram',

@@ -1,6 +1,13 @@
 /** Families beyond Slurm's own set, in its naming style. */
+import { allSwitchedBy, closedValues, type Switch } from '../../telemetry/spec.js';
 import { gauge, values } from './gauge.js';
 import type { GaugeSpec } from './gauge.js';
+import { NATIVE_NODE_STATES } from './native.js';
+
+/** A family of an optional sub-collector, on only when --optional-collectors lists it. */
+function optional(collector: string): Switch {
+  return { option: '--optional-collectors', value: collector, listed: true };
+}
 
 /** From /jobs (no request of their own). */
 export const JOB_EXTRA_METRICS = {
@@ -17,17 +24,17 @@ export const JOB_EXTRA_METRICS = {
 } as const;
 
 /** From /licenses, its own sub-collector. */
-export const LICENSE_METRICS = {
+export const LICENSE_METRICS = allSwitchedBy(optional('licenses'), {
   total: gauge('slurm_license_total', ['license'], 'Licenses configured (Total). From API v0.0.38.'),
   used: gauge('slurm_license_used', ['license'], 'Licenses in use by jobs. From API v0.0.38.'),
   free: gauge('slurm_license_free', ['license'], 'Licenses available to jobs now. From API v0.0.38.'),
   reserved: gauge('slurm_license_reserved', ['license'], 'Licenses held by reservations. From API v0.0.38.'),
-} as const;
+} as const);
 
 const RESERVATION = ['reservation'] as const;
 
 /** From /reservations, its own sub-collector (node states joined from /nodes). */
-export const RESERVATION_METRICS = {
+export const RESERVATION_METRICS = allSwitchedBy(optional('reservations'), {
   info: gauge(
     'slurm_reservation_info',
     ['reservation', 'partition', 'flags', 'users', 'accounts', 'nodes'],
@@ -47,12 +54,16 @@ export const RESERVATION_METRICS = {
   ),
   nodes: gauge('slurm_reservation_nodes', RESERVATION, 'Nodes reserved. From API v0.0.38.'),
   cores: gauge('slurm_reservation_cores', RESERVATION, 'Cores reserved. From API v0.0.38.'),
-  nodeStates: gauge(
-    'slurm_reservation_nodes_state',
-    ['reservation', 'state'],
-    'Reserved nodes by state, under the state names of slurm_nodes_<state> (a node counts under its base state and each flag). From API v0.0.38.',
+  nodeStates: closedValues(
+    gauge(
+      'slurm_reservation_nodes_state',
+      ['reservation', 'state'],
+      'Reserved nodes by state, under the state names of slurm_nodes_<state> and powering_down (a node counts under its base state and each flag). From API v0.0.38.',
+    ),
+    // A node powering down is counted under that name, which slurm_nodes_<state> has no family for.
+    { state: [...NATIVE_NODE_STATES, 'powering_down'] },
   ),
-} as const;
+} as const);
 
 const SHARE = ['account', 'user', 'partition'] as const;
 const share = (name: string, d: string): GaugeSpec<(typeof SHARE)[number]> =>
@@ -63,7 +74,7 @@ const share = (name: string, d: string): GaugeSpec<(typeof SHARE)[number]> =>
   );
 
 /** From /shares, its own sub-collector; nothing before v0.0.40 (Slurm 23.11), which has no /shares. */
-export const FAIRSHARE_METRICS = {
+export const FAIRSHARE_METRICS = allSwitchedBy(optional('shares'), {
   rawShares: share('raw_shares', 'Shares assigned (RawShares).'),
   normShares: share('norm_shares', 'Shares normalised to the whole cluster (NormShares).'),
   rawUsage: share('raw_usage', 'Decayed usage in CPU-seconds (RawUsage).'),
@@ -71,12 +82,12 @@ export const FAIRSHARE_METRICS = {
   effectiveUsage: share('effective_usage', "Usage including the parent account's (EffectvUsage)."),
   factor: share('factor', 'Fairshare factor, 0 to 1 (FairShare).'),
   level: share('level', 'Fairshare factor at this level of the tree (LevelFS).'),
-} as const;
+} as const);
 
 const ASSOC = ['account', 'user', 'partition'] as const;
 
 /** `--accounting-limits`: from slurmdbd's /qos and /associations, a sub-collector of its own. */
-export const LIMIT_METRICS = {
+export const LIMIT_METRICS = allSwitchedBy({ option: '--accounting-limits' }, {
   qos: gauge(
     'slurm_qos_limit',
     ['qos', 'limit'],
@@ -97,7 +108,7 @@ export const LIMIT_METRICS = {
     [...ASSOC, 'limit', 'tres'],
     'A TRES limit on an association (grp_tres, grp_tres_minutes, max_tres_per_job, max_tres_per_node), per TRES. From API v0.0.38.',
   ),
-} as const;
+} as const);
 
 /** Families beyond slurmctld's own, in the order of docs/metrics.md. */
 export const EXTRA_SPECS: readonly GaugeSpec[] = [

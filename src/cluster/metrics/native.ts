@@ -6,6 +6,7 @@
  * Slurm ≥ 25.11 work unchanged. Each description ends with the first API version that carries
  * its source field: on an older slurmrestd the family is absent, never 0.
  */
+import { switchedBy, type Switch } from '../../telemetry/spec.js';
 import { gauge, SINCE_38, values } from './gauge.js';
 import type { GaugeSpec } from './gauge.js';
 
@@ -230,12 +231,14 @@ export const NATIVE_USER_METRICS = jobFamilies('slurm_user_', ['username'], ' of
 export const NATIVE_ACCOUNT_METRICS = jobFamilies('slurm_account_', ['account'], ' of the account', 'Job records');
 
 const PARTITION = ['partition'] as const;
+/** The partitions sub-collector feeds them: on unless --optional-collectors leaves it out. */
+const PARTITIONS: Switch = { option: '--optional-collectors', value: 'partitions', listed: true, byDefault: true };
 const pGauge = (name: string, description: string): GaugeSpec<'partition'> =>
-  gauge(`slurm_partition_${name}`, PARTITION, `${description} ${SINCE_38}`);
+  switchedBy(gauge(`slurm_partition_${name}`, PARTITION, `${description} ${SINCE_38}`), PARTITIONS);
 
 /** `/metrics/partitions`: /partitions for the partitions, /nodes and /jobs for what is in them. */
 export const NATIVE_PARTITION_METRICS = {
-  partitions: gauge('slurm_partitions', [], `Partitions slurmctld knows. ${SINCE_38}`),
+  partitions: switchedBy(gauge('slurm_partitions', [], `Partitions slurmctld knows. ${SINCE_38}`), PARTITIONS),
   jobs: pGauge(
     'jobs',
     'Job records of the partition not yet finished (a pending job submitted to several partitions counts in the one slurmctld last tried it in: of the lowest PriorityTier, among equal tiers the one where its priority is lowest (v0.0.42+), then the last listed; a held, dependent or begin-time job never tried in the first by tier).',
@@ -273,10 +276,13 @@ export const NATIVE_PARTITION_METRICS = {
   ),
   cpusAlloc: pGauge('nodes_cpus_alloc', 'Allocated CPUs of the nodes of the partition.'),
   cpusIdle: pGauge('nodes_cpus_idle', 'Effective minus allocated CPUs of the nodes of the partition.'),
-  cpusEffective: gauge(
-    'slurm_partition_nodes_cpus_efctv',
-    PARTITION,
-    'CPUs of the nodes of the partition usable by jobs (configured minus specialized). From API v0.0.40.',
+  cpusEffective: switchedBy(
+    gauge(
+      'slurm_partition_nodes_cpus_efctv',
+      PARTITION,
+      'CPUs of the nodes of the partition usable by jobs (configured minus specialized). From API v0.0.40.',
+    ),
+    PARTITIONS,
   ),
   memAlloc: pGauge('nodes_mem_alloc', 'Allocated memory of the nodes of the partition, MiB.'),
   memAvail: pGauge(

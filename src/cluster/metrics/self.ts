@@ -1,7 +1,49 @@
 /** The cluster agent's self-monitoring families. */
-import { defineMetric as spec } from '../../telemetry/spec.js';
+import { closedValues, defineMetric, type MetricKind, type MetricSpec } from '../../telemetry/spec.js';
 
 const COLLECTOR = ['collector'] as const;
+/** The sub-collectors (snapshot.ts): Soperator's three, and the optional ones. */
+const COLLECTOR_VALUES = [
+  'nodes',
+  'jobs',
+  'diag',
+  'partitions',
+  'licenses',
+  'reservations',
+  'shares',
+  'limits',
+  'topology',
+] as const;
+/** Why a run failed (api/failures.ts), or `absent`: the endpoint is not served. */
+const FAILURE_KIND_VALUES = [
+  'auth',
+  'timeout',
+  'network',
+  'too_large',
+  'http',
+  'absent',
+  'version',
+  'decode',
+  'api_errors',
+  'aborted',
+  'internal',
+] as const;
+
+/** A self-monitoring family; where its points name a sub-collector, it is one of them. */
+function spec<K extends MetricKind, const L extends string>(
+  kind: K,
+  name: string,
+  unit: string,
+  attributes: readonly L[],
+  description: string,
+) {
+  const family = defineMetric(kind, name, unit, attributes, description);
+  const values = (attributes as readonly string[]).includes('collector') ? { collector: COLLECTOR_VALUES } : {};
+  return closedValues(family as MetricSpec, values) as typeof family & { readonly values: CollectorValues<L> };
+}
+type CollectorValues<L extends string> = 'collector' extends L
+  ? { readonly collector: typeof COLLECTOR_VALUES }
+  : unknown;
 
 /** Self-monitoring, served on the monitoring endpoint. */
 export const CLUSTER_SELF_METRICS = {
@@ -40,12 +82,15 @@ export const CLUSTER_SELF_METRICS = {
     COLLECTOR,
     "Failed runs of each sub-collector (Soperator's series; slurm_exporter_collector_error_kinds says why); a failed sub-collector keeps exporting its last good data.",
   ),
-  collectorErrorKinds: spec(
-    'counter',
-    'slurm_exporter_collector_error_kinds',
-    '',
-    ['collector', 'kind'],
-    'Failed runs of each sub-collector by why they failed (auth, timeout, network, too_large, http, version, decode, api_errors, aborted, internal). `absent`: slurmrestd does not serve the endpoint on the negotiated API version, counted once when found (its families are then absent; it is asked again every 10 minutes).',
+  collectorErrorKinds: closedValues(
+    spec(
+      'counter',
+      'slurm_exporter_collector_error_kinds',
+      '',
+      ['collector', 'kind'],
+      'Failed runs of each sub-collector by why they failed (auth, timeout, network, too_large, http, version, decode, api_errors, aborted, internal). `absent`: slurmrestd does not serve the endpoint on the negotiated API version, counted once when found (its families are then absent; it is asked again every 10 minutes).',
+    ),
+    { kind: FAILURE_KIND_VALUES },
   ),
   collectorInflight: spec(
     'gauge',
@@ -118,12 +163,15 @@ export const CLUSTER_SELF_METRICS = {
     'Requests served by the /metrics endpoint.',
   ),
   metricsExported: spec('gauge', 'slurm_exporter_metrics_exported', '', [], 'Points in the last published snapshot.'),
-  otlpExports: spec(
-    'counter',
-    'slurm_exporter_otlp_exports',
-    '',
-    ['result'],
-    'OTLP push attempts by result: success (every point taken), failure (not delivered: refused, unreachable, timed out), rejected (answered, but the receiver refused some points: OTLP partial success).',
+  otlpExports: closedValues(
+    spec(
+      'counter',
+      'slurm_exporter_otlp_exports',
+      '',
+      ['result'],
+      'OTLP push attempts by result: success (every point taken), failure (not delivered: refused, unreachable, timed out), rejected (answered, but the receiver refused some points: OTLP partial success).',
+    ),
+    { result: ['success', 'failure', 'rejected'] },
   ),
   otlpRejectedPoints: spec(
     'counter',

@@ -3,7 +3,7 @@
  * names Soperator's Slurm exporter documents (observe → the snapshot producer). The RPC counters
  * belong here: slurmctld already accumulates them, we only copy its totals.
  */
-import { defineMetric as spec } from '../../telemetry/spec.js';
+import { closedValues, defineMetric as spec, switchedBy } from '../../telemetry/spec.js';
 
 /** Histogram boundaries (seconds) of Soperator's outage and draining durations: 30 s to 30 days. */
 export const DURATION_BUCKETS: readonly number[] = [
@@ -33,6 +33,26 @@ export const NEW_STATE_FLAG_LABELS = [
   'state_is_powering_up',
   'state_is_power_up',
 ] as const;
+
+/** The values of the legacy labels: Slurm's base state as Soperator names it, then three "true"/"false". */
+export const LEGACY_STATE_VALUES = {
+  state_base: ['UNKNOWN', 'DOWN', 'IDLE', 'ALLOCATED', 'ERROR', 'MIXED', 'FUTURE'],
+  state_is_drain: ['true', 'false'],
+  state_is_maintenance: ['true', 'false'],
+  state_is_reserved: ['true', 'false'],
+} as const;
+
+/** A newer flag, or whether the node is unavailable: "true" or empty. */
+const FLAG_VALUES = ['true', ''] as const;
+
+const NODE_INFO_VALUES = {
+  ...LEGACY_STATE_VALUES,
+  ...(Object.fromEntries(NEW_STATE_FLAG_LABELS.map((l) => [l, FLAG_VALUES])) as Record<
+    (typeof NEW_STATE_FLAG_LABELS)[number],
+    typeof FLAG_VALUES
+  >),
+  is_unavailable: FLAG_VALUES,
+};
 
 const NODE_INFO_LABELS = [
   'node_name',
@@ -71,12 +91,15 @@ const NODE = ['node_name'] as const;
 const JOB = ['job_id'] as const;
 
 export const CLUSTER_METRICS = {
-  nodeInfo: spec(
-    'gauge',
-    'slurm_node_info',
-    '',
-    NODE_INFO_LABELS,
-    "Slurm node identity and state: Soperator NodeSet (the worker pod's slurm.nebius.ai/nodeset label, pending pods included; empty without), base state, state flags, whether the exporter considers it unavailable, reservation, address, reason and comment; value is always 1.",
+  nodeInfo: closedValues(
+    spec(
+      'gauge',
+      'slurm_node_info',
+      '',
+      NODE_INFO_LABELS,
+      "Slurm node identity and state: Soperator NodeSet (the worker pod's slurm.nebius.ai/nodeset label, pending pods included; empty without), base state, state flags, whether the exporter considers it unavailable, reservation, address, reason and comment; value is always 1.",
+    ),
+    NODE_INFO_VALUES,
   ),
   nodeCpusTotal: spec('gauge', 'slurm_node_cpus_total', '', NODE, 'CPUs configured on the node.'),
   nodeCpusAllocated: spec('gauge', 'slurm_node_cpus_allocated', '', NODE, 'CPUs of the node allocated to jobs.'),
@@ -137,12 +160,15 @@ export const CLUSTER_METRICS = {
     ['job_id', 'node_name', 'nvlink_instance_group', 'nodeset_name'],
     "One series per job and node it runs (or ran) on, with the node's NVLink instance group and Soperator NodeSet from Kubernetes (empty without); value is always 1.",
   ),
-  nodeNvlinkInstanceGroup: spec(
-    'gauge',
-    'slurm_node_nvlink_instance_group',
-    '',
-    ['node_name', 'instance_id', 'nvlink_instance_group', 'nodeset_name'],
-    "Slurm node → NVLink instance group, from the label of the Kubernetes Node its worker pod runs on, and its NodeSet, from the worker pod's label (Soperator); only for nodes whose group is known; value is always 1.",
+  nodeNvlinkInstanceGroup: switchedBy(
+    spec(
+      'gauge',
+      'slurm_node_nvlink_instance_group',
+      '',
+      ['node_name', 'instance_id', 'nvlink_instance_group', 'nodeset_name'],
+      "Slurm node → NVLink instance group, from the label of the Kubernetes Node its worker pod runs on, and its NodeSet, from the worker pod's label (Soperator); only for nodes whose group is known; value is always 1.",
+    ),
+    { option: '--optional-collectors', value: 'topology', listed: true },
   ),
   jobDuration: spec(
     'gauge',

@@ -157,7 +157,7 @@ function reservationNodeStates(list: readonly SlurmReservation[], nodes: readonl
     } catch {
       return [];
     }
-    const counts = new Map<string, number>();
+    const counts = new Map<ReturnType<typeof nodeStateNames>[number], number>();
     for (const name of names) {
       const node = byName.get(name);
       if (node !== undefined) for (const s of nodeStateNames(node)) counts.set(s, (counts.get(s) ?? 0) + 1);

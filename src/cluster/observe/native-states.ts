@@ -54,8 +54,8 @@ export const PARTITION_NAMES: Readonly<Partial<Record<string, NativePartitionNod
  * slurmctld counts it: DRAIN on an allocated or mixed node is `draining` only; DRAIN otherwise
  * is both `drain` and `drained`.
  */
-export function nodeStateNames(node: Pick<SlurmNode, 'state'>): string[] {
-  const out: string[] = [];
+export function nodeStateNames(node: Pick<SlurmNode, 'state'>): (NativeNodeState | 'powering_down')[] {
+  const out: (NativeNodeState | 'powering_down')[] = [];
   const base = BASE_NAMES[node.state.base];
   if (base !== undefined) out.push(base);
   for (const f of node.state.flags) {
@@ -64,7 +64,7 @@ export function nodeStateNames(node: Pick<SlurmNode, 'state'>): string[] {
   }
   if (node.state.flags.includes('DRAIN')) {
     const busy = node.state.base === 'ALLOCATED' || node.state.base === 'MIXED';
-    out.push(...(busy ? ['draining'] : ['drain', 'drained']));
+    out.push(...(busy ? (['draining'] as const) : (['drain', 'drained'] as const)));
   }
   return out;
 }
