@@ -15,9 +15,7 @@
 # The subset: every test except test/integration/ and the real-Slurm ones, plus one integration
 # file per agent that needs no root service (KEEP below). vitest itself runs under that Node, so
 # its workers do too, and so does every agent a test starts (they spawn process.execPath);
-# test/runtime.test.ts checks both against SLURM_OTEL_NODE_LINE. Left out as well: the fake
-# slurmrestd's streaming test, whose bound on peak RSS (a 450 MB body) is set for the main line's
-# V8: another V8's heap growth decides it, not the code under test. dist/ is the one `npm test`
+# test/runtime.test.ts checks both against SLURM_OTEL_NODE_LINE. dist/ is the one `npm test`
 # built; the dependencies are those of `npm ci` (pure JavaScript or N-API: nothing per version).
 set -euo pipefail
 die() { echo "[node-lines] ERROR: $*" >&2; exit 1; }
@@ -65,7 +63,7 @@ test_line() {
     for k in "${KEEP[@]}"; do [ "$f" = "$k" ] && keep=1; done
     [ $keep = 1 ] || excludes+=(--exclude "$f")
   done
-  excludes+=(--exclude 'test/**/real-slurm*.test.ts' --exclude test/demo/streaming.test.ts)
+  excludes+=(--exclude 'test/**/real-slurm*.test.ts')
   say "Node $v: vitest on the line subset"
   t0=$SECONDS
   # PATH too: a test that runs `node` or npm's scripts by name gets this Node as well.
