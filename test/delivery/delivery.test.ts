@@ -547,11 +547,11 @@ describe('Dockerfile', () => {
     return all.slice(from);
   };
 
-  it('is multi-stage: node:20-bookworm-slim, npm ci, build, prune of dev dependencies', () => {
+  it('is multi-stage: node:24-bookworm-slim (the main line), npm ci, build, prune of dev dependencies', () => {
     const all = instructions();
     expect(all.filter((i) => i.op === 'FROM').length).toBeGreaterThanOrEqual(2);
     expect(all.find((i) => i.op === 'ARG' && i.args.startsWith('NODE_IMAGE='))?.args).toBe(
-      'NODE_IMAGE=node:20-bookworm-slim',
+      'NODE_IMAGE=node:24-bookworm-slim',
     );
     const runs = all
       .filter((i) => i.op === 'RUN')

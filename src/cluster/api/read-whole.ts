@@ -4,7 +4,7 @@ import { parseSlurmJson } from './json/slurm-json.js';
 import { readText, type HttpResponse } from '../http/transport.js';
 import { decoderFor, type SupportedVersion } from './decode/versions.js';
 
-/** Bodies read whole (openapi, diag) must fit in one V8 string (~512 MiB on Node 20). */
+/** Bodies read whole (openapi, diag) must fit in one V8 string (~512 MiB on Node 20 to 26). */
 export const MAX_TEXT_BYTES = 256 * 1024 * 1024;
 
 /** A body read whole, parsed and decoded; text that is not JSON is a decode failure. */
