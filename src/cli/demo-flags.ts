@@ -3,6 +3,7 @@
  * so that neither imports the other's module for a type.
  */
 import type { BindAddress } from '../telemetry/http.js';
+import type { DevicePatternFlags } from './device-patterns.js';
 import type { HostFlags, NodeCycleFlags } from './node.js';
 
 /** The cgroup layouts the synthetic node can have (src/demo's TreeLayout; the compiler keeps them in step). */
@@ -25,7 +26,7 @@ export interface DemoFlags extends NodeCycleFlags {
  * options that point the node agent at the host's would be ignored or would undo the demo.
  * The compiler keeps this list equal to the node command's host options.
  */
-export const DEMO_REFUSED: Record<keyof HostFlags, string> = {
+export const DEMO_REFUSED: Record<keyof HostFlags | keyof DevicePatternFlags, string> = {
   sysfsRoot: '--sysfs-root',
   procfsRoot: '--procfs-root',
   cgroupRoot: '--cgroup-root',
@@ -35,4 +36,7 @@ export const DEMO_REFUSED: Record<keyof HostFlags, string> = {
   gpuAllocation: '--gpu-allocation',
   slurmdPath: '--slurmd-path',
   scontrolPath: '--scontrol-path',
+  // Patterns choose among a real node's devices; the demo's stand-ins are fixed.
+  devicesInclude: '--devices-include',
+  devicesExclude: '--devices-exclude',
 };

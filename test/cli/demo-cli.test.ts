@@ -33,6 +33,8 @@ describe('slurm-otel demo (command line)', () => {
   it('refuses exactly the node options that name the host: node takes them, demo does not', () => {
     expect([...REFUSED].sort()).toEqual([
       '--cgroup-root',
+      '--devices-exclude',
+      '--devices-include',
       '--gpu-allocation',
       '--nvidia-proc-root',
       '--procfs-root',

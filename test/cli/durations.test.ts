@@ -6,6 +6,7 @@
 import { CommanderError, type Command, type Option } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { accountingLookbackMs } from '../../src/cli/cluster.js';
+import { ConfigError } from '../../src/cli/common.js';
 import { resolveOtlp } from '../../src/cli/otel.js';
 import { program } from '../../src/cli/program.js';
 import { MAX_DURATION_MS, MAX_DURATION_TEXT, parseDuration } from '../../src/cli/values.js';
@@ -28,7 +29,8 @@ async function parseError(command: string, flag: string, value: string): Promise
   try {
     await prog.parseAsync([command, flag, value], { from: 'user' });
   } catch (err) {
-    if (err instanceof CommanderError) return err.message;
+    // A refused value is a commander error, or one line of the start-up check's ConfigError.
+    if (err instanceof CommanderError || err instanceof ConfigError) return err.message;
     throw err;
   }
   return undefined;
