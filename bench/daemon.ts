@@ -13,6 +13,8 @@
  *   × 2 ports, 64 jobs, 600 job processes × 256 fds, 200 others), given real device nodes, so
  *   the agent finds holders by stat as on a node (needs root). Default intervals are the agent's:
  *   --collection-interval 15s, --fd-rescan-interval 60s; 8 cycles (2 minutes).
+ * --agent node-exporter: the baseline, node_exporter's infiniband collector alone on the same
+ *   sysfs, scraped at the same interval (it reads when scraped).
  * --agent cluster: the cluster agent against the fake slurmrestd of bench/cluster-collect.ts
  *   (20,000 nodes, 100,000 jobs, v0.0.44), run in a child of its own; default interval 30s,
  *   3 collections.
@@ -30,6 +32,7 @@
  */
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -46,7 +49,7 @@ const START_LIMIT_MS = 180_000;
 const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 
 interface Args {
-  readonly agent: 'node' | 'cluster';
+  readonly agent: 'node' | 'cluster' | 'node-exporter';
   readonly exe?: string;
   readonly node: string;
   readonly nodeFlags: readonly string[];
@@ -62,7 +65,7 @@ function parseArgs(argv: readonly string[]): Args {
     return i >= 0 ? argv[i + 1] : undefined;
   };
   const nodeFlags = argv.flatMap((a, i) => (a === '--node-flag' && argv[i + 1] ? [argv[i + 1] as string] : []));
-  const agent = value('--agent') === 'cluster' ? 'cluster' : 'node';
+  const agent = (['cluster', 'node-exporter'] as const).find((x) => x === value('--agent')) ?? 'node';
   const exe = value('--exe');
   if (exe && nodeFlags.length > 0) throw new Error('--node-flag applies to --node only: the executable takes none');
   return {
@@ -70,8 +73,8 @@ function parseArgs(argv: readonly string[]): Args {
     ...(exe ? { exe: path.resolve(exe) } : {}),
     node: value('--node') ?? process.execPath,
     nodeFlags,
-    cycles: Number(value('--cycles') ?? (agent === 'node' ? 8 : 3)),
-    interval: value('--collection-interval') ?? (agent === 'node' ? '15s' : '30s'),
+    cycles: Number(value('--cycles') ?? (agent === 'cluster' ? 3 : 8)),
+    interval: value('--collection-interval') ?? (agent === 'cluster' ? '30s' : '15s'),
     rescan: value('--fd-rescan-interval') ?? '60s',
     ...(value('--tree') ? { tree: path.resolve(value('--tree') as string) } : {}),
   };
@@ -85,12 +88,20 @@ function seconds(duration: string): number {
 
 // ------------------------------------------------------------------ what /proc says of the agent
 
-/** VmRSS and VmHWM in bytes. */
-function memory(pid: number): { rss: number; hwm: number } | undefined {
+interface Memory {
+  readonly rss: number;
+  readonly hwm: number;
+  /** RSS by kind: anonymous (heap, stacks) and file-backed (the executable's own pages: clean, shared). */
+  readonly anon: number;
+  readonly file: number;
+}
+
+/** VmRSS, VmHWM, RssAnon and RssFile in bytes. */
+function memory(pid: number): Memory | undefined {
   try {
     const text = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
     const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0) * 1024;
-    return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+    return { rss: kb('VmRSS'), hwm: kb('VmHWM'), anon: kb('RssAnon'), file: kb('RssFile') };
   } catch {
     return undefined;
   }
@@ -107,6 +118,8 @@ function cpuSeconds(pid: number): number {
 
 interface Started {
   readonly child: ChildProcess;
+  /** The last 20 kB of its stderr. */
+  readonly log: () => string;
   readonly facts: { node: string; heap_limit_mib: number; metrics: string; monitoring: string };
 }
 
@@ -131,7 +144,7 @@ async function startAgent(a: Args, agentArgs: readonly string[]): Promise<Starte
     });
   });
   child.removeAllListeners('exit');
-  return { child, facts };
+  return { child, facts, log: () => log };
 }
 
 /** A sample's value in an exposition (the first series of the family), or undefined. */
@@ -152,6 +165,8 @@ async function scrape(url: string): Promise<string> {
 interface Figures {
   readonly hwm: number;
   readonly rssMax: number;
+  /** The sample with the largest VmRSS. */
+  readonly atMax: Memory | undefined;
   readonly cpuSteady: number;
   readonly steadySeconds: number;
   readonly cpuAll: number;
@@ -175,9 +190,13 @@ async function watch(s: Started, a: Args, counter: string): Promise<Figures> {
   let cycles = 0;
   let first: { cpu: number; at: number } | undefined;
   let [heapTotalMax, heapUsedMax, gc] = [0, 0, ''];
-  const sampler = setInterval(() => (rssMax = Math.max(rssMax, memory(pid)?.rss ?? 0)), SAMPLE_MS);
+  let atMax: Memory | undefined;
+  const sampler = setInterval(() => {
+    const m = memory(pid);
+    if (m && m.rss > rssMax) [rssMax, atMax] = [m.rss, m];
+  }, SAMPLE_MS);
   try {
-    while (cycles < a.cycles && Date.now() < deadline) {
+    while (cycles < a.cycles && Date.now() < deadline && s.child.exitCode === null && s.child.signalCode === null) {
       await new Promise((r) => setTimeout(r, SCRAPE_MS));
       const monitoring = await scrape(`${s.facts.monitoring}/metrics`);
       stallMax = Math.max(stallMax, sampleOf(monitoring, 'nodejs_eventloop_delay_max_seconds') ?? 0);
@@ -191,11 +210,15 @@ async function watch(s: Started, a: Args, counter: string): Promise<Figures> {
   } finally {
     clearInterval(sampler);
   }
+  if (s.child.exitCode !== null || s.child.signalCode !== null)
+    throw new Error(
+      `the agent ended after ${cycles} cycles (status ${s.child.exitCode}, signal ${s.child.signalCode}); its log ends:\n${s.log().slice(-3000)}`,
+    );
   const cpuAll = cpuSeconds(pid);
   const steadySeconds = first ? (performance.now() - first.at) / 1000 : 0;
   const hwm = memory(pid)?.hwm ?? 0;
   const cpuSteady = first ? cpuAll - first.cpu : 0;
-  return { hwm, rssMax, cpuSteady, steadySeconds, cpuAll, stallMax, cycles, heapTotalMax, heapUsedMax, gc };
+  return { hwm, rssMax, atMax, cpuSteady, steadySeconds, cpuAll, stallMax, cycles, heapTotalMax, heapUsedMax, gc };
 }
 
 /** GC pauses by kind from an exposition's nodejs_gc_duration_seconds: "minor 120 × 0.31 s, …". */
@@ -225,7 +248,8 @@ function report(a: Args, s: Started, f: Figures): void {
     : `${a.node} ${a.nodeFlags.join(' ')}`;
   console.log(`runtime: Node ${s.facts.node} (${runtime.trim()}), V8 heap limit ${s.facts.heap_limit_mib} MiB`);
   console.log(`cycles: ${f.cycles} at ${a.interval}${a.agent === 'node' ? `, fd rescan ${a.rescan}` : ''}`);
-  console.log(`RSS peak: ${mb(f.hwm)} (VmHWM); largest sampled VmRSS ${mb(f.rssMax)}`);
+  const split = f.atMax ? ` = ${mb(f.atMax.anon)} anonymous + ${mb(f.atMax.file)} file-backed` : '';
+  console.log(`RSS peak: ${mb(f.hwm)} (VmHWM); largest sampled VmRSS ${mb(f.rssMax)}${split}`);
   const perHour = f.steadySeconds > 0 ? (f.cpuSteady / f.steadySeconds) * 3600 : NaN;
   console.log(
     `CPU: ${perHour.toFixed(0)} s per hour after the first cycle (${f.cpuSteady.toFixed(2)} s in ${f.steadySeconds.toFixed(0)} s); ${f.cpuAll.toFixed(2)} s in all`,
@@ -277,6 +301,69 @@ async function nodeAgent(a: Args): Promise<void> {
   }
 }
 
+/**
+ * The baseline: Prometheus's node_exporter (Debian's prometheus-node-exporter) with only its
+ * infiniband collector, on the same sysfs, scraped every --collection-interval (it reads sysfs
+ * when scraped) --cycles times.
+ */
+async function nodeExporter(a: Args): Promise<void> {
+  const tree = heavyNodeFlags(a);
+  const exe = '/usr/bin/prometheus-node-exporter';
+  const sysfs = tree.flags[tree.flags.indexOf('--sysfs-root') + 1] as string;
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}/metrics`;
+  if (!fs.existsSync(exe)) throw new Error(`no ${exe}: apt-get install prometheus-node-exporter`);
+  const listen = `--web.listen-address=127.0.0.1:${port}`;
+  const child = spawn(
+    exe,
+    ['--collector.disable-defaults', '--collector.infiniband', `--path.sysfs=${sysfs}`, listen],
+    {
+      stdio: 'ignore',
+    },
+  );
+  try {
+    const version = execFileSync(exe, ['--version'], { encoding: 'utf8' }).split('\n')[0];
+    const pid = child.pid as number;
+    let rssMax = 0;
+    let first: { cpu: number; at: number } | undefined;
+    let scrapes = 0;
+    for (let i = 0; i < a.cycles * 2 + 60 && scrapes < a.cycles; i++) {
+      const text = await scrape(url);
+      if (text.includes('node_infiniband_')) {
+        scrapes++;
+        first ??= { cpu: cpuSeconds(pid), at: performance.now() };
+      }
+      rssMax = Math.max(rssMax, memory(pid)?.rss ?? 0);
+      if (scrapes < a.cycles) await new Promise((r) => setTimeout(r, scrapes > 0 ? seconds(a.interval) * 1000 : 500));
+    }
+    const cpu = cpuSeconds(pid) - (first?.cpu ?? 0);
+    const took = first ? (performance.now() - first.at) / 1000 : 0;
+    const hwm = memory(pid)?.hwm ?? 0;
+    console.log(`runtime: ${version} (infiniband collector only)`);
+    console.log(`scrapes: ${scrapes} at ${a.interval}`);
+    console.log(
+      `RSS peak: ${(hwm / 2 ** 20).toFixed(0)} MiB (VmHWM); largest sampled VmRSS ${(rssMax / 2 ** 20).toFixed(0)} MiB`,
+    );
+    console.log(
+      `CPU: ${((cpu / took) * 3600).toFixed(0)} s per hour after the first scrape (${cpu.toFixed(2)} s in ${took.toFixed(0)} s)`,
+    );
+  } finally {
+    await stop(child);
+    if (!tree.keep) fs.rmSync(tree.dir, { recursive: true, force: true });
+  }
+}
+
+/** A free loopback port (closed again; the exporter binds it next). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
 /** The fake slurmrestd of cluster-collect.ts, in a child with Node's default flags. */
 async function fakeSlurmrestd(): Promise<{ child: ChildProcess; url: string }> {
   const child = fork(path.join(path.dirname(fileURLToPath(import.meta.url)), 'cluster-collect.js'), ['--server'], {
@@ -314,4 +401,5 @@ async function clusterAgent(a: Args): Promise<void> {
 }
 
 const args = parseArgs(process.argv.slice(2));
-await (args.agent === 'node' ? nodeAgent(args) : clusterAgent(args));
+const benches = { node: nodeAgent, cluster: clusterAgent, 'node-exporter': nodeExporter };
+await benches[args.agent](args);
