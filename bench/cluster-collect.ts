@@ -48,7 +48,7 @@ import { bigCluster } from '../test/support/big-cluster.js';
 import { startFakeSlurmrestd } from '../src/demo/fake-slurmrestd.js';
 import { silentLogger } from '../test/support/log.js';
 import { serveAgent } from '../src/telemetry/runtime.js';
-import { median } from './stats.js';
+import { median, sayRuntime } from './stats.js';
 
 const NODES = 20_000;
 const JOBS = 100_000;
@@ -607,5 +607,6 @@ if (process.argv.includes('--server')) {
 } else if (process.argv.includes('--baseline')) {
   await baselineMain(process.argv[process.argv.indexOf('--baseline') + 1] as string);
 } else {
+  sayRuntime();
   await main();
 }

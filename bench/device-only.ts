@@ -14,7 +14,7 @@ import path from 'node:path';
 import { HOLD_COUNTER_FILES, NodeCollector } from '../src/node/collect.js';
 import { writeTree } from '../src/demo/nodetree.js';
 import { HEAVY_NODE, heavyTree } from './heavy-node.js';
-import { median } from './stats.js';
+import { median, sayRuntime } from './stats.js';
 
 const RUNS = 50;
 
@@ -90,6 +90,7 @@ async function startNodeExporter(bin: string, sysfs: string, procfs: string): Pr
 }
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-bench-devices-'));
+sayRuntime();
 try {
   const spec = heavyTree({ ...HEAVY_NODE, jobs: 0, jobProcesses: 0, otherProcesses: 0 });
   const roots = writeTree(dir, spec);

@@ -38,6 +38,7 @@ import { parseExposition } from '../test/support/exposition.js';
 import { silentLogger } from '../test/support/log.js';
 import { startPrometheus } from '../test/support/prometheus.js';
 import { findTool, freePort, stopChild, toolPath, waitFor } from '../test/support/tools.js';
+import { sayRuntime } from './stats.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -239,6 +240,7 @@ async function main(): Promise<void> {
   fs.rmSync(dir, { recursive: true, force: true });
 }
 
+sayRuntime();
 void main().then(
   () => process.exit(0),
   (err: unknown) => {

@@ -12,6 +12,7 @@
 import { performance } from 'node:perf_hooks';
 import { decodeJob } from '../src/cluster/api/decode/decode-v004x.js';
 import { JsonArraySplitter } from '../src/json/splitter.js';
+import { sayRuntime } from './stats.js';
 
 const TARGET_BYTES = 100 * 1000 * 1000;
 const CHUNK = 64 * 1024;
@@ -273,4 +274,5 @@ function main(): void {
   }
 }
 
+sayRuntime();
 main();

@@ -23,7 +23,7 @@ import { useMemberPicker, type PickerKind } from '../src/json/member-picker.js';
 import { startFakeSlurmrestd } from '../src/demo/fake-slurmrestd.js';
 import { bigCluster } from '../test/support/big-cluster.js';
 import { silentLogger } from '../test/support/log.js';
-import { median } from './stats.js';
+import { median, sayRuntime } from './stats.js';
 
 const NODES = 20_000;
 const JOBS = 100_000;
@@ -132,4 +132,7 @@ async function main(): Promise<void> {
 }
 
 if (process.argv.includes('--server')) await serverMain();
-else await main();
+else {
+  sayRuntime();
+  await main();
+}

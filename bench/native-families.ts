@@ -22,7 +22,7 @@ import { Pipeline } from '../src/telemetry/pipeline.js';
 import { NATIVE_SPECS, EXTRA_SPECS } from '../src/cluster/metrics.js';
 import { nativeFamilies } from '../src/cluster/observe/native.js';
 import { knownTruth } from '../test/support/fake-cluster-truth.js';
-import { median } from './stats.js';
+import { median, sayRuntime } from './stats.js';
 
 const NODES = 20_000;
 const JOBS = 100_000;
@@ -144,4 +144,5 @@ async function main(): Promise<void> {
   }
 }
 
+sayRuntime();
 await main();

@@ -35,7 +35,7 @@ import { RecordingRdma } from '../test/support/recording-rdma.js';
 import { HEAVY_NODE, heavyTree } from './heavy-node.js';
 import { writeTree } from '../src/demo/nodetree.js';
 import { WRAPS_32 } from '../src/node/read/hca.js';
-import { median } from './stats.js';
+import { median, sayRuntime } from './stats.js';
 
 /**
  * The per-QP counters of mlx5: the 32-bit Q and error group the agent already knows (less
@@ -106,6 +106,7 @@ function statEveryFd(procfs: string): number {
 }
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-bench-'));
+sayRuntime();
 try {
   const t0 = performance.now();
   const spec = heavyTree({ ...HEAVY_NODE, gpus: GPUS });

@@ -18,7 +18,7 @@ import { FdScanner } from '../src/node/read/owners.js';
 import { Problems } from '../src/node/read/problems.js';
 import { deviceNumber } from '../src/node/read/roots.js';
 import { HEAVY_NODE, heavyTree } from './heavy-node.js';
-import { median } from './stats.js';
+import { median, sayRuntime } from './stats.js';
 
 const PROCS = 300;
 const FDS = 100;
@@ -106,4 +106,5 @@ async function main(): Promise<void> {
   }
 }
 
+sayRuntime();
 await main();

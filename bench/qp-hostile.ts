@@ -19,6 +19,7 @@ import { RecordingRdma } from '../test/support/recording-rdma.js';
 import { demoTree } from '../src/demo/scenarios.js';
 import { writeTree } from '../src/demo/nodetree.js';
 import { silentLogger } from '../test/support/log.js';
+import { sayRuntime } from './stats.js';
 
 const Q_NAMES = ['rx_write_requests', 'rx_read_requests', 'out_of_sequence', 'packet_seq_err', 'np_cnp_sent'];
 const PIDS = [42010, 42011, 43010];
@@ -172,4 +173,5 @@ async function main(): Promise<void> {
   }
 }
 
+sayRuntime();
 void main();

@@ -6,3 +6,12 @@ export function median(xs: readonly number[]): number {
   const mid = s.length >> 1;
   return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
 }
+
+/**
+ * The line a bench prints first: the Node it runs on (an in-process bench measures the Node that
+ * runs it; run it under another, e.g. the executable's 24.22.3 from scripts/node-lines.sh's
+ * cache, to measure that one).
+ */
+export function sayRuntime(): void {
+  console.log(`runtime: Node ${process.version} (${process.execPath})`);
+}

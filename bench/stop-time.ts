@@ -23,6 +23,7 @@ import {
   type StopCase,
 } from '../test/support/stop-cases.js';
 import { DAEMONIZE, spawnAgent } from '../test/support/stopping.js';
+import { sayRuntime } from './stats.js';
 
 const CAP_MS = 75_000;
 const READY_MS = 30_000;
@@ -75,6 +76,7 @@ async function measure(name: string, make: (dir: string) => Promise<StopCase>): 
   }
 }
 
+sayRuntime();
 const only = process.argv[2];
 for (const [name, make] of Object.entries(CASES)) {
   if (only !== undefined && !name.includes(only)) continue;

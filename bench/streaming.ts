@@ -11,6 +11,7 @@ import { get as httpGet, type IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { startFakeSlurmrestd } from '../src/demo/fake-slurmrestd.js';
 import { bigCluster } from '../test/support/big-cluster.js';
+import { sayRuntime } from './stats.js';
 
 const MB = 1e6;
 const RUNS = 3;
@@ -57,4 +58,5 @@ async function main(): Promise<void> {
   }
 }
 
+sayRuntime();
 await main();

@@ -22,7 +22,8 @@
  *
  * The runtime takes its settings from the executable only: NODE_OPTIONS is ignored (the SEA
  * config's execArgvExtension "none"; check() proves each build honours it, so a runtime without it
- * fails the build) and SIGUSR1 opens no inspector. Nothing re-executes: start-up is unchanged.
+ * fails the build) and SIGUSR1 opens no inspector. Its V8 heap limits are set in the same config
+ * (scripts/sea/v8-flags.ts). Nothing re-executes: start-up is unchanged.
  *
  * The bundle needs nothing on disk: the package version and the bcrypt worker (the one module
  * loaded by path at run time) are put into it through esbuild's `define`, and any esbuild warning
@@ -36,6 +37,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type BuildOptions, type Message } from 'esbuild';
 import { bcryptWorkerSource } from '../../src/telemetry/webconfig.js';
+import { V8_FLAGS } from './v8-flags.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const ENTRY = path.join(ROOT, 'dist/src/cli/main.js');
@@ -166,7 +168,8 @@ function makeExecutable(opts: Options, version: string, main: string, work: stri
     // Node ignore NODE_OPTIONS (and --node-options) in the executable; nothing runs before that
     // decision, because Node takes it while it reads its options, before any JavaScript.
     // --disable-sigusr1: a SIGUSR1 from the agent's own user would otherwise open the inspector.
-    execArgv: ['--disable-sigusr1'],
+    // V8_FLAGS: the heap limits the executable keeps whatever the machine (v8-flags.ts says why).
+    execArgv: ['--disable-sigusr1', ...V8_FLAGS],
     execArgvExtension: 'none',
   };
   const configFile = path.join(work, 'sea-config.json');
@@ -210,6 +213,7 @@ async function main(): Promise<void> {
     .update(JSON.stringify({ version, codeCache: opts.codeCache, node: fs.readFileSync(opts.node).length }))
     .update(bundle)
     .update(fs.readFileSync(fileURLToPath(import.meta.url)))
+    .update(JSON.stringify(V8_FLAGS))
     .digest('hex');
   const stamp = `${opts.out}.inputs`;
   if (fs.existsSync(opts.out) && fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === inputs) {

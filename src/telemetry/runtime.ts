@@ -4,6 +4,7 @@
  * cycle timer that never overlaps itself and never lets a cycle's failure
  * stop the agent.
  */
+import v8 from 'node:v8';
 import { redactUrl, type Logger } from '../log.js';
 import { serve, textBody, type BindAddress, type Body, type Endpoint, type Route } from './http.js';
 import { within, type OtlpOptions, type Pipeline } from './pipeline.js';
@@ -235,6 +236,7 @@ export async function startAgent(agent: Collecting, o: AgentRuntimeOptions): Pro
       metrics: served.metrics.url,
       monitoring: served.monitoring.url,
       otlp: o.otlpUrl !== undefined ? redactUrl(o.otlpUrl) : 'off',
+      ...runtimeFacts(),
     },
     `${o.name} started`,
   );
@@ -244,6 +246,15 @@ export async function startAgent(agent: Collecting, o: AgentRuntimeOptions): Pro
     ready: () => loop.first,
     stop: () => stopAgent(agent, loop, served, o.logger),
   };
+}
+
+/**
+ * The runtime the agent runs on, for the start-up log: which Node (the single executable embeds
+ * its own, which may differ from the machine's) and the heap limit V8 works under (what its flags
+ * set, or what V8 derived from the machine's memory), in MiB.
+ */
+function runtimeFacts(): { node: string; heap_limit_mib: number } {
+  return { node: process.version, heap_limit_mib: Math.round(v8.getHeapStatistics().heap_size_limit / 2 ** 20) };
 }
 
 /** Aborts, closes the endpoints, shuts down: each step bounded, what is cut short logged. */

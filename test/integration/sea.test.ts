@@ -23,6 +23,7 @@ import {
 } from '../support/nonode.js';
 import { freePort, waitFor } from '../support/tools.js';
 import { rootFlags } from '../support/node-tree.js';
+import { OLD_SPACE_MIB, SEMI_SPACE_MIB } from '../../scripts/sea/v8-flags.js';
 
 const EXE = '/opt/slurm-otel/slurm-otel';
 const TREE = '/srv/tree';
@@ -84,6 +85,39 @@ describe.runIf(canRunChroot)(
       // Nor through the command line: --node-options reaches the CLI, never Node.
       await box.run(EXE, ['--node-options=--require /srv/preload.js', '--version']);
       expect(fs.existsSync(box.host('/srv/preloaded'))).toBe(false);
+    });
+
+    it('keeps its own V8 heap limits, whatever the machine and NODE_OPTIONS say', async () => {
+      const [metrics, monitoring] = [await freePort(), await freePort()];
+      const agent = box.start(
+        EXE,
+        [
+          'node',
+          ...rootFlags(roots),
+          ...['--metrics-bind-address', `127.0.0.1:${metrics}`, '--monitoring-bind-address', `127.0.0.1:${monitoring}`],
+          ...['--log-format', 'json'],
+        ],
+        { NODE_OPTIONS: '--max-old-space-size=3000 --max-semi-space-size=64' },
+      );
+      try {
+        const line = await waitFor('the start-up log line', () =>
+          agent
+            .output()
+            .stderr.split('\n')
+            .find((l) => l.includes('"node agent started"')),
+        );
+        const started = JSON.parse(line) as { node: string; heap_limit_mib: number };
+        expect(started.node).toMatch(/^v24\./);
+        // V8's heap limit: the old generation plus three semi-spaces (two, and new large objects).
+        // Without the executable's flags it follows the machine's memory (over 2 GiB here).
+        expect(started.heap_limit_mib).toBe(OLD_SPACE_MIB + 3 * SEMI_SPACE_MIB);
+      } finally {
+        agent.kill('SIGTERM');
+      }
+      let exit: Awaited<typeof agent.exited> | undefined;
+      void agent.exited.then((e) => (exit = e));
+      const done = await waitFor('the agent to exit after SIGTERM', () => exit, STOP_DEADLINE_MS);
+      expect(done.code, done.stderr).toBe(0);
     });
 
     it('a serving agent opens no debugger: not from NODE_OPTIONS, not on SIGUSR1', async () => {
