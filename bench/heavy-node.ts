@@ -75,7 +75,14 @@ export function heavyTree(o: HeavyOptions): TreeSpec {
       uid: 1000 + j,
       steps: [{ name: 'step_0', tasks, stepd: stepd(100_000 + j * 100, jobId, 'step_0') }],
       // What every job cgroup on a node has: the files the agent reads for the job's CPU and memory use.
-      usage: { cpuUserSeconds: 3600 + j, cpuSystemSeconds: 60, memoryBytes: 2 ** 33, memoryPeakBytes: 2 ** 34 },
+      // (cpus: the cpuset Slurm gives it with ConstrainCores=yes, two CPUs per job.)
+      usage: {
+        cpuUserSeconds: 3600 + j,
+        cpuSystemSeconds: 60,
+        memoryBytes: 2 ** 33,
+        memoryPeakBytes: 2 ** 34,
+        cpus: `${2 * j}-${2 * j + 1}`,
+      },
     };
   });
   const others: ProcSpec[] = Array.from({ length: o.otherProcesses }, (_, i) => ({

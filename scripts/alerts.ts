@@ -585,6 +585,8 @@ const wholeJob = (perNode: string): string =>
 export const RECORDS = {
   nodeCpu: `slurm_job_node:cpu_seconds:rate${W}`,
   jobCpu: `slurm_job:cpu_seconds:rate${W}`,
+  nodeCpus: 'slurm_job_node:cpus_allocated:max',
+  nodeCpuEfficiency: `slurm_job_node:cpu_efficiency:rate${W}`,
   cpuEfficiency: `slurm_job:cpu_efficiency:rate${W}`,
   nodePeak: 'slurm_job_node:memory_peak_bytes:max',
   memoryEfficiency: 'slurm_job:memory_efficiency:ratio',
@@ -612,10 +614,24 @@ const jobUsage: AlertGroup = {
         "CPUs the job keeps busy on all its nodes; only for jobs whose every node (as `slurm_node_job` lists them) reports the job's CPU time.",
     },
     {
-      record: RECORDS.cpuEfficiency,
-      expr: `${RECORDS.jobCpu}\n/ on (${JOB}) max by (${JOB}) (slurm_job_cpus > 0)`,
+      record: RECORDS.nodeCpus,
+      expr: perJobNode('max', 'ib_slurm_job_cpus_allocated > 0'),
       meaning:
-        "CPU efficiency: busy CPUs ÷ CPUs Slurm allocated to the job (`slurm_job_cpus`); 1 is every allocated CPU busy all the time. Over the whole run it is seff's CPU efficiency.",
+        "CPUs Slurm gave the job on a node, counted in the job's cpuset there by the node agent; only where Slurm constrains cores (ConstrainCores=yes).",
+    },
+    {
+      record: RECORDS.nodeCpuEfficiency,
+      expr: `${RECORDS.nodeCpu}\n/ on (${JOB_NODE}) ${RECORDS.nodeCpus}`,
+      meaning:
+        "CPU efficiency of the job on one node: busy CPUs there ÷ the CPUs of its cpuset there; shows the idle node of a multi-node job. Only where the node agent counts the job's cpuset.",
+    },
+    {
+      record: RECORDS.cpuEfficiency,
+      expr:
+        `(\n  ${RECORDS.jobCpu}\n  / on (${JOB}) ${wholeJob(RECORDS.nodeCpus).replaceAll('\n', '\n  ')}\n)\n` +
+        `or\n(\n  ${RECORDS.jobCpu}\n  / on (${JOB}) max by (${JOB}) (slurm_job_cpus > 0)\n)`,
+      meaning:
+        "CPU efficiency: busy CPUs ÷ CPUs allocated to the job; 1 is every allocated CPU busy all the time. The CPUs are those of its cpusets, summed over its nodes, where every node's agent counts one; else Slurm's figure for the whole job (`slurm_job_cpus`). Over the whole run it is seff's CPU efficiency.",
     },
     {
       record: RECORDS.nodePeak,

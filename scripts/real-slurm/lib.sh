@@ -57,6 +57,8 @@
 #                                empty = plain files nvidia0, nvidia1. No driver is behind 195
 #                                here: open(2) of them fails with ENXIO, an O_PATH open works
 #   REAL_SLURM_CONSTRAIN_DEVICES yes or no (default no): ConstrainDevices in cgroup.conf (v1/v2)
+#   REAL_SLURM_CONSTRAIN_CORES   yes or no (default no): ConstrainCores in cgroup.conf (v1/v2); yes
+#                                gives each job a cpuset of the cores Slurm allocated it
 #
 # Newer Slurm (24.11, 26.05) runs these scripts inside a Debian chroot made by chroot.sh;
 # the knobs that differ from 22.05:
@@ -102,6 +104,7 @@ RS_PRELOAD=${REAL_SLURM_PRELOAD:-}
 RS_JOBID_PATHS=${REAL_SLURM_CGROUP_JOBID_PATHS:-}
 RS_GPU_MINORS=${REAL_SLURM_GPU_MINORS:-}
 RS_CONSTRAIN_DEVICES=${REAL_SLURM_CONSTRAIN_DEVICES:-no}
+RS_CONSTRAIN_CORES=${REAL_SLURM_CONSTRAIN_CORES:-no}
 RS_JOBACCT=${REAL_SLURM_JOBACCT:-}
 # The unprivileged account slurmrestd runs as (it refuses root and SlurmUser).
 RS_REST_ACCOUNT=slurmotel-rest

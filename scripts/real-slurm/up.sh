@@ -236,7 +236,7 @@ TaskPlugin=task/cgroup"
   cat >"$RS_ETC/cgroup.conf" <<EOF
 CgroupPlugin=cgroup/v1
 CgroupMountpoint=$RS_CGROUP_ROOT
-ConstrainCores=no
+ConstrainCores=$RS_CONSTRAIN_CORES
 ConstrainRAMSpace=yes
 ConstrainDevices=$RS_CONSTRAIN_DEVICES
 EOF
@@ -251,7 +251,7 @@ TaskPlugin=task/cgroup"
 CgroupPlugin=cgroup/v2
 CgroupMountpoint=$RS_CGROUP_ROOT
 IgnoreSystemd=yes
-ConstrainCores=no
+ConstrainCores=$RS_CONSTRAIN_CORES
 ConstrainRAMSpace=no
 ConstrainDevices=$RS_CONSTRAIN_DEVICES
 EOF

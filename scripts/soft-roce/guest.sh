@@ -14,7 +14,8 @@
 # tasks: system.slice/rxe-guest_slurmstepd.scope/job_<id>/step_0/user/task_<n>.
 # Phases: s1 (everything held, no traffic; the agent as a daemon turning per-PID QP counters on),
 # traffic (2000 round trips of 4 KiB between two more tasks of job 101), s2 (after it: the agent
-# as root and unprivileged), s3 (job 101's processes gone).
+# as root and unprivileged), s3 (job 101's processes gone), usage (job 42's memory, OOM kill and
+# cpuset under the memory and cpuset controllers).
 # Each step is bounded; a step that fails is logged and the next runs: the test says what is wrong.
 set -u
 H=/mnt/host
@@ -205,6 +206,33 @@ rdma_current rdma-current.s3.txt
 as_nobody "${AGENT[@]}" node --once --unreadable-processes ignore-outside-jobs \
   > "$OUT/once-nobody.s3.prom" 2> "$OUT/once-nobody.s3.err"
 mark s3-done
+
+# --- usage: a job's memory and CPU use under cgroup v2 with the memory and cpuset controllers
+# (the CI host's own v2 tree has neither). Job 42: memory.max 32 MiB and a cpuset of CPU 0, as
+# Slurm sets them (ConstrainRAMSpace, ConstrainCores); a task that touches 100 MiB is OOM-killed,
+# then one holds 16 MiB while the agent reads. The files are read before and after the agent.
+usage_files() {
+  for f in memory.current memory.peak memory.max memory.events cpuset.cpus cpuset.cpus.effective cpu.stat; do
+    echo "== $f"; cat "$U/$f"
+  done > "$OUT/$1"
+}
+U=$SCOPE/job_42
+for d in "$CG" "$CG/system.slice" "$SCOPE"; do
+  echo "+memory +cpuset" > "$d/cgroup.subtree_control" || note "+memory +cpuset failed in $d"
+done
+mkdir -p "$U/step_0/user/task_0" "$U/step_0/slurm"
+echo 0 > "$U/cpuset.cpus" || note "job 42's cpuset could not be set"
+echo $((32 * 1048576)) > "$U/memory.max" || note "job 42's memory.max could not be set"
+start job42-oom "$U/step_0/user/task_0" 1000 perl -e 'vec($x, 100 * 1048576 - 1, 8) = 1'
+wait "$PID_job42_oom"; echo "$?" > "$OUT/usage-oom-rc.txt"
+start job42-hold "$U/step_0/user/task_0" 1000 perl -e 'vec($x, 16 * 1048576 - 1, 8) = 1; sleep 600'
+holds() { [ "$(cat "$U/memory.current")" -ge $((16 * 1048576)) ]; }
+wait_for "job 42's 16 MiB" 150 holds
+usage_files usage-files.before.txt
+once once-root.usage
+usage_files usage-files.after.txt
+kill "$PID_job42_hold"; wait "$PID_job42_hold"
+mark usage-done
 
 # --- recordings for the unit tests (fixtures/node/rxe): what the agent reads of sysfs, rdma JSON
 for d in /sys/class/infiniband/rxe*; do

@@ -61,6 +61,8 @@ export interface JobView {
   readonly gpus: readonly JobGpu[];
   /** Absent when job usage was not read (or the job's cgroup vanished meanwhile). */
   readonly usage?: JobUsage;
+  /** Seconds since the job's oldest process on this node started; absent when none could be read. */
+  readonly elapsedSeconds?: number;
   /** The GPUs (device numbers) Slurm gave the job here; absent without --gpu-allocation slurm. */
   readonly gpuAllocation?: JobGpuAllocation;
 }
@@ -91,9 +93,14 @@ function label(a: JobAllocation): string {
 /**
  * The view of one job (by job id, or by SLUID where its directory is named so); undefined when
  * no allocation on the node is that job. `commOf` names the job's processes (holders are named
- * by the cycle already).
+ * by the cycle already); `ageOf` says how long ago one started, for the job's elapsed time.
  */
-export function jobView(c: Cycle, job: string, commOf: (pid: number) => string | undefined): JobView | undefined {
+export function jobView(
+  c: Cycle,
+  job: string,
+  commOf: (pid: number) => string | undefined,
+  ageOf: (pid: number) => number | undefined = () => undefined,
+): JobView | undefined {
   const { snapshot: snap } = c;
   const mine = snap.allocations.filter((a) => a.jobId === job || a.id === job);
   const first = mine[0];
@@ -105,6 +112,7 @@ export function jobView(c: Cycle, job: string, commOf: (pid: number) => string |
   const sluid = mine.find((a) => a.idKind === 'sluid')?.id;
   const usage = first.jobId === undefined ? undefined : snap.usage?.get(first.jobId);
   const gpuAllocation = gpuAllocationOf(c, first.jobId);
+  const ages = pids.flatMap((pid) => ageOf(pid) ?? []);
   return {
     job: jobId,
     ...(sluid === undefined ? {} : { sluid }),
@@ -113,6 +121,7 @@ export function jobView(c: Cycle, job: string, commOf: (pid: number) => string |
     ports: portsOf(c, jobId, first),
     gpus: gpusOf(c, jobId, new Set(pids), gpuAllocation),
     ...(usage === undefined ? {} : { usage }),
+    ...(ages.length === 0 ? {} : { elapsedSeconds: Math.max(...ages) }),
     ...(gpuAllocation === undefined ? {} : { gpuAllocation }),
   };
 }
@@ -173,9 +182,15 @@ function gpuAllocationOf(c: Cycle, jobId: string | undefined): JobGpuAllocation 
 }
 
 const GIB = 2 ** 30;
+const MIB = 2 ** 20;
 
 function bytes(n: number | undefined): string {
-  return n === undefined ? '?' : `${(n / GIB).toFixed(1)} GiB`;
+  if (n === undefined) return '?';
+  return n < GIB ? `${(n / MIB).toFixed(1)} MiB` : `${(n / GIB).toFixed(1)} GiB`;
+}
+
+function percent(part: number, whole: number): string {
+  return `${((100 * part) / whole).toFixed(1)} %`;
 }
 
 function seconds(n: number | undefined): string {
@@ -200,6 +215,7 @@ export function renderJobView(v: JobView, devicePaths: ReadonlyMap<string, strin
     lines.push(`gpu: ${gpu} ${g.uuid}: ${held}${given}: ${g.status}: ${g.why}`);
   }
   lines.push(usageLine(v.usage));
+  if (v.usage !== undefined) lines.push(cpuLine(v.usage, v.elapsedSeconds), memoryLine(v.usage));
   const a = v.gpuAllocation;
   if (a !== undefined)
     lines.push(
@@ -217,6 +233,31 @@ function usageLine(u: JobUsage | undefined): string {
     `usage: cpu user ${seconds(u.cpuUserSeconds)}, system ${seconds(u.cpuSystemSeconds)}; ` +
     `memory ${bytes(u.memoryBytes)}, peak ${bytes(u.memoryPeakBytes)}, ${limit}; oom kills ${u.oomKills ?? '?'}`
   );
+}
+
+/**
+ * CPU time against the CPUs the job was given here and the time since it started here:
+ * "2.1 s over 12.0 s on 4 CPUs = 4.4 %". The CPUs are the job's cpuset, known only where Slurm
+ * constrains the job's cores.
+ */
+function cpuLine(u: JobUsage, elapsed: number | undefined): string {
+  if (u.cpuUserSeconds === undefined || u.cpuSystemSeconds === undefined) return 'cpu: not read';
+  const used = u.cpuUserSeconds + u.cpuSystemSeconds;
+  const over = elapsed === undefined ? ' (time since start unknown)' : ` over ${seconds(elapsed)}`;
+  if (u.cpusAllocated === undefined)
+    return `cpu: ${seconds(used)}${over}; CPUs allocated: unknown (the job has no cpuset of its own: Slurm constrains cores only with ConstrainCores=yes)`;
+  const cpus = `${u.cpusAllocated} CPU${u.cpusAllocated === 1 ? '' : 's'}`;
+  if (elapsed === undefined || elapsed <= 0) return `cpu: ${seconds(used)}${over} on ${cpus}`;
+  return `cpu: ${seconds(used)}${over} on ${cpus} = ${percent(used, elapsed * u.cpusAllocated)}`;
+}
+
+/** Peak memory (or, where the kernel keeps no peak, memory now) against the job's limit here. */
+function memoryLine(u: JobUsage): string {
+  const peak = u.memoryPeakBytes ?? u.memoryBytes;
+  if (peak === undefined) return 'memory: not read';
+  const what = u.memoryPeakBytes === undefined ? 'now' : 'peak';
+  if (u.memoryLimitBytes === undefined) return `memory: ${what} ${bytes(peak)}, no limit`;
+  return `memory: ${what} ${bytes(peak)} of ${bytes(u.memoryLimitBytes)} = ${percent(peak, u.memoryLimitBytes)}`;
 }
 
 /** Slurm's device numbers → the GRES file paths, for naming the GPUs Slurm gave the job. */

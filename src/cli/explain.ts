@@ -10,6 +10,7 @@ import { localityView, renderLocality } from './explain-locality.js';
 import { deviceTableOption, loadDeviceTable, missingDeviceWarnings, withDeviceTable } from './explain-tree.js';
 import { gresPaths, jobView, JobNotOnNode, notOnNodeMessage, parseJobArg, renderJobView } from './explain-job.js';
 import { join, readSmall } from '../node/read/roots.js';
+import { processAgeSeconds, uptimeSeconds } from '../node/read/process-age.js';
 import { SlurmGpuAllocation } from '../node/read/gres-source.js';
 import { createLogger } from '../log.js';
 import { idleCountedNote, withNote } from '../node/idle-traffic.js';
@@ -120,7 +121,10 @@ function printJob(c: Cycle, job: string, procfs: string, json: boolean): void {
     const r = readSmall(join(procfs, String(pid), 'comm'), { utf8: true });
     return r.ok ? r.value.trim() : undefined;
   };
-  const view = jobView(c, job, commOf);
+  const uptime = uptimeSeconds(procfs);
+  const ageOf = (pid: number): number | undefined =>
+    uptime === undefined ? undefined : processAgeSeconds(procfs, pid, uptime);
+  const view = jobView(c, job, commOf, ageOf);
   if (view === undefined) throw new JobNotOnNode(printable(notOnNodeMessage(c, job)));
   if (json) process.stdout.write(terminalJson({ at: new Date(c.snapshot.atMs).toISOString(), ...view }) + '\n');
   else for (const line of renderJobView(view, gresPaths(c))) process.stdout.write(`${printable(line)}\n`);

@@ -117,6 +117,8 @@ export interface JobUsageSpec {
   readonly oomKills?: number;
   readonly throttledPeriods?: number;
   readonly throttledSeconds?: number;
+  /** The job's cpuset as a kernel CPU list (Slurm's ConstrainCores=yes); absent: none of its own. */
+  readonly cpus?: string;
 }
 
 export interface TreeSpec {
@@ -479,6 +481,10 @@ export function writeUsageV2(jobDir: string, u: JobUsageSpec): void {
     path.join(jobDir, 'memory.events'),
     `low 0\nhigh 0\nmax ${kills}\noom ${kills}\noom_kill ${kills}\noom_group_kill 0\n`,
   );
+  if (u.cpus !== undefined) {
+    put(path.join(jobDir, 'cpuset.cpus'), `${u.cpus}\n`);
+    put(path.join(jobDir, 'cpuset.cpus.effective'), `${u.cpus}\n`);
+  }
 }
 
 /** Rewrites a job's usage files where its tree put them (v2 job directory, v1 memory and cpu,cpuacct). */
@@ -491,13 +497,15 @@ export function rewriteJobUsage(cgroupfs: string, spec: TreeSpec, job: JobSpec, 
 /** v1's unlimited memory.limit_in_bytes on x86_64 (the largest page-aligned signed 64-bit value). */
 const V1_NO_LIMIT = '9223372036854771712';
 
-/** A v1 job directory's files in the memory and cpu,cpuacct hierarchies. */
+/** A v1 job directory's files in the memory, cpu,cpuacct and cpuset hierarchies. */
 function writeUsageV1(jobDir: string, ctrl: string, u: JobUsageSpec): void {
   if (ctrl === 'memory') {
     put(path.join(jobDir, 'memory.usage_in_bytes'), `${u.memoryBytes}\n`);
     put(path.join(jobDir, 'memory.max_usage_in_bytes'), `${u.memoryPeakBytes}\n`);
     put(path.join(jobDir, 'memory.limit_in_bytes'), `${u.memoryLimitBytes ?? V1_NO_LIMIT}\n`);
     put(path.join(jobDir, 'memory.oom_control'), `oom_kill_disable 0\nunder_oom 0\noom_kill ${u.oomKills ?? 0}\n`);
+  } else if (ctrl === 'cpuset' && u.cpus !== undefined) {
+    put(path.join(jobDir, 'cpuset.cpus'), `${u.cpus}\n`);
   } else if (ctrl === 'cpu,cpuacct') {
     put(path.join(jobDir, 'cpuacct.usage_user'), `${nsec(u.cpuUserSeconds)}\n`);
     put(path.join(jobDir, 'cpuacct.usage_sys'), `${nsec(u.cpuSystemSeconds)}\n`);

@@ -3,7 +3,7 @@ import type { Family } from '../telemetry/spec.js';
 import { attribute, EMPTY_STATE, type Attribution, type AttributionState } from './join/attribution.js';
 import { JobIdResolver, type JobIdTable } from './read/jobids.js';
 import { observe, qpFamilies, usageFamilies } from './observe.js';
-import { usageStarts, type UsageStarts } from './join/job-usage.js';
+import { holdOomKills, usageStarts, type OomHeld, type UsageStarts } from './join/job-usage.js';
 import { accumulateQp, EMPTY_QP_STATE, type QpState } from './qp/qp-counters.js';
 import type { QpReadings } from './qp/qp-source.js';
 import { FdScanner } from './read/owners.js';
@@ -71,6 +71,7 @@ export class NodeCollector {
   private state: AttributionState = EMPTY_STATE;
   private qpState: QpState = EMPTY_QP_STATE;
   private usageStarts: UsageStarts = new Map();
+  private oomHeld: OomHeld = new Map();
   private readonly qp: QpReadings | undefined;
   private readonly now: () => number;
   private readonly devices: DeviceFilter | undefined;
@@ -125,7 +126,7 @@ export class NodeCollector {
 
   private *cycleSteps(nowMs: number): Steps<Cycle> {
     const t0 = performance.now();
-    const snapshot = withoutExcluded(yield* snapshotSteps(this.readers, nowMs), this.devices);
+    let snapshot = withoutExcluded(yield* snapshotSteps(this.readers, nowMs), this.devices);
     const failed = snapshot.hca.failure;
     if (failed !== undefined) {
       return {
@@ -140,7 +141,10 @@ export class NodeCollector {
     this.state = attribution.state;
     const families = observe(snapshot, attribution);
     if (snapshot.usage) {
-      this.usageStarts = usageStarts(snapshot.usage, this.usageStarts, snapshot.atMs);
+      const oom = holdOomKills(snapshot.usage, this.oomHeld);
+      this.oomHeld = oom.held;
+      snapshot = { ...snapshot, usage: oom.usage };
+      this.usageStarts = usageStarts(oom.usage, this.usageStarts, snapshot.atMs);
       families.push(...usageFamilies(snapshot, this.usageStarts));
     }
     const qp = this.qp ? this.qpCycle(this.qp, snapshot) : undefined;

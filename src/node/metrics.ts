@@ -342,6 +342,13 @@ export const NODE_METRICS = {
     ['job_id'],
     "Processes the kernel's OOM killer killed in the job cgroup, any step (v2 memory.events oom_kill, v1 memory.oom_control oom_kill from Linux 4.13).",
   ),
+  jobCpusAllocated: jobSpec(
+    'gauge',
+    'ib_slurm_job_cpus_allocated',
+    '',
+    ['job_id'],
+    "CPUs Slurm gave the job on this node, counted in the job's cpuset (cpuset.cpus of the job cgroup, v1 and v2; v2's inherited cpuset.cpus.effective is not an allocation); absent unless Slurm constrains cores (ConstrainCores=yes). Divide the job's CPU seconds rate by it for its CPU efficiency on this node. With --job-usage on.",
+  ),
   unresolvedAllocations: spec(
     'gauge',
     'ib_slurm_unresolved_allocations',

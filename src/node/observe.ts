@@ -327,10 +327,11 @@ type UsageSpec =
   | typeof M.jobMemory
   | typeof M.jobMemoryPeak
   | typeof M.jobMemoryLimit
-  | typeof M.jobOomKills;
+  | typeof M.jobOomKills
+  | typeof M.jobCpusAllocated;
 
 /** Each usage value and its family; counters carry their start (job-usage.ts). */
-const USAGE_FAMILIES: readonly [keyof JobUsage, UsageSpec][] = [
+const USAGE_FAMILIES: readonly [Exclude<keyof JobUsage, 'oomKillsByCgroup'>, UsageSpec][] = [
   ['cpuUserSeconds', M.jobCpuUser],
   ['cpuSystemSeconds', M.jobCpuSystem],
   ['throttledPeriods', M.jobCpuThrottledPeriods],
@@ -339,6 +340,7 @@ const USAGE_FAMILIES: readonly [keyof JobUsage, UsageSpec][] = [
   ['memoryPeakBytes', M.jobMemoryPeak],
   ['memoryLimitBytes', M.jobMemoryLimit],
   ['oomKills', M.jobOomKills],
+  ['cpusAllocated', M.jobCpusAllocated],
 ];
 
 /** Per-job CPU and memory use from the job cgroups (--job-usage on); a value not read has no point. */

@@ -1,4 +1,6 @@
 /** `explain --job N`: one job's cgroups, processes, devices with why, usage and Slurm's GPUs. */
+import fs from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { jobView, notOnNodeMessage, renderJobView } from '../../src/cli/explain-job.js';
 import { NodeCollector } from '../../src/node/collect.js';
@@ -6,9 +8,11 @@ import type { GpuAllocationSource, GpuAllocationTable } from '../../src/node/rea
 import { DEMO_GPU_ALLOCATION, demoTree } from '../../src/demo/scenarios.js';
 import { nvidiaDevices, writeTree } from '../../src/demo/nodetree.js';
 import { tmpDir } from '../support/tmp.js';
+import { processAgeSeconds, uptimeSeconds } from '../../src/node/read/process-age.js';
 import { canMakeDeviceNodes, explainCli } from '../support/node-tree.js';
 
 const GIB = 2 ** 30;
+const MIB = 2 ** 20;
 
 describe.runIf(canMakeDeviceNodes('explain --job on a synthetic node'))('slurm-otel explain --job', () => {
   it('shows one job: its cgroup, processes, the port and GPU it holds with why, and its usage', () => {
@@ -100,6 +104,44 @@ describe('explain --job view', () => {
     expect(lines).toContainEqual(
       expect.stringMatching(/^gpu: nvidia3 \S+: not held by the job, given by Slurm: idle: /),
     );
+  });
+
+  it('usage against allocation: CPU time over the elapsed time on the cpuset, peak memory of the limit', () => {
+    const base = { job: '7', cgroups: [], processes: [], ports: [], gpus: [] };
+    const usage = { cpuUserSeconds: 2, cpuSystemSeconds: 0.1, memoryPeakBytes: 201 * MIB, memoryLimitBytes: 400 * MIB };
+    const lines = renderJobView({ ...base, usage: { ...usage, cpusAllocated: 4 }, elapsedSeconds: 12 });
+    expect(lines).toContain('cpu: 2.1 s over 12.0 s on 4 CPUs = 4.4 %');
+    expect(lines).toContain('memory: peak 201.0 MiB of 400.0 MiB = 50.3 %');
+    // No cpuset of its own (ConstrainCores=no): the CPUs are not guessed from the node.
+    const unconstrained = renderJobView({ ...base, usage, elapsedSeconds: 12 });
+    expect(unconstrained).toContainEqual(
+      expect.stringMatching(/^cpu: 2\.1 s over 12\.0 s; CPUs allocated: unknown \(/),
+    );
+    // No start time read: no share, only the CPUs; no limit: no share of it.
+    const { memoryLimitBytes: _, ...noLimit } = usage;
+    const bare = renderJobView({ ...base, usage: { ...noLimit, cpusAllocated: 1 } });
+    expect(bare).toContain('cpu: 2.1 s (time since start unknown) on 1 CPU');
+    expect(bare).toContain('memory: peak 201.0 MiB, no limit');
+  });
+
+  it('elapsed time: the oldest of the job processes, from their start ticks and /proc/uptime', () => {
+    const roots = writeTree(tmpDir(), demoTree({ layout: 'v2', nonJobHolder: false }));
+    const c = new NodeCollector({ roots, fdRescanIntervalMs: 60_000 }).cycle(1000);
+    const pids = jobView(c, '918001', () => undefined)!.processes.map((p) => p.pid);
+    expect(pids.length).toBeGreaterThan(1);
+    // The demo's processes started at tick 1000 + pid; at 5000 s of uptime the first is the oldest.
+    fs.writeFileSync(path.join(roots.procfs, 'uptime'), '5000.00 9000.00\n');
+    const up = uptimeSeconds(roots.procfs);
+    expect(up).toBe(5000);
+    const v = jobView(
+      c,
+      '918001',
+      () => undefined,
+      (pid) => processAgeSeconds(roots.procfs, pid, up!),
+    );
+    expect(v?.elapsedSeconds).toBeCloseTo(5000 - (1000 + Math.min(...pids)) / 100, 6);
+    expect(processAgeSeconds(roots.procfs, 999_999, 5000)).toBeUndefined();
+    expect(uptimeSeconds(tmpDir())).toBeUndefined();
   });
 
   it('lists at most 20 job ids when the job is not there', () => {

@@ -14,6 +14,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeCounters, writeHca } from '../../src/demo/nodetree.js';
@@ -241,7 +242,13 @@ describe.skipIf(gate.skip)(
 
     beforeAll(async () => {
       // jobacct_gather/cgroup: slurmstepd also puts jobs under cpuacct (CPU time), and sstat answers.
-      slurm = await startRealSlurm({ instance: 'cg', cgroup: 'v1', nodes: 2, env: { REAL_SLURM_JOBACCT: 'cgroup' } });
+      // ConstrainCores=yes: each job also gets a cpuset of the cores Slurm gave it (ib_slurm_job_cpus_allocated).
+      slurm = await startRealSlurm({
+        instance: 'cg',
+        cgroup: 'v1',
+        nodes: 2,
+        env: { REAL_SLURM_JOBACCT: 'cgroup', REAL_SLURM_CONSTRAIN_CORES: 'yes' },
+      });
       releaseStandIns = await leaseStandIns();
       devices = new StandInDevices();
       sysfs = fs.mkdtempSync('/tmp/slurm-otel-cg-sysfs-');
@@ -412,8 +419,17 @@ describe.skipIf(gate.skip)(
       await slurm.run(['scancel', job.sharedB], { check: false });
       const burn = await sbatch(n2, '--mem=100', '--wrap', BURN);
       const hold = await sbatch(n2, '--mem=400', '--wrap', ALLOCATE(200));
-      // The allocation is killed at the 50 MiB limit; the shell goes on, so the job (and its cgroup) stays.
-      const oom = await sbatch(n2, '--mem=50', '--wrap', `${ALLOCATE(200)}; exec sleep 900`);
+      // In an srun step limited to 50 MiB, the allocation is killed; the step's shell goes on until
+      // the test lets it end, then Slurm removes the step's cgroup (where v1 counted the kill) while
+      // the job's batch shell, and the job cgroup, stay.
+      const stepEnd = path.join(slurm.stateDir, 'work', 'oom-step-end');
+      const oomStep = path.join(slurm.stateDir, 'work', 'oom-step.sh');
+      fs.writeFileSync(
+        oomStep,
+        ['#!/bin/bash', `${ALLOCATE(200)}`, `while [ ! -e ${stepEnd} ]; do sleep 0.2; done`, ''].join('\n'),
+        { mode: 0o755 },
+      );
+      const oom = await sbatch(n2, '--mem=100', '--wrap', `srun --mem=50 ${oomStep}; exec sleep 900`);
       const cpuOf = (id: string): number =>
         ['usage_user', 'usage_sys'].reduce(
           (sum, f) => sum + cgroupValue(`${jobDir('cpuacct', n2, id)}/cpuacct.${f}`) / 1e9,
@@ -472,7 +488,8 @@ describe.skipIf(gate.skip)(
       expect(mem).toBeLessThan(264 * MIB);
       expect(valueOf(s, name('memory_peak_bytes'), { job_id: hold })).toBeGreaterThanOrEqual(mem - 8 * MIB);
       expect(valueOf(s, name('memory_limit_bytes'), { job_id: hold })).toBe(400 * MIB);
-      expect(valueOf(s, name('memory_limit_bytes'), { job_id: oom })).toBe(50 * MIB);
+      // The job's limit; the step's own (50 MiB) is below it.
+      expect(valueOf(s, name('memory_limit_bytes'), { job_id: oom })).toBe(100 * MIB);
       expect(valueOf(s, name('memory_limit_bytes'), { job_id: hold })).toBe(
         cgroupValue(`${jobDir('memory', n2, hold)}/memory.limit_in_bytes`),
       );
@@ -481,6 +498,53 @@ describe.skipIf(gate.skip)(
       expect(kills).toBeGreaterThanOrEqual(1);
       expect(kills).toBe(oomKillsBelow(jobDir('memory', n2, oom)));
       expect(valueOf(s, name('oom_kills_total'), { job_id: hold })).toBe(0);
+
+      // The step ends and its cgroup goes: the files below the job now sum to fewer kills (none), the
+      // agent's counter for the job keeps them.
+      fs.writeFileSync(stepEnd, '');
+      const steplessDir = jobDir('memory', n2, oom);
+      await waitFor(
+        "Slurm to remove the OOM-killed step's cgroup",
+        () => (fs.readdirSync(steplessDir).some((d) => d.startsWith('step_0')) ? undefined : true),
+        WAIT_MS,
+      );
+      const filesAfter = oomKillsBelow(steplessDir);
+      expect(filesAfter, 'v1 keeps the kill only in the step cgroup').toBeLessThan(kills as number);
+      const cycles = async (): Promise<number> =>
+        valueOf(parseExposition(await (await fetch(agent!.monitoringUrl)).text()), 'ib_slurm_exporter_cycles_total') ??
+        0;
+      const cyclesNow = await cycles();
+      await waitFor(
+        'two agent cycles after the step cgroup went',
+        async () => ((await cycles()) >= cyclesNow + 2 ? true : undefined),
+        WAIT_MS,
+      );
+      const after = await scrape(agent!);
+      expect(valueOf(after, name('oom_kills_total'), { job_id: oom })).toBe(kills);
+
+      // ConstrainCores=yes: the CPUs of each job's cpuset, as the cpuset files list them.
+      const cpusetCount = (node: string, id: string): number =>
+        fs
+          .readFileSync(`${jobDir('cpuset', node, id)}/cpuset.cpus`, 'utf8')
+          .trim()
+          .split(',')
+          .reduce((n, r) => n + (r.includes('-') ? Number(r.split('-')[1]) - Number(r.split('-')[0]) + 1 : 1), 0);
+      const n1 = slurm.nodes[0] as string;
+      expect(valueOf(s, name('cpus_allocated'), { job_id: burn })).toBe(cpusetCount(n2, burn));
+      expect(valueOf(s, name('cpus_allocated'), { job_id: job.steps })).toBe(cpusetCount(n1, job.steps));
+      // A one-CPU job's cpuset is one CPU; the two-task job's is the two Slurm gave it where the host
+      // has them (all nodes here declare 4 CPUs on one host, and Slurm maps their cores onto its CPUs).
+      expect(cpusetCount(n2, burn)).toBe(1);
+      expect(cpusetCount(n1, job.steps)).toBe(Math.min(2, os.cpus().length));
+
+      // explain --job: the same usage against the allocation (cpuset, memory limit).
+      const explain = async (id: string): Promise<string> => {
+        const r = await run(process.execPath, [BIN, 'explain', '--job', id, '--sysfs-root', sysfs]);
+        expect(r.code, r.stderr).toBe(0);
+        return r.stdout;
+      };
+      expect(await explain(burn)).toMatch(/^cpu: \d+\.\d s over \d+\.\d s on 1 CPU = \d+\.\d %$/m);
+      expect(await explain(hold)).toMatch(/^memory: peak 2\d\d\.\d MiB of 400\.0 MiB = 5\d\.\d %$/m);
 
       // Slurm's own accounting of the batch steps (jobacct_gather/cgroup, asked of the running stepd).
       const sstat = async (id: string): Promise<string[]> =>

@@ -336,4 +336,54 @@ describe.skipIf(!TOOLS.every(shouldRun) && !REUSE)('node agent on Soft-RoCE in a
       RXE.map((dev) => expect.stringMatching(new RegExp(`^link ${dev}/1 mode qp auto off`))),
     );
   });
+  it('job usage under cgroup v2 with the memory and cpuset controllers: the agent reads what the files say', (ctx) => {
+    if (skipped) return ctx.skip();
+    /** `== <file>` sections of usage-files.*.txt → file → its text. */
+    const files = (name: string): Map<string, string> =>
+      new Map(
+        read(name)
+          .split(/^== /m)
+          .filter((p) => p !== '')
+          .map((p) => [p.slice(0, p.indexOf('\n')), p.slice(p.indexOf('\n') + 1).trim()]),
+      );
+    const before = files('usage-files.before.txt');
+    const after = files('usage-files.after.txt');
+    const keyed = (text: string | undefined, key: string): number =>
+      Number(new RegExp(`^${key} (\\d+)$`, 'm').exec(text ?? '')?.[1] ?? NaN);
+    const s = prom('once-root.usage.prom');
+    const job = { job_id: '42' };
+    // The task that touched 100 MiB under a 32 MiB limit was killed (SIGKILL: 128 + 9).
+    expect(read('usage-oom-rc.txt').trim()).toBe('137');
+    const kills = keyed(before.get('memory.events'), 'oom_kill');
+    expect(kills).toBeGreaterThanOrEqual(1);
+    expect(keyed(after.get('memory.events'), 'oom_kill')).toBe(kills);
+    expect(valueOf(s, 'ib_slurm_job_oom_kills_total', job)).toBe(kills);
+    expect(valueOf(s, 'ib_slurm_job_memory_limit_bytes', job)).toBe(32 * 2 ** 20);
+    expect(Number(before.get('memory.max'))).toBe(32 * 2 ** 20);
+    // The peak is the limit the killed task reached, and stays there while the holder holds less.
+    const peak = Number(before.get('memory.peak'));
+    expect(Number(after.get('memory.peak'))).toBe(peak);
+    expect(valueOf(s, 'ib_slurm_job_memory_peak_bytes', job)).toBe(peak);
+    expect(peak).toBeGreaterThan(30 * 2 ** 20);
+    // Memory in use moves by a few pages between the readings: the agent's is between them, give or take 1 MiB.
+    const used = valueOf(s, 'ib_slurm_job_memory_used_bytes', job) ?? NaN;
+    const [lo, hi] = [Number(before.get('memory.current')), Number(after.get('memory.current'))].sort((a, b) => a - b);
+    expect(used).toBeGreaterThanOrEqual((lo as number) - 2 ** 20);
+    expect(used).toBeLessThanOrEqual((hi as number) + 2 ** 20);
+    expect(used).toBeGreaterThanOrEqual(16 * 2 ** 20);
+    // Its own cpuset (CPU 0) is set: one CPU allocated.
+    expect(before.get('cpuset.cpus')).toBe('0');
+    expect(before.get('cpuset.cpus.effective')).toBe('0');
+    expect(valueOf(s, 'ib_slurm_job_cpus_allocated', job)).toBe(1);
+    // The other jobs' cpusets are not set (only inherited): no allocation is made up for them.
+    expect(select(s, 'ib_slurm_job_cpus_allocated').map((x) => x.labels.job_id)).toEqual(['42']);
+    // CPU time: the agent's reading lies between the two readings of cpu.stat.
+    const cpu =
+      (valueOf(s, 'ib_slurm_job_cpu_user_seconds_total', job) ?? NaN) +
+      (valueOf(s, 'ib_slurm_job_cpu_system_seconds_total', job) ?? NaN);
+    const usec = (m: Map<string, string>): number =>
+      keyed(m.get('cpu.stat'), 'user_usec') + keyed(m.get('cpu.stat'), 'system_usec');
+    expect(cpu).toBeGreaterThanOrEqual(usec(before) / 1e6 - 1e-6);
+    expect(cpu).toBeLessThanOrEqual(usec(after) / 1e6 + 1e-6);
+  });
 });

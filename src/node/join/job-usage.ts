@@ -60,3 +60,37 @@ export function usageStarts(usage: ReadonlyMap<string, JobUsage>, prev: UsageSta
   for (const [key, v] of prev) if (!next.has(key) && usage.has(key.slice(0, key.indexOf(' ')))) next.set(key, v);
   return next;
 }
+
+/** v1 OOM kills kept across cycles, by job id: each cgroup's last count, and those of cgroups gone. */
+export type OomHeld = ReadonlyMap<string, { readonly last: Readonly<Record<string, number>>; readonly gone: number }>;
+
+/**
+ * v1 OOM kills that never go down while the job lives. v1 counts a kill in the step (or task)
+ * cgroup whose limit was hit, and Slurm removes a step's cgroup when the step ends: the sum over
+ * the cgroups present would then drop, and read as a counter reset. A cgroup that is gone (or
+ * whose count went down: made anew under the same name) keeps its last count in `gone`. Jobs
+ * without usage now are dropped; v2 counts are the kernel's own hierarchical sum and pass as read.
+ */
+export function holdOomKills(
+  usage: ReadonlyMap<string, JobUsage>,
+  prev: OomHeld,
+): { usage: Map<string, JobUsage>; held: OomHeld } {
+  const out = new Map<string, JobUsage>();
+  const held = new Map<string, { last: Readonly<Record<string, number>>; gone: number }>();
+  for (const [jobId, u] of usage) {
+    const now = u.oomKillsByCgroup;
+    if (now === undefined) {
+      out.set(jobId, u);
+      continue;
+    }
+    const before = prev.get(jobId);
+    let gone = before?.gone ?? 0;
+    for (const [rel, count] of Object.entries(before?.last ?? {})) {
+      const current = now[rel];
+      if (current === undefined || current < count) gone += count;
+    }
+    held.set(jobId, { last: now, gone });
+    out.set(jobId, gone === 0 ? u : { ...u, oomKills: (u.oomKills ?? 0) + gone });
+  }
+  return { usage: out, held };
+}

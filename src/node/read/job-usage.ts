@@ -19,7 +19,13 @@
  *   unlimited value, anything from 2^62: none).
  * - OOM kills. v2 `memory.events` oom_kill at the job level (it sums its subtree); v1
  *   `memory.oom_control` oom_kill (kernels from 4.13) of the job and each step and task below it,
- *   summed, since v1 counts a kill only where the limit was hit.
+ *   summed, since v1 counts a kill only where the limit was hit. v1 also gives each cgroup's own
+ *   count, so the join can keep the kills of a step whose cgroup was removed (job-usage.ts there).
+ * - CPUs allocated on this node: the job's cpuset, which Slurm sets to the cores it gave the job
+ *   here with ConstrainCores=yes. `cpuset.cpus` of the job directory: v1 in the cpuset hierarchy
+ *   (there only when Slurm constrains cores); v2 the job's own, empty when Slurm constrained
+ *   nothing. Not v2's `cpuset.cpus.effective`: without a cpuset of its own the job inherits the
+ *   whole node's, which is no allocation (and one file a job keeps the cycle's reads to one).
  *
  * A file the kernel does not have (an older kernel, a controller not holding the job) leaves
  * that value absent. A job directory that vanished meanwhile (the job ended) is no error: the
@@ -28,7 +34,7 @@
 import fs from 'node:fs';
 import type { JobDir } from './cgroups.js';
 import type { Problems } from './problems.js';
-import { join, listSubdirs, ok, parseCounter, readSmall, type Read } from './roots.js';
+import { failed, join, listSubdirs, ok, parseCounter, readSmall, type Read } from './roots.js';
 
 export interface JobUsage {
   readonly cpuUserSeconds?: number;
@@ -40,6 +46,13 @@ export interface JobUsage {
   /** Absent when the job has no limit (or none could be read). */
   readonly memoryLimitBytes?: number;
   readonly oomKills?: number;
+  /**
+   * v1: each memory cgroup's own OOM kill count, by its path under the job directory ('' for the
+   * job itself); oomKills is their sum.
+   */
+  readonly oomKillsByCgroup?: Readonly<Record<string, number>>;
+  /** CPUs in the job's cpuset on this node; absent when Slurm does not constrain the job's cores. */
+  readonly cpusAllocated?: number;
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
@@ -57,6 +70,25 @@ export function parseKeyed(text: string): Map<string, bigint> {
     if (m) out.set(m[1] as string, BigInt(m[2] as string));
   }
   return out;
+}
+
+/** More CPUs than any node has: a list naming more is malformed, not counted. */
+const MAX_CPUS = 1 << 16;
+
+/** A kernel CPU list (`0-3,8,10-11`; empty: none) as the number of CPUs it names. */
+export function parseCpuCount(text: string): Read<number> {
+  const t = text.trim();
+  if (t === '') return ok(0);
+  let count = 0;
+  for (const part of t.split(',')) {
+    const m = /^(\d{1,5})(?:-(\d{1,5}))?$/.exec(part);
+    const lo = Number(m?.[1]);
+    const hi = m?.[2] === undefined ? lo : Number(m[2]);
+    if (!m || hi < lo) return failed('malformed', JSON.stringify(t.slice(0, 40)));
+    count += hi - lo + 1;
+    if (count > MAX_CPUS) return failed('malformed', `more than ${MAX_CPUS} CPUs`);
+  }
+  return ok(count);
 }
 
 /** v2 memory.max: "max" is no limit (undefined). */
@@ -114,7 +146,13 @@ function readV2(dir: string, files: JobFiles): JobUsage {
   u.memoryPeakBytes = num(files.parsed(dir, 'memory.peak', parseCounter));
   u.memoryLimitBytes = num(files.parsed(dir, 'memory.max', parseV2Limit));
   u.oomKills = num(parseKeyed(files.text(dir, 'memory.events') ?? '').get('oom_kill'));
+  u.cpusAllocated = v2Cpus(dir, files);
   return u;
+}
+
+/** v2: the job's own cpuset, as Slurm wrote it; empty when only inherited (no allocation). */
+function v2Cpus(dir: string, files: JobFiles): number | undefined {
+  return files.parsed(dir, 'cpuset.cpus', parseCpuCount) || undefined;
 }
 
 function readV1Cpuacct(dir: string, files: JobFiles, u: Mutable<JobUsage>): void {
@@ -134,7 +172,11 @@ function readV1Memory(dir: string, files: JobFiles, u: Mutable<JobUsage>): void 
   u.memoryBytes = num(files.parsed(dir, 'memory.usage_in_bytes', parseCounter));
   u.memoryPeakBytes = num(files.parsed(dir, 'memory.max_usage_in_bytes', parseCounter));
   u.memoryLimitBytes = num(files.parsed(dir, 'memory.limit_in_bytes', parseV1Limit));
-  u.oomKills = v1OomKills(dir, files, 0);
+  const byCgroup: Record<string, number> = {};
+  v1OomKills(dir, '', files, byCgroup);
+  if (Object.keys(byCgroup).length === 0) return;
+  u.oomKillsByCgroup = byCgroup;
+  u.oomKills = Object.values(byCgroup).reduce((a, b) => a + b, 0);
 }
 
 /** Steps and tasks below a v1 job: job_<J>/step_<S>/task_<T>. */
@@ -144,13 +186,14 @@ const V1_OOM_DEPTH = 2;
  * v1 counts an OOM kill only in the cgroup whose limit was hit (no sum up the tree, unlike v2),
  * and Slurm limits each step as well as the job: the job's kills are the sum over its subtree.
  */
-function v1OomKills(dir: string, files: JobFiles, depth: number): number | undefined {
+function v1OomKills(dir: string, rel: string, files: JobFiles, out: Record<string, number>): void {
   const own = parseKeyed(files.text(dir, 'memory.oom_control') ?? '').get('oom_kill');
-  if (own === undefined) return undefined;
-  let sum = Number(own);
+  if (own === undefined) return;
+  out[rel] = Number(own);
+  const depth = rel === '' ? 0 : rel.split('/').length;
   const subs = depth < V1_OOM_DEPTH ? listSubdirs(dir) : undefined;
-  for (const name of subs?.ok ? subs.value : []) sum += v1OomKills(join(dir, name), files, depth + 1) ?? 0;
-  return sum;
+  for (const name of subs?.ok ? subs.value : [])
+    v1OomKills(join(dir, name), rel === '' ? name : `${rel}/${name}`, files, out);
 }
 
 /** v1: each controller hierarchy holding the job has its own job directory. */
@@ -165,6 +208,7 @@ function readV1(dirs: readonly JobDir[], files: JobFiles): JobUsage {
       u.throttledSeconds = num(cpu.get('throttled_time'), 1e9);
     }
     if (has.has('memory')) readV1Memory(dir, files, u);
+    if (has.has('cpuset')) u.cpusAllocated = files.parsed(dir, 'cpuset.cpus', parseCpuCount) || undefined;
   }
   return u;
 }

@@ -3,7 +3,13 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NodeCollector, type Cycle } from '../../../src/node/collect.js';
 import { scanCgroups } from '../../../src/node/read/cgroups.js';
-import { parseKeyed, parseV1Limit, parseV2Limit, readJobUsage } from '../../../src/node/read/job-usage.js';
+import {
+  parseCpuCount,
+  parseKeyed,
+  parseV1Limit,
+  parseV2Limit,
+  readJobUsage,
+} from '../../../src/node/read/job-usage.js';
 import { Problems } from '../../../src/node/read/problems.js';
 import { NODE_METRICS as M } from '../../../src/node/metrics.js';
 import type { MetricSpec, Point } from '../../../src/telemetry/spec.js';
@@ -63,6 +69,13 @@ describe('job usage parsers', () => {
     expect(parseV1Limit('1048576\n')).toEqual({ ok: true, value: 1048576n });
     expect(parseV2Limit('lots\n').ok).toBe(false);
   });
+
+  it('counts the CPUs of a kernel CPU list, and refuses what is not one', () => {
+    expect(parseCpuCount('0-3,8,10-11\n')).toEqual({ ok: true, value: 7 });
+    expect(parseCpuCount('5\n')).toEqual({ ok: true, value: 1 });
+    expect(parseCpuCount('\n')).toEqual({ ok: true, value: 0 });
+    for (const bad of ['3-1', '0-', 'a', '0,,1', '0-99999999']) expect(parseCpuCount(bad).ok, bad).toBe(false);
+  });
 });
 
 describe('readJobUsage on job cgroup trees', () => {
@@ -116,6 +129,64 @@ describe('readJobUsage on job cgroup trees', () => {
     expect(valueOf(c, M.jobOomKills, first.jobId)).toBe(2);
     // No job cgroup under the cpu controller (Slurm puts none there): no throttling series.
     expect(points(c, M.jobCpuThrottledPeriods)).toEqual([]);
+  });
+
+  it('v1: CPUs allocated from the job cpuset (ConstrainCores=yes)', () => {
+    const { roots, dirs } = tree('v1');
+    const [first, second] = demoTree({ layout: 'v1', nonJobHolder: false }).jobs;
+    const cpuset = (jobId: string): string => dirs.get(jobId)!.find((d) => d.controllers === 'cpuset')!.dir;
+    writeFiles(cpuset(first!.jobId), { 'cpuset.cpus': '0-3,8\n' });
+    // A cpuset left empty (the job being set up) is no allocation, not zero CPUs.
+    writeFiles(cpuset(second!.jobId), { 'cpuset.cpus': '\n' });
+    const c = new NodeCollector({ roots, fdRescanIntervalMs: 60_000 }).cycle(1_000);
+    expect(points(c, M.jobCpusAllocated).map((p) => [p.attributes.job_id, p.value])).toEqual([[first!.jobId, 5]]);
+    expect(c.snapshot.problems).toEqual([]);
+  });
+
+  it("v2: CPUs allocated from the job's own cpuset, never the one it inherits", () => {
+    const own = tmpDir();
+    writeFiles(own, { 'cpuset.cpus': '2-5\n', 'cpuset.cpus.effective': '2-5\n' });
+    expect(readJobUsage([{ controllers: '', dir: own }], new Problems())).toEqual({ cpusAllocated: 4 });
+    // Slurm set nothing (ConstrainCores=no): the effective set is the whole node's, inherited.
+    const inherited = tmpDir();
+    writeFiles(inherited, { 'cpuset.cpus': '\n', 'cpuset.cpus.effective': '0-63\n' });
+    expect(readJobUsage([{ controllers: '', dir: inherited }], new Problems())).toEqual({});
+    // The cpuset controller not enabled for the job: no files, no value, no error.
+    const problems = new Problems();
+    expect(readJobUsage([{ controllers: '', dir: tmpDir() }], problems)).toEqual({});
+    expect(problems.list()).toEqual([]);
+  });
+
+  it('v1: OOM kills of a step whose cgroup was removed stay counted while the job lives', () => {
+    const { roots, dirs } = tree('v1');
+    const first = demoTree({ layout: 'v1', nonJobHolder: false }).jobs[0]!;
+    const mem = dirs.get(first.jobId)!.find((d) => d.controllers === 'memory')!.dir;
+    const oom = (dir: string, kills: number): void => {
+      fs.mkdirSync(dir, { recursive: true });
+      writeFiles(dir, { 'memory.oom_control': `oom_kill_disable 0\nunder_oom 0\noom_kill ${kills}\n` });
+    };
+    const collector = new NodeCollector({ roots, fdRescanIntervalMs: 60_000 });
+    const kills = (at: number): [unknown, number | undefined] => {
+      const c = collector.cycle(at);
+      const p = points(c, M.jobOomKills).find((q) => q.attributes.job_id === first.jobId);
+      return [p?.value, p?.startTimeMs];
+    };
+    oom(mem, 0);
+    oom(path.join(mem, 'step_0'), 1);
+    oom(path.join(mem, 'step_0', 'task_0'), 1);
+    oom(path.join(mem, 'step_1'), 0);
+    expect(kills(1_000)).toEqual([2, 1_000]);
+    // step_0 ended and Slurm removed its cgroups: its two kills stay, and the counter did not restart.
+    fs.rmSync(path.join(mem, 'step_0'), { recursive: true });
+    expect(kills(2_000)).toEqual([2, 1_000]);
+    oom(path.join(mem, 'step_1'), 1);
+    expect(kills(3_000)).toEqual([3, 1_000]);
+    // A step cgroup made anew under the same name counts from 0 again: the old count stays too.
+    oom(path.join(mem, 'step_1'), 0);
+    expect(kills(4_000)).toEqual([3, 1_000]);
+    // The job ends: its series leave, and a later job under the same id starts from its own count.
+    fs.rmSync(path.dirname(mem), { recursive: true });
+    expect(kills(5_000)).toEqual([undefined, undefined]);
   });
 
   it('v1: cpuacct.stat in USER_HZ ticks where the kernel lacks the ns files', () => {
