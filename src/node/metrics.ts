@@ -342,7 +342,7 @@ export const NODE_METRICS = {
     ['job_id'],
     "Processes the kernel's OOM killer killed in the job cgroup, any step (v2 memory.events oom_kill, v1 memory.oom_control oom_kill from Linux 4.13).",
   ),
-  jobCpusAllocated: jobSpec(
+  jobCpusAllocated: usageSpec(
     'gauge',
     'ib_slurm_job_cpus_allocated',
     '',

@@ -14,6 +14,8 @@ const OTHER_TOOLS: Readonly<Record<string, string>> = {
   '--build': 'docker compose up',
   '--variant': 'debootstrap',
   '--expose-gc': 'node',
+  '--max-semi-space-size': 'node (V8)',
+  '--max-old-space-size': 'node (V8)',
   '--nodelist': 'squeue',
   '--ntasks': 'sbatch',
   '--cpus-per-task': 'sbatch',
