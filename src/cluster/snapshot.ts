@@ -15,9 +15,7 @@ import type {
   SlurmShare,
 } from './model.js';
 
-export type SubCollector =
-  'nodes' | 'jobs' | 'diag' | 'partitions' | 'licenses' | 'reservations' | 'shares' | 'limits' | 'topology';
-export const SUB_COLLECTORS: readonly SubCollector[] = [
+export const SUB_COLLECTORS = [
   'nodes',
   'jobs',
   'diag',
@@ -27,7 +25,8 @@ export const SUB_COLLECTORS: readonly SubCollector[] = [
   'shares',
   'limits',
   'topology',
-];
+] as const;
+export type SubCollector = (typeof SUB_COLLECTORS)[number];
 /**
  * The sub-collectors an operator chooses (the others feed Soperator's families and always run).
  * `topology` reads the Kubernetes API (Soperator's worker pods and Nodes): off by default, as the

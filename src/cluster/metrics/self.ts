@@ -1,33 +1,13 @@
 /** The cluster agent's self-monitoring families. */
 import { closedValues, defineMetric, type MetricKind, type MetricSpec } from '../../telemetry/spec.js';
+import { FAILURE_KINDS } from '../http/failure.js';
+import { SUB_COLLECTORS } from '../snapshot.js';
 
 const COLLECTOR = ['collector'] as const;
-/** The sub-collectors (snapshot.ts): Soperator's three, and the optional ones. */
-const COLLECTOR_VALUES = [
-  'nodes',
-  'jobs',
-  'diag',
-  'partitions',
-  'licenses',
-  'reservations',
-  'shares',
-  'limits',
-  'topology',
-] as const;
-/** Why a run failed (api/failures.ts), or `absent`: the endpoint is not served. */
-const FAILURE_KIND_VALUES = [
-  'auth',
-  'timeout',
-  'network',
-  'too_large',
-  'http',
-  'absent',
-  'version',
-  'decode',
-  'api_errors',
-  'aborted',
-  'internal',
-] as const;
+/** The sub-collectors: Soperator's three, and the optional ones. */
+const COLLECTOR_VALUES = SUB_COLLECTORS;
+/** Why a run failed, or `absent`: the endpoint is not served. */
+const FAILURE_KIND_VALUES = FAILURE_KINDS;
 
 /** A self-monitoring family; where its points name a sub-collector, it is one of them. */
 function spec<K extends MetricKind, const L extends string>(
