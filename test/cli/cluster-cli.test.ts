@@ -1,25 +1,15 @@
-import path from 'node:path';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeCluster } from '../../src/demo/fake-cluster.js';
 import { startFakeSlurmrestd, type FakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
 import { parseExposition, select, type Sample } from '../support/exposition.js';
+import { BIN, cli } from '../support/cli.js';
 
-const BIN = path.resolve('dist/src/cli/main.js');
 let server: FakeSlurmrestd | undefined;
 afterEach(async () => {
   await server?.close();
   server = undefined;
 });
-
-function cli(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, [BIN, ...args], {
-    encoding: 'utf8',
-    env: { PATH: process.env.PATH ?? '', ...env },
-    timeout: 20_000,
-  });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-}
 
 /** Async: the fake server lives in this process, so the child must not block it. */
 function cliAsync(

@@ -3,8 +3,7 @@
  * while the rest is there, from the flag or the agent's environment variable; a name the agent does
  * not know, or a self-monitoring one, stops the start with exit 2.
  */
-import path from 'node:path';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeCluster } from '../../src/demo/fake-cluster.js';
 import { startFakeSlurmrestd, type FakeSlurmrestd } from '../../src/demo/fake-slurmrestd.js';
@@ -13,8 +12,8 @@ import { writeTree } from '../../src/demo/nodetree.js';
 import { parseExposition, select, type Sample } from '../support/exposition.js';
 import { canMakeDeviceNodes, treeFlags } from '../support/node-tree.js';
 import { tmpDir } from '../support/tmp.js';
+import { BIN, cli } from '../support/cli.js';
 
-const BIN = path.resolve('dist/src/cli/main.js');
 let server: FakeSlurmrestd | undefined;
 afterEach(async () => {
   await server?.close();
@@ -25,15 +24,6 @@ interface Run {
   code: number | null;
   stdout: string;
   stderr: string;
-}
-
-function cli(args: string[], env: Record<string, string> = {}): Run {
-  const r = spawnSync(process.execPath, [BIN, ...args], {
-    encoding: 'utf8',
-    env: { PATH: process.env.PATH ?? '', ...env },
-    timeout: 20_000,
-  });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 /** Async: the fake slurmrestd lives in this process, so the child must not block it. */

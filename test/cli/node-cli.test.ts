@@ -6,18 +6,7 @@ import { demoTree } from '../../src/demo/scenarios.js';
 import { writeProcess, writeTree } from '../../src/demo/nodetree.js';
 import { tmpDir } from '../support/tmp.js';
 import { canMakeDeviceNodes, rootFlags, treeFlags } from '../support/node-tree.js';
-
-// The built command, exactly as users run it (npm test builds first).
-const BIN = path.resolve('dist/src/cli/main.js');
-
-function cli(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, [BIN, ...args], {
-    encoding: 'utf8',
-    env: { PATH: process.env.PATH ?? '', ...env },
-    timeout: 20_000,
-  });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-}
+import { BIN, cli } from '../support/cli.js';
 
 function rootArgs(): string[] {
   const roots = writeTree(tmpDir(), demoTree({ layout: 'v2-sluid', nonJobHolder: false }));

@@ -1,17 +1,5 @@
-import path from 'node:path';
-import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-
-const BIN = path.resolve('dist/src/cli/main.js');
-
-function cli(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, [BIN, ...args], {
-    encoding: 'utf8',
-    env: { PATH: process.env.PATH ?? '', ...env },
-    timeout: 20_000,
-  });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-}
+import { cli } from '../support/cli.js';
 
 /** The lines the command printed on stderr, without its name. */
 const lines = (stderr: string): string[] =>
