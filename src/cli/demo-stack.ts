@@ -21,7 +21,7 @@ import { demoGpuAllocation } from '../demo/fake-slurm-gres.js';
 import { fakeTopology } from '../demo/fake-topology.js';
 import { CounterDrift, DEMO_JOBS, DEMO_NODE, demoTree, QpDrift, UsageDrift } from '../demo/scenarios.js';
 import { startNodeAgent, type NodeAgent } from '../node/agent.js';
-import type { Cycle } from '../node/collect.js';
+import type { Cycle } from '../node/join/cycle.js';
 import type { BindAddress } from '../telemetry/http.js';
 import { runUntilSignal } from './common.js';
 import { demoExplainArgs, selfCommand, shellWord } from './demo-explain.js';

@@ -3,7 +3,7 @@
  * ports and GPUs it holds (or was given) with each one's status and why, so that a user sees why
  * the job has series or lacks them, and its CPU and memory use against its limit.
  */
-import type { Cycle } from '../node/collect.js';
+import type { Cycle } from '../node/join/cycle.js';
 import { attributionRows, evidenceText, holderText, type Holder } from '../node/explain.js';
 import { SLUID_RE, type JobDir } from '../node/read/cgroups.js';
 import type { JobUsage } from '../node/read/job-usage.js';

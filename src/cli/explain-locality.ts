@@ -1,5 +1,5 @@
 /** explain's locality block: where each GPU sits relative to each HCA, and the pairs each job holds. */
-import type { Cycle } from '../node/collect.js';
+import type { Cycle } from '../node/join/cycle.js';
 import { jobPairs } from '../node/locality.js';
 import { isPlaced, type Relation } from '../node/read/pci-topology.js';
 

@@ -1,7 +1,8 @@
 /** `slurm-otel explain`: one cycle, then the attribution table in the terminal (or JSON). */
 import { Command, Option } from 'commander';
 import Table from 'cli-table3';
-import { NodeCollector, type Cycle } from '../node/collect.js';
+import { NodeCollector } from '../node/collect.js';
+import type { Cycle } from '../node/join/cycle.js';
 import { attributionRows, evidenceText, holderText, slurmCgroupsNote, type PortRow } from '../node/explain.js';
 import { describeUnreadable, unreadableLine, type UnreadablePolicy } from '../node/read/unreadable.js';
 import { CollectionIncomplete } from './common.js';

@@ -181,7 +181,8 @@ const GIB = 2 ** 30;
 
 /**
  * What each demo job's cgroup says it used: 918001 busy near its memory limit, 918002 a short
- * benchmark, 918003 throttled, 918004 mostly idle with one OOM kill behind it.
+ * benchmark, 918003 throttled, 918004 mostly idle with one OOM kill behind it. Each has a cpuset
+ * of its own, as with ConstrainCores=yes, so the node gives its CPUs allocated.
  */
 const DEMO_USAGE: Readonly<Record<string, JobUsageSpec>> = {
   918001: {
@@ -190,6 +191,7 @@ const DEMO_USAGE: Readonly<Record<string, JobUsageSpec>> = {
     memoryBytes: 61 * GIB,
     memoryPeakBytes: 62 * GIB,
     memoryLimitBytes: 64 * GIB,
+    cpus: '0-15',
   },
   918002: {
     cpuUserSeconds: 1_250,
@@ -197,6 +199,7 @@ const DEMO_USAGE: Readonly<Record<string, JobUsageSpec>> = {
     memoryBytes: 6 * GIB,
     memoryPeakBytes: 9 * GIB,
     memoryLimitBytes: 32 * GIB,
+    cpus: '16-23',
   },
   918003: {
     cpuUserSeconds: 20_500,
@@ -206,6 +209,7 @@ const DEMO_USAGE: Readonly<Record<string, JobUsageSpec>> = {
     memoryLimitBytes: 64 * GIB,
     throttledPeriods: 5_400,
     throttledSeconds: 310,
+    cpus: '24-39',
   },
   918004: {
     cpuUserSeconds: 240,
@@ -214,6 +218,7 @@ const DEMO_USAGE: Readonly<Record<string, JobUsageSpec>> = {
     memoryPeakBytes: 16 * GIB,
     memoryLimitBytes: 16 * GIB,
     oomKills: 1,
+    cpus: '40-47',
   },
 };
 

@@ -12,7 +12,8 @@ import {
   type ShutdownOptions,
 } from '../telemetry/runtime.js';
 import { SelfMonitor } from '../telemetry/selfmon.js';
-import { HOLD_COUNTER_FILES, NodeCollector, type CollectorOptions, type Cycle } from './collect.js';
+import { HOLD_COUNTER_FILES, NodeCollector, type CollectorOptions } from './collect.js';
+import type { Cycle } from './join/cycle.js';
 import { attributionRows, slurmCgroupsNote } from './explain.js';
 import { CounterHistory, motionReadings } from './history.js';
 import { renderLanding } from './landing.js';

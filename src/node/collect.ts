@@ -1,6 +1,5 @@
 /** One node-agent cycle: read, join, attribute, observe. Keeps the state between cycles. */
-import type { Family } from '../telemetry/spec.js';
-import { attribute, EMPTY_STATE, type Attribution, type AttributionState } from './join/attribution.js';
+import { attribute, EMPTY_STATE, type AttributionState } from './join/attribution.js';
 import { JobIdResolver, type JobIdTable } from './read/jobids.js';
 import { observe, qpFamilies, usageFamilies } from './observe.js';
 import { holdOomKills, usageStarts, type OomHeld, type UsageStarts } from './join/job-usage.js';
@@ -13,6 +12,7 @@ import { LocalityCache } from './read/pci-topology.js';
 import type { Roots } from './read/roots.js';
 import type { JobMetadataSource } from './read/squeue.js';
 import type { GpuAllocationSource } from './read/gres-source.js';
+import type { Cycle } from './join/cycle.js';
 import { snapshotSteps, type NodeSnapshot } from './join/snapshot.js';
 import { qpReadingWithout, withoutExcluded, type DeviceFilter } from './join/excluded.js';
 import { runSteps, runStepsYielding, type Steps } from './read/steps.js';
@@ -51,20 +51,6 @@ export interface CollectorOptions {
 
 /** What a running agent keeps open: every counter of 16 dual-port HCAs with mlx5's ~60 counters each. */
 export const HOLD_COUNTER_FILES = 2048;
-
-export interface Cycle {
-  readonly snapshot: NodeSnapshot;
-  readonly attribution: Attribution;
-  readonly families: Family[];
-  readonly durationMs: number;
-  /** Per-job QP counter totals after this cycle; absent with --qp-counters off. */
-  readonly qp?: QpState;
-  /**
-   * Why this reading cannot stand for the node (sysfs unlistable, out of file descriptors):
-   * then it has no families, the attribution state is left as it was, and nothing is published.
-   */
-  readonly failed?: string;
-}
 
 export class NodeCollector {
   private readonly readers;

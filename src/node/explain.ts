@@ -3,7 +3,7 @@
  * status and why. The terminal (`slurm-otel explain`) and the landing page
  * render the same rows.
  */
-import type { Cycle } from './collect.js';
+import type { Cycle } from './join/cycle.js';
 import type { PortStatus } from './join/attribution.js';
 import type { HolderEvidence, NodeSnapshot } from './join/snapshot.js';
 

@@ -4,7 +4,7 @@
  * has none.
  */
 import { escapeHtml as esc } from '../telemetry/page.js';
-import type { Cycle } from './collect.js';
+import type { Cycle } from './join/cycle.js';
 import type { Holder } from './explain.js';
 import type { GpuStatus } from './join/attribution.js';
 

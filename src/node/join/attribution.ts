@@ -7,7 +7,7 @@
  * increases seen while it stayed sole user: a counter missing from a few readings
  * meanwhile is compared with the last value seen, so its increase is not lost.
  */
-import { saturated, WRAPS_32 } from '../read/hca.js';
+import { increase } from '../read/hca.js';
 import type { JobAllocation, NodeSnapshot } from './snapshot.js';
 import { blindsDevice, describeUnreadable, type UnreadableProcess } from '../read/unreadable.js';
 import type { GpuUnit } from '../read/gpus.js';
@@ -280,20 +280,6 @@ function advance(s: JobSeries, raw: ReadonlyMap<string, bigint>): JobSeries {
 
 function zeroes(raw: ReadonlyMap<string, bigint>): Map<string, bigint> {
   return new Map([...raw.keys()].map((k) => [k, 0n]));
-}
-
-const TWO_32 = 1n << 32n;
-
-/**
- * What a counter added between two readings: a saturated PMA counter adds
- * nothing; a 32-bit wrapping driver counter adds the wrapped difference; any
- * other decrease is a reset, after which the counter counted `cur`.
- */
-export function increase(counter: string, prev: bigint, cur: bigint): bigint {
-  if (saturated(counter, cur)) return 0n;
-  if (cur >= prev) return cur - prev;
-  if (WRAPS_32.has(counter) && prev < TWO_32) return cur + TWO_32 - prev;
-  return cur;
 }
 
 function portCounters(snap: NodeSnapshot): Map<string, ReadonlyMap<string, bigint>> {

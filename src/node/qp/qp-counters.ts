@@ -28,7 +28,7 @@
  *
  * The readings are parsed in qp-parse.ts.
  */
-import { increase } from '../join/attribution.js';
+import { increase } from '../read/hca.js';
 import type { QpCounter, QpReading, QpResource } from './qp-parse.js';
 
 export { autoOff, type LinkMode, type QpCounter, type QpReading, type QpResource } from './qp-parse.js';

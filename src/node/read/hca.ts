@@ -434,3 +434,17 @@ export function saturated(counter: string, value: bigint): boolean {
   const w = PMA_WIDTH[counter];
   return w !== undefined && value >= (1n << BigInt(w)) - 1n;
 }
+
+const TWO_32 = 1n << 32n;
+
+/**
+ * What a counter added between two readings: a saturated PMA counter adds
+ * nothing; a 32-bit wrapping driver counter adds the wrapped difference; any
+ * other decrease is a reset, after which the counter counted `cur`.
+ */
+export function increase(counter: string, prev: bigint, cur: bigint): bigint {
+  if (saturated(counter, cur)) return 0n;
+  if (cur >= prev) return cur - prev;
+  if (WRAPS_32.has(counter) && prev < TWO_32) return cur + TWO_32 - prev;
+  return cur;
+}

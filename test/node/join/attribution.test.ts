@@ -1,12 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  attribute,
-  EMPTY_STATE,
-  increase,
-  judgePorts,
-  type AttributionState,
-} from '../../../src/node/join/attribution.js';
+import { attribute, EMPTY_STATE, judgePorts, type AttributionState } from '../../../src/node/join/attribution.js';
+import { increase } from '../../../src/node/read/hca.js';
 import type { DeviceHolders, JobAllocation, NodeSnapshot } from '../../../src/node/join/snapshot.js';
 import type { UnreadableProcess } from '../../../src/node/read/unreadable.js';
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { deviceFilter } from '../../../src/cli/device-patterns.js';
-import { NodeCollector, type Cycle } from '../../../src/node/collect.js';
+import { NodeCollector } from '../../../src/node/collect.js';
+import type { Cycle } from '../../../src/node/join/cycle.js';
 import { attributionRows } from '../../../src/node/explain.js';
 import { NODE_METRICS } from '../../../src/node/metrics.js';
 import { demoTree } from '../../../src/demo/scenarios.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { NodeCollector, type Cycle } from '../../../src/node/collect.js';
+import { NodeCollector } from '../../../src/node/collect.js';
+import type { Cycle } from '../../../src/node/join/cycle.js';
 import { NODE_METRICS } from '../../../src/node/metrics.js';
 import { demoTree } from '../../../src/demo/scenarios.js';
 import { nvidiaDevices, standInGpus, writeTree, type ProcSpec, type TreeSpec } from '../../../src/demo/nodetree.js';

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { NodeCollector, type Cycle } from '../../../src/node/collect.js';
+import { NodeCollector } from '../../../src/node/collect.js';
+import type { Cycle } from '../../../src/node/join/cycle.js';
 import { NODE_METRICS } from '../../../src/node/metrics.js';
 import { demoTree } from '../../../src/demo/scenarios.js';
 import {

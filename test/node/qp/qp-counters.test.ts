@@ -9,7 +9,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../support/log.js';
 import { NodeRunner } from '../../../src/node/agent.js';
-import { NodeCollector, type Cycle } from '../../../src/node/collect.js';
+import { NodeCollector } from '../../../src/node/collect.js';
+import type { Cycle } from '../../../src/node/join/cycle.js';
 import { NODE_METRICS } from '../../../src/node/metrics.js';
 import {
   accumulateQp,

@@ -6,7 +6,8 @@
  * that none of the job's QPs is counted, and logs why, once per link, from the link's mode.
  */
 import { describe, expect, it } from 'vitest';
-import { NodeCollector, type Cycle } from '../../../src/node/collect.js';
+import { NodeCollector } from '../../../src/node/collect.js';
+import type { Cycle } from '../../../src/node/join/cycle.js';
 import { NODE_METRICS } from '../../../src/node/metrics.js';
 import { QpSource } from '../../../src/node/qp/qp-source.js';
 import { demoTree } from '../../../src/demo/scenarios.js';

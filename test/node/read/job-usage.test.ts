@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { NodeCollector, type Cycle } from '../../../src/node/collect.js';
+import { NodeCollector } from '../../../src/node/collect.js';
+import type { Cycle } from '../../../src/node/join/cycle.js';
 import { scanCgroups } from '../../../src/node/read/cgroups.js';
 import {
   parseCpuCount,

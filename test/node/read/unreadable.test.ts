@@ -4,7 +4,8 @@ import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { NodeRunner } from '../../../src/node/agent.js';
 import { inSlurmJob } from '../../../src/node/read/cgroups.js';
-import { NodeCollector, type Cycle } from '../../../src/node/collect.js';
+import { NodeCollector } from '../../../src/node/collect.js';
+import type { Cycle } from '../../../src/node/join/cycle.js';
 import { NODE_METRICS } from '../../../src/node/metrics.js';
 import {
   cgroupLines,
