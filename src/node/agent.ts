@@ -22,7 +22,7 @@ import { NODE_SELF_METRICS } from './metrics.js';
 import type { NodeSnapshot } from './join/snapshot.js';
 import { QpSource, type QpSourceOptions } from './qp/qp-source.js';
 import type { QpDropReason } from './qp/qp-parse.js';
-import type { FailureKind } from './read/roots.js';
+import type { FailureKind } from './read/result.js';
 import { SlurmGpuAllocation, type GpuAllocationOptions } from './read/gres-source.js';
 import { squeueJobIds, squeueMetadata, type SqueueOptions, type Stoppable } from './read/squeue.js';
 import { unreadableLine, type UnreadableProcess } from './read/unreadable.js';

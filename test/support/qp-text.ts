@@ -16,7 +16,7 @@ import {
   type QpResource,
   type QpStreamReader,
 } from '../../src/node/qp/qp-parse.js';
-import { failed, ok, type Read } from '../../src/node/read/roots.js';
+import { failed, ok, type Read } from '../../src/node/read/result.js';
 
 /** Characters fed between two pauses. */
 const PAUSE_CHARS = 1 << 18;

@@ -14,7 +14,7 @@
  */
 import { entryStream, type JsonEntry, type JsonField } from '../../json/entries.js';
 import { JsonStreamError, type Held, type JsonStream } from '../../json/stream.js';
-import { failed, ok, type Failure, type Read } from '../read/roots.js';
+import { failed, ok, type Failure, type Read } from '../read/result.js';
 
 /** One counter of `rdma -j statistic qp show`: a PID's QPs on one port. */
 export interface QpCounter {

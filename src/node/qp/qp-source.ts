@@ -25,7 +25,7 @@ import {
   type QpResource,
   type QpStreamReader,
 } from './qp-parse.js';
-import type { FailureKind } from '../read/roots.js';
+import type { FailureKind } from '../read/result.js';
 import { ChildRunner, RunError } from '../../child-runner.js';
 import type { Stoppable } from '../read/squeue.js';
 

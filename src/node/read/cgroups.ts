@@ -3,7 +3,8 @@
  * (REFERENCE.md §1): v1 per-controller trees, v2 `job_<id>` directories and
  * 26.05's bare SLUID directories, under any slice and scope name.
  */
-import { join, LIST_LIMIT, listSubdirs, readSmall, type Read } from './roots.js';
+import { join, LIST_LIMIT, listSubdirs, readSmall } from './roots.js';
+import { type Read } from './result.js';
 import type { Problems } from './problems.js';
 
 export type Layout = 'v1' | 'v2' | 'v2-sluid';

@@ -23,7 +23,8 @@
  */
 import fs from 'node:fs';
 import type { Problems } from './problems.js';
-import { classify, failed, join, listDir, listSubdirs, readSmall, type Failure } from './roots.js';
+import { join, listDir, listSubdirs, readSmall } from './roots.js';
+import { classify, failed, type Failure } from './result.js';
 
 /** The character-device major of GPUs, nvidiactl and nvidia-modeset: fixed by the driver. */
 export const NVIDIA_MAJOR = 195;

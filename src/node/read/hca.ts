@@ -14,8 +14,8 @@ import {
   parseCounter,
   readSmall,
   rereadAttribute,
-  type Failure,
 } from './roots.js';
+import { type Failure } from './result.js';
 
 export interface PortReading {
   readonly port: string;

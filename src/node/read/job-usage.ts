@@ -34,7 +34,8 @@
 import fs from 'node:fs';
 import type { JobDir } from './cgroups.js';
 import type { Problems } from './problems.js';
-import { failed, join, listSubdirs, ok, parseCounter, readSmall, type Read } from './roots.js';
+import { join, listSubdirs, parseCounter, readSmall } from './roots.js';
+import { failed, ok, type Read } from './result.js';
 
 export interface JobUsage {
   readonly cpuUserSeconds?: number;

@@ -24,7 +24,8 @@
 import fs from 'node:fs';
 import { FdMounts, type FdKind } from './fd-mounts.js';
 import { FdProbe, type FdProbeOptions, type ProbeResult } from './fd-probe.js';
-import { classify, listDir, readSmall, type FdDeviceOf } from './roots.js';
+import { listDir, readSmall, type FdDeviceOf } from './roots.js';
+import { classify } from './result.js';
 import type { Problems } from './problems.js';
 import { runSteps, Slice, SLICE_MS, type Steps } from './steps.js';
 

@@ -29,7 +29,8 @@
  */
 import fs from 'node:fs';
 import type { Problems } from './problems.js';
-import { classify, join, readSmall } from './roots.js';
+import { join, readSmall } from './roots.js';
+import { classify } from './result.js';
 
 export const RELATIONS = ['PIX', 'PXB', 'PHB', 'NODE', 'SYS', 'unknown'] as const;
 export type Relation = (typeof RELATIONS)[number];

@@ -1,5 +1,5 @@
 /** What went wrong while reading one cycle, by source and kind, with one example each. */
-import type { FailureKind } from './roots.js';
+import type { FailureKind } from './result.js';
 
 export type Source = 'cgroup' | 'proc' | 'sysfs' | 'jobid';
 

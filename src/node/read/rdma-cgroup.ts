@@ -14,7 +14,8 @@
  * HCA and makes no series.
  */
 import type { Problems } from './problems.js';
-import { failed, join, LIST_LIMIT, listDir, listSubdirs, ok, readSmall, type Read } from './roots.js';
+import { join, LIST_LIMIT, listDir, listSubdirs, readSmall } from './roots.js';
+import { failed, ok, type Read } from './result.js';
 import { cgroupLines, type CgroupLine } from './cgroups.js';
 
 export interface RdmaCharge {

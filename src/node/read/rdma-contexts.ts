@@ -20,7 +20,7 @@
 import fs from 'node:fs';
 import { ChildRunner, RunError } from '../../child-runner.js';
 import type { Logger } from '../../log.js';
-import { failed, ok, type Read } from './roots.js';
+import { failed, ok, type Read } from './result.js';
 
 export interface ContextReading {
   /** PID (or thread id) → the HCAs it holds a verbs context on. */

@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { classify, failed, ok, type Failure, type Read } from './result.js';
 
 /**
  * The device number (`major:minor`, as sysfs `dev` files write it) of the character device an fd
@@ -43,37 +44,6 @@ export function deviceNumber(rdev: number): string {
 export const DEV_RE = /^\d{1,10}:\d{1,10}$/;
 
 export const DEFAULT_ROOTS: Roots = { sysfs: '/sys', procfs: '/proc', cgroupfs: '/sys/fs/cgroup' };
-
-/**
- * gone: ENOENT/ESRCH (ended); denied: EACCES/EPERM; malformed: content unparsable or not a
- * regular file; too_large: more bytes than such a file can hold; io: anything else.
- */
-export type FailureKind = 'gone' | 'denied' | 'malformed' | 'too_large' | 'io';
-
-export interface Failure {
-  readonly ok: false;
-  readonly kind: FailureKind;
-  readonly detail: string;
-  /** The errno code when the failure came from a system call (EMFILE, EINVAL, ...). */
-  readonly code?: string;
-}
-
-export type Read<T> = { readonly ok: true; readonly value: T } | Failure;
-
-export function ok<T>(value: T): Read<T> {
-  return { ok: true, value };
-}
-
-export function failed(kind: FailureKind, detail: string): Failure {
-  return { ok: false, kind, detail };
-}
-
-export function classify(err: unknown): FailureKind {
-  const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  if (code === 'ENOENT' || code === 'ESRCH' || code === 'ENOTDIR') return 'gone';
-  if (code === 'EACCES' || code === 'EPERM') return 'denied';
-  return 'io';
-}
 
 function failure(err: unknown, p: string): Failure {
   const e = err as NodeJS.ErrnoException;

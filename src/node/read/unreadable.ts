@@ -24,7 +24,8 @@ import { cgroupLines, inSlurmJob, type CgroupLine } from './cgroups.js';
 import type { UnreadableFds } from './owners.js';
 import { chargedDevices, type RdmaEvidence } from './rdma-cgroup.js';
 import type { ProcessContexts } from './rdma-contexts.js';
-import { join, LIST_LIMIT, readSmall, type Read } from './roots.js';
+import { join, LIST_LIMIT, readSmall } from './roots.js';
+import { type Read } from './result.js';
 
 export { cgroupLines, type CgroupLine } from './cgroups.js';
 

@@ -16,7 +16,7 @@ import {
 } from '../../../src/node/qp/qp-parse.js';
 import { counterEntries, drain, parseQpCounters, resourceEntries } from '../../support/qp-text.js';
 import { QpSource } from '../../../src/node/qp/qp-source.js';
-import type { FailureKind } from '../../../src/node/read/roots.js';
+import type { FailureKind } from '../../../src/node/read/result.js';
 import { RecordingRdma } from '../../support/recording-rdma.js';
 import { demoTree } from '../../../src/demo/scenarios.js';
 import { writeTree } from '../../../src/demo/nodetree.js';
