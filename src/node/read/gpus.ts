@@ -98,18 +98,6 @@ export interface GpuInventory {
   readonly byDevice: ReadonlyMap<string, DeviceRole>;
 }
 
-/** The role of a device number (an fd's `major:minor`); undefined when it is no NVIDIA device. */
-export function deviceRole(inv: GpuInventory, dev: string): DeviceRole | undefined {
-  const known = inv.byDevice.get(dev);
-  if (known) return known;
-  const major = Number(dev.slice(0, dev.indexOf(':')));
-  const driver = inv.majors.noGpu.get(major);
-  if (driver !== undefined) return { kind: 'no-gpu', name: driver };
-  if (major === inv.majors.nvidia) return { kind: 'unknown', name: `nvidia ${dev}` };
-  if (major === inv.majors.caps) return { kind: 'unknown', name: `nvidia-caps ${dev}` };
-  return undefined;
-}
-
 /** Keeps the last inventory; parses again only when the listing of the driver's files changes. */
 export class GpuCache {
   /** How many times the driver's files were parsed: a steady node parses once. */

@@ -2,12 +2,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
-  deviceRole,
   GpuCache,
   parseBusId,
   parseCapability,
   parseMajors,
   readGpus,
+  type DeviceRole,
   type GpuInventory,
 } from '../../../src/node/read/gpus.js';
 import { Problems } from '../../../src/node/read/problems.js';
@@ -21,6 +21,21 @@ import {
   type NvidiaSpec,
 } from '../../../src/demo/nodetree.js';
 import { asUnprivileged, deny, tmpDir } from '../../support/tmp.js';
+
+/**
+ * The oracle's role of a device number (an fd's `major:minor`) in an inventory; undefined when it is
+ * no NVIDIA device: a GPU or MIG unit by its number, else what the driver's major says.
+ */
+function deviceRole(inv: GpuInventory, dev: string): DeviceRole | undefined {
+  const known = inv.byDevice.get(dev);
+  if (known) return known;
+  const major = Number(dev.slice(0, dev.indexOf(':')));
+  const driver = inv.majors.noGpu.get(major);
+  if (driver !== undefined) return { kind: 'no-gpu', name: driver };
+  if (major === inv.majors.nvidia) return { kind: 'unknown', name: `nvidia ${dev}` };
+  if (major === inv.majors.caps) return { kind: 'unknown', name: `nvidia-caps ${dev}` };
+  return undefined;
+}
 
 const H200 = path.resolve('fixtures/node/nvidia/h200');
 const H200_INFO = path.join(H200, 'proc/driver/nvidia/gpus/0000:00:06.0/information');
