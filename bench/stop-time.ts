@@ -54,7 +54,7 @@ async function measure(name: string, make: (dir: string) => Promise<StopCase>): 
   const c = await make(dir);
   const agent = spawnAgent(c.args, CAP_MS + READY_MS);
   try {
-    if (!(await until(() => c.inFlight(agent.logged), READY_MS))) return `${name}: never in flight`;
+    if (!(await until(() => c.inFlight(agent), READY_MS))) return `${name}: never in flight`;
     const url = agent.metricsUrl();
     if ('connect' in c && url !== undefined) await (c as { connect(url: string): Promise<unknown> }).connect(url);
     const sent = agent.signal('SIGTERM');

@@ -60,7 +60,7 @@ async function exitOf(agent: AgentChild, deadlineMs = EXIT_DEADLINE_MS): Promise
 
 /** Waits until the case's work is in flight, sends SIGTERM and gives how the agent exited. */
 async function terminate(c: StopCase, agent: AgentChild): Promise<Exit> {
-  await waitFor('work in flight', () => c.inFlight(agent.logged) || undefined);
+  await waitFor('work in flight', () => c.inFlight(agent) || undefined);
   agent.signal('SIGTERM');
   return exitOf(agent);
 }
@@ -157,7 +157,7 @@ describe('stopping the agents (SIGTERM, SIGINT, SIGHUP)', () => {
   it('closes scrape connections (keep-alive, half-sent request) at once, not after the work in flight', async () => {
     const c = await scrapesOpen(tmpDir());
     const agent = start(c);
-    await waitFor('work in flight', () => c.inFlight(agent.logged) || undefined);
+    await waitFor('work in flight', () => c.inFlight(agent) || undefined);
     const sockets = await c.connect(await waitFor('metrics URL', () => agent.metricsUrl()));
     const closed = sockets.map((s: net.Socket) => new Promise<void>((resolve) => s.once('close', () => resolve())));
     cleanups.push(() => sockets.forEach((s) => s.destroy()));
@@ -174,7 +174,7 @@ describe('stopping the agents (SIGTERM, SIGINT, SIGHUP)', () => {
     const webConfig = path.join(dir, 'web.yml');
     fs.writeFileSync(webConfig, `basic_auth_users:\n  prom: "${bcrypt.hashSync('right', 10)}"\n`);
     const agent = start({ ...c, args: [...c.args, '--web-config-file', webConfig] });
-    await waitFor('work in flight', () => c.inFlight(agent.logged) || undefined);
+    await waitFor('work in flight', () => c.inFlight(agent) || undefined);
     const url = await waitFor('metrics URL', () => agent.metricsUrl());
     const attack = slowloris({ port: Number(new URL(url).port), from: ['127.0.0.2'], connections: 64 });
     const flood = passwordFlood({
@@ -195,7 +195,7 @@ describe('stopping the agents (SIGTERM, SIGINT, SIGHUP)', () => {
   it('SIGINT stops the same way', async () => {
     const c = await slurmrestdHanging(tmpDir());
     const agent = start(c);
-    await waitFor('work in flight', () => c.inFlight(agent.logged) || undefined);
+    await waitFor('work in flight', () => c.inFlight(agent) || undefined);
     agent.signal('SIGINT');
     expectCleanStop(await exitOf(agent), agent);
     expect(agent.logs().find((l) => l.msg === 'stopping')?.signal).toBe('SIGINT');
@@ -204,7 +204,7 @@ describe('stopping the agents (SIGTERM, SIGINT, SIGHUP)', () => {
   it('SIGHUP stops the same way, and --qp-counters manage turns its links off again', async () => {
     const c = await rdmaRestore(tmpDir(), 'exit 0');
     const agent = start(c);
-    await waitFor('work in flight', () => c.inFlight(agent.logged) || undefined);
+    await waitFor('work in flight', () => c.inFlight(agent) || undefined);
     agent.signal('SIGHUP');
     const exit = await exitOf(agent);
     expect(exit.signal, agent.output()).toBeNull();
@@ -217,7 +217,7 @@ describe('stopping the agents (SIGTERM, SIGINT, SIGHUP)', () => {
   it('a second signal exits at once, killing the helpers still running, naming at ERROR each link left on', async () => {
     const c = await rdmaRestore(tmpDir(), 'exec sleep 600');
     const agent = start(c);
-    await waitFor('work in flight', () => c.inFlight(agent.logged) || undefined);
+    await waitFor('work in flight', () => c.inFlight(agent) || undefined);
     agent.signal('SIGTERM');
     await agent.whenLogged(/^stopping$/, EXIT_DEADLINE_MS);
     agent.signal('SIGTERM');

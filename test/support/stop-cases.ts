@@ -7,7 +7,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { demoTree } from '../../src/demo/scenarios.js';
 import { writeTree } from '../../src/demo/nodetree.js';
-import { DAEMONIZE, manageRdma, silentServer, StandIns, type SilentServer } from './stopping.js';
+import { DAEMONIZE, manageRdma, silentServer, StandIns, type AgentChild, type SilentServer } from './stopping.js';
 import { freePort } from './tools.js';
 import { treeFlags } from './node-tree.js';
 
@@ -15,7 +15,7 @@ export interface StopCase {
   /** The agent's arguments. */
   readonly args: readonly string[];
   /** Whether the work to be cut short is in flight (given the agent's log so far). */
-  inFlight(logged: (msg: RegExp) => boolean): boolean;
+  inFlight(agent: Pick<AgentChild, 'logged' | 'logs'>): boolean;
   /** Helpers the case wrote (their pids are recorded). */
   readonly standIns: StandIns;
   close(): Promise<void>;
@@ -42,7 +42,7 @@ export async function otlpRefused(dir: string): Promise<StopCase> {
   return {
     args: [...nodeArgs(dir), '--otlp-endpoint', `http://127.0.0.1:${port}`, '--otlp-interval', '1s'],
     // Refused connections are retried until the push times out: one attempt has been made then.
-    inFlight: (logged) => logged(/OTLP export failed|metrics export timed out/),
+    inFlight: ({ logged }) => logged(/OTLP export failed|metrics export timed out/),
     standIns: new StandIns(dir),
     close: nothing,
   };
@@ -121,7 +121,11 @@ export async function rdmaRestore(dir: string, onSetOff: string): Promise<StopCa
   const rdma = manageRdma(s, MANAGED_LINKS, onSetOff);
   return {
     args: [...nodeArgs(dir, '15s'), '--qp-counters', 'manage', '--rdma-path', rdma],
-    inFlight: () => s.lines('set.log').filter((l) => l.endsWith(' on')).length === MANAGED_LINKS.length,
+    // The agent's own word that every link is on, not the stand-in's: set.log is written before
+    // the agent has read the run's exit, and a stop then cuts that turn-on short instead.
+    inFlight: ({ logs }) =>
+      logs().filter((l) => typeof l.msg === 'string' && l.msg.startsWith('per-PID QP counters turned on')).length ===
+      MANAGED_LINKS.length,
     standIns: s,
     close: nothing,
   };
@@ -135,7 +139,7 @@ export async function scrapesOpen(dir: string): Promise<StopCase & { connect(url
   const server = await silentServer();
   return {
     args: [...clusterArgs(server.url), '--token-source', 'none'],
-    inFlight: (logged) => logged(/cluster agent started/) && server.accepted() > 0,
+    inFlight: ({ logged }) => logged(/cluster agent started/) && server.accepted() > 0,
     standIns: new StandIns(dir),
     close: () => server.close(),
     connect: async (url) => {
