@@ -87,8 +87,12 @@ export interface Coverage {
 interface ProcEntry {
   start: string;
   comm: string;
-  /** The fd names at the last read: the fast path compares against them. */
-  listing: readonly string[];
+  /**
+   * The fd names at the last read, joined by '/' (no name holds one): the fast path compares
+   * against it. One string per process, where an array held a string per fd (600 × 256 of them
+   * on a busy node, the largest thing on the agent's heap).
+   */
+  listing: string;
   /** fd name → the character device it refers to, only for fds that are character devices. */
   chars: Map<string, CharFd>;
   /** The uverbs devices among `chars`, as last matched, and against which map: a steady process is matched once. */
@@ -119,6 +123,8 @@ interface LinkRead {
   readonly start: string;
   readonly comm: string;
   readonly names: readonly string[];
+  /** `names` joined, as ProcEntry keeps them. */
+  readonly listing: string;
   readonly prev?: ProcEntry;
 }
 
@@ -271,7 +277,7 @@ export class FdScanner {
     const comm = commOf(stat.value);
     // A kernel thread has no fd table (and a reader without root may not even list its empty one).
     if (isKernelThread(stat.value))
-      return { entry: { start, comm, listing: [], chars: new Map() }, linksRead: 0, stated: 0 };
+      return { entry: { start, comm, listing: '', chars: new Map() }, linksRead: 0, stated: 0 };
     const fds = listDir(base + 'fd');
     if (!fds.ok) {
       if (fds.kind === 'gone') return 'gone';
@@ -279,11 +285,13 @@ export class FdScanner {
       return { errno: errnoOf(fds.detail) };
     }
     const names = fds.value;
+    const listing = names.join('/');
     let prev = this.cache.get(pid);
     if (prev && (prev.start !== start || full)) prev = undefined;
-    if (prev && sameNames(prev.listing, names))
+    // The kernel lists a steady table alike each time: the same names in the same order.
+    if (prev && prev.listing === listing)
       return { entry: prev.comm === comm ? prev : { ...prev, comm }, linksRead: 0, stated: 0 };
-    return { read: { fdDir: `${base}fd/`, pid, start, comm, names, ...(prev ? { prev } : {}) } };
+    return { read: { fdDir: `${base}fd/`, pid, start, comm, names, listing, ...(prev ? { prev } : {}) } };
   }
 
   /**
@@ -298,7 +306,7 @@ export class FdScanner {
     noDevice: () => boolean,
   ): Steps<ProcessRead | 'gone'> {
     const { prev } = p;
-    const known = prev ? new Set(prev.listing) : undefined;
+    const known = prev ? new Set(prev.listing.split('/')) : undefined;
     const chars = new Map<string, CharFd>();
     let linksRead = 0;
     let stated = 0;
@@ -344,7 +352,7 @@ export class FdScanner {
     if (uncertain !== undefined) return { errno: 'uncertain', uncertain };
     // A tree that is not this host's: what the fd is cannot be known here (not cached either).
     if (missing !== undefined) return { errno: 'uncertain', missing };
-    return { entry: { start: p.start, comm: p.comm, listing: p.names, chars }, linksRead, stated };
+    return { entry: { start: p.start, comm: p.comm, listing: p.listing, chars }, linksRead, stated };
   }
 
   /** The probe's answer for an fd to ask, if it has one; else the question is queued (undefined). */
@@ -361,13 +369,6 @@ export class FdScanner {
     const dev = this.deviceOf?.(path, link);
     return dev === undefined ? { none: true } : { dev };
   }
-}
-
-/** The same fd names in the same order (the kernel lists a steady table alike each time). */
-function sameNames(a: readonly string[], b: readonly string[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
 
 /** The uverbs devices among a process's character-device fds, each with the paths it holds it by. */
