@@ -123,8 +123,6 @@ interface LinkRead {
   readonly start: string;
   readonly comm: string;
   readonly names: readonly string[];
-  /** `names` joined, as ProcEntry keeps them. */
-  readonly listing: string;
   readonly prev?: ProcEntry;
 }
 
@@ -285,13 +283,11 @@ export class FdScanner {
       return { errno: errnoOf(fds.detail) };
     }
     const names = fds.value;
-    const listing = names.join('/');
     let prev = this.cache.get(pid);
     if (prev && (prev.start !== start || full)) prev = undefined;
-    // The kernel lists a steady table alike each time: the same names in the same order.
-    if (prev && prev.listing === listing)
+    if (prev && sameNames(prev.listing, names))
       return { entry: prev.comm === comm ? prev : { ...prev, comm }, linksRead: 0, stated: 0 };
-    return { read: { fdDir: `${base}fd/`, pid, start, comm, names, listing, ...(prev ? { prev } : {}) } };
+    return { read: { fdDir: `${base}fd/`, pid, start, comm, names, ...(prev ? { prev } : {}) } };
   }
 
   /**
@@ -352,7 +348,7 @@ export class FdScanner {
     if (uncertain !== undefined) return { errno: 'uncertain', uncertain };
     // A tree that is not this host's: what the fd is cannot be known here (not cached either).
     if (missing !== undefined) return { errno: 'uncertain', missing };
-    return { entry: { start: p.start, comm: p.comm, listing: p.listing, chars }, linksRead, stated };
+    return { entry: { start: p.start, comm: p.comm, listing: p.names.join('/'), chars }, linksRead, stated };
   }
 
   /** The probe's answer for an fd to ask, if it has one; else the question is queued (undefined). */
@@ -430,4 +426,20 @@ export function commOf(stat: string): string {
   for (let i = 0; i < name.length; i++)
     if (name.charCodeAt(i) > 0x7f) return Buffer.from(name, 'latin1').toString('utf8');
   return name;
+}
+
+/**
+ * Whether `names` are the kept listing's, in the same order (the kernel lists a steady table alike
+ * each time). Walked in place: joining this cycle's names to compare would make a string per
+ * process and cycle for nothing.
+ */
+function sameNames(listing: string, names: readonly string[]): boolean {
+  let at = 0;
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i] as string;
+    if (i > 0 && listing.charCodeAt(at++) !== 47) return false; // '/'
+    if (!listing.startsWith(name, at)) return false;
+    at += name.length;
+  }
+  return at === listing.length;
 }
