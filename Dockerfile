@@ -15,7 +15,7 @@ ARG NODE_IMAGE=node:24-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
-# --ignore-scripts: the `prepare` script would run tsc before the sources are copied; the build
+# --ignore-scripts: the `prepare` script would emit src/ before the sources are copied; the build
 # runs explicitly below. No runtime dependency needs an install script.
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json ./

@@ -299,6 +299,25 @@ describe.runIf(shouldRun(prometheus))(
       expect(Number(ratio[0]?.value[1])).toBeCloseTo(61 / 64, 6);
     });
 
+    it("shows the selected job's CPU efficiency on each node, and the CPUs allocated there", async () => {
+      const d = byFile('fabric-by-job.json');
+      const q = (title: string, ref: string) =>
+        substitute(
+          panelQueries(d.json).find((p) => p.panel === title && p.refId === ref)?.expr ?? 'absent_panel',
+          values(d),
+        );
+      // The demo's 918001 has the cpuset 0-15 and keeps CPUs busy (DEMO_CPU_RATES).
+      const allocated = await prom.waitFor(q('Job $job_id: CPUs busy and allocated by node', 'B'));
+      expect(allocated.map((r) => [r.metric.node_name, r.metric.job_id, Number(r.value[1])])).toEqual([
+        [DEMO_NODE, '918001', 16],
+      ]);
+      const busy = await prom.waitFor(q('Job $job_id: CPUs busy and allocated by node', 'A'));
+      expect(busy.map((r) => r.metric.node_name)).toEqual([DEMO_NODE]);
+      const efficiency = await prom.waitFor(q('Job $job_id: CPU efficiency by node', 'A'));
+      expect(efficiency.map((r) => [r.metric.node_name, r.metric.job_id])).toEqual([[DEMO_NODE, '918001']]);
+      expect(Number(efficiency[0]?.value[1])).toBeGreaterThan(0);
+    });
+
     it('shows each job sharing mlx5_1 its own QP counters, bytes and coverage', async () => {
       const d = byFile('fabric-by-job.json');
       const expr = (title: string) =>

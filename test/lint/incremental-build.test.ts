@@ -1,9 +1,10 @@
 /**
- * One compile of what the demo needs from a fresh clone to its pages: `npm ci` compiles the package
- * alone (prepare: src/, tsconfig.package.json), and `npm run demo` builds the same again; in build
- * mode with the compiler's record of its last run (dist/.tsbuildinfo-package, removed with dist/),
- * that second build finds nothing changed. `npm test` and the scripts build everything
- * (tsconfig.json: src/, test/, bench/, scripts/) with a record of their own.
+ * What the demo needs from a fresh clone to its pages, built once and without type-checking:
+ * `npm ci` emits the package's JavaScript file by file (prepare: scripts/transpile.mjs over src/,
+ * tsconfig.package.json), and `npm run demo` runs the same again, which finds nothing changed
+ * (test/lint/transpile.test.ts proves neither type-checks). `npm test` and the scripts build
+ * everything (tsconfig.json: src/, test/, bench/, scripts/) in build mode with the compiler's record
+ * of its last run, which type-checks; so does `npm pack` (prepack) for the package alone.
  */
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -12,22 +13,36 @@ const pkg = JSON.parse(fs.readFileSync('package.json', 'utf8')) as { scripts: Re
 interface TsConfig {
   extends?: string;
   include?: string[];
-  compilerOptions: { incremental?: boolean; tsBuildInfoFile?: string; outDir?: string };
+  compilerOptions: { incremental?: boolean; tsBuildInfoFile?: string; outDir?: string; preserveConstEnums?: boolean };
 }
 const tsconfig = JSON.parse(fs.readFileSync('tsconfig.json', 'utf8')) as TsConfig;
 const packageConfig = JSON.parse(fs.readFileSync('tsconfig.package.json', 'utf8')) as TsConfig;
 
 describe('the build', () => {
-  it('compiles in build mode wherever a script compiles, the package alone for npm ci and the demo', () => {
+  it('type-checks in build mode wherever a script compiles, except on the way to the demo', () => {
     expect(pkg.scripts.build).toBe('tsc -b tsconfig.json');
-    expect(pkg.scripts['build:package']).toBe('tsc -b tsconfig.package.json');
-    expect(pkg.scripts.prepare).toBe('tsc -b tsconfig.package.json');
+    expect(pkg.scripts.prepack).toBe('tsc -b tsconfig.package.json');
+    const transpile = 'node scripts/transpile.mjs';
+    expect(pkg.scripts['build:package']).toBe(transpile);
+    expect(pkg.scripts.prepare).toBe(transpile);
+    expect(pkg.scripts.demo).toBe(`${transpile} && node dist/src/cli/main.js demo`);
     const compiling = Object.entries(pkg.scripts).filter(([, s]) => /\btsc\b/.test(s));
     // typecheck writes nothing (--noEmit); its record tells the next build what is left to emit.
-    expect(compiling.map(([name]) => name).sort()).toEqual(['build', 'build:package', 'prepare', 'typecheck']);
-    expect(pkg.scripts.demo).toMatch(/^npm run build:package --silent && /);
+    expect(compiling.map(([name]) => name).sort()).toEqual(['build', 'prepack', 'typecheck']);
     for (const name of ['test', 'docs', 'bench:node'])
       expect(pkg.scripts[name], name).toMatch(/^npm run build --silent && /);
+  });
+
+  it('keeps const enums in their modules, so that file-by-file output and tsc output mix', () => {
+    expect(tsconfig.compilerOptions.preserveConstEnums).toBe(true);
+  });
+
+  it("npm test's build replaces prepare's output: the JSON scanners read their bytes as numbers", () => {
+    // dist/ as `npm test` leaves it (it builds before vitest runs). prepare's file-by-file output
+    // reads Byte.Quote from bytes.js; tsc writes 34 /* Byte.Quote */ into the loops.
+    const stream = fs.readFileSync('dist/src/json/stream.js', 'utf8');
+    expect(stream, 'run npm run build first').toMatch(/\d+ \/\* Byte\.Quote \*\//);
+    expect(stream.match(/(?<!\/\* )\bByte\.[A-Z]\w*/g) ?? []).toEqual([]);
   });
 
   it('the package config is the main one narrowed to src/, with its own record', () => {
