@@ -104,3 +104,32 @@ describe("commander's own usage errors join the block", () => {
     expect(r.stdout).toMatch(/^Usage: slurm-otel node/);
   });
 });
+
+describe("explain: the node agent's start-up checks", () => {
+  it('bad roots, a bad pattern, an unreadable device table and a refused value: one block, no table', () => {
+    const r = cli([
+      'explain',
+      '--sysfs-root',
+      '/nonexistent-sys',
+      '--procfs-root',
+      '/sys',
+      '--devices-include',
+      'mlx5_[0',
+      '--device-table',
+      '/nonexistent-table',
+      '--job',
+      'x',
+      '--bogus',
+    ]);
+    expect(lines(r.stderr)).toEqual([
+      "unknown option '--bogus'",
+      `option '--job <id>' argument 'x' is invalid. "x" is neither a job id (digits) nor a SLUID.`,
+      '--sysfs-root /nonexistent-sys does not exist: no HCA could be found',
+      "--procfs-root /sys is on sysfs, not the filesystem it names: no process's fds could be read",
+      '--devices-include "mlx5_[0": has a [ with no ] after it',
+      '--device-table /nonexistent-table cannot be read (ENOENT)',
+    ]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+  });
+});
