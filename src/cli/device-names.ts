@@ -10,10 +10,15 @@ import { Problems } from '../node/read/problems.js';
 import { join, listDir, type Roots } from '../node/read/roots.js';
 import { unmatchedPatternWarnings, type DevicePatternFlags } from './device-patterns.js';
 
-/** Each pattern that matches no device on the node, warned once at start (none listed without patterns). */
+/** Each pattern that matches no device on the node, warned once at start. */
 export function warnUnmatchedPatterns(f: DevicePatternFlags, roots: Roots, logger: Logger): void {
-  if (f.devicesInclude === undefined && f.devicesExclude === undefined) return;
-  for (const warning of unmatchedPatternWarnings(f, deviceNamesOnNode(roots))) logger.warn(warning);
+  for (const warning of unmatchedOnNode(f, roots)) logger.warn(warning);
+}
+
+/** The warnings for the patterns that match no device on the node (nothing listed without patterns). */
+export function unmatchedOnNode(f: DevicePatternFlags, roots: Roots): string[] {
+  if (f.devicesInclude === undefined && f.devicesExclude === undefined) return [];
+  return unmatchedPatternWarnings(f, deviceNamesOnNode(roots));
 }
 
 export function deviceNamesOnNode(roots: Roots): string[][] {

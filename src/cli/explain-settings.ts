@@ -6,6 +6,7 @@
 import type { DeviceFilter } from '../node/join/excluded.js';
 import type { DeviceTable } from '../node/read/device-table.js';
 import type { Roots } from '../node/read/roots.js';
+import { unmatchedOnNode } from './device-names.js';
 import { deviceFilter, type DevicePatternFlags } from './device-patterns.js';
 import { loadDeviceTable, withDeviceTable } from './explain-tree.js';
 import { rootErrors, rootsOf, type RootFlags } from './node.js';
@@ -20,6 +21,8 @@ export interface ExplainSettings {
   readonly roots: Roots;
   readonly table?: DeviceTable;
   readonly devices?: DeviceFilter;
+  /** Patterns that match no device on the node: said, not fatal (a device can appear later). */
+  readonly warnings: readonly string[];
 }
 
 /** The settings, or one ConfigError naming every bad one (`refused`: what commander and the parsers refused). */
@@ -35,5 +38,6 @@ export function explainSettings(f: ExplainSettingFlags, refused: readonly string
     roots: withDeviceTable(rootsOf(f), table),
     ...(table === undefined ? {} : { table }),
     ...(devices === undefined ? {} : { devices }),
+    warnings: unmatchedOnNode(f, rootsOf(f)),
   };
 }

@@ -51,7 +51,8 @@ export function explainCommand(): Command {
     )
     .action(async (f: ExplainFlags, self: Command) => {
       // Every bad setting at once, as the node agent reports them, before any cycle.
-      const { roots, table, devices } = explainSettings(f, refusals(self));
+      const { roots, table, devices, warnings } = explainSettings(f, refusals(self));
+      for (const w of warnings) process.stderr.write(`slurm-otel: warning: ${printable(w)}\n`);
       const gpuAllocation =
         f.gpuAllocation === 'slurm'
           ? new SlurmGpuAllocation({

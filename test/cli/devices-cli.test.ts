@@ -75,6 +75,13 @@ describe('--devices-include / --devices-exclude on the command line', () => {
       // Its other pattern still does its work.
       expect(r.stdout).toMatch(/device="mlx5_0"/);
       expect(r.stdout).not.toMatch(/device="mlx5_1"/);
+      // explain says the same on stderr, its table or JSON on stdout as usual.
+      const explained = explainCli(tree(), '--json', '--devices-include', 'mlx9_*');
+      expect(explained.status, explained.stderr).toBe(0);
+      expect(explained.stderr).toBe(
+        `slurm-otel: warning: --devices-include mlx9_* matches no device on this node (${devices}): it includes nothing\n`,
+      );
+      expect(() => JSON.parse(explained.stdout) as unknown).not.toThrow();
       // Patterns that all match something: no warning.
       const quiet = nodeOnce([...args, '--devices-include', 'mlx5_*,nvidia*']);
       expect(quiet.status, quiet.stderr).toBe(0);
