@@ -26,7 +26,10 @@ export function keepUsageErrors(cmd: Command): Command {
   // Commander calls error() where it would stop; each caller it has for usage goes on when it returns.
   cmd.error = ((message: string) => void errors.push(worded(message))) as Command['error'];
   const parse = cmd.parseOptions.bind(cmd);
-  cmd.parseOptions = (argv: string[]): ParseOptionsResult => parseAll(cmd, parse, argv);
+  cmd.parseOptions = (argv: string[]): ParseOptionsResult => {
+    errors.length = 0; // a command parsed again starts afresh
+    return parseAll(cmd, parse, argv);
+  };
   return cmd;
 }
 
@@ -40,26 +43,30 @@ function worded(message: string): string {
   return message.replace(/^error: /, '').replace(/\n+/g, ' ');
 }
 
+/** Commander's parse, without a last option missing its value, that option named after the rest. */
+function parseAll(cmd: Command, parse: (argv: string[]) => ParseOptionsResult, argv: string[]): ParseOptionsResult {
+  const missing = lastWithoutValue(cmd, argv);
+  const result = pastUnknowns(cmd, parse, missing === undefined ? argv : argv.slice(0, -1));
+  if (missing !== undefined) wording(cmd).optionMissingArgument(missing);
+  return result;
+}
+
 /**
  * Commander's parse, run again past each unknown option: the option is named (commander's
  * wording) and the parse goes on with what follows it. Where the command takes no operands, a word
  * right after an unknown option is taken as its value, so it is not named a second time as a stray
  * word.
  */
-function parseAll(cmd: Command, parse: (argv: string[]) => ParseOptionsResult, argv: string[]): ParseOptionsResult {
-  const missing = lastWithoutValue(cmd, argv);
+function pastUnknowns(cmd: Command, parse: (argv: string[]) => ParseOptionsResult, argv: string[]): ParseOptionsResult {
   const operands: string[] = [];
-  let rest = missing === undefined ? argv : argv.slice(0, -1);
+  let rest = argv;
   // Each round takes at least the unknown option off `rest`: bounded by its length.
   for (let round = 0; round <= argv.length; round++) {
     const parsed = parse(rest);
     operands.push(...parsed.operands);
     const [flag, next] = parsed.unknown;
-    // Help asked for: commander shows it (exit 0) before it looks at unknown options.
-    if (flag === undefined || isHelp(cmd, flag)) {
-      if (missing !== undefined) wording(cmd).optionMissingArgument(missing);
-      return { operands, unknown: parsed.unknown };
-    }
+    // None left, or help asked for: commander shows help (exit 0) before it looks at unknown options.
+    if (flag === undefined || isHelp(cmd, flag)) return { operands, unknown: parsed.unknown };
     wording(cmd).unknownOption(flag);
     const takesValue = cmd.registeredArguments.length === 0 && next !== undefined && !next.startsWith('-');
     rest = parsed.unknown.slice(takesValue ? 2 : 1);
