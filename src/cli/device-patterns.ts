@@ -21,7 +21,7 @@ export function devicePatternOptions(): Option[] {
   return [
     opt(
       '--devices-include <patterns>',
-      'comma-separated patterns (mlx5_*, mlx5_[0-3], nvidia0, a GPU UUID): only the HCAs and GPUs they match are read and attributed (default all)',
+      'comma-separated patterns (mlx5_*, mlx5_[0-3], nvidia0, a GPU UUID): only the HCAs and GPUs they match are read and attributed (default all); a pattern matching no device at start is warned of, and a device that appears later (hot-plug) and matches is read from the cycle that finds it',
       'DEVICES_INCLUDE',
     ),
     opt(
@@ -116,4 +116,23 @@ function filterOf(include: readonly Pattern[], exclude: readonly Pattern[]): Dev
       return `excluded by --devices-include ${include.map((p) => p.text).join(',')} (matches none of its patterns)`;
     return undefined;
   };
+}
+
+/**
+ * One warning per pattern that matches none of `devices` (each by its names), naming the devices
+ * it could have matched. A warning, not an error: a device can appear later (hot-plug, a driver
+ * loaded after the agent), and is read from the first cycle that finds it.
+ */
+export function unmatchedPatternWarnings(f: DevicePatternFlags, devices: readonly (readonly string[])[]): string[] {
+  const onNode = devices.length === 0 ? 'none' : devices.map((d) => d[0]).join(', ');
+  const unmatched = (list: string | undefined): Pattern[] =>
+    patternsOf('', list).patterns.filter((p) => !devices.some((names) => names.some((n) => p.re.test(n))));
+  return [
+    ...unmatched(f.devicesInclude).map(
+      (p) => `--devices-include ${p.text} matches no device on this node (devices: ${onNode}): it includes nothing`,
+    ),
+    ...unmatched(f.devicesExclude).map(
+      (p) => `--devices-exclude ${p.text} matches no device on this node (devices: ${onNode}): it leaves nothing out`,
+    ),
+  ];
 }

@@ -6,9 +6,11 @@ import type { Cycle } from '../node/join/cycle.js';
 import { attributionRows, evidenceText, holderText, slurmCgroupsNote, type PortRow } from '../node/explain.js';
 import { describeUnreadable, unreadableLine, type UnreadablePolicy } from '../node/read/unreadable.js';
 import { CollectionIncomplete } from './common.js';
-import { deviceFilter, devicePatternOptions, type DevicePatternFlags } from './device-patterns.js';
+import { keepRefusals, refusals } from './settings.js';
+import { devicePatternOptions, type DevicePatternFlags } from './device-patterns.js';
+import { explainSettings } from './explain-settings.js';
 import { localityView, renderLocality } from './explain-locality.js';
-import { deviceTableOption, loadDeviceTable, missingDeviceWarnings, withDeviceTable } from './explain-tree.js';
+import { deviceTableOption, missingDeviceWarnings } from './explain-tree.js';
 import { gresPaths, jobView, JobNotOnNode, notOnNodeMessage, parseJobArg, renderJobView } from './explain-job.js';
 import { join, readSmall } from '../node/read/roots.js';
 import { processAgeSeconds, uptimeSeconds } from '../node/read/process-age.js';
@@ -19,7 +21,6 @@ import {
   addGpuAllocationOptions,
   addRootOptions,
   gpuAllocationSettings,
-  rootsOf,
   unreadableOption,
   type GpuAllocationFlags,
 } from './node.js';
@@ -39,7 +40,7 @@ export function explainCommand(): Command {
   );
   // The node agent's device patterns: an excluded device is listed as such, not hidden.
   for (const o of devicePatternOptions()) cmd.addOption(o);
-  return cmd
+  cmd
     .addOption(unreadableOption())
     .addOption(deviceTableOption())
     .option('--json', 'print the rows as JSON (for scripts)')
@@ -48,10 +49,10 @@ export function explainCommand(): Command {
         parseJobArg,
       ),
     )
-    .action(async (f: ExplainFlags) => {
-      const table = f.deviceTable === undefined ? undefined : loadDeviceTable(f.deviceTable);
-      const roots = withDeviceTable(rootsOf(f), table);
-      const devices = deviceFilter(f);
+    .action(async (f: ExplainFlags, self: Command) => {
+      // Every bad setting at once, as the node agent reports them, before any cycle.
+      const { roots, table, devices, warnings } = explainSettings(f, refusals(self));
+      for (const w of warnings) process.stderr.write(`slurm-otel: warning: ${printable(w)}\n`);
       const gpuAllocation =
         f.gpuAllocation === 'slurm'
           ? new SlurmGpuAllocation({
@@ -114,6 +115,7 @@ export function explainCommand(): Command {
         process.stdout.write(`gap: ${printable(gap)}\n`);
       for (const u of snap.unreadable) process.stdout.write(`unreadable: ${printable(unreadableLine(u))}\n`);
     });
+  return keepRefusals(cmd);
 }
 
 /** `--job`: that job's view alone, or exit 1 naming the jobs on the node. */

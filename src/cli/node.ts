@@ -9,6 +9,7 @@ import type { GpuAllocationOptions } from '../node/read/gres-source.js';
 import { DEFAULT_ROOTS, type Roots } from '../node/read/roots.js';
 import { UNREADABLE_POLICIES, type UnreadablePolicy } from '../node/read/unreadable.js';
 import { CollectionIncomplete, ConfigError, printExposition, runUntilSignal } from './common.js';
+import { warnUnmatchedPatterns } from './device-names.js';
 import { deviceFilter, devicePatternOptions, type DevicePatternFlags } from './device-patterns.js';
 import { disableMetricsOption, nodeDisabledMetrics } from './disable-metrics.js';
 import { addExportOptions, checkExportFiles, envOption, exportSettings, type ExportFlags } from './export-options.js';
@@ -377,6 +378,7 @@ export function nodeCommand(env: Env): Command {
   return keepRefusals(cmd.option('--once', 'run one cycle, print the Prometheus exposition to stdout and exit')).action(
     async (f: NodeFlags, self: Command) => {
       const opts = nodeAgentOptions(f, env, refusals(self));
+      warnUnmatchedPatterns(f, opts.collector.roots, opts.logger);
       if (f.once) {
         const once = await runNodeOnce(opts);
         if (once.failed !== undefined) throw new CollectionIncomplete(`collection failed: ${once.failed}`);

@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
 import { ConfigError } from './common.js';
+import { keepUsageErrors, usageErrors } from './usage-errors.js';
 
 /** A value an option's parser refused: what was given, and why. */
 class RefusedValue {
@@ -18,9 +19,11 @@ class RefusedValue {
 
 /**
  * Makes each option parser of `cmd` keep its refusal as the option's value instead of stopping
- * the parse at the first. The command's action must then call `refusals` before using any value.
+ * the parse at the first, and commander's own usage errors too (usage-errors.ts). The command's
+ * action must then call `refusals` before using any value.
  */
 export function keepRefusals(cmd: Command): Command {
+  keepUsageErrors(cmd);
   for (const o of cmd.options) {
     const parse = o.parseArg;
     if (parse === undefined) continue;
@@ -41,9 +44,9 @@ export function isRefused(value: unknown): boolean {
   return value instanceof RefusedValue;
 }
 
-/** The refused values of a parsed command, each worded as commander words it. */
+/** The usage errors and refused values of a parsed command, each worded as commander words it. */
 export function refusals(cmd: Command): string[] {
-  const out: string[] = [];
+  const out: string[] = usageErrors(cmd);
   for (const o of cmd.options) {
     const v: unknown = cmd.getOptionValue(o.attributeName());
     if (!(v instanceof RefusedValue)) continue;

@@ -49,6 +49,11 @@ export interface CollectorOptions {
   readonly devices?: DeviceFilter;
 }
 
+/** The HCAs `devices` leaves out, told by name before anything of theirs is read. */
+function leftOutHca(devices: DeviceFilter | undefined): ((device: string) => boolean) | undefined {
+  return devices === undefined ? undefined : (device) => devices([device]) !== undefined;
+}
+
 /** What a running agent keeps open: every counter of 16 dual-port HCAs with mlx5's ~60 counters each. */
 export const HOLD_COUNTER_FILES = 2048;
 
@@ -75,6 +80,7 @@ export class NodeCollector {
       unreadable: opts.unreadableProcesses ?? 'strict',
       readAllFds: opts.readAllFds,
       jobUsage: opts.jobUsage ?? true,
+      leftOutHca: leftOutHca(opts.devices),
       contexts:
         opts.contexts && sharesPidSpace(opts.roots.procfs)
           ? new RdmaContexts({ ...opts.contexts, ...(opts.logger ? { logger: opts.logger } : {}) })

@@ -55,6 +55,40 @@ describe('--devices-include / --devices-exclude on the command line', () => {
     },
   );
 
+  it.runIf(canMakeDeviceNodes('node --once with a pattern that matches nothing'))(
+    'a pattern that matches no device is warned of once at start, naming the devices there are',
+    () => {
+      const flags = treeFlags(tree());
+      const args = [...flags, '--log-level', 'warn', '--log-format', 'plain'];
+      const r = nodeOnce([...args, '--devices-include', 'mlx9_*,mlx5_0', '--devices-exclude', 'nvidia9']);
+      expect(r.status, r.stderr).toBe(0);
+      const warned = r.stderr.split('\n').filter((l) => l.includes('matches no device'));
+      const devices = 'devices: mlx5_0, mlx5_1, mlx5_2, mlx5_3, nvidia0, nvidia1, nvidia2, nvidia3';
+      expect(warned).toEqual([
+        expect.stringContaining(
+          `--devices-include mlx9_* matches no device on this node (${devices}): it includes nothing`,
+        ),
+        expect.stringContaining(
+          `--devices-exclude nvidia9 matches no device on this node (${devices}): it leaves nothing out`,
+        ),
+      ]);
+      // Its other pattern still does its work.
+      expect(r.stdout).toMatch(/device="mlx5_0"/);
+      expect(r.stdout).not.toMatch(/device="mlx5_1"/);
+      // explain says the same on stderr, its table or JSON on stdout as usual.
+      const explained = explainCli(tree(), '--json', '--devices-include', 'mlx9_*');
+      expect(explained.status, explained.stderr).toBe(0);
+      expect(explained.stderr).toBe(
+        `slurm-otel: warning: --devices-include mlx9_* matches no device on this node (${devices}): it includes nothing\n`,
+      );
+      expect(() => JSON.parse(explained.stdout) as unknown).not.toThrow();
+      // Patterns that all match something: no warning.
+      const quiet = nodeOnce([...args, '--devices-include', 'mlx5_*,nvidia*']);
+      expect(quiet.status, quiet.stderr).toBe(0);
+      expect(quiet.stderr).not.toMatch(/matches no device/);
+    },
+  );
+
   it('explain: bad patterns exit 2, every one named', () => {
     const r = explainCli(tree(), '--devices-exclude', 'mlx5_[,/dev/nvidia0');
     expect(r.status).toBe(2);

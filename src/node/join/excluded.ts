@@ -1,8 +1,10 @@
 /**
  * Devices the operator leaves out (storage-only or management HCAs, a GPU kept for something
- * else): taken out of the joined snapshot whole, before attribution, so that an excluded device
- * has no series and holds nothing. A job holding only an excluded device is no holder of anything
- * here; one holding an excluded and a kept device is judged on the kept one as before.
+ * else). An HCA is not read at all (read/hca.ts skips it by name); what else the cycle knows of a
+ * left-out device (its holders, rdma cgroup charges, locality) is taken out of the joined snapshot
+ * whole, before attribution, so that it has no series and holds nothing. A job holding only an
+ * excluded device is no holder of anything here; one holding an excluded and a kept device is
+ * judged on the kept one as before.
  */
 import type { Locality } from '../read/pci-topology.js';
 import type { QpReading } from '../qp/qp-parse.js';
@@ -23,7 +25,13 @@ export function gpuNames(gpu: { readonly minor: number; readonly uuid: string })
 /** The snapshot without the devices `filter` leaves out, and the list of those. */
 export function withoutExcluded(snap: NodeSnapshot, filter: DeviceFilter | undefined): NodeSnapshot {
   if (filter === undefined) return snap;
-  const excluded: ExcludedDevice[] = [];
+  // Those the reading already left out (nothing of theirs read), and any it was not told of.
+  const excluded: ExcludedDevice[] = (snap.hca.leftOut ?? []).map((h) => ({
+    kind: 'hca',
+    device: h.device,
+    ports: h.ports,
+    why: filter([h.device]) ?? 'left out',
+  }));
   const hcas = snap.hca.hcas.filter((h) => {
     const why = filter([h.device]);
     if (why !== undefined) excluded.push({ kind: 'hca', device: h.device, ports: h.ports.map((p) => p.port), why });

@@ -144,6 +144,8 @@ export interface Readers {
   readonly gpuAllocation?: GpuAllocationSource;
   /** Read each job's CPU and memory use from its cgroup (--job-usage on). */
   readonly jobUsage?: boolean;
+  /** HCAs the operator left out: none of their files is read (excluded.ts takes them out whole). */
+  readonly leftOutHca?: (device: string) => boolean;
 }
 
 /** What a context reading says of a process; a thread's id is mapped to its process through procfs. */
@@ -187,7 +189,7 @@ export function* snapshotSteps(readers: Readers, nowMs: number): Steps<NodeSnaps
   const devicesOf = (): ReadonlyMap<string, string> =>
     (held ??= new Map([...(verbs ??= verbsByDevice(roots.sysfs, problems)).byDevice, ...gpus.byDevice]));
   const owners = yield* readers.fds.scanSteps(nowMs, problems, devicesOf, coverage);
-  const hca = readHcas(roots.sysfs, problems, readers.hcaCache);
+  const hca = readHcas(roots.sysfs, problems, readers.hcaCache, readers.leftOutHca);
   const locality =
     gpuInventory.gpus.length === 0
       ? undefined

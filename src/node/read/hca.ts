@@ -50,6 +50,14 @@ export interface HcaScan {
    * but ENOENT, or the agent out of file descriptors): the cycle fails and keeps its last data.
    */
   readonly failure?: string;
+  /** Devices the operator left out: listed with their ports, nothing of theirs read. */
+  readonly leftOut?: readonly LeftOutHca[];
+}
+
+/** A device left out of the reading: its name and ports, from directory listings alone. */
+export interface LeftOutHca {
+  readonly device: string;
+  readonly ports: readonly string[];
 }
 
 // hw_counters entries that are settings, not counts.
@@ -157,7 +165,17 @@ function stampOf(dir: string): string {
   return st === undefined ? 'none' : `${st.ino}:${st.mtimeMs}`;
 }
 
-export function readHcas(sysfs: string, problems: Problems, cache?: HcaCache): HcaScan {
+/**
+ * Every HCA's identity, ports and counters. `leftOut` names the devices the operator left out:
+ * none of their files is opened (a management HCA's driver may be slow or odd to read), only
+ * their port directory listed, for explain to show them as excluded.
+ */
+export function readHcas(
+  sysfs: string,
+  problems: Problems,
+  cache?: HcaCache,
+  leftOut: (device: string) => boolean = () => false,
+): HcaScan {
   const classDir = join(sysfs, 'class', 'infiniband');
   const devices = listDir(classDir);
   if (!devices.ok) {
@@ -165,19 +183,35 @@ export function readHcas(sysfs: string, problems: Problems, cache?: HcaCache): H
     problems.add('sysfs', devices.kind, devices.detail);
     return { present: true, hcas: [], failure: `cannot list ${classDir}: ${devices.detail}` };
   }
+  const kept = devices.value.filter((d) => !leftOut(d)).sort();
   const ctx = new ScanContext(problems);
   const hcas: HcaReading[] = [];
-  for (const device of devices.value.sort()) {
+  for (const device of kept) {
     const s = staticHca(`${classDir}/${device}`, device, ctx, cache);
     if (s) hcas.push(readHca(device, s, ctx, cache?.byDevice.get(device) === s ? cache : undefined));
   }
-  if (cache)
-    for (const [d, s] of cache.byDevice)
-      if (!devices.value.includes(d)) {
-        cache.release(s);
-        cache.byDevice.delete(d);
-      }
-  return ctx.failure === undefined ? { present: true, hcas } : { present: true, hcas, failure: ctx.failure };
+  if (cache) forgetOthers(cache, kept);
+  const skipped = devices.value
+    .filter(leftOut)
+    .sort()
+    .map((d) => leftOutHca(classDir, d));
+  const scan = { present: true, hcas, ...(skipped.length > 0 ? { leftOut: skipped } : {}) };
+  return ctx.failure === undefined ? scan : { ...scan, failure: ctx.failure };
+}
+
+/** Closes and drops what the cache holds of devices no longer read (gone, or left out). */
+function forgetOthers(cache: HcaCache, kept: readonly string[]): void {
+  for (const [d, s] of cache.byDevice)
+    if (!kept.includes(d)) {
+      cache.release(s);
+      cache.byDevice.delete(d);
+    }
+}
+
+function leftOutHca(classDir: string, device: string): LeftOutHca {
+  const listed = listSubdirs(join(classDir, device, 'ports'));
+  const ports = listed.ok ? listed.value.filter((p) => PORT_RE.test(p)) : [];
+  return { device, ports: ports.sort((a, b) => Number(a) - Number(b)) };
 }
 
 /** The cached static part of a device when its directories are unchanged, else read again (and kept if clean). */

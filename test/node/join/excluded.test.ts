@@ -1,3 +1,6 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { deviceFilter } from '../../../src/cli/device-patterns.js';
 import { NodeCollector } from '../../../src/node/collect.js';
@@ -129,6 +132,40 @@ describe('devices the operator excludes', () => {
     expect(job(c)).toEqual(['918004 mlx5_2']);
     expect(naming(c, ['mlx5_1'], [])).toEqual([]);
     expect(qp.wanted).toEqual(['mlx5_0/1', 'mlx5_2/1']);
+  });
+
+  it('an excluded HCA is not read at all: its files are neither opened nor counted as problems', () => {
+    // mlx5_1's counter and state files become FIFOs: a read of them is a sysfs problem, counted.
+    const roots = writeTree(tmpDir(), tree());
+    const port = path.join(roots.sysfs, 'class', 'infiniband', 'mlx5_1', 'ports', '1');
+    const counter = path.join(port, 'counters', 'port_rcv_data');
+    for (const file of [counter, path.join(port, 'state')]) {
+      fs.rmSync(file);
+      execFileSync('mkfifo', [file]);
+    }
+    const run = (devices?: DeviceFilter): Cycle =>
+      // As the running agent reads: counter files held open between cycles.
+      new NodeCollector({
+        roots,
+        fdRescanIntervalMs: 60_000,
+        holdCounterFiles: 2048,
+        ...(devices ? { devices } : {}),
+      }).cycle(1000);
+    const sysfsProblems = (c: Cycle): string[] =>
+      c.snapshot.problems.filter((p) => p.source === 'sysfs').map((p) => p.example);
+    // The control: read, the FIFOs are problems naming mlx5_1.
+    expect(sysfsProblems(run()).join('\n')).toMatch(/mlx5_1/);
+    const c = run(excluded);
+    expect(c.failed).toBeUndefined();
+    expect(sysfsProblems(c)).toEqual([]);
+    expect(c.snapshot.hca.hcas.map((h) => h.device)).toEqual(['mlx5_0', 'mlx5_2']);
+    expect(naming(c, ['mlx5_1', 'mlx5_3'], [])).toEqual([]);
+    // Still listed, with its ports, for explain.
+    expect(
+      attributionRows(c)
+        .filter((r) => r.device === 'mlx5_1')
+        .map((r) => [r.port, r.status]),
+    ).toEqual([['1', 'excluded']]);
   });
 
   it('--devices-include keeps only what it matches', () => {
