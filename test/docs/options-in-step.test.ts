@@ -22,6 +22,9 @@ const OTHER_TOOLS: Readonly<Record<string, string>> = {
   '--mem': 'sbatch',
   '--mem-per-cpu': 'sbatch',
   '--format': 'sacct and sstat',
+  '--cache': 'npm ci',
+  '--ignore-scripts': 'npm ci',
+  '--noCheck': 'tsc',
   '--collect.fullslurm': "another Slurm exporter's",
   '--collect.username': "another Slurm exporter's",
   '--collector.slurm.psi-metrics': "another Slurm exporter's",
@@ -50,7 +53,7 @@ const benchSources = fs
 function namedOptions(text: string): { option: string; span: string }[] {
   const out: { option: string; span: string }[] = [];
   for (const span of text.matchAll(/`([^`\n]+)`/g))
-    for (const m of (span[1] as string).matchAll(/(?<![\w-])--[a-z][a-z0-9.-]*[a-z0-9*]|--[a-z]+-\*/g))
+    for (const m of (span[1] as string).matchAll(/(?<![\w-])--[a-z][a-zA-Z0-9.-]*[a-zA-Z0-9*]|--[a-z]+-\*/g))
       out.push({ option: m[0], span: span[1] as string });
   return out;
 }
