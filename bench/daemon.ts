@@ -26,7 +26,9 @@
  *
  * Run: npm run build && node dist/bench/daemon.js [--agent node|cluster] [--exe FILE | --node FILE
  *      [--node-flag FLAG]...] [--cycles N] [--collection-interval D] [--fd-rescan-interval D]
- *      [--tree DIR] [--page-cache kept]
+ *      [--tree DIR] [--page-cache kept] [--main FILE]
+ * --main FILE: the agent's main script for --node runs (default this checkout's
+ * dist/src/cli/main.js); another checkout's build, to compare before and after on one Node.
  * --page-cache kept: leave the program's file in the page cache as it is. By default the bench
  * first drops it (`dd iflag=nocache`), as on a node after a reboot: a file just built or installed
  * lies wholly in the page cache, and the kernel then maps more of its pages around each page the
@@ -57,6 +59,8 @@ interface Args {
   readonly exe?: string;
   readonly node: string;
   readonly nodeFlags: readonly string[];
+  /** The agent's main script for --node runs. */
+  readonly main: string;
   readonly cycles: number;
   readonly interval: string;
   readonly rescan: string;
@@ -79,6 +83,7 @@ function parseArgs(argv: readonly string[]): Args {
     ...(exe ? { exe: path.resolve(exe) } : {}),
     node: value('--node') ?? process.execPath,
     nodeFlags,
+    main: path.resolve(value('--main') ?? CLI),
     cycles: Number(value('--cycles') ?? (agent === 'cluster' ? 3 : 8)),
     interval: value('--collection-interval') ?? (agent === 'cluster' ? '30s' : '15s'),
     rescan: value('--fd-rescan-interval') ?? '60s',
@@ -142,7 +147,7 @@ function dropPageCache(a: Args, file: string): void {
 
 /** Starts the agent and waits for its start-up log line (JSON), which names its runtime and URLs. */
 async function startAgent(a: Args, agentArgs: readonly string[]): Promise<Started> {
-  const [cmd, args] = a.exe ? [a.exe, agentArgs] : [a.node, [...a.nodeFlags, CLI, ...agentArgs]];
+  const [cmd, args] = a.exe ? [a.exe, agentArgs] : [a.node, [...a.nodeFlags, a.main, ...agentArgs]];
   dropPageCache(a, cmd);
   const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH ?? '' } });
   let log = '';
@@ -263,7 +268,7 @@ function report(a: Args, s: Started, f: Figures): void {
   const mb = (b: number): string => `${(b / 2 ** 20).toFixed(0)} MiB`;
   const runtime = a.exe
     ? `single executable ${path.relative(process.cwd(), a.exe)}`
-    : `${a.node} ${a.nodeFlags.join(' ')}`;
+    : `${a.node} ${a.nodeFlags.join(' ')} ${path.relative(process.cwd(), a.main)}`;
   console.log(`runtime: Node ${s.facts.node} (${runtime.trim()}), V8 heap limit ${s.facts.heap_limit_mib} MiB`);
   console.log(`cycles: ${f.cycles} at ${a.interval}${a.agent === 'node' ? `, fd rescan ${a.rescan}` : ''}`);
   console.log(`page cache of the program's file: ${a.keepPageCache ? 'kept as it was' : 'dropped before the start'}`);
