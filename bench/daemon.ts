@@ -30,9 +30,10 @@
  * --main FILE: the agent's main script for --node runs (default this checkout's
  * dist/src/cli/main.js); another checkout's build, to compare before and after on one Node.
  * --page-cache kept: leave the program's file in the page cache as it is. By default the bench
- * first drops it (`dd iflag=nocache`), as on a node after a reboot: a file just built or installed
- * lies wholly in the page cache, and the kernel then maps more of its pages around each page the
- * program touches (fault-around), so the same run shows 10-20 MiB more file-backed RSS.
+ * first drops it (`dd iflag=nocache`), as on a node after a reboot: the file-backed part of the
+ * RSS depends on what the cache held (the same executable showed 65-70 MiB of it in runs right
+ * after a build, 51-52 MiB in every run once its cache had been dropped), so runs compare only
+ * from the same state.
  * --tree DIR: the heavy node is written there once and reused by later runs (it takes minutes
  * to write on a loaded machine); without it, a temporary tree is written and removed.
  */
