@@ -10,6 +10,7 @@ import { disableMetricsOption } from './disable-metrics.js';
 import { addExportOptions } from './export-options.js';
 import { addCycleOptions, type NodeDefaults } from './node.js';
 import type { Env } from './otel.js';
+import { keepRefusals, refusals, SettingErrors } from './settings.js';
 import { bindAddress, positiveDuration } from './values.js';
 
 /** The synthetic node's name (src/demo's DEMO_NODE; a test keeps the two equal). */
@@ -35,11 +36,14 @@ they point the node agent at a real node (slurm-otel node).`;
 class DemoCommand extends Command {
   unknownOption(flag: string): void {
     const [name] = flag.split('=', 1) as [string];
-    if (REFUSED_FLAGS.has(name))
+    if (REFUSED_FLAGS.has(name)) {
+      // error() ends the parse, or, where the usage errors are kept (settings.ts), records and returns.
       this.error(
         `error: the demo does not take ${name}: it makes its own node tree and its own rdma tool, and reads nothing of this host's (slurm-otel node reads a real node)`,
         { code: 'commander.unknownOption' },
       );
+      return;
+    }
     // Commander's own method (JavaScript, not in its typings): the usual message for any other option.
     (Command.prototype as unknown as { unknownOption(f: string): void }).unknownOption.call(this, flag);
   }
@@ -57,7 +61,7 @@ export function demoCommand(env: Env): Command {
     nodeName: DEMO_NODE_NAME,
   };
   addExportOptions(addCycleOptions(cmd, defaults), 'IB_SLURM_EXPORTER_', defaults);
-  return cmd
+  cmd
     .addOption(disableMetricsOption('IB_SLURM_EXPORTER_'))
     .addOption(
       new Option('--layout <layout>', 'cgroup layout of the synthetic node').choices(DEMO_LAYOUTS).default('v2-sluid'),
@@ -79,10 +83,12 @@ export function demoCommand(env: Env): Command {
       new Option('--cluster-monitoring-bind-address <addr>', "the cluster agent's self-monitoring endpoint")
         .default(bindAddress('127.0.0.1:8081'), '127.0.0.1:8081')
         .argParser(bindAddress),
-    )
-    .action(async (f: DemoFlags) => {
-      // Loaded here, not at the top: only this command needs the simulator.
-      const { runDemo } = await import('./demo-stack.js');
-      await runDemo(f, env);
-    });
+    );
+  return keepRefusals(cmd).action(async (f: DemoFlags, self: Command) => {
+    // Every unknown, refused or bad option at once, as the agents report theirs (settings.ts).
+    new SettingErrors(refusals(self)).throwIfAny();
+    // Loaded here, not at the top: only this command needs the simulator.
+    const { runDemo } = await import('./demo-stack.js');
+    await runDemo(f, env);
+  });
 }

@@ -70,6 +70,19 @@ describe('slurm-otel demo (command line)', () => {
     expect(r.stderr).not.toContain('does not take');
   });
 
+  it('reports every unknown, refused and bad option at once, each once (exit 2)', () => {
+    const r = cli(['demo', '--bogus', '--sysfs-root', '/x', '--tick', '0s', '--qp-counters=observe', '--no-cluster']);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    const lines = r.stderr.trim().split('\n');
+    expect(lines).toEqual([
+      "slurm-otel: unknown option '--bogus'",
+      expect.stringContaining('the demo does not take --sysfs-root:'),
+      expect.stringContaining('the demo does not take --qp-counters:'),
+      expect.stringContaining("option '--tick <duration>' argument '0s' is invalid."),
+    ]);
+  });
+
   it('--help says what the demo runs and which node options it does not take', () => {
     const r = cli(['demo', '--help']);
     expect(r.code).toBe(0);
