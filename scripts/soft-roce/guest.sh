@@ -162,11 +162,16 @@ wait_for "job 101's server QP" 150 has_qp "$PID_job101_server"
 start job101-client "$(task_dir 101 2)" 1000 "${PP[@]}" -d rxe0 -n "$ROUNDS" -p 18605 127.0.0.1
 both_rts() { has_qp "$PID_job101_server" RTS && has_qp "$PID_job101_client" RTS; }
 if wait_for "job 101's two QPs in RTS" 300 both_rts; then
+  # Both held still while the kernel's view is taken: on a quiet host the 2000 round trips can end
+  # between two of these reads, and a process tearing down shows half its objects. Stopped, they
+  # keep their contexts and QPs (the kernel answers for them), and go on once continued.
+  kill -STOP "$PID_job101_client" "$PID_job101_server"
+  rdma_current rdma-current.traffic.txt
   rdma -j resource show qp > "$OUT/rdma/resource-qp.traffic.json" 2>&1
   rdma -j statistic qp show > "$OUT/rdma/statistic-qp.traffic.json" 2>&1
   rdma statistic qp mode > "$OUT/rdma/statistic-qp-mode.traffic.txt" 2>&1
-  rdma_current rdma-current.traffic.txt
   snap_hw hw.traffic
+  kill -CONT "$PID_job101_client" "$PID_job101_server"
 fi
 # Bounded: a client that failed leaves its server waiting for a connection.
 gone() { ! kill -0 "$1" 2>/dev/null; }
