@@ -29,15 +29,15 @@ export interface ExplainSettings {
 export function explainSettings(f: ExplainSettingFlags, refused: readonly string[]): ExplainSettings {
   const errors = new SettingErrors(refused);
   errors.add(...rootErrors(f));
-  errors.check(() => deviceFilter(f));
-  if (f.deviceTable !== undefined) errors.check(() => loadDeviceTable(f.deviceTable as string));
+  const devices = errors.check(() => deviceFilter(f));
+  const file = f.deviceTable;
+  const table = file === undefined ? undefined : errors.check(() => loadDeviceTable(file));
   errors.throwIfAny();
-  const table = f.deviceTable === undefined ? undefined : loadDeviceTable(f.deviceTable);
-  const devices = deviceFilter(f);
+  const roots = rootsOf(f);
   return {
-    roots: withDeviceTable(rootsOf(f), table),
+    roots: withDeviceTable(roots, table),
     ...(table === undefined ? {} : { table }),
     ...(devices === undefined ? {} : { devices }),
-    warnings: unmatchedOnNode(f, rootsOf(f)),
+    warnings: unmatchedOnNode(f, roots),
   };
 }

@@ -71,9 +71,11 @@ export class SettingErrors {
     this.messages.push(...messages);
   }
 
-  /** Runs one check; a ConfigError it throws is kept (each of its lines). */
-  check(run: () => unknown): void {
-    this.messages.push(...configErrorsOf(run));
+  /** Runs one check and gives what it made; a ConfigError it throws is kept (each of its lines). */
+  check<T>(run: () => T): T | undefined {
+    let made: T | undefined;
+    this.messages.push(...configErrorsOf(() => (made = run())));
+    return made;
   }
 
   /** One ConfigError with every message, one per line, when there is any. */
