@@ -39,8 +39,24 @@ export function toolPath(tool: Tool): string {
   return tool.path;
 }
 
-/** A free loopback port (released before returning; fine for tests). */
+/** Ports this test process has already handed out: the kernel may give a port just released to
+ * the next listen(0), and two such ports in one config (a Collector's receiver and its health
+ * check) then collide when the program binds them. */
+const handedOut = new Set<number>();
+
+/** A free loopback port, released before returning and never the same twice in one process. */
 export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 64; attempt++) {
+    const port = await listenAndRelease();
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  throw new Error('no fresh loopback port in 64 tries');
+}
+
+async function listenAndRelease(): Promise<number> {
   const srv = net.createServer();
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
   const port = (srv.address() as net.AddressInfo).port;
