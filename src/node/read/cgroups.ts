@@ -3,7 +3,7 @@
  * (REFERENCE.md §1): v1 per-controller trees, v2 `job_<id>` directories and
  * 26.05's bare SLUID directories, under any slice and scope name.
  */
-import { join, LIST_LIMIT, listSubdirs, readSmall } from './roots.js';
+import { join, LIST_LIMIT, linksCountSubdirs, listSubdirs, readSmall, subdirsOf } from './roots.js';
 import { type Read } from './result.js';
 import type { Problems } from './problems.js';
 
@@ -65,6 +65,8 @@ const V1_ROOT_RE = /^slurm(?:_.+)?$/;
 // Directories under the scope that are Slurm's own, not jobs.
 const NOT_JOBS = new Set(['system', 'slurmd']);
 const MAX_SLICE_DEPTH = 8;
+/** cgroup.procs: a PID a line, up to a job of ~500k processes. */
+const PROCS_READ = { limit: LIST_LIMIT, shortRecords: true } as const;
 const MAX_JOB_DEPTH = 6;
 
 const V2_SEARCH = '`*slurmstepd.scope` under `*.slice`';
@@ -160,6 +162,7 @@ function scanScope(dir: string, scope: string, acc: ScanAccumulator, problems: P
   const subs = listSubdirs(dir);
   if (!subs.ok) return noteGap(subs, 'scope', acc.gaps, problems);
   acc.scope('v2', scope);
+  const byLinks = linksCountSubdirs(dir);
   for (const name of subs.value) {
     if (NOT_JOBS.has(name)) continue;
     const numeric = JOB_DIR_RE.exec(name);
@@ -169,7 +172,7 @@ function scanScope(dir: string, scope: string, acc: ScanAccumulator, problems: P
     const alloc = newAllocation(`${scope}/${name}`, numeric?.[1] ?? name, idKind, layout, scope);
     alloc.rdmaDir = join(dir, name);
     alloc.jobDirs.push({ controllers: '', dir: join(dir, name) });
-    walkJob(join(dir, name), [], alloc, true, problems);
+    walkJob(join(dir, name), [], alloc, { own: true, byLinks }, problems);
     acc.allocations.set(alloc.key, alloc);
   }
 }
@@ -196,6 +199,7 @@ function scanV1Root(dir: string, root: string, ctrl: string, acc: ScanAccumulato
   acc.scope('v1', root);
   const uids = listSubdirs(dir);
   if (!uids.ok) return noteGap(uids, 'v1 root', acc.gaps, problems);
+  const byLinks = linksCountSubdirs(dir);
   for (const uid of uids.value.filter((u) => u.startsWith('uid_'))) {
     const jobs = listSubdirs(join(dir, uid));
     if (!jobs.ok) {
@@ -213,7 +217,7 @@ function scanV1Root(dir: string, root: string, ctrl: string, acc: ScanAccumulato
       }
       if (rdma) alloc.rdmaDir = join(dir, uid, name);
       alloc.jobDirs.push({ controllers: ctrl, dir: join(dir, uid, name) });
-      walkJob(join(dir, uid, name), [], alloc, rdma, problems);
+      walkJob(join(dir, uid, name), [], alloc, { own: rdma, byLinks }, problems);
     }
   }
 }
@@ -234,10 +238,18 @@ function newAllocation(key: string, id: string, idKind: IdKind, layout: Layout, 
   };
 }
 
+/** How a job's tree is walked. */
+interface Walk {
+  /** The directories are the processes' own cgroups (v2, or the v1 rdma hierarchy): noted in cgroupOf. */
+  readonly own: boolean;
+  /** A link count of 2 tells a leaf, which is then not listed (roots.ts subdirsOf). */
+  readonly byLinks: boolean;
+}
+
 /** Reads cgroup.procs at every level below the job: processes live in leaves, not at the job level. */
-function walkJob(dir: string, rel: string[], alloc: MutableAllocation, ownCgroups: boolean, problems: Problems): void {
+function walkJob(dir: string, rel: string[], alloc: MutableAllocation, walk: Walk, problems: Problems): void {
   const procsPath = join(dir, 'cgroup.procs');
-  const procs = readSmall(procsPath, { limit: LIST_LIMIT });
+  const procs = readSmall(procsPath, PROCS_READ);
   if (!procs.ok) noteGap(procs, `job ${alloc.id}`, alloc.gaps, problems);
   else {
     alloc.procsFiles.push(procsPath);
@@ -245,13 +257,15 @@ function walkJob(dir: string, rel: string[], alloc: MutableAllocation, ownCgroup
     const into = rel.length === 2 && rel[1] === 'slurm' && rel[0]?.startsWith('step_') ? alloc.stepdPids : alloc.pids;
     for (const pid of parsePids(procs.value)) {
       into.add(pid);
-      if (ownCgroups) alloc.cgroupOf.set(pid, dir);
+      if (walk.own) alloc.cgroupOf.set(pid, dir);
     }
   }
   if (rel.length >= MAX_JOB_DEPTH) return;
-  const subs = listSubdirs(dir);
+  // A job's directory and its steps' hold Slurm's own subdirectories: listed straight away. Below
+  // them most directories are leaves (tasks), each told by one stat.
+  const subs = subdirsOf(dir, walk.byLinks && rel.length >= 2);
   if (!subs.ok) return noteGap(subs, `job ${alloc.id}`, alloc.gaps, problems);
-  for (const name of subs.value) walkJob(join(dir, name), [...rel, name], alloc, ownCgroups, problems);
+  for (const name of subs.value) walkJob(join(dir, name), [...rel, name], alloc, walk, problems);
 }
 
 export function parsePids(text: string): number[] {
@@ -268,7 +282,7 @@ export function parsePids(text: string): number[] {
 /** Re-reads an allocation's cgroup.procs: true when `pid` is no longer listed (it exited). */
 export function pidLeft(alloc: Allocation, pid: number): boolean {
   for (const file of alloc.procsFiles) {
-    const r = readSmall(file, { limit: LIST_LIMIT });
+    const r = readSmall(file, PROCS_READ);
     if (r.ok && parsePids(r.value).includes(pid)) return false;
   }
   return true;

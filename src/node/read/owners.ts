@@ -265,7 +265,7 @@ export class FdScanner {
     // Covered first: its stat (start time, for the fd cache) is not needed either.
     if (coverage?.skip && coverage.test(pid)) return 'covered';
     const base = `${this.procfs}/${pid}/`;
-    const stat = readSmall(base + 'stat');
+    const stat = readSmall(base + 'stat', STAT_READ);
     if (!stat.ok) {
       if (stat.kind === 'gone') return 'gone';
       problems.add('proc', stat.kind, stat.detail);
@@ -398,6 +398,12 @@ function match(chars: ReadonlyMap<string, CharFd>, verbs: ReadonlyMap<string, st
 function errnoOf(detail: string): string {
   return /: (E[A-Z0-9]+)$/.exec(detail)?.[1] ?? 'unknown';
 }
+
+/**
+ * /proc/<pid>/stat is one record well under a page (about 52 numbers and a 16-byte name): one read
+ * returns it whole, and the read that would see its end is not made (one system call a process).
+ */
+export const STAT_READ = { whole: true } as const;
 
 /** The kernel's PF_KTHREAD, in field 9 (flags) of /proc/<pid>/stat. */
 const PF_KTHREAD = 0x0020_0000;

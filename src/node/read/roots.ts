@@ -68,7 +68,16 @@ export interface ReadOptions {
    * stop at page boundaries.
    */
   readonly whole?: boolean;
+  /**
+   * A list of short records (cgroup.procs: a PID a line). The kernel fills each read of such a list
+   * to within a record of its buffer (a page or more), so a read that comes back less than half a
+   * page is the end, with no second read to see it; a regular file ends at any short read.
+   */
+  readonly shortRecords?: boolean;
 }
+
+/** Less than this from one read of a list of short records is its end (ReadOptions.shortRecords). */
+const HALF_PAGE = 2048;
 
 // Non-blocking: a FIFO planted in sysfs or a cgroup tree must not hang the cycle in open().
 const OPEN_FLAGS = fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOCTTY;
@@ -95,7 +104,7 @@ export function readSmall(p: string, opts: ReadOptions = {}): Read<string> {
     const limit = opts.limit ?? ATTRIBUTE_LIMIT;
     let r: { buf: Buffer; length: number } | undefined;
     try {
-      r = readBounded(fd, limit, opts.whole === true);
+      r = readBounded(fd, limit, opts.whole === true ? 'whole' : opts.shortRecords === true ? 'records' : 'list');
     } catch (err) {
       // A FIFO with a writer and nothing written answers EAGAIN to a non-blocking read.
       if (!fs.fstatSync(fd).isFile()) return notRegular();
@@ -137,8 +146,11 @@ export function openAttribute(p: string): number | undefined {
   return undefined;
 }
 
+/** A read shorter than asked: the end (`whole`), the end if under half a page (`records`), or not (`list`). */
+type ShortRead = 'whole' | 'records' | 'list';
+
 /** Reads until EOF, at most `limit` bytes; undefined when the file holds more. */
-function readBounded(fd: number, limit: number, whole: boolean): { buf: Buffer; length: number } | undefined {
+function readBounded(fd: number, limit: number, short: ShortRead): { buf: Buffer; length: number } | undefined {
   let buf = SHARED;
   let length = 0;
   for (;;) {
@@ -152,7 +164,7 @@ function readBounded(fd: number, limit: number, whole: boolean): { buf: Buffer; 
     if (n === 0) return { buf, length };
     length += n;
     if (length > limit) return undefined;
-    if (whole && n < asked) return { buf, length };
+    if (n < asked && (short === 'whole' || (short === 'records' && n < HALF_PAGE))) return { buf, length };
   }
 }
 
@@ -173,6 +185,38 @@ export function listSubdirs(p: string): Read<string[]> {
   } catch (err) {
     return failure(err, p);
   }
+}
+
+/**
+ * Filesystems whose directories count their subdirectories in their link count (2 plus one for
+ * each): cgroup v1 and v2 (kernfs), tmpfs, ext4, xfs. Elsewhere a link count tells nothing (btrfs
+ * and overlay's merged directories say 1; a FUSE view of cgroups may say 2 of every directory).
+ */
+const COUNTS_SUBDIRS: ReadonlySet<number> = new Set([0x27e0eb, 0x63677270, 0x01021994, 0xef53, 0x58465342]);
+
+/** Whether the directories under `p` count their subdirectories in their link count (above). */
+export function linksCountSubdirs(p: string): boolean {
+  try {
+    return COUNTS_SUBDIRS.has(Number(fs.statfsSync(p).type));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The subdirectories of `p`; with `byLinks` (linksCountSubdirs of its filesystem), none without
+ * listing when its link count is 2. One stat instead of a listing: a leaf cgroup holds dozens of
+ * files and is most of a job's tree. A stat that fails lists, which reports why.
+ */
+export function subdirsOf(p: string, byLinks: boolean): Read<string[]> {
+  if (byLinks) {
+    try {
+      if (fs.statSync(p).nlink === 2) return ok([]);
+    } catch {
+      // listed below
+    }
+  }
+  return listSubdirs(p);
 }
 
 export const join = path.join;

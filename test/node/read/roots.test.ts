@@ -3,7 +3,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { writeHca } from '../../../src/demo/nodetree.js';
-import { ATTRIBUTE_LIMIT, LIST_LIMIT, readSmall } from '../../../src/node/read/roots.js';
+import {
+  ATTRIBUTE_LIMIT,
+  LIST_LIMIT,
+  linksCountSubdirs,
+  listSubdirs,
+  readSmall,
+  subdirsOf,
+} from '../../../src/node/read/roots.js';
 import { tmpDir } from '../../support/tmp.js';
 import { waitFor } from '../../support/tools.js';
 
@@ -115,5 +122,85 @@ describe('readSmall', () => {
     const dir = tmpDir();
     expect(readSmall(dir)).toMatchObject({ ok: false, kind: 'malformed' });
     expect(readSmall(path.join(dir, 'missing'))).toMatchObject({ ok: false, kind: 'gone', code: 'ENOENT' });
+  });
+});
+
+/** A cgroup2 hierarchy of this host to make a test cgroup in: the root if unified, else the hybrid's. */
+function cgroup2Root(): string | undefined {
+  const CGROUP2 = 0x63677270;
+  for (const dir of ['/sys/fs/cgroup', '/sys/fs/cgroup/unified'])
+    if (fs.existsSync(dir) && Number(fs.statfsSync(dir).type) === CGROUP2) return dir;
+  return undefined;
+}
+
+function pidsIn(cgroup: string): number[] {
+  return fs
+    .readFileSync(path.join(cgroup, 'cgroup.procs'), 'latin1')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map(Number);
+}
+
+describe('the real cgroup filesystem', () => {
+  it('reads a cgroup.procs of several pages whole as short records, and tells a leaf by its link count', async (ctx) => {
+    const root = cgroup2Root();
+    if (root === undefined) {
+      if (process.env.CI) throw new Error('no cgroup2 hierarchy at /sys/fs/cgroup or /sys/fs/cgroup/unified');
+      return ctx.skip('no cgroup2 hierarchy here: a test cgroup cannot be made');
+    }
+    if (process.getuid?.() !== 0) return ctx.skip('making a cgroup needs root');
+    const top = path.join(root, `otel-read-test-${process.pid}`);
+    const leaf = path.join(top, 'step_0', 'task_0');
+    fs.mkdirSync(leaf, { recursive: true });
+    // Enough processes that their PIDs, a line each, fill more than one page of the kernel's list.
+    const many = 1500;
+    const holder = spawn(
+      'sh',
+      ['-c', `echo $$ > ${leaf}/cgroup.procs; i=0; while [ $i -lt ${many} ]; do sleep 900 & i=$((i+1)); done; wait`],
+      {
+        stdio: 'ignore',
+      },
+    );
+    try {
+      await waitFor(`${many} sleepers under shell ${holder.pid}`, () => pidsIn(leaf).length > many, 120_000);
+      const listed = readSmall(path.join(leaf, 'cgroup.procs'), { limit: LIST_LIMIT, shortRecords: true });
+      expect(listed.ok).toBe(true);
+      const text = listed.ok ? listed.value : '';
+      expect(text.length).toBeGreaterThan(4096 + 2048);
+      expect(
+        text
+          .split('\n')
+          .filter((l) => l !== '')
+          .map(Number)
+          .sort(),
+      ).toEqual(pidsIn(leaf).sort());
+      expect(linksCountSubdirs(top)).toBe(true);
+      expect(subdirsOf(top, true)).toEqual({ ok: true, value: ['step_0'] });
+      expect(subdirsOf(path.join(top, 'step_0'), true)).toEqual({ ok: true, value: ['task_0'] });
+      expect(subdirsOf(leaf, true)).toEqual({ ok: true, value: [] });
+      expect(listSubdirs(leaf)).toEqual({ ok: true, value: [] });
+    } finally {
+      for (const pid of fs.existsSync(leaf) ? pidsIn(leaf) : []) process.kill(pid, 'SIGKILL');
+      await waitFor(`${leaf} to empty`, () => pidsIn(leaf).length === 0, 60_000);
+      fs.rmdirSync(leaf);
+      fs.rmdirSync(path.join(top, 'step_0'));
+      fs.rmdirSync(top);
+    }
+  });
+
+  it('trusts link counts only where the filesystem counts subdirectories in them', () => {
+    // procfs is not among them: its directories' link counts are not 2 plus their subdirectories.
+    expect(linksCountSubdirs('/proc')).toBe(false);
+    expect(linksCountSubdirs(path.join(tmpDir(), 'missing'))).toBe(false);
+    // Wherever a tree is, trusted or not, the answer is the listing's.
+    const dir = tmpDir();
+    fs.mkdirSync(path.join(dir, 'a', 'b'), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'a', 'cgroup.procs'), '');
+    for (const byLinks of [true, false]) {
+      expect(subdirsOf(dir, byLinks)).toEqual({ ok: true, value: ['a'] });
+      expect(subdirsOf(path.join(dir, 'a'), byLinks)).toEqual({ ok: true, value: ['b'] });
+      expect(subdirsOf(path.join(dir, 'a', 'b'), byLinks)).toEqual({ ok: true, value: [] });
+    }
+    expect(subdirsOf(path.join(dir, 'gone'), true)).toMatchObject({ ok: false, kind: 'gone' });
   });
 });
