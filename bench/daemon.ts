@@ -8,7 +8,10 @@
  *                per hour of that time (the steady cost), and in all (start-up and first cycle in)
  *   stall        the longest event-loop delay the agent reports on its self-monitoring endpoint
  *                (nodejs_eventloop_delay_max_seconds, a window per scrape; scraped every second)
+ *   files open   at the end: the node agent keeps its counter files open, and the kernel keeps a
+ *                page (4.4 KiB measured) for each one read, charged to the agent's cgroup
  *
+ * Each agent gets the Environment= lines of its shipped systemd unit (deploy/systemd/), as there.
  * --agent node (default): the node agent on the benches' heavy node (bench/heavy-node.ts: 8 HCAs
  *   × 2 ports, 64 jobs, 600 job processes × 256 fds, 200 others), given real device nodes, so
  *   the agent finds holders by stat as on a node (needs root). Default intervals are the agent's:
@@ -146,11 +149,26 @@ function dropPageCache(a: Args, file: string): void {
   execFileSync('dd', [`if=${file}`, 'iflag=nocache', 'count=0', 'status=none']);
 }
 
+/** The `Environment=` lines of a shipped systemd unit (deploy/systemd/), as the unit runs the agent. */
+function unitEnvironment(unit: string): Record<string, string> {
+  const file = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../deploy/systemd', unit);
+  const env: Record<string, string> = {};
+  for (const m of fs.readFileSync(file, 'utf8').matchAll(/^Environment=([A-Z_][A-Z0-9_]*)=(.*)$/gm))
+    env[m[1] as string] = m[2] as string;
+  console.log(
+    `environment, from ${unit}: ${Object.entries(env)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')}`,
+  );
+  return env;
+}
+
 /** Starts the agent and waits for its start-up log line (JSON), which names its runtime and URLs. */
-async function startAgent(a: Args, agentArgs: readonly string[]): Promise<Started> {
+async function startAgent(a: Args, agentArgs: readonly string[], unit: string): Promise<Started> {
   const [cmd, args] = a.exe ? [a.exe, agentArgs] : [a.node, [...a.nodeFlags, a.main, ...agentArgs]];
   dropPageCache(a, cmd);
-  const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH ?? '' } });
+  const env = { PATH: process.env.PATH ?? '', ...unitEnvironment(unit) };
+  const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], env });
   let log = '';
   const facts = await new Promise<Started['facts']>((resolve, reject) => {
     const timer = setTimeout(
@@ -200,6 +218,8 @@ interface Figures {
   readonly heapUsedMax: number;
   /** The last scrape's GC pauses: count and seconds, by kind. */
   readonly gc: string;
+  /** Files the agent holds open at the end (the node agent keeps its counter files open). */
+  readonly fds: number;
 }
 
 /**
@@ -242,7 +262,8 @@ async function watch(s: Started, a: Args, counter: string): Promise<Figures> {
   const steadySeconds = first ? (performance.now() - first.at) / 1000 : 0;
   const hwm = memory(pid)?.hwm ?? 0;
   const cpuSteady = first ? cpuAll - first.cpu : 0;
-  return { hwm, rssMax, atMax, cpuSteady, steadySeconds, cpuAll, stallMax, cycles, heapTotalMax, heapUsedMax, gc };
+  const fds = fs.readdirSync(`/proc/${pid}/fd`).length;
+  return { hwm, rssMax, atMax, cpuSteady, steadySeconds, cpuAll, stallMax, cycles, heapTotalMax, heapUsedMax, gc, fds };
 }
 
 /** GC pauses by kind from an exposition's nodejs_gc_duration_seconds: "minor 120 × 0.31 s, …". */
@@ -281,6 +302,8 @@ function report(a: Args, s: Started, f: Figures): void {
   );
   console.log(`V8 heap: total up to ${mb(f.heapTotalMax)}, used up to ${mb(f.heapUsedMax)} (per scrape); GC ${f.gc}`);
   console.log(`longest event-loop stall: ${(f.stallMax * 1000).toFixed(0)} ms`);
+  // Outside the RSS: the kernel keeps a page for each open sysfs or procfs file once read.
+  console.log(`files open at the end: ${f.fds}`);
 }
 
 // ------------------------------------------------------------------ the two agents
@@ -309,13 +332,17 @@ async function nodeAgent(a: Args): Promise<void> {
     console.log(
       `tree: ${HEAVY_NODE.hcas} HCAs × ${HEAVY_NODE.portsPerHca} ports, ${HEAVY_NODE.jobs} jobs, ${HEAVY_NODE.jobProcesses} job processes × ${HEAVY_NODE.fdsPerProcess} fds, ${HEAVY_NODE.otherProcesses} others`,
     );
-    const s = await startAgent(a, [
-      'node',
-      ...tree.flags,
-      ...['--collection-interval', a.interval, '--fd-rescan-interval', a.rescan],
-      ...['--metrics-bind-address', '127.0.0.1:0', '--monitoring-bind-address', '127.0.0.1:0'],
-      ...['--log-format', 'json'],
-    ]);
+    const s = await startAgent(
+      a,
+      [
+        'node',
+        ...tree.flags,
+        ...['--collection-interval', a.interval, '--fd-rescan-interval', a.rescan],
+        ...['--metrics-bind-address', '127.0.0.1:0', '--monitoring-bind-address', '127.0.0.1:0'],
+        ...['--log-format', 'json'],
+      ],
+      'slurm-otel-node.service',
+    );
     try {
       report(a, s, await watch(s, a, 'ib_slurm_exporter_cycles_total'));
     } finally {
@@ -408,13 +435,17 @@ async function clusterAgent(a: Args): Promise<void> {
   const server = await fakeSlurmrestd();
   try {
     console.log('cluster: 20,000 nodes, 100,000 jobs (fake slurmrestd, v0.0.44)');
-    const s = await startAgent(a, [
-      'cluster',
-      ...['--cluster-name', 'bench', '--slurm-api-server', server.url, '--token-source', 'none'],
-      ...['--collection-interval', a.interval],
-      ...['--metrics-bind-address', '127.0.0.1:0', '--monitoring-bind-address', '127.0.0.1:0'],
-      ...['--log-format', 'json'],
-    ]);
+    const s = await startAgent(
+      a,
+      [
+        'cluster',
+        ...['--cluster-name', 'bench', '--slurm-api-server', server.url, '--token-source', 'none'],
+        ...['--collection-interval', a.interval],
+        ...['--metrics-bind-address', '127.0.0.1:0', '--monitoring-bind-address', '127.0.0.1:0'],
+        ...['--log-format', 'json'],
+      ],
+      'slurm-otel-cluster.service',
+    );
     try {
       report(a, s, await watch(s, a, 'slurm_exporter_collection_attempts_total'));
     } finally {
