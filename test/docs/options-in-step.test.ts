@@ -16,6 +16,7 @@ const OTHER_TOOLS: Readonly<Record<string, string>> = {
   '--expose-gc': 'node',
   '--max-semi-space-size': 'node (V8)',
   '--max-old-space-size': 'node (V8)',
+  '--single-threaded': 'node (V8)',
   '--nodelist': 'squeue',
   '--ntasks': 'sbatch',
   '--cpus-per-task': 'sbatch',
