@@ -151,7 +151,7 @@ function dropPageCache(a: Args, file: string): void {
 
 /** The `Environment=` lines of a shipped systemd unit (deploy/systemd/), as the unit runs the agent. */
 function unitEnvironment(unit: string): Record<string, string> {
-  const file = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../deploy/systemd', unit);
+  const file = path.join(ROOT, 'deploy/systemd', unit);
   const env: Record<string, string> = {};
   for (const m of fs.readFileSync(file, 'utf8').matchAll(/^Environment=([A-Z_][A-Z0-9_]*)=(.*)$/gm))
     env[m[1] as string] = m[2] as string;

@@ -3,7 +3,7 @@
  * /proc/<pid>/stat, clock ticks after boot) against /proc/uptime (seconds after boot). Both count
  * from boot, so no wall clock and no boot time are needed. For `explain --job`'s elapsed time.
  */
-import { startTime } from './owners.js';
+import { STAT_READ, startTime } from './owners.js';
 import { join, readSmall } from './roots.js';
 
 /** USER_HZ: the unit of /proc/<pid>/stat's start time, 100 on every Linux architecture this runs on. */
@@ -18,7 +18,7 @@ export function uptimeSeconds(procfs: string): number | undefined {
 
 /** Seconds since the process started, given the uptime; undefined when it is gone or unreadable. */
 export function processAgeSeconds(procfs: string, pid: number, uptime: number): number | undefined {
-  const r = readSmall(join(procfs, String(pid), 'stat'));
+  const r = readSmall(join(procfs, String(pid), 'stat'), STAT_READ);
   if (!r.ok) return undefined;
   const ticks = startTime(r.value);
   if (!/^\d{1,20}$/.test(ticks)) return undefined;
