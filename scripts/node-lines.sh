@@ -56,7 +56,7 @@ install_line() {
 
 # The line subset under Node $1; prints how long it took.
 test_line() {
-  local v=$1 d excludes=() f keep t0 rc=0
+  local v=$1 d excludes=() f keep t0 rc=0 log
   d=$(install_line "$v")
   for f in test/integration/*.test.ts; do
     keep=0
@@ -66,10 +66,15 @@ test_line() {
   excludes+=(--exclude 'test/**/real-slurm*.test.ts')
   say "Node $v: vitest on the line subset"
   t0=$SECONDS
+  log=$(mktemp)
   # PATH too: a test that runs `node` or npm's scripts by name gets this Node as well.
   PATH="$d/bin:$PATH" SLURM_OTEL_NODE_LINE=$v "$d/bin/node" node_modules/vitest/vitest.mjs run \
-    "${excludes[@]}" || rc=$?
+    "${excludes[@]}" 2>&1 | tee "$log" || rc=${PIPESTATUS[0]}
   say "Node $v: $([ $rc = 0 ] && echo passed || echo FAILED) in $((SECONDS - t0)) s"
+  # The lines run one after another and CI keeps only the end of its output: name what failed
+  # here, where the next line's output cannot push it out of sight.
+  [ $rc = 0 ] || failures+=("Node $v:" "$(sed -E 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^ *(FAIL|×) ' | head -40)")
+  rm -f -- "$log"
   return $rc
 }
 
@@ -83,8 +88,9 @@ case $cmd in
   test)
     [ $# -gt 0 ] || set -- "${LINES[@]}"
     [ -f dist/src/cli/main.js ] || die "no dist/: build first (npm run build)"
-    failed=()
+    failed=() failures=()
     for v in "$@"; do test_line "$v" || failed+=("$v"); done
+    [ ${#failures[@]} = 0 ] || printf '[node-lines] %s\n' "${failures[@]}" >&2
     [ ${#failed[@]} = 0 ] || die "failed on Node ${failed[*]}"
     ;;
   *) die "usage: $0 install|test [VERSION...]" ;;
