@@ -43,12 +43,11 @@
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeTree } from '../src/demo/nodetree.js';
 import { treeFlags } from '../test/support/node-tree.js';
-import { HEAVY_NODE, heavyTree } from './heavy-node.js';
+import { HEAVY_NODE, heavyTree, nodeTreeDir } from './heavy-node.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const CLI = path.join(ROOT, 'dist/src/cli/main.js');
@@ -314,7 +313,7 @@ function report(a: Args, s: Started, f: Figures): void {
  */
 function heavyNodeFlags(a: Args): { flags: string[]; dir: string; keep: boolean } {
   if (!a.tree) {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-bench-daemon-'));
+    const dir = nodeTreeDir('slurm-otel-bench-daemon-');
     return { flags: treeFlags(writeTree(dir, heavyTree(HEAVY_NODE))), dir, keep: false };
   }
   const done = path.join(a.tree, 'flags.json');

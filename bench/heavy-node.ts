@@ -1,4 +1,7 @@
 /** The node benchmark's heavy synthetic node: many jobs and processes on 8 HCAs (and, as asked, 8 GPUs). */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { port } from '../src/demo/scenarios.js';
 import {
   nvidiaDevices,
@@ -11,6 +14,20 @@ import {
   type TreeLayout,
   type TreeSpec,
 } from '../src/demo/nodetree.js';
+import { freshInodes } from '../src/node/read/roots.js';
+
+/**
+ * A new temporary directory for a synthetic node, on tmpfs (/dev/shm) where there is one. The agent
+ * tells a steady process by its /proc/<pid> inode only where inodes are numbered as procfs numbers
+ * them; tmpfs numbers them so, a disk filesystem does not (and there the agent reads every
+ * process's stat each cycle): on tmpfs the cycles do the work they do on a node.
+ */
+export function nodeTreeDir(prefix: string): string {
+  const memory = '/dev/shm';
+  if (freshInodes(memory)) return fs.mkdtempSync(path.join(memory, prefix));
+  console.log(`(${memory} is not a tmpfs here: the tree goes on ${os.tmpdir()}, where each steady cycle reads every stat)`);
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
 
 export interface HeavyOptions {
   readonly layout: TreeLayout;

@@ -32,7 +32,7 @@ import type { TreeRoots, TreeSpec } from '../src/demo/nodetree.js';
 import type { Roots } from '../src/node/read/roots.js';
 import { type QpCounterJson } from '../src/demo/fake-rdma.js';
 import { RecordingRdma } from '../test/support/recording-rdma.js';
-import { HEAVY_NODE, heavyTree } from './heavy-node.js';
+import { HEAVY_NODE, heavyTree, nodeTreeDir } from './heavy-node.js';
 import { writeTree } from '../src/demo/nodetree.js';
 import { WRAPS_32 } from '../src/node/read/hca.js';
 import { median, sayRuntime } from './stats.js';
@@ -117,7 +117,7 @@ function statEveryFd(procfs: string): number {
   return n;
 }
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-bench-'));
+const dir = nodeTreeDir('slurm-otel-bench-');
 sayRuntime();
 try {
   const t0 = performance.now();

@@ -10,14 +10,13 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { NodeCollector } from '../src/node/collect.js';
 import { writeTree } from '../src/demo/nodetree.js';
 import { FdScanner } from '../src/node/read/owners.js';
 import { Problems } from '../src/node/read/problems.js';
 import { deviceNumber } from '../src/node/read/roots.js';
-import { HEAVY_NODE, heavyTree } from './heavy-node.js';
+import { HEAVY_NODE, heavyTree, nodeTreeDir } from './heavy-node.js';
 import { median, sayRuntime } from './stats.js';
 
 const PROCS = 300;
@@ -74,7 +73,7 @@ function coldScan(withMounts: boolean): { ms: number; linksRead: number } {
 }
 
 async function main(): Promise<void> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-bench-rescan-'));
+  const dir = nodeTreeDir('slurm-otel-bench-rescan-');
   try {
     for (const yielding of [false, true]) {
       const r = await stall(yielding, dir);

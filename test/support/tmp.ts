@@ -6,11 +6,21 @@ import { afterEach } from 'vitest';
 
 const made: string[] = [];
 
-/** A fresh temporary directory, removed after the test. */
-export function tmpDir(prefix = 'slurm-otel-test-'): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+/** A fresh temporary directory, removed after the test; under `base` when given. */
+export function tmpDir(prefix = 'slurm-otel-test-', base = os.tmpdir()): string {
+  const dir = fs.mkdtempSync(path.join(base, prefix));
   fs.chmodSync(dir, 0o755);
   made.push(dir);
+  return dir;
+}
+
+/**
+ * A fresh temporary directory on tmpfs (/dev/shm), removed after the test: a synthetic /proc there
+ * numbers its inodes as procfs does, never giving a freed number to the next directory.
+ */
+export function tmpfsDir(): string {
+  const dir = tmpDir('slurm-otel-test-', '/dev/shm');
+  if (Number(fs.statfsSync(dir).type) !== 0x01021994) throw new Error('/dev/shm is not a tmpfs here');
   return dir;
 }
 

@@ -11,11 +11,16 @@
  * narrower rule on the text is safe. How the device number is learnt without
  * waiting on a job's network filesystem is fd-mounts.ts's part.
  *
- * Cache per process (pid + start time): the fd listing of a process is kept,
- * so a steady process costs one readdir and a compare of its names; only fd
- * numbers not seen before are read. Every link is read again at least every
- * `rescanIntervalMs`. A scan is a generator (steps.ts): a full rescan of
- * thousands of processes yields every few milliseconds.
+ * Cache per process: the fd listing of a process is kept, so a steady process
+ * costs a stat of /proc/<pid> (the kernel makes a new process's inode anew, so
+ * the same inode is the same process), one readdir and a compare of its names;
+ * only fd numbers not seen before are read. Its stat file (start time, name) is
+ * read when it is new or its fd table changed; on a procfs root whose inodes
+ * cannot tell (a tree on a disk filesystem), each cycle, and the start time
+ * tells. Every link, and every stat, is read again at least every
+ * `rescanIntervalMs`. A scan is a generator
+ * (steps.ts): a full rescan of thousands of processes yields every few
+ * milliseconds.
  *
  * The window this leaves: an fd closed and reopened under the same number
  * between two cycles (e.g. a socket replaced by a uverbs device) is not seen
@@ -24,8 +29,8 @@
 import fs from 'node:fs';
 import { FdMounts, type FdKind } from './fd-mounts.js';
 import { FdProbe, type FdProbeOptions, type ProbeResult } from './fd-probe.js';
-import { listDir, readSmall, type FdDeviceOf } from './roots.js';
-import { classify } from './result.js';
+import { freshInodes, inodeOf, listDir, readSmall, type FdDeviceOf } from './roots.js';
+import { classify, type Failure } from './result.js';
 import type { Problems } from './problems.js';
 import { runSteps, Slice, SLICE_MS, type Steps } from './steps.js';
 
@@ -58,7 +63,10 @@ export interface OwnerScan {
   readonly unreadable: readonly UnreadableFds[];
   /** Every PID listed in /proc this cycle. */
   readonly present: ReadonlySet<number>;
-  /** The command name (comm) of each process whose stat was read this cycle. */
+  /**
+   * The command name (comm) of each process scanned, as its stat last said: a process renamed in
+   * place, its fds unchanged, shows the new name at the next full rescan.
+   */
   readonly names: ReadonlyMap<number, string>;
   /** PIDs whose own cgroup tells which HCAs it holds (rdma.current); their fd tables were not read unless asked. */
   readonly covered: readonly number[];
@@ -85,8 +93,12 @@ export interface Coverage {
 }
 
 interface ProcEntry {
+  /** /proc/<pid>'s inode (inodeOf): while it is the same, so is the process, and its stat is not read. */
+  id: string;
   start: string;
   comm: string;
+  /** A kernel thread: no fd table. */
+  kthread?: true;
   /**
    * The fd names at the last read, joined by '/' (no name holds one): the fast path compares
    * against it. One string per process, where an array held a string per fd (600 × 256 of them
@@ -120,6 +132,7 @@ type ProcessRead =
 interface LinkRead {
   readonly fdDir: string;
   readonly pid: number;
+  readonly id: string;
   readonly start: string;
   readonly comm: string;
   readonly names: readonly string[];
@@ -191,6 +204,7 @@ export class FdScanner {
       };
     }
     const slice = new Slice(this.sliceMs);
+    const at: ScanAt = { full, byInode: freshInodes(this.procfs) };
     const next = new Map<number, ProcEntry>();
     const holders = new Map<string, Holding[]>();
     const unreadable: UnreadableFds[] = [];
@@ -223,7 +237,7 @@ export class FdScanner {
       if (slice.due()) yield;
       const pid = Number(name);
       present.add(pid);
-      const started = this.startProcess(pid, full, problems, coverage);
+      const started = this.startProcess(pid, at, problems, coverage);
       if (started === 'gone') continue;
       if (started === 'covered' || (coverage !== undefined && !coverage.skip && coverage.test(pid))) covered.push(pid);
       if (started === 'covered') continue;
@@ -261,33 +275,53 @@ export class FdScanner {
     };
   }
 
-  private startProcess(pid: number, full: boolean, problems: Problems, coverage: Coverage | undefined): ProcessStart {
+  private startProcess(pid: number, at: ScanAt, problems: Problems, coverage: Coverage | undefined): ProcessStart {
     // Covered first: its stat (start time, for the fd cache) is not needed either.
     if (coverage?.skip && coverage.test(pid)) return 'covered';
     const base = `${this.procfs}/${pid}/`;
+    const id = at.byInode ? inodeOf(base) : NO_INODE;
+    if (!id.ok) return failedRead(id, problems);
+    const cached = at.full ? undefined : this.cache.get(pid);
+    // Where inodes tell, the same inode is the same process and another inode another (or the same
+    // one, its inode dropped from the kernel's cache and made again: read again, a cost and never
+    // a mistake). Elsewhere the start time tells.
+    const prev = at.byInode && cached?.id !== id.value ? undefined : cached;
+    if (!at.byInode || prev === undefined) return this.started(pid, base, id.value, prev, undefined, problems);
+    // A steady process: this stat and its listing.
+    if (prev.kthread === true) return { entry: prev, linksRead: 0, stated: 0 };
+    const fds = listDir(base + 'fd');
+    if (!fds.ok) return failedRead(fds, problems);
+    if (sameNames(prev.listing, fds.value)) return { entry: prev, linksRead: 0, stated: 0 };
+    return this.started(pid, base, id.value, prev, fds.value, problems);
+  }
+
+  /**
+   * A process new, with its fd table changed (after an exec, say), or with no inode to tell: its
+   * stat names it and gives its start time; the fd listing when not taken yet.
+   */
+  private started(
+    pid: number,
+    base: string,
+    id: string,
+    prev: ProcEntry | undefined,
+    listed: string[] | undefined,
+    problems: Problems,
+  ): ProcessStart {
     const stat = readSmall(base + 'stat', STAT_READ);
-    if (!stat.ok) {
-      if (stat.kind === 'gone') return 'gone';
-      problems.add('proc', stat.kind, stat.detail);
-      return { errno: errnoOf(stat.detail) };
-    }
+    if (!stat.ok) return failedRead(stat, problems);
     const start = startTime(stat.value);
     const comm = commOf(stat.value);
     // A kernel thread has no fd table (and a reader without root may not even list its empty one).
     if (isKernelThread(stat.value))
-      return { entry: { start, comm, listing: '', chars: new Map() }, linksRead: 0, stated: 0 };
-    const fds = listDir(base + 'fd');
-    if (!fds.ok) {
-      if (fds.kind === 'gone') return 'gone';
-      problems.add('proc', fds.kind, fds.detail);
-      return { errno: errnoOf(fds.detail) };
+      return { entry: { id, start, comm, listing: '', chars: new Map(), kthread: true }, linksRead: 0, stated: 0 };
+    const fds = listed === undefined ? listDir(base + 'fd') : { ok: true as const, value: listed };
+    if (!fds.ok) return failedRead(fds, problems);
+    const same = prev?.start === start ? prev : undefined;
+    if (same && sameNames(same.listing, fds.value)) {
+      const entry = same.comm === comm && same.id === id ? same : { ...same, id, comm };
+      return { entry, linksRead: 0, stated: 0 };
     }
-    const names = fds.value;
-    let prev = this.cache.get(pid);
-    if (prev && (prev.start !== start || full)) prev = undefined;
-    if (prev && sameNames(prev.listing, names))
-      return { entry: prev.comm === comm ? prev : { ...prev, comm }, linksRead: 0, stated: 0 };
-    return { read: { fdDir: `${base}fd/`, pid, start, comm, names, ...(prev ? { prev } : {}) } };
+    return { read: { fdDir: `${base}fd/`, pid, id, start, comm, names: fds.value, ...(same ? { prev: same } : {}) } };
   }
 
   /**
@@ -348,7 +382,7 @@ export class FdScanner {
     if (uncertain !== undefined) return { errno: 'uncertain', uncertain };
     // A tree that is not this host's: what the fd is cannot be known here (not cached either).
     if (missing !== undefined) return { errno: 'uncertain', missing };
-    return { entry: { start: p.start, comm: p.comm, listing: p.names.join('/'), chars }, linksRead, stated };
+    return { entry: { id: p.id, start: p.start, comm: p.comm, listing: p.names.join('/'), chars }, linksRead, stated };
   }
 
   /** The probe's answer for an fd to ask, if it has one; else the question is queued (undefined). */
@@ -395,6 +429,22 @@ function match(chars: ReadonlyMap<string, CharFd>, verbs: ReadonlyMap<string, st
 }
 
 /** The error code a failed read names at the end of its detail (`<path>: EACCES`). */
+/** How this scan reads each process: all of it again (`full`), and whether by its inode (freshInodes). */
+interface ScanAt {
+  readonly full: boolean;
+  readonly byInode: boolean;
+}
+
+/** The inode of a process on a procfs root where inodes tell nothing (freshInodes): never the same. */
+const NO_INODE = { ok: true, value: '' } as const;
+
+/** A process whose stat or fd listing failed: gone (skipped), or unreadable and counted. */
+function failedRead(r: Failure, problems: Problems): 'gone' | { errno: string } {
+  if (r.kind === 'gone') return 'gone';
+  problems.add('proc', r.kind, r.detail);
+  return { errno: errnoOf(r.detail) };
+}
+
 function errnoOf(detail: string): string {
   return /: (E[A-Z0-9]+)$/.exec(detail)?.[1] ?? 'unknown';
 }

@@ -168,6 +168,21 @@ function readBounded(fd: number, limit: number, short: ShortRead): { buf: Buffer
   }
 }
 
+/**
+ * What tells one instance of a path from a later one made in its place, on a filesystem that never
+ * gives a freed inode number to the next file (freshInodes): the inode number and change time.
+ * procfs gives a new process its own /proc/<pid> inode, and keeps it while the process lives (or
+ * makes a fresh one when it drops it from its cache: a change that costs a re-read only).
+ */
+export function inodeOf(p: string): Read<string> {
+  try {
+    const st = fs.statSync(p);
+    return ok(`${st.ino}@${st.ctimeMs}`);
+  } catch (err) {
+    return failure(err, p);
+  }
+}
+
 export function listDir(p: string): Read<string[]> {
   try {
     return ok(fs.readdirSync(p));
@@ -198,6 +213,22 @@ const COUNTS_SUBDIRS: ReadonlySet<number> = new Set([0x27e0eb, 0x63677270, 0x010
 export function linksCountSubdirs(p: string): boolean {
   try {
     return COUNTS_SUBDIRS.has(Number(fs.statfsSync(p).type));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Filesystems that number inodes from a counter and never hand a freed number to the next file:
+ * procfs and tmpfs. A disk filesystem (ext4 and the like) gives it to the next file made, and
+ * within one tick of its clock the change time is the same too.
+ */
+const FRESH_INODES: ReadonlySet<number> = new Set([0x9fa0, 0x01021994]);
+
+/** Whether a path under `p`, removed and made again, always has another inode number (above). */
+export function freshInodes(p: string): boolean {
+  try {
+    return FRESH_INODES.has(Number(fs.statfsSync(p).type));
   } catch {
     return false;
   }

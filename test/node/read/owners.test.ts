@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { commOf, FdScanner, isKernelThread, startTime } from '../../../src/node/read/owners.js';
 import { Problems } from '../../../src/node/read/problems.js';
 import { standardFdDevice, uverbsDevice, writeProcess } from '../../../src/demo/nodetree.js';
-import { asUnprivileged, deny, removeProcess, tmpDir } from '../../support/tmp.js';
+import { renameProcess } from '../../support/node-tree.js';
+import { asUnprivileged, deny, removeProcess, tmpDir, tmpfsDir } from '../../support/tmp.js';
 
 /** sysfs's class/infiniband_verbs for uverbs0..uverbs9 at the kernel's numbers. */
 const VERBS = (): Map<string, string> =>
@@ -15,8 +16,9 @@ function pidsOf(holders: ReadonlyMap<string, readonly { pid: number }[]>): Recor
   return Object.fromEntries([...holders].map(([dev, hs]) => [dev, hs.map((h) => h.pid)]));
 }
 
-function procfs(): string {
-  const dir = path.join(tmpDir(), 'proc');
+/** A synthetic /proc on a disk filesystem, or on tmpfs (inodes numbered as procfs numbers them). */
+function procfs(on: 'disk' | 'tmpfs' = 'disk'): string {
+  const dir = path.join(on === 'disk' ? tmpDir() : tmpfsDir(), 'proc');
   fs.mkdirSync(dir);
   return dir;
 }
@@ -97,6 +99,37 @@ describe('FdScanner', () => {
     expect(pidsOf(scan.holders).uverbs5).toEqual([23]);
   });
 
+  it('on a procfs whose inodes tell (tmpfs here), reads a steady process by its inode: a rename in place shows when its fds change or at the full rescan', () => {
+    const proc = procfs('tmpfs');
+    writeProcess(proc, { pid: 23, comm: 'old', fds: 2, startTime: 100 });
+    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    expect(scanner.scan(0, new Problems(), VERBS).names.get(23)).toBe('old');
+    renameProcess(proc, 23, 'renamed');
+    expect(scanner.scan(1000, new Problems(), VERBS).names.get(23)).toBe('old');
+    fs.symlinkSync('/dev/null', path.join(proc, '23', 'fd', '9'));
+    const changed = scanner.scan(2000, new Problems(), VERBS);
+    expect(changed.stats.fdLinksRead).toBe(1);
+    expect(changed.names.get(23)).toBe('renamed');
+    renameProcess(proc, 23, 'again');
+    const full = scanner.scan(60_000, new Problems(), VERBS);
+    expect(full.stats.fullRescan).toBe(true);
+    expect(full.names.get(23)).toBe('again');
+  });
+
+  it('on such a procfs, a /proc/<pid> made anew is another process: read again, stat and links', () => {
+    const proc = procfs('tmpfs');
+    writeProcess(proc, { pid: 24, comm: 'first', uverbs: [1], startTime: 100 });
+    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    expect(pidsOf(scanner.scan(0, new Problems(), VERBS).holders)).toEqual({ uverbs1: [24] });
+    // The same name, fds and start time (a PID handed out again within one clock tick), fd 3 now
+    // a socket: only the directory, made anew as the kernel makes a new process's, tells them apart.
+    removeProcess(proc, 24);
+    writeProcess(proc, { pid: 24, comm: 'first', fds: 4, startTime: 100 });
+    const scan = scanner.scan(1000, new Problems(), VERBS);
+    expect(scan.holders.size).toBe(0);
+    expect(scan.stats.fdLinksRead).toBe(4);
+  });
+
   it('reports a process whose fd table cannot be read as unreadable, never as holding nothing', () => {
     const proc = procfs();
     writeProcess(proc, { pid: 30, comm: 'secret', uverbs: [0] });
@@ -109,19 +142,25 @@ describe('FdScanner', () => {
     expect(problems.list()).toEqual([expect.objectContaining({ source: 'proc', kind: 'denied', count: 1 })]);
   });
 
-  it('never counts a kernel thread as unreadable: it has no fd table', () => {
-    const proc = procfs();
-    writeProcess(proc, { pid: 32, comm: 'kworker/0:1' });
-    writeProcess(proc, { pid: 33, comm: 'user-daemon' });
-    for (const pid of [32, 33]) deny(path.join(proc, String(pid), 'fd'));
-    // Field 9 (flags) of the kernel thread's stat: PF_KTHREAD | PF_WQ_WORKER, as the kernel writes it.
-    const stat = path.join(proc, '32', 'stat');
-    const fields = fs.readFileSync(stat, 'utf8').split(' ');
-    fields[8] = String(0x04208060);
-    fs.writeFileSync(stat, fields.join(' '));
-    const scan = asUnprivileged(() => new FdScanner(proc, 60_000, standardFdDevice).scan(0, new Problems(), VERBS));
-    expect(scan.unreadable).toEqual([{ pid: 33, errno: 'EACCES' }]);
-  });
+  it.each(['disk', 'tmpfs'] as const)(
+    'never counts a kernel thread as unreadable: it has no fd table (a /proc on %s)',
+    (on) => {
+      const proc = procfs(on);
+      writeProcess(proc, { pid: 32, comm: 'kworker/0:1' });
+      writeProcess(proc, { pid: 33, comm: 'user-daemon' });
+      for (const pid of [32, 33]) deny(path.join(proc, String(pid), 'fd'));
+      // Field 9 (flags) of the kernel thread's stat: PF_KTHREAD | PF_WQ_WORKER, as the kernel writes it.
+      const stat = path.join(proc, '32', 'stat');
+      const fields = fs.readFileSync(stat, 'utf8').split(' ');
+      fields[8] = String(0x04208060);
+      fs.writeFileSync(stat, fields.join(' '));
+      const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+      for (const atMs of [0, 1000]) {
+        const scan = asUnprivileged(() => scanner.scan(atMs, new Problems(), VERBS));
+        expect(scan.unreadable).toEqual([{ pid: 33, errno: 'EACCES' }]);
+      }
+    },
+  );
 
   it('on the real /proc, read without root, no kernel thread is among the unreadable', () => {
     const kthreads = fs.readdirSync('/proc').filter((p) => {
@@ -252,9 +291,9 @@ describe('commOf', () => {
     removeProcess(proc, 23);
     writeProcess(proc, { pid: 23, comm: 'new name', fds: 2, startTime: 200 });
     expect(scanner.scan(1000, new Problems(), VERBS).names.get(23)).toBe('new name');
-    // Renamed in place (prctl), same start time and fds: the cached entry takes the new name.
-    removeProcess(proc, 23);
-    writeProcess(proc, { pid: 23, comm: 'renamed', fds: 2, startTime: 200 });
+    // Renamed in place (prctl), same start time and fds: on a disk filesystem, whose inodes tell
+    // nothing, the stat is read each cycle and the cached entry takes the new name.
+    renameProcess(proc, 23, 'renamed');
     const scan = scanner.scan(2000, new Problems(), VERBS);
     expect(scan.stats.fdLinksRead).toBe(0);
     expect(scan.names.get(23)).toBe('renamed');
