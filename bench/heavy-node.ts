@@ -25,7 +25,9 @@ import { freshInodes } from '../src/node/read/roots.js';
 export function nodeTreeDir(prefix: string): string {
   const memory = '/dev/shm';
   if (freshInodes(memory)) return fs.mkdtempSync(path.join(memory, prefix));
-  console.log(`(${memory} is not a tmpfs here: the tree goes on ${os.tmpdir()}, where each steady cycle reads every stat)`);
+  console.log(
+    `(${memory} is not a tmpfs here: the tree goes on ${os.tmpdir()}, where each steady cycle reads every stat)`,
+  );
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 

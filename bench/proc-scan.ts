@@ -1,0 +1,110 @@
+/**
+ * The node agent's fd scan on this machine's real /proc, where the synthetic node of node-cycle.ts
+ * cannot show what procfs costs (a process's `stat` file is made by the kernel on each read).
+ * Starts `--processes P` (default 600) `sleep`s holding `--fds F` (default 256) fds each, `--paths
+ * N` of them (default 5, the heavy node's 2 %) on /dev/null and the rest on one socket, beside
+ * whatever the machine runs, then prints, against baselines measured in the same run:
+ *   cold scan    (median of fresh scanners) vs `find /proc/[0-9]*\/fd -lname '*uverbs*'`
+ *   steady scan  (median of a warm scanner) vs listing every /proc/<pid>/fd, interleaved
+ * The scanner is the agent's own (FdScanner on the real procfs: device numbers by fd-mounts.ts).
+ *
+ *   node dist/bench/proc-scan.js [--processes P] [--fds F] [--paths N]
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import { FdScanner } from '../src/node/read/owners.js';
+import { Problems } from '../src/node/read/problems.js';
+import { median, sayRuntime } from './stats.js';
+
+const arg = (name: string, dflt: number): number =>
+  process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : dflt;
+const PROCESSES = arg('--processes', 600);
+const FDS = arg('--fds', 256);
+const PATHS = arg('--paths', 5);
+const COLD_RUNS = 7;
+const STEADY_RUNS = 30;
+const NO_VERBS = (): ReadonlyMap<string, string> => new Map();
+
+function time(fn: () => void): number {
+  const t0 = performance.now();
+  fn();
+  return performance.now() - t0;
+}
+
+function listingFloor(): void {
+  for (const name of fs.readdirSync('/proc')) {
+    const c = name.charCodeAt(0);
+    if (c < 48 || c > 57) continue;
+    try {
+      fs.readdirSync(`/proc/${name}/fd`);
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+}
+
+/** The fd of a listening socket on loopback: what most of a job process's fds are (`socket:[…]`). */
+async function socketFd(): Promise<{ fd: number; close: () => void }> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  // The handle's descriptor is not public API; a bench may lean on it to hand the socket on.
+  const fd = (server as unknown as { _handle: { fd: number } })._handle.fd;
+  return { fd, close: () => server.close() };
+}
+
+/** P sleepers, each with F fds (0 to F-1), N of them on /dev/null, started. */
+async function sleepers(): Promise<ChildProcess[]> {
+  const nul = fs.openSync('/dev/null', 'r');
+  const sock = await socketFd();
+  const stdio = Array.from({ length: FDS }, (_, i) => (i < PATHS ? nul : sock.fd));
+  const out: ChildProcess[] = [];
+  for (let i = 0; i < PROCESSES; i++) out.push(spawn('sleep', ['3600'], { stdio }));
+  fs.closeSync(nul);
+  sock.close();
+  await Promise.all(out.map((c) => new Promise((resolve, reject) => c.once('spawn', resolve).once('error', reject))));
+  return out;
+}
+
+async function main(): Promise<void> {
+  sayRuntime();
+  const children = await sleepers();
+  try {
+    console.log(
+      `${PROCESSES} sleep processes × ${FDS} fds (${PATHS} of them paths) started (${fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).length} processes in /proc)`,
+    );
+    const cold = (): number => time(() => new FdScanner('/proc', 60_000).scan(0, new Problems(), NO_VERBS));
+    const find = (): number =>
+      time(() => execFileSync('sh', ['-c', "find /proc/[0-9]*/fd -lname '*uverbs*' 2>/dev/null; true"]));
+    const coldMs: number[] = [];
+    const findMs: number[] = [];
+    for (let i = 0; i < COLD_RUNS; i++) {
+      coldMs.push(cold());
+      findMs.push(find());
+    }
+    const c = median(coldMs);
+    const f = median(findMs);
+    console.log(`cold scan:   ${c.toFixed(1)} ms   find -lname: ${f.toFixed(1)} ms   ratio ${(c / f).toFixed(2)}×`);
+    const scanner = new FdScanner('/proc', 60_000);
+    scanner.scan(0, new Problems(), NO_VERBS);
+    const steadyMs: number[] = [];
+    const floorMs: number[] = [];
+    for (let i = 1; i <= STEADY_RUNS; i++) {
+      steadyMs.push(time(() => scanner.scan(i, new Problems(), NO_VERBS)));
+      floorMs.push(time(listingFloor));
+    }
+    const s = median(steadyMs);
+    const fl = median(floorMs);
+    console.log(
+      `steady scan: ${s.toFixed(1)} ms   fd listing floor: ${fl.toFixed(1)} ms   ratio ${(s / fl).toFixed(2)}×`,
+    );
+    scanner.stop();
+  } finally {
+    for (const child of children) child.kill('SIGKILL');
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});
