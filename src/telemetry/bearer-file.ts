@@ -7,6 +7,7 @@
  */
 import { readFileSync, statSync, type Stats } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { registerSecret } from '../log.js';
 
 /** A token file that cannot be used: unreadable, empty, or more than one word on its first line. */
@@ -46,7 +47,10 @@ function codeOf(err: unknown): string {
  * error and not a stream of failed pushes), and returns the factory the OTLP exporter calls
  * before each request.
  */
-export function bearerTokenFile(path: string, extra: Readonly<Record<string, string>> = {}): HeadersFactory {
+export function bearerTokenFile(named: string, extra: Readonly<Record<string, string>> = {}): HeadersFactory {
+  // Re-read in libuv's thread pool, which follows the process's working directory: the file named
+  // at start, wherever that goes (the node agent's fd scan reads from within fd directories).
+  const path = resolve(named);
   let cached: { stamp: string; token: string };
   try {
     cached = { stamp: stampOf(statSync(path)), token: tokenOf(path, readFileSync(path, 'utf8')) };

@@ -86,6 +86,27 @@ describe('--otlp-bearer-token-file', () => {
     },
   );
 
+  it('a file named by a relative path is the one named at start, wherever the working directory goes', async () => {
+    const home = process.cwd();
+    fs.writeFileSync(path.join(dir, 'token'), `${FIRST}\n`);
+    const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-bearer-cwd-'));
+    fs.writeFileSync(path.join(elsewhere, 'token'), `${SECOND}\n`);
+    const lines: string[] = [];
+    process.chdir(dir);
+    let p: Pipeline | undefined;
+    try {
+      p = pipeline('token', lines, 'http/protobuf');
+      process.chdir(elsewhere);
+      await p.publish([family]);
+      await p.flush();
+      expect(rx.requests.map((r) => r.authorization)).toEqual([`Bearer ${FIRST}`]);
+    } finally {
+      process.chdir(home);
+      await p?.shutdown().catch(() => undefined);
+      fs.rmSync(elsewhere, { recursive: true, force: true });
+    }
+  });
+
   it('a push whose file went missing fails, is logged without the token, and the next push recovers', async () => {
     const file = path.join(dir, 'token');
     fs.writeFileSync(file, `${FIRST}\n`);

@@ -136,6 +136,8 @@ export class FdProbe {
       const child = spawn(this.opts.statPath, ['-L', '--printf', '%f %t %T\\n', '--', q.path], {
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
+        // Asked while a scan may be reading from within a job's fd directory (fd-dirs.ts).
+        cwd: '/',
       });
       this.live.add(child);
       let out = '';

@@ -27,6 +27,8 @@
  * until the next full rescan.
  */
 import fs from 'node:fs';
+import { resolve } from 'node:path';
+import { FdDirs } from './fd-dirs.js';
 import { FdMounts, type FdKind } from './fd-mounts.js';
 import { FdProbe, type FdProbeOptions, type ProbeResult } from './fd-probe.js';
 import { freshInodes, inodeOf, listDir, readSmall, type FdDeviceOf } from './roots.js';
@@ -150,16 +152,20 @@ export class FdScanner {
   private readonly mounts: FdMounts | undefined;
   /** Asks, off the event loop, what fd-mounts.ts will not ask on it. */
   private readonly probe: FdProbe | undefined;
+  private readonly dirs = new FdDirs();
+  /** The procfs root as an absolute path: links are read from within its fd directories. */
+  private readonly procfs: string;
 
   constructor(
-    private readonly procfs: string,
+    procfs: string,
     private readonly rescanIntervalMs: number,
     private readonly deviceOf?: FdDeviceOf,
     /** How long a piece of a scan runs before it yields (steps.ts). */
     private readonly sliceMs: number = SLICE_MS,
     probe?: FdProbeOptions,
   ) {
-    this.mounts = deviceOf === undefined ? new FdMounts(procfs) : undefined;
+    this.procfs = resolve(procfs);
+    this.mounts = deviceOf === undefined ? new FdMounts(this.procfs) : undefined;
     this.probe = deviceOf === undefined ? new FdProbe(probe) : undefined;
   }
 
@@ -343,39 +349,53 @@ export class FdScanner {
     let uncertain: string | undefined;
     let missing: string | undefined;
     let asked = false;
-    for (const fd of p.names) {
-      if (known?.has(fd)) {
-        const c = prev?.chars.get(fd);
-        if (c) chars.set(fd, c);
-        continue;
-      }
-      if ((linksRead & 63) === 63 && slice.due()) yield;
-      linksRead++;
-      const path = p.fdDir + fd;
-      let link: string;
-      let kind: FdKind;
-      try {
-        link = fs.readlinkSync(path);
-        if (!mayBeDevice(link)) continue;
-        stated++;
-        kind = this.kindOf(p.pid, fd, path, link);
-        if ('ask' in kind && noDevice()) kind = { none: true };
-        if ('ask' in kind) {
-          const answer = this.asked(`${p.pid} ${p.start} ${fd} ${link}`, path, kind);
-          if (answer === undefined) asked = true;
-          else kind = answer;
+    // Read from within the fd directory (fd-dirs.ts) where there are enough links to pay for the
+    // two chdirs: a steady process's new fd or two are read by their whole paths.
+    const many = p.names.length - (known?.size ?? 0) >= FROM_WITHIN;
+    let inside = false;
+    let tried = false;
+    try {
+      for (const fd of p.names) {
+        if (known?.has(fd)) {
+          const c = prev?.chars.get(fd);
+          if (c) chars.set(fd, c);
+          continue;
         }
-      } catch (err) {
-        const failure = classify(err);
-        if (failure === 'gone') continue; // closed since the listing
-        const errno = (err as NodeJS.ErrnoException).code ?? 'unknown';
-        problems.add('proc', failure, `${path}: ${errno}`);
-        return { errno };
+        if ((linksRead & 63) === 63 && slice.due()) {
+          this.dirs.leave();
+          yield;
+          inside = tried = false;
+        }
+        if (many && !tried) [inside, tried] = [this.dirs.enter(p.fdDir), true];
+        linksRead++;
+        const path = p.fdDir + fd;
+        let link: string;
+        let kind: FdKind;
+        try {
+          link = fs.readlinkSync(inside ? fd : path);
+          if (!mayBeDevice(link)) continue;
+          stated++;
+          kind = this.kindOf(p.pid, fd, path, link);
+          if ('ask' in kind && noDevice()) kind = { none: true };
+          if ('ask' in kind) {
+            const answer = this.asked(`${p.pid} ${p.start} ${fd} ${link}`, path, kind);
+            if (answer === undefined) asked = true;
+            else kind = answer;
+          }
+        } catch (err) {
+          const failure = classify(err);
+          if (failure === 'gone') continue; // closed since the listing
+          const errno = (err as NodeJS.ErrnoException).code ?? 'unknown';
+          problems.add('proc', failure, `${path}: ${errno}`);
+          return { errno };
+        }
+        if ('dev' in kind) chars.set(fd, { dev: kind.dev, link });
+        else if ('uncertain' in kind) uncertain ??= `${link}: ${kind.uncertain}`;
+        else if ('ask' in kind) uncertain ??= `${link} is on ${kind.ask}`;
+        else if ('missing' in kind) missing ??= link;
       }
-      if ('dev' in kind) chars.set(fd, { dev: kind.dev, link });
-      else if ('uncertain' in kind) uncertain ??= `${link}: ${kind.uncertain}`;
-      else if ('ask' in kind) uncertain ??= `${link} is on ${kind.ask}`;
-      else if ('missing' in kind) missing ??= link;
+    } finally {
+      this.dirs.leave();
     }
     if (asked) return { errno: 'uncertain', uncertain: uncertain ?? '', asked: true };
     // Read whole, yet one fd may be a verbs device whose filesystem did not answer: not cached, read again next cycle.
@@ -429,6 +449,9 @@ function match(chars: ReadonlyMap<string, CharFd>, verbs: ReadonlyMap<string, st
 }
 
 /** The error code a failed read names at the end of its detail (`<path>: EACCES`). */
+/** Links to read in one fd directory from which it is read from within (FdDirs). */
+const FROM_WITHIN = 4;
+
 /** How this scan reads each process: all of it again (`full`), and whether by its inode (freshInodes). */
 interface ScanAt {
   readonly full: boolean;

@@ -130,6 +130,27 @@ describe('FdScanner', () => {
     expect(scan.stats.fdLinksRead).toBe(4);
   });
 
+  it('reads links from within each fd directory, and is back in its own working directory whenever it yields or ends', () => {
+    const proc = procfs();
+    for (let pid = 40; pid < 46; pid++) writeProcess(proc, { pid, comm: 'a', fds: 300, uverbs: [pid - 40] });
+    const home = process.cwd();
+    // A scan that yields at every chance (a slice of 0 ms), from a procfs root named relatively.
+    const scanner = new FdScanner(path.relative(home, proc), 60_000, standardFdDevice, 0);
+    const steps = scanner.scanSteps(0, new Problems(), VERBS);
+    let yields = 0;
+    let r = steps.next();
+    for (; r.done !== true; r = steps.next()) {
+      expect(process.cwd()).toBe(home);
+      yields++;
+    }
+    expect(process.cwd()).toBe(home);
+    expect(yields).toBeGreaterThan(6);
+    expect(r.value.stats.fdLinksRead).toBe(6 * 300);
+    expect(pidsOf(r.value.holders)).toEqual(
+      Object.fromEntries([0, 1, 2, 3, 4, 5].map((n) => [`uverbs${n}`, [40 + n]])),
+    );
+  });
+
   it('reports a process whose fd table cannot be read as unreadable, never as holding nothing', () => {
     const proc = procfs();
     writeProcess(proc, { pid: 30, comm: 'secret', uverbs: [0] });
