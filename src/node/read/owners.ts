@@ -18,9 +18,9 @@
  * read when it is new or its fd table changed; on a procfs root whose inodes
  * cannot tell (a tree on a disk filesystem), each cycle, and the start time
  * tells. Every link, and every stat, is read again at least every
- * `rescanIntervalMs`. A scan is a generator
- * (steps.ts): a full rescan of thousands of processes yields every few
- * milliseconds.
+ * `rescanIntervalMs`. Links are read from within their fd directory
+ * (fd-dirs.ts). A scan is a generator (steps.ts): a full rescan of thousands
+ * of processes yields every few milliseconds.
  *
  * The window this leaves: an fd closed and reopened under the same number
  * between two cycles (e.g. a socket replaced by a uverbs device) is not seen
@@ -448,8 +448,7 @@ function match(chars: ReadonlyMap<string, CharFd>, verbs: ReadonlyMap<string, st
   return [...mine];
 }
 
-/** The error code a failed read names at the end of its detail (`<path>: EACCES`). */
-/** Links to read in one fd directory from which it is read from within (FdDirs). */
+/** The fewest links of one fd directory read from within it (FdDirs): fewer walk less than two chdirs. */
 const FROM_WITHIN = 4;
 
 /** How this scan reads each process: all of it again (`full`), and whether by its inode (freshInodes). */
@@ -468,6 +467,7 @@ function failedRead(r: Failure, problems: Problems): 'gone' | { errno: string } 
   return { errno: errnoOf(r.detail) };
 }
 
+/** The error code a failed read names at the end of its detail (`<path>: EACCES`). */
 function errnoOf(detail: string): string {
   return /: (E[A-Z0-9]+)$/.exec(detail)?.[1] ?? 'unknown';
 }
