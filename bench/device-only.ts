@@ -14,15 +14,9 @@ import path from 'node:path';
 import { HOLD_COUNTER_FILES, NodeCollector } from '../src/node/collect.js';
 import { writeTree } from '../src/demo/nodetree.js';
 import { HEAVY_NODE, heavyTree } from './heavy-node.js';
-import { median, sayRuntime } from './stats.js';
+import { median, sayRuntime, time } from './stats.js';
 
 const RUNS = 50;
-
-function time(fn: () => void): number {
-  const t0 = performance.now();
-  fn();
-  return performance.now() - t0;
-}
 
 function nodeExporter(): string | undefined {
   for (const name of ['prometheus-node-exporter', 'node_exporter']) {

@@ -35,7 +35,7 @@ import { RecordingRdma } from '../test/support/recording-rdma.js';
 import { HEAVY_NODE, heavyTree, nodeTreeDir } from './heavy-node.js';
 import { writeTree } from '../src/demo/nodetree.js';
 import { WRAPS_32 } from '../src/node/read/hca.js';
-import { median, sayRuntime } from './stats.js';
+import { listingFloor, median, sayRuntime, time } from './stats.js';
 
 /**
  * The per-QP counters of mlx5: the 32-bit Q and error group the agent already knows (less
@@ -71,24 +71,6 @@ function coldCycle(opts: Omit<CollectorOptions, 'holdCounterFiles'>): void {
   const c = agentCollector(opts);
   c.cycle(0);
   c.close();
-}
-
-function time(fn: () => void): number {
-  const t0 = performance.now();
-  fn();
-  return performance.now() - t0;
-}
-
-function listingFloor(procfs: string): void {
-  for (const name of fs.readdirSync(procfs)) {
-    const c = name.charCodeAt(0);
-    if (c < 48 || c > 57) continue;
-    try {
-      fs.readdirSync(path.join(procfs, name, 'fd'));
-    } catch {
-      // gone
-    }
-  }
 }
 
 /** The tree's device numbers, each lookup paying a real stat of the fd's path. */

@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import { FdScanner } from '../src/node/read/owners.js';
 import { Problems } from '../src/node/read/problems.js';
-import { median, sayRuntime } from './stats.js';
+import { listingFloor, median, sayRuntime, time } from './stats.js';
 
 const arg = (name: string, dflt: number): number =>
   process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : dflt;
@@ -25,24 +25,6 @@ const PATHS = arg('--paths', 5);
 const COLD_RUNS = 7;
 const STEADY_RUNS = 30;
 const NO_VERBS = (): ReadonlyMap<string, string> => new Map();
-
-function time(fn: () => void): number {
-  const t0 = performance.now();
-  fn();
-  return performance.now() - t0;
-}
-
-function listingFloor(): void {
-  for (const name of fs.readdirSync('/proc')) {
-    const c = name.charCodeAt(0);
-    if (c < 48 || c > 57) continue;
-    try {
-      fs.readdirSync(`/proc/${name}/fd`);
-    } catch {
-      // gone, or not ours to read
-    }
-  }
-}
 
 /** The fd of a listening socket on loopback: what most of a job process's fds are (`socket:[…]`). */
 async function socketFd(): Promise<{ fd: number; close: () => void }> {
@@ -91,7 +73,7 @@ async function main(): Promise<void> {
     const floorMs: number[] = [];
     for (let i = 1; i <= STEADY_RUNS; i++) {
       steadyMs.push(time(() => scanner.scan(i, new Problems(), NO_VERBS)));
-      floorMs.push(time(listingFloor));
+      floorMs.push(time(() => listingFloor('/proc')));
     }
     const s = median(steadyMs);
     const fl = median(floorMs);

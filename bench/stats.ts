@@ -1,4 +1,5 @@
 /** Figures the benchmarks share. */
+import fs from 'node:fs';
 
 /** The middle value (the mean of the two middle ones for an even count). */
 export function median(xs: readonly number[]): number {
@@ -14,4 +15,24 @@ export function median(xs: readonly number[]): number {
  */
 export function sayRuntime(): void {
   console.log(`runtime: Node ${process.version} (${process.execPath})`);
+}
+
+/** Milliseconds `fn` takes. */
+export function time(fn: () => void): number {
+  const t0 = performance.now();
+  fn();
+  return performance.now() - t0;
+}
+
+/** The fd scan's floor: every `<procfs>/<pid>/fd` listed, nothing read. */
+export function listingFloor(procfs: string): void {
+  for (const name of fs.readdirSync(procfs)) {
+    const c = name.charCodeAt(0);
+    if (c < 48 || c > 57) continue;
+    try {
+      fs.readdirSync(`${procfs}/${name}/fd`);
+    } catch {
+      // gone, or not ours to read
+    }
+  }
 }
