@@ -42,12 +42,23 @@ const words = args.filter((a) => a !== '-j').join(' ');
     process.exit(1);
   }
   fs.appendFileSync(path.join(dir, 'set.log'), args.slice(4).join(' ') + '\\n');
-  const modes = JSON.parse(file('mode.json', '[]'));
-  for (const m of modes) if (m.ifname + '/' + m.port === link) m.mode = words.endsWith('auto off') ? 'qp auto off' : 'qp auto type,pid on' + (words.includes('optional-counters') ? ' optional-counters on' : '');
-  // Written whole and renamed: sets run side by side (a restore turns links off together).
-  const tmp = path.join(dir, 'mode.json.' + process.pid);
-  fs.writeFileSync(tmp, JSON.stringify(modes));
-  fs.renameSync(tmp, path.join(dir, 'mode.json'));
+  // Sets run side by side (a restore turns links off together): each reads, changes and writes
+  // mode.json holding a lock, or one would write back a mode another has just changed. Written
+  // whole and renamed, so the agent's reads never see half a file.
+  const lock = path.join(dir, 'mode.lock');
+  for (let tries = 0; ; tries++) {
+    try { fs.mkdirSync(lock); break; } catch (e) { if (e.code !== 'EEXIST' || tries > 10000) throw e; }
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2);
+  }
+  try {
+    const modes = JSON.parse(file('mode.json', '[]'));
+    for (const m of modes) if (m.ifname + '/' + m.port === link) m.mode = words.endsWith('auto off') ? 'qp auto off' : 'qp auto type,pid on' + (words.includes('optional-counters') ? ' optional-counters on' : '');
+    const tmp = path.join(dir, 'mode.json.' + process.pid);
+    fs.writeFileSync(tmp, JSON.stringify(modes));
+    fs.renameSync(tmp, path.join(dir, 'mode.json'));
+  } finally {
+    fs.rmdirSync(lock);
+  }
 }
 `;
 
