@@ -7,7 +7,9 @@ import { PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../support/log.js';
+import { gunzipSync } from 'node:zlib';
 import { Pipeline } from '../../src/telemetry/pipeline.js';
+import { GzipWriter } from '../../src/telemetry/prometheus-text.js';
 import { toMetricData } from '../../src/telemetry/producer.js';
 import { defineMetric, type Family } from '../../src/telemetry/spec.js';
 
@@ -76,5 +78,43 @@ describe('snapshot families as Prometheus text', () => {
     ];
     expect(await ourText(families, 5000)).toBe(sdkText(families, 5000));
     expect(await ourText([], 5000)).toBe(sdkText([], 5000));
+  });
+});
+
+describe('the gzip writer', () => {
+  // Pieces start small and grow, and a string longer than a piece goes to the compressor whole:
+  // whatever the lengths, the text comes back in order, every byte once, counted as UTF-8.
+  it('gives back exactly what was written, across pieces of every size (property)', async () => {
+    // Each write its own character, so a piece written over before it was compressed shows.
+    const piece = fc
+      .tuple(fc.constantFrom('a', 'b', '{', 'é', '☃'), fc.oneof(fc.nat(64), fc.nat(400_000), fc.nat(3_000_000)))
+      .map(([c, n]) => c.repeat(n));
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.tuple(piece, fc.boolean()), { maxLength: 30 }), async (writes) => {
+        const out = new GzipWriter();
+        for (const [text, breathe] of writes) {
+          out.write(text);
+          if (breathe) await out.breathe();
+        }
+        const { gzip, bytes } = await out.finish();
+        const text = writes.map(([t]) => t).join('');
+        expect(bytes).toBe(Buffer.byteLength(text));
+        expect(gunzipSync(gzip).toString('utf8') === text).toBe(true);
+      }),
+      { numRuns: 25 },
+    );
+  });
+
+  it('gives back megabytes of short lines, written through pieces that grow and are reused', async () => {
+    const lines = Array.from({ length: 120_000 }, (_, i) => `series_${i}{job="${i % 977}",é="☃"} ${i * 7}\n`);
+    const out = new GzipWriter();
+    for (const [i, line] of lines.entries()) {
+      out.write(line);
+      if (i % 5000 === 0) await out.breathe();
+    }
+    const { gzip, bytes } = await out.finish();
+    const text = lines.join('');
+    expect(bytes).toBe(Buffer.byteLength(text));
+    expect(gunzipSync(gzip).toString('utf8') === text).toBe(true);
   });
 });
