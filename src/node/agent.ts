@@ -70,7 +70,12 @@ export class NodeRunner implements Collecting {
   private readonly stopping = new AbortController();
   /** Settles when the last cycle asked for has ended. */
   private queue: Promise<void> = Promise.resolve();
-  private landingPage: Body = htmlBody(
+  /**
+   * The landing page, rendered when first asked for after a cycle (one a cycle at most): a node
+   * nobody browses renders none, where a page rendered every cycle (some 260 KB on the benches'
+   * heavy node) was garbage for the old generation each time.
+   */
+  private landingPage: Body | (() => Body) = htmlBody(
     '<!doctype html><title>slurm-otel</title><p>No cycle has completed yet.</p>',
     503,
   );
@@ -118,6 +123,7 @@ export class NodeRunner implements Collecting {
   }
 
   get landing(): Body {
+    if (typeof this.landingPage === 'function') this.landingPage = this.landingPage();
     return this.landingPage;
   }
 
@@ -148,20 +154,21 @@ export class NodeRunner implements Collecting {
     await this.pipeline.publish(c.families, c.snapshot.atMs);
     this.lastCycle = c;
     this.history.record(c.snapshot.atMs, motionReadings(c.snapshot, c.attribution));
-    this.landingPage = htmlBody(
-      renderLanding(attributionRows(c), {
-        host: this.opts.resource.hostName,
-        version: this.opts.resource.serviceVersion,
-        atMs: c.snapshot.atMs,
-        refreshSeconds: this.opts.collectionIntervalMs / 1000,
-        gaps: c.snapshot.gaps,
-        slurmCgroups: slurmCgroupsNote(c.snapshot),
-        unreadable: c.snapshot.unreadable,
-        history: this.history,
-        ...(c.qp ? { qp: c.qp } : {}),
-        gpus: gpuSection(c),
-      }),
-    );
+    this.landingPage = () =>
+      htmlBody(
+        renderLanding(attributionRows(c), {
+          host: this.opts.resource.hostName,
+          version: this.opts.resource.serviceVersion,
+          atMs: c.snapshot.atMs,
+          refreshSeconds: this.opts.collectionIntervalMs / 1000,
+          gaps: c.snapshot.gaps,
+          slurmCgroups: slurmCgroupsNote(c.snapshot),
+          unreadable: c.snapshot.unreadable,
+          history: this.history,
+          ...(c.qp ? { qp: c.qp } : {}),
+          gpus: gpuSection(c),
+        }),
+      );
     this.record(c);
     return c;
   }

@@ -247,12 +247,16 @@ describe('the agent log', () => {
     );
     expect(points(gone, NODE_METRICS.cgroupFoundSlurm.name)[0]?.value).toBe(0);
     expect(points(gone, NODE_METRICS.cgroupLayout.name)).toEqual([]);
-    expect(runner.landing.text).toContain('id="no-slurm"');
+    const page = runner.landing;
+    expect(page.text).toContain('id="no-slurm"');
+    // Rendered once a cycle, when first asked for: the next cycle's page is its own.
+    expect(runner.landing).toBe(page);
     fs.renameSync(moved, scope);
     const back = await runner.cycle();
     expect(lines.filter((l) => l.msg === 'Slurm cgroup hierarchy found')).toHaveLength(1);
     expect(points(back, NODE_METRICS.cgroupFoundSlurm.name)[0]?.value).toBe(1);
     expect(points(back, NODE_METRICS.cgroupLayout.name).length).toBeGreaterThan(0);
+    expect(runner.landing.text).not.toContain('id="no-slurm"');
     await runner.shutdown();
   });
 });
