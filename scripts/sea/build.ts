@@ -174,11 +174,14 @@ function makeExecutable(opts: Options, version: string, main: string, work: stri
   };
   const configFile = path.join(work, 'sea-config.json');
   fs.writeFileSync(configFile, JSON.stringify(config, null, 2));
+  // The code cache is made under the flags the executable runs with: V8 rejects a cache written
+  // under other flags that change its code (--optimize-for-size and --lite-mode do; the heap
+  // limits do not), warning on stderr, which check() refuses.
   if (hasBuildSea(version)) {
-    runNode(opts.node, ['--build-sea', configFile], work);
+    runNode(opts.node, [...V8_FLAGS, '--build-sea', configFile], work);
     return;
   }
-  runNode(opts.node, ['--experimental-sea-config', configFile], work);
+  runNode(opts.node, [...V8_FLAGS, '--experimental-sea-config', configFile], work);
   fs.copyFileSync(opts.node, exe);
   fs.chmodSync(exe, 0o755);
   // Its CLI in a child: its ELF library prints harmless warnings, shown only when it fails.
