@@ -16,8 +16,8 @@ export const NO_REGISTERED_METRICS = '# no registered metrics';
  * The text is written in pieces, the first FIRST_PIECE_BYTES long and each later one twice the one
  * before, up to LARGEST_PIECE_BYTES: a node's exposition (some 100 KB) takes a few small pieces, a
  * cluster's (77 MB at 100k jobs) soon moves in 1 MB ones. A 1 MB piece and 256 KB output buffers
- * for every rendering, outside V8's heap until a collection freed them, kept the node agent's
- * anonymous memory some 7 MiB higher (bench/daemon.ts).
+ * for every rendering sat outside V8's heap until a collection freed them (the node agent's peak
+ * RSS moved within run-to-run noise, bench/daemon.ts: docs/benchmarks.md).
  */
 const FIRST_PIECE_BYTES = 32 * 1024;
 const LARGEST_PIECE_BYTES = 1024 * 1024;
