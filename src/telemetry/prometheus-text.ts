@@ -14,20 +14,22 @@ export const NO_REGISTERED_METRICS = '# no registered metrics';
 
 /**
  * The text is written in pieces, the first FIRST_PIECE_BYTES long and each later one twice the one
- * before, up to LARGEST_PIECE_BYTES: a node's exposition (some 100 KB) takes a few small pieces, a
- * cluster's (77 MB at 100k jobs) soon moves in 1 MB ones. A 1 MB piece and 256 KB output buffers
- * for every rendering sat outside V8's heap until a collection freed them (the node agent's peak
- * RSS moved within run-to-run noise, bench/daemon.ts: docs/benchmarks.md).
+ * before (or as long as the string to write, if longer), up to LARGEST_PIECE_BYTES: a node's
+ * exposition (some 100 KB) takes a few small pieces, a cluster's (77 MB at 100k jobs, written in
+ * strings of ~64 K characters) soon moves in 1 MB ones. A 1 MB piece and 256 KB output buffers for
+ * every rendering sat outside V8's heap until a collection freed them (the node agent's peak RSS
+ * moved within run-to-run noise, bench/daemon.ts: docs/benchmarks.md).
  */
 const FIRST_PIECE_BYTES = 32 * 1024;
 const LARGEST_PIECE_BYTES = 1024 * 1024;
+const EMPTY = Buffer.alloc(0);
 /** The compressor's output buffers: a node's whole exposition compresses into one (some 10 KB). */
 const CHUNK_BYTES = 64 * 1024;
 /** Text handed to the compressor but not yet compressed, beyond which the rendering waits. */
 const BACKLOG_BYTES = 8 * 1024 * 1024;
 
 /**
- * Writes UTF-8 text into a gzip stream in 1 MB pieces. The stream compresses on the libuv thread
+ * Writes UTF-8 text into a gzip stream in pieces of up to 1 MB. The stream compresses on the libuv thread
  * pool; breathe() lets it keep up (and lets scrapes of the previous exposition be answered)
  * between pieces of a long rendering, so neither the text nor its pieces pile up.
  */
@@ -37,8 +39,10 @@ export class GzipWriter {
   private readonly ended: Promise<unknown>;
   /** Pieces the compressor is done with, for reuse: a rendering allocates a few, not one per MB. */
   private readonly spare: Buffer[] = [];
-  private size = FIRST_PIECE_BYTES;
-  private buf: Buffer = Buffer.allocUnsafe(this.size);
+  /** The last piece's size (0 before the first). */
+  private size = 0;
+  /** The piece being filled; empty until the first write and after each hand-over. */
+  private buf: Buffer = EMPTY;
   private pos = 0;
   private bytes = 0;
   private handedOver = false;
@@ -51,15 +55,17 @@ export class GzipWriter {
 
   write(s: string): void {
     // A UTF-16 code unit takes at most 3 bytes in UTF-8.
-    if (this.buf.length - this.pos < s.length * 3) {
+    const most = s.length * 3;
+    if (this.buf.length - this.pos < most) {
       this.handOver();
-      if (s.length * 3 > this.buf.length) {
+      if (most > LARGEST_PIECE_BYTES) {
         const b = Buffer.from(s, 'utf8');
         this.bytes += b.length;
         this.z.write(b);
         this.handedOver = true;
         return;
       }
+      this.buf = this.nextPiece(most);
     }
     this.pos += this.buf.write(s, this.pos);
   }
@@ -79,18 +85,22 @@ export class GzipWriter {
     return { gzip: Buffer.concat(this.out), bytes: this.bytes };
   }
 
+  /** A piece twice the last one (or `bytes` long, if longer), a spare one when that is large enough. */
+  private nextPiece(bytes: number): Buffer {
+    this.size = Math.min(Math.max(this.size * 2, FIRST_PIECE_BYTES, bytes), LARGEST_PIECE_BYTES);
+    const spare = this.spare.pop();
+    return spare !== undefined && spare.length >= this.size ? spare : Buffer.allocUnsafe(this.size);
+  }
+
   private handOver(): void {
-    if (this.pos > 0) {
-      // The stream holds the piece until it has compressed it; then it can be written over.
-      const piece = this.buf;
-      this.z.write(piece.subarray(0, this.pos), () => this.spare.push(piece));
-      this.bytes += this.pos;
-      this.handedOver = true;
-      this.size = Math.min(this.size * 2, LARGEST_PIECE_BYTES);
-      const spare = this.spare.pop();
-      this.buf = spare !== undefined && spare.length >= this.size ? spare : Buffer.allocUnsafe(this.size);
-      this.pos = 0;
-    }
+    if (this.pos === 0) return;
+    // The stream holds the piece until it has compressed it; then it can be written over.
+    const piece = this.buf;
+    this.z.write(piece.subarray(0, this.pos), () => this.spare.push(piece));
+    this.bytes += this.pos;
+    this.handedOver = true;
+    this.buf = EMPTY;
+    this.pos = 0;
   }
 }
 

@@ -117,4 +117,19 @@ describe('the gzip writer', () => {
     expect(bytes).toBe(Buffer.byteLength(text));
     expect(gunzipSync(gzip).toString('utf8') === text).toBe(true);
   });
+
+  it("gives back a cluster's exposition, written as writeFamilies does: strings of ~64 K characters, a breath after each", async () => {
+    const chunks = Array.from({ length: 150 }, (_, i) =>
+      `${String.fromCharCode(97 + (i % 26))}${i}\n`.repeat(13_000 + i),
+    );
+    const out = new GzipWriter();
+    for (const chunk of chunks) {
+      out.write(chunk);
+      await out.breathe();
+    }
+    const { gzip, bytes } = await out.finish();
+    const text = chunks.join('');
+    expect(bytes).toBe(Buffer.byteLength(text));
+    expect(gunzipSync(gzip).toString('utf8') === text).toBe(true);
+  });
 });
