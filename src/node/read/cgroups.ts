@@ -3,7 +3,7 @@
  * (REFERENCE.md §1): v1 per-controller trees, v2 `job_<id>` directories and
  * 26.05's bare SLUID directories, under any slice and scope name.
  */
-import { join, LIST_LIMIT, linksCountSubdirs, listSubdirs, readSmall, subdirsOf } from './roots.js';
+import { entryPath, join, LIST_LIMIT, linksCountSubdirs, listSubdirs, readSmall, subdirsOf } from './roots.js';
 import { type Read } from './result.js';
 import type { Problems } from './problems.js';
 
@@ -170,9 +170,10 @@ function scanScope(dir: string, scope: string, acc: ScanAccumulator, problems: P
     const layout: Layout = idKind === 'sluid' ? 'v2-sluid' : 'v2';
     if (idKind === 'sluid') acc.scope('v2-sluid', scope);
     const alloc = newAllocation(`${scope}/${name}`, numeric?.[1] ?? name, idKind, layout, scope);
-    alloc.rdmaDir = join(dir, name);
-    alloc.jobDirs.push({ controllers: '', dir: join(dir, name) });
-    walkJob(join(dir, name), [], alloc, { own: true, byLinks }, problems);
+    const jobDir = entryPath(dir, name);
+    alloc.rdmaDir = jobDir;
+    alloc.jobDirs.push({ controllers: '', dir: jobDir });
+    walkJob(jobDir, [], alloc, { own: true, byLinks }, problems);
     acc.allocations.set(alloc.key, alloc);
   }
 }
@@ -215,9 +216,10 @@ function scanV1Root(dir: string, root: string, ctrl: string, acc: ScanAccumulato
         alloc = newAllocation(key, numeric[1] as string, 'jobid', 'v1', root);
         acc.allocations.set(key, alloc);
       }
-      if (rdma) alloc.rdmaDir = join(dir, uid, name);
-      alloc.jobDirs.push({ controllers: ctrl, dir: join(dir, uid, name) });
-      walkJob(join(dir, uid, name), [], alloc, { own: rdma, byLinks }, problems);
+      const jobDir = entryPath(entryPath(dir, uid), name);
+      if (rdma) alloc.rdmaDir = jobDir;
+      alloc.jobDirs.push({ controllers: ctrl, dir: jobDir });
+      walkJob(jobDir, [], alloc, { own: rdma, byLinks }, problems);
     }
   }
 }
@@ -248,7 +250,7 @@ interface Walk {
 
 /** Reads cgroup.procs at every level below the job: processes live in leaves, not at the job level. */
 function walkJob(dir: string, rel: string[], alloc: MutableAllocation, walk: Walk, problems: Problems): void {
-  const procsPath = join(dir, 'cgroup.procs');
+  const procsPath = entryPath(dir, 'cgroup.procs');
   const procs = readSmall(procsPath, PROCS_READ);
   if (!procs.ok) noteGap(procs, `job ${alloc.id}`, alloc.gaps, problems);
   else {
@@ -265,7 +267,7 @@ function walkJob(dir: string, rel: string[], alloc: MutableAllocation, walk: Wal
   // them most directories are leaves (tasks), each told by one stat.
   const subs = subdirsOf(dir, walk.byLinks && rel.length >= 2);
   if (!subs.ok) return noteGap(subs, `job ${alloc.id}`, alloc.gaps, problems);
-  for (const name of subs.value) walkJob(join(dir, name), [...rel, name], alloc, walk, problems);
+  for (const name of subs.value) walkJob(entryPath(dir, name), [...rel, name], alloc, walk, problems);
 }
 
 export function parsePids(text: string): number[] {

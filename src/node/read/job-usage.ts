@@ -34,7 +34,7 @@
 import fs from 'node:fs';
 import type { JobDir } from './cgroups.js';
 import type { Problems } from './problems.js';
-import { join, listSubdirs, parseCounter, readSmall } from './roots.js';
+import { entryPath, listSubdirs, parseCounter, readSmall } from './roots.js';
 import { failed, ok, type Read } from './result.js';
 
 export interface JobUsage {
@@ -111,7 +111,7 @@ class JobFiles {
 
   /** The file's text, or undefined (missing: `gone` set; other failures counted). */
   text(dir: string, name: string): string | undefined {
-    const r = readSmall(join(dir, name), { whole: true });
+    const r = readSmall(entryPath(dir, name), { whole: true });
     if (r.ok) return r.value;
     this.note(r);
     return undefined;
@@ -123,7 +123,7 @@ class JobFiles {
     if (text === undefined) return undefined;
     const r = parse(text);
     if (r.ok) return r.value;
-    this.problems.add('cgroup', r.kind, `${join(dir, name)}: ${r.detail}`);
+    this.problems.add('cgroup', r.kind, `${entryPath(dir, name)}: ${r.detail}`);
     return undefined;
   }
 
@@ -194,7 +194,7 @@ function v1OomKills(dir: string, rel: string, files: JobFiles, out: Record<strin
   const depth = rel === '' ? 0 : rel.split('/').length;
   const subs = depth < V1_OOM_DEPTH ? listSubdirs(dir) : undefined;
   for (const name of subs?.ok ? subs.value : [])
-    v1OomKills(join(dir, name), rel === '' ? name : `${rel}/${name}`, files, out);
+    v1OomKills(entryPath(dir, name), rel === '' ? name : `${rel}/${name}`, files, out);
 }
 
 /** v1: each controller hierarchy holding the job has its own job directory. */

