@@ -30,7 +30,7 @@
  *
  * Run: npm run build && node dist/bench/daemon.js [--agent node|cluster] [--exe FILE | --node FILE
  *      [--node-flag FLAG]...] [--cycles N] [--collection-interval D] [--fd-rescan-interval D]
- *      [--tree DIR] [--page-cache kept] [--main FILE]
+ *      [--tree DIR] [--page-cache kept] [--main FILE] [--progress N]
  * --main FILE: the agent's main script for --node runs (default this checkout's
  * dist/src/cli/main.js); another checkout's build, to compare before and after on one Node.
  * --page-cache kept: leave the program's file in the page cache as it is. By default the bench
@@ -40,6 +40,8 @@
  * from the same state.
  * --tree DIR: the heavy node is written there once and reused by later runs (it takes minutes
  * to write on a loaded machine); without it, a temporary tree is written and removed.
+ * --progress N: a line every N cycles (minutes since the start, VmHWM, VmRSS as anonymous +
+ * file-backed, V8's heap), to see over a long run whether the peak still climbs.
  */
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -71,6 +73,8 @@ interface Args {
   readonly tree?: string;
   /** Whether the program's file keeps its page cache (else it is dropped before the start). */
   readonly keepPageCache: boolean;
+  /** A progress line every this many cycles (0: none). */
+  readonly progress: number;
 }
 
 function parseArgs(argv: readonly string[]): Args {
@@ -93,6 +97,7 @@ function parseArgs(argv: readonly string[]): Args {
     rescan: value('--fd-rescan-interval') ?? '60s',
     ...(value('--tree') ? { tree: path.resolve(value('--tree') as string) } : {}),
     keepPageCache: value('--page-cache') === 'kept',
+    progress: Number(value('--progress') ?? 0),
   };
 }
 
@@ -236,6 +241,7 @@ async function watch(s: Started, a: Args, counter: string): Promise<Figures> {
   let metricsAt = -Infinity;
   let [heapTotalMax, heapUsedMax, gc] = [0, 0, ''];
   let atMax: Memory | undefined;
+  const startedAt = performance.now();
   const sampler = setInterval(() => {
     const m = memory(pid);
     if (m && m.rss > rssMax) [rssMax, atMax] = [m.rss, m];
@@ -256,6 +262,8 @@ async function watch(s: Started, a: Args, counter: string): Promise<Figures> {
         metricsAt = performance.now();
         count = sampleOf(await scrape(`${s.facts.metrics}/metrics`), counter);
       }
+      if (a.progress > 0 && count !== undefined && Math.floor(count / a.progress) > Math.floor(cycles / a.progress))
+        progress(pid, count, startedAt, monitoring);
       cycles = count ?? cycles;
       if (cycles >= 1 && !first) first = { cpu: cpuSeconds(pid), at: performance.now() };
     }
@@ -272,6 +280,17 @@ async function watch(s: Started, a: Args, counter: string): Promise<Figures> {
   const cpuSteady = first ? cpuAll - first.cpu : 0;
   const fds = fs.readdirSync(`/proc/${pid}/fd`).length;
   return { hwm, rssMax, atMax, cpuSteady, steadySeconds, cpuAll, stallMax, cycles, heapTotalMax, heapUsedMax, gc, fds };
+}
+
+/** One line of a long run: where the peak and the pages stand after `cycles` cycles. */
+function progress(pid: number, cycles: number, startedAt: number, monitoring: string): void {
+  const m = memory(pid);
+  if (!m) return;
+  const heap = (name: string): string => mb(sampleOf(monitoring, name) ?? 0);
+  const minutes = ((performance.now() - startedAt) / 60_000).toFixed(1);
+  console.log(
+    `  cycle ${cycles}, ${minutes} min: VmHWM ${mb(m.hwm)}, VmRSS ${mb(m.rss)} (${mb(m.anon)} anonymous + ${mb(m.file)} file-backed), V8 heap ${heap('nodejs_heap_size_total_bytes')} (${heap('nodejs_heap_size_used_bytes')} used)`,
+  );
 }
 
 /** GC pauses by kind from an exposition's nodejs_gc_duration_seconds: "minor 120 × 0.31 s, …". */
@@ -294,8 +313,11 @@ async function stop(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
+function mb(bytes: number): string {
+  return `${(bytes / 2 ** 20).toFixed(0)} MiB`;
+}
+
 function report(a: Args, s: Started, f: Figures): void {
-  const mb = (b: number): string => `${(b / 2 ** 20).toFixed(0)} MiB`;
   const runtime = a.exe
     ? `single executable ${path.relative(process.cwd(), a.exe)}`
     : `${a.node} ${a.nodeFlags.join(' ')} ${path.relative(process.cwd(), a.main)}`;
