@@ -14,7 +14,7 @@ import path from 'node:path';
 import { HOLD_COUNTER_FILES, NodeCollector } from '../src/node/collect.js';
 import { writeTree } from '../src/demo/nodetree.js';
 import { HEAVY_NODE, heavyTree } from './heavy-node.js';
-import { median, sayRuntime, time } from './stats.js';
+import { asNodeAgent, median, sayRuntime, time } from './stats.js';
 
 const RUNS = 50;
 
@@ -85,6 +85,7 @@ async function startNodeExporter(bin: string, sysfs: string, procfs: string): Pr
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-bench-devices-'));
 sayRuntime();
+asNodeAgent();
 try {
   const spec = heavyTree({ ...HEAVY_NODE, jobs: 0, jobProcesses: 0, otherProcesses: 0 });
   const roots = writeTree(dir, spec);

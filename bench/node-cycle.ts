@@ -35,7 +35,7 @@ import { RecordingRdma } from '../test/support/recording-rdma.js';
 import { HEAVY_NODE, heavyTree, nodeTreeDir } from './heavy-node.js';
 import { writeTree } from '../src/demo/nodetree.js';
 import { WRAPS_32 } from '../src/node/read/hca.js';
-import { listingFloor, median, sayRuntime, time } from './stats.js';
+import { asNodeAgent, listingFloor, median, sayRuntime, time } from './stats.js';
 
 /**
  * The per-QP counters of mlx5: the 32-bit Q and error group the agent already knows (less
@@ -101,6 +101,7 @@ function statEveryFd(procfs: string): number {
 
 const dir = nodeTreeDir('slurm-otel-bench-');
 sayRuntime();
+asNodeAgent();
 try {
   const t0 = performance.now();
   const spec = heavyTree({ ...HEAVY_NODE, gpus: GPUS });

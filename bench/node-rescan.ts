@@ -17,7 +17,7 @@ import { FdScanner } from '../src/node/read/owners.js';
 import { Problems } from '../src/node/read/problems.js';
 import { deviceNumber } from '../src/node/read/roots.js';
 import { HEAVY_NODE, heavyTree, nodeTreeDir } from './heavy-node.js';
-import { median, sayRuntime } from './stats.js';
+import { asNodeAgent, median, sayRuntime } from './stats.js';
 
 const PROCS = 300;
 const FDS = 100;
@@ -106,4 +106,5 @@ async function main(): Promise<void> {
 }
 
 sayRuntime();
+asNodeAgent();
 await main();

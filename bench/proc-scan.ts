@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import { FdScanner } from '../src/node/read/owners.js';
 import { Problems } from '../src/node/read/problems.js';
-import { listingFloor, median, sayRuntime, time } from './stats.js';
+import { asNodeAgent, listingFloor, median, sayRuntime, time } from './stats.js';
 
 const arg = (name: string, dflt: number): number =>
   process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : dflt;
@@ -50,6 +50,7 @@ async function sleepers(): Promise<ChildProcess[]> {
 
 async function main(): Promise<void> {
   sayRuntime();
+  asNodeAgent();
   const children = await sleepers();
   try {
     console.log(

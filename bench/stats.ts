@@ -1,5 +1,6 @@
 /** Figures the benchmarks share. */
 import fs from 'node:fs';
+import { NODE_AGENT_V8_FLAGS, setV8Flags } from '../src/cli/v8-tuning.js';
 
 /** The middle value (the mean of the two middle ones for an even count). */
 export function median(xs: readonly number[]): number {
@@ -15,6 +16,15 @@ export function median(xs: readonly number[]): number {
  */
 export function sayRuntime(): void {
   console.log(`runtime: Node ${process.version} (${process.execPath})`);
+}
+
+/**
+ * A node agent bench runs under the V8 flags the node agent sets on itself, and says which;
+ * `--without-agent-v8-flags` leaves them unset, to weigh them.
+ */
+export function asNodeAgent(): void {
+  const flags = process.argv.includes('--without-agent-v8-flags') ? [] : setV8Flags(NODE_AGENT_V8_FLAGS);
+  console.log(`V8 flags, as the node agent sets them: ${flags.join(' ') || 'none (--without-agent-v8-flags)'}`);
 }
 
 /** Milliseconds `fn` takes. */

@@ -2,7 +2,8 @@
  * The V8 limits the single executable sets on itself (its SEA config's execArgv). They are the
  * executable's own: NODE_OPTIONS is ignored there, so neither a unit's Environment= nor a user's
  * shell changes them. Chosen from bench/daemon.ts on the benches' heavy node and the 100k-job
- * cluster; deploy/README.md gives the figures.
+ * cluster; deploy/README.md gives the figures. They hold for both agents; a flag for one agent
+ * alone is set by that agent once started (src/cli/v8-tuning.ts).
  *
  * Young generation: Node 24's V8 lets each semi-space grow to 32 MiB (Node 20's: 16 MiB), and
  * the young generation holds three of them (two semi-spaces and the space for large new objects)

@@ -15,6 +15,7 @@ import { disableMetricsOption, nodeDisabledMetrics } from './disable-metrics.js'
 import { addExportOptions, checkExportFiles, envOption, exportSettings, type ExportFlags } from './export-options.js';
 import type { Env } from './otel.js';
 import { keepRefusals, refusals, SettingErrors } from './settings.js';
+import { NODE_AGENT_V8_FLAGS, setV8Flags } from './v8-tuning.js';
 import { duration, oneOf, positiveDuration } from './values.js';
 
 const opt = envOption('IB_SLURM_EXPORTER_');
@@ -385,7 +386,8 @@ export function nodeCommand(env: Env): Command {
         printExposition(once.text);
         return;
       }
-      await runUntilSignal(() => startNodeAgent(opts), opts.logger);
+      const v8Flags = setV8Flags(NODE_AGENT_V8_FLAGS);
+      await runUntilSignal(() => startNodeAgent({ ...opts, v8Flags }), opts.logger);
     },
   );
 }

@@ -157,6 +157,7 @@ export interface AgentRuntimeOptions {
   readonly onRequest?: (path: string) => void;
   readonly logger: Logger;
   readonly otlpUrl?: string;
+  readonly v8Flags?: readonly string[];
 }
 
 /**
@@ -175,6 +176,8 @@ export interface AgentSettings {
   readonly collectionIntervalMs: number;
   /** OTLP names of the data families not exported (--disable-metrics), checked at start-up. */
   readonly disabledMetrics?: ReadonlySet<string>;
+  /** V8 flags the agent has set on itself (cli/v8-tuning.ts), for the start-up log. */
+  readonly v8Flags?: readonly string[];
 }
 
 /** The runtime's options for an agent started with `settings`, plus its own routes and request hook. */
@@ -191,6 +194,7 @@ export function runtimeOptions(
     security: settings.security,
     logger: settings.logger,
     otlpUrl: settings.otlp?.url,
+    v8Flags: settings.v8Flags,
     ...own,
   };
 }
@@ -236,7 +240,7 @@ export async function startAgent(agent: Collecting, o: AgentRuntimeOptions): Pro
       metrics: served.metrics.url,
       monitoring: served.monitoring.url,
       otlp: o.otlpUrl !== undefined ? redactUrl(o.otlpUrl) : 'off',
-      ...runtimeFacts(),
+      ...runtimeFacts(o.v8Flags ?? []),
     },
     `${o.name} started`,
   );
@@ -250,11 +254,16 @@ export async function startAgent(agent: Collecting, o: AgentRuntimeOptions): Pro
 
 /**
  * The runtime the agent runs on, for the start-up log: which Node (the single executable embeds
- * its own, which may differ from the machine's) and the heap limit V8 works under (what its flags
- * set, or what V8 derived from the machine's memory), in MiB.
+ * its own, which may differ from the machine's), the heap limit V8 works under (what its flags
+ * set, or what V8 derived from the machine's memory), in MiB, and the V8 flags the agent set on
+ * itself after start (V8 cannot be asked which flags hold).
  */
-function runtimeFacts(): { node: string; heap_limit_mib: number } {
-  return { node: process.version, heap_limit_mib: Math.round(v8.getHeapStatistics().heap_size_limit / 2 ** 20) };
+function runtimeFacts(v8Flags: readonly string[]): { node: string; heap_limit_mib: number; v8_flags?: string } {
+  return {
+    node: process.version,
+    heap_limit_mib: Math.round(v8.getHeapStatistics().heap_size_limit / 2 ** 20),
+    ...(v8Flags.length > 0 ? { v8_flags: v8Flags.join(' ') } : {}),
+  };
 }
 
 /** Aborts, closes the endpoints, shuts down: each step bounded, what is cut short logged. */

@@ -24,6 +24,7 @@ import {
 import { freePort, waitFor } from '../support/tools.js';
 import { rootFlags } from '../support/node-tree.js';
 import { OLD_SPACE_MIB, SEMI_SPACE_MIB } from '../../scripts/sea/v8-flags.js';
+import { NODE_AGENT_V8_FLAGS } from '../../src/cli/v8-tuning.js';
 
 const EXE = '/opt/slurm-otel/slurm-otel';
 const TREE = '/srv/tree';
@@ -87,7 +88,7 @@ describe.runIf(canRunChroot)(
       expect(fs.existsSync(box.host('/srv/preloaded'))).toBe(false);
     });
 
-    it('keeps its own V8 heap limits, whatever the machine and NODE_OPTIONS say', async () => {
+    it('keeps its own V8 heap limits, whatever the machine and NODE_OPTIONS say; the node agent names its V8 flags', async () => {
       const [metrics, monitoring] = [await freePort(), await freePort()];
       const agent = box.start(
         EXE,
@@ -106,8 +107,9 @@ describe.runIf(canRunChroot)(
             .stderr.split('\n')
             .find((l) => l.includes('"node agent started"')),
         );
-        const started = JSON.parse(line) as { node: string; heap_limit_mib: number };
+        const started = JSON.parse(line) as { node: string; heap_limit_mib: number; v8_flags: string };
         expect(started.node).toMatch(/^v24\./);
+        expect(started.v8_flags).toBe(NODE_AGENT_V8_FLAGS.join(' '));
         // V8's heap limit: the old generation plus three semi-spaces (two, and new large objects).
         // Without the executable's flags it follows the machine's memory (over 2 GiB here).
         expect(started.heap_limit_mib).toBe(OLD_SPACE_MIB + 3 * SEMI_SPACE_MIB);
