@@ -20,6 +20,7 @@ const OTHER_TOOLS: Readonly<Record<string, string>> = {
   '--optimize-for-size': 'node (V8)',
   '--max-opt': 'node (V8)',
   '--lite-mode': 'node (V8)',
+  '--memory-saver-mode': 'node (V8)',
   '--nodelist': 'squeue',
   '--ntasks': 'sbatch',
   '--cpus-per-task': 'sbatch',
