@@ -9,8 +9,9 @@
  * returning what it freed. The agent's heap holds little that lives long: on that node at the
  * default intervals the executable without the flag crept up to a 97 MiB peak RSS (102 MB) in 40
  * minutes, over the 100 MB the node agent is held to; with it, it stayed at 88 MiB for an hour,
- * its anonymous pages at 31 MiB instead of 43. The price is a few CPU seconds an hour and about
- * 0.04× on the steady cycle's ratio to its floor (docs/benchmarks.md has the runs).
+ * its anonymous pages at 31 MiB instead of 43. The price is about 10 CPU seconds an hour (70
+ * against 59), a longer longest stall (103 ms against 68 over that hour) and about 0.04× on the
+ * steady cycle's ratio to its floor (docs/benchmarks.md has the runs).
  *
  * Cluster agent: none. The same flag built into the executable doubled the CPU of a 100,000-job
  * collection and its longest stall, for no saving there.

@@ -23,7 +23,9 @@ async function startedLine(c: StopCase): Promise<Record<string, unknown>> {
     () => c.standIns.killAll(),
     async () => {
       agent.signal('SIGTERM');
+      const kill = setTimeout(() => agent.signal('SIGKILL'), 10_000);
       await agent.exited;
+      clearTimeout(kill);
     },
   );
   return waitFor('the start-up log line', () =>
