@@ -461,7 +461,8 @@ describe.skipIf(gate.skip)(
         throw new Error(`${e.message}: last seen ${seen}`);
       });
       const name = (n: string): string => `ib_slurm_job_${n}`;
-      // A scrape serves the last cycle's reading, which may predate the above: wait for the agent to see it too.
+      // A scrape serves the last cycle's reading, which may predate the above: wait until the agent's
+      // cycle has seen all of it (a cycle read mid-burn showed 2.43 s on a loaded machine).
       const s = await waitFor(
         'the agent to export the three jobs done',
         async () => {
@@ -469,7 +470,7 @@ describe.skipIf(gate.skip)(
           const cpu =
             (valueOf(got, name('cpu_user_seconds_total'), { job_id: burn }) ?? 0) +
             (valueOf(got, name('cpu_system_seconds_total'), { job_id: burn }) ?? 0);
-          return cpu >= 2 &&
+          return cpu >= 2.5 &&
             (valueOf(got, name('memory_used_bytes'), { job_id: hold }) ?? 0) >= 200 * MIB &&
             (valueOf(got, name('oom_kills_total'), { job_id: oom }) ?? 0) >= 1
             ? got
