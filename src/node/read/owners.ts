@@ -368,13 +368,14 @@ export class FdScanner {
         }
         if (many && !tried) [inside, tried] = [this.dirs.enter(p.fdDir), true];
         linksRead++;
-        const path = p.fdDir + fd;
         let link: string;
         let kind: FdKind;
         try {
-          link = fs.readlinkSync(inside ? fd : path);
+          // The whole path is made only where it is needed: most links are kernel objects.
+          link = fs.readlinkSync(inside ? fd : p.fdDir + fd);
           if (!mayBeDevice(link)) continue;
           stated++;
+          const path = p.fdDir + fd;
           kind = this.kindOf(p.pid, fd, path, link);
           if ('ask' in kind && noDevice()) kind = { none: true };
           if ('ask' in kind) {
@@ -386,7 +387,7 @@ export class FdScanner {
           const failure = classify(err);
           if (failure === 'gone') continue; // closed since the listing
           const errno = (err as NodeJS.ErrnoException).code ?? 'unknown';
-          problems.add('proc', failure, `${path}: ${errno}`);
+          problems.add('proc', failure, `${p.fdDir}${fd}: ${errno}`);
           return { errno };
         }
         if ('dev' in kind) chars.set(fd, { dev: kind.dev, link });
@@ -483,16 +484,29 @@ const PF_KTHREAD = 0x0020_0000;
 
 /** Whether /proc/<pid>/stat is a kernel thread's (field 9, the flags, has PF_KTHREAD). */
 export function isKernelThread(stat: string): boolean {
-  const close = stat.lastIndexOf(')');
-  const flags = Number(stat.slice(close + 2).split(' ', 7)[6]);
+  const flags = Number(statField(stat, 9));
   return Number.isInteger(flags) && (flags & PF_KTHREAD) !== 0;
 }
 
 /** Field 22 of /proc/<pid>/stat (after the parenthesised comm, which may contain spaces). */
 export function startTime(stat: string): string {
-  const close = stat.lastIndexOf(')');
-  const fields = stat.slice(close + 2).split(' ');
-  return fields[19] ?? '';
+  return statField(stat, 22);
+}
+
+/**
+ * Field `n` (3 or later, counted from 1 as proc(5) does) of /proc/<pid>/stat: the fields after the
+ * comm's last ')' are single-space separated. Found by walking the spaces, not by splitting the
+ * record: a cold cycle asks this of every process, and a split makes some fifty strings each time.
+ */
+function statField(stat: string, n: number): string {
+  let at = stat.lastIndexOf(')') + 2;
+  for (let field = 3; field < n; field++) {
+    const space = stat.indexOf(' ', at);
+    if (space < 0) return '';
+    at = space + 1;
+  }
+  const end = stat.indexOf(' ', at);
+  return stat.slice(at, end < 0 ? stat.length : end).trimEnd();
 }
 
 /**

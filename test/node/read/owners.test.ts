@@ -294,6 +294,21 @@ describe('startTime', () => {
     const rest = Array.from({ length: 50 }, (_, i) => (i === 19 ? '123456' : '0')).join(' ');
     expect(startTime(`77 (a b) (c)) ${rest}`)).toBe('123456');
   });
+
+  it('gives nothing for a record cut short, and a last field without its newline', () => {
+    const fields = (n: number): string => Array.from({ length: n }, (_, i) => String(i + 3)).join(' ');
+    expect(startTime(`9 (x) ${fields(15)}\n`)).toBe('');
+    expect(startTime(`9 (x) ${fields(20)}\n`)).toBe('22');
+    expect(startTime(`9 (x) ${fields(20)}`)).toBe('22');
+    expect(isKernelThread(`9 (x) ${fields(5)}\n`)).toBe(false);
+  });
+
+  it("agrees with the kernel's record of this process", () => {
+    const stat = fs.readFileSync('/proc/self/stat', 'latin1');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).trim().split(' ');
+    expect(startTime(stat)).toBe(fields[19]);
+    expect(isKernelThread(stat)).toBe(false);
+  });
 });
 
 describe('commOf', () => {
