@@ -83,9 +83,9 @@ async function startNodeExporter(bin: string, sysfs: string, procfs: string): Pr
   };
 }
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-bench-devices-'));
-sayRuntime();
 asNodeAgent();
+sayRuntime();
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-bench-devices-'));
 try {
   const spec = heavyTree({ ...HEAVY_NODE, jobs: 0, jobProcesses: 0, otherProcesses: 0 });
   const roots = writeTree(dir, spec);

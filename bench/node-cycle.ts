@@ -2,7 +2,7 @@
  * Node agent cycle benchmark on a heavy synthetic node (8 HCAs × 2 ports,
  * 64 jobs, 600 job processes × 256 fds, 200 other processes). Prints figures
  * and ratios against baselines measured in the same run:
- *   cold cycle   (median of fresh collectors) vs `find <procfs>/*\/fd -lname '*uverbs*'`
+ *   cold cycle   (median of fresh collectors) vs `find <procfs>/*\/fd -lname '*uverbs*'`, interleaved
  *   steady cycle (median of a warm collector)  vs listing every /proc/<pid>/fd, interleaved
  *   the same node with rdma.current in every cgroup but the root: cold cycle vs find
  *   --qp-counters observe: steady cycle with a new per-PID QP counter reading each cycle
@@ -73,6 +73,20 @@ function coldCycle(opts: Omit<CollectorOptions, 'holdCounterFiles'>): void {
   c.close();
 }
 
+/**
+ * Medians of `find` over the fd directories and of `cycle`, run alternately (as the steady cycle
+ * and its floor are), so that a change of the machine's load weighs on both alike.
+ */
+function coldAgainstFind(procfs: string, cycle: () => void): [find: number, cold: number] {
+  const finds: number[] = [];
+  const colds: number[] = [];
+  for (let i = 0; i < COLD_RUNS; i++) {
+    finds.push(time(() => execFileSync('sh', ['-c', `find ${procfs}/*/fd ${FIND_NAMES} | wc -l`])));
+    colds.push(time(cycle));
+  }
+  return [median(finds), median(colds)];
+}
+
 /** The tree's device numbers, each lookup paying a real stat of the fd's path. */
 function statCosting(tree: TreeRoots): Roots {
   return {
@@ -99,9 +113,9 @@ function statEveryFd(procfs: string): number {
   return n;
 }
 
-const dir = nodeTreeDir('slurm-otel-bench-');
-sayRuntime();
 asNodeAgent();
+sayRuntime();
+const dir = nodeTreeDir('slurm-otel-bench-');
 try {
   const t0 = performance.now();
   const spec = heavyTree({ ...HEAVY_NODE, gpus: GPUS });
@@ -110,15 +124,8 @@ try {
     `tree: ${HEAVY_NODE.hcas} HCAs × ${HEAVY_NODE.portsPerHca} ports, ${GPUS} GPUs, job usage ${JOB_USAGE ? 'on' : 'off'}, ${HEAVY_NODE.jobs} jobs, ${HEAVY_NODE.jobProcesses} job processes × ${HEAVY_NODE.fdsPerProcess} fds, ${HEAVY_NODE.otherProcesses} others (written in ${((performance.now() - t0) / 1000).toFixed(1)} s)`,
   );
 
-  const find = median(
-    Array.from({ length: COLD_RUNS }, () =>
-      time(() => execFileSync('sh', ['-c', `find ${roots.procfs}/*/fd ${FIND_NAMES} | wc -l`])),
-    ),
-  );
-  const cold = median(
-    Array.from({ length: COLD_RUNS }, () =>
-      time(() => coldCycle({ roots, fdRescanIntervalMs: 60_000, jobUsage: JOB_USAGE })),
-    ),
+  const [find, cold] = coldAgainstFind(roots.procfs, () =>
+    coldCycle({ roots, fdRescanIntervalMs: 60_000, jobUsage: JOB_USAGE }),
   );
 
   const warm = agentCollector({ roots, fdRescanIntervalMs: 3_600_000, jobUsage: JOB_USAGE });
@@ -163,14 +170,7 @@ async function rdmaEverywhere(spec: TreeSpec): Promise<void> {
   const rdmaDir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-bench-rdma-'));
   try {
     const roots = statCosting(writeTree(rdmaDir, { ...spec, rdmaEverywhere: true }));
-    const find = median(
-      Array.from({ length: COLD_RUNS }, () =>
-        time(() => execFileSync('sh', ['-c', `find ${roots.procfs}/*/fd ${FIND_NAMES} | wc -l`])),
-      ),
-    );
-    const cold = median(
-      Array.from({ length: COLD_RUNS }, () => time(() => coldCycle({ roots, fdRescanIntervalMs: 60_000 }))),
-    );
+    const [find, cold] = coldAgainstFind(roots.procfs, () => coldCycle({ roots, fdRescanIntervalMs: 60_000 }));
     const warm = agentCollector({ roots, fdRescanIntervalMs: 3_600_000 });
     const first = warm.cycle(0);
     const steady = median(Array.from({ length: STEADY_RUNS }, (_, i) => time(() => warm.cycle(1000 * (i + 1)))));

@@ -105,6 +105,6 @@ async function main(): Promise<void> {
   }
 }
 
-sayRuntime();
 asNodeAgent();
+sayRuntime();
 await main();

@@ -49,8 +49,8 @@ async function sleepers(): Promise<ChildProcess[]> {
 }
 
 async function main(): Promise<void> {
-  sayRuntime();
   asNodeAgent();
+  sayRuntime();
   const children = await sleepers();
   try {
     console.log(

@@ -1,6 +1,8 @@
 /** Figures the benchmarks share. */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import { NODE_AGENT_V8_FLAGS, setV8Flags } from '../src/cli/v8-tuning.js';
+import { V8_FLAGS } from '../scripts/sea/v8-flags.js';
 
 /** The middle value (the mean of the two middle ones for an even count). */
 export function median(xs: readonly number[]): number {
@@ -19,12 +21,27 @@ export function sayRuntime(): void {
 }
 
 /**
- * A node agent bench runs under the V8 flags the node agent sets on itself, and says which;
- * `--without-agent-v8-flags` leaves them unset, to weigh them.
+ * A node agent bench runs as the single executable runs the agent, and says how: under the
+ * executable's own V8 flags (scripts/sea/v8-flags.ts: heap sizes, which V8 takes only at start, so
+ * the bench runs itself again with them and exits with that run's status) and the flags the node
+ * agent then sets on itself. `--without-executable-v8-flags` runs as an npm install does (no flags
+ * at start); `--without-agent-v8-flags` leaves the agent's own unset, to weigh them. Call it first,
+ * before the bench makes anything.
  */
 export function asNodeAgent(): void {
+  const atStart = process.argv.includes('--without-executable-v8-flags') ? [] : V8_FLAGS;
+  if (!atStart.every((f) => process.execArgv.includes(f))) {
+    const [script, ...args] = process.argv.slice(1);
+    const run = spawnSync(process.execPath, [...process.execArgv, ...atStart, script as string, ...args], {
+      stdio: 'inherit',
+    });
+    process.exit(run.status ?? 1);
+  }
   const flags = process.argv.includes('--without-agent-v8-flags') ? [] : setV8Flags(NODE_AGENT_V8_FLAGS);
-  console.log(`V8 flags, as the node agent sets them: ${flags.join(' ') || 'none (--without-agent-v8-flags)'}`);
+  console.log(
+    `V8 flags at start, as the executable's: ${atStart.join(' ') || 'none (--without-executable-v8-flags)'}; ` +
+      `set by the node agent: ${flags.join(' ') || 'none (--without-agent-v8-flags)'}`,
+  );
 }
 
 /** Milliseconds `fn` takes. */
