@@ -21,6 +21,7 @@ const OTHER_TOOLS: Readonly<Record<string, string>> = {
   '--max-opt': 'node (V8)',
   '--lite-mode': 'node (V8)',
   '--memory-saver-mode': 'node (V8)',
+  '--heap-growing-percent': 'node (V8)',
   '--nodelist': 'squeue',
   '--ntasks': 'sbatch',
   '--cpus-per-task': 'sbatch',
