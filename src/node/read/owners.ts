@@ -212,6 +212,7 @@ export class FdScanner {
     const slice = new Slice(this.sliceMs);
     const at: ScanAt = { full, byInode: freshInodes(this.procfs) };
     const next = new Map<number, ProcEntry>();
+    const names = new Map<number, string>();
     const holders = new Map<string, Holding[]>();
     const unreadable: UnreadableFds[] = [];
     const present = new Set<number>();
@@ -233,6 +234,7 @@ export class FdScanner {
         return;
       }
       next.set(pid, r.entry);
+      names.set(pid, r.entry.comm);
       linksRead += r.linksRead;
       stated += r.stated;
       if (r.entry.chars.size > 0) addHoldings(holders, pid, r.entry, (stableVerbs ??= this.stable(verbs())));
@@ -268,7 +270,7 @@ export class FdScanner {
       holders,
       unreadable,
       present,
-      names: new Map([...next].map(([pid, e]) => [pid, e.comm])),
+      names,
       covered,
       stats: {
         processes: present.size,
