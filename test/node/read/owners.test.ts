@@ -305,7 +305,10 @@ describe('startTime', () => {
 
   it("agrees with the kernel's record of this process", () => {
     const stat = fs.readFileSync('/proc/self/stat', 'latin1');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).trim().split(' ');
+    const fields = stat
+      .slice(stat.lastIndexOf(')') + 2)
+      .trim()
+      .split(' ');
     expect(startTime(stat)).toBe(fields[19]);
     expect(isKernelThread(stat)).toBe(false);
   });
