@@ -15,6 +15,8 @@
  * Goals: cold ≤ 1.0× find, steady ≤ 1.3× the listing floor (1.5× until 2026-12-05), RSS ≤ 120 MB; with rdma.current
  * everywhere cold ≤ 0.1× find.
  *
+ * bench/node-cycle-real.ts runs the same node's cycle on the real kernel (needs root).
+ *
  * The synthetic procfs holds plain symlinks, so a device number comes from the tree's table; each
  * such lookup here also makes the real stat system call on the fd's path (whose target may not
  * exist), so the cycles pay what stat costs on a node. The rule (only links that are paths are

@@ -10,11 +10,11 @@
  *
  *   node dist/bench/proc-scan.js [--processes P] [--fds F] [--paths N]
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import { FdScanner } from '../src/node/read/owners.js';
 import { Problems } from '../src/node/read/problems.js';
+import { socketFd, startSleepers } from './sleepers.js';
 import { asNodeAgent, listingFloor, median, sayRuntime, time } from './stats.js';
 
 const arg = (name: string, dflt: number): number =>
@@ -26,26 +26,17 @@ const COLD_RUNS = 7;
 const STEADY_RUNS = 30;
 const NO_VERBS = (): ReadonlyMap<string, string> => new Map();
 
-/** The fd of a listening socket on loopback: what most of a job process's fds are (`socket:[…]`). */
-async function socketFd(): Promise<{ fd: number; close: () => void }> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  // The handle's descriptor is not public API; a bench may lean on it to hand the socket on.
-  const fd = (server as unknown as { _handle: { fd: number } })._handle.fd;
-  return { fd, close: () => server.close() };
-}
-
 /** P sleepers, each with F fds (0 to F-1), N of them on /dev/null, started. */
 async function sleepers(): Promise<ChildProcess[]> {
   const nul = fs.openSync('/dev/null', 'r');
   const sock = await socketFd();
   const stdio = Array.from({ length: FDS }, (_, i) => (i < PATHS ? nul : sock.fd));
-  const out: ChildProcess[] = [];
-  for (let i = 0; i < PROCESSES; i++) out.push(spawn('sleep', ['3600'], { stdio }));
-  fs.closeSync(nul);
-  sock.close();
-  await Promise.all(out.map((c) => new Promise((resolve, reject) => c.once('spawn', resolve).once('error', reject))));
-  return out;
+  try {
+    return await startSleepers(PROCESSES, () => stdio);
+  } finally {
+    fs.closeSync(nul);
+    sock.close();
+  }
 }
 
 async function main(): Promise<void> {
