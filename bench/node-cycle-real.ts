@@ -82,26 +82,21 @@ function moveInto(dir: string, child: ChildProcess): void {
   fs.writeFileSync(path.join(dir, 'cgroup.procs'), `${child.pid}\n`);
 }
 
-/** The real processes: each job's tasks and stepd in their cgroups, and the others outside. */
-async function startNode(dirs: readonly JobDirs[], devices: readonly string[]): Promise<ChildProcess[]> {
+/** The real processes, put into `all` as they start: job tasks and stepds in their cgroups, the others outside. */
+async function startNode(dirs: readonly JobDirs[], devices: readonly string[], all: ChildProcess[]): Promise<void> {
   const sock = await socketFd();
   const held = devices.map((d) => fs.openSync(d, 'r'));
   try {
-    const withDevice = (dev: number, n: number): number[] =>
-      Array.from({ length: n }, (_, i) => (i < DEVICE_FDS ? dev : sock.fd));
+    const withDevice = (dev: number): number[] =>
+      Array.from({ length: HEAVY_NODE.fdsPerProcess }, (_, i) => (i < DEVICE_FDS ? dev : sock.fd));
     const plain = (n: number): number[] => Array.from({ length: n }, () => sock.fd);
-    const out: ChildProcess[] = [];
     for (const [j, job] of dirs.entries()) {
-      const tasks = await startSleepers(job.tasks.length, () =>
-        withDevice(held[j % held.length] as number, HEAVY_NODE.fdsPerProcess),
-      );
+      const device = held[j % held.length] as number;
+      const tasks = await startSleepers(job.tasks.length, () => withDevice(device), all);
       tasks.forEach((t, i) => moveInto(job.tasks[i] as string, t));
-      const [stepd] = await startSleepers(1, () => plain(STEPD_FDS));
-      moveInto(job.stepd, stepd as ChildProcess);
-      out.push(...tasks, stepd as ChildProcess);
+      for (const stepd of await startSleepers(1, () => plain(STEPD_FDS), all)) moveInto(job.stepd, stepd);
     }
-    out.push(...(await startSleepers(HEAVY_NODE.otherProcesses, () => plain(OTHER_FDS))));
-    return out;
+    await startSleepers(HEAVY_NODE.otherProcesses, () => plain(OTHER_FDS), all);
   } finally {
     for (const fd of held) fs.closeSync(fd);
     sock.close();
@@ -120,7 +115,7 @@ async function main(): Promise<void> {
   const work = fs.mkdtempSync(path.join(fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir(), 'slurm-otel-real-'));
   const slice = path.join(cgroup2Mount(), `slurm-otel-bench-${process.pid}.slice`);
   const scope = path.join(slice, 'bench_slurmstepd.scope');
-  let children: ChildProcess[] = [];
+  const children: ChildProcess[] = [];
   try {
     const held = heldDevices();
     const standIns = standInPool()
@@ -133,11 +128,13 @@ async function main(): Promise<void> {
       mknodStandIn(file, s);
       return file;
     });
-    const hcas = heavyTree(HEAVY_NODE).hcas.slice(0, standIns.length);
-    hcas.forEach((h, i) => writeHca(sysfs, { ...h, uverbs: i, dev: (standIns[i] as { dev: string }).dev }));
+    const hcas = heavyTree(HEAVY_NODE)
+      .hcas.slice(0, standIns.length)
+      .map((h, i) => ({ ...h, uverbs: i, dev: standIns[i]?.dev }));
+    for (const hca of hcas) writeHca(sysfs, hca);
     const jobs = heavyTree({ ...HEAVY_NODE, hcas: hcas.length }).jobs;
     const dirs = makeJobCgroups(scope, jobs);
-    children = await startNode(dirs, nodes);
+    await startNode(dirs, nodes, children);
     const controllers = fs.readFileSync(path.join(slice, 'cgroup.controllers'), 'utf8').trim();
     console.log(
       `real node: ${hcas.length} HCAs (stand-in devices) × ${HEAVY_NODE.portsPerHca} ports, ${jobs.length} jobs, ` +

@@ -15,10 +15,22 @@ export async function socketFd(): Promise<{ fd: number; close: () => void }> {
   return { fd, close: () => server.close() };
 }
 
-/** `count` sleepers, each given `fds(i)` as its fds 0 to N-1, started (spawned, not exited). */
-export async function startSleepers(count: number, fds: (i: number) => number[]): Promise<ChildProcess[]> {
+/**
+ * `count` sleepers, each given `fds(i)` as its fds 0 to N-1, started (spawned, not exited). Each is
+ * put into `all` as soon as it is spawned, so that whoever stops them finds every one, also when a
+ * later one failed to start.
+ */
+export async function startSleepers(
+  count: number,
+  fds: (i: number) => number[],
+  all: ChildProcess[] = [],
+): Promise<ChildProcess[]> {
   const out: ChildProcess[] = [];
-  for (let i = 0; i < count; i++) out.push(spawn('sleep', ['3600'], { stdio: fds(i) }));
+  for (let i = 0; i < count; i++) {
+    const child = spawn('sleep', ['3600'], { stdio: fds(i) });
+    out.push(child);
+    all.push(child);
+  }
   await Promise.all(out.map((c) => new Promise((resolve, reject) => c.once('spawn', resolve).once('error', reject))));
   return out;
 }
