@@ -33,7 +33,7 @@ import type { Roots } from '../src/node/read/roots.js';
 import { heldDevices, leaseStandIns, mknodStandIn, standInPool } from '../test/support/stand-in-devices.js';
 import { HEAVY_NODE, heavyTree } from './heavy-node.js';
 import { socketFd, startSleepers, stopSleepers } from './sleepers.js';
-import { asNodeAgent, listingFloor, median, sayRuntime, time } from './stats.js';
+import { alternated, asNodeAgent, listingFloor, sayRuntime, time } from './stats.js';
 
 const COLD_RUNS = 7;
 const STEADY_RUNS = 30;
@@ -155,31 +155,28 @@ function measure(roots: Roots): void {
     new NodeCollector({ roots, fdRescanIntervalMs: 3_600_000, jobUsage: true, holdCounterFiles: HOLD_COUNTER_FILES });
   const find = (): number =>
     time(() => execFileSync('sh', ['-c', "find /proc/[0-9]*/fd -lname '*uverbs*' 2>/dev/null | wc -l"]));
-  const finds: number[] = [];
-  const colds: number[] = [];
-  for (let i = 0; i < COLD_RUNS; i++) {
-    finds.push(find());
+  const coldCycle = (): number => {
     const c = collector();
-    colds.push(time(() => c.cycle(0)));
+    const ms = time(() => c.cycle(0));
     c.close();
-  }
+    return ms;
+  };
+  const [fnd, cold] = alternated(COLD_RUNS, find, coldCycle);
   const warm = collector();
   const first = warm.cycle(0);
-  const floors: number[] = [];
-  const steadies: number[] = [];
-  for (let i = 0; i < STEADY_RUNS; i++) {
-    floors.push(time(() => listingFloor('/proc')));
-    steadies.push(time(() => warm.cycle(1000 * (i + 1))));
-  }
+  const [floor, steady] = alternated(
+    STEADY_RUNS,
+    () => time(() => listingFloor('/proc')),
+    (i) => time(() => warm.cycle(1000 * (i + 1))),
+  );
   warm.close();
-  const s = first.snapshot.stats;
   const sn = first.snapshot;
+  const s = sn.stats;
   const jobHolders = [...sn.holders.values()].reduce((n, h) => n + h.jobPids.length, 0);
   console.log(
     `processes seen: ${s.processes}, fd links read cold: ${s.fdLinksRead}, fds stat'ed: ${s.fdsStated}, points: ${first.families.reduce((n, f) => n + f.points.length, 0)} (job processes found holding an HCA: ${jobHolders}, allocations: ${sn.allocations.length}, problems: ${sn.problems.length})`,
   );
   for (const p of sn.problems) console.log(`  problem: ${JSON.stringify(p)}`);
-  const [cold, fnd, steady, floor] = [median(colds), median(finds), median(steadies), median(floors)];
   console.log(
     `cold cycle:   ${cold.toFixed(1)} ms   find -lname: ${fnd.toFixed(1)} ms   ratio ${(cold / fnd).toFixed(2)}×  (goal ≤ 1.00×)`,
   );

@@ -37,7 +37,7 @@ import { RecordingRdma } from '../test/support/recording-rdma.js';
 import { HEAVY_NODE, heavyTree, nodeTreeDir } from './heavy-node.js';
 import { writeTree } from '../src/demo/nodetree.js';
 import { WRAPS_32 } from '../src/node/read/hca.js';
-import { asNodeAgent, listingFloor, median, sayRuntime, time } from './stats.js';
+import { alternated, asNodeAgent, listingFloor, median, sayRuntime, time } from './stats.js';
 
 /**
  * The per-QP counters of mlx5: the 32-bit Q and error group the agent already knows (less
@@ -75,18 +75,13 @@ function coldCycle(opts: Omit<CollectorOptions, 'holdCounterFiles'>): void {
   c.close();
 }
 
-/**
- * Medians of `find` over the fd directories and of `cycle`, run alternately (as the steady cycle
- * and its floor are), so that a change of the machine's load weighs on both alike.
- */
+/** Medians of `find` over the fd directories and of `cycle`, run alternately, as the steady cycle and its floor are. */
 function coldAgainstFind(procfs: string, cycle: () => void): [find: number, cold: number] {
-  const finds: number[] = [];
-  const colds: number[] = [];
-  for (let i = 0; i < COLD_RUNS; i++) {
-    finds.push(time(() => execFileSync('sh', ['-c', `find ${procfs}/*/fd ${FIND_NAMES} | wc -l`])));
-    colds.push(time(cycle));
-  }
-  return [median(finds), median(colds)];
+  return alternated(
+    COLD_RUNS,
+    () => time(() => execFileSync('sh', ['-c', `find ${procfs}/*/fd ${FIND_NAMES} | wc -l`])),
+    () => time(cycle),
+  );
 }
 
 /** The tree's device numbers, each lookup paying a real stat of the fd's path. */
@@ -132,16 +127,12 @@ try {
 
   const warm = agentCollector({ roots, fdRescanIntervalMs: 3_600_000, jobUsage: JOB_USAGE });
   const first = warm.cycle(0);
-  // Interleaved, so that a change of the machine's load weighs on both alike.
-  const floors: number[] = [];
-  const steadies: number[] = [];
-  for (let i = 0; i < STEADY_RUNS; i++) {
-    floors.push(time(() => listingFloor(roots.procfs)));
-    steadies.push(time(() => warm.cycle(1000 * (i + 1))));
-  }
+  const [floor, steady] = alternated(
+    STEADY_RUNS,
+    () => time(() => listingFloor(roots.procfs)),
+    (i) => time(() => warm.cycle(1000 * (i + 1))),
+  );
   warm.close();
-  const floor = median(floors);
-  const steady = median(steadies);
   const rssMb = process.memoryUsage().rss / 2 ** 20;
 
   const points = first.families.reduce((n, f) => n + f.points.length, 0);

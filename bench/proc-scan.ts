@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import { FdScanner } from '../src/node/read/owners.js';
 import { Problems } from '../src/node/read/problems.js';
 import { socketFd, startSleepers } from './sleepers.js';
-import { asNodeAgent, listingFloor, median, sayRuntime, time } from './stats.js';
+import { alternated, asNodeAgent, listingFloor, sayRuntime, time } from './stats.js';
 
 const arg = (name: string, dflt: number): number =>
   process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : dflt;
@@ -50,25 +50,15 @@ async function main(): Promise<void> {
     const cold = (): number => time(() => new FdScanner('/proc', 60_000).scan(0, new Problems(), NO_VERBS));
     const find = (): number =>
       time(() => execFileSync('sh', ['-c', "find /proc/[0-9]*/fd -lname '*uverbs*' 2>/dev/null; true"]));
-    const coldMs: number[] = [];
-    const findMs: number[] = [];
-    for (let i = 0; i < COLD_RUNS; i++) {
-      coldMs.push(cold());
-      findMs.push(find());
-    }
-    const c = median(coldMs);
-    const f = median(findMs);
+    const [c, f] = alternated(COLD_RUNS, cold, find);
     console.log(`cold scan:   ${c.toFixed(1)} ms   find -lname: ${f.toFixed(1)} ms   ratio ${(c / f).toFixed(2)}×`);
     const scanner = new FdScanner('/proc', 60_000);
     scanner.scan(0, new Problems(), NO_VERBS);
-    const steadyMs: number[] = [];
-    const floorMs: number[] = [];
-    for (let i = 1; i <= STEADY_RUNS; i++) {
-      steadyMs.push(time(() => scanner.scan(i, new Problems(), NO_VERBS)));
-      floorMs.push(time(() => listingFloor('/proc')));
-    }
-    const s = median(steadyMs);
-    const fl = median(floorMs);
+    const [s, fl] = alternated(
+      STEADY_RUNS,
+      (i) => time(() => scanner.scan(i + 1, new Problems(), NO_VERBS)),
+      () => time(() => listingFloor('/proc')),
+    );
     console.log(
       `steady scan: ${s.toFixed(1)} ms   fd listing floor: ${fl.toFixed(1)} ms   ratio ${(s / fl).toFixed(2)}×`,
     );

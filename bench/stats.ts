@@ -44,6 +44,24 @@ export function asNodeAgent(): void {
   );
 }
 
+/**
+ * Medians of two measurements taken in turn, `runs` times each (`i` counts the rounds from 0), so
+ * that a change of the machine's load weighs on both alike. Each returns its milliseconds (time()).
+ */
+export function alternated(
+  runs: number,
+  first: (i: number) => number,
+  second: (i: number) => number,
+): [first: number, second: number] {
+  const a: number[] = [];
+  const b: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    a.push(first(i));
+    b.push(second(i));
+  }
+  return [median(a), median(b)];
+}
+
 /** Milliseconds `fn` takes. */
 export function time(fn: () => void): number {
   const t0 = performance.now();
