@@ -12,10 +12,11 @@
  * logged, at most one line a minute per endpoint and kind.
  */
 import http from 'node:http';
-import https from 'node:https';
+import type https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { gunzip, gzipSync } from 'node:zlib';
+import { lazyHttps } from '../lazy-modules.js';
 import { redactSecrets, type Logger } from '../log.js';
 import { RateLimitedFailures } from './failure-log.js';
 import {
@@ -174,7 +175,8 @@ function createServer(
     connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
   };
   if (!tls) return http.createServer(options, listener);
-  const server = https.createServer(
+  // Loaded only here (lazyHttps): an endpoint without TLS never pays for it.
+  const server = lazyHttps().createServer(
     { ...options, ...tlsOptions(tls), handshakeTimeout: limits.handshakeTimeoutMs },
     listener,
   );

@@ -7,13 +7,13 @@
  *
  * Relative paths are resolved against the config file's directory.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { parse as parseYaml } from 'yaml';
 import { CheckQueue, type Standing } from './auth-queue.js';
+import { lazyCrypto } from '../lazy-modules.js';
 import { sourceOf, type AuthThrottleReason } from './http-guard.js';
 
 /** Go's crypto/tls client authentication policies, as exporter-toolkit names them. */
@@ -202,7 +202,8 @@ export class BasicAuth {
     const creds = parseBasic(header);
     if (creds === undefined) return 'denied';
     const hash = this.users.get(creds.user);
-    const digest = createHash('sha256')
+    const digest = lazyCrypto()
+      .createHash('sha256')
       .update(`${creds.user}\0${creds.password}\0${hash ?? ''}`)
       .digest();
     if (this.remembered(creds.user, hash, digest)) return 'ok';
@@ -233,7 +234,7 @@ export class BasicAuth {
 
   private remembered(user: string, hash: string | undefined, digest: Buffer): boolean {
     const known = this.verified.get(user);
-    return hash !== undefined && known !== undefined && timingSafeEqual(known, digest);
+    return hash !== undefined && known !== undefined && lazyCrypto().timingSafeEqual(known, digest);
   }
 
   /** The same bcrypt work whatever the user (see the class comment); true when the password matches. */

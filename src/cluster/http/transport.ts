@@ -17,10 +17,10 @@
  * Error messages name the method and URL path only: never headers, where the tokens live.
  */
 import http from 'node:http';
-import https from 'node:https';
 import type { Readable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import zlib from 'node:zlib';
+import { lazyHttps } from '../../lazy-modules.js';
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
 export const DEFAULT_ATTEMPTS = 3;
@@ -238,7 +238,7 @@ export class HttpTransport {
     const sockets = opts.maxSockets !== undefined ? { maxSockets: opts.maxSockets } : {};
     this.agent =
       this.address.kind === 'tcp' && this.address.protocol === 'https:'
-        ? new https.Agent({ keepAlive: true, ...sockets, ...tls })
+        ? new (lazyHttps().Agent)({ keepAlive: true, ...sockets, ...tls })
         : new http.Agent({ keepAlive: true, ...sockets });
   }
 
@@ -364,7 +364,7 @@ class Exchange {
 
   private start(): Promise<RawResponse> {
     return new Promise((resolve, reject) => {
-      const client = this.limits.secure ? https : http;
+      const client = this.limits.secure ? lazyHttps() : http;
       const req = client.request(this.options);
       this.req = req;
       req.on('socket', (socket) => {
