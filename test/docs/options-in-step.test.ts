@@ -14,6 +14,7 @@ const OTHER_TOOLS: Readonly<Record<string, string>> = {
   '--build': 'docker compose up',
   '--variant': 'debootstrap',
   '--expose-gc': 'node',
+  '--no-experimental-websocket': 'node',
   '--max-semi-space-size': 'node (V8)',
   '--max-old-space-size': 'node (V8)',
   '--single-threaded': 'node (V8)',
