@@ -12,8 +12,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { parse as parseYaml } from 'yaml';
-import { CheckQueue, type Standing } from './auth-queue.js';
 import { lazyCrypto } from '../lazy-modules.js';
+import { CheckQueue, type Standing } from './auth-queue.js';
 import { sourceOf, type AuthThrottleReason } from './http-guard.js';
 
 /** Go's crypto/tls client authentication policies, as exporter-toolkit names them. */
