@@ -23,11 +23,8 @@
  * The runtime takes its settings from the executable only: NODE_OPTIONS is ignored (the SEA
  * config's execArgvExtension "none"; check() proves each build honours it, so a runtime without it
  * fails the build) and SIGUSR1 opens no inspector. Its V8 heap limits are set in the same config
- * (scripts/sea/v8-flags.ts). Nothing re-executes: start-up is unchanged.
- *
- * The bundle needs nothing on disk: the package version and the bcrypt worker (the one module
- * loaded by path at run time) are put into it through esbuild's `define`, and any esbuild warning
- * (an import it cannot resolve, an `import.meta` it cannot honour) fails the build.
+ * (scripts/sea/v8-flags.ts). Nothing re-executes: start-up is unchanged. The bundle is
+ * scripts/sea/bundle.ts's.
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -35,12 +32,10 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build, type BuildOptions, type Message } from 'esbuild';
-import { bcryptWorkerSource } from '../../src/telemetry/webconfig.js';
+import { cliBundle } from './bundle.js';
 import { V8_FLAGS } from './v8-flags.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-const ENTRY = path.join(ROOT, 'dist/src/cli/main.js');
 const DEFAULT_LINE = '24.22.3';
 /** The fuse Node's binary carries: postject flips it to tell Node a blob is present. */
 const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
@@ -93,56 +88,6 @@ function runtimeVersion(node: string): string {
 function hasBuildSea(version: string): boolean {
   const [major = 0, minor = 0] = version.split('.').map(Number);
   return major > 25 || (major === 25 && minor >= 5);
-}
-
-function formatMessages(messages: Message[]): string {
-  return messages.map((m) => `${m.location ? `${m.location.file}:${m.location.line}: ` : ''}${m.text}`).join('\n  ');
-}
-
-/** One esbuild run into memory; any warning fails it (see the header). */
-async function bundleText(options: BuildOptions): Promise<string> {
-  const result = await build({ ...options, bundle: true, platform: 'node', write: false, logLevel: 'silent' }).catch(
-    (err: { errors?: Message[] }) => fail(`esbuild failed:\n  ${formatMessages(err.errors ?? [])}`),
-  );
-  // `import.meta` is empty in CommonJS: allowed only where the bundled constants made it dead code,
-  // which the output shows (no `import_meta.url` left, only the empty object's declaration).
-  const warnings = result.warnings.filter((w) => w.id !== 'empty-import-meta');
-  if (warnings.length > 0) fail(`esbuild warned (the bundle may read from disk):\n  ${formatMessages(warnings)}`);
-  const file = result.outputFiles?.[0];
-  if (!file) fail('esbuild wrote nothing');
-  if (/\bimport_meta\d*\./.test(file.text))
-    fail(`the bundle still uses import.meta, empty in CommonJS:\n  ${formatMessages(result.warnings)}`);
-  return file.text;
-}
-
-/** The bcrypt worker's code with bcryptjs inside it (a worker cannot reach the executable's bundle). */
-function bcryptWorker(target: string): Promise<string> {
-  return bundleText({
-    stdin: { contents: bcryptWorkerSource("require('bcryptjs')"), resolveDir: ROOT, loader: 'js' },
-    format: 'cjs',
-    target,
-    minify: true,
-  });
-}
-
-/** The whole CLI as one CommonJS script (a SEA's main script must be one). */
-async function cliBundle(target: string): Promise<string> {
-  if (!fs.existsSync(ENTRY)) fail(`no ${path.relative(ROOT, ENTRY)}: run npm run build first`);
-  const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
-  const text = await bundleText({
-    entryPoints: [ENTRY],
-    format: 'cjs',
-    target,
-    // Whitespace and syntax only: stack traces keep the functions' names.
-    minifyWhitespace: true,
-    minifySyntax: true,
-    define: {
-      SLURM_OTEL_BUNDLED_VERSION: JSON.stringify(pkg.version),
-      SLURM_OTEL_BUNDLED_BCRYPT_WORKER: JSON.stringify(await bcryptWorker(target)),
-    },
-  });
-  // The entry's `#!/usr/bin/env node` line: a SEA main script is compiled as a function body.
-  return text.replace(/^#![^\n]*\n/, '');
 }
 
 /** Runs `node args` in `cwd`, failing the build with its output when it fails. */
@@ -211,7 +156,7 @@ function check(exe: string): void {
 async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
   const version = runtimeVersion(opts.node);
-  const bundle = await cliBundle(`node${version.split('.')[0]}`);
+  const bundle = await cliBundle(`node${version.split('.')[0]}`, ROOT).catch((err: Error) => fail(err.message));
   const inputs = createHash('sha256')
     .update(JSON.stringify({ version, codeCache: opts.codeCache, node: fs.readFileSync(opts.node).length }))
     .update(bundle)
