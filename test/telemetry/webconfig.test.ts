@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
 import net from 'node:net';
@@ -442,34 +442,4 @@ describe.runIf(shouldRun(openssl))('TLS client certificates (exporter-toolkit se
     expect(write('  client_auth_type: VerifyClientCertIfGiven\n')).toThrow(/needs client_ca_file/);
     expect(write('  client_auth_type: RequireClientCert\n')().tls?.clientAuth).toBe('RequireAnyClientCert');
   });
-});
-
-describe('what an endpoint loads', () => {
-  /** Serves on loopback in a process of its own (the built module) and says whether Node's https module got loaded. */
-  const loadsHttps = (webConfig?: string): boolean => {
-    const dist = path.resolve('dist/src/telemetry');
-    const script = [
-      `import { serve } from ${JSON.stringify(`${dist}/http.js`)};`,
-      `import { loadWebConfig } from ${JSON.stringify(`${dist}/webconfig.js`)};`,
-      `const config = ${webConfig === undefined ? 'undefined' : `loadWebConfig(${JSON.stringify(webConfig)})`};`,
-      `const e = await serve({ host: '127.0.0.1', port: 0 }, {}, undefined, config);`,
-      `console.log(process.moduleLoadList.includes('NativeModule https'));`,
-      `await e.close();`,
-    ].join('\n');
-    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
-    expect(r.stderr).toBe('');
-    return JSON.parse(r.stdout) as boolean;
-  };
-
-  it.runIf(shouldRun(openssl))(
-    'loads TLS only when the web config asks for it (https costs every process ~5 MiB)',
-    () => {
-      const dir = tmpDir();
-      selfSigned(dir);
-      const file = path.join(dir, 'web.yml');
-      fs.writeFileSync(file, 'tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n');
-      expect(loadsHttps()).toBe(false);
-      expect(loadsHttps(file)).toBe(true);
-    },
-  );
 });
