@@ -168,16 +168,27 @@ function readBounded(fd: number, limit: number, short: ShortRead): { buf: Buffer
   }
 }
 
+/** An inode as inodeOf tells it; kept as numbers, compared each cycle without making a string. */
+export interface InodeId {
+  readonly ino: number;
+  readonly ctimeMs: number;
+}
+
+/** Whether two inodeOf readings name the same instance of a path. */
+export function sameInode(a: InodeId, b: InodeId): boolean {
+  return a.ino === b.ino && a.ctimeMs === b.ctimeMs;
+}
+
 /**
  * What tells one instance of a path from a later one made in its place, on a filesystem that never
  * gives a freed inode number to the next file (freshInodes): the inode number and change time.
  * procfs gives a new process its own /proc/<pid> inode, and keeps it while the process lives (or
  * makes a fresh one when it drops it from its cache: a change that costs a re-read only).
  */
-export function inodeOf(p: string): Read<string> {
+export function inodeOf(p: string): Read<InodeId> {
   try {
     const st = fs.statSync(p);
-    return ok(`${st.ino}@${st.ctimeMs}`);
+    return ok({ ino: st.ino, ctimeMs: st.ctimeMs });
   } catch (err) {
     return failure(err, p);
   }

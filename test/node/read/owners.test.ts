@@ -63,6 +63,34 @@ describe('FdScanner', () => {
     expect(pidsOf(next.holders)).toEqual({ uverbs2: [23] });
   });
 
+  it.each(['disk', 'tmpfs'] as const)(
+    'tells a listing from one whose fd numbers run on or stop short of the kept ones (a /proc on %s)',
+    (on) => {
+      const proc = procfs(on);
+      writeProcess(proc, { pid: 26, comm: 'a', fds: 3 });
+      const fdDir = path.join(proc, '26', 'fd');
+      const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+      const cycle = (atMs: number): { read: number; holders: Record<string, number[]> } => {
+        const scan = scanner.scan(atMs, new Problems(), VERBS);
+        return { read: scan.stats.fdLinksRead, holders: pidsOf(scan.holders) };
+      };
+      expect(cycle(0)).toEqual({ read: 3, holders: {} });
+      // fd 2 closed, fd 23 opened: "0/1/2" then "0/1/23".
+      fs.unlinkSync(path.join(fdDir, '2'));
+      fs.symlinkSync('/dev/infiniband/uverbs4', path.join(fdDir, '23'));
+      expect(cycle(1000)).toEqual({ read: 1, holders: { uverbs4: [26] } });
+      // fd 23 closed, fds 2 and 3 opened: "0/1/23" then "0/1/2/3".
+      fs.unlinkSync(path.join(fdDir, '23'));
+      fs.symlinkSync('/dev/null', path.join(fdDir, '2'));
+      fs.symlinkSync('/dev/infiniband/uverbs6', path.join(fdDir, '3'));
+      expect(cycle(2000)).toEqual({ read: 2, holders: { uverbs6: [26] } });
+      // fd 3 closed: "0/1/2", the kept listing's beginning.
+      fs.unlinkSync(path.join(fdDir, '3'));
+      expect(cycle(3000)).toEqual({ read: 0, holders: {} });
+      expect(cycle(4000)).toEqual({ read: 0, holders: {} });
+    },
+  );
+
   it('forgets a closed uverbs fd at the next listing', () => {
     const proc = procfs();
     writeProcess(proc, { pid: 21, comm: 'a', uverbs: [1] });
