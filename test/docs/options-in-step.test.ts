@@ -20,6 +20,8 @@ const OTHER_TOOLS: Readonly<Record<string, string>> = {
   '--single-threaded': 'node (V8)',
   '--optimize-for-size': 'node (V8)',
   '--max-opt': 'node (V8)',
+  '--no-turbofan': 'node (V8)',
+  '--maglev-inline-api-calls': 'node (V8)',
   '--lite-mode': 'node (V8)',
   '--memory-saver-mode': 'node (V8)',
   '--heap-growing-percent': 'node (V8)',
