@@ -41,7 +41,7 @@ describe.runIf(shouldRun(unshare) && (root || Boolean(process.env.CI)))('a recyc
   });
 
   it("the node agent's fd scan: the same process keeps its /proc inode, and the PID's next process neither it nor the device", () => {
-    type Seen = { holders: number[]; name: string; inode: { ok: boolean; value: string } };
+    type Seen = { holders: number[]; name: string; inode: { ok: boolean; value: { ino: number; ctimeMs: number } } };
     const r = inNamespace<{ pid: number; second: number; before: [Seen, Seen]; after: Seen }>('fd-scan');
     expect(r.second).toBe(r.pid);
     const [first, steady] = r.before;
@@ -49,6 +49,6 @@ describe.runIf(shouldRun(unshare) && (root || Boolean(process.env.CI)))('a recyc
     expect(steady).toEqual(first);
     // Same name, same fd numbers, a plain file at fd 1: only the inode tells it from the first.
     expect(r.after).toMatchObject({ holders: [], name: 'sleep', inode: { ok: true } });
-    expect(r.after.inode.value).not.toBe(first.inode.value);
+    expect(r.after.inode.value).not.toEqual(first.inode.value);
   });
 });

@@ -293,7 +293,7 @@ export class FdScanner {
     // Where inodes tell, the same inode is the same process and another inode another (or the same
     // one, its inode dropped from the kernel's cache and made again: read again, a cost and never
     // a mistake). Elsewhere the start time tells.
-    const prev = at.byInode && (cached === undefined || !sameInode(cached.id, id.value)) ? undefined : cached;
+    const prev = at.byInode && cached !== undefined && !sameInode(cached.id, id.value) ? undefined : cached;
     if (!at.byInode || prev === undefined) return this.started(pid, base, id.value, prev, undefined, problems);
     // A steady process: this stat and its listing.
     if (prev.kthread === true) return { entry: prev, linksRead: 0, stated: 0 };
@@ -460,7 +460,7 @@ interface ScanAt {
   readonly byInode: boolean;
 }
 
-/** The inode of a process on a procfs root where inodes tell nothing (freshInodes): never the same. */
+/** A process's inode where inodes tell nothing (freshInodes): always alike; the start time tells. */
 const NO_INODE = { ok: true, value: { ino: 0, ctimeMs: 0 } } as const;
 
 /** A process whose stat or fd listing failed: gone (skipped), or unreadable and counted. */
