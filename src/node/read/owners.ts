@@ -334,8 +334,7 @@ export class FdScanner {
 
   /**
    * Reads the links of fds not seen before (all of them for a new process or a full rescan), and
-   * asks the device of those that are paths. This loop is the agent's hottest: plain string
-   * paths and a one-character test before anything else keep it near a bare readlink scan.
+   * asks the device of those that are paths, a run of links at a time between checks of the slice.
    */
   private *readLinks(
     p: LinkRead,
@@ -343,69 +342,77 @@ export class FdScanner {
     slice: Slice,
     noDevice: () => boolean,
   ): Steps<ProcessRead | 'gone'> {
-    const { prev } = p;
-    const known = prev ? new Set(prev.listing.split('/')) : undefined;
-    const chars = new Map<string, CharFd>();
-    let linksRead = 0;
-    let stated = 0;
-    let uncertain: string | undefined;
-    let missing: string | undefined;
-    let asked = false;
+    const known = p.prev ? new Set(p.prev.listing.split('/')) : undefined;
     // Read from within the fd directory (fd-dirs.ts) where there are enough links to pay for the
     // two chdirs: a steady process's new fd or two are read by their whole paths.
-    const many = p.names.length - (known?.size ?? 0) >= FROM_WITHIN;
-    let inside = false;
-    let tried = false;
+    const r = new LinkReading(p, known, p.names.length - (known?.size ?? 0) >= FROM_WITHIN);
     try {
-      for (const fd of p.names) {
-        if (known?.has(fd)) {
-          const c = prev?.chars.get(fd);
-          if (c) chars.set(fd, c);
-          continue;
-        }
-        if ((linksRead & 63) === 63 && slice.due()) {
+      for (let i = 0; ; ) {
+        i = this.readRun(r, i, problems, noDevice);
+        if (i >= p.names.length || r.errno !== undefined) break;
+        if (slice.due()) {
           this.dirs.leave();
           yield;
-          inside = tried = false;
+          r.inside = r.tried = false;
         }
-        if (many && !tried) [inside, tried] = [this.dirs.enter(p.fdDir), true];
-        linksRead++;
-        let link: string;
-        let kind: FdKind;
-        try {
-          // The whole path is made only where it is needed: most links are kernel objects.
-          link = fs.readlinkSync(inside ? fd : p.fdDir + fd);
-          if (!mayBeDevice(link)) continue;
-          stated++;
-          const path = p.fdDir + fd;
-          kind = this.kindOf(p.pid, fd, path, link);
-          if ('ask' in kind && noDevice()) kind = { none: true };
-          if ('ask' in kind) {
-            const answer = this.asked(`${p.pid} ${p.start} ${fd} ${link}`, path, kind);
-            if (answer === undefined) asked = true;
-            else kind = answer;
-          }
-        } catch (err) {
-          const failure = classify(err);
-          if (failure === 'gone') continue; // closed since the listing
-          const errno = (err as NodeJS.ErrnoException).code ?? 'unknown';
-          problems.add('proc', failure, `${p.fdDir}${fd}: ${errno}`);
-          return { errno };
-        }
-        if ('dev' in kind) chars.set(fd, { dev: kind.dev, link });
-        else if ('uncertain' in kind) uncertain ??= `${link}: ${kind.uncertain}`;
-        else if ('ask' in kind) uncertain ??= `${link} is on ${kind.ask}`;
-        else if ('missing' in kind) missing ??= link;
       }
     } finally {
       this.dirs.leave();
     }
-    if (asked) return { errno: 'uncertain', uncertain: uncertain ?? '', asked: true };
-    // Read whole, yet one fd may be a verbs device whose filesystem did not answer: not cached, read again next cycle.
-    if (uncertain !== undefined) return { errno: 'uncertain', uncertain };
-    // A tree that is not this host's: what the fd is cannot be known here (not cached either).
-    if (missing !== undefined) return { errno: 'uncertain', missing };
-    return { entry: { id: p.id, start: p.start, comm: p.comm, listing: p.names.join('/'), chars }, linksRead, stated };
+    return r.result();
+  }
+
+  /**
+   * Reads links from `from` on, up to RUN of them, and returns where it stopped. This loop is the
+   * agent's hottest, kept out of the generator (whose loops V8 compiles less well: an iterator
+   * result a name, and more): plain string paths and a one-character test before anything else
+   * keep it near a bare readlink scan.
+   */
+  private readRun(r: LinkReading, from: number, problems: Problems, noDevice: () => boolean): number {
+    const { p, known } = r;
+    const names = p.names;
+    const stop = r.linksRead + RUN;
+    let i = from;
+    for (; i < names.length && r.linksRead < stop; i++) {
+      const fd = names[i] as string;
+      if (known?.has(fd)) {
+        const c = p.prev?.chars.get(fd);
+        if (c) r.chars.set(fd, c);
+        continue;
+      }
+      if (r.many && !r.tried) [r.inside, r.tried] = [this.dirs.enter(p.fdDir), true];
+      r.linksRead++;
+      try {
+        // The whole path is made only where it is needed: most links are kernel objects.
+        const link = fs.readlinkSync(r.inside ? fd : p.fdDir + fd);
+        if (mayBeDevice(link)) this.notePath(r, fd, link, noDevice);
+      } catch (err) {
+        const failure = classify(err);
+        if (failure === 'gone') continue; // closed since the listing
+        r.errno = (err as NodeJS.ErrnoException).code ?? 'unknown';
+        problems.add('proc', failure, `${p.fdDir}${fd}: ${r.errno}`);
+        return i;
+      }
+    }
+    return i;
+  }
+
+  /** An fd whose link is a path: what its device is, or why that is not known yet. */
+  private notePath(r: LinkReading, fd: string, link: string, noDevice: () => boolean): void {
+    const { p } = r;
+    r.stated++;
+    const path = p.fdDir + fd;
+    let kind = this.kindOf(p.pid, fd, path, link);
+    if ('ask' in kind && noDevice()) kind = { none: true };
+    if ('ask' in kind) {
+      const answer = this.asked(`${p.pid} ${p.start} ${fd} ${link}`, path, kind);
+      if (answer === undefined) r.asked = true;
+      else kind = answer;
+    }
+    if ('dev' in kind) r.chars.set(fd, { dev: kind.dev, link });
+    else if ('uncertain' in kind) r.uncertain ??= `${link}: ${kind.uncertain}`;
+    else if ('ask' in kind) r.uncertain ??= `${link} is on ${kind.ask}`;
+    else if ('missing' in kind) r.missing ??= link;
   }
 
   /** The probe's answer for an fd to ask, if it has one; else the question is queued (undefined). */
@@ -453,6 +460,45 @@ function match(chars: ReadonlyMap<string, CharFd>, verbs: ReadonlyMap<string, st
 
 /** The fewest links of one fd directory read from within it (FdDirs): fewer walk less than two chdirs. */
 const FROM_WITHIN = 4;
+
+/** Links read between checks of the slice: a check reads the clock. */
+const RUN = 64;
+
+/** One process's links as far as they are read. */
+class LinkReading {
+  readonly chars = new Map<string, CharFd>();
+  linksRead = 0;
+  stated = 0;
+  uncertain: string | undefined = undefined;
+  missing: string | undefined = undefined;
+  asked = false;
+  /** Set where a link could not be read: the process is unreadable. */
+  errno: string | undefined = undefined;
+  /** Whether the working directory is the fd directory, and whether entering it was tried. */
+  inside = false;
+  tried = false;
+
+  constructor(
+    readonly p: LinkRead,
+    readonly known: ReadonlySet<string> | undefined,
+    readonly many: boolean,
+  ) {}
+
+  result(): ProcessRead {
+    if (this.errno !== undefined) return { errno: this.errno };
+    if (this.asked) return { errno: 'uncertain', uncertain: this.uncertain ?? '', asked: true };
+    // Read whole, yet one fd may be a verbs device whose filesystem did not answer: not cached, read again next cycle.
+    if (this.uncertain !== undefined) return { errno: 'uncertain', uncertain: this.uncertain };
+    // A tree that is not this host's: what the fd is cannot be known here (not cached either).
+    if (this.missing !== undefined) return { errno: 'uncertain', missing: this.missing };
+    const { p } = this;
+    return {
+      entry: { id: p.id, start: p.start, comm: p.comm, listing: p.names.join('/'), chars: this.chars },
+      linksRead: this.linksRead,
+      stated: this.stated,
+    };
+  }
+}
 
 /** How this scan reads each process: all of it again (`full`), and whether by its inode (freshInodes). */
 interface ScanAt {
