@@ -33,7 +33,7 @@ import type { Roots } from '../src/node/read/roots.js';
 import { heldDevices, leaseStandIns, mknodStandIn, standInPool } from '../test/support/stand-in-devices.js';
 import { HEAVY_NODE, heavyTree } from './heavy-node.js';
 import { socketFd, startSleepers, stopSleepers } from './sleepers.js';
-import { alternated, asNodeAgent, listingFloor, sayRuntime, time } from './stats.js';
+import { alternated, asNodeAgent, listingFloor, ratioText, sayRuntime, time } from './stats.js';
 
 const COLD_RUNS = 7;
 const STEADY_RUNS = 30;
@@ -161,10 +161,10 @@ function measure(roots: Roots): void {
     c.close();
     return ms;
   };
-  const [fnd, cold] = alternated(COLD_RUNS, find, coldCycle);
+  const [fnd, cold, coldRounds] = alternated(COLD_RUNS, find, coldCycle);
   const warm = collector();
   const first = warm.cycle(0);
-  const [floor, steady] = alternated(
+  const [floor, steady, steadyRounds] = alternated(
     STEADY_RUNS,
     () => time(() => listingFloor('/proc')),
     (i) => time(() => warm.cycle(1000 * (i + 1))),
@@ -178,10 +178,10 @@ function measure(roots: Roots): void {
   );
   for (const p of sn.problems) console.log(`  problem: ${JSON.stringify(p)}`);
   console.log(
-    `cold cycle:   ${cold.toFixed(1)} ms   find -lname: ${fnd.toFixed(1)} ms   ratio ${(cold / fnd).toFixed(2)}×  (goal ≤ 1.00×)`,
+    `cold cycle:   ${cold.toFixed(1)} ms   find -lname: ${fnd.toFixed(1)} ms   ${ratioText(cold, fnd, coldRounds)}  (goal ≤ 1.00×)`,
   );
   console.log(
-    `steady cycle: ${steady.toFixed(1)} ms   fd listing floor: ${floor.toFixed(1)} ms   ratio ${(steady / floor).toFixed(2)}×  (goal ≤ 1.30×)`,
+    `steady cycle: ${steady.toFixed(1)} ms   fd listing floor: ${floor.toFixed(1)} ms   ${ratioText(steady, floor, steadyRounds)}  (goal ≤ 1.30×)`,
   );
 }
 

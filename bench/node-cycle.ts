@@ -37,7 +37,16 @@ import { RecordingRdma } from '../test/support/recording-rdma.js';
 import { HEAVY_NODE, heavyTree, nodeTreeDir } from './heavy-node.js';
 import { writeTree } from '../src/demo/nodetree.js';
 import { WRAPS_32 } from '../src/node/read/hca.js';
-import { alternated, asNodeAgent, listingFloor, median, sayRuntime, time } from './stats.js';
+import {
+  alternated,
+  asNodeAgent,
+  listingFloor,
+  median,
+  ratioText,
+  sayRuntime,
+  time,
+  type RoundRatios,
+} from './stats.js';
 
 /**
  * The per-QP counters of mlx5: the 32-bit Q and error group the agent already knows (less
@@ -76,7 +85,7 @@ function coldCycle(opts: Omit<CollectorOptions, 'holdCounterFiles'>): void {
 }
 
 /** Medians of `find` over the fd directories and of `cycle`, run alternately, as the steady cycle and its floor are. */
-function coldAgainstFind(procfs: string, cycle: () => void): [find: number, cold: number] {
+function coldAgainstFind(procfs: string, cycle: () => void): [find: number, cold: number, rounds: RoundRatios] {
   return alternated(
     COLD_RUNS,
     () => time(() => execFileSync('sh', ['-c', `find ${procfs}/*/fd ${FIND_NAMES} | wc -l`])),
@@ -121,13 +130,13 @@ try {
     `tree: ${HEAVY_NODE.hcas} HCAs × ${HEAVY_NODE.portsPerHca} ports, ${GPUS} GPUs, job usage ${JOB_USAGE ? 'on' : 'off'}, ${HEAVY_NODE.jobs} jobs, ${HEAVY_NODE.jobProcesses} job processes × ${HEAVY_NODE.fdsPerProcess} fds, ${HEAVY_NODE.otherProcesses} others (written in ${((performance.now() - t0) / 1000).toFixed(1)} s)`,
   );
 
-  const [find, cold] = coldAgainstFind(roots.procfs, () =>
+  const [find, cold, coldRounds] = coldAgainstFind(roots.procfs, () =>
     coldCycle({ roots, fdRescanIntervalMs: 60_000, jobUsage: JOB_USAGE }),
   );
 
   const warm = agentCollector({ roots, fdRescanIntervalMs: 3_600_000, jobUsage: JOB_USAGE });
   const first = warm.cycle(0);
-  const [floor, steady] = alternated(
+  const [floor, steady, steadyRounds] = alternated(
     STEADY_RUNS,
     () => time(() => listingFloor(roots.procfs)),
     (i) => time(() => warm.cycle(1000 * (i + 1))),
@@ -145,10 +154,10 @@ try {
     `device numbers: ${first.snapshot.stats.fdsStated} fds stat'ed cold (links that are paths); stat of all ${fds} fds alone: ${statAll.toFixed(1)} ms`,
   );
   console.log(
-    `cold cycle:   ${cold.toFixed(1)} ms   find -lname: ${find.toFixed(1)} ms   ratio ${(cold / find).toFixed(2)}×  (goal ≤ 1.00×)`,
+    `cold cycle:   ${cold.toFixed(1)} ms   find -lname: ${find.toFixed(1)} ms   ${ratioText(cold, find, coldRounds)}  (goal ≤ 1.00×)`,
   );
   console.log(
-    `steady cycle: ${steady.toFixed(1)} ms   fd listing floor: ${floor.toFixed(1)} ms   ratio ${(steady / floor).toFixed(2)}×  (goal ≤ 1.30×)`,
+    `steady cycle: ${steady.toFixed(1)} ms   fd listing floor: ${floor.toFixed(1)} ms   ${ratioText(steady, floor, steadyRounds)}  (goal ≤ 1.30×)`,
   );
   console.log(`RSS: ${rssMb.toFixed(0)} MB  (goal ≤ 120 MB)`);
 

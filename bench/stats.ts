@@ -44,22 +44,41 @@ export function asNodeAgent(): void {
   );
 }
 
+/** The rounds' own ratios (second / first of one round): how far one run's ratio can be trusted. */
+export interface RoundRatios {
+  readonly median: number;
+  readonly low: number;
+  readonly high: number;
+}
+
 /**
  * Medians of two measurements taken in turn, `runs` times each (`i` counts the rounds from 0), so
  * that a change of the machine's load weighs on both alike. Each returns its milliseconds (time()).
+ * Third: the spread of each round's own ratio, which a shared machine's drifting speed widens.
  */
 export function alternated(
   runs: number,
   first: (i: number) => number,
   second: (i: number) => number,
-): [first: number, second: number] {
+): [first: number, second: number, rounds: RoundRatios] {
   const a: number[] = [];
   const b: number[] = [];
   for (let i = 0; i < runs; i++) {
     a.push(first(i));
     b.push(second(i));
   }
-  return [median(a), median(b)];
+  const ratios = b.map((x, i) => x / (a[i] as number)).sort((x, y) => x - y);
+  const at = (q: number): number => ratios[Math.min(ratios.length - 1, Math.floor(q * ratios.length))] as number;
+  return [median(a), median(b), { median: median(ratios), low: at(0.25), high: at(0.75) }];
+}
+
+/**
+ * A ratio of medians as the node benches print it, with the rounds' own: their median can differ
+ * from it (and lie outside their middle half) when the machine's speed drifts during the run.
+ */
+export function ratioText(of: number, to: number, rounds: RoundRatios): string {
+  const r = (x: number): string => x.toFixed(2);
+  return `ratio ${r(of / to)}×  (rounds: median ${r(rounds.median)}×, middle half ${r(rounds.low)}–${r(rounds.high)}×)`;
 }
 
 /** Milliseconds `fn` takes. */
