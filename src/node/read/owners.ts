@@ -347,14 +347,14 @@ export class FdScanner {
     // two chdirs: a steady process's new fd or two are read by their whole paths.
     const r = new LinkReading(p, known, p.names.length - (known?.size ?? 0) >= FROM_WITHIN);
     try {
-      for (let i = 0; ; ) {
-        i = this.readRun(r, i, problems, noDevice);
-        if (i >= p.names.length || r.errno !== undefined) break;
+      let i = this.readRun(r, 0, problems, noDevice);
+      while (i < p.names.length && r.errno === undefined) {
         if (slice.due()) {
           this.dirs.leave();
           yield;
           r.inside = r.tried = false;
         }
+        i = this.readRun(r, i, problems, noDevice);
       }
     } finally {
       this.dirs.leave();
