@@ -307,6 +307,32 @@ describe('FdScanner', () => {
     }
   });
 
+  it('reads a real fd table across its pauses: a device held past 300 fds, the working directory back at each pause', () => {
+    // This process's own fds on the real /proc: 300 on /dev/null, then /dev/full (1:7) by a path
+    // named like a verbs device, so the scan pauses within the table (a slice of 0 ms) before it.
+    const dir = tmpDir();
+    fs.symlinkSync('/dev/full', path.join(dir, 'uverbs0'));
+    const fds = Array.from({ length: 300 }, () => fs.openSync('/dev/null', 'r'));
+    fds.push(fs.openSync(path.join(dir, 'uverbs0'), 'r'));
+    const home = process.cwd();
+    try {
+      const verbs = (): Map<string, string> => new Map([['1:7', 'uverbs0']]);
+      const steps = new FdScanner('/proc', 60_000, undefined, 0).scanSteps(0, new Problems(), verbs);
+      let pauses = 0;
+      let r = steps.next();
+      for (; r.done !== true; r = steps.next()) {
+        expect(process.cwd()).toBe(home);
+        pauses++;
+      }
+      expect(process.cwd()).toBe(home);
+      // More pauses than processes: some fell within fd tables.
+      expect(pauses).toBeGreaterThan(r.value.stats.processes);
+      expect(r.value.holders.get('uverbs0')).toContainEqual({ pid: process.pid, paths: ['/dev/full'] });
+    } finally {
+      for (const fd of fds) fs.closeSync(fd);
+    }
+  });
+
   it('passes over a process that exits between the listing and its reads', () => {
     const proc = procfs();
     fs.mkdirSync(path.join(proc, '40'));
