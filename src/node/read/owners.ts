@@ -249,9 +249,8 @@ export class FdScanner {
       if (started === 'gone') continue;
       if (started === 'covered' || (coverage !== undefined && !coverage.skip && coverage.test(pid))) covered.push(pid);
       if (started === 'covered') continue;
-      const r: ProcessRead | 'gone' =
+      const r: ProcessRead =
         'read' in started ? yield* this.readLinks(started.read, problems, slice, noDevice) : started;
-      if (r === 'gone') continue;
       if ('asked' in r && 'read' in started) awaiting.push(started.read);
       else accept(pid, r);
     }
@@ -260,8 +259,7 @@ export class FdScanner {
       // straight one reads on and finds those fds still being asked (uncertain).
       yield this.probe.settle();
       for (const read of awaiting) {
-        const r = yield* this.readLinks({ ...read, prev: undefined }, problems, slice, noDevice);
-        if (r !== 'gone') accept(read.pid, r);
+        accept(read.pid, yield* this.readLinks({ ...read, prev: undefined }, problems, slice, noDevice));
       }
     }
     this.probe?.endScan(present, full);
@@ -336,12 +334,7 @@ export class FdScanner {
    * Reads the links of fds not seen before (all of them for a new process or a full rescan), and
    * asks the device of those that are paths, a run of links at a time between checks of the slice.
    */
-  private *readLinks(
-    p: LinkRead,
-    problems: Problems,
-    slice: Slice,
-    noDevice: () => boolean,
-  ): Steps<ProcessRead | 'gone'> {
+  private *readLinks(p: LinkRead, problems: Problems, slice: Slice, noDevice: () => boolean): Steps<ProcessRead> {
     const known = p.prev ? new Set(p.prev.listing.split('/')) : undefined;
     // Read from within the fd directory (fd-dirs.ts) where there are enough links to pay for the
     // two chdirs: a steady process's new fd or two are read by their whole paths.
@@ -380,7 +373,10 @@ export class FdScanner {
         if (c) r.chars.set(fd, c);
         continue;
       }
-      if (r.many && !r.tried) [r.inside, r.tried] = [this.dirs.enter(p.fdDir), true];
+      if (r.many && !r.tried) {
+        r.inside = this.dirs.enter(p.fdDir);
+        r.tried = true;
+      }
       r.linksRead++;
       try {
         // The whole path is made only where it is needed: most links are kernel objects.
