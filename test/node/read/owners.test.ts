@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { commOf, FdScanner, isKernelThread, startTime } from '../../../src/node/read/owners.js';
+import { commOf, FdScanner, isKernelThread, startTime, type OwnerScan } from '../../../src/node/read/owners.js';
 import { Problems } from '../../../src/node/read/problems.js';
+import type { Steps } from '../../../src/node/read/steps.js';
 import { standardFdDevice, uverbsDevice, writeProcess } from '../../../src/demo/nodetree.js';
 import { renameProcess } from '../../support/node-tree.js';
 import { asUnprivileged, deny, removeProcess, tmpDir, tmpfsDir } from '../../support/tmp.js';
@@ -21,6 +22,18 @@ function procfs(on: 'disk' | 'tmpfs' = 'disk'): string {
   const dir = path.join(on === 'disk' ? tmpDir() : tmpfsDir(), 'proc');
   fs.mkdirSync(dir);
   return dir;
+}
+
+/** Runs a scan's steps, the working directory `home` at every pause and at the end; its pauses and result. */
+function pausing(steps: Steps<OwnerScan>, home: string): { pauses: number; scan: OwnerScan } {
+  let pauses = 0;
+  let r = steps.next();
+  for (; r.done !== true; r = steps.next()) {
+    expect(process.cwd()).toBe(home);
+    pauses++;
+  }
+  expect(process.cwd()).toBe(home);
+  return { pauses, scan: r.value };
 }
 
 describe('FdScanner', () => {
@@ -164,19 +177,10 @@ describe('FdScanner', () => {
     const home = process.cwd();
     // A scan that yields at every chance (a slice of 0 ms), from a procfs root named relatively.
     const scanner = new FdScanner(path.relative(home, proc), 60_000, standardFdDevice, 0);
-    const steps = scanner.scanSteps(0, new Problems(), VERBS);
-    let yields = 0;
-    let r = steps.next();
-    for (; r.done !== true; r = steps.next()) {
-      expect(process.cwd()).toBe(home);
-      yields++;
-    }
-    expect(process.cwd()).toBe(home);
-    expect(yields).toBeGreaterThan(6);
-    expect(r.value.stats.fdLinksRead).toBe(6 * 300);
-    expect(pidsOf(r.value.holders)).toEqual(
-      Object.fromEntries([0, 1, 2, 3, 4, 5].map((n) => [`uverbs${n}`, [40 + n]])),
-    );
+    const { pauses, scan } = pausing(scanner.scanSteps(0, new Problems(), VERBS), home);
+    expect(pauses).toBeGreaterThan(6);
+    expect(scan.stats.fdLinksRead).toBe(6 * 300);
+    expect(pidsOf(scan.holders)).toEqual(Object.fromEntries([0, 1, 2, 3, 4, 5].map((n) => [`uverbs${n}`, [40 + n]])));
   });
 
   it('reports a process whose fd table cannot be read as unreadable, never as holding nothing', () => {
@@ -317,17 +321,11 @@ describe('FdScanner', () => {
     const home = process.cwd();
     try {
       const verbs = (): Map<string, string> => new Map([['1:7', 'uverbs0']]);
-      const steps = new FdScanner('/proc', 60_000, undefined, 0).scanSteps(0, new Problems(), verbs);
-      let pauses = 0;
-      let r = steps.next();
-      for (; r.done !== true; r = steps.next()) {
-        expect(process.cwd()).toBe(home);
-        pauses++;
-      }
-      expect(process.cwd()).toBe(home);
+      const scanner = new FdScanner('/proc', 60_000, undefined, 0);
+      const { pauses, scan } = pausing(scanner.scanSteps(0, new Problems(), verbs), home);
       // More pauses than processes: some fell within fd tables.
-      expect(pauses).toBeGreaterThan(r.value.stats.processes);
-      expect(r.value.holders.get('uverbs0')).toContainEqual({ pid: process.pid, paths: ['/dev/full'] });
+      expect(pauses).toBeGreaterThan(scan.stats.processes);
+      expect(scan.holders.get('uverbs0')).toContainEqual({ pid: process.pid, paths: ['/dev/full'] });
     } finally {
       for (const fd of fds) fs.closeSync(fd);
     }
