@@ -100,6 +100,7 @@ function main(): void {
   const nodeVersion = (node: string): string => execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
   const here = `Node ${nodeVersion(process.execPath)}`;
   const embedded = `Node ${nodeVersion(node24)}`;
+  // Run under the embedded Node itself, the machine's Node is that one: each of its variants once.
   const variants: Variant[] = [
     { name: `npm install, ${here}`, cmd: process.execPath, args: [MAIN, ...once_] },
     { name: `npm install, ${embedded}`, cmd: node24, args: [MAIN, ...once_] },
@@ -107,7 +108,7 @@ function main(): void {
     { name: 'executable, no code cache', cmd: seaNoCache, args: once_ },
     { name: `bare node -e 0, ${here}`, cmd: process.execPath, args: ['-e', '0'] },
     { name: `bare node -e 0, ${embedded}`, cmd: node24, args: ['-e', '0'] },
-  ];
+  ].filter((v, i, all) => all.findIndex((w) => w.name === v.name) === i);
   const figures = new Map<string, Figures>(variants.map((v) => [v.name, { wallMs: [], cpuMs: [], rssKiB: [] }]));
   const rssFile = path.join(dir, 'rss');
   try {
