@@ -25,6 +25,7 @@ const OTHER_TOOLS: Readonly<Record<string, string>> = {
   '--lite-mode': 'node (V8)',
   '--memory-saver-mode': 'node (V8)',
   '--heap-growing-percent': 'node (V8)',
+  '--no-flush-bytecode': 'node (V8)',
   '--nodelist': 'squeue',
   '--ntasks': 'sbatch',
   '--cpus-per-task': 'sbatch',
