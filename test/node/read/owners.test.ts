@@ -3,6 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { commOf, FdScanner, isKernelThread, startTime, type OwnerScan } from '../../../src/node/read/owners.js';
 import { Problems } from '../../../src/node/read/problems.js';
+import { deviceNumber } from '../../../src/node/read/roots.js';
 import type { Steps } from '../../../src/node/read/steps.js';
 import { standardFdDevice, uverbsDevice, writeProcess } from '../../../src/demo/nodetree.js';
 import { renameProcess } from '../../support/node-tree.js';
@@ -312,21 +313,23 @@ describe('FdScanner', () => {
   });
 
   it('reads a real fd table across its pauses: a device held past 300 fds, the working directory back at each pause', () => {
-    // This process's own fds on the real /proc: 300 on /dev/null, then /dev/full (1:7) by a path
-    // named like a verbs device, so the scan pauses within the table (a slice of 0 ms) before it.
+    // This process's own fds on the real /proc: 300 on /dev/null, then /dev/full by a path named
+    // like a verbs device, so the scan pauses within the table (a slice of 0 ms) before it.
     const dir = tmpDir();
     fs.symlinkSync('/dev/full', path.join(dir, 'uverbs0'));
     const fds = Array.from({ length: 300 }, () => fs.openSync('/dev/null', 'r'));
     fds.push(fs.openSync(path.join(dir, 'uverbs0'), 'r'));
     const home = process.cwd();
+    const scanner = new FdScanner('/proc', 60_000, undefined, 0);
     try {
-      const verbs = (): Map<string, string> => new Map([['1:7', 'uverbs0']]);
-      const scanner = new FdScanner('/proc', 60_000, undefined, 0);
+      const full = deviceNumber(fs.statSync('/dev/full').rdev);
+      const verbs = (): Map<string, string> => new Map([[full, 'uverbs0']]);
       const { pauses, scan } = pausing(scanner.scanSteps(0, new Problems(), verbs), home);
       // More pauses than processes: some fell within fd tables.
       expect(pauses).toBeGreaterThan(scan.stats.processes);
       expect(scan.holders.get('uverbs0')).toContainEqual({ pid: process.pid, paths: ['/dev/full'] });
     } finally {
+      scanner.stop(); // any probe another process's fds set off
       for (const fd of fds) fs.closeSync(fd);
     }
   });
