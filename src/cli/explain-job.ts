@@ -116,7 +116,7 @@ export function jobView(
   return {
     job: jobId,
     ...(sluid === undefined ? {} : { sluid }),
-    cgroups: mine.flatMap((a) => a.jobDirs ?? []),
+    cgroups: mine.flatMap((a) => (a.jobDirs ?? []).map(({ controllers, dir }) => ({ controllers, dir }))),
     processes: pids.map((pid) => ({ pid, comm: name(pid), stepd: stepd.has(pid) })),
     ports: portsOf(c, jobId, first),
     gpus: gpusOf(c, jobId, new Set(pids), gpuAllocation),

@@ -26,7 +26,10 @@ export interface Allocation {
   readonly procsFiles: readonly string[];
   /** Subtrees that could not be read: the PID list may be incomplete. */
   readonly gaps: readonly string[];
-  /** The job directory that may carry `rdma.current`: the v2 job directory, or the v1 one under the rdma hierarchy. */
+  /**
+   * The job directory that may carry `rdma.current`: the v2 job directory, or the v1 one under the
+   * rdma hierarchy; absent where its listing showed no such file (the controller is off).
+   */
   readonly rdmaDir?: string;
   /** PID → the directory (v2, or under the v1 rdma hierarchy) whose cgroup.procs listed it: its own cgroup. */
   readonly cgroupOf?: ReadonlyMap<number, string>;
@@ -40,7 +43,17 @@ export interface Allocation {
 export interface JobDir {
   readonly controllers: string;
   readonly dir: string;
+  /**
+   * The names of the files the directory held when the walk listed it this cycle; absent where it
+   * could not be listed. A file the kernel lacks (an older kernel, a controller not enabled for
+   * the job) is then known absent without an open that fails: each failed open throws, which
+   * costs about three times a successful open, for every job, every cycle.
+   */
+  readonly files?: readonly string[];
 }
+
+/** The rdma controller's charges file in each cgroup it is enabled for (rdma-cgroup.ts). */
+export const RDMA_CURRENT = 'rdma.current';
 
 export interface ScopeInfo {
   readonly layout: Layout;
@@ -171,9 +184,9 @@ function scanScope(dir: string, scope: string, acc: ScanAccumulator, problems: P
     if (idKind === 'sluid') acc.scope('v2-sluid', scope);
     const alloc = newAllocation(`${scope}/${name}`, numeric?.[1] ?? name, idKind, layout, scope);
     const jobDir = entryPath(dir, name);
-    alloc.rdmaDir = jobDir;
-    alloc.jobDirs.push({ controllers: '', dir: jobDir });
-    walkJob(jobDir, [], alloc, { own: true, byLinks }, problems);
+    const files = walkJob(jobDir, [], alloc, { own: true, byLinks }, problems);
+    if (mayHold(files, RDMA_CURRENT)) alloc.rdmaDir = jobDir;
+    alloc.jobDirs.push(jobDirOf('', jobDir, files));
     acc.allocations.set(alloc.key, alloc);
   }
 }
@@ -217,9 +230,9 @@ function scanV1Root(dir: string, root: string, ctrl: string, acc: ScanAccumulato
         acc.allocations.set(key, alloc);
       }
       const jobDir = entryPath(entryPath(dir, uid), name);
-      if (rdma) alloc.rdmaDir = jobDir;
-      alloc.jobDirs.push({ controllers: ctrl, dir: jobDir });
-      walkJob(jobDir, [], alloc, { own: rdma, byLinks }, problems);
+      const files = walkJob(jobDir, [], alloc, { own: rdma, byLinks }, problems);
+      if (rdma && mayHold(files, RDMA_CURRENT)) alloc.rdmaDir = jobDir;
+      alloc.jobDirs.push(jobDirOf(ctrl, jobDir, files));
     }
   }
 }
@@ -248,8 +261,26 @@ interface Walk {
   readonly byLinks: boolean;
 }
 
-/** Reads cgroup.procs at every level below the job: processes live in leaves, not at the job level. */
-function walkJob(dir: string, rel: string[], alloc: MutableAllocation, walk: Walk, problems: Problems): void {
+/** Whether a directory may hold a file: its listing names it, or there was none. */
+function mayHold(files: readonly string[] | undefined, name: string): boolean {
+  return files === undefined || files.includes(name);
+}
+
+function jobDirOf(controllers: string, dir: string, files: readonly string[] | undefined): JobDir {
+  return files === undefined ? { controllers, dir } : { controllers, dir, files };
+}
+
+/**
+ * Reads cgroup.procs at every level below the job: processes live in leaves, not at the job level.
+ * Returns the names of the files in `dir` where it was listed (a job's own directory always is).
+ */
+function walkJob(
+  dir: string,
+  rel: string[],
+  alloc: MutableAllocation,
+  walk: Walk,
+  problems: Problems,
+): readonly string[] | undefined {
   const procsPath = entryPath(dir, 'cgroup.procs');
   const procs = readSmall(procsPath, PROCS_READ);
   if (!procs.ok) noteGap(procs, `job ${alloc.id}`, alloc.gaps, problems);
@@ -262,12 +293,16 @@ function walkJob(dir: string, rel: string[], alloc: MutableAllocation, walk: Wal
       if (walk.own) alloc.cgroupOf.set(pid, dir);
     }
   }
-  if (rel.length >= MAX_JOB_DEPTH) return;
+  if (rel.length >= MAX_JOB_DEPTH) return undefined;
   // A job's directory and its steps' hold Slurm's own subdirectories: listed straight away. Below
   // them most directories are leaves (tasks), each told by one stat.
-  const subs = subdirsOf(dir, walk.byLinks && rel.length >= 2);
-  if (!subs.ok) return noteGap(subs, `job ${alloc.id}`, alloc.gaps, problems);
-  for (const name of subs.value) walkJob(entryPath(dir, name), [...rel, name], alloc, walk, problems);
+  const entries = subdirsOf(dir, walk.byLinks && rel.length >= 2);
+  if (!entries.ok) {
+    noteGap(entries, `job ${alloc.id}`, alloc.gaps, problems);
+    return undefined;
+  }
+  for (const name of entries.value.subdirs) walkJob(entryPath(dir, name), [...rel, name], alloc, walk, problems);
+  return entries.value.others;
 }
 
 export function parsePids(text: string): number[] {

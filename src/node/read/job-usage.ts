@@ -106,11 +106,22 @@ export function parseV1Limit(text: string): Read<bigint | undefined> {
 /** Reads files of one job, noting failures; `gone` tells whether any file was missing. */
 class JobFiles {
   gone = false;
+  /** Each job directory's files as the cgroup walk listed them (JobDir.files). */
+  private readonly listed: ReadonlyMap<string, readonly string[]>;
 
-  constructor(private readonly problems: Problems) {}
+  constructor(
+    private readonly problems: Problems,
+    dirs: readonly JobDir[],
+  ) {
+    this.listed = new Map(dirs.flatMap((d) => (d.files === undefined ? [] : [[d.dir, d.files] as const])));
+  }
 
-  /** The file's text, or undefined (missing: `gone` set; other failures counted). */
+  /**
+   * The file's text, or undefined (missing: `gone` set; other failures counted). A file its
+   * directory's listing lacks is one this kernel does not have: not asked for, and not `gone`.
+   */
   text(dir: string, name: string): string | undefined {
+    if (this.listed.get(dir)?.includes(name) === false) return undefined;
     const r = readSmall(entryPath(dir, name), { whole: true });
     if (r.ok) return r.value;
     this.note(r);
@@ -225,7 +236,7 @@ function defined(u: JobUsage): JobUsage {
  */
 export function readJobUsage(dirs: readonly JobDir[], problems: Problems): JobUsage | undefined {
   if (dirs.length === 0) return undefined;
-  const files = new JobFiles(problems);
+  const files = new JobFiles(problems, dirs);
   const v2 = dirs.length === 1 && dirs[0]?.controllers === '';
   const usage = v2 ? readV2(dirs[0]?.dir as string, files) : readV1(dirs, files);
   if (files.gone && dirs.some((d) => !fs.existsSync(d.dir))) return undefined;

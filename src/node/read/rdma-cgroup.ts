@@ -16,7 +16,7 @@
 import type { Problems } from './problems.js';
 import { join, LIST_LIMIT, listDir, listSubdirs, readSmall } from './roots.js';
 import { failed, ok, type Read } from './result.js';
-import { cgroupLines, type CgroupLine } from './cgroups.js';
+import { cgroupLines, RDMA_CURRENT, type CgroupLine } from './cgroups.js';
 
 export interface RdmaCharge {
   readonly handles: number;
@@ -99,7 +99,7 @@ export function firstRdmaCurrent(
   devices?: ListedDevices,
 ): RdmaEvidence | undefined {
   for (const dir of dirs) {
-    const file = join(dir, 'rdma.current');
+    const file = join(dir, RDMA_CURRENT);
     const r = readSmall(file, { utf8: true });
     if (!r.ok && r.kind === 'gone') continue;
     const parsed = r.ok ? parseRdmaCurrent(r.value) : r;

@@ -202,15 +202,30 @@ export function listDir(p: string): Read<string[]> {
   }
 }
 
-/** Names of the real subdirectories (symlinks excluded: v1 aliases like cpu -> cpu,cpuacct). */
-export function listSubdirs(p: string): Read<string[]> {
+/** What one listing of a directory tells. */
+export interface Entries {
+  /** The real subdirectories (symlinks excluded: v1 aliases like cpu -> cpu,cpuacct). */
+  readonly subdirs: string[];
+  /** Every other entry's name (files, symlinks); absent where the directory was not listed (subdirsOf). */
+  readonly others?: string[];
+}
+
+/** A directory's entries, from one listing. */
+export function listEntries(p: string): Read<Entries> {
   try {
-    const out: string[] = [];
-    for (const d of fs.readdirSync(p, { withFileTypes: true })) if (d.isDirectory()) out.push(d.name);
-    return ok(out);
+    const subdirs: string[] = [];
+    const others: string[] = [];
+    for (const d of fs.readdirSync(p, { withFileTypes: true })) (d.isDirectory() ? subdirs : others).push(d.name);
+    return ok({ subdirs, others });
   } catch (err) {
     return failure(err, p);
   }
+}
+
+/** Names of the real subdirectories (symlinks excluded: v1 aliases like cpu -> cpu,cpuacct). */
+export function listSubdirs(p: string): Read<string[]> {
+  const r = listEntries(p);
+  return r.ok ? ok(r.value.subdirs) : r;
 }
 
 /**
@@ -246,19 +261,20 @@ export function freshInodes(p: string): boolean {
 }
 
 /**
- * The subdirectories of `p`; with `byLinks` (linksCountSubdirs of its filesystem), none without
- * listing when its link count is 2. One stat instead of a listing: a leaf cgroup holds dozens of
- * files and is most of a job's tree. A stat that fails lists, which reports why.
+ * The entries of `p`; with `byLinks` (linksCountSubdirs of its filesystem), no subdirectories and
+ * no listing (`others` absent) when its link count is 2. One stat instead of a listing: a leaf
+ * cgroup holds dozens of files and is most of a job's tree. A stat that fails lists, which
+ * reports why.
  */
-export function subdirsOf(p: string, byLinks: boolean): Read<string[]> {
+export function subdirsOf(p: string, byLinks: boolean): Read<Entries> {
   if (byLinks) {
     try {
-      if (fs.statSync(p).nlink === 2) return ok([]);
+      if (fs.statSync(p).nlink === 2) return ok({ subdirs: [] });
     } catch {
       // listed below
     }
   }
-  return listSubdirs(p);
+  return listEntries(p);
 }
 
 export const join = path.join;

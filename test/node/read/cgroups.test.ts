@@ -97,7 +97,47 @@ describe('scanCgroups', () => {
     expect([a?.id, a?.idKind, a?.layout]).toEqual(['40131000', 'jobid', 'v2']);
     expect([...(a?.pids ?? [])].sort()).toEqual([1142, 1143, 1144, 1149, 1163]);
     expect([...(a?.stepdPids ?? [])].sort()).toEqual([1134, 1154]);
-    expect(a?.rdmaDir).toBe(job);
+    // No rdma controller for the job: its listing shows no rdma.current, so none is asked for.
+    expect(a?.rdmaDir).toBeUndefined();
+    expect(a?.jobDirs).toEqual([{ controllers: '', dir: job, files: ['cgroup.procs'] }]);
+  });
+
+  it("keeps each job directory's files as listed: rdma.current is looked for where the listing shows it", () => {
+    const root = tmpDir();
+    put(path.join(root, 'cgroup.controllers'), 'cpu memory rdma\n');
+    const scope = path.join(root, 'system.slice/slurmstepd.scope');
+    const withRdma = path.join(scope, 'job_1');
+    const without = path.join(scope, 'job_2');
+    put(path.join(withRdma, 'step_0/user/task_0/cgroup.procs'), '10\n');
+    put(path.join(without, 'step_0/user/task_0/cgroup.procs'), '20\n');
+    for (const job of [withRdma, without]) {
+      put(path.join(job, 'cgroup.procs'), '');
+      put(path.join(job, 'memory.current'), '4096\n');
+    }
+    put(path.join(withRdma, 'rdma.current'), 'mlx5_0 hca_handle=1 hca_object=3\n');
+    const byId = new Map(scanCgroups(root, new Problems()).allocations.map((a) => [a.id, a]));
+    expect(byId.get('1')?.rdmaDir).toBe(withRdma);
+    expect(byId.get('2')?.rdmaDir).toBeUndefined();
+    expect([...(byId.get('1')?.jobDirs?.[0]?.files ?? [])].sort()).toEqual([
+      'cgroup.procs',
+      'memory.current',
+      'rdma.current',
+    ]);
+    expect([...(byId.get('2')?.jobDirs?.[0]?.files ?? [])].sort()).toEqual(['cgroup.procs', 'memory.current']);
+  });
+
+  it("v1: the rdma hierarchy's job directory is where rdma.current is looked for, when listed there", () => {
+    const root = tmpDir();
+    for (const ctrl of ['rdma', 'cpuacct']) {
+      put(path.join(root, ctrl, 'slurm/uid_1000/job_7/step_0/task_0/cgroup.procs'), '70\n');
+      put(path.join(root, ctrl, 'slurm/uid_1000/job_7/cgroup.procs'), '');
+    }
+    const rdmaJob = path.join(root, 'rdma/slurm/uid_1000/job_7');
+    expect(scanCgroups(root, new Problems()).allocations[0]?.rdmaDir).toBeUndefined();
+    put(path.join(rdmaJob, 'rdma.current'), 'mlx5_0 hca_handle=0 hca_object=0\n');
+    const [a] = scanCgroups(root, new Problems()).allocations;
+    expect(a?.rdmaDir).toBe(rdmaJob);
+    expect(a?.jobDirs?.map((d) => d.controllers).sort()).toEqual(['cpuacct', 'rdma']);
   });
 
   it('reports one layout per scope: v2-sluid for a 26.05 scope, v2 for a job_<id> scope, in any order', () => {

@@ -191,11 +191,37 @@ describe('readJobUsage on job cgroup trees', () => {
   });
 
   it('v1: cpuacct.stat in USER_HZ ticks where the kernel lacks the ns files', () => {
-    const { dirs } = tree('v1');
+    const { roots, dirs } = tree('v1');
     const first = demoTree({ layout: 'v1', nonJobHolder: false }).jobs[0]!;
-    const all = dirs.get(first.jobId)!;
-    writeFiles(all.find((d) => d.controllers === 'cpuacct')!.dir, { 'cpuacct.stat': 'user 250\nsystem 30\n' });
+    writeFiles(dirs.get(first.jobId)!.find((d) => d.controllers === 'cpuacct')!.dir, {
+      'cpuacct.stat': 'user 250\nsystem 30\n',
+    });
+    // Scanned again, as the next cycle would: the walk's listing of each job directory now names the file.
+    const all = scanCgroups(roots.cgroupfs, new Problems()).allocations.find((a) => a.id === first.jobId)!.jobDirs!;
     expect(readJobUsage(all, new Problems())).toEqual({ cpuUserSeconds: 2.5, cpuSystemSeconds: 0.3 });
+  });
+
+  it("asks only for the files the walk's listing of the job directory showed, and a file it lacks is no vanished job", () => {
+    const dir = tmpDir();
+    writeFiles(dir, V2_FILES);
+    const files = ['cgroup.procs', 'cpu.stat', 'memory.current', 'memory.max', 'memory.events'];
+    const problems = new Problems();
+    // memory.peak is on disk but not in the listing (a kernel before 5.19 has none): not read.
+    expect(readJobUsage([{ controllers: '', dir, files }], problems)).toEqual({
+      cpuUserSeconds: 2.5,
+      cpuSystemSeconds: 1,
+      throttledPeriods: 7,
+      throttledSeconds: 0.25,
+      memoryBytes: 104857600,
+      memoryLimitBytes: 268435456,
+      oomKills: 1,
+    });
+    expect(problems.list()).toEqual([]);
+    // Without a listing every file is asked for.
+    expect(readJobUsage([{ controllers: '', dir }], new Problems())).toMatchObject({ memoryPeakBytes: 209715200 });
+    // A listed file gone since, with its directory: the job ended between the walk and the read.
+    fs.rmSync(dir, { recursive: true });
+    expect(readJobUsage([{ controllers: '', dir, files }], new Problems())).toBeUndefined();
   });
 
   it('a job directory that vanished is no usage and no error; a missing file only a missing value', () => {

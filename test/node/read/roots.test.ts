@@ -189,9 +189,13 @@ describe('the real cgroup filesystem', () => {
           .sort(),
       ).toEqual(pidsIn(leaf).sort());
       expect(linksCountSubdirs(top)).toBe(true);
-      expect(subdirsOf(top, true)).toEqual({ ok: true, value: ['step_0'] });
-      expect(subdirsOf(path.join(top, 'step_0'), true)).toEqual({ ok: true, value: ['task_0'] });
-      expect(subdirsOf(leaf, true)).toEqual({ ok: true, value: [] });
+      const topEntries = subdirsOf(top, true);
+      expect(topEntries).toMatchObject({ ok: true, value: { subdirs: ['step_0'] } });
+      // A listed directory names its files too: the kernel's own, here cgroup.procs.
+      expect(topEntries.ok && topEntries.value.others).toContain('cgroup.procs');
+      expect(subdirsOf(path.join(top, 'step_0'), true)).toMatchObject({ ok: true, value: { subdirs: ['task_0'] } });
+      // A leaf told by its link count is not listed: its files are not known.
+      expect(subdirsOf(leaf, true)).toEqual({ ok: true, value: { subdirs: [] } });
       expect(listSubdirs(leaf)).toEqual({ ok: true, value: [] });
     } finally {
       for (const pid of fs.existsSync(leaf) ? pidsIn(leaf) : []) process.kill(pid, 'SIGKILL');
@@ -211,9 +215,15 @@ describe('the real cgroup filesystem', () => {
     fs.mkdirSync(path.join(dir, 'a', 'b'), { recursive: true });
     fs.writeFileSync(path.join(dir, 'a', 'cgroup.procs'), '');
     for (const byLinks of [true, false]) {
-      expect(subdirsOf(dir, byLinks)).toEqual({ ok: true, value: ['a'] });
-      expect(subdirsOf(path.join(dir, 'a'), byLinks)).toEqual({ ok: true, value: ['b'] });
-      expect(subdirsOf(path.join(dir, 'a', 'b'), byLinks)).toEqual({ ok: true, value: [] });
+      expect(subdirsOf(dir, byLinks)).toEqual({ ok: true, value: { subdirs: ['a'], others: [] } });
+      expect(subdirsOf(path.join(dir, 'a'), byLinks)).toEqual({
+        ok: true,
+        value: { subdirs: ['b'], others: ['cgroup.procs'] },
+      });
+      expect(subdirsOf(path.join(dir, 'a', 'b'), byLinks)).toEqual({
+        ok: true,
+        value: byLinks ? { subdirs: [] } : { subdirs: [], others: [] },
+      });
     }
     expect(subdirsOf(path.join(dir, 'gone'), true)).toMatchObject({ ok: false, kind: 'gone' });
   });
