@@ -47,7 +47,7 @@ export interface JobDir {
    * The names of the files the directory held when the walk listed it this cycle; absent where it
    * could not be listed. A file the kernel lacks (an older kernel, a controller not enabled for
    * the job) is then known absent without an open that fails: each failed open throws, which
-   * costs about three times a successful open, for every job, every cycle.
+   * costs more than twice a successful open, for every job, every cycle.
    */
   readonly files?: readonly string[];
 }
