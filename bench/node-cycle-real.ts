@@ -8,10 +8,12 @@
  * host's cgroup2 hierarchy (`<slice>/bench_slurmstepd.scope/job_<id>/step_0/{slurm,user/task_<i>}`,
  * removed at the end); 600 job processes (`sleep`s) × 256 fds, 5 of them on their job's HCA and
  * the rest on a socket, one in each task directory; a stepd in each step's `slurm`; 200 other
- * processes × 16 fds outside the jobs; beside whatever the machine runs. Each HCA's uverbs device is
- * a stand-in: a real character device no process holds (test/support/stand-in-devices.ts), made
- * with mknod and named in the synthetic sysfs, so the agent finds the holders by stat as on a node;
- * as many HCAs as there are free stand-ins, up to the heavy node's 8.
+ * processes × 16 fds outside the jobs (in the slice's `others`); beside whatever the machine
+ * runs. Each HCA's uverbs device is a stand-in: a real character device no process holds
+ * (test/support/stand-in-devices.ts), made with mknod and named in the synthetic sysfs, so the
+ * agent finds the holders by stat as on a node; as many HCAs as there are free stand-ins, up to
+ * the heavy node's 8. A run stopped by ^C or SIGTERM cleans up once its measurement ends; the
+ * slice of one killed outright is removed by the next run.
  *
  * Prints, against baselines measured in the same run and alternated with it:
  *   cold cycle   (median of fresh collectors) vs `find /proc/[0-9]*\/fd -lname '*uverbs*'`
@@ -70,6 +72,53 @@ function makeJobCgroups(scope: string, jobs: readonly JobSpec[]): JobDirs[] {
   });
 }
 
+/**
+ * Removes what an earlier run killed before its end left behind (its slice, named by its PID, and
+ * the sleepers in it): left, they are 64 jobs of processes that a node agent on this host would
+ * read as Slurm's.
+ */
+function removeStaleRuns(mount: string): void {
+  for (const name of fs.readdirSync(mount)) {
+    const pid = /^slurm-otel-bench-(\d+)\.slice$/.exec(name)?.[1];
+    if (pid === undefined || running(Number(pid))) continue;
+    const slice = path.join(mount, name);
+    console.log(`removing ${slice}, left by an earlier run that was killed`);
+    // cgroup.kill (Linux 5.14) kills every process in the tree; older kernels, each one listed.
+    const killAll = path.join(slice, 'cgroup.kill');
+    if (fs.existsSync(killAll)) fs.writeFileSync(killAll, '1');
+    else for (const pid of pidsUnder(slice)) process.kill(pid, 'SIGKILL');
+    removeCgroupsOnceEmpty(slice);
+  }
+}
+
+/** Whether a process runs: not gone, and not a zombie its parent (or init) has yet to reap. */
+function running(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+function pidsUnder(dir: string): number[] {
+  const own = fs.readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
+  const subs = fs.readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory());
+  return [...own, ...subs.flatMap((d) => pidsUnder(path.join(dir, d.name)))];
+}
+
+/** removeCgroups once the killed processes have gone (they leave their cgroups as they exit), or fails. */
+function removeCgroupsOnceEmpty(dir: string): void {
+  for (let tries = 0; ; tries++) {
+    try {
+      return removeCgroups(dir);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EBUSY' || tries >= 100) throw err;
+      execFileSync('sleep', ['0.1']);
+    }
+  }
+}
+
 /** Removes a cgroup tree, deepest first (a cgroup goes only once it has no children nor processes). */
 function removeCgroups(dir: string): void {
   if (!fs.existsSync(dir)) return;
@@ -83,7 +132,12 @@ function moveInto(dir: string, child: ChildProcess): void {
 }
 
 /** The real processes, put into `all` as they start: job tasks and stepds in their cgroups, the others outside. */
-async function startNode(dirs: readonly JobDirs[], devices: readonly string[], all: ChildProcess[]): Promise<void> {
+async function startNode(
+  dirs: readonly JobDirs[],
+  othersDir: string,
+  devices: readonly string[],
+  all: ChildProcess[],
+): Promise<void> {
   const sock = await socketFd();
   const held = devices.map((d) => fs.openSync(d, 'r'));
   try {
@@ -96,7 +150,8 @@ async function startNode(dirs: readonly JobDirs[], devices: readonly string[], a
       tasks.forEach((t, i) => moveInto(job.tasks[i] as string, t));
       for (const stepd of await startSleepers(1, () => plain(STEPD_FDS), all)) moveInto(job.stepd, stepd);
     }
-    await startSleepers(HEAVY_NODE.otherProcesses, () => plain(OTHER_FDS), all);
+    for (const other of await startSleepers(HEAVY_NODE.otherProcesses, () => plain(OTHER_FDS), all))
+      moveInto(othersDir, other);
   } finally {
     for (const fd of held) fs.closeSync(fd);
     sock.close();
@@ -111,6 +166,11 @@ async function main(): Promise<void> {
   asNodeAgent();
   sayRuntime();
   if (process.getuid?.() !== 0) throw new Error('needs root: it makes cgroup directories and device nodes');
+  // Killed at once by a signal, the run would leave its processes and cgroups behind: the first ^C
+  // or SIGTERM lets the measurement end and the run clean up; a second stops it where it is.
+  for (const sig of ['SIGINT', 'SIGTERM'] as const)
+    process.once(sig, () => console.error(`${sig}: cleaning up once the measurement in hand ends`));
+  removeStaleRuns(cgroup2Mount());
   const release = await leaseStandIns();
   const work = fs.mkdtempSync(path.join(fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir(), 'slurm-otel-real-'));
   const slice = path.join(cgroup2Mount(), `slurm-otel-bench-${process.pid}.slice`);
@@ -134,7 +194,11 @@ async function main(): Promise<void> {
     for (const hca of hcas) writeHca(sysfs, hca);
     const jobs = heavyTree({ ...HEAVY_NODE, hcas: hcas.length }).jobs;
     const dirs = makeJobCgroups(scope, jobs);
-    await startNode(dirs, nodes, children);
+    // The other processes in the slice too, outside the jobs' scope: all of the run's processes in
+    // one tree, which removeStaleRuns can kill whole.
+    const othersDir = path.join(slice, 'others');
+    fs.mkdirSync(othersDir);
+    await startNode(dirs, othersDir, nodes, children);
     const controllers = fs.readFileSync(path.join(slice, 'cgroup.controllers'), 'utf8').trim();
     console.log(
       `real node: ${hcas.length} HCAs (stand-in devices) × ${HEAVY_NODE.portsPerHca} ports, ${jobs.length} jobs, ` +
