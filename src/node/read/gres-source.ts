@@ -105,8 +105,10 @@ export class SlurmGpuAllocation implements GpuAllocationSource {
     else this.publish();
   }
 
-  refresh(): Promise<void> {
-    return this.start(Infinity);
+  async refresh(): Promise<void> {
+    // A run want() started asks at most MAX_JOBS_PER_RUN jobs: once it ends, one for all the rest.
+    await this.running;
+    await this.start(Infinity);
   }
 
   private start(maxJobs: number): Promise<void> {
