@@ -33,6 +33,8 @@ import { writeHca, type JobSpec } from '../src/demo/nodetree.js';
 import { HOLD_COUNTER_FILES, NodeCollector } from '../src/node/collect.js';
 import type { Roots } from '../src/node/read/roots.js';
 import { heldDevices, leaseStandIns, mknodStandIn, standInPool } from '../test/support/stand-in-devices.js';
+import { alive } from '../test/support/stopping.js';
+import { waitFor } from '../test/support/tools.js';
 import { HEAVY_NODE, heavyTree } from './heavy-node.js';
 import { socketFd, startSleepers, stopSleepers } from './sleepers.js';
 import { alternated, asNodeAgent, listingFloor, ratioText, sayRuntime, time } from './stats.js';
@@ -77,27 +79,19 @@ function makeJobCgroups(scope: string, jobs: readonly JobSpec[]): JobDirs[] {
  * the sleepers in it): left, they are 64 jobs of processes that a node agent on this host would
  * read as Slurm's.
  */
-function removeStaleRuns(mount: string): void {
+async function removeStaleRuns(mount: string): Promise<void> {
   for (const name of fs.readdirSync(mount)) {
     const pid = /^slurm-otel-bench-(\d+)\.slice$/.exec(name)?.[1];
-    if (pid === undefined || running(Number(pid))) continue;
+    if (pid === undefined || alive(Number(pid))) continue;
     const slice = path.join(mount, name);
     console.log(`removing ${slice}, left by an earlier run that was killed`);
     // cgroup.kill (Linux 5.14) kills every process in the tree; older kernels, each one listed.
     const killAll = path.join(slice, 'cgroup.kill');
     if (fs.existsSync(killAll)) fs.writeFileSync(killAll, '1');
-    else for (const pid of pidsUnder(slice)) process.kill(pid, 'SIGKILL');
-    removeCgroupsOnceEmpty(slice);
-  }
-}
-
-/** Whether a process runs: not gone, and not a zombie its parent (or init) has yet to reap. */
-function running(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
+    else for (const p of pidsUnder(slice)) process.kill(p, 'SIGKILL');
+    // A cgroup goes only once its killed processes have left it.
+    await waitFor(`the processes of ${slice} to exit`, () => pidsUnder(slice).length === 0, 10_000);
+    removeCgroups(slice);
   }
 }
 
@@ -105,18 +99,6 @@ function pidsUnder(dir: string): number[] {
   const own = fs.readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
   const subs = fs.readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory());
   return [...own, ...subs.flatMap((d) => pidsUnder(path.join(dir, d.name)))];
-}
-
-/** removeCgroups once the killed processes have gone (they leave their cgroups as they exit), or fails. */
-function removeCgroupsOnceEmpty(dir: string): void {
-  for (let tries = 0; ; tries++) {
-    try {
-      return removeCgroups(dir);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EBUSY' || tries >= 100) throw err;
-      execFileSync('sleep', ['0.1']);
-    }
-  }
 }
 
 /** Removes a cgroup tree, deepest first (a cgroup goes only once it has no children nor processes). */
@@ -170,7 +152,7 @@ async function main(): Promise<void> {
   // or SIGTERM lets the measurement end and the run clean up; a second stops it where it is.
   for (const sig of ['SIGINT', 'SIGTERM'] as const)
     process.once(sig, () => console.error(`${sig}: cleaning up once the measurement in hand ends`));
-  removeStaleRuns(cgroup2Mount());
+  await removeStaleRuns(cgroup2Mount());
   const release = await leaseStandIns();
   const work = fs.mkdtempSync(path.join(fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir(), 'slurm-otel-real-'));
   const slice = path.join(cgroup2Mount(), `slurm-otel-bench-${process.pid}.slice`);
