@@ -272,7 +272,8 @@ function jobDirOf(controllers: string, dir: string, files: readonly string[] | u
 
 /**
  * Reads cgroup.procs at every level below the job: processes live in leaves, not at the job level.
- * Returns the names of the files in `dir` where it was listed (a job's own directory always is).
+ * Returns the names of the files in `dir` where it was listed (a job's own directory is, unless
+ * the listing fails).
  */
 function walkJob(
   dir: string,
