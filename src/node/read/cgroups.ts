@@ -6,6 +6,7 @@
 import { entryPath, join, LIST_LIMIT, linksCountSubdirs, listSubdirs, readSmall, subdirsOf } from './roots.js';
 import { type Read } from './result.js';
 import type { Problems } from './problems.js';
+import { WorkingDir } from './working-dir.js';
 
 export type Layout = 'v1' | 'v2' | 'v2-sluid';
 export type IdKind = 'jobid' | 'sluid' | 'unknown';
@@ -108,6 +109,8 @@ function isUnified(cgroupfs: string): boolean {
 }
 
 class ScanAccumulator {
+  /** Each job's tree is walked from within its directory (walkJobDir). */
+  readonly wd = new WorkingDir();
   readonly allocations = new Map<string, MutableAllocation>();
   readonly scopes = new Map<string, ScopeInfo>();
   readonly gaps: string[] = [];
@@ -184,7 +187,7 @@ function scanScope(dir: string, scope: string, acc: ScanAccumulator, problems: P
     if (idKind === 'sluid') acc.scope('v2-sluid', scope);
     const alloc = newAllocation(`${scope}/${name}`, numeric?.[1] ?? name, idKind, layout, scope);
     const jobDir = entryPath(dir, name);
-    const files = walkJob(jobDir, [], alloc, { own: true, byLinks }, problems);
+    const files = walkJobDir(jobDir, acc.wd, alloc, { own: true, byLinks }, problems);
     if (mayHold(files, RDMA_CURRENT)) alloc.rdmaDir = jobDir;
     alloc.jobDirs.push(jobDirOf('', jobDir, files));
     acc.allocations.set(alloc.key, alloc);
@@ -230,7 +233,7 @@ function scanV1Root(dir: string, root: string, ctrl: string, acc: ScanAccumulato
         acc.allocations.set(key, alloc);
       }
       const jobDir = entryPath(entryPath(dir, uid), name);
-      const files = walkJob(jobDir, [], alloc, { own: rdma, byLinks }, problems);
+      const files = walkJobDir(jobDir, acc.wd, alloc, { own: rdma, byLinks }, problems);
       if (rdma && mayHold(files, RDMA_CURRENT)) alloc.rdmaDir = jobDir;
       alloc.jobDirs.push(jobDirOf(ctrl, jobDir, files));
     }
@@ -271,19 +274,51 @@ function jobDirOf(controllers: string, dir: string, files: readonly string[] | u
 }
 
 /**
+ * Walks a job's tree from within its directory (working-dir.ts): the names the kernel walks for
+ * each file are those below the job, not the whole path from the root of cgroupfs. Where the
+ * directory cannot be entered, by whole paths. Returns walkJob's listing of the job directory.
+ */
+function walkJobDir(
+  dir: string,
+  wd: WorkingDir,
+  alloc: MutableAllocation,
+  walk: Walk,
+  problems: Problems,
+): readonly string[] | undefined {
+  const inside = wd.enter(dir);
+  try {
+    return walkJob({ dir, local: inside ? '.' : dir }, [], alloc, walk, problems);
+  } finally {
+    wd.leave();
+  }
+}
+
+/** A directory of a job's tree: its whole path (kept, and named in errors) and the one read. */
+interface TreeDir {
+  readonly dir: string;
+  /** `dir` relative to the working directory (`.` for the job directory entered), or `dir` itself. */
+  readonly local: string;
+}
+
+/** An entry of a TreeDir, for the system call. */
+function localEntry(d: TreeDir, name: string): string {
+  return d.local === '.' ? name : entryPath(d.local, name);
+}
+
+/**
  * Reads cgroup.procs at every level below the job: processes live in leaves, not at the job level.
- * Returns the names of the files in `dir` where it was listed (a job's own directory is, unless
- * the listing fails).
+ * Returns the names of the files in the directory where it was listed (a job's own directory is,
+ * unless the listing fails).
  */
 function walkJob(
-  dir: string,
+  d: TreeDir,
   rel: string[],
   alloc: MutableAllocation,
   walk: Walk,
   problems: Problems,
 ): readonly string[] | undefined {
-  const procsPath = entryPath(dir, 'cgroup.procs');
-  const procs = readSmall(procsPath, PROCS_READ);
+  const procsPath = entryPath(d.dir, 'cgroup.procs');
+  const procs = readSmall(localEntry(d, 'cgroup.procs'), PROCS_READ, procsPath);
   if (!procs.ok) noteGap(procs, `job ${alloc.id}`, alloc.gaps, problems);
   else {
     alloc.procsFiles.push(procsPath);
@@ -291,18 +326,21 @@ function walkJob(
     const into = rel.length === 2 && rel[1] === 'slurm' && rel[0]?.startsWith('step_') ? alloc.stepdPids : alloc.pids;
     for (const pid of parsePids(procs.value)) {
       into.add(pid);
-      if (walk.own) alloc.cgroupOf.set(pid, dir);
+      if (walk.own) alloc.cgroupOf.set(pid, d.dir);
     }
   }
   if (rel.length >= MAX_JOB_DEPTH) return undefined;
   // A job's directory and its steps' hold Slurm's own subdirectories: listed straight away. Below
   // them most directories are leaves (tasks), each told by one stat.
-  const entries = subdirsOf(dir, walk.byLinks && rel.length >= 2);
+  const entries = subdirsOf(d.local, walk.byLinks && rel.length >= 2, d.dir);
   if (!entries.ok) {
     noteGap(entries, `job ${alloc.id}`, alloc.gaps, problems);
     return undefined;
   }
-  for (const name of entries.value.subdirs) walkJob(entryPath(dir, name), [...rel, name], alloc, walk, problems);
+  for (const name of entries.value.subdirs) {
+    const sub = { dir: entryPath(d.dir, name), local: localEntry(d, name) };
+    walkJob(sub, [...rel, name], alloc, walk, problems);
+  }
   return entries.value.others;
 }
 

@@ -136,7 +136,7 @@ export class FdProbe {
       const child = spawn(this.opts.statPath, ['-L', '--printf', '%f %t %T\\n', '--', q.path], {
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
-        // Asked while a scan may be reading from within a job's fd directory (fd-dirs.ts).
+        // Asked while a scan may be reading from within a job's directory (working-dir.ts).
         cwd: '/',
       });
       this.live.add(child);

@@ -19,7 +19,7 @@
  * cannot tell (a tree on a disk filesystem), each cycle, and the start time
  * tells. Every link, and every stat, is read again at least every
  * `rescanIntervalMs`. Links are read from within their fd directory
- * (fd-dirs.ts). A scan is a generator (steps.ts): a full rescan of thousands
+ * (working-dir.ts). A scan is a generator (steps.ts): a full rescan of thousands
  * of processes yields every few milliseconds.
  *
  * The window this leaves: an fd closed and reopened under the same number
@@ -28,7 +28,7 @@
  */
 import fs from 'node:fs';
 import { resolve } from 'node:path';
-import { FdDirs } from './fd-dirs.js';
+import { WorkingDir } from './working-dir.js';
 import { FdMounts, type FdKind } from './fd-mounts.js';
 import { FdProbe, type FdProbeOptions, type ProbeResult } from './fd-probe.js';
 import { freshInodes, inodeOf, listDir, readSmall, sameInode, type FdDeviceOf, type InodeId } from './roots.js';
@@ -152,7 +152,7 @@ export class FdScanner {
   private readonly mounts: FdMounts | undefined;
   /** Asks, off the event loop, what fd-mounts.ts will not ask on it. */
   private readonly probe: FdProbe | undefined;
-  private readonly dirs = new FdDirs();
+  private readonly dirs = new WorkingDir();
   /** The procfs root as an absolute path: links are read from within its fd directories. */
   private readonly procfs: string;
 
@@ -336,7 +336,7 @@ export class FdScanner {
    */
   private *readLinks(p: LinkRead, problems: Problems, slice: Slice, noDevice: () => boolean): Steps<ProcessRead> {
     const known = p.prev ? new Set(p.prev.listing.split('/')) : undefined;
-    // Read from within the fd directory (fd-dirs.ts) where there are enough links to pay for the
+    // Read from within the fd directory (working-dir.ts) where there are enough links to pay for the
     // two chdirs: a steady process's new fd or two are read by their whole paths.
     const r = new LinkReading(p, known, p.names.length - (known?.size ?? 0) >= FROM_WITHIN);
     try {
@@ -454,7 +454,7 @@ function match(chars: ReadonlyMap<string, CharFd>, verbs: ReadonlyMap<string, st
   return [...mine];
 }
 
-/** The fewest links of one fd directory read from within it (FdDirs): fewer walk less than two chdirs. */
+/** The fewest links of one fd directory read from within it (WorkingDir): fewer walk less than two chdirs. */
 const FROM_WITHIN = 4;
 
 /** Links read between checks of the slice: a check reads the clock. */

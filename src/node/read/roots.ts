@@ -90,16 +90,17 @@ const SHARED = Buffer.allocUnsafe(64 * 1024);
  * files are read (sysfs, procfs and cgroupfs files are): a device such as /dev/zero behind a
  * symlink, or a FIFO, is `malformed`, and no more than `limit` bytes are ever read. The file
  * type is asked (fstat) only when the read looks wrong (nothing, too much, EAGAIN): a cycle reads
- * a few thousand files, and asking each costs the cycle ~5%.
+ * a few thousand files, and asking each costs the cycle ~5%. `named` is the path errors give,
+ * where `p` is relative to the working directory (working-dir.ts).
  */
-export function readSmall(p: string, opts: ReadOptions = {}): Read<string> {
+export function readSmall(p: string, opts: ReadOptions = {}, named: string = p): Read<string> {
   let fd: number;
   try {
     fd = fs.openSync(p, OPEN_FLAGS);
   } catch (err) {
-    return failure(err, p);
+    return failure(err, named);
   }
-  const notRegular = (): Read<string> => failed('malformed', `${p}: not a regular file`);
+  const notRegular = (): Read<string> => failed('malformed', `${named}: not a regular file`);
   try {
     const limit = opts.limit ?? ATTRIBUTE_LIMIT;
     let r: { buf: Buffer; length: number } | undefined;
@@ -111,10 +112,10 @@ export function readSmall(p: string, opts: ReadOptions = {}): Read<string> {
       throw err;
     }
     if ((r === undefined || r.length === 0) && !fs.fstatSync(fd).isFile()) return notRegular();
-    if (r === undefined) return failed('too_large', `${p}: more than ${limit} bytes`);
+    if (r === undefined) return failed('too_large', `${named}: more than ${limit} bytes`);
     return ok(r.buf.toString(opts.utf8 ? 'utf8' : 'latin1', 0, r.length));
   } catch (err) {
-    return failure(err, p);
+    return failure(err, named);
   } finally {
     fs.closeSync(fd);
   }
@@ -210,15 +211,15 @@ export interface Entries {
   readonly others?: string[];
 }
 
-/** A directory's entries, from one listing. */
-export function listEntries(p: string): Read<Entries> {
+/** A directory's entries, from one listing; `named` as in readSmall. */
+export function listEntries(p: string, named: string = p): Read<Entries> {
   try {
     const subdirs: string[] = [];
     const others: string[] = [];
     for (const d of fs.readdirSync(p, { withFileTypes: true })) (d.isDirectory() ? subdirs : others).push(d.name);
     return ok({ subdirs, others });
   } catch (err) {
-    return failure(err, p);
+    return failure(err, named);
   }
 }
 
@@ -264,9 +265,9 @@ export function freshInodes(p: string): boolean {
  * The entries of `p`; with `byLinks` (linksCountSubdirs of its filesystem), no subdirectories and
  * no listing (`others` absent) when its link count is 2. One stat instead of a listing: a leaf
  * cgroup holds dozens of files and is most of a job's tree. A stat that fails lists, which
- * reports why.
+ * reports why. `named` as in readSmall.
  */
-export function subdirsOf(p: string, byLinks: boolean): Read<Entries> {
+export function subdirsOf(p: string, byLinks: boolean, named: string = p): Read<Entries> {
   if (byLinks) {
     try {
       if (fs.statSync(p).nlink === 2) return ok({ subdirs: [] });
@@ -274,7 +275,7 @@ export function subdirsOf(p: string, byLinks: boolean): Read<Entries> {
       // listed below
     }
   }
-  return listEntries(p);
+  return listEntries(p, named);
 }
 
 export const join = path.join;

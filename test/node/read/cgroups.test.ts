@@ -175,10 +175,38 @@ describe('scanCgroups', () => {
     const step = path.join(roots.cgroupfs, 'system.slice/slurmstepd.scope', jobDirName(job, 'v2'), 'step_0');
     deny(path.join(step, 'user'));
     const problems = new Problems();
+    const cwd = process.cwd();
     const scan = asUnprivileged(() => scanCgroups(roots.cgroupfs, problems));
     const alloc = scan.allocations.find((a) => a.id === job.jobId);
     expect(alloc?.gaps.length).toBeGreaterThan(0);
     expect(problems.list()).toEqual([expect.objectContaining({ source: 'cgroup', kind: 'denied' })]);
+    // Read from within the job directory, told by whole paths; the working directory given back.
+    for (const gap of alloc?.gaps ?? []) expect(gap.startsWith(`${path.join(step, 'user')}`), gap).toBe(true);
+    expect(process.cwd()).toBe(cwd);
+  });
+
+  it('walks each job from within its directory: a cgroup.procs past PATH_MAX from the root is read', () => {
+    // The kernel refuses a whole path over 4096 bytes (ENAMETOOLONG); named from the job directory, it
+    // walks only the names below it. Shows the walk reads from within the job, as working-dir.ts says.
+    // The root and slices long (each name at most 255 bytes, the walk at most 8 slices deep), the job's tree longer.
+    let root = tmpDir();
+    while (root.length < 1500) root = path.join(root, 'r'.repeat(250));
+    put(path.join(root, 'cgroup.controllers'), '');
+    let deep = path.join(root, 'system.slice');
+    while (deep.length < 3100) deep = path.join(deep, `s${'x'.repeat(240)}.slice`);
+    const job = path.join(deep, 'slurmstepd.scope/job_9');
+    expect(job.length).toBeLessThan(4000);
+    fs.mkdirSync(job, { recursive: true });
+    const task = path.join('step_0', ...Array.from({ length: 4 }, () => `t${'y'.repeat(250)}`));
+    const cwd = process.cwd();
+    process.chdir(job);
+    fs.mkdirSync(task, { recursive: true });
+    fs.writeFileSync(path.join(task, 'cgroup.procs'), '900\n');
+    process.chdir(cwd);
+    expect(() => fs.readFileSync(path.join(job, task, 'cgroup.procs'))).toThrow(/ENAMETOOLONG/);
+    const scan = scanCgroups(root, new Problems());
+    expect(scan.allocations.map((a) => [a.id, a.pids])).toEqual([['9', [900]]]);
+    expect(process.cwd()).toBe(cwd);
   });
 
   it('treats a job directory vanishing mid-scan as normal (no gap, no problem)', () => {
