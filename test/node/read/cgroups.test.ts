@@ -203,10 +203,17 @@ describe('scanCgroups', () => {
     fs.mkdirSync(task, { recursive: true });
     fs.writeFileSync(path.join(task, 'cgroup.procs'), '900\n');
     process.chdir(cwd);
-    expect(() => fs.readFileSync(path.join(job, task, 'cgroup.procs'))).toThrow(/ENAMETOOLONG/);
-    const scan = scanCgroups(root, new Problems());
-    expect(scan.allocations.map((a) => [a.id, a.pids])).toEqual([['9', [900]]]);
-    expect(process.cwd()).toBe(cwd);
+    try {
+      expect(() => fs.readFileSync(path.join(job, task, 'cgroup.procs'))).toThrow(/ENAMETOOLONG/);
+      const scan = scanCgroups(root, new Problems());
+      expect(scan.allocations.map((a) => [a.id, a.pids])).toEqual([['9', [900]]]);
+      expect(process.cwd()).toBe(cwd);
+    } finally {
+      // Removed from within the job: Node 22's recursive rmSync names whole paths, and fails on these.
+      process.chdir(job);
+      fs.rmSync('step_0', { recursive: true, force: true });
+      process.chdir(cwd);
+    }
   });
 
   it('treats a job directory vanishing mid-scan as normal (no gap, no problem)', () => {
