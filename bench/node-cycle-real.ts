@@ -31,6 +31,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { writeHca, type JobSpec } from '../src/demo/nodetree.js';
 import { HOLD_COUNTER_FILES, NodeCollector } from '../src/node/collect.js';
+import { parsePids } from '../src/node/read/cgroups.js';
 import type { Roots } from '../src/node/read/roots.js';
 import { heldDevices, leaseStandIns, mknodStandIn, standInPool } from '../test/support/stand-in-devices.js';
 import { alive } from '../test/support/stopping.js';
@@ -96,7 +97,7 @@ async function removeStaleRuns(mount: string): Promise<void> {
 }
 
 function pidsUnder(dir: string): number[] {
-  const own = fs.readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
+  const own = parsePids(fs.readFileSync(path.join(dir, 'cgroup.procs'), 'utf8'));
   const subs = fs.readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory());
   return [...own, ...subs.flatMap((d) => pidsUnder(path.join(dir, d.name)))];
 }

@@ -87,6 +87,14 @@ const V2_SEARCH = '`*slurmstepd.scope` under `*.slice`';
 
 export function scanCgroups(cgroupfs: string, problems: Problems): CgroupScan {
   const acc = new ScanAccumulator();
+  try {
+    return scanTrees(cgroupfs, acc, problems);
+  } finally {
+    acc.wd.leave();
+  }
+}
+
+function scanTrees(cgroupfs: string, acc: ScanAccumulator, problems: Problems): CgroupScan {
   if (isUnified(cgroupfs)) {
     scanV2(cgroupfs, '', 0, acc, problems);
     return acc.result(`${V2_SEARCH} in the cgroup v2 tree ${cgroupfs}`);
@@ -276,7 +284,9 @@ function jobDirOf(controllers: string, dir: string, files: readonly string[] | u
 /**
  * Walks a job's tree from within its directory (working-dir.ts): the names the kernel walks for
  * each file are those below the job, not the whole path from the root of cgroupfs. Where the
- * directory cannot be entered, by whole paths. Returns walkJob's listing of the job directory.
+ * directory cannot be entered, by whole paths. The working directory stays the job's until the next
+ * job's is entered or the scan ends (scanCgroups gives the agent's back): one change a job, and
+ * every other path the scan names is whole. Returns walkJob's listing of the job directory.
  */
 function walkJobDir(
   dir: string,
@@ -285,12 +295,7 @@ function walkJobDir(
   walk: Walk,
   problems: Problems,
 ): readonly string[] | undefined {
-  const inside = wd.enter(dir);
-  try {
-    return walkJob({ dir, local: inside ? '.' : dir }, [], alloc, walk, problems);
-  } finally {
-    wd.leave();
-  }
+  return walkJob({ dir, local: wd.enter(dir) ? '.' : dir }, [], alloc, walk, problems);
 }
 
 /** A directory of a job's tree: its whole path (kept, and named in errors) and the one read. */
