@@ -88,15 +88,25 @@ export function time(fn: () => void): number {
   return performance.now() - t0;
 }
 
-/** The fd scan's floor: every `<procfs>/<pid>/fd` listed, nothing read. */
+/**
+ * The fd scan's floor: every `<procfs>/<pid>/fd` listed, nothing read. Named from within procfs
+ * (`<pid>/fd`), as the scan names them (src/node/read/working-dir.ts): the floor is the cheapest
+ * listing, not one the scan can beat by the way it names the directories.
+ */
 export function listingFloor(procfs: string): void {
-  for (const name of fs.readdirSync(procfs)) {
-    const c = name.charCodeAt(0);
-    if (c < 48 || c > 57) continue;
-    try {
-      fs.readdirSync(`${procfs}/${name}/fd`);
-    } catch {
-      // gone, or not ours to read
+  const home = process.cwd();
+  process.chdir(procfs);
+  try {
+    for (const name of fs.readdirSync('.')) {
+      const c = name.charCodeAt(0);
+      if (c < 48 || c > 57) continue;
+      try {
+        fs.readdirSync(`${name}/fd`);
+      } catch {
+        // gone, or not ours to read
+      }
     }
+  } finally {
+    process.chdir(home);
   }
 }

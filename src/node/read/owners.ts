@@ -18,9 +18,10 @@
  * read when it is new or its fd table changed; on a procfs root whose inodes
  * cannot tell (a tree on a disk filesystem), each cycle, and the start time
  * tells. Every link, and every stat, is read again at least every
- * `rescanIntervalMs`. Links are read from within their fd directory
- * (working-dir.ts). A scan is a generator (steps.ts): a full rescan of thousands
- * of processes yields every few milliseconds.
+ * `rescanIntervalMs`. Links are read from within their fd directory, and each
+ * process's inode, stat and listing from within procfs (working-dir.ts). A scan
+ * is a generator (steps.ts): a full rescan of thousands of processes yields
+ * every few milliseconds.
  *
  * The window this leaves: an fd closed and reopened under the same number
  * between two cycles (e.g. a socket replaced by a uverbs device) is not seen
@@ -239,20 +240,28 @@ export class FdScanner {
       stated += r.stated;
       if (r.entry.chars.size > 0) addHoldings(holders, pid, r.entry, (stableVerbs ??= this.stable(verbs())));
     };
-    for (const name of listing.value) {
-      const c = name.charCodeAt(0);
-      if (c < 48 || c > 57) continue;
-      if (slice.due()) yield;
-      const pid = Number(name);
-      present.add(pid);
-      const started = this.startProcess(pid, at, problems, coverage);
-      if (started === 'gone') continue;
-      if (started === 'covered' || (coverage !== undefined && !coverage.skip && coverage.test(pid))) covered.push(pid);
-      if (started === 'covered') continue;
-      const r: ProcessRead =
-        'read' in started ? yield* this.readLinks(started.read, problems, slice, noDevice) : started;
-      if ('asked' in r && 'read' in started) awaiting.push(started.read);
-      else accept(pid, r);
+    try {
+      for (const name of listing.value) {
+        const c = name.charCodeAt(0);
+        if (c < 48 || c > 57) continue;
+        if (slice.due()) {
+          this.dirs.leave();
+          yield;
+        }
+        const pid = Number(name);
+        present.add(pid);
+        const started = this.startProcess(pid, at, problems, coverage);
+        if (started === 'gone') continue;
+        if (started === 'covered' || (coverage !== undefined && !coverage.skip && coverage.test(pid)))
+          covered.push(pid);
+        if (started === 'covered') continue;
+        const r: ProcessRead =
+          'read' in started ? yield* this.readLinks(started.read, problems, slice, noDevice) : started;
+        if ('asked' in r && 'read' in started) awaiting.push(started.read);
+        else accept(pid, r);
+      }
+    } finally {
+      this.dirs.leave();
     }
     if (this.probe?.hasQuestions === true) {
       // The only wait of a scan, bounded by the probe's deadline: a yielding run awaits it, a
@@ -284,21 +293,25 @@ export class FdScanner {
   private startProcess(pid: number, at: ScanAt, problems: Problems, coverage: Coverage | undefined): ProcessStart {
     // Covered first: its stat (start time, for the fd cache) is not needed either.
     if (coverage?.skip && coverage.test(pid)) return 'covered';
+    // A steady process costs two paths (its inode, its fd listing), a new one a third (its stat),
+    // each named from within procfs (working-dir.ts): `<pid>/fd`, not `/proc/<pid>/fd`.
     const base = `${this.procfs}/${pid}/`;
-    const id = at.byInode ? inodeOf(base) : NO_INODE;
+    const from = this.dirs.enter(this.procfs) ? `${pid}/` : base;
+    const id = at.byInode ? inodeOf(from, base) : NO_INODE;
     if (!id.ok) return failedRead(id, problems);
     const cached = at.full ? undefined : this.cache.get(pid);
     // Where inodes tell, the same inode is the same process and another inode another (or the same
     // one, its inode dropped from the kernel's cache and made again: read again, a cost and never
     // a mistake). Elsewhere the start time tells.
     const prev = at.byInode && cached !== undefined && !sameInode(cached.id, id.value) ? undefined : cached;
-    if (!at.byInode || prev === undefined) return this.started(pid, base, id.value, prev, undefined, problems);
+    if (!at.byInode || prev === undefined)
+      return this.started({ pid, base, from }, id.value, prev, undefined, problems);
     // A steady process: this stat and its listing.
     if (prev.kthread === true) return { entry: prev, linksRead: 0, stated: 0 };
-    const fds = listDir(base + 'fd');
+    const fds = listDir(from + 'fd', base + 'fd');
     if (!fds.ok) return failedRead(fds, problems);
     if (sameNames(prev.listing, fds.value)) return { entry: prev, linksRead: 0, stated: 0 };
-    return this.started(pid, base, id.value, prev, fds.value, problems);
+    return this.started({ pid, base, from }, id.value, prev, fds.value, problems);
   }
 
   /**
@@ -306,21 +319,20 @@ export class FdScanner {
    * stat names it and gives its start time; the fd listing when not taken yet.
    */
   private started(
-    pid: number,
-    base: string,
+    { pid, base, from }: ProcDir,
     id: InodeId,
     prev: ProcEntry | undefined,
     listed: string[] | undefined,
     problems: Problems,
   ): ProcessStart {
-    const stat = readSmall(base + 'stat', STAT_READ);
+    const stat = readSmall(from + 'stat', STAT_READ, base + 'stat');
     if (!stat.ok) return failedRead(stat, problems);
     const start = startTime(stat.value);
     const comm = commOf(stat.value);
     // A kernel thread has no fd table (and a reader without root may not even list its empty one).
     if (isKernelThread(stat.value))
       return { entry: { id, start, comm, listing: '', chars: new Map(), kthread: true }, linksRead: 0, stated: 0 };
-    const fds = listed === undefined ? listDir(base + 'fd') : { ok: true as const, value: listed };
+    const fds = listed === undefined ? listDir(from + 'fd', base + 'fd') : { ok: true as const, value: listed };
     if (!fds.ok) return failedRead(fds, problems);
     const same = prev?.start === start ? prev : undefined;
     if (same && sameNames(same.listing, fds.value)) {
@@ -494,6 +506,15 @@ class LinkReading {
       stated: this.stated,
     };
   }
+}
+
+/** A process's directory: as errors and kept paths name it (`base`), and as it is read (`from`). */
+interface ProcDir {
+  readonly pid: number;
+  /** `<procfs>/<pid>/` */
+  readonly base: string;
+  /** `<pid>/` from within procfs, else `base`. */
+  readonly from: string;
 }
 
 /** How this scan reads each process: all of it again (`full`), and whether by its inode (freshInodes). */

@@ -184,22 +184,24 @@ export function sameInode(a: InodeId, b: InodeId): boolean {
  * What tells one instance of a path from a later one made in its place, on a filesystem that never
  * gives a freed inode number to the next file (freshInodes): the inode number and change time.
  * procfs gives a new process its own /proc/<pid> inode, and keeps it while the process lives (or
- * makes a fresh one when it drops it from its cache: a change that costs a re-read only).
+ * makes a fresh one when it drops it from its cache: a change that costs a re-read only). `named`
+ * as in readSmall.
  */
-export function inodeOf(p: string): Read<InodeId> {
+export function inodeOf(p: string, named: string = p): Read<InodeId> {
   try {
     const st = fs.statSync(p);
     return ok({ ino: st.ino, ctimeMs: st.ctimeMs });
   } catch (err) {
-    return failure(err, p);
+    return failure(err, named);
   }
 }
 
-export function listDir(p: string): Read<string[]> {
+/** A directory's names; `named` as in readSmall. */
+export function listDir(p: string, named: string = p): Read<string[]> {
   try {
     return ok(fs.readdirSync(p));
   } catch (err) {
-    return failure(err, p);
+    return failure(err, named);
   }
 }
 

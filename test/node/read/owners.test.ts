@@ -196,6 +196,28 @@ describe('FdScanner', () => {
     expect(problems.list()).toEqual([expect.objectContaining({ source: 'proc', kind: 'denied', count: 1 })]);
   });
 
+  it('names /proc/<pid> paths whole in what it reports, steady or new, and pauses in its own working directory', () => {
+    const proc = procfs('tmpfs');
+    writeProcess(proc, { pid: 30, comm: 'steady', uverbs: [0] });
+    writeProcess(proc, { pid: 31, comm: 'new', uverbs: [1] });
+    const home = process.cwd();
+    // A slice of 0 ms: the scan pauses before every process.
+    const scanner = new FdScanner(proc, 3_600_000, standardFdDevice, 0);
+    asUnprivileged(() => pausing(scanner.scanSteps(0, new Problems(), VERBS), home));
+    deny(path.join(proc, '30', 'fd')); // a steady process's listing fails
+    removeProcess(proc, 31);
+    writeProcess(proc, { pid: 31, comm: 'new', uverbs: [1] });
+    deny(path.join(proc, '31', 'stat')); // a new process's stat fails
+    const examples = (at: number): string[] => {
+      const problems = new Problems();
+      const { scan } = asUnprivileged(() => pausing(scanner.scanSteps(at, problems, VERBS), home));
+      return [...scan.unreadable.map((u) => `${u.pid} ${u.errno}`), ...problems.list().map((p) => p.example)];
+    };
+    expect(examples(1000)).toEqual(['30 EACCES', '31 EACCES', `${proc}/30/fd: EACCES`]);
+    fs.chmodSync(path.join(proc, '30', 'fd'), 0o755);
+    expect(examples(2000)).toEqual(['31 EACCES', `${proc}/31/stat: EACCES`]);
+  });
+
   it.each(['disk', 'tmpfs'] as const)(
     'never counts a kernel thread as unreadable: it has no fd table (a /proc on %s)',
     (on) => {
