@@ -260,16 +260,18 @@ export class FdScanner {
         if ('asked' in r && 'read' in started) awaiting.push(started.read);
         else accept(pid, r);
       }
-    } finally {
-      this.dirs.leave();
-    }
-    if (this.probe?.hasQuestions === true) {
-      // The only wait of a scan, bounded by the probe's deadline: a yielding run awaits it, a
-      // straight one reads on and finds those fds still being asked (uncertain).
-      yield this.probe.settle();
-      for (const read of awaiting) {
-        accept(read.pid, yield* this.readLinks({ ...read, prev: undefined }, problems, slice, noDevice));
+      if (this.probe?.hasQuestions === true) {
+        // The only wait of a scan, bounded by the probe's deadline: a yielding run awaits it, a
+        // straight one reads on and finds those fds still being asked (uncertain).
+        this.dirs.leave();
+        yield this.probe.settle();
+        for (const read of awaiting) {
+          accept(read.pid, yield* this.readLinks({ ...read, prev: undefined }, problems, slice, noDevice));
+        }
       }
+    } finally {
+      // Whichever directory the scan was in (procfs, an fd directory), the agent's own again.
+      this.dirs.leave();
     }
     this.probe?.endScan(present, full);
     this.cache = next;
@@ -345,24 +347,22 @@ export class FdScanner {
   /**
    * Reads the links of fds not seen before (all of them for a new process or a full rescan), and
    * asks the device of those that are paths, a run of links at a time between checks of the slice.
+   * It may return (or throw) within the fd directory: the scan's next process enters procfs from
+   * there, and the scan gives the agent's working directory back before it yields or ends.
    */
   private *readLinks(p: LinkRead, problems: Problems, slice: Slice, noDevice: () => boolean): Steps<ProcessRead> {
     const known = p.prev ? new Set(p.prev.listing.split('/')) : undefined;
     // Read from within the fd directory (working-dir.ts) where there are enough links to pay for the
     // two chdirs: a steady process's new fd or two are read by their whole paths.
     const r = new LinkReading(p, known, p.names.length - (known?.size ?? 0) >= FROM_WITHIN);
-    try {
-      let i = this.readRun(r, 0, problems, noDevice);
-      while (i < p.names.length && r.errno === undefined) {
-        if (slice.due()) {
-          this.dirs.leave();
-          yield;
-          r.inside = r.tried = false;
-        }
-        i = this.readRun(r, i, problems, noDevice);
+    let i = this.readRun(r, 0, problems, noDevice);
+    while (i < p.names.length && r.errno === undefined) {
+      if (slice.due()) {
+        this.dirs.leave();
+        yield;
+        r.inside = r.tried = false;
       }
-    } finally {
-      this.dirs.leave();
+      i = this.readRun(r, i, problems, noDevice);
     }
     return r.result();
   }
