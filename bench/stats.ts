@@ -2,6 +2,7 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import { NODE_AGENT_V8_FLAGS, setV8Flags } from '../src/cli/v8-tuning.js';
+import { WorkingDir } from '../src/node/read/working-dir.js';
 import { V8_FLAGS } from '../scripts/sea/v8-flags.js';
 
 /** The middle value (the mean of the two middle ones for an even count). */
@@ -94,19 +95,19 @@ export function time(fn: () => void): number {
  * listing, not one the scan can beat by the way it names the directories.
  */
 export function listingFloor(procfs: string): void {
-  const home = process.cwd();
-  process.chdir(procfs);
+  const wd = new WorkingDir();
+  const from = wd.enter(procfs) ? '' : `${procfs}/`;
   try {
-    for (const name of fs.readdirSync('.')) {
+    for (const name of fs.readdirSync(procfs)) {
       const c = name.charCodeAt(0);
       if (c < 48 || c > 57) continue;
       try {
-        fs.readdirSync(`${name}/fd`);
+        fs.readdirSync(`${from}${name}/fd`);
       } catch {
         // gone, or not ours to read
       }
     }
   } finally {
-    process.chdir(home);
+    wd.leave();
   }
 }
