@@ -40,6 +40,7 @@ async function bundleText(options: BuildOptions): Promise<string> {
 function bcryptWorker(target: string, root: string): Promise<string> {
   return bundleText({
     stdin: { contents: bcryptWorkerSource("require('bcryptjs')"), resolveDir: root, loader: 'js' },
+    absWorkingDir: root,
     format: 'cjs',
     target,
     minify: true,
@@ -56,6 +57,10 @@ export async function cliBundle(target: string, root: string): Promise<string> {
   const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string };
   const text = await bundleText({
     entryPoints: [entry],
+    // The names esbuild gives the bundled modules are relative to this directory: the checkout's,
+    // so that the bundle, and the executable made from it, are the same from any directory the
+    // build runs in, and carry no path of the machine that built them.
+    absWorkingDir: root,
     format: 'cjs',
     target,
     // Whitespace and syntax only: stack traces keep the functions' names.
