@@ -13,12 +13,12 @@
  * renamed, so a failed build never leaves a file that looks good; an unchanged input (bundle,
  * runtime, options, this script) reuses the last output, whose input hash sits beside it (FILE.inputs).
  *
- * Reproducible: the same inputs give the same bundle and, with --no-code-cache, the same
- * executable byte for byte. The code cache is not: V8 writes it under the process's random hash
- * seed. A fixed seed (--hash-seed) makes it repeatable, but V8 then rejects it at start-up unless
- * the executable runs with that seed too, which would give up V8's defence against hash flooding
- * in an agent that parses what the network sends; so the code cache (some 300 KB) differs from
- * build to build, and with it the executable.
+ * Reproducible: the same inputs give the same bundle from any working directory and, with
+ * --no-code-cache, the same executable byte for byte. The code cache is not: V8 writes it under
+ * the process's random hash seed. A fixed seed (--hash-seed) makes it repeatable, but V8 then
+ * rejects it at start-up unless the executable runs with that seed too, which would give up V8's
+ * defence against hash flooding in an agent that parses what the network sends; so the code cache
+ * (some 300 KB) differs from build to build, and with it the executable.
  *
  * The runtime takes its settings from the executable only: NODE_OPTIONS is ignored (the SEA
  * config's execArgvExtension "none"; check() proves each build honours it, so a runtime without it
