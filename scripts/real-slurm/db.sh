@@ -5,6 +5,8 @@
 #   db.sh up     start mariadbd on 127.0.0.1:$REAL_SLURM_DB_PORT (default 23306 + offset)
 #   db.sh down   stop it (only the pid it recorded, checked by its tag) and drop its data
 #                (about 100 MB); the logs stay until the next `up`
+#   db.sh down --wipe
+#                the same, and the whole state dir with its logs (a run's own, not to be reused)
 #
 # Its state dir is "$REAL_SLURM_STATE-db" (own marker, lock, logs, pid files), so the cluster's
 # up.sh, which recreates its own state dir, never touches it. Give the cluster's up.sh
@@ -41,6 +43,7 @@ case "${1:-}" in
     flock -w 180 9 || rs_die "another db.sh holds $RS_STATE/.lock"
     rs_stop_pidfile "$RS_RUN/mariadbd.pid"
     rm -rf -- "$RS_STATE/mysql"
+    if [ "${2:-}" = --wipe ]; then rm -rf -- "$RS_STATE"; fi
     ;;
-  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down [--wipe]" >&2; exit 2 ;;
 esac

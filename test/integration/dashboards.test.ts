@@ -5,9 +5,6 @@
  * loads otel-config/prometheus/alerts.yml: every rule evaluates cleanly on the demo's data, and
  * the demo's climbing error counters and drained node put alerts in pending.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDemo, type DemoStack } from '../../src/cli/demo-stack.js';
@@ -28,6 +25,7 @@ import {
 } from '../support/dashboards.js';
 import { startPrometheus, type PrometheusServer } from '../support/prometheus.js';
 import { findTool, shouldRun, toolPath, waitFor } from '../support/tools.js';
+import { tmpDir } from '../support/tmp.js';
 
 const DIR = fileURLToPath(new URL('../../otel-config/grafana/dashboards/', import.meta.url));
 const ALERT_RULES = fileURLToPath(new URL('../../otel-config/prometheus/alerts.yml', import.meta.url));
@@ -118,8 +116,7 @@ describe.runIf(shouldRun(prometheus))(
     let dir: string;
 
     beforeAll(async () => {
-      // Not tmpDir(): its afterEach would delete Prometheus's storage after the first test.
-      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-dashboards-'));
+      dir = tmpDir('slurm-otel-dashboards-');
       const loopback = { host: '127.0.0.1', port: 0 };
       // startDemo replaces these roots with its synthetic tree.
       const unused = { sysfs: '/nonexistent', procfs: '/nonexistent', cgroupfs: '/nonexistent' };
@@ -156,7 +153,6 @@ describe.runIf(shouldRun(prometheus))(
     afterAll(async () => {
       await prom?.stop();
       await demo?.stop();
-      if (dir) fs.rmSync(dir, { recursive: true, force: true });
     });
 
     it.each(dashboards.map((d) => [d.file, d] as const))(

@@ -10,7 +10,6 @@
  * minor 2: flagged unallocated, not attributed. scancel A: its series leave.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { standInGpus, writeNvidia } from '../../src/demo/nodetree.js';
@@ -19,6 +18,7 @@ import { select, type Sample } from '../support/exposition.js';
 import { REAL_SLURM_START_TIMEOUT_MS, realSlurmGate, startRealSlurm, type RealSlurm } from '../support/real-slurm.js';
 import { scrape, startNodeAgentProcess, type AgentProcess } from '../support/node-agent-process.js';
 import { run, stopChild, waitFor } from '../support/tools.js';
+import { tmpDir } from '../support/tmp.js';
 
 const BIN = path.resolve('dist/src/cli/main.js');
 
@@ -63,8 +63,7 @@ for (const c of CASES) {
           env: { REAL_SLURM_GPU_MINORS: '3,1', REAL_SLURM_CONSTRAIN_DEVICES: 'yes' },
         });
         node = slurm.nodes[1] as string;
-        // Not tmpDir(): its afterEach removes it after the first test, and the agent's driver tree with it.
-        dir = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-gpu-allocation-'));
+        dir = tmpDir('slurm-otel-gpu-allocation-');
         const state = slurm.stateDir;
         files = [`${state}/dev/nvidia3`, `${state}/dev/nvidia1`];
         // The GPU no job was given: a device node of its own at 195:2, beside the cluster's.
@@ -123,7 +122,6 @@ for (const c of CASES) {
       afterAll(async () => {
         if (agent) await stopChild(agent.child);
         await slurm?.stop();
-        if (dir) fs.rmSync(dir, { recursive: true, force: true });
       }, 120_000);
 
       const statusOf = (s: readonly Sample[], minor: number) =>

@@ -39,6 +39,8 @@ for (const release of RELEASES) {
 
     afterAll(async () => {
       await slurm?.stop();
+      // Its host MariaDB's state dir (db.sh) goes with the cluster's, logs and all: a run's alone.
+      if (slurm && process.env.REAL_SLURM_KEEP !== '1') expect(fs.existsSync(`${slurm.stateDir}-db`)).toBe(false);
     }, 120_000);
 
     const status = async (path: string) =>

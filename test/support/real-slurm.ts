@@ -472,7 +472,7 @@ export async function startRealSlurm(opts: RealSlurmOptions = {}): Promise<RealS
   const downArgs = process.env.REAL_SLURM_KEEP === '1' ? [] : ['--wipe'];
   const down = async () => {
     const r = await runScript('down.sh', downArgs, 90_000);
-    await newer?.stopDb();
+    await newer?.stopDb(downArgs);
     return r;
   };
 
@@ -548,7 +548,8 @@ export async function startRealSlurm(opts: RealSlurmOptions = {}): Promise<RealS
 interface PreparedRelease {
   root: string;
   layer: CommandLayer;
-  stopDb(): Promise<void>;
+  /** `--wipe`: its state dir goes too (logs and all), as down.sh's does. */
+  stopDb(args?: string[]): Promise<void>;
 }
 
 /**
@@ -573,8 +574,8 @@ async function prepareRelease(
   const knobs = releaseScriptEnv(info, opts.dbd === true, dbPort);
   const extra = [knobs.REAL_SLURM_EXTRA_CONF, opts.env?.REAL_SLURM_EXTRA_CONF].filter((x) => x);
   Object.assign(scriptEnv, knobs, opts.env ?? {}, extra.length ? { REAL_SLURM_EXTRA_CONF: extra.join('\n') } : {});
-  const db = (action: 'up' | 'down') =>
-    exec('/bin/bash', [join(dir, 'db.sh'), action], { env: scriptEnv, timeoutMs: 120_000 });
+  const db = (action: 'up' | 'down', args: string[] = []) =>
+    exec('/bin/bash', [join(dir, 'db.sh'), action, ...args], { env: scriptEnv, timeoutMs: 120_000 });
   if (opts.dbd) {
     const r = await db('up');
     if (r.code !== 0) throw new Error(`real-slurm db.sh up failed (exit ${r.code}):\n${tail(r.stderr)}`);
@@ -582,8 +583,8 @@ async function prepareRelease(
   return {
     root,
     layer: chrootLayer(root),
-    stopDb: async () => {
-      if (opts.dbd) await db('down');
+    stopDb: async (args = []) => {
+      if (opts.dbd) await db('down', args);
     },
   };
 }

@@ -2,15 +2,23 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach } from 'vitest';
+import { afterAll, afterEach } from 'vitest';
+import { getCurrentTest } from 'vitest/suite';
 
+/** Made by a test (or its beforeEach): removed after it. */
 const made: string[] = [];
+/** Made outside any test (a beforeAll): removed after the file's own afterAll hooks. */
+const madeForFile: string[] = [];
 
-/** A fresh temporary directory, removed after the test; under `base` when given. */
+/**
+ * A fresh temporary directory, under `base` when given. Made in a test, it is removed after that
+ * test; made in a beforeAll, after the file's tests and their afterAll hooks, so that what the
+ * hooks started (an agent reading a tree there, a Prometheus storing there) has stopped first.
+ */
 export function tmpDir(prefix = 'slurm-otel-test-', base = os.tmpdir()): string {
   const dir = fs.mkdtempSync(path.join(base, prefix));
   fs.chmodSync(dir, 0o755);
-  made.push(dir);
+  (getCurrentTest() === undefined ? madeForFile : made).push(dir);
   return dir;
 }
 
@@ -31,6 +39,12 @@ export function removeProcess(procfs: string, pid: number): void {
 
 afterEach(() => {
   for (const dir of made.splice(0)) removeTree(dir);
+});
+
+// Registered at the file's top level (this module is loaded afresh for each test file): it runs
+// after every describe block's own afterAll.
+afterAll(() => {
+  for (const dir of madeForFile.splice(0)) removeTree(dir);
 });
 
 /**
