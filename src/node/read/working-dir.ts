@@ -16,10 +16,10 @@
  *
  * The working directory is the process's, so it is left changed only while a reader runs straight
  * on: the agent's own is restored before the reader yields, returns or throws, so no other code of
- * the agent ever runs in a directory a reader entered. What could run meanwhile off the event loop (a file
- * read in libuv's thread pool) must name its file by an absolute path: the one file the node agent
- * re-reads so, the OTLP bearer token file, is resolved at start (bearer-file.ts); a child started
- * meanwhile (fd-probe.ts) is given `/`.
+ * the agent ever runs in a directory a reader entered. What could run meanwhile off the event loop
+ * (a file read in libuv's thread pool) must name its file by an absolute path: the one file the
+ * node agent re-reads so, the OTLP bearer token file, is resolved at start (bearer-file.ts); a
+ * child started meanwhile (fd-probe.ts) is given `/`.
  */
 import path from 'node:path';
 
