@@ -23,7 +23,7 @@ export function tmpDir(prefix = 'slurm-otel-test-', base = os.tmpdir()): string 
 }
 
 /**
- * A fresh temporary directory on tmpfs (/dev/shm), removed after the test: a synthetic /proc there
+ * A fresh temporary directory on tmpfs (/dev/shm), removed as tmpDir's are: a synthetic /proc there
  * numbers its inodes as procfs does, never giving a freed number to the next directory.
  */
 export function tmpfsDir(): string {
