@@ -14,7 +14,10 @@
  * Cache per process: the fd listing of a process is kept, so a steady process
  * costs a stat of /proc/<pid> (the kernel makes a new process's inode anew, so
  * the same inode is the same process), one readdir and a compare of its names;
- * only fd numbers not seen before are read. Its stat file (start time, name) is
+ * only fd numbers not seen before are read. Of the fds read, only those on the
+ * node's verbs devices and GPUs are kept (an fd table of a million fds on
+ * /dev/null costs the agent its listing, a few bytes an fd, and no more); when
+ * those devices change, every table is read again. Its stat file (start time, name) is
  * read when it is new or its fd table changed; on a procfs root whose inodes
  * cannot tell (a tree on a disk filesystem), each cycle, and the start time
  * tells. Every link, and every stat, is read again at least every
@@ -105,11 +108,21 @@ interface ProcEntry {
   /**
    * The fd names at the last read, joined by '/' (no name holds one): the fast path compares
    * against it. One string per process, where an array held a string per fd (600 × 256 of them
-   * on a busy node, the largest thing on the agent's heap).
+   * on a busy node, the largest thing on the agent's heap). Above LISTING_FDS fds, a digest of
+   * them (listingOf).
    */
   listing: string;
-  /** fd name → the character device it refers to, only for fds that are character devices. */
+  /**
+   * fd name → the device it refers to, only for fds on a device of `against`. Any other character
+   * device is not kept: a user can hold a million fds on /dev/null, and an entry each made the
+   * agent's heap grow by ~150 bytes an fd until it ran out.
+   */
   chars: Map<string, CharFd>;
+  /**
+   * The devices map (stable) `chars` was read against: under another one (a device came), the
+   * table is read again, since an fd on the new device may be among those not kept.
+   */
+  against: ReadonlyMap<string, string>;
   /** The uverbs devices among `chars`, as last matched, and against which map: a steady process is matched once. */
   matched?: { readonly verbs: ReadonlyMap<string, string>; readonly held: readonly [string, string[]][] };
 }
@@ -176,13 +189,23 @@ export class FdScanner {
   }
 
   /**
-   * The same map object while sysfs says the same (a few uverbs devices): cached matches of
-   * steady processes stay valid, and a device that comes or goes is matched afresh.
+   * The same map object while sysfs says the same (a few uverbs devices and GPUs): kept entries
+   * and matches of steady processes stay valid. When a device comes or goes, every fd table is
+   * read again (a full rescan's cost, once): the entries keep only fds on the devices then known.
    */
   private stable(verbs: ReadonlyMap<string, string>): ReadonlyMap<string, string> {
     const key = [...verbs].join(';');
     if (key !== this.verbsKey) [this.verbsKey, this.verbs] = [key, verbs];
     return this.verbs;
+  }
+
+  /**
+   * What is kept of `pid` between scans, its cost to the agent's heap: the link texts of its fds
+   * on devices, and the length of its listing (the names joined, or their digest).
+   */
+  kept(pid: number): { readonly links: string[]; readonly listing: number } | undefined {
+    const entry = this.cache.get(pid);
+    return entry && { links: [...entry.chars.values()].map((c) => c.link), listing: entry.listing.length };
   }
 
   private verbsKey = '';
@@ -211,7 +234,10 @@ export class FdScanner {
       };
     }
     const slice = new Slice(this.sliceMs);
-    const at: ScanAt = { full, byInode: freshInodes(this.procfs) };
+    let stableVerbs: ReadonlyMap<string, string> | undefined;
+    // Read from sysfs once a scan, when first needed (not at all where every process is covered).
+    const devices = (): ReadonlyMap<string, string> => (stableVerbs ??= this.stable(verbs()));
+    const at: ScanAt = { full, byInode: freshInodes(this.procfs), devices };
     const next = new Map<number, ProcEntry>();
     const names = new Map<number, string>();
     const holders = new Map<string, Holding[]>();
@@ -220,10 +246,7 @@ export class FdScanner {
     const covered: number[] = [];
     let linksRead = 0;
     let stated = 0;
-    let stableVerbs: ReadonlyMap<string, string> | undefined;
     const awaiting: LinkRead[] = [];
-    // A node whose kernel lists no verbs device: a file named like one can be nothing (not asked).
-    const noDevice = (): boolean => (stableVerbs ??= this.stable(verbs())).size === 0;
     const accept = (pid: number, r: ProcessRead): void => {
       if ('errno' in r) {
         unreadable.push({
@@ -238,7 +261,7 @@ export class FdScanner {
       names.set(pid, r.entry.comm);
       linksRead += r.linksRead;
       stated += r.stated;
-      if (r.entry.chars.size > 0) addHoldings(holders, pid, r.entry, (stableVerbs ??= this.stable(verbs())));
+      if (r.entry.chars.size > 0) addHoldings(holders, pid, r.entry, devices());
     };
     try {
       for (const name of listing.value) {
@@ -256,7 +279,7 @@ export class FdScanner {
           covered.push(pid);
         if (started === 'covered') continue;
         const r: ProcessRead =
-          'read' in started ? yield* this.readLinks(started.read, problems, slice, noDevice) : started;
+          'read' in started ? yield* this.readLinks(started.read, problems, slice, devices) : started;
         if ('asked' in r && 'read' in started) awaiting.push(started.read);
         else accept(pid, r);
       }
@@ -266,7 +289,7 @@ export class FdScanner {
         this.dirs.leave();
         yield this.probe.settle();
         for (const read of awaiting) {
-          accept(read.pid, yield* this.readLinks({ ...read, prev: undefined }, problems, slice, noDevice));
+          accept(read.pid, yield* this.readLinks({ ...read, prev: undefined }, problems, slice, devices));
         }
       }
     } finally {
@@ -301,7 +324,7 @@ export class FdScanner {
     const from = this.dirs.enter(this.procfs) ? `${pid}/` : base;
     const id = at.byInode ? inodeOf(from, base) : NO_INODE;
     if (!id.ok) return failedRead(id, problems);
-    const cached = at.full ? undefined : this.cache.get(pid);
+    const cached = at.full ? undefined : readAgainst(this.cache.get(pid), at.devices);
     // Where inodes tell, the same inode is the same process and another inode another (or the same
     // one, its inode dropped from the kernel's cache and made again: read again, a cost and never
     // a mistake). Elsewhere the start time tells.
@@ -333,7 +356,11 @@ export class FdScanner {
     const comm = commOf(stat.value);
     // A kernel thread has no fd table (and a reader without root may not even list its empty one).
     if (isKernelThread(stat.value))
-      return { entry: { id, start, comm, listing: '', chars: new Map(), kthread: true }, linksRead: 0, stated: 0 };
+      return {
+        entry: { id, start, comm, listing: '', chars: new Map(), against: NO_DEVICES, kthread: true },
+        linksRead: 0,
+        stated: 0,
+      };
     const fds = listed === undefined ? listDir(from + 'fd', base + 'fd') : { ok: true as const, value: listed };
     if (!fds.ok) return failedRead(fds, problems);
     const same = prev?.start === start ? prev : undefined;
@@ -350,19 +377,19 @@ export class FdScanner {
    * It may return (or throw) within the fd directory: the scan's next process enters procfs from
    * there, and the scan gives the agent's working directory back before it yields or ends.
    */
-  private *readLinks(p: LinkRead, problems: Problems, slice: Slice, noDevice: () => boolean): Steps<ProcessRead> {
-    const known = p.prev ? new Set(p.prev.listing.split('/')) : undefined;
+  private *readLinks(p: LinkRead, problems: Problems, slice: Slice, devices: Devices): Steps<ProcessRead> {
+    const known = p.prev && !isDigest(p.prev.listing) ? new Set(p.prev.listing.split('/')) : undefined;
     // Read from within the fd directory (working-dir.ts) where there are enough links to pay for the
     // two chdirs: a steady process's new fd or two are read by their whole paths.
-    const r = new LinkReading(p, known, p.names.length - (known?.size ?? 0) >= FROM_WITHIN);
-    let i = this.readRun(r, 0, problems, noDevice);
+    const r = new LinkReading(p, known, p.names.length - (known?.size ?? 0) >= FROM_WITHIN, devices());
+    let i = this.readRun(r, 0, problems);
     while (i < p.names.length && r.errno === undefined) {
       if (slice.due()) {
         this.dirs.leave();
         yield;
         r.inside = r.tried = false;
       }
-      i = this.readRun(r, i, problems, noDevice);
+      i = this.readRun(r, i, problems);
     }
     return r.result();
   }
@@ -373,7 +400,7 @@ export class FdScanner {
    * result a name, and more): plain string paths and a one-character test before anything else
    * keep it near a bare readlink scan.
    */
-  private readRun(r: LinkReading, from: number, problems: Problems, noDevice: () => boolean): number {
+  private readRun(r: LinkReading, from: number, problems: Problems): number {
     const { p, known } = r;
     const names = p.names;
     const stop = r.linksRead + RUN;
@@ -393,7 +420,7 @@ export class FdScanner {
       try {
         // The whole path is made only where it is needed: most links are kernel objects.
         const link = fs.readlinkSync(r.inside ? fd : p.fdDir + fd);
-        if (mayBeDevice(link)) this.notePath(r, fd, link, noDevice);
+        if (mayBeDevice(link)) this.notePath(r, fd, link);
       } catch (err) {
         const failure = classify(err);
         if (failure === 'gone') continue; // closed since the listing
@@ -406,19 +433,21 @@ export class FdScanner {
   }
 
   /** An fd whose link is a path: what its device is, or why that is not known yet. */
-  private notePath(r: LinkReading, fd: string, link: string, noDevice: () => boolean): void {
+  private notePath(r: LinkReading, fd: string, link: string): void {
     const { p } = r;
     r.stated++;
     const path = p.fdDir + fd;
     let kind = this.kindOf(p.pid, fd, path, link);
-    if ('ask' in kind && noDevice()) kind = { none: true };
+    // A node whose kernel lists no verbs device: a file named like one can be nothing (not asked).
+    if ('ask' in kind && r.against.size === 0) kind = { none: true };
     if ('ask' in kind) {
       const answer = this.asked(`${p.pid} ${p.start} ${fd} ${link}`, path, kind);
       if (answer === undefined) r.asked = true;
       else kind = answer;
     }
-    if ('dev' in kind) r.chars.set(fd, { dev: kind.dev, link });
-    else if ('uncertain' in kind) r.uncertain ??= `${link}: ${kind.uncertain}`;
+    if ('dev' in kind) {
+      if (r.against.has(kind.dev)) r.chars.set(fd, { dev: kind.dev, link });
+    } else if ('uncertain' in kind) r.uncertain ??= `${link}: ${kind.uncertain}`;
     else if ('ask' in kind) r.uncertain ??= `${link} is on ${kind.ask}`;
     else if ('missing' in kind) r.missing ??= link;
   }
@@ -490,6 +519,8 @@ class LinkReading {
     readonly p: LinkRead,
     readonly known: ReadonlySet<string> | undefined,
     readonly many: boolean,
+    /** The devices whose fds are kept (ProcEntry.against). */
+    readonly against: ReadonlyMap<string, string>,
   ) {}
 
   result(): ProcessRead {
@@ -501,7 +532,14 @@ class LinkReading {
     if (this.missing !== undefined) return { errno: 'uncertain', missing: this.missing };
     const { p } = this;
     return {
-      entry: { id: p.id, start: p.start, comm: p.comm, listing: p.names.join('/'), chars: this.chars },
+      entry: {
+        id: p.id,
+        start: p.start,
+        comm: p.comm,
+        listing: listingOf(p.names),
+        chars: this.chars,
+        against: this.against,
+      },
       linksRead: this.linksRead,
       stated: this.stated,
     };
@@ -517,10 +555,24 @@ interface ProcDir {
   readonly from: string;
 }
 
-/** How this scan reads each process: all of it again (`full`), and whether by its inode (freshInodes). */
+/** Device number → holder key (`uverbs3`, `gpu:…`): the devices whose fds a scan keeps. */
+type Devices = () => ReadonlyMap<string, string>;
+
+/**
+ * How this scan reads each process: all of it again (`full`), whether by its inode (freshInodes),
+ * and the devices of this scan.
+ */
 interface ScanAt {
   readonly full: boolean;
   readonly byInode: boolean;
+  readonly devices: Devices;
+}
+
+const NO_DEVICES: ReadonlyMap<string, string> = new Map();
+
+/** A kept entry, if it was read against this scan's devices (or has no fd table): else it is read again. */
+function readAgainst(entry: ProcEntry | undefined, devices: Devices): ProcEntry | undefined {
+  return entry === undefined || entry.kthread === true || entry.against === devices() ? entry : undefined;
 }
 
 /** A process's inode where inodes tell nothing (freshInodes): always alike; the start time tells. */
@@ -587,11 +639,49 @@ export function commOf(stat: string): string {
 }
 
 /**
+ * The most fds whose names a process's entry keeps. A user's processes can hold millions of fds
+ * (on /dev/null, say), and their names joined cost the agent's heap some 6 bytes an fd: a larger
+ * table is kept as a digest, and when it changes the whole table is read again, as a new
+ * process's is.
+ */
+export const LISTING_FDS = 8192;
+
+/** What an entry keeps of a process's fd names (ProcEntry.listing). */
+function listingOf(names: readonly string[]): string {
+  return names.length > LISTING_FDS ? digestOf(names) : names.join('/');
+}
+
+/** A listing kept as a digest: it starts with a '#', which no fd name holds. */
+function isDigest(listing: string): boolean {
+  return listing.charCodeAt(0) === 35;
+}
+
+/**
+ * `#<count>:<a>:<b>`, a and b two 32-bit FNV-1a-style hashes of the names joined by '/'. Names that
+ * differ yet hash alike are taken as the same table until the next full rescan: the window an fd
+ * closed and reopened under its number already leaves.
+ */
+function digestOf(names: readonly string[]): string {
+  let a = 0x811c9dc5;
+  let b = 0x2f0b3c4d;
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i] as string;
+    for (let j = 0; j <= name.length; j++) {
+      const c = j < name.length ? name.charCodeAt(j) : 47; // '/' after each name
+      a = Math.imul(a ^ c, 0x01000193);
+      b = Math.imul(b ^ c, 0x5bd1e995);
+    }
+  }
+  return `#${names.length}:${(a >>> 0).toString(36)}:${(b >>> 0).toString(36)}`;
+}
+
+/**
  * Whether `names` are the kept listing's, in the same order (the kernel lists a steady table alike
  * each time). Walked in place: joining this cycle's names to compare would make a string per
  * process and cycle for nothing.
  */
 function sameNames(listing: string, names: readonly string[]): boolean {
+  if (isDigest(listing)) return names.length > LISTING_FDS && digestOf(names) === listing;
   const end = listing.length;
   let at = 0;
   for (let i = 0; i < names.length; i++) {

@@ -1,7 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { commOf, FdScanner, isKernelThread, startTime, type OwnerScan } from '../../../src/node/read/owners.js';
+import {
+  commOf,
+  FdScanner,
+  isKernelThread,
+  LISTING_FDS,
+  startTime,
+  type OwnerScan,
+} from '../../../src/node/read/owners.js';
 import { Problems } from '../../../src/node/read/problems.js';
 import { deviceNumber } from '../../../src/node/read/roots.js';
 import type { Steps } from '../../../src/node/read/steps.js';
@@ -307,16 +314,62 @@ describe('FdScanner', () => {
     expect(asked).toHaveLength(4);
   });
 
-  it('matches a steady process again when sysfs gains or loses a uverbs device, without reading its fds', () => {
+  it('reads a steady process again when sysfs gains or loses a uverbs device, and not while it stays', () => {
     const proc = procfs();
     writeProcess(proc, { pid: 80, comm: 'a', uverbs: [0], fds: 10 });
     const scanner = new FdScanner(proc, 60_000, standardFdDevice);
     const none = (): Map<string, string> => new Map();
     expect(scanner.scan(0, new Problems(), none).holders.size).toBe(0);
+    // The fd on uverbs0 was not kept while no such device was known: its table is read again.
     const later = scanner.scan(1000, new Problems(), VERBS);
-    expect(later.stats.fdLinksRead).toBe(0);
+    expect(later.stats.fdLinksRead).toBe(10);
     expect(pidsOf(later.holders)).toEqual({ uverbs0: [80] });
-    expect(scanner.scan(2000, new Problems(), none).holders.size).toBe(0);
+    const steady = scanner.scan(2000, new Problems(), VERBS);
+    expect(steady.stats.fdLinksRead).toBe(0);
+    expect(pidsOf(steady.holders)).toEqual({ uverbs0: [80] });
+    expect(scanner.scan(3000, new Problems(), none).holders.size).toBe(0);
+  });
+
+  it('keeps nothing of fds on devices that are neither verbs devices nor GPUs', () => {
+    // A user's process can hold a million fds on /dev/null: each kept would cost the agent's heap.
+    const proc = procfs();
+    writeProcess(proc, { pid: 81, comm: 'a', uverbs: [0], fds: 40 });
+    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    const scan = scanner.scan(0, new Problems(), VERBS);
+    expect(pidsOf(scan.holders)).toEqual({ uverbs0: [81] });
+    expect(scan.stats.fdsStated).toBe(4);
+    expect(scanner.kept(81)?.links).toEqual(['/dev/infiniband/uverbs0']);
+  });
+
+  it('keeps a digest of a table larger than LISTING_FDS, and reads it whole again when it changes', () => {
+    const proc = procfs();
+    const fds = LISTING_FDS + 100;
+    writeProcess(proc, { pid: 82, comm: 'many', fds });
+    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    expect(scanner.scan(0, new Problems(), VERBS).stats.fdLinksRead).toBe(fds);
+    // A few dozen characters, where the names joined take some 40 KiB.
+    expect(scanner.kept(82)?.listing).toBeLessThan(64);
+    expect(scanner.scan(1000, new Problems(), VERBS).stats.fdLinksRead).toBe(0);
+    // One fd closed and another opened on a verbs device: the same count, another table.
+    const fdDir = path.join(proc, '82', 'fd');
+    fs.rmSync(path.join(fdDir, '500'));
+    fs.symlinkSync('/dev/infiniband/uverbs0', path.join(fdDir, String(fds)));
+    const changed = scanner.scan(2000, new Problems(), VERBS);
+    expect(changed.stats.fdLinksRead).toBe(fds);
+    expect(pidsOf(changed.holders)).toEqual({ uverbs0: [82] });
+    expect(scanner.scan(3000, new Problems(), VERBS).stats.fdLinksRead).toBe(0);
+  });
+
+  it('keeps the names of a table up to LISTING_FDS, and reads only the fds new since', () => {
+    const proc = procfs();
+    writeProcess(proc, { pid: 83, comm: 'a', fds: 300 });
+    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    scanner.scan(0, new Problems(), VERBS);
+    expect(scanner.kept(83)?.listing).toBeGreaterThan(300);
+    fs.symlinkSync('/dev/infiniband/uverbs0', path.join(proc, '83', 'fd', '300'));
+    const later = scanner.scan(1000, new Problems(), VERBS);
+    expect(later.stats.fdLinksRead).toBe(1);
+    expect(pidsOf(later.holders)).toEqual({ uverbs0: [83] });
   });
 
   it('stats the real /proc: a held character device is known by the number sysfs gives it', () => {

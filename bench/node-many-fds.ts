@@ -1,0 +1,120 @@
+/**
+ * What a user's processes holding very many fds cost the node agent, on the real /proc: PROCS
+ * processes (a bash and the `sleep`s it starts, which inherit its table), each holding FDS fds on
+ * /dev/null, a character device on devtmpfs and so read and stat'ed as a device may be. Any user
+ * can make these: the fds cost the kernel a few bytes each, and a systemd node lets one process
+ * hold 524,288. Prints, beside baselines of the same run:
+ *   cold cycle   (a fresh collector) vs `find /proc/[0-9]*\/fd -lname '*uverbs*'`
+ *   steady cycle (median of a warm collector) vs listing every /proc/<pid>/fd
+ *   what the collector keeps on the heap after its cycles (collected before and after), in all and
+ *   per fd held: what a million such fds would cost the agent's memory; the process's peak RSS
+ * `--processes P --fds N` (default 100 × 20,000; N is capped by this shell's hard limit on open
+ * files). Runs as any user (its own processes' tables are readable).
+ *   npm run build && node dist/bench/node-many-fds.js
+ */
+import { execSync, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { HOLD_COUNTER_FILES, NodeCollector } from '../src/node/collect.js';
+import { DEFAULT_ROOTS } from '../src/node/read/roots.js';
+import { asNodeAgent, listingFloor, median, sayRuntime, time } from './stats.js';
+
+function option(name: string, fallback: number): number {
+  const at = process.argv.indexOf(name);
+  return at < 0 ? fallback : Number(process.argv[at + 1]);
+}
+
+const PROCS = option('--processes', 100);
+const FDS = option('--fds', 20_000);
+const STEADY_RUNS = 5;
+const MIB = 2 ** 20;
+
+/**
+ * A bash that opens the fds on /dev/null and starts PROCS - 1 processes holding them, each reading
+ * the bench's pipe: they end when the bench does, however it ends (an agent out of memory too).
+ */
+function holders(): ChildProcess {
+  const script = [
+    'exec 3<&0',
+    'n=$(( $1 < $(ulimit -Hn) ? $1 : $(ulimit -Hn) ))',
+    'ulimit -n "$n"',
+    'for ((i = 4; i < n - 8; i++)); do eval "exec $i</dev/null"; done',
+    'for ((p = 1; p < $2; p++)); do head -c 1 <&3 > /dev/null & done',
+    'echo "$n"',
+    'exec head -c 1 <&3 > /dev/null',
+  ].join('\n');
+  return spawn('bash', ['-c', script, 'holders', String(FDS), String(PROCS)], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+    detached: true,
+  });
+}
+
+/** Waits for the holders' line (their table size), and for every one of them to show in /proc. */
+async function ready(bash: ChildProcess): Promise<number> {
+  const line = await new Promise<string>((resolve, reject) => {
+    bash.stdout?.once('data', (d: Buffer) => resolve(d.toString().trim()));
+    bash.once('exit', (code) => reject(new Error(`the holders' bash exited (${code})`)));
+  });
+  const want = Number(line) - 8;
+  const held = (): number => {
+    const kids = fs.readFileSync(`/proc/${bash.pid}/task/${bash.pid}/children`, 'latin1').split(/\s+/).filter(Boolean);
+    return kids.filter((k) => fs.readdirSync(`/proc/${k}/fd`).length >= want).length;
+  };
+  for (let i = 0; i < 600 && held() < PROCS - 1; i++) await new Promise((r) => setTimeout(r, 50));
+  return want;
+}
+
+/** The heap's live bytes, collected first. */
+function liveHeap(gc: () => void): number {
+  gc();
+  gc();
+  return v8.getHeapStatistics().used_heap_size;
+}
+
+async function main(): Promise<void> {
+  asNodeAgent();
+  sayRuntime();
+  v8.setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const bash = holders();
+  try {
+    const fds = await ready(bash);
+    console.log(`holders: ${PROCS} processes × ${fds} fds on /dev/null (${((PROCS * fds) / 1e6).toFixed(2)} million)`);
+    const before = liveHeap(gc);
+    const collector = new NodeCollector({
+      roots: DEFAULT_ROOTS,
+      fdRescanIntervalMs: 3_600_000,
+      holdCounterFiles: HOLD_COUNTER_FILES,
+    });
+    const cold = time(() => collector.cycle(0));
+    // find fails on the fd tables it may not read (other users' processes): its time counts all the same.
+    const find = time(() => execSync(`find /proc/[0-9]*/fd -lname '*uverbs*' > /dev/null 2>&1 || true`));
+    console.log(
+      `cold cycle: ${(cold / 1000).toFixed(1)} s   find -lname: ${(find / 1000).toFixed(1)} s   ratio ${(cold / find).toFixed(2)}×`,
+    );
+    const steady: number[] = [];
+    const floor: number[] = [];
+    for (let i = 1; i <= STEADY_RUNS; i++) {
+      steady.push(time(() => collector.cycle(1000 * i)));
+      floor.push(time(() => listingFloor('/proc')));
+    }
+    const s = median(steady);
+    const f = median(floor);
+    console.log(
+      `steady cycle: ${s.toFixed(0)} ms   fd listing floor: ${f.toFixed(0)} ms   ratio ${(s / f).toFixed(2)}×`,
+    );
+    const kept = liveHeap(gc) - before;
+    console.log(
+      `kept on the heap by the collector: ${(kept / MIB).toFixed(1)} MiB, ` +
+        `${(kept / (PROCS * fds)).toFixed(2)} bytes a held fd; ` +
+        `peak RSS ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB`,
+    );
+    collector.close();
+  } finally {
+    // The bash and its sleeps are one process group of their own.
+    if (bash.pid !== undefined) process.kill(-bash.pid, 'SIGKILL');
+  }
+}
+
+await main();
