@@ -2,8 +2,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, afterEach } from 'vitest';
-import { getCurrentTest } from 'vitest/suite';
+import { afterAll, afterEach, TestRunner } from 'vitest';
 
 /** Made by a test (or its beforeEach): removed after it. */
 const made: string[] = [];
@@ -18,7 +17,7 @@ const madeForFile: string[] = [];
 export function tmpDir(prefix = 'slurm-otel-test-', base = os.tmpdir()): string {
   const dir = fs.mkdtempSync(path.join(base, prefix));
   fs.chmodSync(dir, 0o755);
-  (getCurrentTest() === undefined ? madeForFile : made).push(dir);
+  (TestRunner.getCurrentTest() === undefined ? madeForFile : made).push(dir);
   return dir;
 }
 
