@@ -39,6 +39,12 @@ interface Question {
 
 const DEFAULTS = { statPath: 'stat', timeoutMs: 2_000, maxPerCycle: 32, concurrency: 4, maxStuck: 8 };
 const MAX_HUNG_MOUNTS = 1024;
+/**
+ * Answers kept at most. Only questions asked are answered and kept, a cycle's share at a time, each
+ * while its process lives: a user's million fds on one file named like a device cost a cycle's
+ * share of stats, and past this bound none.
+ */
+export const MAX_ANSWERS = 16_384;
 
 export class FdProbe {
   private readonly opts: typeof DEFAULTS;
@@ -69,13 +75,30 @@ export class FdProbe {
     return this.answers.get(key);
   }
 
-  /** Queues a question; `mount` names its mount (id and device), so a hung one is not asked again. */
-  ask(key: string, path: string, mount: string): void {
-    if (this.hungMounts.has(mount))
-      return this.settleOne(key, { uncertain: `a stat on its mount hung before` }, 'skipped');
-    if (this.inFlight.has(key) || this.queued.has(key)) return;
+  /**
+   * Queues a question for the next settle; `mount` names its mount (id and device), so a hung one is
+   * not asked again. A question that will not be asked (its mount hung before, or the cycle's share
+   * or the kept answers are full) is answered at once and nothing of it is kept: the fds of a
+   * process that holds a great many are asked again in later cycles, a share at a time.
+   */
+  ask(key: string, path: string, mount: string): FdKind | undefined {
+    if (this.inFlight.has(key) || this.queued.has(key)) return undefined;
+    const skip = this.whyNotAsked(mount);
+    if (skip !== undefined) {
+      this.count('skipped');
+      return { uncertain: skip };
+    }
     this.queued.add(key);
     this.queue.push({ key, path, mount });
+    return undefined;
+  }
+
+  /** Why a question on `mount` would not be asked now; undefined when it would. */
+  private whyNotAsked(mount: string): string | undefined {
+    if (this.hungMounts.has(mount)) return 'a stat on its mount hung before';
+    if (this.queue.length >= this.opts.maxPerCycle) return 'not asked yet: too many fds to ask this cycle';
+    if (this.answers.size + this.queue.length >= MAX_ANSWERS) return `not asked: ${MAX_ANSWERS} answers kept already`;
+    return undefined;
   }
 
   get hasQuestions(): boolean {
@@ -87,9 +110,7 @@ export class FdProbe {
    * answer or was abandoned. Never rejects.
    */
   async settle(): Promise<void> {
-    const now = this.queue.splice(0, this.opts.maxPerCycle);
-    for (const q of this.queue)
-      this.settleOne(q.key, { uncertain: 'not asked yet: too many fds to ask this cycle' }, 'skipped');
+    const now = this.queue;
     this.queue = [];
     this.queued.clear();
     for (const q of now) this.inFlight.add(q.key);
@@ -181,6 +202,10 @@ export class FdProbe {
     this.inFlight.delete(key);
     this.answers.set(key, kind);
     if ('uncertain' in kind) this.retry.add(key);
+    this.count(result);
+  }
+
+  private count(result: ProbeResult): void {
     this.counts.set(result, (this.counts.get(result) ?? 0) + 1);
   }
 }

@@ -457,8 +457,7 @@ export class FdScanner {
     const known = this.probe?.answer(key);
     if (known !== undefined) return 'uncertain' in known ? { uncertain: `on ${kind.ask}, ${known.uncertain}` } : known;
     if (this.probe === undefined) return { uncertain: `on ${kind.ask}` };
-    this.probe.ask(key, path, kind.mount);
-    return this.probe.answer(key);
+    return this.probe.ask(key, path, kind.mount) ?? this.probe.answer(key);
   }
 
   private kindOf(pid: number, fd: string, path: string, link: string): FdKind {
@@ -525,7 +524,13 @@ class LinkReading {
 
   result(): ProcessRead {
     if (this.errno !== undefined) return { errno: this.errno };
-    if (this.asked) return { errno: 'uncertain', uncertain: this.uncertain ?? '', asked: true };
+    // Asked after the cycle's stats (a table with more such fds than a cycle asks): the next cycle's.
+    if (this.asked)
+      return {
+        errno: 'uncertain',
+        uncertain: this.uncertain ?? 'an fd named like a device is yet to be asked',
+        asked: true,
+      };
     // Read whole, yet one fd may be a verbs device whose filesystem did not answer: not cached, read again next cycle.
     if (this.uncertain !== undefined) return { errno: 'uncertain', uncertain: this.uncertain };
     // A tree that is not this host's: what the fd is cannot be known here (not cached either).

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FdProbe, parseStat } from '../../../src/node/read/fd-probe.js';
+import { FdProbe, MAX_ANSWERS, parseStat } from '../../../src/node/read/fd-probe.js';
 import { tmpDir } from '../../support/tmp.js';
 
 /** A stat that never answers, as one stuck in a getattr would (the real hang is in test/integration/node-fuse). */
@@ -12,7 +12,8 @@ function hangingStat(): string {
 }
 
 async function ask(probe: FdProbe, key: string, file: string, mount = 'm1'): Promise<unknown> {
-  probe.ask(key, file, mount);
+  const now = probe.ask(key, file, mount);
+  if (now !== undefined) return now;
   await probe.settle();
   return probe.answer(key);
 }
@@ -46,12 +47,32 @@ describe('the fd probe (stat in a child process)', () => {
     probe.stop();
   });
 
-  it('asks at most its share a cycle', async () => {
+  it('asks at most its share a cycle, and the rest in the cycles after, keeping nothing of them meanwhile', async () => {
     const busy = new FdProbe({ timeoutMs: 30_000, maxPerCycle: 2 });
-    for (const n of [1, 2, 3]) busy.ask(`1 1 ${n}`, '/dev/null', 'm');
+    const keys = Array.from({ length: 5 }, (_, n) => `1 1 ${n}`);
+    const skipped = { uncertain: 'not asked yet: too many fds to ask this cycle' };
+    expect(keys.map((k) => busy.ask(k, '/dev/null', 'm'))).toEqual([undefined, undefined, skipped, skipped, skipped]);
     await busy.settle();
-    expect(busy.answer('1 1 3')).toEqual({ uncertain: 'not asked yet: too many fds to ask this cycle' });
-    expect(busy.answer('1 1 1')).toEqual({ dev: '1:3' });
+    expect(keys.map((k) => busy.answer(k))).toEqual([{ dev: '1:3' }, { dev: '1:3' }, undefined, undefined, undefined]);
+    // The next cycle: those answered are known, two more are asked.
+    for (const k of keys) if (busy.answer(k) === undefined) busy.ask(k, '/dev/null', 'm');
+    await busy.settle();
+    expect(keys.map((k) => busy.answer(k) !== undefined)).toEqual([true, true, true, true, false]);
+    expect(Object.fromEntries(busy.take())).toEqual({ device: 4, skipped: 4 });
+  });
+
+  it('keeps at most MAX_ANSWERS answers, and asks nothing more while they are kept', async () => {
+    const probe = new FdProbe({ timeoutMs: 30_000, maxPerCycle: MAX_ANSWERS + 1 });
+    const full = { uncertain: `not asked: ${MAX_ANSWERS} answers kept already` };
+    for (let n = 0; n < MAX_ANSWERS; n++) probe.ask(`1 1 ${n}`, '/dev/null', 'm');
+    expect(probe.ask('1 1 x', '/dev/null', 'm')).toEqual(full);
+    probe.stop(); // each answered without a stat
+    await probe.settle();
+    expect(probe.answer('1 1 x')).toBeUndefined();
+    expect(probe.ask('1 1 x', '/dev/null', 'm')).toEqual(full);
+    // Process 1 is gone: its answers with it.
+    probe.endScan(new Set(), false);
+    expect(probe.ask('1 1 x', '/dev/null', 'm')).toBeUndefined();
   });
 
   it('forgets the answers of processes that left, and at a full rescan the uncertain ones', async () => {
