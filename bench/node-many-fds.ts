@@ -1,23 +1,29 @@
 /**
  * What a user's processes holding very many fds cost the node agent, on the real /proc: PROCS
- * processes (a bash and the `sleep`s it starts, which inherit its table), each holding FDS fds on
+ * processes (a bash and the processes it starts, which inherit its table), each holding FDS fds on
  * /dev/null, a character device on devtmpfs and so read and stat'ed as a device may be. Any user
  * can make these: the fds cost the kernel a few bytes each, and a systemd node lets one process
- * hold 524,288. Prints, beside baselines of the same run:
+ * hold 524,288. Prints, beside baselines of the same run (the cycles yield, as the running
+ * agent's do, so that the fd probes' answers come within them):
  *   cold cycle   (a fresh collector) vs `find /proc/[0-9]*\/fd -lname '*uverbs*'`
  *   steady cycle (median of a warm collector) vs listing every /proc/<pid>/fd
  *   what the collector keeps on the heap after its cycles (collected before and after), in all and
  *   per fd held: what a million such fds would cost the agent's memory; the process's peak RSS
  * `--processes P --fds N` (default 100 × 20,000; N is capped by this shell's hard limit on open
- * files). Runs as any user (its own processes' tables are readable).
+ * files). `--file F`: the fds are on F instead, and sysfs is a synthetic one with one HCA, so that a
+ * file named like a verbs device on a filesystem the agent does not stat (an overlay, NFS) is asked
+ * in a child process (fd-probe.ts). Runs as any user (its own processes' tables are readable).
  *   npm run build && node dist/bench/node-many-fds.js
  */
 import { execSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { HOLD_COUNTER_FILES, NodeCollector } from '../src/node/collect.js';
 import { DEFAULT_ROOTS } from '../src/node/read/roots.js';
+import { writeHca } from '../src/demo/nodetree.js';
 import { asNodeAgent, listingFloor, median, sayRuntime, time } from './stats.js';
 
 function option(name: string, fallback: number): number {
@@ -26,6 +32,7 @@ function option(name: string, fallback: number): number {
 }
 
 const PROCS = option('--processes', 100);
+const FILE = process.argv.includes('--file') ? (process.argv[process.argv.indexOf('--file') + 1] as string) : undefined;
 const FDS = option('--fds', 20_000);
 const STEADY_RUNS = 5;
 const MIB = 2 ** 20;
@@ -39,12 +46,13 @@ function holders(): ChildProcess {
     'exec 3<&0',
     'n=$(( $1 < $(ulimit -Hn) ? $1 : $(ulimit -Hn) ))',
     'ulimit -n "$n"',
-    'for ((i = 4; i < n - 8; i++)); do eval "exec $i</dev/null"; done',
+    'f=$3',
+    'for ((i = 4; i < n - 8; i++)); do eval "exec $i<\\"\\$f\\""; done',
     'for ((p = 1; p < $2; p++)); do head -c 1 <&3 > /dev/null & done',
     'echo "$n"',
     'exec head -c 1 <&3 > /dev/null',
   ].join('\n');
-  return spawn('bash', ['-c', script, 'holders', String(FDS), String(PROCS)], {
+  return spawn('bash', ['-c', script, 'holders', String(FDS), String(PROCS), FILE ?? '/dev/null'], {
     stdio: ['pipe', 'pipe', 'inherit'],
     detached: true,
   });
@@ -65,6 +73,24 @@ async function ready(bash: ChildProcess): Promise<number> {
   return want;
 }
 
+/** A synthetic sysfs with one HCA (one verbs device), in a temporary directory. */
+function oneHca(): string {
+  const sysfs = fs.mkdtempSync(path.join(os.tmpdir(), 'slurm-otel-bench-sysfs-'));
+  writeHca(sysfs, {
+    name: 'mlx5_0',
+    uverbs: 0,
+    ports: [{ linkLayer: 'InfiniBand', rate: '400 Gb/sec', counters: {} }],
+  });
+  return sysfs;
+}
+
+/** One cycle as the running agent makes it (yielding: the fd probes' answers come meanwhile), in ms. */
+async function cycleMs(collector: NodeCollector, nowMs: number): Promise<number> {
+  const t0 = performance.now();
+  await collector.cycleYielding(undefined, nowMs);
+  return performance.now() - t0;
+}
+
 /** The heap's live bytes, collected first. */
 function liveHeap(gc: () => void): number {
   gc();
@@ -80,14 +106,16 @@ async function main(): Promise<void> {
   const bash = holders();
   try {
     const fds = await ready(bash);
-    console.log(`holders: ${PROCS} processes × ${fds} fds on /dev/null (${((PROCS * fds) / 1e6).toFixed(2)} million)`);
+    console.log(
+      `holders: ${PROCS} processes × ${fds} fds on ${FILE ?? '/dev/null'} (${((PROCS * fds) / 1e6).toFixed(2)} million)`,
+    );
     const before = liveHeap(gc);
     const collector = new NodeCollector({
-      roots: DEFAULT_ROOTS,
+      roots: FILE === undefined ? DEFAULT_ROOTS : { ...DEFAULT_ROOTS, sysfs: oneHca() },
       fdRescanIntervalMs: 3_600_000,
       holdCounterFiles: HOLD_COUNTER_FILES,
     });
-    const cold = time(() => collector.cycle(0));
+    const cold = await cycleMs(collector, 0);
     // find fails on the fd tables it may not read (other users' processes): its time counts all the same.
     const find = time(() => execSync(`find /proc/[0-9]*/fd -lname '*uverbs*' > /dev/null 2>&1 || true`));
     console.log(
@@ -96,7 +124,7 @@ async function main(): Promise<void> {
     const steady: number[] = [];
     const floor: number[] = [];
     for (let i = 1; i <= STEADY_RUNS; i++) {
-      steady.push(time(() => collector.cycle(1000 * i)));
+      steady.push(await cycleMs(collector, 1000 * i));
       floor.push(time(() => listingFloor('/proc')));
     }
     const s = median(steady);

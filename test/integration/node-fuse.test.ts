@@ -48,8 +48,9 @@ const WAIT_MS = 60_000;
 
 /** A process that opens `files` as fds 3, 4 … and sleeps; resolves once all are open. */
 async function holder(files: readonly string[]): Promise<ChildProcess> {
-  const opens = files.map((_, i) => `${i + 3}<"$${i + 1}"`).join(' ');
-  const child = spawn('sh', ['-c', `exec ${opens}; exec sleep 900`, 'holder', ...files], { stdio: 'ignore' });
+  const opens = files.map((_, i) => `${i + 3}<"\${${i + 1}}"`).join(' ');
+  // bash: dash takes single-digit fds only.
+  const child = spawn('bash', ['-c', `exec ${opens}; exec sleep 900`, 'holder', ...files], { stdio: 'ignore' });
   const pid = child.pid as number;
   await waitFor(`PID ${pid} to hold ${files.join(', ')}`, () =>
     files.every((f, i) => {
@@ -283,9 +284,9 @@ describe.skipIf(gate.skip)('node agent beside FUSE filesystems that hang, refuse
     const held: ChildProcess[] = [];
     try {
       const { sysfs: sys2, dev } = oneHca(dir, 'sys2', 50, standIns[HCAS.length] as StandIn);
-      /** One job holding the stand-in and a file named uverbs3 on `trap`: the agent's verdict. */
-      const verdict = async (trap: FuseTrap, jobId: string) => {
-        const p = await holder([dev, trap.file('uverbs3')]);
+      /** One job holding the stand-in and `copies` fds on a file named uverbs3 on `trap`: the agent's verdict. */
+      const verdict = async (trap: FuseTrap, jobId: string, copies = 1) => {
+        const p = await holder([dev, ...Array.from({ length: copies }, () => trap.file('uverbs3'))]);
         held.push(p);
         const cg = path.join(dir, `cgroup-${jobId}`);
         writeJobCgroups(cg, { [jobId]: p.pid as number });
@@ -304,6 +305,9 @@ describe.skipIf(gate.skip)('node agent beside FUSE filesystems that hang, refuse
       expect(plain).toMatchObject({ status: 'sole', jobs: ['202'] });
       const answered = await verdict(withDev, '201');
       expect(answered).toMatchObject({ status: 'sole', jobs: ['201'] });
+      // More fds on that file than a cycle asks about (32): one question answers them all.
+      const many = await verdict(withDev, '204', 40);
+      expect(many, many.stderr).toMatchObject({ status: 'sole', jobs: ['204'] });
       const uncertain = await verdict(refusing, '203');
       expect(uncertain).toMatchObject({ status: 'incomplete', jobs: [] });
       expect(uncertain.stderr).toMatch(new RegExp(`PID ${uncertain.pid} \\(.*may be a verbs device`));

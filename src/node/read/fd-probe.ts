@@ -10,7 +10,8 @@
  * by a deadline. A child that misses it is killed and abandoned (it may stay stuck until the
  * filesystem answers; the agent neither waits for it nor counts on its exit), its mount is not
  * asked again while it is mounted, and the fd stays `uncertain`. Answers are kept per process (pid
- * and start time) and fd, so a steady process is asked once.
+ * and start time) and file (its mount and path), so a steady process is asked once, and its fds
+ * on one file once in all.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { FdKind } from './fd-mounts.js';
@@ -67,7 +68,7 @@ export class FdProbe {
   }
 
   /**
-   * What is known of the fd `key` (`pid start fd link`): its answer, `uncertain` while it is being
+   * What is known of the file `key` (`pid start mount link`): its answer, `uncertain` while it is being
    * asked, undefined when never asked.
    */
   answer(key: string): FdKind | undefined {

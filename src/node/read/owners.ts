@@ -441,7 +441,9 @@ export class FdScanner {
     // A node whose kernel lists no verbs device: a file named like one can be nothing (not asked).
     if ('ask' in kind && r.against.size === 0) kind = { none: true };
     if ('ask' in kind) {
-      const answer = this.asked(`${p.pid} ${p.start} ${fd} ${link}`, path, kind);
+      // Asked once for all of a process's fds on one file (one path on one mount names one file at a
+      // time): a table of a million fds on it costs one stat, not a million answers.
+      const answer = this.asked(`${p.pid} ${p.start} ${kind.mount} ${link}`, path, kind);
       if (answer === undefined) r.asked = true;
       else kind = answer;
     }
