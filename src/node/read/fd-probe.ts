@@ -78,26 +78,26 @@ export class FdProbe {
 
   /**
    * Queues a question for the next settle; `mount` names its mount (id and device), so a hung one is
-   * not asked again. A question that will not be asked (its mount hung before, or the cycle's share
-   * or the kept answers are full) is answered at once and nothing of it is kept: the fds of a
-   * process that holds a great many are asked again in later cycles, a share at a time.
+   * not asked again. Undefined while there is no answer yet: being asked, queued, or past the
+   * cycle's share (asked in a later cycle; nothing of it is kept meanwhile). A question that will
+   * not be asked (its mount hung before, or the kept answers are full) is answered at once, and
+   * nothing of it is kept either.
    */
   ask(key: string, path: string, mount: string): FdKind | undefined {
     if (this.inFlight.has(key) || this.queued.has(key)) return undefined;
-    const skip = this.whyNotAsked(mount);
-    if (skip !== undefined) {
+    const never = this.whyNotAsked(mount);
+    if (never !== undefined || this.queue.length >= this.opts.maxPerCycle) {
       this.count('skipped');
-      return { uncertain: skip };
+      return never === undefined ? undefined : { uncertain: never };
     }
     this.queued.add(key);
     this.queue.push({ key, path, mount });
     return undefined;
   }
 
-  /** Why a question on `mount` would not be asked now; undefined when it would. */
+  /** Why a question on `mount` would not be asked at all now; undefined when it would. */
   private whyNotAsked(mount: string): string | undefined {
     if (this.hungMounts.has(mount)) return 'a stat on its mount hung before';
-    if (this.queue.length >= this.opts.maxPerCycle) return 'not asked yet: too many fds to ask this cycle';
     if (this.answers.size + this.queue.length >= MAX_ANSWERS) return `not asked: ${MAX_ANSWERS} answers kept already`;
     return undefined;
   }
@@ -123,12 +123,18 @@ export class FdProbe {
   }
 
   /**
-   * After a scan: forgets the answers of processes no longer present (their keys start with the
-   * pid); at a full rescan also the uncertain ones, so a filesystem that answers again is asked again.
+   * Before a full rescan: forgets the uncertain answers, so that a filesystem that answers again
+   * is asked again within it (the scanner keeps the processes they left unreadable until then).
    */
-  endScan(present: ReadonlySet<number>, full: boolean): void {
+  beginFullScan(): void {
+    for (const key of this.retry) this.answers.delete(key);
+    this.retry.clear();
+  }
+
+  /** After a scan: forgets the answers of processes no longer present (their keys start with the pid). */
+  endScan(present: ReadonlySet<number>): void {
     for (const key of this.answers.keys())
-      if (!present.has(Number(key.slice(0, key.indexOf(' ')))) || (full && this.retry.has(key))) {
+      if (!present.has(Number(key.slice(0, key.indexOf(' '))))) {
         this.answers.delete(key);
         this.retry.delete(key);
       }

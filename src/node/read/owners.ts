@@ -17,7 +17,9 @@
  * only fd numbers not seen before are read. Of the fds read, only those on the
  * node's verbs devices and GPUs are kept (an fd table of a million fds on
  * /dev/null costs the agent its listing, a few bytes an fd, and no more); when
- * those devices change, every table is read again. Its stat file (start time, name) is
+ * those devices change, every table is read again. A table read whole of which one
+ * fd's device could not be known (fd-probe.ts) is kept too, its process unreadable
+ * until the table changes or the next full rescan. Its stat file (start time, name) is
  * read when it is new or its fd table changed; on a procfs root whose inodes
  * cannot tell (a tree on a disk filesystem), each cycle, and the start time
  * tells. Every link, and every stat, is read again at least every
@@ -125,6 +127,14 @@ interface ProcEntry {
   against: ReadonlyMap<string, string>;
   /** The uverbs devices among `chars`, as last matched, and against which map: a steady process is matched once. */
   matched?: { readonly verbs: ReadonlyMap<string, string>; readonly held: readonly [string, string[]][] };
+  /** Set where the table was read whole yet one fd's device is not known: the process is unreadable. */
+  unsure?: Unsure;
+}
+
+/** Why a process whose table was read whole is unreadable all the same (UnreadableFds, errno `uncertain`). */
+interface Unsure {
+  readonly uncertain?: string;
+  readonly missing?: string;
 }
 
 interface CharFd {
@@ -219,7 +229,10 @@ export class FdScanner {
   /** One scan, yielding between pieces of about SLICE_MS. */
   *scanSteps(nowMs: number, problems: Problems, verbs: VerbsByDevice, coverage?: Coverage): Steps<OwnerScan> {
     const full = nowMs - this.lastFullMs >= this.rescanIntervalMs;
-    if (full) this.lastFullMs = nowMs;
+    if (full) {
+      this.lastFullMs = nowMs;
+      this.probe?.beginFullScan();
+    }
     this.mounts?.begin();
     const listing = listDir(this.procfs);
     if (!listing.ok) {
@@ -258,9 +271,14 @@ export class FdScanner {
         return;
       }
       next.set(pid, r.entry);
-      names.set(pid, r.entry.comm);
       linksRead += r.linksRead;
       stated += r.stated;
+      const unsure = r.entry.unsure;
+      if (unsure !== undefined) {
+        unreadable.push({ pid, errno: 'uncertain', ...unsure });
+        return;
+      }
+      names.set(pid, r.entry.comm);
       if (r.entry.chars.size > 0) addHoldings(holders, pid, r.entry, devices());
     };
     try {
@@ -296,7 +314,7 @@ export class FdScanner {
       // Whichever directory the scan was in (procfs, an fd directory), the agent's own again.
       this.dirs.leave();
     }
-    this.probe?.endScan(present, full);
+    this.probe?.endScan(present);
     this.cache = next;
     return {
       holders,
@@ -526,17 +544,16 @@ class LinkReading {
 
   result(): ProcessRead {
     if (this.errno !== undefined) return { errno: this.errno };
-    // Asked after the cycle's stats (a table with more such fds than a cycle asks): the next cycle's.
-    if (this.asked)
-      return {
-        errno: 'uncertain',
-        uncertain: this.uncertain ?? 'an fd named like a device is yet to be asked',
-        asked: true,
-      };
-    // Read whole, yet one fd may be a verbs device whose filesystem did not answer: not cached, read again next cycle.
-    if (this.uncertain !== undefined) return { errno: 'uncertain', uncertain: this.uncertain };
-    // A tree that is not this host's: what the fd is cannot be known here (not cached either).
-    if (this.missing !== undefined) return { errno: 'uncertain', missing: this.missing };
+    if (this.asked) return { errno: 'uncertain', uncertain: this.uncertain ?? '', asked: true };
+    // Read whole, yet one fd may be a verbs device whose filesystem did not answer, or (a tree that
+    // is not this host's) what an fd is cannot be known here: unreadable, and kept so until its table
+    // changes or the next full rescan (when the probe asks again), not read again each cycle.
+    const unsure: Unsure | undefined =
+      this.uncertain !== undefined
+        ? { uncertain: this.uncertain }
+        : this.missing !== undefined
+          ? { missing: this.missing }
+          : undefined;
     const { p } = this;
     return {
       entry: {
@@ -546,6 +563,7 @@ class LinkReading {
         listing: listingOf(p.names),
         chars: this.chars,
         against: this.against,
+        ...(unsure === undefined ? {} : { unsure }),
       },
       linksRead: this.linksRead,
       stated: this.stated,

@@ -11,7 +11,7 @@ import {
 } from '../../../src/node/read/owners.js';
 import { Problems } from '../../../src/node/read/problems.js';
 import { deviceNumber } from '../../../src/node/read/roots.js';
-import type { Steps } from '../../../src/node/read/steps.js';
+import { runStepsYielding, type Steps } from '../../../src/node/read/steps.js';
 import { standardFdDevice, uverbsDevice, writeProcess } from '../../../src/demo/nodetree.js';
 import { renameProcess } from '../../support/node-tree.js';
 import { asUnprivileged, deny, removeProcess, tmpDir, tmpfsDir } from '../../support/tmp.js';
@@ -406,6 +406,53 @@ describe('FdScanner', () => {
     } finally {
       scanner.stop(); // any probe another process's fds set off
       for (const fd of fds) fs.closeSync(fd);
+    }
+  });
+
+  it('keeps a process whose fd on a network filesystem could not be asked unreadable, without reading it again until the next full rescan', async () => {
+    // Synthetic processes (written like the kernel's), each with one fd on an NFS mount that allows
+    // devices, named like a verbs device: asked with a real stat in a child, which fails. The
+    // probe asks one a cycle: the second process waits for the next cycle, read again then.
+    const proc = procfs();
+    for (const pid of [90, 91]) {
+      writeProcess(proc, { pid, comm: 'a', fds: 3 });
+      fs.symlinkSync('/nonexistent-nfs/uverbs0', path.join(proc, String(pid), 'fd', '3'));
+      fs.writeFileSync(path.join(proc, String(pid), 'fdinfo', '3'), 'pos:\t0\nflags:\t0100000\nmnt_id:\t40\n');
+      fs.appendFileSync(
+        path.join(proc, String(pid), 'mountinfo'),
+        '40 28 0:50 / /nonexistent-nfs rw - nfs4 srv:/x rw\n',
+      );
+    }
+    const scanner = new FdScanner(proc, 60_000, undefined, undefined, { maxPerCycle: 1 });
+    const failed = (pid: number) => ({
+      pid,
+      errno: 'uncertain',
+      uncertain: expect.stringMatching(/uverbs0: on nfs4, stat failed/),
+    });
+    try {
+      const scan = (at: number) => runStepsYielding(scanner.scanSteps(at, new Problems(), VERBS));
+      const first = await scan(0);
+      expect(first.unreadable).toEqual([
+        failed(90),
+        { pid: 91, errno: 'uncertain', uncertain: '/nonexistent-nfs/uverbs0 is on nfs4' },
+      ]);
+      expect(Object.fromEntries(first.stats.fdProbes)).toEqual({ failed: 1, skipped: 1 });
+      const next = await scan(1000);
+      expect(next.unreadable).toEqual([failed(90), failed(91)]);
+      // Only the waiting process is read again (its 4 links), and asked.
+      expect(next.stats.fdLinksRead).toBe(4);
+      expect(Object.fromEntries(next.stats.fdProbes)).toEqual({ failed: 1 });
+      const steady = await scan(2000);
+      expect(steady.unreadable).toEqual(next.unreadable);
+      expect(steady.stats.fdLinksRead).toBe(0);
+      expect(Object.fromEntries(steady.stats.fdProbes)).toEqual({});
+      const full = await scan(60_000);
+      // Both read again, and asked again as the first cycle asked them.
+      expect(full.unreadable).toEqual(first.unreadable);
+      expect(full.stats.fdLinksRead).toBeGreaterThan(0);
+      expect(Object.fromEntries(full.stats.fdProbes)).toEqual({ failed: 1, skipped: 1 });
+    } finally {
+      scanner.stop();
     }
   });
 
