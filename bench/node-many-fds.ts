@@ -103,6 +103,7 @@ async function main(): Promise<void> {
   sayRuntime();
   v8.setFlagsFromString('--expose-gc');
   const gc = runInNewContext('gc') as () => void;
+  const sysfs = FILE === undefined ? undefined : oneHca();
   const bash = holders();
   try {
     const fds = await ready(bash);
@@ -111,7 +112,7 @@ async function main(): Promise<void> {
     );
     const before = liveHeap(gc);
     const collector = new NodeCollector({
-      roots: FILE === undefined ? DEFAULT_ROOTS : { ...DEFAULT_ROOTS, sysfs: oneHca() },
+      roots: sysfs === undefined ? DEFAULT_ROOTS : { ...DEFAULT_ROOTS, sysfs },
       fdRescanIntervalMs: 3_600_000,
       holdCounterFiles: HOLD_COUNTER_FILES,
     });
@@ -140,8 +141,9 @@ async function main(): Promise<void> {
     );
     collector.close();
   } finally {
-    // The bash and its sleeps are one process group of their own.
+    // The bash and the processes it started are one process group of their own.
     if (bash.pid !== undefined) process.kill(-bash.pid, 'SIGKILL');
+    if (sysfs !== undefined) fs.rmSync(sysfs, { recursive: true, force: true });
   }
 }
 
