@@ -423,7 +423,8 @@ describe('FdScanner', () => {
         '40 28 0:50 / /nonexistent-nfs rw - nfs4 srv:/x rw\n',
       );
     }
-    const scanner = new FdScanner(proc, 60_000, undefined, undefined, { maxPerCycle: 1 });
+    // A deadline far past what a loaded machine takes to start stat: its answer, never a timeout.
+    const scanner = new FdScanner(proc, 60_000, undefined, undefined, { maxPerCycle: 1, timeoutMs: 60_000 });
     const failed = (pid: number) => ({
       pid,
       errno: 'uncertain',
