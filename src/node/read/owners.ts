@@ -16,10 +16,11 @@
  * the same inode is the same process), one readdir and a compare of its names;
  * only fd numbers not seen before are read. Of the fds read, only those on the
  * node's verbs devices and GPUs are kept (an fd table of a million fds on
- * /dev/null costs the agent its listing, a few bytes an fd, and no more); when
- * those devices change, every table is read again. A table read whole of which one
- * fd's device could not be known (fd-probe.ts) is kept too, its process unreadable
- * until the table changes or the next full rescan. Its stat file (start time, name) is
+ * /dev/null costs the agent its listing, a bit to a few bytes an fd, and no
+ * more: fd-listing.ts); when those devices change, every table is read again.
+ * A table read whole of which one fd's device could not be known (fd-probe.ts)
+ * is kept too, its process unreadable until the table changes or the next full
+ * rescan. Its stat file (start time, name) is
  * read when it is new or its fd table changed; on a procfs root whose inodes
  * cannot tell (a tree on a disk filesystem), each cycle, and the start time
  * tells. Every link, and every stat, is read again at least every
@@ -41,6 +42,16 @@ import { freshInodes, inodeOf, listDir, readSmall, sameInode, type FdDeviceOf, t
 import { classify, type Failure } from './result.js';
 import type { Problems } from './problems.js';
 import { runSteps, Slice, SLICE_MS, type Steps } from './steps.js';
+import {
+  knownFds,
+  listingOf,
+  listingSize,
+  MAX_NUMBERS_BYTES,
+  numbersBytes,
+  sameNames,
+  type KnownFds,
+  type Listing,
+} from './fd-listing.js';
 
 /** A process whose fd table could not be read: it may hold anything. */
 export interface UnreadableFds {
@@ -108,12 +119,12 @@ interface ProcEntry {
   /** A kernel thread: no fd table. */
   kthread?: true;
   /**
-   * The fd names at the last read, joined by '/' (no name holds one): the fast path compares
-   * against it. One string per process, where an array held a string per fd (600 × 256 of them
-   * on a busy node, the largest thing on the agent's heap). Above LISTING_FDS fds, a digest of
-   * them (listingOf).
+   * The fd names at the last read (fd-listing.ts): the fast path compares against them, and a
+   * changed table reads only the fds not among them. One string per process, where an array held a
+   * string per fd (600 × 256 of them on a busy node, the largest thing on the agent's heap); a
+   * large table's numbers, or their digest.
    */
-  listing: string;
+  listing: Listing;
   /**
    * fd name → the device it refers to, only for fds on a device of `against`. Any other character
    * device is not kept: a user can hold a million fds on /dev/null, and an entry each made the
@@ -187,6 +198,8 @@ export class FdScanner {
     /** How long a piece of a scan runs before it yields (steps.ts). */
     private readonly sliceMs: number = SLICE_MS,
     probe?: FdProbeOptions,
+    /** The most bytes of large tables' fd numbers kept (fd-listing.ts). */
+    private readonly maxNumbersBytes: number = MAX_NUMBERS_BYTES,
   ) {
     this.procfs = resolve(procfs);
     this.mounts = deviceOf === undefined ? new FdMounts(this.procfs) : undefined;
@@ -211,15 +224,23 @@ export class FdScanner {
 
   /**
    * What is kept of `pid` between scans, its cost to the agent's heap: the link texts of its fds
-   * on devices, and the length of its listing (the names joined, or their digest).
+   * on devices, and the size of its listing (fd-listing.ts: characters, or bytes of fd numbers).
    */
   kept(pid: number): { readonly links: string[]; readonly listing: number } | undefined {
     const entry = this.cache.get(pid);
-    return entry && { links: [...entry.chars.values()].map((c) => c.link), listing: entry.listing.length };
+    return entry && { links: [...entry.chars.values()].map((c) => c.link), listing: listingSize(entry.listing) };
   }
 
   private verbsKey = '';
   private verbs: ReadonlyMap<string, string> = new Map();
+  /**
+   * Bytes of large tables' fd numbers (fd-listing.ts): those the entries of the last scan keep, and
+   * what this scan's reads have added to them so far (made, less the last entries they replace). A
+   * table read is given what is left of maxNumbersBytes, with what its process's last entry kept:
+   * all entries together stay within it.
+   */
+  private numbersKept = 0;
+  private numbersAdded = 0;
 
   /** One scan, straight through. */
   scan(nowMs: number, problems: Problems, verbs: VerbsByDevice, coverage?: Coverage): OwnerScan {
@@ -234,6 +255,8 @@ export class FdScanner {
       this.probe?.beginFullScan();
     }
     this.mounts?.begin();
+    this.numbersAdded = 0;
+    let numbersKept = 0;
     const listing = listDir(this.procfs);
     if (!listing.ok) {
       problems.add('proc', listing.kind, listing.detail);
@@ -271,6 +294,7 @@ export class FdScanner {
         return;
       }
       next.set(pid, r.entry);
+      numbersKept += numbersBytes(r.entry.listing);
       linksRead += r.linksRead;
       stated += r.stated;
       const unsure = r.entry.unsure;
@@ -316,6 +340,7 @@ export class FdScanner {
     }
     this.probe?.endScan(present);
     this.cache = next;
+    this.numbersKept = numbersKept;
     return {
       holders,
       unreadable,
@@ -396,10 +421,13 @@ export class FdScanner {
    * there, and the scan gives the agent's working directory back before it yields or ends.
    */
   private *readLinks(p: LinkRead, problems: Problems, slice: Slice, devices: Devices): Steps<ProcessRead> {
-    const known = p.prev && !isDigest(p.prev.listing) ? new Set(p.prev.listing.split('/')) : undefined;
+    const known = p.prev && knownFds(p.prev.listing);
     // Read from within the fd directory (working-dir.ts) where there are enough links to pay for the
     // two chdirs: a steady process's new fd or two are read by their whole paths.
-    const r = new LinkReading(p, known, p.names.length - (known?.size ?? 0) >= FROM_WITHIN, devices());
+    const many = p.names.length - (known?.size ?? 0) >= FROM_WITHIN;
+    const own = numbersBytes(this.cache.get(p.pid)?.listing ?? '');
+    const room = this.maxNumbersBytes - this.numbersKept - this.numbersAdded + own;
+    const r = new LinkReading(p, known, many, devices(), room);
     let i = this.readRun(r, 0, problems);
     while (i < p.names.length && r.errno === undefined) {
       if (slice.due()) {
@@ -409,7 +437,9 @@ export class FdScanner {
       }
       i = this.readRun(r, i, problems);
     }
-    return r.result();
+    const read = r.result();
+    if ('entry' in read) this.numbersAdded += numbersBytes(read.entry.listing) - own;
+    return read;
   }
 
   /**
@@ -536,10 +566,12 @@ class LinkReading {
 
   constructor(
     readonly p: LinkRead,
-    readonly known: ReadonlySet<string> | undefined,
+    readonly known: KnownFds | undefined,
     readonly many: boolean,
     /** The devices whose fds are kept (ProcEntry.against). */
     readonly against: ReadonlyMap<string, string>,
+    /** The bytes left for a large table's numbers in this scan (fd-listing.ts). */
+    readonly room: number,
   ) {}
 
   result(): ProcessRead {
@@ -560,7 +592,7 @@ class LinkReading {
         id: p.id,
         start: p.start,
         comm: p.comm,
-        listing: listingOf(p.names),
+        listing: listingOf(p.names, this.room),
         chars: this.chars,
         against: this.against,
         ...(unsure === undefined ? {} : { unsure }),
@@ -661,63 +693,4 @@ export function commOf(stat: string): string {
   for (let i = 0; i < name.length; i++)
     if (name.charCodeAt(i) > 0x7f) return Buffer.from(name, 'latin1').toString('utf8');
   return name;
-}
-
-/**
- * The most fds whose names a process's entry keeps. A user's processes can hold millions of fds
- * (on /dev/null, say), and their names joined cost the agent's heap some 6 bytes an fd: a larger
- * table is kept as a digest, and when it changes the whole table is read again, as a new
- * process's is.
- */
-export const LISTING_FDS = 8192;
-
-/** What an entry keeps of a process's fd names (ProcEntry.listing). */
-function listingOf(names: readonly string[]): string {
-  return names.length > LISTING_FDS ? digestOf(names) : names.join('/');
-}
-
-/** A listing kept as a digest: it starts with a '#', which no fd name holds. */
-function isDigest(listing: string): boolean {
-  return listing.charCodeAt(0) === 35;
-}
-
-/**
- * `#<count>:<a>:<b>`, a and b two 32-bit FNV-1a-style hashes of the names joined by '/'. Names that
- * differ yet hash alike are taken as the same table until the next full rescan: the window an fd
- * closed and reopened under its number already leaves.
- */
-function digestOf(names: readonly string[]): string {
-  let a = 0x811c9dc5;
-  let b = 0x2f0b3c4d;
-  for (let i = 0; i < names.length; i++) {
-    const name = names[i] as string;
-    for (let j = 0; j <= name.length; j++) {
-      const c = j < name.length ? name.charCodeAt(j) : 47; // '/' after each name
-      a = Math.imul(a ^ c, 0x01000193);
-      b = Math.imul(b ^ c, 0x5bd1e995);
-    }
-  }
-  return `#${names.length}:${(a >>> 0).toString(36)}:${(b >>> 0).toString(36)}`;
-}
-
-/**
- * Whether `names` are the kept listing's, in the same order (the kernel lists a steady table alike
- * each time). Walked in place: joining this cycle's names to compare would make a string per
- * process and cycle for nothing.
- */
-function sameNames(listing: string, names: readonly string[]): boolean {
-  if (isDigest(listing)) return names.length > LISTING_FDS && digestOf(names) === listing;
-  const end = listing.length;
-  let at = 0;
-  for (let i = 0; i < names.length; i++) {
-    const name = names[i] as string;
-    if (i > 0 && listing.charCodeAt(at++) !== 47) return false; // '/'
-    const len = name.length;
-    if (at + len > end) return false;
-    // Character by character: fd names are a few digits, and under the node agent's
-    // --optimize-for-size a call to startsWith for each took 1.6 times as long (bench of 864 × 256).
-    for (let j = 0; j < len; j++) if (listing.charCodeAt(at + j) !== name.charCodeAt(j)) return false;
-    at += len;
-  }
-  return at === end;
 }

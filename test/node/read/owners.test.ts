@@ -1,14 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import {
-  commOf,
-  FdScanner,
-  isKernelThread,
-  LISTING_FDS,
-  startTime,
-  type OwnerScan,
-} from '../../../src/node/read/owners.js';
+import { commOf, FdScanner, isKernelThread, startTime, type OwnerScan } from '../../../src/node/read/owners.js';
+import { LISTING_FDS } from '../../../src/node/read/fd-listing.js';
 import { Problems } from '../../../src/node/read/problems.js';
 import { deviceNumber } from '../../../src/node/read/roots.js';
 import { runStepsYielding, type Steps } from '../../../src/node/read/steps.js';
@@ -341,23 +335,73 @@ describe('FdScanner', () => {
     expect(scanner.kept(81)?.links).toEqual(['/dev/infiniband/uverbs0']);
   });
 
-  it('keeps a digest of a table larger than LISTING_FDS, and reads it whole again when it changes', () => {
+  it('keeps the numbers of a table larger than LISTING_FDS, and reads only its new fds when it changes', () => {
     const proc = procfs();
     const fds = LISTING_FDS + 100;
     writeProcess(proc, { pid: 82, comm: 'many', fds });
     const scanner = new FdScanner(proc, 60_000, standardFdDevice);
     expect(scanner.scan(0, new Problems(), VERBS).stats.fdLinksRead).toBe(fds);
-    // A few dozen characters, where the names joined take some 40 KiB.
-    expect(scanner.kept(82)?.listing).toBeLessThan(64);
+    // A bit an fd (a dense table), where the names joined take some 40 KiB.
+    expect(scanner.kept(82)?.listing).toBeLessThanOrEqual(fds / 8 + 1);
     expect(scanner.scan(1000, new Problems(), VERBS).stats.fdLinksRead).toBe(0);
     // One fd closed and another opened on a verbs device: the same count, another table.
     const fdDir = path.join(proc, '82', 'fd');
     fs.rmSync(path.join(fdDir, '500'));
     fs.symlinkSync('/dev/infiniband/uverbs0', path.join(fdDir, String(fds)));
     const changed = scanner.scan(2000, new Problems(), VERBS);
-    expect(changed.stats.fdLinksRead).toBe(fds);
+    expect(changed.stats.fdLinksRead).toBe(1);
     expect(pidsOf(changed.holders)).toEqual({ uverbs0: [82] });
     expect(scanner.scan(3000, new Problems(), VERBS).stats.fdLinksRead).toBe(0);
+    // The fd on the device closed: the table changed, nothing new to read, and it holds nothing.
+    fs.rmSync(path.join(fdDir, String(fds)));
+    const closed = scanner.scan(4000, new Problems(), VERBS);
+    expect(closed.stats.fdLinksRead).toBe(0);
+    expect(closed.holders.size).toBe(0);
+  });
+
+  it('keeps large tables numbers within the room it is given, and the same ones at a full rescan', () => {
+    const proc = procfs();
+    const fds = LISTING_FDS + 100;
+    for (const pid of [85, 86, 87]) writeProcess(proc, { pid, comm: 'many', fds });
+    const bitmap = (fds >>> 3) + 1;
+    // Room for two bitmaps: the third table keeps a digest.
+    const scanner = new FdScanner(proc, 60_000, standardFdDevice, undefined, undefined, 2 * bitmap + 10);
+    const sizes = (): (number | undefined)[] => [85, 86, 87].map((pid) => scanner.kept(pid)?.listing);
+    scanner.scan(0, new Problems(), VERBS);
+    expect(sizes()).toEqual([bitmap, bitmap, expect.any(Number)]);
+    expect(sizes()[2]).toBeLessThan(64);
+    // A full rescan makes every entry again: each table's own bytes are its to remake.
+    expect(scanner.scan(60_000, new Problems(), VERBS).stats.fullRescan).toBe(true);
+    expect(sizes().slice(0, 2)).toEqual([bitmap, bitmap]);
+    expect(sizes()[2]).toBeLessThan(64);
+    // One gone: its room is free from the scan after the one that no longer finds it, and goes to
+    // the next table read whole (the third's, changed, then read only for its new fds).
+    removeProcess(proc, 85);
+    scanner.scan(61_000, new Problems(), VERBS);
+    fs.symlinkSync('/dev/infiniband/uverbs0', path.join(proc, '87', 'fd', String(fds)));
+    const changed = scanner.scan(62_000, new Problems(), VERBS);
+    expect(changed.stats.fdLinksRead).toBe(fds + 1);
+    expect(pidsOf(changed.holders)).toEqual({ uverbs0: [87] });
+    expect(sizes()).toEqual([undefined, bitmap, (fds >>> 3) + 1]);
+    fs.symlinkSync('/dev/infiniband/uverbs1', path.join(proc, '87', 'fd', String(fds + 1)));
+    expect(scanner.scan(63_000, new Problems(), VERBS).stats.fdLinksRead).toBe(1);
+  });
+
+  it('keeps a digest of a large table whose names are not fd numbers, and reads it whole when it changes', () => {
+    // Not procfs (fd names as the kernel writes them): what is new cannot be told by number.
+    const proc = procfs();
+    const fds = LISTING_FDS + 100;
+    writeProcess(proc, { pid: 84, comm: 'many', fds });
+    const fdDir = path.join(proc, '84', 'fd');
+    fs.renameSync(path.join(fdDir, '7'), path.join(fdDir, '007'));
+    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    expect(scanner.scan(0, new Problems(), VERBS).stats.fdLinksRead).toBe(fds);
+    expect(scanner.kept(84)?.listing).toBeLessThan(64);
+    expect(scanner.scan(1000, new Problems(), VERBS).stats.fdLinksRead).toBe(0);
+    fs.symlinkSync('/dev/infiniband/uverbs0', path.join(fdDir, String(fds)));
+    const changed = scanner.scan(2000, new Problems(), VERBS);
+    expect(changed.stats.fdLinksRead).toBe(fds + 1);
+    expect(pidsOf(changed.holders)).toEqual({ uverbs0: [84] });
   });
 
   it('keeps the names of a table up to LISTING_FDS, and reads only the fds new since', () => {
