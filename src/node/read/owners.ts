@@ -160,10 +160,13 @@ function mayBeDevice(link: string): boolean {
   return link.charCodeAt(0) === 47; // '/'
 }
 
-/** A process's fd table as far as this cycle read it; `asked`: an fd's device is being asked (fd-probe.ts). */
+/**
+ * A process's fd table as far as this cycle read it; `asked`: an fd's device is being asked
+ * (fd-probe.ts). `linksRead`: the links read before it failed or waited.
+ */
 type ProcessRead =
   | { entry: ProcEntry; linksRead: number; stated: number }
-  | { errno: string; uncertain?: string; missing?: string; asked?: true };
+  | { errno: string; uncertain?: string; missing?: string; asked?: true; linksRead?: number };
 
 /** What reading a process's new fd links needs. */
 interface LinkRead {
@@ -285,6 +288,7 @@ export class FdScanner {
     const awaiting: LinkRead[] = [];
     const accept = (pid: number, r: ProcessRead): void => {
       if ('errno' in r) {
+        linksRead += r.linksRead ?? 0;
         unreadable.push({
           pid,
           errno: r.errno,
@@ -322,8 +326,10 @@ export class FdScanner {
         if (started === 'covered') continue;
         const r: ProcessRead =
           'read' in started ? yield* this.readLinks(started.read, problems, slice, devices) : started;
-        if ('asked' in r && 'read' in started) awaiting.push(started.read);
-        else accept(pid, r);
+        if ('asked' in r && 'read' in started) {
+          awaiting.push(started.read);
+          linksRead += r.linksRead ?? 0;
+        } else accept(pid, r);
       }
       if (this.probe?.hasQuestions === true) {
         // The only wait of a scan, bounded by the probe's deadline: a yielding run awaits it, a
@@ -575,8 +581,9 @@ class LinkReading {
   ) {}
 
   result(): ProcessRead {
-    if (this.errno !== undefined) return { errno: this.errno };
-    if (this.asked) return { errno: 'uncertain', uncertain: this.uncertain ?? '', asked: true };
+    const linksRead = this.linksRead;
+    if (this.errno !== undefined) return { errno: this.errno, linksRead };
+    if (this.asked) return { errno: 'uncertain', uncertain: this.uncertain ?? '', asked: true, linksRead };
     // Read whole, yet one fd may be a verbs device whose filesystem did not answer, or (a tree that
     // is not this host's) what an fd is cannot be known here: unreadable, and kept so until its table
     // changes or the next full rescan (when the probe asks again), not read again each cycle.
