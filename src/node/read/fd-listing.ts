@@ -93,13 +93,16 @@ export class FdNumbers implements KnownFds {
   static of(names: readonly string[]): FdNumbers | undefined {
     const numbers = new Uint32Array(names.length);
     let max = 0;
+    let ascending = true;
     for (let i = 0; i < names.length; i++) {
       const n = fdNumber(names[i] as string);
       if (n < 0) return undefined;
       numbers[i] = n;
+      if (i > 0 && n <= max) ascending = false;
       if (n > max) max = n;
     }
-    numbers.sort();
+    // procfs lists a table in ascending order: a sort only for other trees.
+    if (!ascending) numbers.sort();
     for (let i = 1; i < numbers.length; i++) if (numbers[i] === numbers[i - 1]) return undefined;
     const bitBytes = (max >>> 3) + 1;
     if (bitBytes > numbers.byteLength) return new FdNumbers(undefined, numbers, names.length);
