@@ -453,6 +453,40 @@ describe('FdScanner', () => {
     }
   });
 
+  it('on the real /proc, keeps a large table as its fd numbers and reads only an fd opened since', () => {
+    // This process's own table, past LISTING_FDS: its fd numbers as the kernel lists them. Every
+    // other process is left out (covered), so the links counted are this process's.
+    const dir = tmpDir();
+    fs.symlinkSync('/dev/full', path.join(dir, 'uverbs0'));
+    const fds = Array.from({ length: LISTING_FDS + 100 }, () => fs.openSync('/dev/null', 'r'));
+    const scanner = new FdScanner('/proc', 3_600_000);
+    const onlyThis = { skip: true, test: (pid: number) => pid !== process.pid };
+    try {
+      const full = deviceNumber(fs.statSync('/dev/full').rdev);
+      const verbs = (): Map<string, string> => new Map([[full, 'uverbs0']]);
+      const first = scanner.scan(0, new Problems(), verbs, onlyThis);
+      const highest = Math.max(...fs.readdirSync('/proc/self/fd').map(Number));
+      expect(first.stats.fdLinksRead).toBeGreaterThan(LISTING_FDS);
+      // About a bit an fd, where the names joined take some 45,000 characters.
+      expect(scanner.kept(process.pid)?.listing).toBeLessThan(LISTING_FDS);
+      // The device opened under a number the table did not have (the lowest free one may be one
+      // closed since: the window the full rescan closes), so any hole is filled first.
+      for (let fd = fs.openSync('/dev/null', 'r'); ; fd = fs.openSync('/dev/null', 'r')) {
+        fds.push(fd);
+        if (fd >= highest) break;
+      }
+      fds.push(fs.openSync(path.join(dir, 'uverbs0'), 'r'));
+      const later = scanner.scan(1000, new Problems(), verbs, onlyThis);
+      expect(later.holders.get('uverbs0')).toEqual([{ pid: process.pid, paths: ['/dev/full'] }]);
+      // The new fd, and whatever else this process opened meanwhile: not its whole table again.
+      expect(later.stats.fdLinksRead).toBeGreaterThan(0);
+      expect(later.stats.fdLinksRead).toBeLessThan(LISTING_FDS / 8);
+    } finally {
+      scanner.stop();
+      for (const fd of fds) fs.closeSync(fd);
+    }
+  });
+
   it('keeps a process whose fd on a network filesystem could not be asked unreadable, without reading it again until the next full rescan', async () => {
     // Synthetic processes (written like the kernel's), each with one fd on an NFS mount that allows
     // devices, named like a verbs device: asked with a real stat in a child, which fails. The
