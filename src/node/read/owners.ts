@@ -226,7 +226,7 @@ export class FdScanner {
   }
 
   /**
-   * What is kept of `pid` between scans, its cost to the agent's heap: the link texts of its fds
+   * What is kept of `pid` between scans, its cost to the agent's memory: the link texts of its fds
    * on devices, and the size of its listing (fd-listing.ts: characters, or bytes of fd numbers).
    */
   kept(pid: number): { readonly links: string[]; readonly listing: number } | undefined {
