@@ -17,7 +17,14 @@
  *   seen yet (another mount namespace: a container);
  * - only fds on a local filesystem (`LOCAL_TYPES`: devtmpfs, tmpfs, the local disk filesystems)
  *   are stat'ed. Device nodes live there: the host's /dev is devtmpfs, a container's /dev tmpfs,
- *   a chroot's a directory on a local disk or a bind of the host's.
+ *   a chroot's a directory on a local disk or a bind of the host's;
+ * - and each file once a cycle: fdinfo also names the fd's inode (`ino`, kernels from 5.14), and
+ *   an inode number names one file of a mount at a time, so the answer for one fd serves every fd
+ *   on that file (a user's million fds on /dev/null cost one stat, not a million). Not on btrfs,
+ *   whose subvolumes, which any user may create, number their inodes each from the start under
+ *   one mount. A number reused within the cycle by another file: only root makes device nodes,
+ *   so a user's new file takes the answer of a device only where root removed one meanwhile (a
+ *   holder too many, never one missed from a user's doing).
  *
  * An fd on any other filesystem is not a device the agent can see, and not a reason to distrust
  * the process: a job's files are no evidence of anything. One exception keeps the agent on the
@@ -78,6 +85,17 @@ export function fdInfoMountId(text: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
+/** The `ino:` of fdinfo text (`…mnt_id:\t26\nino:\t5\n`), as written; undefined when absent. */
+export function fdInfoInode(text: string): string | undefined {
+  return /(?:^|\n)ino:\s*(\d{1,20})\s/.exec(text)?.[1];
+}
+
+/** Local filesystems whose inode numbers are unique under one mount (btrfs's subvolumes each start anew). */
+const ONE_INODE_SPACE: ReadonlySet<string> = new Set([...LOCAL_TYPES].filter((t) => t !== 'btrfs'));
+
+/** The most files whose answer one cycle keeps (inodes of ONE_INODE_SPACE mounts). */
+export const MAX_FILES_KNOWN = 16_384;
+
 /**
  * A path whose last part names a device node of a class the agent attributes: a verbs device
  * (`…/uverbs3`), a GPU (`…/nvidia0`) or an NVIDIA capability (`…/nvidia-cap12`: MIG instances);
@@ -103,7 +121,7 @@ export type FdKind =
 const NONE: FdKind = { none: true };
 
 export interface FdMountCounts {
-  /** fds whose device number was asked (stat): on a local filesystem. */
+  /** stats made of fds on a local filesystem (one a file and cycle where fdinfo names the inode). */
   stated: number;
   /** fds on a filesystem the agent never asks (network, FUSE, unknown). */
   skipped: number;
@@ -112,6 +130,8 @@ export interface FdMountCounts {
 /** The real procfs's way of knowing the device of an fd without waiting on the fd's filesystem. */
 export class FdMounts {
   private mounts = new Map<number, MountClass | undefined>();
+  /** `<mount id> <inode>` → what its stat said, this cycle. */
+  private files = new Map<string, FdKind>();
   private readonly fdinfoBuf = Buffer.allocUnsafe(256);
   readonly counts: FdMountCounts = { stated: 0, skipped: 0 };
 
@@ -120,6 +140,7 @@ export class FdMounts {
   /** A new cycle: mounts may have come and gone (and ids be reused). */
   begin(): void {
     this.mounts = new Map();
+    this.files = new Map();
     this.counts.stated = 0;
     this.counts.skipped = 0;
   }
@@ -129,14 +150,21 @@ export class FdMounts {
    * refuses (EACCES: the fd table is unreadable) or the fd closed meanwhile (ENOENT).
    */
   kind(pid: number, fd: string, link: string): FdKind {
-    const id = this.mountId(pid, fd);
+    const info = this.fdInfo(pid, fd);
+    const id = fdInfoMountId(info);
     const mount = id === undefined ? undefined : this.mount(pid, id);
     if (mount !== undefined && LOCAL_TYPES.has(mount.fstype)) {
+      const ino = ONE_INODE_SPACE.has(mount.fstype) ? fdInfoInode(info) : undefined;
+      const key = ino === undefined ? undefined : `${id} ${ino}`;
+      const known = key === undefined ? undefined : this.files.get(key);
+      if (known !== undefined) return known;
       this.counts.stated++;
       const file = `${this.procfs}/${pid}/fd/${fd}`;
       const st = fs.statSync(file, { throwIfNoEntry: false });
       if (st === undefined) return DEVICE_NAME.test(link) && dangling(file) ? { missing: true } : NONE;
-      return st.isCharacterDevice() ? { dev: deviceNumber(st.rdev) } : NONE;
+      const kind = st.isCharacterDevice() ? { dev: deviceNumber(st.rdev) } : NONE;
+      if (key !== undefined && this.files.size < MAX_FILES_KNOWN) this.files.set(key, kind);
+      return kind;
     }
     this.counts.skipped++;
     if (mount?.nodev === true || !DEVICE_NAME.test(link)) return NONE;
@@ -145,11 +173,12 @@ export class FdMounts {
       : { ask: mount.fstype, mount: `${id} ${mount.dev}` };
   }
 
-  private mountId(pid: number, fd: string): number | undefined {
+  /** The fd's fdinfo text (its first 256 bytes: mnt_id and ino come before anything long). */
+  private fdInfo(pid: number, fd: string): string {
     const f = fs.openSync(`${this.procfs}/${pid}/fdinfo/${fd}`, fs.constants.O_RDONLY);
     try {
       const n = fs.readSync(f, this.fdinfoBuf, 0, this.fdinfoBuf.length, 0);
-      return fdInfoMountId(this.fdinfoBuf.toString('latin1', 0, n));
+      return this.fdinfoBuf.toString('latin1', 0, n);
     } finally {
       fs.closeSync(f);
     }

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fdInfoMountId, FdMounts, LOCAL_TYPES, parseMountInfo } from '../../../src/node/read/fd-mounts.js';
+import { fdInfoInode, fdInfoMountId, FdMounts, LOCAL_TYPES, parseMountInfo } from '../../../src/node/read/fd-mounts.js';
 import { tmpDir } from '../../support/tmp.js';
 
 /** A synthetic /proc/<pid> with one fd: its fdinfo naming mount `mntId`, a link, and the process's mountinfo. */
@@ -48,6 +48,12 @@ describe('mountinfo and fdinfo', () => {
     expect(fdInfoMountId('pos:\t0\nflags:\t02\n')).toBeUndefined();
     expect(fdInfoMountId('xmnt_id:\t26\n')).toBeUndefined();
   });
+
+  it('finds ino in fdinfo, and nothing in text without it', () => {
+    expect(fdInfoInode('pos:\t0\nflags:\t02\nmnt_id:\t26\nino:\t18446744073709551615\n')).toBe('18446744073709551615');
+    expect(fdInfoInode('pos:\t0\nflags:\t02\nmnt_id:\t26\n')).toBeUndefined();
+    expect(fdInfoInode('pos:\t0\nxino:\t5\n')).toBeUndefined();
+  });
 });
 
 describe('FdMounts', () => {
@@ -66,6 +72,49 @@ describe('FdMounts', () => {
       expect(mounts.counts).toEqual({ stated: 2, skipped: 0 });
     } finally {
       for (const fd of fds) fs.closeSync(fd);
+    }
+  });
+
+  it('stats each file once a cycle, however many fds are on it (the real /proc)', () => {
+    // A user's many fds on /dev/null, and some on a file of their own.
+    const file = path.join(tmpDir(), 'job.dat');
+    fs.writeFileSync(file, 'x');
+    const fds = [
+      ...Array.from({ length: 50 }, () => fs.openSync('/dev/null', 'r')),
+      ...Array.from({ length: 10 }, () => fs.openSync(file, 'r')),
+    ];
+    try {
+      const mounts = new FdMounts('/proc');
+      const kinds = (): string[] =>
+        fds.map((fd) => JSON.stringify(mounts.kind(process.pid, String(fd), fs.readlinkSync(`/proc/self/fd/${fd}`))));
+      mounts.begin();
+      const first = kinds();
+      expect(new Set(first)).toEqual(new Set([JSON.stringify({ dev: '1:3' }), JSON.stringify({ none: true })]));
+      expect(mounts.counts).toEqual({ stated: 2, skipped: 0 });
+      // A new cycle asks again.
+      mounts.begin();
+      expect(kinds()).toEqual(first);
+      expect(mounts.counts).toEqual({ stated: 2, skipped: 0 });
+    } finally {
+      for (const fd of fds) fs.closeSync(fd);
+    }
+  });
+
+  it('knows a file by its mount and inode, except on btrfs, whose subvolumes number inodes each anew', () => {
+    // Two fds whose fdinfo names the same mount and inode, linked to two devices: on ext4 the
+    // second takes the first's answer (one inode is one file there); on btrfs each is stat'ed.
+    for (const [fstype, second, stated] of [
+      ['ext4', '1:3', 1],
+      ['btrfs', '1:5', 2],
+    ] as const) {
+      const { procfs, pid } = fakeFd(9, line(9, fstype));
+      fs.symlinkSync('/dev/zero', path.join(procfs, String(pid), 'fd', '6'));
+      fs.copyFileSync(path.join(procfs, String(pid), 'fdinfo', '5'), path.join(procfs, String(pid), 'fdinfo', '6'));
+      const mounts = new FdMounts(procfs);
+      mounts.begin();
+      expect(mounts.kind(pid, '5', '/dev/null')).toEqual({ dev: '1:3' });
+      expect(mounts.kind(pid, '6', '/dev/zero'), fstype).toEqual({ dev: second });
+      expect(mounts.counts.stated).toBe(stated);
     }
   });
 
