@@ -44,7 +44,7 @@ export function numbersBytes(listing: Listing): number {
   return typeof listing === 'string' ? 0 : listing.bytes;
 }
 
-/** How much a kept listing costs the agent's heap, in bytes (a string's in characters). */
+/** How much a kept listing costs the agent's memory: a string's characters, or FdNumbers' bytes (an array buffer). */
 export function listingSize(listing: Listing): number {
   return typeof listing === 'string' ? listing.length : listing.bytes;
 }
@@ -146,7 +146,11 @@ export class FdNumbers implements KnownFds {
   }
 }
 
-/** The largest fd number a kernel can give (its `fs.nr_open` is at most 2^30 - 64). */
+/**
+ * Above this, a name is not taken as an fd number (its table keeps a digest). Tables fill from the
+ * lowest free number and `fs.nr_open` is 2^20 by default; a kernel allows up to 2^31 - 64 when it
+ * is raised, and a table that reaches past 2^30 is read whole when it changes.
+ */
 const MAX_FD = 2 ** 30;
 
 /** The number an fd name is, or -1 where it is not one as the kernel writes them (digits, no leading 0). */

@@ -20,8 +20,8 @@
  * more: fd-listing.ts); when those devices change, every table is read again.
  * A table read whole of which one fd's device could not be known (fd-probe.ts)
  * is kept too, its process unreadable until the table changes or the next full
- * rescan. Its stat file (start time, name) is
- * read when it is new or its fd table changed; on a procfs root whose inodes
+ * rescan. Its stat file (start time, name) is read when it is new or its fd
+ * table changed; on a procfs root whose inodes
  * cannot tell (a tree on a disk filesystem), each cycle, and the start time
  * tells. Every link, and every stat, is read again at least every
  * `rescanIntervalMs`. Links are read from within their fd directory, and each
