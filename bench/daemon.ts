@@ -7,8 +7,10 @@
  *   CPU          utime + stime (/proc/<pid>/stat) from the end of the first cycle to the end,
  *                per hour of that time (the steady cost), and in all (start-up and first cycle in)
  *   stall        the longest event-loop delay the agent reports on its self-monitoring endpoint
- *                (nodejs_eventloop_delay_max_seconds, a window per scrape; scraped every second;
- *                its metrics endpoint once per collection interval, as Prometheus would)
+ *                (nodejs_eventloop_delay_max_seconds, a window per scrape). Both endpoints are
+ *                scraped once per collection interval, as Prometheus would, and every second until
+ *                the first cycle is counted: a scrape costs the agent CPU, and one a second would
+ *                count the bench's load as the agent's.
  *   files open   at the end: the node agent keeps its counter files open, and the kernel keeps a
  *                page (4.4 KiB measured) for each one read, charged to the agent's cgroup
  *
@@ -238,7 +240,7 @@ async function watch(s: Started, a: Args, counter: string): Promise<Figures> {
   let stallMax = 0;
   let cycles = 0;
   let first: { cpu: number; at: number } | undefined;
-  let metricsAt = -Infinity;
+  let scrapedAt = -Infinity;
   let [heapTotalMax, heapUsedMax, gc] = [0, 0, ''];
   let atMax: Memory | undefined;
   const startedAt = performance.now();
@@ -249,19 +251,17 @@ async function watch(s: Started, a: Args, counter: string): Promise<Figures> {
   try {
     while (cycles < a.cycles && Date.now() < deadline && s.child.exitCode === null && s.child.signalCode === null) {
       await new Promise((r) => setTimeout(r, SCRAPE_MS));
+      if (first && performance.now() - scrapedAt < seconds(a.interval) * 1000) continue;
+      scrapedAt = performance.now();
       const monitoring = await scrape(`${s.facts.monitoring}/metrics`);
       stallMax = Math.max(stallMax, sampleOf(monitoring, 'nodejs_eventloop_delay_max_seconds') ?? 0);
       heapTotalMax = Math.max(heapTotalMax, sampleOf(monitoring, 'nodejs_heap_size_total_bytes') ?? 0);
       heapUsedMax = Math.max(heapUsedMax, sampleOf(monitoring, 'nodejs_heap_size_used_bytes') ?? 0);
       gc = gcPauses(monitoring) || gc;
-      // The metrics endpoint, where the count is when the monitoring one lacks it, as Prometheus
-      // scrapes it: once a collection interval (rendering every series each second would be the
-      // bench's cost, not the agent's), and every second until the first cycle is counted.
-      let count = sampleOf(monitoring, counter);
-      if (count === undefined && (!first || performance.now() - metricsAt >= seconds(a.interval) * 1000)) {
-        metricsAt = performance.now();
-        count = sampleOf(await scrape(`${s.facts.metrics}/metrics`), counter);
-      }
+      // The metrics endpoint too, as Prometheus scrapes it; the count is there where the monitoring
+      // one lacks it.
+      const metrics = await scrape(`${s.facts.metrics}/metrics`);
+      const count = sampleOf(monitoring, counter) ?? sampleOf(metrics, counter);
       if (a.progress > 0 && count !== undefined && Math.floor(count / a.progress) > Math.floor(cycles / a.progress))
         progress(pid, count, startedAt, monitoring);
       cycles = count ?? cycles;
