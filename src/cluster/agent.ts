@@ -235,10 +235,10 @@ export class ClusterRunner implements Collecting<TickResult> {
 
   /**
    * State depending on several sources is recomputed from the latest result of each. At 100,000
-   * jobs each of its three steps takes a few hundred milliseconds: the event loop gets a turn
-   * between them (scrapes are answered meanwhile, from the previous exposition), so the longest
-   * stall is one step, not all three. Publishes never overlap (drain), so nothing else moves the
-   * state between the steps.
+   * jobs its steps take up to a few hundred milliseconds each: the event loop gets a turn between
+   * them (scrapes are answered meanwhile, from the previous exposition), so the longest stall is
+   * one step, not all of them. Publishes never overlap (drain), so nothing else moves the state
+   * between the steps.
    */
   private async publish(): Promise<void> {
     const snapshot = this.loop.snapshot();
