@@ -15,7 +15,7 @@ import type { GpuAllocationSource } from './read/gres-source.js';
 import type { Cycle } from './join/cycle.js';
 import { snapshotSteps, type NodeSnapshot } from './join/snapshot.js';
 import { qpReadingWithout, withoutExcluded, type DeviceFilter } from './join/excluded.js';
-import { runSteps, runStepsYielding, type Steps } from './read/steps.js';
+import { runSteps, runStepsYielding, type Steps } from '../steps.js';
 import type { UnreadablePolicy } from './read/unreadable.js';
 import { RdmaContexts, sharesPidSpace, type RdmaContextsOptions } from './read/rdma-contexts.js';
 import type { Logger } from '../log.js';

@@ -22,7 +22,7 @@ import {
 import { join, procHidesProcesses, readSmall, type Roots } from '../read/roots.js';
 import type { JobMetadata, JobMetadataSource } from '../read/squeue.js';
 import type { GpuAllocationSource, GpuAllocationTable } from '../read/gres-source.js';
-import type { Steps } from '../read/steps.js';
+import type { Steps } from '../../steps.js';
 import {
   classifyUnreadable,
   describeUnreadable,

@@ -41,7 +41,7 @@ import { FdProbe, type FdProbeOptions, type ProbeResult } from './fd-probe.js';
 import { freshInodes, inodeOf, listDir, readSmall, sameInode, type FdDeviceOf, type InodeId } from './roots.js';
 import { classify, type Failure } from './result.js';
 import type { Problems } from './problems.js';
-import { runSteps, Slice, SLICE_MS, type Steps } from './steps.js';
+import { runSteps, Slice, SLICE_MS, type Steps } from '../../steps.js';
 import {
   knownFds,
   listingOf,

@@ -5,7 +5,7 @@ import { commOf, FdScanner, isKernelThread, startTime, type OwnerScan } from '..
 import { LISTING_FDS } from '../../../src/node/read/fd-listing.js';
 import { Problems } from '../../../src/node/read/problems.js';
 import { deviceNumber } from '../../../src/node/read/roots.js';
-import { runStepsYielding, type Steps } from '../../../src/node/read/steps.js';
+import { runStepsYielding, type Steps } from '../../../src/steps.js';
 import { standardFdDevice, uverbsDevice, writeProcess } from '../../../src/demo/nodetree.js';
 import { renameProcess } from '../../support/node-tree.js';
 import { asUnprivileged, deny, removeProcess, tmpDir, tmpfsDir } from '../../support/tmp.js';

@@ -1,8 +1,11 @@
 /**
- * Work that can pause: a long reading (a full fd rescan of thousands of processes takes seconds)
- * is written as a generator that yields between small pieces, so the agent's event loop serves
- * scrapes and signals meanwhile, and tests or `explain` run the same code straight through.
+ * Work that can pause, in both agents: a long reading (a full fd rescan of thousands of processes
+ * takes seconds) or computation (the cluster agent's families at 100,000 jobs) is written as a
+ * generator that yields between small pieces, so the agent's event loop serves scrapes, timers and
+ * signals meanwhile, and tests, `explain` and `--once` run the same code straight through.
  */
+import { setImmediate as immediate } from 'node:timers/promises';
+
 export type Steps<T> = Generator<Wait, T, void>;
 
 /**
@@ -33,6 +36,24 @@ export class Slice {
   }
 }
 
+/** The slice is checked every this many items by eachInSlices (a clock read for each would cost more than the item). */
+const CHECK_EVERY = 256;
+
+/** `f` of each item, in order, in pieces that yield when the slice is due. */
+export function* eachInSlices<T>(items: readonly T[], f: (item: T, i: number) => void, slice: Slice): Steps<void> {
+  for (let i = 0; i < items.length; i++) {
+    if (i % CHECK_EVERY === CHECK_EVERY - 1 && slice.due()) yield;
+    f(items[i] as T, i);
+  }
+}
+
+/** The results of `f` for each item, in order, in pieces that yield when the slice is due. */
+export function* mapInSlices<T, R>(items: readonly T[], f: (item: T) => R, slice: Slice): Steps<R[]> {
+  const out = new Array<R>(items.length);
+  yield* eachInSlices(items, (item, i) => (out[i] = f(item)), slice);
+  return out;
+}
+
 /** Runs the steps straight through. */
 export function runSteps<T>(steps: Steps<T>): T {
   for (;;) {
@@ -52,7 +73,10 @@ export class StepsStopped extends Error {
   }
 }
 
-/** Runs the steps, giving the event loop a turn between pieces; rejects (StepsStopped) once `signal` aborts. */
+/**
+ * Runs the steps, giving the event loop a whole turn between pieces (loopTurn); rejects
+ * (StepsStopped) once `signal` aborts.
+ */
 export async function runStepsYielding<T>(steps: Steps<T>, signal?: AbortSignal): Promise<T> {
   for (;;) {
     if (signal?.aborted === true) {
@@ -62,8 +86,19 @@ export async function runStepsYielding<T>(steps: Steps<T>, signal?: AbortSignal)
     const r = steps.next();
     if (r.done === true) return r.value;
     if (r.value instanceof Promise) await untilAborted(r.value, signal);
-    else await new Promise<void>((resolve) => setImmediate(resolve));
+    await loopTurn();
   }
+}
+
+/**
+ * A whole turn of the event loop, timers and I/O included, whichever phase this runs in. One
+ * setImmediate is not: from an I/O callback (a piece that follows a child's answer or a response)
+ * it runs in the same turn's check phase, before any timer or socket is seen; a second one, queued
+ * from there, runs in the next turn, after both.
+ */
+export async function loopTurn(): Promise<void> {
+  await immediate();
+  await immediate();
 }
 
 /** `work`, or less once `signal` aborts (the next turn of the loop then stops the steps). */
