@@ -4,7 +4,6 @@
  * turned into events and the latest result of every sub-collector into
  * families, both through the shared telemetry pipeline.
  */
-import { setImmediate as turn } from 'node:timers/promises';
 import { htmlBody, type Body } from '../telemetry/http.js';
 import { Pipeline } from '../telemetry/pipeline.js';
 import {
@@ -27,9 +26,10 @@ import type { SubCollector } from './snapshot.js';
 import { makeFetchers, type FetcherOptions } from './fetchers.js';
 import { LandingRecord, renderClusterLanding } from './landing.js';
 import { CLUSTER_EVENT_SPECS, CLUSTER_SELF_METRICS } from './metrics.js';
-import { NATIVE_PATHS, nativeGroups, nativeSections } from './observe/native.js';
+import { NATIVE_PATHS, nativeGroupSteps, nativeSections } from './observe/native.js';
 import { observe, observeState } from './observe.js';
-import { advance, INITIAL_CLUSTER_STATE, type ClusterState } from './state.js';
+import { advanceSteps, INITIAL_CLUSTER_STATE, type ClusterState } from './state.js';
+import { loopTurn, runStepsYielding, Slice } from '../steps.js';
 
 export const SCOPE = { name: 'slurm-otel/cluster', version: '0.1.0' };
 /** OTLP scope of the `/metrics/nodes` families whose names `/metrics` uses with another meaning. */
@@ -235,19 +235,19 @@ export class ClusterRunner implements Collecting<TickResult> {
 
   /**
    * State depending on several sources is recomputed from the latest result of each. At 100,000
-   * jobs its steps take up to a few hundred milliseconds each: the event loop gets a turn between
-   * them (scrapes are answered meanwhile, from the previous exposition), so the longest stall is
-   * one step, not all of them. Publishes never overlap (drain), so nothing else moves the state
-   * between the steps.
+   * jobs this takes up to a second: its steps yield within their loops when a slice (20 ms) is
+   * due, and the event loop gets a whole turn at each yield and between the steps (scrapes are
+   * answered meanwhile, from the previous exposition), so the longest stall is one piece, not the
+   * sum. Publishes never overlap (drain), so nothing else moves the state between the pieces.
    */
   private async publish(): Promise<void> {
     const snapshot = this.loop.snapshot();
-    const next = advance(this.state, snapshot);
+    const next = await runStepsYielding(advanceSteps(this.state, snapshot, new Slice()));
     this.state = next.state;
     this.pipeline.record(next.events);
     await loopTurn();
     // slurmctld always serves /metrics/jobs-users-accts; the switch puts those families on /metrics too.
-    const groups = nativeGroups(snapshot, true);
+    const groups = await runStepsYielding(nativeGroupSteps(snapshot, true, new Slice()));
     const native = { userAccountMetrics: this.opts.userAccountMetrics ?? false, groups };
     await loopTurn();
     const families = [...observe(snapshot, snapshot.atMs, native), ...observeState(this.state)];
@@ -280,17 +280,6 @@ export class ClusterRunner implements Collecting<TickResult> {
     this.opts.close?.();
     await closeTelemetry(this.pipeline, this.self, opts);
   }
-}
-
-/**
- * A whole turn of the event loop, timers and I/O included, whichever phase this runs in. One
- * setImmediate is not: from an I/O callback (a publish follows a response) it runs in the same
- * turn's check phase, before any timer or socket is seen; a second one, queued from there, runs in
- * the next turn, after both.
- */
-async function loopTurn(): Promise<void> {
-  await turn();
-  await turn();
 }
 
 export async function startClusterAgent(opts: ClusterAgentOptions): Promise<ClusterAgent> {

@@ -14,6 +14,7 @@ import { JOB_TERMINAL_STATES } from './model.js';
 import { isDraining, isFailed, isUnavailable, legacyStateLabels } from './node-state.js';
 import type { ClusterSnapshot, Collected } from './snapshot.js';
 import { parseTres } from './tres.js';
+import { eachInSlices, runSteps, Slice, type Steps } from '../steps.js';
 
 /** The last node refresh acted on, and the outages and drains in progress at that time. */
 export interface NodeTracking {
@@ -58,9 +59,15 @@ export interface Advance {
 
 /** Moves the state to the snapshot, acting only on sub-collector results it has not seen yet. */
 export function advance(prev: ClusterState, snap: ClusterSnapshot): Advance {
+  return runSteps(advanceSteps(prev, snap, new Slice()));
+}
+
+/** advance in pieces, for the agent's publish: at 100,000 jobs it yields within the jobs when the slice is due. */
+export function* advanceSteps(prev: ClusterState, snap: ClusterSnapshot, slice: Slice): Steps<Advance> {
   const events: MetricEvent[] = [];
   const nodes = isNew(prev.nodes, snap.nodes) ? advanceNodes(prev.nodes, snap.nodes, events) : prev.nodes;
-  const jobs = isNew(prev.jobs, snap.jobs) ? advanceJobs(prev.jobs, snap.jobs) : prev.jobs;
+  if (slice.due()) yield;
+  const jobs = isNew(prev.jobs, snap.jobs) ? yield* advanceJobs(prev.jobs, snap.jobs, slice) : prev.jobs;
   return { state: { ...(nodes ? { nodes } : {}), ...(jobs ? { jobs } : {}) }, events };
 }
 
@@ -204,22 +211,32 @@ function trackPeriods(
  * between refreshes for exactly their share, and never counts an interval twice. Jobs no longer
  * listed are dropped with their totals.
  */
-function advanceJobs(prev: JobTracking | undefined, got: Collected<readonly SlurmJob[]>): JobTracking {
-  const fromMs = prev?.atMs;
-  const toMs = got.atMs;
+function* advanceJobs(
+  prev: JobTracking | undefined,
+  got: Collected<readonly SlurmJob[]>,
+  slice: Slice,
+): Steps<JobTracking> {
   const gpuSeconds = new Map<string, JobGpuSeconds>();
-  for (const job of uniqueJobs(got.value)) {
-    const gpus = parseTres(job.tres_alloc_str).gpus ?? 0;
-    const before = prev?.gpuSeconds.get(job.job_id);
-    const run = gpus > 0 ? runWindowMs(job, toMs) : undefined;
-    if (run === undefined && before === undefined) continue;
-    const added =
-      run !== undefined && fromMs !== undefined && toMs > fromMs
-        ? Math.max(0, (Math.min(toMs, run.endMs) - Math.max(fromMs, run.startMs)) / 1000) * gpus
-        : 0;
-    gpuSeconds.set(job.job_id, { seconds: (before?.seconds ?? 0) + added, sinceMs: before?.sinceMs ?? toMs });
-  }
+  const add = (job: SlurmJob): void => {
+    const g = jobGpuSeconds(job, prev, got.atMs);
+    if (g !== undefined) gpuSeconds.set(job.job_id, g);
+  };
+  yield* eachInSlices(uniqueJobs(got.value), add, slice);
   return { seq: got.seq, atMs: got.atMs, gpuSeconds };
+}
+
+/** A job's GPU seconds after this refresh; undefined for a job that never held a GPU while tracked. */
+function jobGpuSeconds(job: SlurmJob, prev: JobTracking | undefined, toMs: number): JobGpuSeconds | undefined {
+  const fromMs = prev?.atMs;
+  const gpus = parseTres(job.tres_alloc_str).gpus ?? 0;
+  const before = prev?.gpuSeconds.get(job.job_id);
+  const run = gpus > 0 ? runWindowMs(job, toMs) : undefined;
+  if (run === undefined && before === undefined) return undefined;
+  const added =
+    run !== undefined && fromMs !== undefined && toMs > fromMs
+      ? Math.max(0, (Math.min(toMs, run.endMs) - Math.max(fromMs, run.startMs)) / 1000) * gpus
+      : 0;
+  return { seconds: (before?.seconds ?? 0) + added, sinceMs: before?.sinceMs ?? toMs };
 }
 
 /**

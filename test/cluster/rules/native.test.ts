@@ -17,6 +17,7 @@ import {
   jobStateNames,
   nativeFamilies,
   nativeGroups,
+  nativeGroupSteps,
   nativeJobPartition,
   nativeSections,
   nodeGpusAlloc,
@@ -29,6 +30,9 @@ import type { ClusterSnapshot } from '../../../src/cluster/snapshot.js';
 import type { AnyFamily } from '../../../src/telemetry/spec.js';
 import { listFiles, readText, recorded } from '../fixtures.js';
 import { job, node, ok, points, T0, valuesBy } from './helpers.js';
+import { Slice } from '../../../src/steps.js';
+import { bigCluster } from '../../support/big-cluster.js';
+import { knownTruth } from '../../support/fake-cluster-truth.js';
 
 const V38 = 'v0.0.38';
 const DIR = ['recorded', 'slurm-22.05', 'dbd', V38];
@@ -562,5 +566,35 @@ describe('names shared with the Soperator families', () => {
       expect(s.kind, s.name).toBe('gauge');
       expect(s.name.endsWith('_total'), s.name).toBe(false);
     }
+  });
+});
+
+describe('in pieces, as the agent publishes them', () => {
+  it('yields within the jobs where the slice is always due, and computes what a straight run does', () => {
+    const truth = knownTruth(bigCluster({ nodes: 64, jobs: 1_500 }));
+    const names = [...new Set(truth.nodes.flatMap((n) => n.partitions))];
+    const parts = names.map((name) => ({
+      name,
+      nodes: truth.nodes
+        .filter((n) => n.partitions.includes(name))
+        .map((n) => n.name)
+        .join(','),
+    }));
+    const snap: ClusterSnapshot = {
+      atMs: truth.nowMs,
+      nodes: at(truth.nodes),
+      jobs: at(truth.jobs),
+      diag: at(truth.diag),
+      partitions: at(parts),
+    };
+    const steps = nativeGroupSteps(snap, true, new Slice(0));
+    let pauses = 0;
+    let r = steps.next();
+    for (; r.done !== true; r = steps.next()) pauses++;
+    // The slice is asked every 256 jobs, then between the job, node and partition families.
+    expect(pauses).toBe(Math.floor(truth.jobs.length / 256) + 2);
+    expect(r.value).toEqual(nativeGroups(snap, true));
+    expect(r.value.jobs.length).toBeGreaterThan(0);
+    expect(r.value.partitions.length).toBeGreaterThan(0);
   });
 });

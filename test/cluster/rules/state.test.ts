@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import * as v0038 from '../../../src/cluster/api/decode/decode-v0038.js';
 import { DURATION_BUCKETS } from '../../../src/cluster/metrics.js';
 import type { SlurmJob, SlurmNode } from '../../../src/cluster/model.js';
-import { advance, INITIAL_CLUSTER_STATE, type ClusterState } from '../../../src/cluster/state.js';
+import { advance, advanceSteps, INITIAL_CLUSTER_STATE, type ClusterState } from '../../../src/cluster/state.js';
+import { Slice } from '../../../src/steps.js';
 import type { MetricEvent } from '../../../src/telemetry/spec.js';
 import { recorded } from '../fixtures.js';
 import { eventsOf, job, node, ok, snapshot, T0, type Refresh } from './helpers.js';
@@ -365,6 +366,24 @@ describe('job GPU seconds', () => {
       job('5', ['CANCELLED'], { start_time: startS - 600, ...gpus4 }),
     ];
     expect(jobSteps([list, list])).toEqual([{}, {}]);
+  });
+
+  it('in pieces, as the agent publishes: the same state and events, with pauses within the jobs', () => {
+    const list = (n: number): SlurmJob[] =>
+      Array.from({ length: n }, (_, i) =>
+        job(String(i + 1), ['RUNNING'], { start_time: startS - 600, ...(i % 3 === 0 ? gpus4 : {}) }),
+      );
+    const first = snapshot({ atMs: T0, seq: 1, jobs: list(1000) });
+    const second = snapshot({ atMs: T0 + 30_000, seq: 2, jobs: list(1200) });
+    const straight = advance(advance(INITIAL_CLUSTER_STATE, first).state, second);
+    const steps = advanceSteps(advance(INITIAL_CLUSTER_STATE, first).state, second, new Slice(0));
+    let pauses = 0;
+    let r = steps.next();
+    for (; r.done !== true; r = steps.next()) pauses++;
+    // Between the nodes and the jobs, then every 256 jobs.
+    expect(pauses).toBe(1 + Math.floor(1200 / 256));
+    expect(r.value).toEqual(straight);
+    expect(r.value.state.jobs?.gpuSeconds.get('1')?.seconds).toBe(120);
   });
 
   it('a job listed twice is counted once', () => {
