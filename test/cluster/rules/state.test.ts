@@ -368,22 +368,25 @@ describe('job GPU seconds', () => {
     expect(jobSteps([list, list])).toEqual([{}, {}]);
   });
 
-  it('in pieces, as the agent publishes: the same state and events, with pauses within the jobs', () => {
+  it('in pieces, as the agent publishes: the same state and events, with pauses where the slice is due', () => {
     const list = (n: number): SlurmJob[] =>
       Array.from({ length: n }, (_, i) =>
         job(String(i + 1), ['RUNNING'], { start_time: startS - 600, ...(i % 3 === 0 ? gpus4 : {}) }),
       );
-    const first = snapshot({ atMs: T0, seq: 1, jobs: list(1000) });
-    const second = snapshot({ atMs: T0 + 30_000, seq: 2, jobs: list(1200) });
+    const nodes = (down: string): SlurmNode[] =>
+      ['n1', 'n2', 'n3'].map((n) => node(n, n === down ? ['DOWN'] : ['MIXED'], { tres: 'cpu=64,gres/gpu=8' }));
+    const first = snapshot({ atMs: T0, seq: 1, jobs: list(1000), nodes: nodes('') });
+    const second = snapshot({ atMs: T0 + 30_000, seq: 2, jobs: list(1200), nodes: nodes('n2') });
     const straight = advance(advance(INITIAL_CLUSTER_STATE, first).state, second);
     const steps = advanceSteps(advance(INITIAL_CLUSTER_STATE, first).state, second, new Slice(0));
     let pauses = 0;
     let r = steps.next();
     for (; r.done !== true; r = steps.next()) pauses++;
-    // Between the nodes and the jobs, then every 256 jobs.
-    expect(pauses).toBe(1 + Math.floor(1200 / 256));
+    // Between the four passes over the nodes, after them, then every 256 jobs.
+    expect(pauses).toBe(3 + 1 + Math.floor(1200 / 256));
     expect(r.value).toEqual(straight);
     expect(r.value.state.jobs?.gpuSeconds.get('1')?.seconds).toBe(120);
+    expect(eventsOf(r.value.events, FAILS).map((e) => e.attributes['node_name'])).toEqual(['n2']);
   });
 
   it('a job listed twice is counted once', () => {
