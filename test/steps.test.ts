@@ -41,7 +41,7 @@ describe('a yielding run', () => {
     const order: string[] = [];
     function* steps(): Steps<void> {
       // An answer that arrives through an I/O callback: the next piece runs in that turn's poll phase.
-      yield new Promise<void>((resolve) => fs.readFile(import.meta.filename, () => resolve()));
+      yield new Promise<void>((resolve) => fs.stat(process.execPath, () => resolve()));
       setTimeout(() => order.push('timer'), 0);
       // Until the timer is due (1 ms), so that the loop's next timers phase runs it, however fast.
       const t0 = performance.now();
