@@ -2,7 +2,7 @@
  * Work that can pause, in both agents: a long reading (a full fd rescan of thousands of processes
  * takes seconds) or computation (the cluster agent's families at 100,000 jobs) is written as a
  * generator that yields between small pieces, so the agent's event loop serves scrapes, timers and
- * signals meanwhile, and tests, `explain` and `--once` run the same code straight through.
+ * signals meanwhile, and tests and `explain` run the same code straight through.
  */
 import { setImmediate as immediate } from 'node:timers/promises';
 
