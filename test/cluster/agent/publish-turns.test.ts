@@ -6,12 +6,10 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ClusterRunner } from '../../../src/cluster/agent.js';
-import { staticToken } from '../../../src/cluster/api/http/auth.js';
-import { SlurmClient } from '../../../src/cluster/api/client.js';
-import { silentLogger } from '../../support/log.js';
-import { FaultServer } from '../api/fault-server.js';
+import type { FakeSlurmrestd } from '../../../src/demo/fake-slurmrestd.js';
+import { clusterAgentOptions, fakeSlurm } from '../../support/agents.js';
 
-let server: FaultServer | undefined;
+let server: FakeSlurmrestd | undefined;
 let runner: ClusterRunner | undefined;
 
 afterEach(async () => {
@@ -22,23 +20,9 @@ afterEach(async () => {
 
 describe('a publish of the cluster agent', () => {
   it('lets a due timer run between the state and the families reaching the pipeline', async () => {
-    server = await FaultServer.start({ versions: ['v0.0.44'] });
-    const api = new SlurmClient({
-      server: server.url,
-      tokenSource: staticToken({ token: 't', userName: 'root' }),
-      requestTimeoutMs: 60_000,
-      logger: silentLogger(),
-    });
-    const r = new ClusterRunner({
-      source: { api, jobSource: 'controller', accountingLookbackMs: 3_600_000 },
-      collectionIntervalMs: 60_000,
-      maxInflight: 1,
-      metrics: { host: '127.0.0.1', port: 0 },
-      monitoring: { host: '127.0.0.1', port: 0 },
-      resource: { serviceName: 'slurm-otel-cluster', serviceVersion: 'test', hostName: 'test' },
-      logger: silentLogger(),
-      close: () => api.close(),
-    });
+    const slurm = await fakeSlurm(['v0.0.44'], 'test-token');
+    server = slurm.server;
+    const r = new ClusterRunner(clusterAgentOptions(slurm, 'test-token'));
     runner = r;
     const order: string[] = [];
     const record = r.pipeline.record.bind(r.pipeline);
