@@ -1,8 +1,9 @@
 /**
  * Work that can pause, in both agents: a long reading (a full fd rescan of thousands of processes
- * takes seconds) or computation (the cluster agent's families at 100,000 jobs) is written as a
- * generator that yields between small pieces, so the agent's event loop serves scrapes, timers and
- * signals meanwhile, and tests and `explain` run the same code straight through.
+ * takes seconds) or a pass over 100,000 jobs (the cluster agent's checks of a response, its
+ * families) is written as a generator that yields between small pieces, so the agent's event loop
+ * serves scrapes, timers and signals meanwhile, and tests and `explain` run the same code straight
+ * through.
  */
 import { setImmediate as immediate } from 'node:timers/promises';
 

@@ -27,7 +27,7 @@ import { makeFetchers, type FetcherOptions } from './fetchers.js';
 import { LandingRecord, renderClusterLanding } from './landing.js';
 import { CLUSTER_EVENT_SPECS, CLUSTER_SELF_METRICS } from './metrics.js';
 import { NATIVE_PATHS, nativeGroupSteps, nativeSections } from './observe/native.js';
-import { observe, observeState } from './observe.js';
+import { observeSteps, observeState } from './observe.js';
 import { advanceSteps, INITIAL_CLUSTER_STATE, type ClusterState } from './state.js';
 import { loopTurn, runStepsYielding, Slice } from '../steps.js';
 
@@ -250,7 +250,8 @@ export class ClusterRunner implements Collecting<TickResult> {
     const groups = await runStepsYielding(nativeGroupSteps(snapshot, true, new Slice()));
     const native = { userAccountMetrics: this.opts.userAccountMetrics ?? false, groups };
     await loopTurn();
-    const families = [...observe(snapshot, snapshot.atMs, native), ...observeState(this.state)];
+    const observed = await runStepsYielding(observeSteps(snapshot, snapshot.atMs, native, new Slice()));
+    const families = [...observed, ...observeState(this.state)];
     await this.pipeline.publish(families, snapshot.atMs, {
       sections: nativeSections(groups),
       otlpSide: groups.nodesSharedOtlp,

@@ -27,6 +27,7 @@ import { adjustAccountingJobs } from './adjust-accounting.js';
 import { hostlistError } from './hostlist.js';
 import { parseNodeGres } from './api/decode/gres-detail.js';
 import { DEFAULT_OPTIONAL_SUB_COLLECTORS, type OptionalSubCollector, type SubCollector } from './snapshot.js';
+import { eachInSlices, runStepsYielding, Slice, type Steps } from '../steps.js';
 
 /** What the fetchers need of the client (the real SlurmClient, or a test double). */
 export interface SlurmApi {
@@ -70,6 +71,8 @@ export interface FetcherOptions {
   /** Label values from outside slurmrestd that were cut to size or had characters replaced. */
   readonly onBoundedValues?: (collector: SubCollector, count: number) => void;
   readonly now?: () => number;
+  /** How long a piece of a response's checks runs before it yields (steps.ts; tests give 0). */
+  readonly sliceMs?: number;
 }
 
 /** A response that decoded but carries no usable data: counted as a `decode` failure. */
@@ -117,7 +120,12 @@ const NODE_FIELDS: InternFields<SlurmNode> = {
 export function makeFetchers(o: FetcherOptions): Fetchers {
   const now = o.now ?? Date.now;
   const watch = new ResponseWatch(o);
-  const items = <T>(collector: SubCollector, result: CallResult<T>): readonly T[] => {
+  // The checks pass over every item (100,000 jobs: 30–50 ms), in pieces that let scrapes through.
+  const items = async <T>(
+    collector: SubCollector,
+    result: CallResult<T>,
+    signal: AbortSignal,
+  ): Promise<readonly T[]> => {
     const data = orThrow(result);
     if (data.skipped > 0) {
       o.onSkipped?.(collector, data.skipped);
@@ -133,9 +141,8 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
       collector,
       data.errors.filter((e) => !isBenign(e)),
     );
-    watch.fields(collector, result.ok ? result.version : undefined, data.items);
-    watch.hostlists(collector, data.items);
-    watch.gresDetails(collector, data.items);
+    const version = result.ok ? result.version : undefined;
+    await runStepsYielding(watch.itemSteps(collector, version, data.items, new Slice(o.sliceMs)), signal);
     return data.items;
   };
   // Each element's repeated values are shared as it is decoded (see intern.ts).
@@ -151,9 +158,9 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
   ) =>
     call === undefined || !chosen.includes(name)
       ? {}
-      : { [name]: async (signal: AbortSignal) => items(name, await call({ signal })) };
+      : { [name]: async (signal: AbortSignal) => items(name, await call({ signal }), signal) };
   return {
-    nodes: async (signal) => items('nodes', await o.api.nodes(shared(signal, NODE_FIELDS))),
+    nodes: async (signal) => items('nodes', await o.api.nodes(shared(signal, NODE_FIELDS)), signal),
     ...optional('partitions', o.api.partitions?.bind(o.api)),
     ...optional('licenses', o.api.licenses?.bind(o.api)),
     ...optional('reservations', o.api.reservations?.bind(o.api)),
@@ -161,24 +168,25 @@ export function makeFetchers(o: FetcherOptions): Fetchers {
     ...(o.accountingLimits ? limitsFetcher(o.api, items) : {}),
     ...topologyFetcher(o, chosen, watch),
     diag: async (signal) => {
-      const [diag] = items('diag', await o.api.diag({ signal }));
+      const [diag] = await items('diag', await o.api.diag({ signal }), signal);
       if (!diag) throw malformed('diag response carried no statistics');
       return diag;
     },
     jobs: async (signal) => {
-      if (o.jobSource === 'controller') return items('jobs', await o.api.jobs(shared(signal, JOB_FIELDS)));
+      if (o.jobSource === 'controller') return items('jobs', await o.api.jobs(shared(signal, JOB_FIELDS)), signal);
       const t = now();
       const query = {
         cluster: o.clusterName,
         startTime: new Date(t - o.accountingLookbackMs),
         endTime: new Date(t + ACCOUNTING_SKEW_MS),
       };
-      return adjustAccountingJobs(items('jobs', await o.api.accountingJobs(query, shared(signal, JOB_FIELDS))), t);
+      const got = await o.api.accountingJobs(query, shared(signal, JOB_FIELDS));
+      return adjustAccountingJobs(await items('jobs', got, signal), t);
     },
   };
 }
 
-type Items = <T>(collector: SubCollector, result: CallResult<T>) => readonly T[];
+type Items = <T>(collector: SubCollector, result: CallResult<T>, signal: AbortSignal) => Promise<readonly T[]>;
 
 function topologyFetcher(
   o: FetcherOptions,
@@ -203,7 +211,7 @@ function limitsFetcher(api: SlurmApi, items: Items): Pick<Fetchers, 'limits'> {
   return {
     limits: async (signal): Promise<SlurmAccountingLimits> => {
       const [q, a] = await Promise.all([qos.call(api, { signal }), associations.call(api, { signal })]);
-      return { qos: items('limits', q), associations: items('limits', a) };
+      return { qos: await items('limits', q, signal), associations: await items('limits', a, signal) };
     },
   };
 }
@@ -241,31 +249,44 @@ class ResponseWatch {
     this.o.logger.warn({ collector, errors: text }, 'slurmrestd answered with data and errors; using the data');
   }
 
+  /** The checks of a response's items, one pass each, in pieces that yield when the slice is due. */
+  *itemSteps(
+    collector: SubCollector,
+    version: string | undefined,
+    items: readonly unknown[],
+    slice: Slice,
+  ): Steps<void> {
+    yield* this.fields(collector, version, items, slice);
+    yield* this.hostlists(collector, items, slice);
+    yield* this.gresDetails(collector, items, slice);
+  }
+
   /**
    * Hostlists that cannot be expanded: the rules leave those items out of per-host series (a
    * job's nodes, a reservation's node states) or fall back (a partition's nodes from the nodes'
    * own partition lists). Counted per response; each distinct list is logged once.
    */
-  hostlists(collector: SubCollector, items: readonly unknown[]): void {
+  private *hostlists(collector: SubCollector, items: readonly unknown[], slice: Slice): Steps<void> {
     const field = HOSTLIST_FIELD[collector];
     if (field === undefined) return;
     // Interned lists repeat (100k jobs on a few thousand lists): each is checked once per response.
     const verdicts = new Map<string, string | undefined>();
     let bad = 0;
-    for (const item of items) {
+    const check = (item: unknown): void => {
       const list = (item as Record<string, unknown>)[field];
-      if (typeof list !== 'string') continue;
+      if (typeof list !== 'string') return;
       if (!verdicts.has(list)) verdicts.set(list, hostlistError(list));
       const error = verdicts.get(list);
-      if (error === undefined) continue;
+      if (error === undefined) return;
       bad++;
-      if (this.loggedHostlists.has(list) || this.loggedHostlists.size >= MAX_LOGGED_MESSAGES) continue;
+      if (this.loggedHostlists.has(list) || this.loggedHostlists.size >= MAX_LOGGED_MESSAGES) return;
       this.loggedHostlists.add(list);
       this.o.logger.warn(
         { collector, field, hostlist: list, error },
         'hostlist cannot be expanded; its hosts are left out',
       );
-    }
+    };
+    yield* eachInSlices(items, check, slice);
     if (bad > 0) this.o.onBadHostlists?.(collector, bad);
   }
 
@@ -273,14 +294,14 @@ class ResponseWatch {
    * Jobs' per-node GRES entries that are not in Slurm's forms: the rules keep the GPUs the rest of
    * the entry names. Counted per response (one per entry); each distinct entry is logged once.
    */
-  gresDetails(collector: SubCollector, items: readonly unknown[]): void {
+  private *gresDetails(collector: SubCollector, items: readonly unknown[], slice: Slice): Steps<void> {
     if (collector !== 'jobs') return;
     // Entries repeat across jobs of one shape: each distinct one is read once per response.
     const verdicts = new Map<string, readonly string[]>();
     let bad = 0;
-    for (const item of items) {
+    const check = (item: unknown): void => {
       const detail = (item as { gres_detail?: readonly string[] }).gres_detail;
-      if (detail === undefined) continue;
+      if (detail === undefined) return;
       for (const entry of detail) {
         let unread = verdicts.get(entry);
         if (unread === undefined) verdicts.set(entry, (unread = parseNodeGres(entry).unread));
@@ -293,7 +314,8 @@ class ResponseWatch {
           'GRES detail not in a form Slurm prints; its GPUs there are left out',
         );
       }
-    }
+    };
+    yield* eachInSlices(items, check, slice);
     if (bad > 0) this.o.onBadGresDetail?.(collector, bad);
   }
 
@@ -310,10 +332,19 @@ class ResponseWatch {
   }
 
   /** Field names are gathered only on the first response and when the version changes. */
-  fields(collector: SubCollector, version: string | undefined, items: readonly unknown[]): void {
+  private *fields(
+    collector: SubCollector,
+    version: string | undefined,
+    items: readonly unknown[],
+    slice: Slice,
+  ): Steps<void> {
     const before = this.seen.get(collector);
     if (version === undefined || items.length === 0 || before?.version === version) return;
-    const fields = fieldNames(items);
+    const fields = new Set<string>();
+    const names = (item: unknown): void => {
+      if (typeof item === 'object' && item !== null) for (const k of Object.keys(item)) fields.add(k);
+    };
+    yield* eachInSlices(items, names, slice);
     this.seen.set(collector, { version, fields });
     if (before === undefined) return;
     const lost = [...before.fields].filter((f) => !fields.has(f)).sort();
@@ -324,11 +355,4 @@ class ResponseWatch {
       'the new slurmrestd API version lacks fields the previous one sent; their metrics are gone',
     );
   }
-}
-
-function fieldNames(items: readonly unknown[]): Set<string> {
-  const names = new Set<string>();
-  for (const item of items)
-    if (typeof item === 'object' && item !== null) for (const k of Object.keys(item)) names.add(k);
-  return names;
 }

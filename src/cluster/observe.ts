@@ -5,13 +5,25 @@
  * blanks the node families and vice versa.
  */
 import type { AnyFamily } from '../telemetry/spec.js';
-import { extraFamilies } from './observe/extra.js';
+import { extraFamilySteps } from './observe/extra.js';
 import { nativeFamilies, type NativeOptions } from './observe/native.js';
 import { soperatorFamilies } from './observe/soperator.js';
 import type { ClusterSnapshot } from './snapshot.js';
+import { runSteps, Slice, type Steps } from '../steps.js';
 
 export { observeState } from './observe/soperator.js';
 
 export function observe(snap: ClusterSnapshot, nowMs: number, native: NativeOptions = {}): AnyFamily[] {
-  return [...soperatorFamilies(snap, nowMs), ...nativeFamilies(snap, native), ...extraFamilies(snap)];
+  return runSteps(observeSteps(snap, nowMs, native, new Slice()));
+}
+
+/** observe in pieces, for the agent's publish: the families beyond Slurm's own pass over every job. */
+export function* observeSteps(
+  snap: ClusterSnapshot,
+  nowMs: number,
+  native: NativeOptions,
+  slice: Slice,
+): Steps<AnyFamily[]> {
+  const extra = yield* extraFamilySteps(snap, slice);
+  return [...soperatorFamilies(snap, nowMs), ...nativeFamilies(snap, native), ...extra];
 }

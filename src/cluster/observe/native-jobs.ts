@@ -9,6 +9,7 @@ import {
 } from '../metrics.js';
 import { addJob, newTotals, type JobTotals, type JobView, type TresOf } from './native-counting.js';
 import type { GaugeSpec } from './helpers.js';
+import { eachInSlices, type Slice, type Steps } from '../../steps.js';
 
 /** The job families of one grouping: the whole cluster (no label), per user or per account. */
 interface JobSpecs<L extends string> {
@@ -45,23 +46,32 @@ function totalsFamilies<L extends string>(
   ];
 }
 
-export function jobFamilies(
+/**
+ * The job families, in pieces that yield within the jobs when the slice is due (nativeGroupSteps):
+ * at 100,000 jobs the pass over them takes 50–100 ms, per user and account included.
+ */
+export function* jobFamilySteps(
   jobs: readonly JobView[],
   tres: TresOf,
   usersAccounts: boolean,
   busyNodes: number | undefined,
-): { all: Family[]; usersAccounts: Family[] } {
+  slice: Slice,
+): Steps<{ all: Family[]; usersAccounts: Family[] }> {
   const all = newTotals();
   const byUser = new Map<string, JobTotals>();
   const byAccount = new Map<string, JobTotals>();
   const group = (m: Map<string, JobTotals>, k: string): JobTotals =>
     m.get(k) ?? (m.set(k, newTotals()).get(k) as JobTotals);
-  for (const v of jobs) {
-    addJob(all, v, v.tasks, tres);
-    if (!usersAccounts) continue;
-    addJob(group(byUser, v.job.user_name ?? ''), v, 1, tres);
-    addJob(group(byAccount, v.job.account ?? ''), v, 1, tres);
-  }
+  yield* eachInSlices(
+    jobs,
+    (v) => {
+      addJob(all, v, v.tasks, tres);
+      if (!usersAccounts) return;
+      addJob(group(byUser, v.job.user_name ?? ''), v, 1, tres);
+      addJob(group(byAccount, v.job.account ?? ''), v, 1, tres);
+    },
+    slice,
+  );
   if (busyNodes !== undefined) all.nodesAlloc = busyNodes;
   return {
     all: totalsFamilies(NATIVE_JOB_METRICS, new Map([['', all]]), undefined),

@@ -15,6 +15,7 @@ import {
 } from './native-counting.js';
 import { countStates, isHeld, nodeStateNames, PARTITION_NAMES } from './native-states.js';
 import { gaugeOf, type GaugeSpec } from './helpers.js';
+import { eachInSlices, type Slice, type Steps } from '../../steps.js';
 
 /** A partition's nodes: its hostlist; the nodes' own partition lists when the hostlist is unreadable. */
 function partitionNodes(
@@ -38,12 +39,17 @@ interface PendingNodes {
   waitNodeLimit: number;
 }
 
-export function partitionFamilies(
+/**
+ * The partition families, in pieces (nativeGroupSteps): the pass over 100,000 jobs yields within
+ * when the slice is due, and the families of the nodes and of the jobs are pieces apart.
+ */
+export function* partitionFamilySteps(
   parts: readonly SlurmPartition[],
   nodes: readonly SlurmNode[] | undefined,
   jobs: readonly JobView[] | undefined,
   tres: TresOf,
-): Family[] {
+  slice: Slice,
+): Steps<Family[]> {
   const named = [...new Map(parts.map((p) => [p.name, p])).values()];
   const per = (spec: GaugeSpec<'partition'>, value: (p: SlurmPartition) => number | undefined): Family => ({
     spec,
@@ -52,12 +58,10 @@ export function partitionFamilies(
       return v === undefined || !Number.isFinite(v) ? [] : [point(spec, { partition: p.name }, v)];
     }),
   });
-  return [
-    gaugeOf(P.partitions, named.length),
-    per(P.cpus, (p) => p.total_cpus),
-    ...(nodes ? partitionNodeFamilies(named, nodes, per, tres) : []),
-    ...(jobs ? partitionJobFamilies(named, jobs, tres, per) : []),
-  ];
+  const ofNodes = nodes ? partitionNodeFamilies(named, nodes, per, tres) : [];
+  if (slice.due()) yield;
+  const ofJobs = jobs ? yield* partitionJobFamilies(named, jobs, tres, per, slice) : [];
+  return [gaugeOf(P.partitions, named.length), per(P.cpus, (p) => p.total_cpus), ...ofNodes, ...ofJobs];
 }
 
 type PerPartition = (spec: GaugeSpec<'partition'>, value: (p: SlurmPartition) => number | undefined) => Family;
@@ -170,12 +174,13 @@ function isCompleted(job: SlurmJob): boolean {
   return JOB_TERMINAL_STATES.has(job.state[0] ?? '') && !job.state.includes('COMPLETING');
 }
 
-function partitionJobFamilies(
+function* partitionJobFamilies(
   parts: readonly SlurmPartition[],
   jobs: readonly JobView[],
   tres: TresOf,
   per: PerPartition,
-): Family[] {
+  slice: Slice,
+): Steps<Family[]> {
   const totals = new Map(parts.map((p) => [p.name, newTotals()]));
   const pending = new Map(
     parts.map((p): [string, PendingNodes] => [
@@ -186,14 +191,18 @@ function partitionJobFamilies(
   const tiers: PartitionTiers = new Map(
     parts.flatMap((p): [string, number][] => (p.priority_tier === undefined ? [] : [[p.name, p.priority_tier]])),
   );
-  for (const v of jobs) {
-    const job = v.job;
-    const name = nativeJobPartition(job, tiers);
-    const t = name === undefined ? undefined : totals.get(name);
-    if (t === undefined) continue;
-    addJob(t, v, isCompleted(job) ? 0 : 1, tres);
-    if (job.state[0] === 'PENDING') addPending(pending.get(name as string) as PendingNodes, job, tres);
-  }
+  yield* eachInSlices(
+    jobs,
+    (v) => {
+      const job = v.job;
+      const name = nativeJobPartition(job, tiers);
+      const t = name === undefined ? undefined : totals.get(name);
+      if (t === undefined) return;
+      addJob(t, v, isCompleted(job) ? 0 : 1, tres);
+      if (job.state[0] === 'PENDING') addPending(pending.get(name as string) as PendingNodes, job, tres);
+    },
+    slice,
+  );
   const t = (p: SlurmPartition): JobTotals => totals.get(p.name) as JobTotals;
   const q = (p: SlurmPartition): PendingNodes => pending.get(p.name) as PendingNodes;
   return [

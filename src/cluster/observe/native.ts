@@ -13,8 +13,8 @@ import { holdsJobs, hostsCache, jobView, NO_HOSTS_OF, tresCache } from './native
 import { schedulerFamilies } from './native-scheduler.js';
 import type { NativeFamily } from './helpers.js';
 import { nodeFamilies, sharedNodeFamilies } from './native-nodes.js';
-import { jobFamilies } from './native-jobs.js';
-import { partitionFamilies } from './native-partitions.js';
+import { jobFamilySteps } from './native-jobs.js';
+import { partitionFamilySteps } from './native-partitions.js';
 import { mapInSlices, runSteps, Slice, type Steps } from '../../steps.js';
 
 export interface NativeOptions {
@@ -57,8 +57,9 @@ export function nativeGroups(snap: ClusterSnapshot, usersAccounts = false): Nati
 
 /**
  * nativeGroups in pieces, for the agent's publish: at 100,000 jobs the whole takes a few hundred
- * milliseconds, the jobs' views most of it. It yields within them and between the families
- * when the slice is due.
+ * milliseconds, three passes over the jobs most of it (their views, the job families, the
+ * partitions' job families). It yields within each pass and between the families when the slice
+ * is due.
  */
 export function* nativeGroupSteps(snap: ClusterSnapshot, usersAccounts: boolean, slice: Slice): Steps<NativeGroups> {
   const nodes = snap.nodes ? [...nodesByName(snap.nodes.value).values()] : undefined;
@@ -71,11 +72,13 @@ export function* nativeGroupSteps(snap: ClusterSnapshot, usersAccounts: boolean,
     ? yield* mapInSlices(uniqueJobs(snap.jobs.value), (j) => jobView(j, expand), slice)
     : undefined;
   const busy = nodes === undefined ? undefined : nodes.filter(holdsJobs).length;
-  const jobGroups = jobs ? jobFamilies(jobs, tres, usersAccounts, busy) : undefined;
+  const jobGroups = jobs ? yield* jobFamilySteps(jobs, tres, usersAccounts, busy, slice) : undefined;
   if (slice.due()) yield;
   const nodeGroups = nodes ? nodeFamilies(nodes, tres) : [];
   if (slice.due()) yield;
-  const partitions = snap.partitions ? partitionFamilies(snap.partitions.value, nodes, jobs, tres) : [];
+  const partitions = snap.partitions
+    ? yield* partitionFamilySteps(snap.partitions.value, nodes, jobs, tres, slice)
+    : [];
   return {
     nodes: nodeGroups,
     nodesShared: nodes ? sharedNodeFamilies(nodes, NS) : [],

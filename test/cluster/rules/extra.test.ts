@@ -4,6 +4,8 @@ import { decodeLicense } from '../../../src/cluster/api/decode/decode-licenses.j
 import { decodeAssociations, decodeQosList } from '../../../src/cluster/api/decode/decode-limits.js';
 import { decodeList } from '../../../src/cluster/api/decode/envelope.js';
 import { extraFamilies } from '../../../src/cluster/observe/extra.js';
+import { observe, observeSteps } from '../../../src/cluster/observe.js';
+import { Slice } from '../../../src/steps.js';
 import { decodeReservation } from '../../../src/cluster/api/decode/decode-reservations.js';
 import { decodeShares } from '../../../src/cluster/api/decode/decode-shares.js';
 import type { SlurmLicense, SlurmReservation } from '../../../src/cluster/model.js';
@@ -73,6 +75,26 @@ describe('GPUs allocated per job and node', () => {
 
   it('no job with GPUs: the family is there, empty', () => {
     expect(gpus([['1', ['RUNNING'], { nodes: 'n1', gres_detail: [] }]])).toEqual([]);
+  });
+});
+
+describe('in pieces, as the agent publishes them', () => {
+  it('pauses within both passes over the jobs where the slice is always due, and computes what a straight run does', () => {
+    const jobs = Array.from({ length: 600 }, (_, i) =>
+      i % 3 === 0
+        ? job(String(i), ['PENDING'], { state_reason: 'Priority', partition: 'cpu,gpu' })
+        : job(String(i), ['RUNNING'], { nodes: 'gpu-[001-002]', gres_detail: ['gpu:h100:2(IDX:0-1)', 'gpu:1(IDX:3)'] }),
+    );
+    const snap = { atMs: T0, jobs: at(jobs) };
+    const steps = observeSteps(snap, T0, {}, new Slice(0));
+    let pauses = 0;
+    let r = steps.next();
+    for (; r.done !== true; r = steps.next()) pauses++;
+    // Pending reasons and allocated GPUs each ask the slice every 256 jobs.
+    expect(pauses).toBe(2 * Math.floor(jobs.length / 256));
+    expect(r.value).toEqual(observe(snap, T0));
+    expect(points(r.value, 'slurm_jobs_pending_reason')).toHaveLength(2);
+    expect(points(r.value, 'slurm_job_gpu_allocated')).toHaveLength(400 * 3);
   });
 });
 
