@@ -70,12 +70,12 @@ describe("a response's checks", () => {
       onBadGresDetail: add('gres'),
       ...(sliceMs === undefined ? {} : { sliceMs }),
     });
-    return { counts, jobs: () => fetchers.jobs(new AbortController().signal) };
+    return { counts, jobs: (signal = new AbortController().signal) => fetchers.jobs(signal) };
   };
 
   it('give the event loop a turn at each pause, and count what a run without pauses counts', async () => {
     const pieces = fetch(0);
-    const got = await turnsDuring(pieces.jobs);
+    const got = await turnsDuring(() => pieces.jobs());
     // Three passes (field names, hostlists, GRES entries), the slice asked every 256 jobs.
     expect(got.turns).toBeGreaterThanOrEqual(3 * Math.floor(JOBS / 256));
     expect(got.value).toHaveLength(JOBS);
@@ -87,17 +87,8 @@ describe("a response's checks", () => {
   });
 
   it('end with the stop: an aborted signal rejects instead of storing the items', async () => {
-    const api = { jobs: () => Promise.resolve(answer(jobs)) } as unknown as SlurmApi;
-    const fetchers = makeFetchers({
-      api,
-      jobSource: 'controller',
-      accountingLookbackMs: 3_600_000,
-      optional: [],
-      logger: silentLogger(),
-      sliceMs: 0,
-    });
     const stop = new AbortController();
-    const run = fetchers.jobs(stop.signal);
+    const run = fetch(0).jobs(stop.signal);
     stop.abort();
     await expect(run).rejects.toMatchObject({ name: 'AbortError' });
   });
