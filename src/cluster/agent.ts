@@ -241,6 +241,8 @@ export class ClusterRunner implements Collecting<TickResult> {
    * sum. Publishes never overlap (drain), so nothing else moves the state between the pieces.
    */
   private async publish(): Promise<void> {
+    // A publish follows a response's checks or a tick's end, from the same turn: a turn first.
+    await loopTurn();
     const snapshot = this.loop.snapshot();
     const next = await runStepsYielding(advanceSteps(this.state, snapshot, new Slice()));
     this.state = next.state;
@@ -252,6 +254,7 @@ export class ClusterRunner implements Collecting<TickResult> {
     await loopTurn();
     const observed = await runStepsYielding(observeSteps(snapshot, snapshot.atMs, native, new Slice()));
     const families = [...observed, ...observeState(this.state)];
+    await loopTurn();
     await this.pipeline.publish(families, snapshot.atMs, {
       sections: nativeSections(groups),
       otlpSide: groups.nodesSharedOtlp,

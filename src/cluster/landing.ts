@@ -88,11 +88,13 @@ function jobTone(state: string): Tone {
 
 /** Counts per label, largest first (then by name, so the page does not reorder between equal counts). */
 function countBy<T>(items: readonly T[], label: (item: T) => string, tone: (item: T) => Tone): StateCount[] {
-  const counts = new Map<string, StateCount>();
+  // Counted in place: no object per item (100,000 jobs a tick).
+  const counts = new Map<string, { state: string; count: number; tone: Tone }>();
   for (const item of items) {
     const state = label(item);
     const had = counts.get(state);
-    counts.set(state, { state, count: (had?.count ?? 0) + 1, tone: had?.tone ?? tone(item) });
+    if (had) had.count++;
+    else counts.set(state, { state, count: 1, tone: tone(item) });
   }
   return [...counts.values()].sort((a, b) => b.count - a.count || a.state.localeCompare(b.state));
 }

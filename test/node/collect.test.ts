@@ -9,6 +9,7 @@ import { jobDirName, uverbsDevice, writeProcess, writeTree, type TreeLayout } fr
 import type { Roots } from '../../src/node/read/roots.js';
 import type { Point } from '../../src/telemetry/spec.js';
 import { asUnprivileged, deny, removeProcess, tmpDir } from '../support/tmp.js';
+import { turnsDuring } from '../support/turns.js';
 
 function points(c: Cycle, name: string): Point[] {
   return (c.families.find((f) => f.spec.name === name)?.points ?? []) as Point[];
@@ -226,15 +227,7 @@ describe('a yielding cycle (the running agent)', () => {
 
   it('gives the event loop turns during the fd scan, and reads what a straight cycle reads', async () => {
     const { collector, straight } = yielding();
-    let turns = 0;
-    let done = false;
-    const turn = (): void => {
-      turns++;
-      if (!done) setImmediate(turn);
-    };
-    setImmediate(turn);
-    const c = await collector.cycleYielding(undefined, 1000);
-    done = true;
+    const { value: c, turns } = await turnsDuring(() => collector.cycleYielding(undefined, 1000));
     // The other work ran while the cycle was in progress (a scrape, a signal), not after it.
     expect(turns).toBeGreaterThan(1);
     const s = straight.cycle(1000);

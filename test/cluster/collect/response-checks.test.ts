@@ -10,6 +10,7 @@ import { makeFetchers, type SlurmApi } from '../../../src/cluster/fetchers.js';
 import type { SlurmJob } from '../../../src/cluster/model.js';
 import type { SubCollector } from '../../../src/cluster/snapshot.js';
 import { silentLogger } from '../../support/log.js';
+import { turnsDuring } from '../../support/turns.js';
 
 const JOBS = 1_000;
 
@@ -28,23 +29,6 @@ function answer(items: readonly Partial<SlurmJob>[]): CallResult<SlurmJob> {
     },
     timing: { startedAtMs: 0, durationMs: 0, attempts: 1, bytes: 0 },
   } as CallResult<SlurmJob>;
-}
-
-/** Turns of the event loop taken until `work` settles. */
-async function turnsDuring<T>(work: () => Promise<T>): Promise<{ value: T; turns: number }> {
-  let turns = 0;
-  let done = false;
-  const turn = (): void => {
-    if (done) return;
-    turns++;
-    setImmediate(turn);
-  };
-  setImmediate(turn);
-  try {
-    return { value: await work(), turns };
-  } finally {
-    done = true;
-  }
 }
 
 describe("a response's checks", () => {

@@ -7,6 +7,7 @@ import type { Decoded, ItemResult } from '../../model.js';
 import { guarded, ItemCollector } from './envelope.js';
 import { JsonArraySplitter, JsonStreamError } from '../../../json/splitter.js';
 import { parseSlurmJson } from '../json/slurm-json.js';
+import { loopTurn, Slice } from '../../../steps.js';
 
 /**
  * An element decoder. One that sets `members` reads no other top-level member of an element:
@@ -19,6 +20,8 @@ export interface StreamDecodeOptions<T> {
   readonly maxElementBytes?: number;
   /** Sees each decoded element before the next is read. */
   readonly onItem?: (item: T) => void;
+  /** How long decoding runs before it gives the event loop a turn (steps.ts; tests give 0). */
+  readonly sliceMs?: number;
 }
 
 /**
@@ -53,8 +56,15 @@ export async function decodeListStream<T>(
       collector.add(decoded);
     },
   });
+  // Chunks already buffered arrive without a turn of the event loop between them (each read is a
+  // microtask), and decoding is slower than loopback: one go could decode megabytes while scrapes
+  // and timers wait. A turn every slice bounds that to about one slice and one chunk.
+  const slice = new Slice(opts.sliceMs);
   try {
-    for await (const chunk of source) splitter.write(chunk);
+    for await (const chunk of source) {
+      splitter.write(chunk);
+      if (slice.due()) await loopTurn();
+    }
     const result = splitter.end();
     return collector.finish(result.members, result.arrayFound, arrayKey);
   } catch (err) {

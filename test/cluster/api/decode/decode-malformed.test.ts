@@ -6,6 +6,7 @@ import * as v004x from '../../../../src/cluster/api/decode/decode-v004x.js';
 import { decodeListStream } from '../../../../src/cluster/api/decode/stream-decode.js';
 import type { Decoded, ItemResult } from '../../../../src/cluster/model.js';
 import { built, recorded } from '../../fixtures.js';
+import { turnsDuring } from '../../../support/turns.js';
 
 const FAMILIES = { v0038, v004x } as const;
 const LIST_DECODERS = ['decodeNodes', 'decodeJobs', 'decodeAccountingJobs', 'decodeDiag'] as const;
@@ -289,6 +290,17 @@ describe('streamed decoding', () => {
     expect(!truncated.ok && truncated.message).toMatch(/truncated/);
     const html = await decodeListStream(chunked('<html>Service Unavailable</html>', 8), 'jobs', v004x.decodeJob);
     expect(!html.ok && html.kind).toBe('malformed_json');
+  });
+
+  it('gives the event loop a turn every slice while chunks are already there, and decodes the same', async () => {
+    const body = built('v0.0.44', 'jobs.json');
+    const text = JSON.stringify(body, null, 1);
+    // The source's chunks come as microtasks: every turn seen was given by the decoder.
+    const { value, turns } = await turnsDuring(() =>
+      decodeListStream(chunked(text, 256), 'jobs', v004x.decodeJob, { sliceMs: 0 }),
+    );
+    expect(turns).toBeGreaterThanOrEqual(Math.floor(text.length / 256) - 1);
+    expect(value).toEqual(v004x.decodeJobs(body));
   });
 
   it('lets errors from the byte source itself propagate', async () => {
