@@ -120,7 +120,8 @@ const NODE_FIELDS: InternFields<SlurmNode> = {
 export function makeFetchers(o: FetcherOptions): Fetchers {
   const now = o.now ?? Date.now;
   const watch = new ResponseWatch(o);
-  // The checks pass over every item (100,000 jobs: 30–50 ms), in pieces that let scrapes through.
+  // The checks pass over every item (tens of milliseconds at 100,000 jobs), in pieces that let
+  // scrapes through.
   const items = async <T>(
     collector: SubCollector,
     result: CallResult<T>,

@@ -35,8 +35,8 @@ export function extraFamilies(snap: ClusterSnapshot): Family[] {
 }
 
 /**
- * extraFamilies in pieces, for the agent's publish: the two passes over the jobs (40–50 ms at
- * 100,000 jobs) yield within when the slice is due.
+ * extraFamilies in pieces, for the agent's publish: the two passes over the jobs (tens of
+ * milliseconds at 100,000 jobs) yield within when the slice is due.
  */
 export function* extraFamilySteps(snap: ClusterSnapshot, slice: Slice): Steps<Family[]> {
   const jobs = snap.jobs ? uniqueJobs(snap.jobs.value) : undefined;

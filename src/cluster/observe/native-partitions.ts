@@ -68,7 +68,7 @@ type PerPartition = (spec: GaugeSpec<'partition'>, value: (p: SlurmPartition) =>
 
 /**
  * The partitions' node families. Each partition's nodes (its hostlist expanded) and their states
- * are a pass over up to every node each: pieces apart (20,000 nodes: 10–30 ms each).
+ * are a pass over up to every node each: pieces apart.
  */
 function* partitionNodeFamilies(
   parts: readonly SlurmPartition[],
