@@ -28,14 +28,10 @@ import type {
 import { nodeStateNames } from './native-states.js';
 import type { ClusterSnapshot } from '../snapshot.js';
 import { nodesByName, uniqueJobs } from '../state.js';
-import { eachInSlices, runSteps, Slice, type Steps } from '../../steps.js';
-
-export function extraFamilies(snap: ClusterSnapshot): Family[] {
-  return runSteps(extraFamilySteps(snap, new Slice()));
-}
+import { eachInSlices, type Slice, type Steps } from '../../steps.js';
 
 /**
- * extraFamilies in pieces, for the agent's publish: the two passes over the jobs (tens of
+ * The families beyond Slurm's own, in pieces (observeSteps): the two passes over the jobs (tens of
  * milliseconds at 100,000 jobs) yield within when the slice is due.
  */
 export function* extraFamilySteps(snap: ClusterSnapshot, slice: Slice): Steps<Family[]> {

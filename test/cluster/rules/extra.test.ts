@@ -3,9 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { decodeLicense } from '../../../src/cluster/api/decode/decode-licenses.js';
 import { decodeAssociations, decodeQosList } from '../../../src/cluster/api/decode/decode-limits.js';
 import { decodeList } from '../../../src/cluster/api/decode/envelope.js';
-import { extraFamilies } from '../../../src/cluster/observe/extra.js';
+import { extraFamilySteps } from '../../../src/cluster/observe/extra.js';
 import { observe, observeSteps } from '../../../src/cluster/observe.js';
-import { Slice } from '../../../src/steps.js';
+import type { ClusterSnapshot } from '../../../src/cluster/snapshot.js';
+import { runSteps, Slice } from '../../../src/steps.js';
 import { decodeReservation } from '../../../src/cluster/api/decode/decode-reservations.js';
 import { decodeShares } from '../../../src/cluster/api/decode/decode-shares.js';
 import type { SlurmLicense, SlurmReservation } from '../../../src/cluster/model.js';
@@ -14,6 +15,8 @@ import { recorded } from '../fixtures.js';
 import { job, node, ok, points, T0 } from './helpers.js';
 
 const at = <T>(value: T) => ({ value, atMs: T0, seq: 1 });
+/** The families beyond Slurm's own, straight through. */
+const extraFamilies = (snap: ClusterSnapshot) => runSteps(extraFamilySteps(snap, new Slice()));
 
 describe('pending reasons', () => {
   it('counts pending jobs by reason and partition, a multi-partition job in each, nothing else', () => {
