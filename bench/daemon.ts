@@ -32,7 +32,7 @@
  *
  * Run: npm run build && node dist/bench/daemon.js [--agent node|cluster] [--exe FILE | --node FILE
  *      [--node-flag FLAG]...] [--cycles N] [--collection-interval D] [--fd-rescan-interval D]
- *      [--tree DIR] [--page-cache kept] [--main FILE] [--progress N]
+ *      [--tree DIR] [--page-cache kept] [--main FILE] [--progress N] [--fd-reader native|fs]
  * --main FILE: the agent's main script for --node runs (default this checkout's
  * dist/src/cli/main.js); another checkout's build, to compare before and after on one Node.
  * --page-cache kept: leave the program's file in the page cache as it is. By default the bench
@@ -42,6 +42,7 @@
  * from the same state.
  * --tree DIR: the heavy node is written there once and reused by later runs (it takes minutes
  * to write on a loaded machine); without it, a temporary tree is written and removed.
+ * --fd-reader fs: the node agent reads fd tables through Node's fs (its --fd-reader; default native).
  * --progress N: a line every N cycles (minutes since the start, VmHWM, VmRSS as anonymous +
  * file-backed, V8's heap), to see over a long run whether the peak still climbs.
  */
@@ -72,6 +73,8 @@ interface Args {
   readonly cycles: number;
   readonly interval: string;
   readonly rescan: string;
+  /** The node agent's --fd-reader. */
+  readonly fdReader: 'native' | 'fs';
   readonly tree?: string;
   /** Whether the program's file keeps its page cache (else it is dropped before the start). */
   readonly keepPageCache: boolean;
@@ -97,6 +100,7 @@ function parseArgs(argv: readonly string[]): Args {
     cycles: Number(value('--cycles') ?? (agent === 'cluster' ? 3 : 8)),
     interval: value('--collection-interval') ?? (agent === 'cluster' ? '30s' : '15s'),
     rescan: value('--fd-rescan-interval') ?? '60s',
+    fdReader: value('--fd-reader') === 'fs' ? 'fs' : 'native',
     ...(value('--tree') ? { tree: path.resolve(value('--tree') as string) } : {}),
     keepPageCache: value('--page-cache') === 'kept',
     progress: Number(value('--progress') ?? 0),
@@ -322,7 +326,9 @@ function report(a: Args, s: Started, f: Figures): void {
     ? `single executable ${path.relative(process.cwd(), a.exe)}`
     : `${a.node} ${a.nodeFlags.join(' ')} ${path.relative(process.cwd(), a.main)}`;
   console.log(`runtime: Node ${s.facts.node} (${runtime.trim()}), V8 heap limit ${s.facts.heap_limit_mib} MiB`);
-  console.log(`cycles: ${f.cycles} at ${a.interval}${a.agent === 'node' ? `, fd rescan ${a.rescan}` : ''}`);
+  console.log(
+    `cycles: ${f.cycles} at ${a.interval}${a.agent === 'node' ? `, fd rescan ${a.rescan}, fd reader ${a.fdReader}` : ''}`,
+  );
   console.log(`page cache of the program's file: ${a.keepPageCache ? 'kept as it was' : 'dropped before the start'}`);
   const split = f.atMax ? ` = ${mb(f.atMax.anon)} anonymous + ${mb(f.atMax.file)} file-backed` : '';
   console.log(`RSS peak: ${mb(f.hwm)} (VmHWM); largest sampled VmRSS ${mb(f.rssMax)}${split}`);
@@ -368,6 +374,7 @@ async function nodeAgent(a: Args): Promise<void> {
         'node',
         ...tree.flags,
         ...['--collection-interval', a.interval, '--fd-rescan-interval', a.rescan],
+        ...['--fd-reader', a.fdReader],
         ...['--metrics-bind-address', '127.0.0.1:0', '--monitoring-bind-address', '127.0.0.1:0'],
         ...['--log-format', 'json'],
       ],

@@ -22,6 +22,7 @@
  * then each job directory has cpu.stat but no memory files, and the cycle reads less of them
  * than on a node; the bench says which.
  *
+ * `--fd-reader fs`: the cycles read fd tables through Node's fs (node-cycle.ts says more).
  * Needs root (cgroup directories, moving processes, mknod).
  *   npm run build && node dist/bench/node-cycle-real.js
  */
@@ -38,7 +39,7 @@ import { alive } from '../test/support/stopping.js';
 import { waitFor } from '../test/support/tools.js';
 import { HEAVY_NODE, heavyTree } from './heavy-node.js';
 import { socketFd, startSleepers, stopSleepers } from './sleepers.js';
-import { alternated, asNodeAgent, listingFloor, ratioText, sayRuntime, time } from './stats.js';
+import { alternated, asNodeAgent, benchFdReader, listingFloor, ratioText, sayRuntime, time } from './stats.js';
 
 const COLD_RUNS = 7;
 const STEADY_RUNS = 30;
@@ -198,8 +199,15 @@ async function main(): Promise<void> {
 }
 
 function measure(roots: Roots): void {
+  const fdReader = benchFdReader();
   const collector = (): NodeCollector =>
-    new NodeCollector({ roots, fdRescanIntervalMs: 3_600_000, jobUsage: true, holdCounterFiles: HOLD_COUNTER_FILES });
+    new NodeCollector({
+      roots,
+      fdRescanIntervalMs: 3_600_000,
+      jobUsage: true,
+      holdCounterFiles: HOLD_COUNTER_FILES,
+      fdReader,
+    });
   const find = (): number =>
     time(() => execFileSync('sh', ['-c', "find /proc/[0-9]*/fd -lname '*uverbs*' 2>/dev/null | wc -l"]));
   const coldCycle = (): number => {

@@ -12,6 +12,9 @@
  * worse than without.
  * `--job-usage off`: the cycles without each job's CPU and memory use (every job cgroup has the
  * files); the steady cycle with it is to stay within 5 % of without.
+ * `--fd-reader fs`: the cycles read fd tables through Node's fs, as the agent's --fd-reader fs does
+ * (by default the native reader, where it loads; the first lines say which). The floor is always
+ * Node's own listing of every fd directory.
  * Goals: cold ≤ 1.0× find, steady ≤ 1.3× the listing floor (1.5× until 2026-12-05), RSS ≤ 120 MB; with rdma.current
  * everywhere cold ≤ 0.1× find.
  *
@@ -40,6 +43,7 @@ import { WRAPS_32 } from '../src/node/read/hca.js';
 import {
   alternated,
   asNodeAgent,
+  benchFdReader,
   listingFloor,
   median,
   ratioText,
@@ -72,9 +76,9 @@ const JOB_USAGE = !(
 const FIND_NAMES = GPUS > 0 ? `\\( -lname '*uverbs*' -o -lname '*nvidia*' \\)` : `-lname '*uverbs*'`;
 const STEADY_RUNS = 30;
 
-/** A collector as the running agent makes one (its counter files held between cycles). */
+/** A collector as the running agent makes one (its counter files held between cycles, its fd reader). */
 function agentCollector(opts: Omit<CollectorOptions, 'holdCounterFiles'>): NodeCollector {
-  return new NodeCollector({ ...opts, holdCounterFiles: HOLD_COUNTER_FILES });
+  return new NodeCollector({ ...opts, holdCounterFiles: HOLD_COUNTER_FILES, fdReader: FD_READER });
 }
 
 /** One cold cycle of a fresh agent collector, which then lets its held files go. */
@@ -121,6 +125,7 @@ function statEveryFd(procfs: string): number {
 
 asNodeAgent();
 sayRuntime();
+const FD_READER = benchFdReader();
 const dir = nodeTreeDir('slurm-otel-bench-');
 try {
   const t0 = performance.now();

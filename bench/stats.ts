@@ -2,6 +2,7 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import { NODE_AGENT_V8_FLAGS, setV8Flags } from '../src/cli/v8-tuning.js';
+import { loadFdReader, type FdReader } from '../src/node/read/fd-native.js';
 import { WorkingDir } from '../src/node/read/working-dir.js';
 import { V8_FLAGS } from '../scripts/sea/v8-flags.js';
 
@@ -43,6 +44,21 @@ export function asNodeAgent(): void {
     `V8 flags at start, as the executable's: ${atStart.join(' ') || 'none (--without-executable-v8-flags)'}; ` +
       `set by the node agent: ${flags.join(' ') || 'none (--without-agent-v8-flags)'}`,
   );
+}
+
+/**
+ * The fd reader a node bench's collectors read with, as the agent's `--fd-reader`: the native one
+ * where it loads (else Node's fs, and the line printed says why), or Node's fs with `--fd-reader fs`.
+ */
+export function benchFdReader(): FdReader | undefined {
+  const at = process.argv.indexOf('--fd-reader');
+  if (at >= 0 && process.argv[at + 1] === 'fs') {
+    console.log("fd reader: Node's fs (--fd-reader fs)");
+    return undefined;
+  }
+  const load = loadFdReader();
+  console.log(load.reader ? 'fd reader: native' : `fd reader: Node's fs (the native one did not load: ${load.why})`);
+  return load.reader;
 }
 
 /** The rounds' own ratios (second / first of one round): how far one run's ratio can be trusted. */

@@ -24,7 +24,8 @@
  * config's execArgvExtension "none"; check() proves each build honours it, so a runtime without it
  * fails the build) and SIGUSR1 opens no inspector. Its V8 heap limits are set in the same config
  * (scripts/sea/v8-flags.ts). Nothing re-executes: start-up is unchanged. The bundle is
- * scripts/sea/bundle.ts's.
+ * scripts/sea/bundle.ts's. The executable carries one asset, the node agent's compiled fd reader
+ * (dist/native/fd-reader.node, which the build requires).
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -34,8 +35,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cliBundle } from './bundle.js';
 import { V8_FLAGS } from './v8-flags.js';
+import { FD_READER_ASSET } from '../../src/node/read/fd-native.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+/** The node agent's fd reader, compiled by npm run build (scripts/native.mjs); the executable carries it. */
+const FD_READER = path.join(ROOT, 'dist/native/fd-reader.node');
 const DEFAULT_LINE = '24.22.3';
 /** The fuse Node's binary carries: postject flips it to tell Node a blob is present. */
 const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
@@ -116,7 +120,10 @@ function makeExecutable(opts: Options, version: string, main: string, work: stri
     // V8_FLAGS: the heap limits the executable keeps whatever the machine (v8-flags.ts says why).
     execArgv: ['--disable-sigusr1', ...V8_FLAGS],
     execArgvExtension: 'none',
+    // The node agent's fd reader (src/node/read/fd-native.ts loads it from an unnamed file).
+    assets: { [FD_READER_ASSET]: FD_READER_ASSET },
   };
+  fs.copyFileSync(FD_READER, path.join(work, FD_READER_ASSET));
   const configFile = path.join(work, 'sea-config.json');
   fs.writeFileSync(configFile, JSON.stringify(config, null, 2));
   // The code cache is made under the flags the executable runs with: V8 rejects a cache written
@@ -157,11 +164,14 @@ async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
   const version = runtimeVersion(opts.node);
   const bundle = await cliBundle(`node${version.split('.')[0]}`, ROOT).catch((err: Error) => fail(err.message));
+  if (!fs.existsSync(FD_READER))
+    fail(`no ${path.relative(ROOT, FD_READER)}: npm run build compiles it (it needs a C compiler: gcc, libc6-dev)`);
   const inputs = createHash('sha256')
     .update(JSON.stringify({ version, codeCache: opts.codeCache, node: fs.readFileSync(opts.node).length }))
     .update(bundle)
     .update(fs.readFileSync(fileURLToPath(import.meta.url)))
     .update(JSON.stringify(V8_FLAGS))
+    .update(fs.readFileSync(FD_READER))
     .digest('hex');
   const stamp = `${opts.out}.inputs`;
   if (fs.existsSync(opts.out) && fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === inputs) {

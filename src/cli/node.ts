@@ -2,10 +2,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import { Command, Option } from 'commander';
-import type { LogFormat } from '../log.js';
+import type { Logger, LogFormat } from '../log.js';
 import { runNodeOnce, startNodeAgent, type NodeAgentOptions } from '../node/agent.js';
 import { QP_COUNTERS_MODES, type QpCountersMode } from '../node/qp/qp-source.js';
 import type { GpuAllocationOptions } from '../node/read/gres-source.js';
+import { loadFdReader, type FdReader } from '../node/read/fd-native.js';
 import { DEFAULT_ROOTS, type Roots } from '../node/read/roots.js';
 import { UNREADABLE_POLICIES, type UnreadablePolicy } from '../node/read/unreadable.js';
 import { CollectionIncomplete, ConfigError, printExposition, runUntilSignal } from './common.js';
@@ -34,6 +35,7 @@ export interface NodeCycleFlags extends ExportFlags {
   squeueTimeout: number;
   jobMetadata: 'none' | 'squeue';
   jobUsage: 'on' | 'off';
+  fdReader: 'native' | 'fs';
 }
 
 /** Where Slurm's GPU allocation on the node is read from (node and explain). */
@@ -244,6 +246,15 @@ export function addCycleOptions(cmd: Command, d: NodeDefaults): Command {
       )
         .default('on')
         .argParser(oneOf(['on', 'off'] as const)),
+    )
+    .addOption(
+      opt(
+        '--fd-reader <reader>',
+        "native: read each process's fd table with the compiled reader the package carries, where it loads (else as fs, and the log says why); fs: through Node's fs alone",
+        'FD_READER',
+      )
+        .default('native')
+        .argParser(oneOf(['native', 'fs'] as const)),
     );
 }
 
@@ -314,6 +325,24 @@ export type TreelessAgentOptions = Omit<NodeAgentOptions, 'collector'> & {
   readonly collector: Omit<NodeAgentOptions['collector'], 'roots'>;
 };
 
+/** The fd scan's native reader where --fd-reader asks for it and it loads (fd-native.ts). */
+function fdReaderOption(f: NodeCycleFlags): { fdReader?: FdReader } {
+  const load = f.fdReader === 'native' ? loadFdReader() : undefined;
+  return load?.reader === undefined ? {} : { fdReader: load.reader };
+}
+
+/** Says which reader reads fd tables, and why not the native one where it was asked for and did not load. */
+export function logFdReader(f: NodeCycleFlags, logger: Logger): void {
+  if (f.fdReader === 'fs')
+    return logger.info({ fd_reader: 'fs' }, "fd tables are read through Node's fs (--fd-reader fs)");
+  const load = loadFdReader();
+  if (load.reader !== undefined) return logger.info({ fd_reader: 'native' }, 'fd tables are read by the native reader');
+  logger.warn(
+    { fd_reader: 'fs', reason: load.why },
+    "the native fd reader did not load: fd tables are read through Node's fs",
+  );
+}
+
 export function cycleAgentOptions(f: NodeCycleFlags, env: Env): TreelessAgentOptions {
   return {
     ...exportSettings(f, env, { serviceName: 'slurm-otel-node', hostName: f.nodeName }),
@@ -321,6 +350,7 @@ export function cycleAgentOptions(f: NodeCycleFlags, env: Env): TreelessAgentOpt
       fdRescanIntervalMs: f.fdRescanInterval,
       unreadableProcesses: f.unreadableProcesses,
       jobUsage: f.jobUsage === 'on',
+      ...fdReaderOption(f),
     },
     squeue: f.squeuePath
       ? { path: f.squeuePath, nodeName: f.nodeName, minIntervalMs: f.collectionInterval, timeoutMs: f.squeueTimeout }
@@ -386,6 +416,7 @@ export function nodeCommand(env: Env): Command {
         printExposition(once.text);
         return;
       }
+      logFdReader(f, opts.logger);
       const v8Flags = setV8Flags(NODE_AGENT_V8_FLAGS);
       await runUntilSignal(() => startNodeAgent({ ...opts, v8Flags }), opts.logger);
     },

@@ -6,6 +6,7 @@ import { holdOomKills, usageStarts, type OomHeld, type UsageStarts } from './joi
 import { accumulateQp, EMPTY_QP_STATE, type QpState } from './qp/qp-counters.js';
 import type { QpReadings } from './qp/qp-source.js';
 import { FdScanner } from './read/owners.js';
+import type { FdReader } from './read/fd-native.js';
 import { HcaCache } from './read/hca.js';
 import { GpuCache } from './read/gpus.js';
 import { LocalityCache } from './read/pci-topology.js';
@@ -47,6 +48,8 @@ export interface CollectorOptions {
   readonly jobUsage?: boolean;
   /** Devices left out of every series and of the attribution (the operator's patterns). */
   readonly devices?: DeviceFilter;
+  /** The fd scan's native reader (--fd-reader native, where it loads); absent, Node's fs reads. */
+  readonly fdReader?: FdReader;
 }
 
 /** The HCAs `devices` leaves out, told by name before anything of theirs is read. */
@@ -70,7 +73,15 @@ export class NodeCollector {
   constructor(opts: CollectorOptions) {
     this.readers = {
       roots: opts.roots,
-      fds: new FdScanner(opts.roots.procfs, opts.fdRescanIntervalMs, opts.roots.fdDevice, opts.sliceMs),
+      fds: new FdScanner(
+        opts.roots.procfs,
+        opts.fdRescanIntervalMs,
+        opts.roots.fdDevice,
+        opts.sliceMs,
+        undefined,
+        undefined,
+        opts.fdReader,
+      ),
       hcaCache: new HcaCache(opts.holdCounterFiles ?? 0),
       gpuCache: new GpuCache(),
       localityCache: new LocalityCache(),

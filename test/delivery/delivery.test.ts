@@ -562,11 +562,16 @@ describe('Dockerfile', () => {
     expect(runs).toMatch(/npm prune --omit=dev\b/);
   });
 
-  it('the runtime stage copies only package.json, production node_modules and dist/src', () => {
+  it("the runtime stage copies only package.json, production node_modules, dist/src and the node agent's fd reader", () => {
     const copies = lastStage()
       .filter((i) => i.op === 'COPY')
       .map((i) => i.args.split(/\s+/).filter((a) => !a.startsWith('--')));
-    expect(copies.map((c) => c[0]).sort()).toEqual(['/src/dist/src', '/src/node_modules', '/src/package.json']);
+    expect(copies.map((c) => c[0]).sort()).toEqual([
+      '/src/dist/native',
+      '/src/dist/src',
+      '/src/node_modules',
+      '/src/package.json',
+    ]);
     expect(
       lastStage()
         .filter((i) => i.op === 'COPY')

@@ -88,7 +88,7 @@ describe.runIf(canRunChroot)(
       expect(fs.existsSync(box.host('/srv/preloaded'))).toBe(false);
     });
 
-    it('keeps its own V8 heap limits, whatever the machine and NODE_OPTIONS say; the node agent names its V8 flags', async () => {
+    it('keeps its own V8 heap limits, whatever the machine and NODE_OPTIONS say; the node agent names its V8 flags and reads fd tables with the reader it carries', async () => {
       const [metrics, monitoring] = [await freePort(), await freePort()];
       const agent = box.start(
         EXE,
@@ -113,6 +113,12 @@ describe.runIf(canRunChroot)(
         // V8's heap limit: the old generation plus three semi-spaces (two, and new large objects).
         // Without the executable's flags it follows the machine's memory (over 2 GiB here).
         expect(started.heap_limit_mib).toBe(OLD_SPACE_MIB + 3 * SEMI_SPACE_MIB);
+        // Its compiled fd reader, loaded from an unnamed file: no Node, no package on disk here.
+        const reader = agent
+          .output()
+          .stderr.split('\n')
+          .find((l) => l.includes('"fd_reader"'));
+        expect(JSON.parse(reader ?? '{}')).toMatchObject({ level: 'info', fd_reader: 'native' });
       } finally {
         agent.kill('SIGTERM');
       }

@@ -20,8 +20,9 @@ const packageConfig = JSON.parse(fs.readFileSync('tsconfig.package.json', 'utf8'
 
 describe('the build', () => {
   it('type-checks in build mode wherever a script compiles, except on the way to the demo', () => {
-    expect(pkg.scripts.build).toBe('tsc -b tsconfig.json');
-    expect(pkg.scripts.prepack).toBe('tsc -b tsconfig.package.json');
+    // Each then compiles the node agent's fd reader (scripts/native.mjs), which the demo does without.
+    expect(pkg.scripts.build).toBe('tsc -b tsconfig.json && node scripts/native.mjs');
+    expect(pkg.scripts.prepack).toBe('tsc -b tsconfig.package.json && node scripts/native.mjs');
     const transpile = 'node scripts/transpile.mjs';
     expect(pkg.scripts['build:package']).toBe(transpile);
     expect(pkg.scripts.prepare).toBe(transpile);

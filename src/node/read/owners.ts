@@ -24,8 +24,12 @@
  * table changed; on a procfs root whose inodes
  * cannot tell (a tree on a disk filesystem), each cycle, and the start time
  * tells. Every link, and every stat, is read again at least every
- * `rescanIntervalMs`. Links are read from within their fd directory, and each
- * process's inode, stat and listing from within procfs (working-dir.ts). A scan
+ * `rescanIntervalMs`. With the native reader (fd-native.ts), a listing is one
+ * string compared whole, and a table read whole (up to ONE_CALL_FDS fds) is one
+ * call that answers only the links that are paths. Through Node's fs (no
+ * reader, or a larger table) links are read from within their fd directory.
+ * Each process's inode and stat, and its listing through fs, are named from
+ * within procfs (working-dir.ts). A scan
  * is a generator (steps.ts): a full rescan of thousands of processes yields
  * every few milliseconds.
  *
@@ -38,12 +42,23 @@ import { resolve } from 'node:path';
 import { WorkingDir } from './working-dir.js';
 import { FdMounts, type FdKind } from './fd-mounts.js';
 import { FdProbe, type FdProbeOptions, type ProbeResult } from './fd-probe.js';
-import { freshInodes, inodeOf, listDir, readSmall, sameInode, type FdDeviceOf, type InodeId } from './roots.js';
-import { classify, type Failure } from './result.js';
+import {
+  freshInodes,
+  inodeOf,
+  listDir,
+  listWith,
+  readSmall,
+  sameInode,
+  type FdDeviceOf,
+  type InodeId,
+} from './roots.js';
+import type { FdReader } from './fd-native.js';
+import { classify, ok, type Failure, type Read } from './result.js';
 import type { Problems } from './problems.js';
 import { runSteps, Slice, SLICE_MS, type Steps } from '../../steps.js';
 import {
   knownFds,
+  LISTING_FDS,
   listingOf,
   listingSize,
   MAX_NUMBERS_BYTES,
@@ -203,6 +218,8 @@ export class FdScanner {
     probe?: FdProbeOptions,
     /** The most bytes of large tables' fd numbers kept (fd-listing.ts). */
     private readonly maxNumbersBytes: number = MAX_NUMBERS_BYTES,
+    /** The native reader (fd-native.ts): absent, Node's fs reads every table. */
+    private readonly fdReader?: FdReader,
   ) {
     this.procfs = resolve(procfs);
     this.mounts = deviceOf === undefined ? new FdMounts(this.procfs) : undefined;
@@ -382,10 +399,30 @@ export class FdScanner {
       return this.started({ pid, base, from }, id.value, prev, undefined, problems);
     // A steady process: this stat and its listing.
     if (prev.kthread === true) return { entry: prev, linksRead: 0, stated: 0 };
-    const fds = listDir(from + 'fd', base + 'fd');
+    const joined = this.joinedListing(base);
+    if (joined?.ok === true && joined.value === prev.listing) return { entry: prev, linksRead: 0, stated: 0 };
+    const fds = this.listFds(from, base, joined);
     if (!fds.ok) return failedRead(fds, problems);
     if (sameNames(prev.listing, fds.value)) return { entry: prev, linksRead: 0, stated: 0 };
     return this.started({ pid, base, from }, id.value, prev, fds.value, problems);
+  }
+
+  /**
+   * A process's fd names: the native reader's, in the kernel's order, where it reads them (up to
+   * LISTING_FDS), else Node's. One reader for every table it can read, so that a kept listing is
+   * compared with one in the same order.
+   */
+  private listFds(from: string, base: string, joined = this.joinedListing(base)): Read<string[]> {
+    if (joined === undefined || (joined.ok && joined.value === undefined)) return listDir(from + 'fd', base + 'fd');
+    return joined.ok ? ok(namesOf(joined.value as string)) : joined;
+  }
+
+  /** The native reader's listing of a process's fds (undefined past LISTING_FDS); undefined without the reader. */
+  private joinedListing(base: string): Read<string | undefined> | undefined {
+    const reader = this.fdReader;
+    if (reader === undefined) return undefined;
+    const dir = base + 'fd';
+    return listWith(() => reader.listing(dir, LISTING_FDS), dir);
   }
 
   /**
@@ -410,7 +447,7 @@ export class FdScanner {
         linksRead: 0,
         stated: 0,
       };
-    const fds = listed === undefined ? listDir(from + 'fd', base + 'fd') : { ok: true as const, value: listed };
+    const fds = listed === undefined ? this.listFds(from, base) : { ok: true as const, value: listed };
     if (!fds.ok) return failedRead(fds, problems);
     const same = prev?.start === start ? prev : undefined;
     if (same && sameNames(same.listing, fds.value)) {
@@ -434,6 +471,11 @@ export class FdScanner {
     const own = numbersBytes(this.cache.get(p.pid)?.listing ?? '');
     const room = this.maxNumbersBytes - this.numbersKept - this.numbersAdded + own;
     const r = new LinkReading(p, known, many, devices(), room);
+    const answer = known === undefined ? this.pathLinks(p) : undefined;
+    if (answer !== undefined) {
+      yield* this.notePaths(r, answer, problems, slice);
+      return this.settled(r, own);
+    }
     let i = this.readRun(r, 0, problems);
     while (i < p.names.length && r.errno === undefined) {
       if (slice.due()) {
@@ -443,9 +485,51 @@ export class FdScanner {
       }
       i = this.readRun(r, i, problems);
     }
+    return this.settled(r, own);
+  }
+
+  /** What a process's reading comes to, its large table's numbers counted against the scan's room. */
+  private settled(r: LinkReading, own: number): ProcessRead {
     const read = r.result();
     if ('entry' in read) this.numbersAdded += numbersBytes(read.entry.listing) - own;
     return read;
+  }
+
+  /**
+   * A whole table's links, read by the native reader in one call where there is one and the table
+   * is within ONE_CALL_FDS; undefined, nothing read, otherwise or where the call failed: the links
+   * are then read one by one, which says why a table cannot be read.
+   */
+  private pathLinks(p: LinkRead): string[] | undefined {
+    const reader = this.fdReader;
+    if (reader === undefined || p.names.length > ONE_CALL_FDS) return undefined;
+    try {
+      return reader.pathLinks(p.fdDir, ONE_CALL_FDS);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Notes the native reader's answer: the listing as of its call (which the entry keeps), and each
+   * link that is a path, with a turn for the event loop between runs of them (each may cost a stat).
+   */
+  private *notePaths(r: LinkReading, answer: readonly string[], problems: Problems, slice: Slice): Steps<void> {
+    const listing = answer[0] as string;
+    r.listing = listing;
+    r.linksRead = listing === '' ? 0 : countOf(listing, 47) + 1; // '/'
+    for (let i = 1; i + 1 < answer.length; i += 2) {
+      if (i > 1 && i % (2 * RUN) === 1 && slice.due()) {
+        this.dirs.leave();
+        yield;
+      }
+      const fd = answer[i] as string;
+      try {
+        this.notePath(r, fd, answer[i + 1] as string);
+      } catch (err) {
+        if (failedFd(r, fd, err, problems)) return;
+      }
+    }
   }
 
   /**
@@ -476,11 +560,7 @@ export class FdScanner {
         const link = fs.readlinkSync(r.inside ? fd : p.fdDir + fd);
         if (mayBeDevice(link)) this.notePath(r, fd, link);
       } catch (err) {
-        const failure = classify(err);
-        if (failure === 'gone') continue; // closed since the listing
-        r.errno = (err as NodeJS.ErrnoException).code ?? 'unknown';
-        problems.add('proc', failure, `${p.fdDir}${fd}: ${r.errno}`);
-        return i;
+        if (failedFd(r, fd, err, problems)) return i;
       }
     }
     return i;
@@ -550,8 +630,38 @@ function match(chars: ReadonlyMap<string, CharFd>, verbs: ReadonlyMap<string, st
   return [...mine];
 }
 
+/**
+ * An fd whose link or device could not be read: closed since the listing (false: read on), or the
+ * process is unreadable (true: its reading stops, the error noted).
+ */
+function failedFd(r: LinkReading, fd: string, err: unknown, problems: Problems): boolean {
+  const failure = classify(err);
+  if (failure === 'gone') return false;
+  r.errno = (err as NodeJS.ErrnoException).code ?? 'unknown';
+  problems.add('proc', failure, `${r.p.fdDir}${fd}: ${r.errno}`);
+  return true;
+}
+
+/** A listing's names (fd-listing.ts joins them with '/', which no name holds). */
+function namesOf(listing: string): string[] {
+  return listing === '' ? [] : listing.split('/');
+}
+
+/** How many times the character `code` occurs in `s`. */
+function countOf(s: string, code: number): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) === code) n++;
+  return n;
+}
+
 /** The fewest links of one fd directory read from within it (WorkingDir): fewer walk less than two chdirs. */
 const FROM_WITHIN = 4;
+
+/**
+ * The most fds of one table the native reader reads in one call, which cannot yield: some 2 ms of
+ * readlinks. A larger table is read a run of links at a time.
+ */
+export const ONE_CALL_FDS = 2048;
 
 /** Links read between checks of the slice: a check reads the clock. */
 const RUN = 64;
@@ -566,6 +676,8 @@ class LinkReading {
   asked = false;
   /** Set where a link could not be read: the process is unreadable. */
   errno: string | undefined = undefined;
+  /** The listing the native reader read the links of (fd-native.ts), kept instead of the names'. */
+  listing: string | undefined = undefined;
   /** Whether the working directory is the fd directory, and whether entering it was tried. */
   inside = false;
   tried = false;
@@ -599,7 +711,7 @@ class LinkReading {
         id: p.id,
         start: p.start,
         comm: p.comm,
-        listing: listingOf(p.names, this.room),
+        listing: this.listing ?? listingOf(p.names, this.room),
         chars: this.chars,
         against: this.against,
         ...(unsure === undefined ? {} : { unsure }),

@@ -205,6 +205,18 @@ export function listDir(p: string, named: string = p): Read<string[]> {
   }
 }
 
+/**
+ * A directory's listing as `list` answers it (the fd scan's native reader, fd-native.ts), its
+ * failures told as listDir's; `named` as in readSmall.
+ */
+export function listWith<T>(list: () => T, named: string): Read<T> {
+  try {
+    return ok(list());
+  } catch (err) {
+    return failure(err, named);
+  }
+}
+
 /** What one listing of a directory tells. */
 export interface Entries {
   /** The real subdirectories (symlinks excluded: v1 aliases like cpu -> cpu,cpuacct). */

@@ -1,14 +1,41 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { commOf, FdScanner, isKernelThread, startTime, type OwnerScan } from '../../../src/node/read/owners.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  commOf,
+  FdScanner,
+  isKernelThread,
+  ONE_CALL_FDS,
+  startTime,
+  type OwnerScan,
+} from '../../../src/node/read/owners.js';
+import type { FdReader } from '../../../src/node/read/fd-native.js';
+import type { FdProbeOptions } from '../../../src/node/read/fd-probe.js';
 import { LISTING_FDS } from '../../../src/node/read/fd-listing.js';
 import { Problems } from '../../../src/node/read/problems.js';
-import { deviceNumber } from '../../../src/node/read/roots.js';
+import { deviceNumber, type FdDeviceOf } from '../../../src/node/read/roots.js';
 import { runStepsYielding, type Steps } from '../../../src/steps.js';
 import { standardFdDevice, uverbsDevice, writeProcess } from '../../../src/demo/nodetree.js';
 import { renameProcess } from '../../support/node-tree.js';
 import { asUnprivileged, deny, removeProcess, tmpDir, tmpfsDir } from '../../support/tmp.js';
+import { FD_READERS } from '../../support/fd-reader.js';
+
+/** The reader the scanners of the running block read with (FD_READERS); none: Node's fs. */
+let reader: FdReader | undefined;
+
+/** FdScanner as the block under test reads: each test runs with each reader. */
+class Scanner extends FdScanner {
+  constructor(
+    procfs: string,
+    rescanIntervalMs: number,
+    deviceOf?: FdDeviceOf,
+    sliceMs?: number,
+    probe?: FdProbeOptions,
+    maxNumbersBytes?: number,
+  ) {
+    super(procfs, rescanIntervalMs, deviceOf, sliceMs, probe, maxNumbersBytes, reader);
+  }
+}
 
 /** sysfs's class/infiniband_verbs for uverbs0..uverbs9 at the kernel's numbers. */
 const VERBS = (): Map<string, string> =>
@@ -38,14 +65,21 @@ function pausing(steps: Steps<OwnerScan>, home: string): { pauses: number; scan:
   return { pauses, scan: r.value };
 }
 
-describe('FdScanner', () => {
+describe.each(FD_READERS)('FdScanner, reading with %s', (_name, readerOf) => {
+  beforeAll(() => {
+    reader = readerOf();
+  });
+  afterAll(() => {
+    reader = undefined;
+  });
+
   it('maps every process holding a uverbs fd, job or not', () => {
     const proc = procfs();
     writeProcess(proc, { pid: 10, comm: 'a', uverbs: [0, 3], fds: 10 });
     writeProcess(proc, { pid: 11, comm: 'b', uverbs: [3] });
     writeProcess(proc, { pid: 12, comm: 'c', fds: 50 });
     fs.mkdirSync(path.join(proc, 'self'));
-    const scan = new FdScanner(proc, 60_000, standardFdDevice).scan(0, new Problems(), VERBS);
+    const scan = new Scanner(proc, 60_000, standardFdDevice).scan(0, new Problems(), VERBS);
     expect(pidsOf(scan.holders)).toEqual({ uverbs0: [10], uverbs3: [10, 11] });
     expect([...scan.present].sort()).toEqual([10, 11, 12]);
     expect(scan.unreadable).toEqual([]);
@@ -54,7 +88,7 @@ describe('FdScanner', () => {
   it('reads a steady process once, then only fd numbers not seen before', () => {
     const proc = procfs();
     writeProcess(proc, { pid: 20, comm: 'a', fds: 100 });
-    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    const scanner = new Scanner(proc, 60_000, standardFdDevice);
     expect(scanner.scan(0, new Problems(), VERBS).stats.fdLinksRead).toBe(100);
     expect(scanner.scan(1000, new Problems(), VERBS).stats.fdLinksRead).toBe(0);
     fs.symlinkSync('/dev/infiniband/uverbs7', path.join(proc, '20', 'fd', '100'));
@@ -66,7 +100,7 @@ describe('FdScanner', () => {
   it('sees an fd closed and another opened between two cycles: as many fds, other numbers', () => {
     const proc = procfs();
     writeProcess(proc, { pid: 23, comm: 'a', fds: 6 });
-    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    const scanner = new Scanner(proc, 60_000, standardFdDevice);
     const fdDir = path.join(proc, '23', 'fd');
     const before = fs.readdirSync(fdDir);
     scanner.scan(0, new Problems(), VERBS);
@@ -84,7 +118,7 @@ describe('FdScanner', () => {
       const proc = procfs(on);
       writeProcess(proc, { pid: 26, comm: 'a', fds: 3 });
       const fdDir = path.join(proc, '26', 'fd');
-      const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+      const scanner = new Scanner(proc, 60_000, standardFdDevice);
       const cycle = (atMs: number): { read: number; holders: Record<string, number[]> } => {
         const scan = scanner.scan(atMs, new Problems(), VERBS);
         return { read: scan.stats.fdLinksRead, holders: pidsOf(scan.holders) };
@@ -109,7 +143,7 @@ describe('FdScanner', () => {
   it('forgets a closed uverbs fd at the next listing', () => {
     const proc = procfs();
     writeProcess(proc, { pid: 21, comm: 'a', uverbs: [1] });
-    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    const scanner = new Scanner(proc, 60_000, standardFdDevice);
     expect(pidsOf(scanner.scan(0, new Problems(), VERBS).holders).uverbs1).toEqual([21]);
     fs.unlinkSync(path.join(proc, '21', 'fd', '3'));
     expect(scanner.scan(1000, new Problems(), VERBS).holders.size).toBe(0);
@@ -118,7 +152,7 @@ describe('FdScanner', () => {
   it('re-reads every link after the rescan interval (catching an fd number reused in between)', () => {
     const proc = procfs();
     writeProcess(proc, { pid: 22, comm: 'a', fds: 8 });
-    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    const scanner = new Scanner(proc, 60_000, standardFdDevice);
     scanner.scan(0, new Problems(), VERBS);
     // Same fd number, new target: invisible to the listing compare.
     fs.unlinkSync(path.join(proc, '22', 'fd', '5'));
@@ -133,7 +167,7 @@ describe('FdScanner', () => {
   it('reads a reused PID (new start time) in full', () => {
     const proc = procfs();
     writeProcess(proc, { pid: 23, comm: 'old', fds: 6, startTime: 100 });
-    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    const scanner = new Scanner(proc, 60_000, standardFdDevice);
     scanner.scan(0, new Problems(), VERBS);
     removeProcess(proc, 23);
     writeProcess(proc, { pid: 23, comm: 'new', fds: 4, uverbs: [5], startTime: 200 });
@@ -145,7 +179,7 @@ describe('FdScanner', () => {
   it('on a procfs whose inodes tell (tmpfs here), reads a steady process by its inode: a rename in place shows when its fds change or at the full rescan', () => {
     const proc = procfs('tmpfs');
     writeProcess(proc, { pid: 23, comm: 'old', fds: 2, startTime: 100 });
-    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    const scanner = new Scanner(proc, 60_000, standardFdDevice);
     expect(scanner.scan(0, new Problems(), VERBS).names.get(23)).toBe('old');
     renameProcess(proc, 23, 'renamed');
     expect(scanner.scan(1000, new Problems(), VERBS).names.get(23)).toBe('old');
@@ -162,7 +196,7 @@ describe('FdScanner', () => {
   it('on such a procfs, a /proc/<pid> made anew is another process: read again, stat and links', () => {
     const proc = procfs('tmpfs');
     writeProcess(proc, { pid: 24, comm: 'first', uverbs: [1], startTime: 100 });
-    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    const scanner = new Scanner(proc, 60_000, standardFdDevice);
     expect(pidsOf(scanner.scan(0, new Problems(), VERBS).holders)).toEqual({ uverbs1: [24] });
     // The same name, fds and start time (a PID handed out again within one clock tick), fd 3 now
     // a socket: only the directory, made anew as the kernel makes a new process's, tells them apart.
@@ -175,13 +209,15 @@ describe('FdScanner', () => {
 
   it('reads links from within each fd directory, and is back in its own working directory whenever it yields or ends', () => {
     const proc = procfs();
-    for (let pid = 40; pid < 46; pid++) writeProcess(proc, { pid, comm: 'a', fds: 300, uverbs: [pid - 40] });
+    // The native reader reads a table within ONE_CALL_FDS in one call: past it, a run at a time.
+    const fds = reader === undefined ? 300 : ONE_CALL_FDS + 300;
+    for (let pid = 40; pid < 46; pid++) writeProcess(proc, { pid, comm: 'a', fds, uverbs: [pid - 40] });
     const home = process.cwd();
     // A scan that yields at every chance (a slice of 0 ms), from a procfs root named relatively.
-    const scanner = new FdScanner(path.relative(home, proc), 60_000, standardFdDevice, 0);
+    const scanner = new Scanner(path.relative(home, proc), 60_000, standardFdDevice, 0);
     const { pauses, scan } = pausing(scanner.scanSteps(0, new Problems(), VERBS), home);
     expect(pauses).toBeGreaterThan(6);
-    expect(scan.stats.fdLinksRead).toBe(6 * 300);
+    expect(scan.stats.fdLinksRead).toBe(6 * fds);
     expect(pidsOf(scan.holders)).toEqual(Object.fromEntries([0, 1, 2, 3, 4, 5].map((n) => [`uverbs${n}`, [40 + n]])));
   });
 
@@ -191,7 +227,7 @@ describe('FdScanner', () => {
     writeProcess(proc, { pid: 31, comm: 'open', uverbs: [1] });
     deny(path.join(proc, '30', 'fd'));
     const problems = new Problems();
-    const scan = asUnprivileged(() => new FdScanner(proc, 60_000, standardFdDevice).scan(0, problems, VERBS));
+    const scan = asUnprivileged(() => new Scanner(proc, 60_000, standardFdDevice).scan(0, problems, VERBS));
     expect(scan.unreadable).toEqual([{ pid: 30, errno: 'EACCES' }]);
     expect(pidsOf(scan.holders).uverbs1).toEqual([31]);
     expect(problems.list()).toEqual([expect.objectContaining({ source: 'proc', kind: 'denied', count: 1 })]);
@@ -203,7 +239,7 @@ describe('FdScanner', () => {
     writeProcess(proc, { pid: 31, comm: 'new', uverbs: [1] });
     const home = process.cwd();
     // A slice of 0 ms: the scan pauses before every process.
-    const scanner = new FdScanner(proc, 3_600_000, standardFdDevice, 0);
+    const scanner = new Scanner(proc, 3_600_000, standardFdDevice, 0);
     asUnprivileged(() => pausing(scanner.scanSteps(0, new Problems(), VERBS), home));
     deny(path.join(proc, '30', 'fd')); // a steady process's listing fails
     removeProcess(proc, 31);
@@ -231,7 +267,7 @@ describe('FdScanner', () => {
       const fields = fs.readFileSync(stat, 'utf8').split(' ');
       fields[8] = String(0x04208060);
       fs.writeFileSync(stat, fields.join(' '));
-      const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+      const scanner = new Scanner(proc, 60_000, standardFdDevice);
       for (const atMs of [0, 1000]) {
         const scan = asUnprivileged(() => scanner.scan(atMs, new Problems(), VERBS));
         expect(scan.unreadable).toEqual([{ pid: 33, errno: 'EACCES' }]);
@@ -249,7 +285,7 @@ describe('FdScanner', () => {
       }
     });
     expect(kthreads.length).toBeGreaterThan(0);
-    const scan = asUnprivileged(() => new FdScanner('/proc', 60_000).scan(0, new Problems(), VERBS));
+    const scan = asUnprivileged(() => new Scanner('/proc', 60_000).scan(0, new Problems(), VERBS));
     const unreadable = new Set(scan.unreadable.map((u) => String(u.pid)));
     expect(kthreads.filter((p) => unreadable.has(p))).toEqual([]);
     expect(kthreads.filter((p) => scan.present.has(Number(p))).length).toBeGreaterThan(0);
@@ -265,7 +301,7 @@ describe('FdScanner', () => {
       [`${chroot}/dev/infiniband/uverbs0`, uverbsDevice(0)],
       ['/run/hca/verbs-a', uverbsDevice(1)],
     ]);
-    const scan = new FdScanner(proc, 60_000, (_p, link) => devices.get(link) ?? standardFdDevice(_p, link)).scan(
+    const scan = new Scanner(proc, 60_000, (_p, link) => devices.get(link) ?? standardFdDevice(_p, link)).scan(
       0,
       new Problems(),
       VERBS,
@@ -288,7 +324,7 @@ describe('FdScanner', () => {
     ]);
     const deviceOf = (p: string, link: string): string | undefined =>
       devices.has(link) ? devices.get(link) : standardFdDevice(p, link);
-    const scan = new FdScanner(proc, 60_000, deviceOf).scan(0, new Problems(), VERBS);
+    const scan = new Scanner(proc, 60_000, deviceOf).scan(0, new Problems(), VERBS);
     expect(scan.holders.size).toBe(0);
     // Links that are paths were asked; sockets were not.
     expect(scan.stats.fdsStated).toBe(3 * 4);
@@ -298,7 +334,7 @@ describe('FdScanner', () => {
     const proc = procfs();
     writeProcess(proc, { pid: 70, comm: 'a', uverbs: [0], fds: 40 });
     const asked: string[] = [];
-    const scanner = new FdScanner(proc, 60_000, (p, link) => {
+    const scanner = new Scanner(proc, 60_000, (p, link) => {
       asked.push(link);
       return standardFdDevice(p, link);
     });
@@ -311,7 +347,7 @@ describe('FdScanner', () => {
   it('reads a steady process again when sysfs gains or loses a uverbs device, and not while it stays', () => {
     const proc = procfs();
     writeProcess(proc, { pid: 80, comm: 'a', uverbs: [0], fds: 10 });
-    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    const scanner = new Scanner(proc, 60_000, standardFdDevice);
     const none = (): Map<string, string> => new Map();
     expect(scanner.scan(0, new Problems(), none).holders.size).toBe(0);
     // The fd on uverbs0 was not kept while no such device was known: its table is read again.
@@ -328,7 +364,7 @@ describe('FdScanner', () => {
     // A user's process can hold a million fds on /dev/null: each kept would cost the agent's heap.
     const proc = procfs();
     writeProcess(proc, { pid: 81, comm: 'a', uverbs: [0], fds: 40 });
-    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    const scanner = new Scanner(proc, 60_000, standardFdDevice);
     const scan = scanner.scan(0, new Problems(), VERBS);
     expect(pidsOf(scan.holders)).toEqual({ uverbs0: [81] });
     expect(scan.stats.fdsStated).toBe(4);
@@ -339,7 +375,7 @@ describe('FdScanner', () => {
     const proc = procfs();
     const fds = LISTING_FDS + 100;
     writeProcess(proc, { pid: 82, comm: 'many', fds });
-    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    const scanner = new Scanner(proc, 60_000, standardFdDevice);
     expect(scanner.scan(0, new Problems(), VERBS).stats.fdLinksRead).toBe(fds);
     // A bit an fd (a dense table), where the names joined take some 40 KiB.
     expect(scanner.kept(82)?.listing).toBeLessThanOrEqual(fds / 8 + 1);
@@ -365,7 +401,7 @@ describe('FdScanner', () => {
     for (const pid of [85, 86, 87]) writeProcess(proc, { pid, comm: 'many', fds });
     const bitmap = (fds >>> 3) + 1;
     // Room for two bitmaps: the third table keeps a digest.
-    const scanner = new FdScanner(proc, 60_000, standardFdDevice, undefined, undefined, 2 * bitmap + 10);
+    const scanner = new Scanner(proc, 60_000, standardFdDevice, undefined, undefined, 2 * bitmap + 10);
     const sizes = (): (number | undefined)[] => [85, 86, 87].map((pid) => scanner.kept(pid)?.listing);
     scanner.scan(0, new Problems(), VERBS);
     expect(sizes()).toEqual([bitmap, bitmap, expect.any(Number)]);
@@ -394,7 +430,7 @@ describe('FdScanner', () => {
     writeProcess(proc, { pid: 84, comm: 'many', fds });
     const fdDir = path.join(proc, '84', 'fd');
     fs.renameSync(path.join(fdDir, '7'), path.join(fdDir, '007'));
-    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    const scanner = new Scanner(proc, 60_000, standardFdDevice);
     expect(scanner.scan(0, new Problems(), VERBS).stats.fdLinksRead).toBe(fds);
     expect(scanner.kept(84)?.listing).toBeLessThan(64);
     expect(scanner.scan(1000, new Problems(), VERBS).stats.fdLinksRead).toBe(0);
@@ -407,7 +443,7 @@ describe('FdScanner', () => {
   it('keeps the names of a table up to LISTING_FDS, and reads only the fds new since', () => {
     const proc = procfs();
     writeProcess(proc, { pid: 83, comm: 'a', fds: 300 });
-    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    const scanner = new Scanner(proc, 60_000, standardFdDevice);
     scanner.scan(0, new Problems(), VERBS);
     expect(scanner.kept(83)?.listing).toBeGreaterThan(300);
     fs.symlinkSync('/dev/infiniband/uverbs0', path.join(proc, '83', 'fd', '300'));
@@ -424,7 +460,7 @@ describe('FdScanner', () => {
     try {
       // /dev/full is 1:7 on every Linux.
       const verbs = (): Map<string, string> => new Map([['1:7', 'uverbs0']]);
-      const scan = new FdScanner('/proc', 60_000).scan(0, new Problems(), verbs);
+      const scan = new Scanner('/proc', 60_000).scan(0, new Problems(), verbs);
       expect(scan.holders.get('uverbs0')).toContainEqual({ pid: process.pid, paths: ['/dev/full'] });
     } finally {
       fs.closeSync(fd);
@@ -439,7 +475,7 @@ describe('FdScanner', () => {
     const fds = Array.from({ length: 300 }, () => fs.openSync('/dev/null', 'r'));
     fds.push(fs.openSync(path.join(dir, 'uverbs0'), 'r'));
     const home = process.cwd();
-    const scanner = new FdScanner('/proc', 60_000, undefined, 0);
+    const scanner = new Scanner('/proc', 60_000, undefined, 0);
     try {
       const full = deviceNumber(fs.statSync('/dev/full').rdev);
       const verbs = (): Map<string, string> => new Map([[full, 'uverbs0']]);
@@ -459,7 +495,7 @@ describe('FdScanner', () => {
     const dir = tmpDir();
     fs.symlinkSync('/dev/full', path.join(dir, 'uverbs0'));
     const fds = Array.from({ length: LISTING_FDS + 100 }, () => fs.openSync('/dev/null', 'r'));
-    const scanner = new FdScanner('/proc', 3_600_000);
+    const scanner = new Scanner('/proc', 3_600_000);
     const onlyThis = { skip: true, test: (pid: number) => pid !== process.pid };
     try {
       const full = deviceNumber(fs.statSync('/dev/full').rdev);
@@ -502,7 +538,7 @@ describe('FdScanner', () => {
       );
     }
     // A deadline far past what a loaded machine takes to start stat: its answer, never a timeout.
-    const scanner = new FdScanner(proc, 60_000, undefined, undefined, { maxPerCycle: 1, timeoutMs: 60_000 });
+    const scanner = new Scanner(proc, 60_000, undefined, undefined, { maxPerCycle: 1, timeoutMs: 60_000 });
     const failed = (pid: number) => ({
       pid,
       errno: 'uncertain',
@@ -540,7 +576,7 @@ describe('FdScanner', () => {
     const proc = procfs();
     fs.mkdirSync(path.join(proc, '40'));
     const problems = new Problems();
-    const scan = new FdScanner(proc, 60_000, standardFdDevice).scan(0, problems, VERBS);
+    const scan = new Scanner(proc, 60_000, standardFdDevice).scan(0, problems, VERBS);
     expect(scan.unreadable).toEqual([]);
     expect(problems.list()).toEqual([]);
   });
@@ -582,7 +618,7 @@ describe('commOf', () => {
   it("names each process scanned by the comm in its stat, and follows a reused PID's new name", () => {
     const proc = procfs();
     writeProcess(proc, { pid: 23, comm: 'old', fds: 2, startTime: 100 });
-    const scanner = new FdScanner(proc, 60_000, standardFdDevice);
+    const scanner = new Scanner(proc, 60_000, standardFdDevice);
     expect(scanner.scan(0, new Problems(), VERBS).names.get(23)).toBe('old');
     removeProcess(proc, 23);
     writeProcess(proc, { pid: 23, comm: 'new name', fds: 2, startTime: 200 });
