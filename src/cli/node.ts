@@ -332,7 +332,7 @@ function fdReaderOption(f: NodeCycleFlags): { fdReader?: FdReader } {
 }
 
 /** Says which reader reads fd tables, and why not the native one where it was asked for and did not load. */
-export function logFdReader(f: NodeCycleFlags, logger: Logger): void {
+function logFdReader(f: NodeCycleFlags, logger: Logger): void {
   if (f.fdReader === 'fs')
     return logger.info({ fd_reader: 'fs' }, "fd tables are read through Node's fs (--fd-reader fs)");
   const load = loadFdReader();
