@@ -399,7 +399,7 @@ export class FdScanner {
       return this.started({ pid, base, from }, id.value, prev, undefined, problems);
     // A steady process: this stat and its listing.
     if (prev.kthread === true) return { entry: prev, linksRead: 0, stated: 0 };
-    const joined = this.joinedListing(base);
+    const joined = this.joinedUnlessLarge(prev, base);
     if (joined?.ok === true && joined.value === prev.listing) return { entry: prev, linksRead: 0, stated: 0 };
     const fds = this.listFds(from, base, joined);
     if (!fds.ok) return failedRead(fds, problems);
@@ -408,13 +408,22 @@ export class FdScanner {
   }
 
   /**
-   * A process's fd names: the native reader's, in the kernel's order, where it reads them (up to
-   * LISTING_FDS), else Node's. One reader for every table it can read, so that a kept listing is
-   * compared with one in the same order.
+   * A process's fd names: the native reader's (`joined`, in the kernel's order) where it read them
+   * (up to LISTING_FDS), else Node's. One reader for every table it can read, so that a kept
+   * listing is compared with one in the same order.
    */
-  private listFds(from: string, base: string, joined = this.joinedListing(base)): Read<string[]> {
+  private listFds(from: string, base: string, joined: Read<string | undefined> | undefined): Read<string[]> {
     if (joined === undefined || (joined.ok && joined.value === undefined)) return listDir(from + 'fd', base + 'fd');
     return joined.ok ? ok(namesOf(joined.value as string)) : joined;
+  }
+
+  /**
+   * joinedListing, but not for a table kept as fd numbers or a digest (past LISTING_FDS): that one
+   * is listed through fs, where the native reader would stop at LISTING_FDS names each cycle for
+   * nothing.
+   */
+  private joinedUnlessLarge(prev: ProcEntry | undefined, base: string): Read<string | undefined> | undefined {
+    return prev === undefined || isNamesListing(prev.listing) ? this.joinedListing(base) : undefined;
   }
 
   /** The native reader's listing of a process's fds (undefined past LISTING_FDS); undefined without the reader. */
@@ -447,7 +456,7 @@ export class FdScanner {
         linksRead: 0,
         stated: 0,
       };
-    const fds = listed === undefined ? this.listFds(from, base) : { ok: true as const, value: listed };
+    const fds = listed === undefined ? this.listFds(from, base, this.joinedUnlessLarge(prev, base)) : ok(listed);
     if (!fds.ok) return failedRead(fds, problems);
     const same = prev?.start === start ? prev : undefined;
     if (same && sameNames(same.listing, fds.value)) {
@@ -640,6 +649,11 @@ function failedFd(r: LinkReading, fd: string, err: unknown, problems: Problems):
   r.errno = (err as NodeJS.ErrnoException).code ?? 'unknown';
   problems.add('proc', failure, `${r.p.fdDir}${fd}: ${r.errno}`);
   return true;
+}
+
+/** Whether a kept listing is the names joined (fd-listing.ts), not fd numbers or a digest ('#…'). */
+function isNamesListing(listing: Listing): listing is string {
+  return typeof listing === 'string' && listing.charCodeAt(0) !== 35;
 }
 
 /** A listing's names (fd-listing.ts joins them with '/', which no name holds). */

@@ -18,7 +18,7 @@ import { runStepsYielding, type Steps } from '../../../src/steps.js';
 import { standardFdDevice, uverbsDevice, writeProcess } from '../../../src/demo/nodetree.js';
 import { renameProcess } from '../../support/node-tree.js';
 import { asUnprivileged, deny, removeProcess, tmpDir, tmpfsDir } from '../../support/tmp.js';
-import { FD_READERS } from '../../support/fd-reader.js';
+import { FD_READERS, nativeReader, nativeReaderTested } from '../../support/fd-reader.js';
 
 /** The reader the scanners of the running block read with (FD_READERS); none: Node's fs. */
 let reader: FdReader | undefined;
@@ -630,4 +630,26 @@ describe('commOf', () => {
     expect(scan.stats.fdLinksRead).toBe(0);
     expect(scan.names.get(23)).toBe('renamed');
   });
+});
+
+describe.runIf(nativeReaderTested)('FdScanner with the native reader', () => {
+  it.each(['disk', 'tmpfs'] as const)(
+    'lists a table past LISTING_FDS through fs alone once it keeps its numbers (procfs on %s)',
+    (on) => {
+      const proc = procfs(on);
+      writeProcess(proc, { pid: 60, comm: 'big', fds: LISTING_FDS + 10 });
+      writeProcess(proc, { pid: 61, comm: 'small', fds: 10 });
+      const native = nativeReader();
+      const listed: string[] = [];
+      const counting: FdReader = {
+        listing: (dir, max) => (listed.push(path.basename(path.dirname(dir))), native.listing(dir, max)),
+        pathLinks: (dir, max) => native.pathLinks(dir, max),
+      };
+      const scanner = new FdScanner(proc, 60_000, standardFdDevice, undefined, undefined, undefined, counting);
+      expect(scanner.scan(0, new Problems(), VERBS).stats.fdLinksRead).toBe(LISTING_FDS + 10 + 10);
+      listed.length = 0;
+      expect(scanner.scan(1000, new Problems(), VERBS).stats.fdLinksRead).toBe(0);
+      expect(listed).toEqual(['61']);
+    },
+  );
 });
