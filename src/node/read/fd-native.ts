@@ -9,8 +9,8 @@
  *
  * Where it comes from: the single executable carries the compiled module and loads it from an
  * unnamed file (O_TMPFILE: no name another process could open or replace, gone when closed); an
- * npm install loads dist/native/fd-reader.node, if its file and directory are the agent's user's or
- * root's and nobody else may write them. Where it cannot load (no C compiler at build, a
+ * npm install loads dist/native/fd-reader.node, if it and the directories above it are the agent's
+ * user's or root's and nobody else may write them (loadFile). Where it cannot load (no C compiler at build, a
  * filesystem that forbids execution, another architecture), the scan reads through Node's fs, and
  * the start-up log says why.
  */
@@ -100,22 +100,26 @@ function fromPackage(): unknown {
   return loadFile(candidates.find((file) => fs.existsSync(file)) ?? (candidates[0] as string));
 }
 
-/** Loads `file` as a module where nobody but the agent's user or root owns or may write it or its directory. */
+/**
+ * Loads `file` as a module where nobody but root or the agent's user could have put it there or
+ * could swap it before it is loaded: the file and every directory above it belong to one of them,
+ * and none may be written by others (a sticky directory, as /tmp, above the file's own excepted:
+ * others cannot rename what is not theirs there).
+ */
 export function loadFile(file: string): unknown {
-  for (const p of [file, path.dirname(file)]) {
-    let st: fs.Stats;
-    try {
-      st = fs.statSync(p);
-    } catch (err) {
-      throw new Error(`${p}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err });
-    }
-    const uid = process.geteuid?.() ?? 0;
+  const uid = process.geteuid?.() ?? 0;
+  const real = fs.realpathSync(file);
+  const dir = path.dirname(real);
+  for (let p = real; ; p = path.dirname(p)) {
+    const st = fs.statSync(p);
     if (st.uid !== 0 && st.uid !== uid) throw new Error(`${p} is owned by uid ${st.uid}, neither root nor the agent's`);
-    if ((st.mode & 0o022) !== 0)
-      throw new Error(`${p} may be written by others (mode ${(st.mode & 0o777).toString(8)})`);
+    const stickyAbove = (st.mode & 0o1000) !== 0 && p !== real && p !== dir;
+    if ((st.mode & 0o022) !== 0 && !stickyAbove)
+      throw new Error(`${p} may be written by others (mode ${(st.mode & 0o7777).toString(8)})`);
+    if (p === path.dirname(p)) break;
   }
   const module = { exports: {} };
-  process.dlopen(module, file);
+  process.dlopen(module, real);
   return module.exports;
 }
 

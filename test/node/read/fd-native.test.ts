@@ -154,6 +154,24 @@ describe.runIf(nativeReaderTested)('loading the native fd reader', () => {
     expect(() => loadFile(path.join(dir, 'none.node'))).toThrow(/ENOENT/);
   });
 
+  it('refuses a package file that a directory above it would let others swap, unless that one is sticky', () => {
+    const above = tmpDir();
+    const dir = path.join(above, 'native');
+    fs.mkdirSync(dir, { mode: 0o755 });
+    const copy = path.join(dir, 'fd-reader.node');
+    fs.copyFileSync(MODULE, copy);
+    fs.chmodSync(copy, 0o755);
+    fs.chmodSync(above, 0o777);
+    expect(() => loadFile(copy)).toThrow(new RegExp(`${above} may be written by others \\(mode 777\\)`));
+    fs.chmodSync(above, 0o1777); // as /tmp: others cannot rename what is not theirs
+    expect((loadFile(copy) as { version: number }).version).toBe(1);
+    // Named through a link, it is the file the link leads to that is judged.
+    const link = path.join(tmpDir(), 'link.node');
+    fs.symlinkSync(copy, link);
+    fs.chmodSync(above, 0o777);
+    expect(() => loadFile(link)).toThrow(/may be written by others/);
+  });
+
   it('is built with the package, its file and directory closed to others', () => {
     for (const p of [MODULE, path.dirname(MODULE)]) expect(fs.statSync(p).mode & 0o022).toBe(0);
   });
