@@ -8,14 +8,14 @@
  * throughout.
  *
  * Where it comes from: the single executable carries the compiled module and loads it from an
- * unnamed file (O_TMPFILE: no name another process could open or replace, gone when closed); an
+ * unnamed file (O_TMPFILE in /dev/shm or /tmp: no name another process could open or replace,
+ * gone when closed); an
  * npm install loads dist/native/fd-reader.node, if it and the directories above it are the agent's
  * user's or root's and nobody else may write them (loadFile). Where it cannot load (no C compiler at build, a
  * filesystem that forbids execution, another architecture), the scan reads through Node's fs, and
  * the start-up log says why.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import sea from 'node:sea';
 import { fileURLToPath } from 'node:url';
@@ -41,6 +41,13 @@ export type FdReaderLoad = { readonly reader: FdReader } | { readonly reader?: u
 const READER_VERSION = 1;
 /** The executable's asset name (scripts/sea/build.ts). */
 export const FD_READER_ASSET = 'fd-reader.node';
+/**
+ * Where the executable writes the reader to load it: fixed places, not $TMPDIR, and only on a local
+ * filesystem (tmpfs, ext4, xfs, btrfs): a library mapped from FUSE or NFS would be paged in from
+ * whoever serves it, and a stalled server would stall the agent at start.
+ */
+const UNNAMED_DIRS = ['/dev/shm', '/tmp'];
+const LOCAL_FILESYSTEMS: ReadonlySet<number> = new Set([0x01021994, 0xef53, 0x58465342, 0x9123683e]);
 /** Linux's O_TMPFILE (with O_DIRECTORY, as open(2) takes it): an unnamed file in a directory. */
 const O_TMPFILE = 0o20000000 | fs.constants.O_DIRECTORY;
 
@@ -66,8 +73,10 @@ function fromExecutable(): unknown {
   if (!sea.isSea()) throw new Error('not run as the single executable, which carries the reader');
   const bytes = new Uint8Array(sea.getRawAsset(FD_READER_ASSET));
   const failures: string[] = [];
-  for (const dir of [os.tmpdir(), '/dev/shm']) {
+  for (const dir of UNNAMED_DIRS) {
     try {
+      const type = Number(fs.statfsSync(dir).type);
+      if (!LOCAL_FILESYSTEMS.has(type)) throw new Error(`a filesystem of type 0x${type.toString(16)}, not a local one`);
       return loadUnnamed(dir, bytes);
     } catch (err) {
       failures.push(`${dir}: ${(err as Error).message}`);
