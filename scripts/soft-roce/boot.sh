@@ -5,7 +5,7 @@
 #   boot.sh <guest-script> <out-dir>
 #
 # The guest gets, over virtio-9p (tag host0, at /mnt/host): the script as guest.sh, the host's
-# `node` binary and app.tar (this clone's dist/, package.json and the production packages of
+# `node` binary and app.tar (this clone's dist/ with the fd reader, package.json and the production packages of
 # node_modules), to be unpacked into the guest's tmpfs. The script writes into /mnt/host/out;
 # that directory is copied to <out-dir>, with console.log (the serial console, each line
 # prefixed with host seconds since qemu started) and rc (the script's exit code).
@@ -34,7 +34,7 @@ install -m 0755 "$NODE" "$SHARE/node"
 # Only what the agent loads: the build and the production dependency closure (about 25 MB).
 "$NODE" "$REPO/dist/scripts/soft-roce/packages.js" "$REPO" > "$SHARE/packages"
 [ -s "$SHARE/packages" ] || die "no production packages found under $REPO/node_modules"
-tar -C "$REPO" -chf "$SHARE/app.tar" package.json dist/src -T "$SHARE/packages"
+tar -C "$REPO" -chf "$SHARE/app.tar" package.json dist/src dist/native -T "$SHARE/packages"
 
 START=${EPOCHREALTIME/./}
 set +e

@@ -131,6 +131,16 @@ describe.skipIf(!TOOLS.every(shouldRun) && !REUSE)('node agent on Soft-RoCE in a
     expect(read('kernel.txt')).toMatch(/-amd64$/m);
   });
 
+  it("the running agent reads the guest's fd tables with the native reader, on Debian's own kernel", (ctx) => {
+    if (skipped) return ctx.skip();
+    const said = read('daemon.log')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { fd_reader?: string; reason?: string })
+      .filter((l) => l.fd_reader !== undefined);
+    expect(said).toEqual([expect.objectContaining({ fd_reader: 'native' })]);
+  });
+
   it('joins uverbs fds to HCAs by the real device numbers: sysfs decimal 231:192, stat the same pair', (ctx) => {
     if (skipped) return ctx.skip();
     const uverbs = read('uverbs.txt')
